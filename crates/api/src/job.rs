@@ -1,0 +1,400 @@
+//! The job resource: `LeptonJob {metadata, spec, status}` and its parts.
+//!
+//! Field names follow `leptonai/api/v2/types/job.py` and `deployment.py`.
+//! Fields marked "extension" are Jobdeck's own; Lepton clients ignore them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Who may see a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Visibility {
+    /// The whole workspace.
+    Public,
+    /// The creator only.
+    #[default]
+    Private,
+}
+
+/// `metadata` of a Lepton resource (`httptypes.MetadataV2`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Metadata {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Unix time in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Unix time in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<Visibility>,
+    /// Extension: free-form key/value notes (the managed-cluster page's
+    /// "Annotations").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// Where a job may be scheduled (`LeptonResourceAffinity`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Affinity {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_providers: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_dedicated_node_groups: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_nodes_in_node_group: Option<Vec<String>>,
+}
+
+/// One container port (`ContainerPort`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ContainerPort {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub container_port: i64,
+    /// `TCP`, `UDP` or `SCTP`; absent means TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_port: Option<i64>,
+}
+
+/// The container of a job (`LeptonContainer`) plus registry extensions.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Container {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Vec<ContainerPort>>,
+    /// The command and its arguments; empty means the image's entrypoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Extension: the image tag when `image` has none; defaults to `latest`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_tag: Option<String>,
+    /// Extension: private registry user name; needs `registry_password`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry_username: Option<String>,
+    /// Extension: private registry password. Write-only: the server never
+    /// returns it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry_password: Option<String>,
+}
+
+/// Where an environment variable's value comes from (`EnvValue`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EnvValue {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_name_ref: Option<String>,
+}
+
+/// One environment variable (`EnvVar`): a literal value or a secret reference.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EnvVar {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_from: Option<EnvValue>,
+}
+
+/// Options of a storage mount (`MountOptions`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MountOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_cache_size_mib: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+}
+
+/// One storage mount (`Mount`): `from` a volume, `path` inside it, at
+/// `mount_path` in the container.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Mount {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(rename = "from")]
+    pub from: String,
+    pub mount_path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_options: Option<MountOptions>,
+}
+
+/// Log settings (`LeptonLog`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LogConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_termination_logs: Option<bool>,
+    /// Absent follows the workspace default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_collection: Option<bool>,
+}
+
+/// Queue settings (`QueueConfig`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct QueueConfig {
+    /// `low-1000` … `high-9000`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub can_be_preempted: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub can_preempt: Option<bool>,
+}
+
+/// The desired state of a job (`LeptonJobUserSpec`) plus extensions.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct JobSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_shape: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    #[serde(default)]
+    pub container: Container,
+    /// Shared memory in MiB; absent uses the shape's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory_size: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completions: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failure_retry: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_job_failure_retry: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envs: Option<Vec<EnvVar>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mounts: Option<Vec<Mount>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_secrets: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_seconds_after_finished: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intra_job_communication: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<LogConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_config: Option<QueueConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<bool>,
+    /// Extension: the number of workers; more than one turns on intra-job
+    /// communication with completions = parallelism = workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<i64>,
+    /// Extension: retries of failed replicas before the job fails
+    /// (Kubernetes `backoffLimit`); default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff_limit: Option<i64>,
+    /// Extension: seconds the job may run before it is failed with
+    /// `DeadlineExceeded`; absent means no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_deadline_seconds: Option<i64>,
+    /// Extension: seconds the job may wait in the queue before it fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_queued_duration_seconds: Option<i64>,
+    /// Extension: fail without retry when a program error is detected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_retry_on_program_error: Option<bool>,
+}
+
+/// Job states, as Lepton names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum JobState {
+    Starting,
+    Running,
+    Failed,
+    Completed,
+    Stopped,
+    Stopping,
+    Deleting,
+    Deleted,
+    Restarting,
+    Archived,
+    Queueing,
+    Awaiting,
+    PendingRetry,
+    Terminating,
+    #[serde(rename = "UNK", other)]
+    Unknown,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 15] = [
+        JobState::Starting,
+        JobState::Running,
+        JobState::Failed,
+        JobState::Completed,
+        JobState::Stopped,
+        JobState::Stopping,
+        JobState::Deleting,
+        JobState::Deleted,
+        JobState::Restarting,
+        JobState::Archived,
+        JobState::Queueing,
+        JobState::Awaiting,
+        JobState::PendingRetry,
+        JobState::Terminating,
+        JobState::Unknown,
+    ];
+
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Starting => "Starting",
+            JobState::Running => "Running",
+            JobState::Failed => "Failed",
+            JobState::Completed => "Completed",
+            JobState::Stopped => "Stopped",
+            JobState::Stopping => "Stopping",
+            JobState::Deleting => "Deleting",
+            JobState::Deleted => "Deleted",
+            JobState::Restarting => "Restarting",
+            JobState::Archived => "Archived",
+            JobState::Queueing => "Queueing",
+            JobState::Awaiting => "Awaiting",
+            JobState::PendingRetry => "PendingRetry",
+            JobState::Terminating => "Terminating",
+            JobState::Unknown => "UNK",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<JobState> {
+        JobState::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// True once the job has stopped for good: nothing runs and nothing will
+    /// run unless someone starts it again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            JobState::Completed
+                | JobState::Failed
+                | JobState::Stopped
+                | JobState::Deleted
+                | JobState::Archived
+        )
+    }
+}
+
+impl std::fmt::Display for JobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The observed state of a job (`LeptonJobStatus`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct JobStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<JobState>,
+    #[serde(default)]
+    pub ready: i64,
+    #[serde(default)]
+    pub active: i64,
+    #[serde(default)]
+    pub failed: i64,
+    #[serde(default)]
+    pub succeeded: i64,
+    /// Unix time in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_time: Option<i64>,
+    /// Unix time in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<i64>,
+    /// Extension: why the job is in its state (`DeadlineExceeded`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Extension: a sentence explaining `reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A job: `metadata` + `spec` + `status` (`LeptonJob`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LeptonJob {
+    pub metadata: Metadata,
+    #[serde(default)]
+    pub spec: JobSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<JobStatus>,
+}
+
+impl LeptonJob {
+    /// The job's id, falling back to its name.
+    pub fn id(&self) -> &str {
+        self.metadata
+            .id
+            .as_deref()
+            .or(self.metadata.name.as_deref())
+            .unwrap_or("")
+    }
+
+    pub fn state(&self) -> Option<JobState> {
+        self.status.as_ref().and_then(|s| s.state)
+    }
+}
+
+/// The body of `GET /jobs`: Lepton clients read `jobs`; the rest is paging.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct JobList {
+    pub jobs: Vec<LeptonJob>,
+    /// Extension: how many jobs match the filters over all pages.
+    #[serde(default)]
+    pub total: i64,
+    #[serde(default)]
+    pub page: i64,
+    #[serde(default)]
+    pub page_size: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_state_names_map_to_unknown() {
+        let s: JobState = serde_json::from_str("\"Exploding\"").unwrap();
+        assert_eq!(s, JobState::Unknown);
+        assert_eq!(serde_json::to_string(&JobState::Unknown).unwrap(), "\"UNK\"");
+    }
+
+    #[test]
+    fn state_names_round_trip() {
+        for s in JobState::ALL {
+            assert_eq!(JobState::parse(s.as_str()), Some(s));
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(serde_json::from_str::<JobState>(&json).unwrap(), s);
+        }
+    }
+
+    #[test]
+    fn minimal_lepton_job_parses() {
+        let job: LeptonJob = serde_json::from_str(
+            r#"{"metadata":{"id":"hello","name":"hello"},
+                "spec":{"resource_shape":"cpu.small","container":{"command":["/bin/bash","-c","echo hi"]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(job.id(), "hello");
+        assert_eq!(
+            job.spec.container.command.as_deref(),
+            Some(&["/bin/bash".to_string(), "-c".into(), "echo hi".into()][..])
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! The Jobdeck wire contract.
+//!
+//! Every type that crosses the HTTP boundary between the console, the server
+//! and Lepton clients such as the `lep` CLI lives here, together with the
+//! defaults and the validation rules of a job. The crate compiles to wasm32
+//! and native and depends on serde/validator-level crates only, so the console
+//! and the server run the very same rules.
+//!
+//! Field names and JSON shapes follow the DGX Cloud Lepton v2 job API (the
+//! open-source `leptonai` Python SDK). Fields Lepton lacks are optional
+//! extensions with descriptive names, so Lepton clients ignore them.
+
+pub mod error;
+pub mod job;
+pub mod validate;
+pub mod workspace;
+
+pub use error::{ApiError, FieldErrors};
+pub use job::*;
+pub use validate::*;
+pub use workspace::*;
+
+/// The base path of the REST API.
+pub const API_BASE: &str = "/api/v2";

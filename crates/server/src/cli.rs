@@ -1,0 +1,208 @@
+//! The command line: `jobdeck serve` and `jobdeck token create`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::{app, auth, now_millis, AppState, Config, Store};
+
+#[derive(Debug, Parser)]
+#[command(name = "jobdeck", version, about = "Jobdeck: a console and control plane for batch jobs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start the control plane and serve the console.
+    Serve(ServeArgs),
+    /// Manage API tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Args)]
+struct DataDirArg {
+    /// Where the database, logs and replica working directories live.
+    #[arg(long, default_value = "./jobdeck-data")]
+    data_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The address to listen on; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    #[command(flatten)]
+    data: DataDirArg,
+    /// A TOML file declaring node groups, shapes and the executor.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The built console (trunk's output) to serve.
+    #[arg(long)]
+    console_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Print a new token for a user, creating the user if needed.
+    Create {
+        /// The user the token signs in as.
+        #[arg(long)]
+        user: String,
+        #[command(flatten)]
+        data: DataDirArg,
+    },
+}
+
+/// Runs the command line and returns the process's exit code.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve(args).await,
+            Command::Token {
+                command: TokenCommand::Create { user, data },
+            } => token_create(&user, &data.data_dir).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("JOBDECK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Creates the data directory if needed and proves it is writable, so a bad
+/// directory stops the server at start with a clear message.
+fn prepare_data_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create the data directory {}: {e}", dir.display()))?;
+    let probe = dir.join(".write-test");
+    std::fs::write(&probe, b"ok")
+        .map_err(|e| format!("the data directory {} is not writable: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+fn open_store(data_dir: &Path) -> Result<Store, String> {
+    prepare_data_dir(data_dir)?;
+    Store::open(&data_dir.join("jobdeck.db"))
+}
+
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    let mut config = match &args.config {
+        Some(path) => Config::from_file(path, &args.data.data_dir)?,
+        None => Config::for_data_dir(&args.data.data_dir),
+    };
+    config.console_dir = match args.console_dir {
+        Some(dir) if dir.join("index.html").is_file() => Some(dir),
+        Some(dir) => {
+            return Err(format!(
+                "the console directory {} has no index.html: build it with `trunk build --release`",
+                dir.display()
+            ))
+        }
+        None if Path::new("dist/index.html").is_file() => Some(PathBuf::from("dist")),
+        None => {
+            tracing::warn!("no console found in ./dist; serving the API only");
+            None
+        }
+    };
+    let store = open_store(&config.data_dir)?;
+
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the listening address: {e}"))?;
+    let base = format!("http://{}", printable_addr(local));
+
+    let (_, created) = store
+        .ensure_user("admin", now_millis())
+        .await
+        .map_err(|e| format!("cannot create the admin user: {e:?}"))?;
+    println!("Jobdeck is listening on {base}/");
+    if created {
+        let token = auth::issue_token(&store, "admin")
+            .await
+            .map_err(|e| format!("cannot create the admin token: {e:?}"))?;
+        println!("Sign in as admin: {base}/login#token={token}");
+    } else {
+        println!(
+            "Sign in with an existing token, or make a new one: jobdeck token create --user admin --data-dir {}",
+            config.data_dir.display()
+        );
+    }
+
+    let state = AppState::new(store, config);
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|e| format!("the server stopped: {e}"))
+}
+
+/// The address to print: a wildcard listen address is reachable on loopback.
+fn printable_addr(addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], addr.port()))
+    } else {
+        addr
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down");
+}
+
+async fn token_create(user: &str, data_dir: &Path) -> Result<(), String> {
+    if user.is_empty() || user.len() > 64 || user.chars().any(|c| c.is_control()) {
+        return Err("--user must be 1 to 64 printable characters".into());
+    }
+    let store = open_store(data_dir)?;
+    let token = auth::issue_token(&store, user)
+        .await
+        .map_err(|e| format!("cannot create the token: {e:?}"))?;
+    println!("{token}");
+    Ok(())
+}

@@ -1,0 +1,220 @@
+//! Serving the built console (trunk's `dist/`).
+//!
+//! Files are served as they are; any other path outside `/api/` answers the
+//! console's `index.html`, so a shared link such as `/jobs/abc/replicas`
+//! opened cold still starts the app, which then routes on the client. Hashed
+//! assets are cached for a year; `index.html` is revalidated every time.
+//! Every page carries a strict Content-Security-Policy whose script hashes
+//! are computed from the inline bootstrap script trunk writes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use sha2::{Digest, Sha256};
+use tower::ServiceExt;
+use tower_http::services::ServeDir;
+
+use crate::AppState;
+
+/// The console's files and the headers computed from them at start-up.
+struct ConsoleFiles {
+    dir: PathBuf,
+    index_html: Option<String>,
+    csp: HeaderValue,
+}
+
+/// Adds the console to `router` as the fallback for every path outside
+/// `/api/`.
+pub fn serve(router: Router<AppState>, dir: &Path) -> Router<AppState> {
+    let index_html = std::fs::read_to_string(dir.join("index.html")).ok();
+    if index_html.is_none() {
+        tracing::warn!(dir = %dir.display(), "the console directory has no index.html");
+    }
+    let csp = content_security_policy(index_html.as_deref().unwrap_or(""));
+    let files = Arc::new(ConsoleFiles {
+        dir: dir.to_path_buf(),
+        index_html,
+        csp: HeaderValue::from_str(&csp).expect("the policy is ASCII"),
+    });
+    router.fallback(move |req: Request| {
+        let files = files.clone();
+        async move { serve_console(files, req).await }
+    })
+}
+
+async fn serve_console(files: Arc<ConsoleFiles>, req: Request) -> Response {
+    let path = req.uri().path().to_string();
+    if path == "/api" || path.starts_with("/api/") {
+        return crate::error::AppError::NotFound(format!("no API route for {path}")).into_response();
+    }
+    let served = ServeDir::new(&files.dir)
+        .append_index_html_on_directories(false)
+        .oneshot(req)
+        .await;
+    let mut response = match served {
+        Ok(res) if res.status() != StatusCode::NOT_FOUND && path != "/" => {
+            let mut res = res.map(Body::new);
+            let cache = if is_hashed_asset(&path) {
+                "public, max-age=31536000, immutable"
+            } else {
+                "no-cache"
+            };
+            res.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+            res
+        }
+        _ if looks_like_asset(&path) => {
+            (StatusCode::NOT_FOUND, "not found").into_response()
+        }
+        _ => match &files.index_html {
+            Some(html) => {
+                let mut res = (StatusCode::OK, html.clone()).into_response();
+                let headers = res.headers_mut();
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/html; charset=utf-8"),
+                );
+                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                res
+            }
+            None => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the console is not built: run `trunk build --release` (scripts/run.sh does this)",
+            )
+                .into_response(),
+        },
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_SECURITY_POLICY, files.csp.clone());
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    response
+}
+
+/// Trunk names built files `<stem>-<16 hex digits>.<ext>` (and
+/// `<stem>-<hash>_bg.wasm`); such a name changes whenever the content does.
+fn is_hashed_asset(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or("");
+    let stem = file.split('.').next().unwrap_or("");
+    let stem = stem.strip_suffix("_bg").unwrap_or(stem);
+    match stem.rsplit_once('-') {
+        Some((_, hash)) => hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
+        None => false,
+    }
+}
+
+/// A missing file with one of these extensions is a 404, not the app: a
+/// browser asking for a script must never get HTML back.
+fn looks_like_asset(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or("");
+    matches!(
+        file.rsplit_once('.').map(|(_, ext)| ext),
+        Some("js" | "wasm" | "css" | "map" | "png" | "svg" | "ico" | "woff2" | "json" | "txt")
+    )
+}
+
+/// The policy for console pages: nothing but this origin, and inline scripts
+/// only when their hash is listed (trunk's bootstrap script).
+fn content_security_policy(index_html: &str) -> String {
+    let mut script_src = String::from("'self' 'wasm-unsafe-eval'");
+    for script in inline_scripts(index_html) {
+        script_src.push_str(" 'sha256-");
+        script_src.push_str(&base64(&Sha256::digest(script.as_bytes())));
+        script_src.push('\'');
+    }
+    format!(
+        "default-src 'self'; script-src {script_src}; style-src 'self'; img-src 'self' data:; \
+         connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; \
+         form-action 'self'; frame-ancestors 'none'"
+    )
+}
+
+/// The bodies of `<script>` elements that have no `src`.
+fn inline_scripts(html: &str) -> Vec<&str> {
+    let mut scripts = Vec::new();
+    let mut rest = html;
+    while let Some(start) = rest.find("<script") {
+        let after = &rest[start..];
+        let Some(tag_end) = after.find('>') else { break };
+        let tag = &after[..tag_end];
+        let body_start = tag_end + 1;
+        let Some(close) = after[body_start..].find("</script>") else { break };
+        if !tag.contains(" src=") {
+            scripts.push(&after[body_start..body_start + close]);
+        }
+        rest = &after[body_start + close..];
+    }
+    scripts
+}
+
+/// Standard base64 with padding, as CSP hash sources need.
+fn base64(bytes: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(TABLE[(n >> shift) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashed_asset_names() {
+        for (path, hashed) in [
+            ("/jobdeck-console-0123456789abcdef.js", true),
+            ("/jobdeck-console-0123456789abcdef_bg.wasm", true),
+            ("/style-fedcba9876543210.css", true),
+            ("/index.html", false),
+            ("/favicon.ico", false),
+            ("/jobs/train-01", false),
+            ("/x-0123.js", false),
+        ] {
+            assert_eq!(is_hashed_asset(path), hashed, "{path}");
+        }
+    }
+
+    #[test]
+    fn base64_matches_the_rfc_vectors() {
+        for (input, output) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(input.as_bytes()), output);
+        }
+    }
+
+    #[test]
+    fn policy_lists_inline_scripts_only() {
+        let html = r#"<script src="/a.js"></script><script type="module">init()</script>"#;
+        assert_eq!(inline_scripts(html), vec!["init()"]);
+        let policy = content_security_policy(html);
+        let expected = base64(&Sha256::digest(b"init()"));
+        assert!(policy.contains(&format!("'sha256-{expected}'")), "{policy}");
+        assert!(policy.contains("object-src 'none'"));
+    }
+}

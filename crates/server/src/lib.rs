@@ -1,0 +1,69 @@
+//! The Jobdeck control plane.
+//!
+//! `app(state)` builds the whole HTTP surface (the `/api/v2` REST API and the
+//! console's static files); tests call it directly. Handlers live in one module
+//! per resource, storage in `store`, and every failure goes through
+//! `error::AppError`, which maps to a status code and a JSON body.
+
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod console;
+pub mod error;
+pub mod jobs;
+pub mod store;
+pub mod workspace;
+
+use std::sync::Arc;
+
+use axum::Router;
+
+pub use config::Config;
+pub use store::Store;
+
+/// Everything a request handler may need, cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub config: Arc<Config>,
+}
+
+impl AppState {
+    pub fn new(store: Store, config: Config) -> Self {
+        Self {
+            store,
+            config: Arc::new(config),
+        }
+    }
+}
+
+/// The whole application: the API under `/api/v2` and, when a console
+/// directory is configured, the console everywhere else.
+pub fn app(state: AppState) -> Router {
+    let api = Router::new()
+        .merge(workspace::routes())
+        .merge(jobs::routes())
+        .fallback(error::api_route_not_found)
+        .method_not_allowed_fallback(error::api_method_not_allowed);
+
+    let router = Router::new().nest(jobdeck_api::API_BASE, api);
+    let router = match state.config.console_dir.clone() {
+        Some(dir) => console::serve(router, &dir),
+        None => router,
+    };
+    router
+        .layer(
+            tower_http::compression::CompressionLayer::new()
+                .br(true)
+                .gzip(true),
+        )
+        .with_state(state)
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,67 @@
+//! Serving the built console: files, SPA fallback, cache headers, CSP and
+//! compression.
+
+mod common;
+
+use axum::http::{header, Method, StatusCode};
+use common::TestApp;
+
+const INDEX: &str = r#"<!doctype html><html><head><script type="module">import init from '/app-0123456789abcdef.js';init();</script></head><body></body></html>"#;
+
+async fn app_with_console() -> (TestApp, tempfile::TempDir) {
+    let dist = tempfile::tempdir().unwrap();
+    std::fs::write(dist.path().join("index.html"), INDEX).unwrap();
+    std::fs::write(
+        dist.path().join("app-0123456789abcdef.js"),
+        "export default function init() {}\n".repeat(200),
+    )
+    .unwrap();
+    let dir = dist.path().to_path_buf();
+    let app = TestApp::with_config(move |c| c.console_dir = Some(dir)).await;
+    (app, dist)
+}
+
+#[tokio::test]
+async fn deep_links_outside_the_api_get_the_console() {
+    let (app, _dist) = app_with_console().await;
+    for path in ["/", "/jobs", "/jobs/abc/replicas", "/login"] {
+        let res = app.request(Method::GET, path, None, None).await;
+        assert_eq!(res.status, StatusCode::OK, "{path}");
+        assert_eq!(res.text(), INDEX, "{path}");
+        assert_eq!(res.headers[header::CACHE_CONTROL], "no-cache");
+        let csp = res.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(csp.contains("'sha256-"), "the bootstrap script is allowed by hash: {csp}");
+        assert!(!csp.contains("unsafe-inline"), "{csp}");
+    }
+}
+
+#[tokio::test]
+async fn hashed_assets_are_immutable_and_compressed() {
+    let (app, _dist) = app_with_console().await;
+    let res = app
+        .request(Method::GET, "/app-0123456789abcdef.js", None, None)
+        .await;
+    assert_eq!(res.status, StatusCode::OK);
+    assert_eq!(
+        res.headers[header::CACHE_CONTROL],
+        "public, max-age=31536000, immutable"
+    );
+
+    let request = axum::http::Request::builder()
+        .uri("/app-0123456789abcdef.js")
+        .header(header::ACCEPT_ENCODING, "br")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let res = tower::ServiceExt::oneshot(app.router.clone(), request).await.unwrap();
+    assert_eq!(res.headers()[header::CONTENT_ENCODING], "br");
+}
+
+#[tokio::test]
+async fn missing_assets_and_unknown_api_paths_are_404s_not_html() {
+    let (app, _dist) = app_with_console().await;
+    let res = app.request(Method::GET, "/missing-0000000000000000.wasm", None, None).await;
+    assert_eq!(res.status, StatusCode::NOT_FOUND);
+    let res = app.request(Method::GET, "/api/v1/jobs", None, None).await;
+    assert_eq!(res.status, StatusCode::NOT_FOUND);
+    assert_eq!(res.json()["code"], "not_found");
+}
