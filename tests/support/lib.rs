@@ -1,1 +1,407 @@
-//! placeholder
+//! The end-to-end harness: the real `jobdeck serve` on a free port with a
+//! temporary data directory, and headless Chromium driven over WebDriver
+//! (chromedriver), with a few dozen lines of WebDriver client instead of a
+//! large dependency.
+//!
+//! The server binary and the console must be built first; `scripts/test.sh`
+//! does both. `JOBDECK_BIN`, `JOBDECK_CONSOLE_DIR`, `CHROMEDRIVER` and
+//! `CHROME_BIN` override where they are looked for.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace")
+        .to_path_buf()
+}
+
+fn jobdeck_bin() -> PathBuf {
+    let bin = std::env::var_os("JOBDECK_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/debug/jobdeck"));
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it with `cargo build -p jobdeck-server` (scripts/test.sh does)",
+        bin.display()
+    );
+    bin
+}
+
+/// The built console directory.
+pub fn console_dir() -> PathBuf {
+    let dir = std::env::var_os("JOBDECK_CONSOLE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("dist"));
+    assert!(
+        dir.join("index.html").is_file(),
+        "{} has no index.html: build the console with `trunk build --release` (scripts/test.sh does)",
+        dir.display()
+    );
+    dir
+}
+
+/// A running `jobdeck serve`, killed when dropped.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:<port>`
+    pub base_url: String,
+    /// The sign-in link printed on first start.
+    pub sign_in_link: String,
+    /// The admin token from that link.
+    pub admin_token: String,
+    pub data_dir: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl Server {
+    /// Starts a server on a free port with a fresh data directory.
+    pub fn start() -> Server {
+        let temp = tempfile::tempdir().expect("a temporary directory");
+        let data_dir = temp.path().join("data");
+        let mut server = Server::start_in(&data_dir, &[]);
+        server._temp = Some(temp);
+        server
+    }
+
+    /// Starts a server on a free port with the given data directory and
+    /// extra arguments to `serve`.
+    pub fn start_in(data_dir: &Path, extra_args: &[&str]) -> Server {
+        let mut child = Command::new(jobdeck_bin())
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("--console-dir")
+            .arg(console_dir())
+            .args(extra_args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("jobdeck starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                println!("[jobdeck] {line}");
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut base_url = None;
+        let mut sign_in_link = String::new();
+        while Instant::now() < deadline {
+            let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) else {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!("jobdeck exited early with {status}");
+                }
+                continue;
+            };
+            if let Some(url) = line.strip_prefix("Jobdeck is listening on ") {
+                base_url = Some(url.trim_end_matches('/').to_string());
+            }
+            if let Some(link) = line.strip_prefix("Sign in as admin: ") {
+                sign_in_link = link.to_string();
+                break;
+            }
+            if line.starts_with("Sign in with an existing token") {
+                break;
+            }
+        }
+        let base_url = base_url.expect("jobdeck printed its address within 30 s");
+        let admin_token = sign_in_link
+            .split_once("#token=")
+            .map(|(_, t)| t.to_string())
+            .unwrap_or_default();
+        Server {
+            child,
+            base_url,
+            sign_in_link,
+            admin_token,
+            data_dir: data_dir.to_path_buf(),
+            _temp: None,
+        }
+    }
+
+    pub fn api_url(&self, path: &str) -> String {
+        format!("{}/api/v2{path}", self.base_url)
+    }
+
+    /// Creates a token for `user` with `jobdeck token create`.
+    pub fn token_for(&self, user: &str) -> String {
+        let out = Command::new(jobdeck_bin())
+            .args(["token", "create", "--user", user, "--data-dir"])
+            .arg(&self.data_dir)
+            .output()
+            .expect("jobdeck token create runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// Sends a request with a bearer token; returns status and JSON body.
+    pub fn call(&self, method: &str, path: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let url = self.api_url(path);
+        let auth = format!("Bearer {token}");
+        let response = match (method, body) {
+            ("GET", _) => agent.get(&url).header("Authorization", &auth).call(),
+            ("DELETE", _) => agent.delete(&url).header("Authorization", &auth).call(),
+            ("POST", Some(b)) => agent.post(&url).header("Authorization", &auth).send_json(b),
+            ("PATCH", Some(b)) => agent.patch(&url).header("Authorization", &auth).send_json(b),
+            _ => panic!("unsupported call {method} {path}"),
+        }
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let status = response.status().as_u16();
+        let text = response.into_body().read_to_string().unwrap_or_default();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    /// Stops the server with SIGKILL, as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Headless Chromium under chromedriver, one WebDriver session.
+pub struct Browser {
+    driver: Child,
+    session: String,
+    endpoint: String,
+    _profile: tempfile::TempDir,
+}
+
+/// A WebDriver element reference.
+#[derive(Debug, Clone)]
+pub struct Element(String);
+
+const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+impl Browser {
+    pub fn start() -> Browser {
+        Browser::start_with_size(1280, 900)
+    }
+
+    pub fn start_with_size(width: u32, height: u32) -> Browser {
+        let chromedriver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+        let chrome = std::env::var("CHROME_BIN").unwrap_or_else(|_| "/usr/bin/chromium".into());
+        let port = free_port();
+        let driver = Command::new(&chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {chromedriver}: {e}"));
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let profile = tempfile::tempdir().unwrap();
+        let capabilities = json!({
+            "capabilities": {"alwaysMatch": {
+                "browserName": "chrome",
+                "goog:chromeOptions": {
+                    "binary": chrome,
+                    "args": [
+                        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                        "--disable-background-networking", "--disable-component-update",
+                        "--disable-sync", "--no-first-run", "--disable-quic",
+                        format!("--window-size={width},{height}"),
+                        format!("--user-data-dir={}", profile.path().display()),
+                    ]
+                }
+            }}
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let session = loop {
+            match raw_call("POST", &format!("{endpoint}/session"), Some(&capabilities)) {
+                Ok(v) => break v["value"]["sessionId"].as_str().expect("a session id").to_string(),
+                Err(e) if Instant::now() > deadline => panic!("chromedriver never answered: {e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        };
+        Browser { driver, session, endpoint, _profile: profile }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
+        let url = format!("{}/session/{}{path}", self.endpoint, self.session);
+        raw_call(method, &url, body).unwrap_or_else(|e| panic!("WebDriver {method} {path}: {e}"))["value"].take()
+    }
+
+    pub fn goto(&self, url: &str) {
+        self.call("POST", "/url", Some(&json!({ "url": url })));
+    }
+
+    pub fn current_url(&self) -> String {
+        self.call("GET", "/url", None).as_str().unwrap_or_default().to_string()
+    }
+
+    /// Runs a script in the page and returns its value.
+    pub fn execute(&self, script: &str, args: Vec<Value>) -> Value {
+        self.call("POST", "/execute/sync", Some(&json!({ "script": script, "args": args })))
+    }
+
+    pub fn try_find(&self, css: &str) -> Option<Element> {
+        let url = format!("{}/session/{}/element", self.endpoint, self.session);
+        let v = raw_call("POST", &url, Some(&json!({"using": "css selector", "value": css}))).ok()?;
+        v["value"][ELEMENT_KEY].as_str().map(|id| Element(id.to_string()))
+    }
+
+    /// Waits up to 10 s for an element matching `css`.
+    pub fn find(&self, css: &str) -> Element {
+        self.wait_until(&format!("an element matching {css:?}"), || self.try_find(css))
+    }
+
+    pub fn find_all(&self, css: &str) -> Vec<Element> {
+        let v = self.call("POST", "/elements", Some(&json!({"using": "css selector", "value": css})));
+        v.as_array()
+            .map(|a| a.iter().filter_map(|e| e[ELEMENT_KEY].as_str()).map(|id| Element(id.into())).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn text(&self, el: &Element) -> String {
+        self.call("GET", &format!("/element/{}/text", el.0), None).as_str().unwrap_or_default().to_string()
+    }
+
+    pub fn attribute(&self, el: &Element, name: &str) -> Option<String> {
+        self.call("GET", &format!("/element/{}/attribute/{name}", el.0), None).as_str().map(String::from)
+    }
+
+    pub fn click(&self, el: &Element) {
+        self.call("POST", &format!("/element/{}/click", el.0), Some(&json!({})));
+    }
+
+    pub fn type_text(&self, el: &Element, text: &str) {
+        self.call("POST", &format!("/element/{}/value", el.0), Some(&json!({ "text": text })));
+    }
+
+    pub fn clear(&self, el: &Element) {
+        self.call("POST", &format!("/element/{}/clear", el.0), Some(&json!({})));
+    }
+
+    /// The visible text of the whole page.
+    pub fn page_text(&self) -> String {
+        self.execute("return document.body.innerText;", vec![]).as_str().unwrap_or_default().to_string()
+    }
+
+    /// Waits up to 10 s for the page to show `needle`.
+    pub fn wait_for_text(&self, needle: &str) {
+        self.wait_until(&format!("the page to show {needle:?}"), || {
+            self.page_text().contains(needle).then_some(())
+        })
+    }
+
+    /// Polls `probe` every 50 ms for up to 10 s.
+    pub fn wait_until<T>(&self, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(v) = probe() {
+                return v;
+            }
+            if Instant::now() > deadline {
+                let text = self.page_text();
+                panic!("timed out waiting for {what}; the page at {} shows:\n{text}", self.current_url());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Saves a PNG screenshot of the viewport.
+    pub fn screenshot(&self, path: &Path) {
+        let data = self.call("GET", "/screenshot", None);
+        let png = decode_base64(data.as_str().unwrap_or_default());
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        std::fs::write(path, png).expect("the screenshot is written");
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = raw_call("DELETE", &format!("{}/session/{}", self.endpoint, self.session), None);
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn raw_call(method: &str, url: &str, body: Option<&Value>) -> Result<Value, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    let response = match method {
+        "GET" => agent.get(url).call(),
+        "DELETE" => agent.delete(url).call(),
+        _ => agent.post(url).send_json(body.cloned().unwrap_or(json!({}))),
+    }
+    .map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let text = response.into_body().read_to_string().map_err(|e| e.to_string())?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))?;
+    if status >= 400 {
+        return Err(format!("HTTP {status}: {}", value["value"]["message"]));
+    }
+    Ok(value)
+}
+
+fn decode_base64(s: &str) -> Vec<u8> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let digits: Vec<u32> = s.bytes().filter_map(value).collect();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, d)| acc | d << (18 - 6 * i));
+        for i in 0..chunk.len().saturating_sub(1) {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    out
+}
+
+/// Where tests put screenshots for people to look at.
+pub fn screenshot_path(name: &str) -> PathBuf {
+    workspace_root().join("target/screenshots").join(format!("{name}.png"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_decodes() {
+        assert_eq!(super::decode_base64("Zm9vYmFy"), b"foobar");
+        assert_eq!(super::decode_base64("Zm9vYg=="), b"foob");
+        assert_eq!(super::decode_base64("Zm8="), b"fo");
+    }
+}

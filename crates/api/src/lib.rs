@@ -12,11 +12,13 @@
 
 pub mod error;
 pub mod job;
+pub mod resources;
 pub mod validate;
 pub mod workspace;
 
 pub use error::{ApiError, FieldErrors};
 pub use job::*;
+pub use resources::*;
 pub use validate::*;
 pub use workspace::*;
 

@@ -1,0 +1,278 @@
+//! The other resources of the job API: shapes, node groups, replicas, events,
+//! failure analysis and secrets.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Metadata, Visibility};
+
+/// What a resource shape provides (`ShapeSpec`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ShapeSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_in_mb: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ephemeral_storage_in_gb: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator_num: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator_memory_in_mb: Option<i64>,
+    /// Extension: the shared-memory default in MiB for this shape, from the
+    /// memory table of the configuration page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_shared_memory_in_mb: Option<i64>,
+}
+
+/// A resource shape (`Shape`); its id is `metadata.id`, such as `cpu.small`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Shape {
+    pub metadata: Metadata,
+    pub spec: ShapeSpec,
+}
+
+/// Capacity or usage of a node group.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ResourceAmounts {
+    pub cpu: f64,
+    pub memory_in_mb: i64,
+    pub gpu: i64,
+}
+
+/// A node of a node group.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub name: String,
+    #[serde(default)]
+    pub capacity: ResourceAmounts,
+}
+
+/// What a node group declares (`DedicatedNodeGroupSpec`, extended).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeGroupSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_product: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_nodes: Option<i64>,
+    /// Extension: the group's nodes and what each provides.
+    #[serde(default)]
+    pub nodes: Vec<NodeInfo>,
+    /// Extension: the sum over the nodes.
+    #[serde(default)]
+    pub capacity: ResourceAmounts,
+}
+
+/// What a node group has in use (`DedicatedNodeGroupStatus`, extended).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeGroupStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_nodes: Option<i64>,
+    /// Extension: resources held by running replicas.
+    #[serde(default)]
+    pub in_use: ResourceAmounts,
+    /// Extension: jobs waiting for capacity in this group.
+    #[serde(default)]
+    pub queued_jobs: i64,
+}
+
+/// A node group (`DedicatedNodeGroup`); its id is `metadata.id`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeGroup {
+    pub metadata: Metadata,
+    pub spec: NodeGroupSpec,
+    pub status: NodeGroupStatus,
+}
+
+/// Why a replica is not running yet (`ReplicaReadinessIssue`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ReadinessIssue {
+    /// `InProgress`, `NoCapacity`, `ConfigError`, `Queueing`, …
+    pub reason: String,
+    pub message: String,
+}
+
+/// Replica phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplicaPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+/// The node a replica runs on (`Node`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ReplicaNode {
+    pub name: String,
+    pub id: String,
+    /// Extension: the node group of the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_group_id: Option<String>,
+}
+
+/// The observed state of one attempt of one replica (`ReplicaStatus`,
+/// extended with everything the replicas tab shows).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_ip: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<ReplicaNode>,
+    /// Extension: the replica's completion index, 0..completions-1.
+    pub completion_index: i64,
+    /// Extension: 0 for the first attempt, then one more per retry.
+    pub attempt: i64,
+    /// Extension.
+    pub phase: ReplicaPhase,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness_issue: Option<ReadinessIssue>,
+    /// Extension: the exit code once the process ended on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Extension: the signal that ended the process, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Extension: why the attempt ended (`Completed`, `Error`, `OOMKilled`,
+    /// `DeadlineExceeded`, `Preempted`, `Stopped`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Extension: Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<i64>,
+    /// Extension: Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_in_mb: Option<i64>,
+}
+
+/// One replica attempt (`Replica`): `id` and `metadata.id` name it for the
+/// log endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replica {
+    pub metadata: Metadata,
+    pub id: String,
+    pub status: ReplicaStatus,
+}
+
+/// What an event is about (a Kubernetes `ObjectReference` in Lepton).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EventSubject {
+    pub kind: String,
+    pub name: String,
+}
+
+/// One event (`LeptonEvent`, plus `message`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobEvent {
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regarding: Option<EventSubject>,
+    pub count: i64,
+    /// RFC 3339.
+    pub last_observed_time: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+/// A node-level event behind a failure (OOM kill, eviction, preemption).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeFailureEvent {
+    /// `OOM`, `Evicted`, `Preempted`, …
+    pub node_event_name: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_id: Option<String>,
+    /// Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<i64>,
+}
+
+/// One log line of an excerpt.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ExcerptLine {
+    /// 1-based line number in the replica's log.
+    pub line: i64,
+    pub text: String,
+}
+
+/// The log lines around the first error of one failed replica.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LogStream {
+    pub replica_id: String,
+    pub attempt: i64,
+    /// The line the error was found on (1-based).
+    pub error_line: i64,
+    /// What was found: `Python traceback`, `CUDA out of memory`, …
+    pub pattern: String,
+    pub lines: Vec<ExcerptLine>,
+}
+
+/// When each failed replica failed, for the "who failed first" view.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ReplicaFailure {
+    pub replica_id: String,
+    pub completion_index: i64,
+    pub attempt: i64,
+    /// Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The body of `GET /jobs/{id}/failure-analysis`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FailureAnalysis {
+    /// `ERR_PROGRAM`, `ERR_OOM`, `ERR_IMAGE_PULL`, `ERR_DEADLINE`,
+    /// `ERR_QUEUE_TIMEOUT`, `ERR_INFRA`, `ERR_CONFIG`, or empty when the job
+    /// has not failed.
+    pub err_class: String,
+    pub suggestion: String,
+    #[serde(default)]
+    pub job_failure_by_node_event: Vec<NodeFailureEvent>,
+    #[serde(default)]
+    pub log_streams: Vec<LogStream>,
+    /// Extension: failed replicas, first failure first.
+    #[serde(default)]
+    pub failed_replicas: Vec<ReplicaFailure>,
+    /// Extension: whether the class is a program error (drives "disable retry
+    /// on program error") rather than an infrastructure one.
+    #[serde(default)]
+    pub program_error: bool,
+}
+
+/// A stored secret (`SecretItem`); `value` is write-only and never returned.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Secret {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<Visibility>,
+}
+
+/// Free-form string maps, as labels and annotations are.
+pub type StringMap = BTreeMap<String, String>;

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs what building Jobdeck needs, skipping whatever is already there:
+# the wasm32 target, trunk, wasm-bindgen-cli at the exact version in
+# Cargo.lock and wasm-opt. With --browser it also installs Chromium and
+# chromedriver for the tests. Versions are pinned so no build step ever
+# downloads a tool of its own.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TRUNK_VERSION="0.21.14"
+BINARYEN_VERSION="132.0.0"
+WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
+
+with_browser=false
+for arg in "$@"; do
+  case "$arg" in
+    --browser) with_browser=true ;;
+    *) echo "usage: scripts/setup.sh [--browser]" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+export PATH="$HOME/.cargo/bin:$PATH"
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if ! trunk --version 2>/dev/null | grep -q "trunk $TRUNK_VERSION"; then
+  say "installing trunk $TRUNK_VERSION"
+  cargo install trunk --version "$TRUNK_VERSION" --locked
+fi
+
+if ! wasm-bindgen --version 2>/dev/null | grep -q "wasm-bindgen $WASM_BINDGEN_VERSION"; then
+  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (the version in Cargo.lock)"
+  # --locked can fail when a locked dependency was yanked; the unlocked
+  # build still gets the same wasm-bindgen version.
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked \
+    || cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+fi
+
+if ! wasm-opt --version 2>/dev/null | grep -q "version ${BINARYEN_VERSION%%.*}"; then
+  say "installing wasm-opt (binaryen $BINARYEN_VERSION from npm)"
+  as_root npm install -g "binaryen@$BINARYEN_VERSION"
+fi
+
+if $with_browser; then
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    say "installing Chromium and chromedriver"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  fi
+fi

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every test: unit and API tests of each crate, the console's component
+# tests in headless Chromium, and the end-to-end tests (the real server, the
+# real built console, Chromium over WebDriver). Installs what is missing
+# first. The last line is the summary over all suites.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --browser || exit 1
+export PATH="$HOME/.cargo/bin:$PATH"
+export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
+
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+step() {
+  echo "==> $*"
+  "$@" 2>&1 | tee -a "$log"
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" != 0 ]; then
+    echo "==> FAILED (exit $rc): $*"
+    status=1
+  fi
+  return 0
+}
+
+step trunk build --release --offline
+step cargo build -p jobdeck-server
+step cargo test --workspace --exclude jobdeck-console
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  step cargo test --target wasm32-unknown-unknown -p jobdeck-console --lib
+
+read -r passed failed < <(awk '/^test result:/ {
+    for (i = 1; i <= NF; i++) {
+      if ($(i) ~ /^passed/) p += $(i - 1)
+      if ($(i) ~ /^failed/) f += $(i - 1)
+    }
+  } END { print p + 0, f + 0 }' "$log")
+passed=${passed:-0}
+failed=${failed:-0}
+if [ "$status" != 0 ] && [ "$failed" = 0 ]; then
+  # A build or a runner failed before any test could report.
+  failed=1
+fi
+echo "$passed passed, $failed failed"
+[ "$status" = 0 ] && [ "$failed" = 0 ]

@@ -1,0 +1,58 @@
+//! What a page shows when an API call failed: the server's message, or a
+//! trip through sign-in when the token is missing or no longer accepted.
+
+use leptos::either::Either;
+use leptos::prelude::*;
+use leptos_router::hooks::use_navigate;
+use leptos_router::NavigateOptions;
+
+use crate::api::ApiFailure;
+use crate::routes;
+use crate::session::{current_page, use_session};
+
+/// The fallback of an `ErrorBoundary` around API-backed content.
+#[component]
+pub fn ApiErrorView(errors: ArcRwSignal<Errors>) -> impl IntoView {
+    let session = use_session();
+    let navigate = use_navigate();
+    move || {
+        let failures: Vec<String> = errors
+            .get()
+            .into_iter()
+            .map(|(_, e)| match e.downcast_ref::<ApiFailure>() {
+                Some(failure) => failure.clone(),
+                None => ApiFailure::Network(e.to_string()),
+            })
+            .map(|failure| {
+                if failure == ApiFailure::Unauthorized {
+                    session.sign_out();
+                    navigate(
+                        &routes::login_then(&current_page()),
+                        NavigateOptions { replace: true, ..Default::default() },
+                    );
+                }
+                failure.to_string()
+            })
+            .collect();
+        view! {
+            <div class="banner error" role="alert">
+                {failures.into_iter().map(|m| view! { <p>{m}</p> }).collect_view()}
+            </div>
+        }
+    }
+}
+
+/// Shows `failure` inline, sending the user through sign-in when needed.
+pub fn failure_view(failure: ApiFailure) -> impl IntoView {
+    if failure == ApiFailure::Unauthorized {
+        let session = use_session();
+        session.sign_out();
+        use_navigate()(
+            &routes::login_then(&current_page()),
+            NavigateOptions { replace: true, ..Default::default() },
+        );
+        Either::Left(())
+    } else {
+        Either::Right(view! { <div class="banner error" role="alert"><p>{failure.to_string()}</p></div> })
+    }
+}

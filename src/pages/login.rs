@@ -1,0 +1,130 @@
+//! Sign-in: takes the token from a sign-in link's fragment (`#token=…`) or
+//! from the paste box, keeps it in the browser and returns the user to the
+//! page they asked for (`?next=`).
+
+use leptos::prelude::*;
+use leptos_router::hooks::{use_navigate, use_query_map};
+use leptos_router::NavigateOptions;
+
+use crate::api::{self, ApiFailure};
+use crate::routes;
+use crate::session::use_session;
+
+/// The token in a fragment such as `#token=jd_…`, if any.
+pub fn token_from_fragment(fragment: &str) -> Option<String> {
+    fragment
+        .trim_start_matches('#')
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
+        .map(routes::decode_component)
+        .filter(|t| !t.is_empty())
+}
+
+/// Removes the fragment from the address bar so the token does not linger in
+/// the browser history.
+fn forget_fragment() {
+    let Some(window) = web_sys::window() else { return };
+    let location = window.location();
+    let path = format!(
+        "{}{}",
+        location.pathname().unwrap_or_default(),
+        location.search().unwrap_or_default()
+    );
+    if let Ok(history) = window.history() {
+        let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&path));
+    }
+}
+
+#[component]
+pub fn LoginPage() -> impl IntoView {
+    let session = use_session();
+    let query = use_query_map();
+    let navigate = use_navigate();
+    let pasted = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+
+    let try_token = move |token: String| {
+        let navigate = navigate.clone();
+        session.sign_in(&token);
+        busy.set(true);
+        error.set(None);
+        leptos::task::spawn_local(async move {
+            match api::workspace().await {
+                Ok(info) => {
+                    session.user.set(Some(info.current_user));
+                    let next = routes::safe_next(query.get_untracked().get("next").as_deref());
+                    navigate(&next, NavigateOptions { replace: true, ..Default::default() });
+                }
+                Err(failure) => {
+                    session.sign_out();
+                    error.set(Some(match failure {
+                        ApiFailure::Unauthorized => {
+                            "This token is not valid. Ask for a new sign-in link, or create a token with `jobdeck token create --user <name>`.".to_string()
+                        }
+                        other => other.to_string(),
+                    }));
+                }
+            }
+            busy.set(false);
+        });
+    };
+
+    // A sign-in link carries the token in the fragment, which never reaches
+    // the server's logs.
+    let from_link = web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .and_then(|h| token_from_fragment(&h));
+    if let Some(token) = from_link {
+        forget_fragment();
+        try_token(token);
+    }
+
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let token = pasted.get_untracked().trim().to_string();
+        if token.is_empty() {
+            error.set(Some("Paste your API token first.".into()));
+            return;
+        }
+        try_token(token);
+    };
+
+    view! {
+        <section class="page narrow">
+            <h1>"Sign in to Jobdeck"</h1>
+            <p class="help">
+                "Open the sign-in link the server printed, or paste an API token below."
+            </p>
+            <form class="card" on:submit=on_submit>
+                <label for="token">"API token"</label>
+                <input
+                    id="token"
+                    type="password"
+                    autocomplete="off"
+                    spellcheck="false"
+                    aria-describedby="token-error"
+                    bind:value=pasted
+                />
+                <p id="token-error" class="field-error" role="alert">{move || error.get()}</p>
+                <button type="submit" class="primary" disabled=move || busy.get()>
+                    {move || if busy.get() { "Signing in…" } else { "Sign in" }}
+                </button>
+            </form>
+        </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn fragment_tokens() {
+        assert_eq!(token_from_fragment("#token=jd_abc"), Some("jd_abc".into()));
+        assert_eq!(token_from_fragment("#x=1&token=jd_abc"), Some("jd_abc".into()));
+        assert_eq!(token_from_fragment("#token="), None);
+        assert_eq!(token_from_fragment(""), None);
+        assert_eq!(token_from_fragment("#L10-L20"), None);
+    }
+}

@@ -1,0 +1,88 @@
+//! The signed-in session: the API token, kept in the browser's local storage
+//! so a reload or a new tab stays signed in.
+
+use leptos::prelude::*;
+
+const TOKEN_KEY: &str = "jobdeck.token";
+
+/// The session, provided as context at the app's root.
+#[derive(Clone, Copy)]
+pub struct Session {
+    /// The token, or `None` when signed out.
+    pub token: RwSignal<Option<String>>,
+    /// The signed-in user's name, once the server has confirmed it.
+    pub user: RwSignal<Option<String>>,
+}
+
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok()?
+}
+
+/// The token kept in the browser, if any.
+pub fn stored_token() -> Option<String> {
+    storage()?
+        .get_item(TOKEN_KEY)
+        .ok()?
+        .filter(|t| !t.is_empty())
+}
+
+impl Session {
+    pub fn from_storage() -> Self {
+        Self {
+            token: RwSignal::new(stored_token()),
+            user: RwSignal::new(None),
+        }
+    }
+
+    pub fn sign_in(&self, token: &str) {
+        if let Some(s) = storage() {
+            let _ = s.set_item(TOKEN_KEY, token);
+        }
+        self.token.set(Some(token.to_string()));
+    }
+
+    pub fn sign_out(&self) {
+        if let Some(s) = storage() {
+            let _ = s.remove_item(TOKEN_KEY);
+        }
+        self.token.set(None);
+        self.user.set(None);
+    }
+}
+
+/// The session from context.
+pub fn use_session() -> Session {
+    expect_context::<Session>()
+}
+
+/// The current page as a path with its query and fragment, to come back to
+/// after signing in.
+pub fn current_page() -> String {
+    let Some(location) = web_sys::window().map(|w| w.location()) else {
+        return String::from("/");
+    };
+    format!(
+        "{}{}{}",
+        location.pathname().unwrap_or_default(),
+        location.search().unwrap_or_default(),
+        location.hash().unwrap_or_default()
+    )
+}
+
+/// Sends a signed-out visitor through sign-in, to come back to this page.
+/// Returns whether the visitor is signed in.
+pub fn require_sign_in() -> bool {
+    let session = use_session();
+    if session.token.get_untracked().is_some() {
+        return true;
+    }
+    let navigate = leptos_router::hooks::use_navigate();
+    navigate(
+        &crate::routes::login_then(&current_page()),
+        leptos_router::NavigateOptions {
+            replace: true,
+            ..Default::default()
+        },
+    );
+    false
+}

@@ -1,0 +1,64 @@
+//! The walking skeleton end to end: a job created through the API shows up in
+//! the deployments list of the real console, reached through the sign-in link
+//! the server printed.
+
+use jobdeck_e2e::{screenshot_path, Browser, Server};
+use serde_json::json;
+
+#[test]
+fn a_job_created_through_the_api_appears_in_the_deployments_list() {
+    let server = Server::start();
+    let (status, created) = server.call(
+        "POST",
+        "/jobs",
+        &server.admin_token,
+        Some(&json!({
+            "metadata": {"name": "hello-e2e"},
+            "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", "echo hi"]}}
+        })),
+    );
+    assert_eq!(status, 200, "{created}");
+    let id = created["metadata"]["id"].as_str().unwrap().to_string();
+
+    let browser = Browser::start();
+    browser.goto(&server.sign_in_link);
+    browser.wait_for_text("hello-e2e");
+    // The token left the address bar once it was stored.
+    let url = browser.current_url();
+    assert!(!url.contains("token="), "{url}");
+    assert!(url.ends_with("/jobs"), "{url}");
+    let link = browser.find(&format!("a[href='/jobs/{id}']"));
+    assert_eq!(browser.text(&link), "hello-e2e");
+    assert!(browser.page_text().contains("admin"), "the top bar names the signed-in user");
+    browser.screenshot(&screenshot_path("skeleton-deployments"));
+
+    // A deep link opened cold lands on that page.
+    browser.goto(&format!("{}/jobs/{id}", server.base_url));
+    browser.wait_for_text("busybox");
+}
+
+#[test]
+fn a_deep_link_opened_signed_out_returns_there_after_sign_in() {
+    let server = Server::start();
+    let browser = Browser::start();
+    browser.goto(&format!("{}/jobs?page=1", server.base_url));
+    browser.wait_until("the sign-in page", || browser.current_url().contains("/login?next=").then_some(()));
+    let input = browser.find("#token");
+    browser.type_text(&input, &server.admin_token);
+    browser.click(&browser.find("form button[type=submit]"));
+    browser.wait_until("the list after sign-in", || {
+        browser.current_url().ends_with("/jobs?page=1").then_some(())
+    });
+    browser.wait_for_text("No jobs yet.");
+}
+
+#[test]
+fn a_wrong_token_is_refused_with_a_clear_message() {
+    let server = Server::start();
+    let browser = Browser::start();
+    browser.goto(&format!("{}/login", server.base_url));
+    let input = browser.find("#token");
+    browser.type_text(&input, "jd_wrong");
+    browser.click(&browser.find("form button[type=submit]"));
+    browser.wait_for_text("This token is not valid");
+}
