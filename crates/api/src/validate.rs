@@ -74,3 +74,61 @@ mod tests {
         }
     }
 }
+
+/// What the server knows that the rules of a job depend on: the resource
+/// shapes, node groups and secrets that exist. The console fills it from the
+/// API; the server from its configuration and store.
+#[derive(Debug, Clone, Default)]
+pub struct ValidationContext {
+    pub shapes: Vec<crate::Shape>,
+    pub node_groups: Vec<crate::NodeGroup>,
+    /// Names of the secrets the submitting user may reference.
+    pub secret_names: Vec<String>,
+}
+
+/// Every problem with `job`, including the rules that need server data: the
+/// shape exists, the node groups exist, the nodes belong to them and the
+/// referenced secrets exist.
+pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErrors {
+    let mut errors = validate_job(job);
+    let mut push = |path: &str, message: String| {
+        errors.entry(path.to_string()).or_default().push(message);
+    };
+    if let Some(shape) = job.spec.resource_shape.as_deref() {
+        if !context.shapes.iter().any(|s| s.metadata.id.as_deref() == Some(shape)) {
+            push("spec.resource_shape", format!("no resource shape named '{shape}'"));
+        }
+    }
+    let affinity = job.spec.affinity.as_ref();
+    let groups = affinity.and_then(|a| a.allowed_dedicated_node_groups.as_deref()).unwrap_or(&[]);
+    for (i, group) in groups.iter().enumerate() {
+        if !context.node_groups.iter().any(|g| g.metadata.id.as_deref() == Some(group.as_str())) {
+            push(
+                &format!("spec.affinity.allowed_dedicated_node_groups[{i}]"),
+                format!("no node group named '{group}'"),
+            );
+        }
+    }
+    let nodes = affinity.and_then(|a| a.allowed_nodes_in_node_group.as_deref()).unwrap_or(&[]);
+    for (i, node) in nodes.iter().enumerate() {
+        let belongs = context
+            .node_groups
+            .iter()
+            .filter(|g| groups.is_empty() || groups.iter().any(|n| g.metadata.id.as_deref() == Some(n)))
+            .any(|g| g.spec.nodes.iter().any(|n| &n.name == node));
+        if !belongs {
+            push(
+                &format!("spec.affinity.allowed_nodes_in_node_group[{i}]"),
+                format!("node '{node}' is not in the chosen node groups"),
+            );
+        }
+    }
+    for (i, env) in job.spec.envs.iter().flatten().enumerate() {
+        if let Some(secret) = env.value_from.as_ref().and_then(|v| v.secret_name_ref.as_deref()) {
+            if !context.secret_names.iter().any(|s| s == secret) {
+                push(&format!("spec.envs[{i}].value_from.secret_name_ref"), format!("no secret named '{secret}'"));
+            }
+        }
+    }
+    errors
+}
