@@ -75,6 +75,10 @@ pub struct NodeGroupSpec {
 pub struct NodeGroupStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_nodes: Option<i64>,
+    /// Lepton: whether queue priorities apply in this group. `lep job create
+    /// --queue-priority` refuses a group without it; Jobdeck queues every group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_enabled: Option<bool>,
     /// Extension: resources held by running replicas.
     #[serde(default)]
     pub in_use: ResourceAmounts,

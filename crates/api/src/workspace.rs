@@ -1,8 +1,52 @@
 //! Workspace-level resources: the workspace itself, shapes and node groups.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
-/// The body of `GET /workspace`.
+/// One entry of `supported_shapes` (Lepton's `ResourceShape`): memory in MiB.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct WorkspaceShape {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f64>,
+    /// MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator_num: Option<f64>,
+}
+
+/// Workload counts (Lepton's `Workloads`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Workloads {
+    pub num_deployments: i64,
+    pub num_jobs: i64,
+    pub num_pods: i64,
+    pub num_secrets: i64,
+    pub num_image_pull_secrets: i64,
+}
+
+/// A resource total (Lepton's `TotalResource`): memory in MiB.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TotalResource {
+    pub cpu: f64,
+    pub memory: i64,
+    pub accelerator_num: f64,
+}
+
+/// Capacity and use over every node group (Lepton's `ResourceQuota`).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ResourceQuota {
+    pub limit: TotalResource,
+    pub used: TotalResource,
+}
+
+/// The body of `GET /workspace`: Lepton's `WorkspaceInfo` (so `lep` reads it)
+/// plus Jobdeck's extensions.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct WorkspaceInfo {
     pub id: String,
@@ -16,4 +60,33 @@ pub struct WorkspaceInfo {
     /// Extension: whether logs are collected when a job does not say.
     #[serde(default)]
     pub log_collection_default: bool,
+    /// Lepton: when the server was built (RFC 3339, or empty when unknown).
+    #[serde(default)]
+    pub build_time: String,
+    /// Lepton: the commit the server was built from (or empty).
+    #[serde(default)]
+    pub git_commit: String,
+    /// Lepton: the workspace's name.
+    #[serde(default)]
+    pub workspace_name: String,
+    /// Lepton: always `self-hosted` for Jobdeck.
+    #[serde(default)]
+    pub workspace_tier: String,
+    /// Lepton: `normal`.
+    #[serde(default)]
+    pub workspace_state: String,
+    /// Lepton: the resource shapes by id.
+    #[serde(default)]
+    pub supported_shapes: BTreeMap<String, WorkspaceShape>,
+    /// Lepton: bytes used by the data directory (database and logs).
+    #[serde(default)]
+    pub workspace_disk_usage_bytes: i64,
+    #[serde(default)]
+    pub workloads: Workloads,
+    #[serde(default)]
+    pub resource_quota: ResourceQuota,
+    /// Lepton: jobs must name a node group; Jobdeck places jobs without one
+    /// in any group that fits, so this is `false`.
+    #[serde(default)]
+    pub dedicated_node_group_only: bool,
 }

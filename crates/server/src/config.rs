@@ -1,6 +1,17 @@
 //! Server settings gathered from the command line and the config file.
+//!
+//! The config file (`jobdeck serve --config jobdeck.toml`) declares the node
+//! groups, the resource shapes and the executor; docs/config.md describes
+//! every key. Without a file, or for a section the file leaves out, the
+//! defaults of design §10 apply: one node group `local` sized from this
+//! machine, the shapes `cpu.small`, `cpu.medium`, `cpu.large` and one GPU
+//! shape per GPU count the machine has, and the local executor in process
+//! mode.
 
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -9,51 +20,609 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The built console to serve (trunk's `dist/`), if any.
     pub console_dir: Option<PathBuf>,
-    /// The workspace's display name.
+    /// The workspace's display name (and id).
     pub workspace_name: String,
-    /// The executor kind, `local` or `kubernetes`.
-    pub executor: String,
     /// Whether logs are collected when a job does not say.
     pub log_collection_default: bool,
+    /// Which executor runs replicas, and its settings.
+    pub executor: ExecutorConfig,
+    /// Where replicas may run; never empty.
+    pub node_groups: Vec<NodeGroupConfig>,
+    /// The resource shapes a job may ask for; never empty.
+    pub shapes: Vec<ShapeConfig>,
+    /// The `jobdeck` binary that runs replica supervisors (`jobdeck
+    /// supervise`). `None` means the running executable, which is right for
+    /// `jobdeck serve`; in-process tests point it at the built binary.
+    pub supervisor_bin: Option<PathBuf>,
+}
+
+/// The executor kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutorKind {
+    /// Replicas run on this machine (design §5).
+    Local,
+    /// Replicas are pods of `batch/v1` Jobs on a cluster (design §5, issue 8).
+    Kubernetes,
+}
+
+impl ExecutorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutorKind::Local => "local",
+            ExecutorKind::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+/// `[executor]`.
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    pub kind: ExecutorKind,
+    /// `[executor.local]`.
+    pub local: LocalExecutorConfig,
+    /// `[executor.kubernetes]` exactly as written: the Kubernetes executor
+    /// owns and parses its own settings.
+    pub kubernetes: toml::Table,
+}
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        Self {
+            kind: ExecutorKind::Local,
+            local: LocalExecutorConfig::default(),
+            kubernetes: toml::Table::new(),
+        }
+    }
+}
+
+/// How the local executor starts a replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LocalMode {
+    /// The job's command runs as a plain process (what tests use).
+    Process,
+    /// The job's image runs under a container engine (docker or podman).
+    Container,
+}
+
+/// `[executor.local]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LocalExecutorConfig {
+    /// `process` (default) or `container`.
+    pub mode: LocalMode,
+    /// The container engine binary in container mode: `docker`, `podman` or
+    /// a path to either.
+    pub engine: String,
+    /// Seconds between SIGTERM and SIGKILL when a replica is stopped.
+    pub grace_period_seconds: u64,
+    /// Whether to limit each replica's memory to its shape (cgroups) when the
+    /// machine allows it.
+    pub memory_limits: bool,
+    /// Host directories behind the volume names jobs mount (`spec.mounts[].from`).
+    pub volumes: BTreeMap<String, PathBuf>,
+}
+
+impl Default for LocalExecutorConfig {
+    fn default() -> Self {
+        Self {
+            mode: LocalMode::Process,
+            engine: "docker".into(),
+            grace_period_seconds: 30,
+            memory_limits: true,
+            volumes: BTreeMap::new(),
+        }
+    }
+}
+
+/// One node of a node group, with what it provides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeConfig {
+    pub name: String,
+    pub cpu: f64,
+    pub memory_mb: i64,
+    pub gpus: i64,
+}
+
+/// `[[node_groups]]`: a named set of identical nodes.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeGroupConfig {
+    pub name: String,
+    /// CPUs per node.
+    pub cpu: f64,
+    /// Memory per node, MiB.
+    pub memory_mb: i64,
+    /// GPUs per node.
+    #[serde(default)]
+    pub gpus: i64,
+    /// The GPU model, such as `NVIDIA-H100-80GB-HBM3`.
+    #[serde(default)]
+    pub gpu_product: Option<String>,
+    /// How many nodes the group has (default 1); named `<group>-node-<i>`
+    /// unless `node_names` names them.
+    #[serde(default)]
+    pub nodes: Option<u32>,
+    #[serde(default)]
+    pub node_names: Option<Vec<String>>,
+    /// Node labels that select this group's nodes on a cluster (Kubernetes
+    /// executor); unused by the local executor.
+    #[serde(default)]
+    pub node_selector: BTreeMap<String, String>,
+}
+
+impl NodeGroupConfig {
+    /// The group's nodes, each with the per-node resources.
+    pub fn node_list(&self) -> Vec<NodeConfig> {
+        let names: Vec<String> = match (&self.node_names, self.nodes) {
+            (Some(names), _) => names.clone(),
+            (None, Some(n)) if n != 1 => (1..=n).map(|i| format!("{}-node-{i}", self.name)).collect(),
+            (None, _) => vec![format!("{}-node-1", self.name)],
+        };
+        names
+            .into_iter()
+            .map(|name| NodeConfig {
+                name,
+                cpu: self.cpu,
+                memory_mb: self.memory_mb,
+                gpus: self.gpus,
+            })
+            .collect()
+    }
+}
+
+/// `[[shapes]]`: what one replica of a job with this shape gets.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeConfig {
+    pub name: String,
+    pub cpu: f64,
+    /// MiB.
+    pub memory_mb: i64,
+    #[serde(default)]
+    pub gpus: i64,
+    #[serde(default)]
+    pub accelerator_type: Option<String>,
+    #[serde(default)]
+    pub accelerator_memory_mb: Option<i64>,
+    #[serde(default)]
+    pub ephemeral_storage_gb: Option<i64>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// What this machine has, for the defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachineInfo {
+    pub hostname: String,
+    pub cpus: f64,
+    pub memory_mb: i64,
+    pub gpus: i64,
+    pub gpu_product: Option<String>,
+    pub gpu_memory_mb: Option<i64>,
+}
+
+impl MachineInfo {
+    /// Reads the CPU count, total memory and NVIDIA GPUs (via `nvidia-smi`,
+    /// when it is installed) of this machine.
+    pub fn detect() -> MachineInfo {
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+        let memory_mb = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|text| parse_meminfo_total_mb(&text))
+            .unwrap_or(1024);
+        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into());
+        let (gpus, gpu_product, gpu_memory_mb) = detect_nvidia_gpus();
+        MachineInfo {
+            hostname,
+            cpus,
+            memory_mb,
+            gpus,
+            gpu_product,
+            gpu_memory_mb,
+        }
+    }
+}
+
+fn parse_meminfo_total_mb(text: &str) -> Option<i64> {
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
+}
+
+/// Asks `nvidia-smi` for the GPUs; no `nvidia-smi` means no GPUs.
+fn detect_nvidia_gpus() -> (i64, Option<String>, Option<i64>) {
+    let output = std::process::Command::new("nvidia-smi")
+        .args(["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"])
+        .stderr(std::process::Stdio::null())
+        .output();
+    match output {
+        Ok(out) if out.status.success() => parse_nvidia_smi(&String::from_utf8_lossy(&out.stdout)),
+        _ => (0, None, None),
+    }
+}
+
+fn parse_nvidia_smi(text: &str) -> (i64, Option<String>, Option<i64>) {
+    let rows: Vec<(String, Option<i64>)> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut parts = l.split(',').map(str::trim);
+            let name = parts.next().unwrap_or("").to_string();
+            let memory = parts.next().and_then(|m| m.parse().ok());
+            (name, memory)
+        })
+        .collect();
+    let first = rows.first().cloned();
+    (
+        rows.len() as i64,
+        first.as_ref().map(|(n, _)| n.replace(' ', "-")),
+        first.and_then(|(_, m)| m),
+    )
+}
+
+/// A lowercase slug of a GPU product for shape names: `NVIDIA-H100-80GB-HBM3`
+/// becomes `h100-80gb-hbm3`.
+fn gpu_slug(product: &str) -> String {
+    let lower = product.to_ascii_lowercase();
+    let trimmed = lower.strip_prefix("nvidia-").unwrap_or(&lower);
+    let slug: String = trimmed
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let slug = slug.trim_matches('-').to_string();
+    if slug.is_empty() {
+        "gpu".into()
+    } else {
+        slug
+    }
+}
+
+/// The default node group: this machine as one node.
+pub fn default_node_groups(machine: &MachineInfo) -> Vec<NodeGroupConfig> {
+    vec![NodeGroupConfig {
+        name: "local".into(),
+        cpu: machine.cpus,
+        memory_mb: machine.memory_mb,
+        gpus: machine.gpus,
+        gpu_product: machine.gpu_product.clone(),
+        nodes: None,
+        node_names: Some(vec![machine.hostname.clone()]),
+        node_selector: BTreeMap::new(),
+    }]
+}
+
+/// The default shapes: Lepton's CPU shapes, and `gpu.<n>x<model>` for each GPU
+/// count 1..=n of this machine with a proportional share of its CPUs and
+/// memory.
+pub fn default_shapes(machine: &MachineInfo) -> Vec<ShapeConfig> {
+    let cpu_shape = |name: &str, cpu: f64, memory_mb: i64| ShapeConfig {
+        name: name.into(),
+        cpu,
+        memory_mb,
+        gpus: 0,
+        accelerator_type: None,
+        accelerator_memory_mb: None,
+        ephemeral_storage_gb: None,
+        description: Some(format!("{cpu} CPU, {} GiB memory", memory_mb / 1024)),
+    };
+    let mut shapes = vec![
+        cpu_shape("cpu.small", 1.0, 4096),
+        cpu_shape("cpu.medium", 2.0, 8192),
+        cpu_shape("cpu.large", 4.0, 16384),
+    ];
+    if machine.gpus > 0 {
+        let product = machine.gpu_product.clone().unwrap_or_else(|| "GPU".into());
+        let slug = gpu_slug(&product);
+        for n in 1..=machine.gpus {
+            let share = n as f64 / machine.gpus as f64;
+            let cpu = (machine.cpus * share).floor().max(1.0);
+            let memory_mb = ((machine.memory_mb as f64) * share * 0.9) as i64;
+            shapes.push(ShapeConfig {
+                name: format!("gpu.{n}x{slug}"),
+                cpu,
+                memory_mb,
+                gpus: n,
+                accelerator_type: Some(product.clone()),
+                accelerator_memory_mb: machine.gpu_memory_mb,
+                ephemeral_storage_gb: None,
+                description: Some(format!("{n} × {product}, {cpu} CPU, {} GiB memory", memory_mb / 1024)),
+            });
+        }
+    }
+    shapes
+}
+
+/// The config file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    workspace_name: Option<String>,
+    log_collection_default: Option<bool>,
+    executor: Option<ExecutorSection>,
+    node_groups: Option<Vec<NodeGroupConfig>>,
+    shapes: Option<Vec<ShapeConfig>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecutorSection {
+    kind: Option<ExecutorKind>,
+    local: Option<LocalExecutorConfig>,
+    kubernetes: Option<toml::Table>,
 }
 
 impl Config {
     /// Defaults for a data directory, as `jobdeck serve` uses without a
     /// config file.
     pub fn for_data_dir(data_dir: impl Into<PathBuf>) -> Self {
+        Self::for_machine(data_dir, &MachineInfo::detect())
+    }
+
+    /// Defaults for a data directory on a given machine.
+    pub fn for_machine(data_dir: impl Into<PathBuf>, machine: &MachineInfo) -> Self {
         Self {
             data_dir: data_dir.into(),
             console_dir: None,
             workspace_name: "jobdeck".into(),
-            executor: "local".into(),
             log_collection_default: true,
+            executor: ExecutorConfig::default(),
+            node_groups: default_node_groups(machine),
+            shapes: default_shapes(machine),
+            supervisor_bin: None,
         }
     }
-}
 
-/// The config file (`--config jobdeck.toml`).
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigFile {
-    workspace_name: Option<String>,
-    log_collection_default: Option<bool>,
-}
-
-impl Config {
     /// Reads a config file; any unknown key is an error naming it, so a typo
     /// does not silently fall back to a default.
-    pub fn from_file(path: &std::path::Path, data_dir: &std::path::Path) -> Result<Self, String> {
+    pub fn from_file(path: &Path, data_dir: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
-        let file: ConfigFile = toml::from_str(&text)
-            .map_err(|e| format!("invalid config file {}: {e}", path.display()))?;
-        let mut config = Config::for_data_dir(data_dir);
+        Self::from_toml(&text, data_dir, &MachineInfo::detect())
+            .map_err(|e| format!("invalid config file {}: {e}", path.display()))
+    }
+
+    /// Parses config text over the defaults for `machine`.
+    pub fn from_toml(text: &str, data_dir: &Path, machine: &MachineInfo) -> Result<Self, String> {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut config = Config::for_machine(data_dir, machine);
         if let Some(name) = file.workspace_name {
             config.workspace_name = name;
         }
         if let Some(default) = file.log_collection_default {
             config.log_collection_default = default;
         }
+        if let Some(executor) = file.executor {
+            if let Some(kind) = executor.kind {
+                config.executor.kind = kind;
+            }
+            if let Some(local) = executor.local {
+                config.executor.local = local;
+            }
+            if let Some(kubernetes) = executor.kubernetes {
+                config.executor.kubernetes = kubernetes;
+            }
+        }
+        if let Some(groups) = file.node_groups {
+            config.node_groups = groups;
+        }
+        if let Some(shapes) = file.shapes {
+            config.shapes = shapes;
+        }
+        config.check()?;
         Ok(config)
+    }
+
+    /// The rules a config must follow, each broken one named by its key.
+    pub fn check(&self) -> Result<(), String> {
+        if self.workspace_name.trim().is_empty() {
+            return Err("workspace_name must not be empty".into());
+        }
+        if self.node_groups.is_empty() {
+            return Err("node_groups must declare at least one node group".into());
+        }
+        let mut group_names = BTreeSet::new();
+        let mut node_names = BTreeSet::new();
+        for (i, group) in self.node_groups.iter().enumerate() {
+            let key = format!("node_groups[{i}]");
+            if !is_resource_name(&group.name) {
+                return Err(format!(
+                    "{key}.name '{}' must be 1 to 63 lowercase letters, digits, '-' or '.'",
+                    group.name
+                ));
+            }
+            if !group_names.insert(group.name.clone()) {
+                return Err(format!("{key}.name '{}' is declared twice", group.name));
+            }
+            if !(group.cpu > 0.0) {
+                return Err(format!("{key}.cpu must be more than 0"));
+            }
+            if group.memory_mb <= 0 {
+                return Err(format!("{key}.memory_mb must be more than 0"));
+            }
+            if group.gpus < 0 {
+                return Err(format!("{key}.gpus must be 0 or more"));
+            }
+            if group.nodes == Some(0) {
+                return Err(format!("{key}.nodes must be at least 1"));
+            }
+            if let (Some(names), Some(n)) = (&group.node_names, group.nodes) {
+                if names.len() != n as usize {
+                    return Err(format!("{key}.node_names has {} names but nodes is {n}", names.len()));
+                }
+            }
+            if group.node_names.as_ref().is_some_and(|n| n.is_empty()) {
+                return Err(format!("{key}.node_names must name at least one node"));
+            }
+            for node in group.node_list() {
+                if node.name.trim().is_empty() {
+                    return Err(format!("{key}.node_names must not contain an empty name"));
+                }
+                if !node_names.insert(node.name.clone()) {
+                    return Err(format!("{key}: node '{}' is declared twice", node.name));
+                }
+            }
+        }
+        if self.shapes.is_empty() {
+            return Err("shapes must declare at least one resource shape".into());
+        }
+        let mut shape_names = BTreeSet::new();
+        for (i, shape) in self.shapes.iter().enumerate() {
+            let key = format!("shapes[{i}]");
+            if !is_resource_name(&shape.name) {
+                return Err(format!(
+                    "{key}.name '{}' must be 1 to 63 lowercase letters, digits, '-' or '.'",
+                    shape.name
+                ));
+            }
+            if !shape_names.insert(shape.name.clone()) {
+                return Err(format!("{key}.name '{}' is declared twice", shape.name));
+            }
+            if !(shape.cpu > 0.0) {
+                return Err(format!("{key}.cpu must be more than 0"));
+            }
+            if shape.memory_mb <= 0 {
+                return Err(format!("{key}.memory_mb must be more than 0"));
+            }
+            if shape.gpus < 0 {
+                return Err(format!("{key}.gpus must be 0 or more"));
+            }
+        }
+        if self.executor.local.mode == LocalMode::Container && self.executor.local.engine.trim().is_empty() {
+            return Err("executor.local.engine must name docker or podman in container mode".into());
+        }
+        Ok(())
+    }
+
+    pub fn shape(&self, name: &str) -> Option<&ShapeConfig> {
+        self.shapes.iter().find(|s| s.name == name)
+    }
+
+    pub fn node_group(&self, name: &str) -> Option<&NodeGroupConfig> {
+        self.node_groups.iter().find(|g| g.name == name)
+    }
+}
+
+fn is_resource_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(gpus: i64) -> MachineInfo {
+        MachineInfo {
+            hostname: "box".into(),
+            cpus: 16.0,
+            memory_mb: 65536,
+            gpus,
+            gpu_product: (gpus > 0).then(|| "NVIDIA-H100-80GB-HBM3".into()),
+            gpu_memory_mb: (gpus > 0).then_some(81559),
+        }
+    }
+
+    #[test]
+    fn defaults_have_one_local_group_sized_from_the_machine() {
+        let config = Config::for_machine("/tmp/x", &machine(0));
+        assert_eq!(config.node_groups.len(), 1);
+        let group = &config.node_groups[0];
+        assert_eq!(group.name, "local");
+        assert_eq!((group.cpu, group.memory_mb, group.gpus), (16.0, 65536, 0));
+        assert_eq!(group.node_list()[0].name, "box");
+        let names: Vec<_> = config.shapes.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["cpu.small", "cpu.medium", "cpu.large"]);
+        assert_eq!(config.executor.kind, ExecutorKind::Local);
+        config.check().unwrap();
+    }
+
+    #[test]
+    fn a_machine_with_gpus_gets_one_gpu_shape_per_count() {
+        let config = Config::for_machine("/tmp/x", &machine(2));
+        let gpu: Vec<_> = config.shapes.iter().filter(|s| s.gpus > 0).collect();
+        assert_eq!(gpu.len(), 2);
+        assert_eq!(gpu[0].name, "gpu.1xh100-80gb-hbm3");
+        assert_eq!((gpu[0].gpus, gpu[0].cpu), (1, 8.0));
+        assert_eq!(gpu[1].name, "gpu.2xh100-80gb-hbm3");
+        assert_eq!(gpu[1].accelerator_type.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
+        config.check().unwrap();
+    }
+
+    #[test]
+    fn nvidia_smi_output_is_parsed() {
+        let (n, product, memory) = parse_nvidia_smi("NVIDIA A10G, 23028\nNVIDIA A10G, 23028\n");
+        assert_eq!((n, product.as_deref(), memory), (2, Some("NVIDIA-A10G"), Some(23028)));
+        assert_eq!(parse_nvidia_smi(""), (0, None, None));
+        assert_eq!(gpu_slug("NVIDIA-A10G"), "a10g");
+    }
+
+    #[test]
+    fn a_config_file_replaces_groups_shapes_and_executor() {
+        let text = r#"
+            workspace_name = "lab"
+            [executor]
+            kind = "local"
+            [executor.local]
+            grace_period_seconds = 2
+            [executor.kubernetes]
+            namespace = "jobs"
+            [[node_groups]]
+            name = "gpu-a"
+            cpu = 32
+            memory_mb = 262144
+            gpus = 8
+            nodes = 2
+            [[shapes]]
+            name = "gpu.1x"
+            cpu = 4
+            memory_mb = 32768
+            gpus = 1
+        "#;
+        let config = Config::from_toml(text, Path::new("/d"), &machine(0)).unwrap();
+        assert_eq!(config.workspace_name, "lab");
+        assert_eq!(config.executor.local.grace_period_seconds, 2);
+        assert_eq!(config.executor.kubernetes["namespace"].as_str(), Some("jobs"));
+        let nodes = config.node_groups[0].node_list();
+        assert_eq!(nodes.len(), 2);
+        assert_eq!(nodes[1].name, "gpu-a-node-2");
+        assert_eq!(config.shapes.len(), 1);
+    }
+
+    #[test]
+    fn broken_config_files_name_the_key() {
+        let cases: &[(&str, &str)] = &[
+            ("colour = 1", "unknown field `colour`"),
+            ("[[node_groups]]\nname = \"a\"\ncpu = 0\nmemory_mb = 1", "node_groups[0].cpu must be more than 0"),
+            (
+                "[[node_groups]]\nname = \"a\"\ncpu = 1\nmemory_mb = 1\n[[node_groups]]\nname = \"a\"\ncpu = 1\nmemory_mb = 1",
+                "node_groups[1].name 'a' is declared twice",
+            ),
+            ("[[node_groups]]\nname = \"A\"\ncpu = 1\nmemory_mb = 1", "node_groups[0].name 'A' must be"),
+            ("[[shapes]]\nname = \"s\"\ncpu = 1\nmemory_mb = 0", "shapes[0].memory_mb must be more than 0"),
+            ("[executor]\nkind = \"slurm\"", "unknown variant `slurm`"),
+            ("[executor.local]\ngrace = 1", "unknown field `grace`"),
+            (
+                "[[node_groups]]\nname = \"a\"\ncpu = 1\nmemory_mb = 1\nnodes = 2\nnode_names = [\"x\"]",
+                "node_groups[0].node_names has 1 names but nodes is 2",
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = Config::from_toml(text, Path::new("/d"), &machine(0)).unwrap_err();
+            assert!(err.contains(expected), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn meminfo_is_parsed_in_mib() {
+        assert_eq!(parse_meminfo_total_mb("MemTotal:       24684576 kB\nMemFree: 1 kB\n"), Some(24106));
     }
 }

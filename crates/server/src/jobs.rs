@@ -1,17 +1,21 @@
 //! The job resource: `/jobs` and `/jobs/{id}`.
 //!
-//! Handlers parse, authorize and respond; storage is `Store`'s business.
+//! Handlers parse, authorize and respond; lifecycle changes go through the
+//! scheduler and storage is `Store`'s business.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
-use jobdeck_api::{JobList, JobSpec, JobState, JobStatus, LeptonJob, Metadata, Visibility};
-use serde::Deserialize;
+use jobdeck_api::{
+    FieldErrors, JobList, JobSpec, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility,
+};
 
 use crate::auth::CurrentUser;
-use crate::error::{ApiJson, ApiQuery, AppError, AppResult};
-use crate::store::{JobFilter, JobRow};
+use crate::cluster::{node_group_views, shape_view};
+use crate::error::{ApiJson, AppError, AppResult};
+use crate::spec::ResolvedSpec;
+use crate::store::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey};
 use crate::{now_millis, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -20,40 +24,142 @@ pub fn routes() -> Router<AppState> {
         .route("/jobs/{id}", get(get_job))
 }
 
-/// The query string of `GET /jobs`.
-#[derive(Debug, Deserialize)]
-struct ListQuery {
-    page: Option<i64>,
-    page_size: Option<i64>,
+pub const DEFAULT_PAGE_SIZE: i64 = 50;
+pub const MAX_PAGE_SIZE: i64 = 500;
+
+/// The pairs of a query string, decoded.
+pub fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
+    form_urlencoded::parse(raw.unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
 }
 
-const DEFAULT_PAGE_SIZE: i64 = 50;
-const MAX_PAGE_SIZE: i64 = 500;
+fn parse_int(name: &str, value: &str) -> AppResult<i64> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| AppError::BadRequest(format!("{name} must be a whole number, not '{value}'")))
+}
+
+/// Reads `job_query_mode`.
+pub fn parse_query_mode(value: &str) -> AppResult<QueryMode> {
+    match value {
+        "alive_only" => Ok(QueryMode::AliveOnly),
+        "archive_only" => Ok(QueryMode::ArchiveOnly),
+        "alive_and_archive" => Ok(QueryMode::AliveAndArchive),
+        other => Err(AppError::BadRequest(format!(
+            "job_query_mode must be alive_only, archive_only or alive_and_archive, not '{other}'"
+        ))),
+    }
+}
+
+/// The states a `status` value names: every state whose name starts with it,
+/// ignoring case (`run` is `Running`, as `lep job list -s run` expects).
+fn matching_states(value: &str) -> AppResult<Vec<String>> {
+    let wanted = value.trim().to_ascii_lowercase();
+    let states: Vec<String> = JobState::ALL
+        .iter()
+        .filter(|s| **s != JobState::Unknown && s.as_str().to_ascii_lowercase().starts_with(&wanted))
+        .map(|s| s.as_str().to_string())
+        .collect();
+    if wanted.is_empty() || states.is_empty() {
+        let known: Vec<&str> = JobState::ALL.iter().filter(|s| **s != JobState::Unknown).map(|s| s.as_str()).collect();
+        return Err(AppError::BadRequest(format!(
+            "status '{value}' matches no job state; the states are {}",
+            known.join(", ")
+        )));
+    }
+    Ok(states)
+}
+
+/// A label selector: `key`, `key=value` or `key:value`, comma-separated; every
+/// condition must hold.
+fn parse_label_selector(selector: &str) -> AppResult<Vec<(String, Option<String>)>> {
+    let mut out = Vec::new();
+    for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = match part.split_once("==").or_else(|| part.split_once('=')).or_else(|| part.split_once(':')) {
+            Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
+            None => (part, None),
+        };
+        if key.is_empty() || key.contains('"') || key.contains('\\') {
+            return Err(AppError::BadRequest(format!("query: '{part}' is not a valid label condition")));
+        }
+        out.push((key.to_string(), value));
+    }
+    Ok(out)
+}
+
+/// Builds the listing filter from the query string of `GET /jobs`.
+pub fn parse_list_query(viewer: String, raw: Option<&str>) -> AppResult<JobFilter> {
+    let mut filter = JobFilter {
+        viewer,
+        page: 1,
+        page_size: DEFAULT_PAGE_SIZE,
+        ..JobFilter::default()
+    };
+    for (key, value) in query_pairs(raw) {
+        match key.as_str() {
+            "q" => filter.q = Some(value).filter(|v| !v.is_empty()),
+            "query" => filter.labels.extend(parse_label_selector(&value)?),
+            "status" => {
+                for part in value.split(',').filter(|p| !p.trim().is_empty()) {
+                    for state in matching_states(part)? {
+                        if !filter.states.contains(&state) {
+                            filter.states.push(state);
+                        }
+                    }
+                }
+            }
+            "node_groups" | "node_group" => {
+                filter.node_groups.extend(value.split(',').map(str::trim).filter(|v| !v.is_empty()).map(String::from))
+            }
+            "created_by" => {
+                filter.created_by.extend(value.split(',').map(str::trim).filter(|v| !v.is_empty()).map(String::from))
+            }
+            "job_query_mode" => filter.mode = parse_query_mode(&value)?,
+            "page" => filter.page = parse_int("page", &value)?,
+            "page_size" => filter.page_size = parse_int("page_size", &value)?,
+            "sort" => {
+                filter.sort = match value.as_str() {
+                    "created_at" => SortKey::CreatedAt,
+                    "name" => SortKey::Name,
+                    "state" => SortKey::State,
+                    other => {
+                        return Err(AppError::BadRequest(format!(
+                            "sort must be created_at, name or state, not '{other}'"
+                        )))
+                    }
+                }
+            }
+            "order" => {
+                filter.ascending = match value.as_str() {
+                    "asc" => true,
+                    "desc" => false,
+                    other => return Err(AppError::BadRequest(format!("order must be asc or desc, not '{other}'"))),
+                }
+            }
+            // Other parameters (Lepton clients send a few more) change nothing.
+            _ => {}
+        }
+    }
+    if filter.page < 1 {
+        return Err(AppError::BadRequest("page must be 1 or more".into()));
+    }
+    if !(1..=MAX_PAGE_SIZE).contains(&filter.page_size) {
+        return Err(AppError::BadRequest(format!("page_size must be between 1 and {MAX_PAGE_SIZE}")));
+    }
+    Ok(filter)
+}
 
 async fn list_jobs(
     State(state): State<AppState>,
     user: CurrentUser,
-    ApiQuery(query): ApiQuery<ListQuery>,
+    RawQuery(raw): RawQuery,
 ) -> AppResult<Json<JobList>> {
-    let page = query.page.unwrap_or(1);
-    if page < 1 {
-        return Err(AppError::BadRequest("page must be 1 or more".into()));
-    }
-    let page_size = query.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
-    if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
-        return Err(AppError::BadRequest(format!(
-            "page_size must be between 1 and {MAX_PAGE_SIZE}"
-        )));
-    }
-    let (rows, total) = state
-        .store
-        .list_jobs(JobFilter {
-            viewer: user.name,
-            page,
-            page_size,
-        })
-        .await?;
-    let jobs = rows.into_iter().map(row_to_job).collect::<AppResult<Vec<_>>>()?;
+    let filter = parse_list_query(user.name, raw.as_deref())?;
+    let (page, page_size) = (filter.page, filter.page_size);
+    let (rows, total) = state.store.list_jobs(filter).await?;
+    let jobs = rows.into_iter().map(job_view).collect::<AppResult<Vec<_>>>()?;
     Ok(Json(JobList {
         jobs,
         total,
@@ -62,49 +168,151 @@ async fn list_jobs(
     }))
 }
 
+/// What the job rules need to know about this server.
+pub async fn validation_context(state: &AppState, user: &str) -> AppResult<ValidationContext> {
+    let active = state.store.active_jobs().await?;
+    let mut secret_names: Vec<String> = state
+        .store
+        .secrets_visible_to(user.to_string())
+        .await?
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    secret_names.dedup();
+    Ok(ValidationContext {
+        shapes: state.config.shapes.iter().map(shape_view).collect(),
+        node_groups: node_group_views(&state.config, &active),
+        secret_names,
+    })
+}
+
+fn merge(into: &mut FieldErrors, more: FieldErrors) {
+    for (path, messages) in more {
+        let entry = into.entry(path).or_default();
+        for message in messages {
+            if !entry.contains(&message) {
+                entry.push(message);
+            }
+        }
+    }
+}
+
 async fn create_job(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(mut job): ApiJson<LeptonJob>,
 ) -> AppResult<(StatusCode, Json<LeptonJob>)> {
-    // Lepton clients may send the name as the id only; accept either.
+    // Lepton clients send the name as the id only; accept either.
     if job.metadata.name.is_none() {
         job.metadata.name = job.metadata.id.clone();
     }
-    let fields = jobdeck_api::validate_job(&job);
-    if !fields.is_empty() {
-        return Err(AppError::Validation(fields));
-    }
+    let context = validation_context(&state, &user.name).await?;
+    let mut errors = jobdeck_api::validate_job_in(&job, &context);
+    let resolved = match ResolvedSpec::resolve(&job.spec, &state.config) {
+        Ok(resolved) => Some(resolved),
+        Err(more) => {
+            merge(&mut errors, more);
+            None
+        }
+    };
+    let Some(resolved) = resolved.filter(|_| errors.is_empty()) else {
+        return Err(AppError::Validation(errors));
+    };
     let name = job.metadata.name.clone().unwrap_or_default();
+    let now = now_millis();
+    let id = format!("{name}-{}", random_suffix());
+    let allowed_groups = job
+        .spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.allowed_dedicated_node_groups.clone())
+        .unwrap_or_default();
+    let stopped = job.spec.stopped == Some(true);
+    let (state_name, reason, message) = if stopped {
+        (JobState::Stopped, "Stopped", "the job was created stopped".to_string())
+    } else {
+        (
+            JobState::Queueing,
+            "Queued",
+            format!("waiting for the scheduler in node group(s) {}", resolved.node_groups.join(", ")),
+        )
+    };
     let row = JobRow {
-        id: format!("{name}-{}", random_suffix()),
+        id: id.clone(),
         name,
-        created_by: user.name,
+        created_by: user.name.clone(),
         visibility: match job.metadata.visibility.unwrap_or_default() {
             Visibility::Public => "public".into(),
             Visibility::Private => "private".into(),
         },
-        created_at: now_millis(),
-        state: JobState::Queueing.as_str().into(),
-        metadata_json: serde_json::to_string(&StoredMetadata::from(&job.metadata))
-            .map_err(AppError::internal)?,
+        created_at: now,
+        metadata_json: serde_json::to_string(&StoredMetadata::from(&job.metadata)).map_err(AppError::internal)?,
         spec_json: serde_json::to_string(&job.spec).map_err(AppError::internal)?,
+        priority: resolved.priority,
+        node_groups: if allowed_groups.is_empty() {
+            String::new()
+        } else {
+            format!(",{},", allowed_groups.join(","))
+        },
+        runtime: JobRuntime {
+            state: state_name.as_str().into(),
+            reason: Some(reason.into()),
+            message: Some(message.clone()),
+            queued_at: (!stopped).then_some(now),
+            completed_at: stopped.then_some(now),
+            ..JobRuntime::default()
+        },
     };
-    state.store.insert_job(row.clone()).await?;
-    Ok((StatusCode::OK, Json(row_to_job(row)?)))
+    let event = |reason: &str, message: String| EventRow {
+        job_id: id.clone(),
+        kind: "Normal".into(),
+        reason: reason.into(),
+        message,
+        regarding_kind: "Job".into(),
+        regarding_name: id.clone(),
+        time: now,
+    };
+    let events = vec![
+        event("Created", format!("job created by {}", user.name)),
+        event(reason, message),
+    ];
+    state.store.insert_job(row.clone(), events).await?;
+    state.job_changed(&id);
+    Ok((StatusCode::OK, Json(job_view(row)?)))
+}
+
+/// A job `user` may see, or the same not-found for missing and hidden.
+pub async fn visible_job(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<JobRow> {
+    state
+        .store
+        .job_visible_to(id.to_string(), user.name.clone())
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("job '{id}' not found")))
 }
 
 async fn get_job(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
 ) -> AppResult<Json<LeptonJob>> {
-    let row = state
-        .store
-        .job_visible_to(id.clone(), user.name)
-        .await?
-        .ok_or_else(|| AppError::NotFound(format!("job '{id}' not found")))?;
-    Ok(Json(row_to_job(row)?))
+    let mut mode = QueryMode::AliveAndArchive;
+    for (key, value) in query_pairs(raw.as_deref()) {
+        if key == "job_query_mode" {
+            mode = parse_query_mode(&value)?;
+        }
+    }
+    let row = visible_job(&state, &user, &id).await?;
+    let archived = row.runtime.state == JobState::Archived.as_str();
+    let hidden = match mode {
+        QueryMode::AliveOnly => archived,
+        QueryMode::ArchiveOnly => !archived,
+        QueryMode::AliveAndArchive => false,
+    };
+    if hidden {
+        return Err(AppError::NotFound(format!("job '{id}' not found")));
+    }
+    Ok(Json(job_view(row)?))
 }
 
 /// The parts of `metadata` that are not columns of their own.
@@ -125,15 +333,24 @@ impl From<&Metadata> for StoredMetadata {
     }
 }
 
-fn row_to_job(row: JobRow) -> AppResult<LeptonJob> {
-    let stored: StoredMetadata =
-        serde_json::from_str(&row.metadata_json).map_err(AppError::internal)?;
-    let spec: JobSpec = serde_json::from_str(&row.spec_json).map_err(AppError::internal)?;
+/// The stored spec of a job, write-only fields included (for the scheduler
+/// and executors; never sent to clients).
+pub fn stored_spec(row: &JobRow) -> AppResult<JobSpec> {
+    serde_json::from_str(&row.spec_json).map_err(AppError::internal)
+}
+
+/// The wire form of a stored job. Write-only fields (the registry password)
+/// are left out.
+pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
+    let stored: StoredMetadata = serde_json::from_str(&row.metadata_json).map_err(AppError::internal)?;
+    let mut spec = stored_spec(&row)?;
+    spec.container.registry_password = None;
     let visibility = if row.visibility == "public" {
         Visibility::Public
     } else {
         Visibility::Private
     };
+    let r = row.runtime;
     Ok(LeptonJob {
         metadata: Metadata {
             id: Some(row.id),
@@ -149,9 +366,15 @@ fn row_to_job(row: JobRow) -> AppResult<LeptonJob> {
         spec,
         status: Some(JobStatus {
             job_name: Some(row.name),
-            state: JobState::parse(&row.state).or(Some(JobState::Unknown)),
+            state: JobState::parse(&r.state).or(Some(JobState::Unknown)),
+            ready: r.ready,
+            active: r.active,
+            failed: r.failed,
+            succeeded: r.succeeded,
             creation_time: Some(row.created_at / 1000),
-            ..JobStatus::default()
+            completion_time: r.completed_at.map(|t| t / 1000),
+            reason: r.reason,
+            message: r.message,
         }),
     })
 }
@@ -166,4 +389,52 @@ fn random_suffix() -> String {
         .iter()
         .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_queries_are_parsed() {
+        let f = parse_list_query(
+            "me".into(),
+            Some("q=train&status=run&status=Queueing&node_groups=gpu&created_by=al&job_query_mode=alive_and_archive&page=2&page_size=500&sort=name&order=asc&query=team%3Dnlp,x"),
+        )
+        .unwrap();
+        assert_eq!(f.q.as_deref(), Some("train"));
+        assert_eq!(f.states, ["Running", "Queueing"]);
+        assert_eq!(f.node_groups, ["gpu"]);
+        assert_eq!(f.created_by, ["al"]);
+        assert_eq!(f.mode, QueryMode::AliveAndArchive);
+        assert_eq!((f.page, f.page_size), (2, 500));
+        assert_eq!((f.sort, f.ascending), (SortKey::Name, true));
+        assert_eq!(f.labels, [("team".to_string(), Some("nlp".to_string())), ("x".to_string(), None)]);
+    }
+
+    #[test]
+    fn bad_list_queries_name_the_parameter() {
+        let cases = [
+            ("page=0", "page must be 1 or more"),
+            ("page_size=501", "page_size must be between 1 and 500"),
+            ("page=x", "page must be a whole number, not 'x'"),
+            ("status=exploding", "status 'exploding' matches no job state"),
+            ("job_query_mode=all", "job_query_mode must be alive_only, archive_only or alive_and_archive, not 'all'"),
+            ("sort=size", "sort must be created_at, name or state, not 'size'"),
+            ("order=up", "order must be asc or desc, not 'up'"),
+            ("query=a%22b", "query: 'a\"b' is not a valid label condition"),
+        ];
+        for (query, expected) in cases {
+            match parse_list_query("me".into(), Some(query)) {
+                Err(AppError::BadRequest(message)) => assert!(message.starts_with(expected), "{query}: {message}"),
+                other => panic!("{query}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn status_prefixes_match_every_state_they_start() {
+        assert_eq!(matching_states("s").unwrap(), ["Starting", "Stopped", "Stopping"]);
+        assert_eq!(matching_states("COMPLETED").unwrap(), ["Completed"]);
+    }
 }

@@ -7,10 +7,14 @@
 
 pub mod auth;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod console;
 pub mod error;
+pub mod executor;
 pub mod jobs;
+pub mod logs;
+pub mod spec;
 pub mod store;
 pub mod workspace;
 
@@ -35,6 +39,9 @@ impl AppState {
             config: Arc::new(config),
         }
     }
+
+    /// Tells the scheduler that a job was created or changed.
+    pub fn job_changed(&self, _id: &str) {}
 }
 
 /// The whole application: the API under `/api/v2` and, when a console
@@ -42,6 +49,7 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .merge(workspace::routes())
+        .merge(cluster::routes())
         .merge(jobs::routes())
         .fallback(error::api_route_not_found)
         .method_not_allowed_fallback(error::api_method_not_allowed);

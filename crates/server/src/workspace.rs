@@ -1,24 +1,102 @@
-//! `GET /workspace`: who and what this server is.
+//! `GET /workspace`: who and what this server is, in the shape Lepton's
+//! `WorkspaceInfo` has (so `lep` accepts it) plus Jobdeck's extensions.
+
+use std::path::Path;
 
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
-use jobdeck_api::WorkspaceInfo;
+use jobdeck_api::{ResourceQuota, TotalResource, WorkspaceInfo, WorkspaceShape, Workloads};
 
 use crate::auth::CurrentUser;
+use crate::cluster::usage_by_group;
+use crate::error::{AppError, AppResult};
 use crate::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/workspace", get(workspace))
 }
 
-async fn workspace(State(state): State<AppState>, user: CurrentUser) -> Json<WorkspaceInfo> {
-    Json(WorkspaceInfo {
-        id: state.config.workspace_name.clone(),
-        name: state.config.workspace_name.clone(),
+async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<WorkspaceInfo>> {
+    let config = &state.config;
+    let (_, alive_jobs) = state.store.job_counts().await?;
+    let secrets = state.store.secret_count().await?;
+    let active = state.store.active_jobs().await?;
+    let running_replicas: i64 = active.iter().map(|j| j.runtime.active).sum();
+    let usage = usage_by_group(config, &active);
+    let mut quota = ResourceQuota::default();
+    for group in &config.node_groups {
+        let nodes = group.node_list().len() as i64;
+        quota.limit.cpu += group.cpu * nodes as f64;
+        quota.limit.memory += group.memory_mb * nodes;
+        quota.limit.accelerator_num += (group.gpus * nodes) as f64;
+        if let Some((in_use, _)) = usage.get(&group.name) {
+            quota.used = TotalResource {
+                cpu: quota.used.cpu + in_use.cpu,
+                memory: quota.used.memory + in_use.memory_in_mb,
+                accelerator_num: quota.used.accelerator_num + in_use.gpu as f64,
+            };
+        }
+    }
+    let data_dir = config.data_dir.clone();
+    let disk = tokio::task::spawn_blocking(move || disk_usage(&data_dir))
+        .await
+        .map_err(AppError::internal)?;
+    Ok(Json(WorkspaceInfo {
+        id: config.workspace_name.clone(),
+        name: config.workspace_name.clone(),
         build_version: env!("CARGO_PKG_VERSION").to_string(),
-        executor: state.config.executor.clone(),
+        executor: config.executor.kind.as_str().to_string(),
         current_user: user.name,
-        log_collection_default: state.config.log_collection_default,
-    })
+        log_collection_default: config.log_collection_default,
+        build_time: option_env!("JOBDECK_BUILD_TIME").unwrap_or("").to_string(),
+        git_commit: option_env!("JOBDECK_GIT_COMMIT").unwrap_or("").to_string(),
+        workspace_name: config.workspace_name.clone(),
+        workspace_tier: "self-hosted".into(),
+        workspace_state: "normal".into(),
+        supported_shapes: config
+            .shapes
+            .iter()
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    WorkspaceShape {
+                        description: s.description.clone(),
+                        cpu: Some(s.cpu),
+                        memory: Some(s.memory_mb),
+                        accelerator_type: s.accelerator_type.clone(),
+                        accelerator_num: Some(s.gpus as f64),
+                    },
+                )
+            })
+            .collect(),
+        workspace_disk_usage_bytes: disk as i64,
+        workloads: Workloads {
+            num_deployments: 0,
+            num_jobs: alive_jobs,
+            num_pods: running_replicas,
+            num_secrets: secrets,
+            num_image_pull_secrets: 0,
+        },
+        resource_quota: quota,
+        dedicated_node_group_only: false,
+    }))
+}
+
+/// Bytes used by the files under `dir` (symbolic links are not followed).
+fn disk_usage(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&path) else { continue };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if meta.is_file() {
+                total += meta.len();
+            }
+        }
+    }
+    total
 }

@@ -137,3 +137,51 @@ async fn workspace_names_the_signed_in_user() {
     assert_eq!(body["current_user"], "admin");
     assert_eq!(body["executor"], "local");
 }
+
+#[tokio::test]
+async fn shapes_list_the_configured_shapes_with_their_shared_memory_default() {
+    let app = TestApp::new().await;
+    let res = app.get("/api/v2/shapes").await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    let shapes = res.json();
+    let small = shapes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["metadata"]["id"] == "cpu.small")
+        .expect("cpu.small is a default shape");
+    assert_eq!(small["spec"]["cpu"], 1.0);
+    assert_eq!(small["spec"]["memory_in_mb"], 4096);
+    assert_eq!(small["spec"]["default_shared_memory_in_mb"], 2048);
+    let anonymous = app.request(Method::GET, "/api/v2/shapes", None, None).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn node_groups_show_capacity_and_count_queued_jobs() {
+    let app = TestApp::new().await;
+    let groups = app.get("/api/v2/dedicated-node-groups").await.json();
+    let local = &groups[0];
+    assert_eq!(local["metadata"]["name"], "local");
+    assert_eq!(local["status"]["quota_enabled"], true);
+    assert!(local["spec"]["capacity"]["cpu"].as_f64().unwrap() >= 1.0);
+    assert_eq!(local["spec"]["nodes"].as_array().unwrap().len(), 1);
+    let one = app.get("/api/v2/dedicated-node-groups/local").await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(one.json()["metadata"]["id"], "local");
+    let missing = app.get("/api/v2/dedicated-node-groups/nope").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_shape_or_node_group_this_server_lacks_is_a_422_on_its_field() {
+    let app = TestApp::new().await;
+    let mut job = hello_job("wrong");
+    job["spec"]["resource_shape"] = json!("gpu.8xh100");
+    job["spec"]["affinity"] = json!({"allowed_dedicated_node_groups": ["h100-pool"]});
+    let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
+    assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", res.text());
+    let fields = &res.json()["fields"];
+    assert_eq!(fields["spec.resource_shape"][0], "no resource shape named 'gpu.8xh100'");
+    assert_eq!(fields["spec.affinity.allowed_dedicated_node_groups[0]"][0], "no node group named 'h100-pool'");
+}

@@ -1,31 +1,84 @@
 //! Jobs.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, OptionalExtension};
 
-use super::{JobFilter, JobRow, Store};
+use super::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey, Store};
 use crate::error::{AppError, AppResult};
 
+const JOB_COLUMNS: &str = "id, name, created_by, visibility, created_at, metadata, spec, priority, node_groups,
+    state, reason, message, run, queued_at, started_at, completed_at, archive_at, placement, stop_reason,
+    job_retries, succeeded, failed, active, ready, master_port";
+
+/// The states in which a job still needs the scheduler's attention.
+pub const ACTIVE_STATES: &[&str] = &[
+    "Queueing",
+    "Starting",
+    "Running",
+    "Stopping",
+    "Deleting",
+    "PendingRetry",
+    "Restarting",
+    "Terminating",
+    "Awaiting",
+];
+
 impl Store {
-    pub async fn insert_job(&self, row: JobRow) -> AppResult<()> {
+    /// Stores a new job, with its first events, in one transaction.
+    pub async fn insert_job(&self, row: JobRow, events: Vec<EventRow>) -> AppResult<()> {
         self.write(move |tx| {
+            let r = &row.runtime;
             let inserted = tx.execute(
-                "INSERT INTO jobs (id, name, created_by, visibility, created_at, state, metadata, spec)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO NOTHING",
+                "INSERT INTO jobs (id, name, created_by, visibility, created_at, metadata, spec, priority,
+                    node_groups, state, reason, message, run, queued_at, started_at, completed_at, archive_at,
+                    placement, stop_reason, job_retries, succeeded, failed, active, ready, master_port)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+                    ?20, ?21, ?22, ?23, ?24, ?25)
+                 ON CONFLICT(id) DO NOTHING",
                 params![
                     row.id,
                     row.name,
                     row.created_by,
                     row.visibility,
                     row.created_at,
-                    row.state,
                     row.metadata_json,
-                    row.spec_json
+                    row.spec_json,
+                    row.priority,
+                    row.node_groups,
+                    r.state,
+                    r.reason,
+                    r.message,
+                    r.run,
+                    r.queued_at,
+                    r.started_at,
+                    r.completed_at,
+                    r.archive_at,
+                    r.placement_json,
+                    r.stop_reason,
+                    r.job_retries,
+                    r.succeeded,
+                    r.failed,
+                    r.active,
+                    r.ready,
+                    r.master_port,
                 ],
             )?;
             if inserted == 0 {
                 return Err(AppError::Conflict(format!("a job with id '{}' already exists", row.id)));
             }
+            for event in &events {
+                super::events::record(tx, event)?;
+            }
             Ok(())
+        })
+        .await
+    }
+
+    /// A job by id, whoever may see it (for the scheduler).
+    pub async fn job(&self, id: String) -> AppResult<Option<JobRow>> {
+        self.read(move |conn| {
+            conn.query_row(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"), params![id], job_row)
+                .optional()
         })
         .await
     }
@@ -34,8 +87,9 @@ impl Store {
     pub async fn job_visible_to(&self, id: String, viewer: String) -> AppResult<Option<JobRow>> {
         self.read(move |conn| {
             conn.query_row(
-                "SELECT id, name, created_by, visibility, created_at, state, metadata, spec
-                 FROM jobs WHERE id = ?1 AND (visibility = 'public' OR created_by = ?2)",
+                &format!(
+                    "SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1 AND (visibility = 'public' OR created_by = ?2)"
+                ),
                 params![id, viewer],
                 job_row,
             )
@@ -44,28 +98,208 @@ impl Store {
         .await
     }
 
-    /// One page of the jobs `filter.viewer` may see, newest first, and the
-    /// total count over all pages.
+    /// Every job the scheduler still has to look after.
+    pub async fn active_jobs(&self) -> AppResult<Vec<JobRow>> {
+        self.read(move |conn| {
+            let marks = vec!["?"; ACTIVE_STATES.len()].join(", ");
+            let mut stmt = conn.prepare(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ({marks})"))?;
+            let rows = stmt.query_map(params_from_iter(ACTIVE_STATES.iter()), job_row)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Writes what the scheduler made of a job, with the events of the
+    /// change, in one transaction. Returns false when the job is gone.
+    pub async fn update_job_runtime(&self, id: String, runtime: JobRuntime, events: Vec<EventRow>) -> AppResult<bool> {
+        self.write(move |tx| {
+            let r = &runtime;
+            let changed = tx.execute(
+                "UPDATE jobs SET state = ?2, reason = ?3, message = ?4, run = ?5, queued_at = ?6, started_at = ?7,
+                    completed_at = ?8, archive_at = ?9, placement = ?10, stop_reason = ?11, job_retries = ?12,
+                    succeeded = ?13, failed = ?14, active = ?15, ready = ?16, master_port = ?17
+                 WHERE id = ?1",
+                params![
+                    id,
+                    r.state,
+                    r.reason,
+                    r.message,
+                    r.run,
+                    r.queued_at,
+                    r.started_at,
+                    r.completed_at,
+                    r.archive_at,
+                    r.placement_json,
+                    r.stop_reason,
+                    r.job_retries,
+                    r.succeeded,
+                    r.failed,
+                    r.active,
+                    r.ready,
+                    r.master_port,
+                ],
+            )?;
+            if changed == 0 {
+                return Ok(false);
+            }
+            for event in &events {
+                super::events::record(tx, event)?;
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Replaces a job's spec (the `stopped` flag is the only field that
+    /// changes after creation).
+    pub async fn update_job_spec(&self, id: String, spec_json: String) -> AppResult<()> {
+        self.write(move |tx| {
+            tx.execute("UPDATE jobs SET spec = ?2 WHERE id = ?1", params![id, spec_json])?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Deletes a job with its replicas and events.
+    pub async fn delete_job(&self, id: String) -> AppResult<()> {
+        self.write(move |tx| {
+            tx.execute("DELETE FROM replicas WHERE job_id = ?1", params![id])?;
+            tx.execute("DELETE FROM job_events WHERE job_id = ?1", params![id])?;
+            tx.execute("DELETE FROM jobs WHERE id = ?1", params![id])?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Ids of finished jobs whose archive time has come.
+    pub async fn jobs_due_for_archive(&self, now: i64) -> AppResult<Vec<String>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id FROM jobs WHERE archive_at IS NOT NULL AND archive_at <= ?1 AND state != 'Archived'",
+            )?;
+            let rows = stmt.query_map(params![now], |r| r.get(0))?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// The earliest pending archive time, to set the scheduler's timer.
+    pub async fn next_archive_time(&self) -> AppResult<Option<i64>> {
+        self.read(move |conn| {
+            conn.query_row(
+                "SELECT MIN(archive_at) FROM jobs WHERE archive_at IS NOT NULL AND state != 'Archived'",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .await
+    }
+
+    /// How many jobs are stored and how many are not archived.
+    pub async fn job_counts(&self) -> AppResult<(i64, i64)> {
+        self.read(move |conn| {
+            conn.query_row(
+                "SELECT COUNT(*), COALESCE(SUM(state != 'Archived'), 0) FROM jobs",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
+        .await
+    }
+
+    /// One page of the jobs `filter.viewer` may see, and the total count over
+    /// all pages.
     pub async fn list_jobs(&self, filter: JobFilter) -> AppResult<(Vec<JobRow>, i64)> {
         self.read(move |conn| {
+            let (clause, values) = where_clause(&filter);
             let total: i64 = conn.query_row(
-                "SELECT COUNT(*) FROM jobs WHERE visibility = 'public' OR created_by = ?1",
-                params![filter.viewer],
+                &format!("SELECT COUNT(*) FROM jobs WHERE {clause}"),
+                params_from_iter(values.iter()),
                 |r| r.get(0),
             )?;
-            let mut stmt = conn.prepare_cached(
-                "SELECT id, name, created_by, visibility, created_at, state, metadata, spec
-                 FROM jobs WHERE visibility = 'public' OR created_by = ?1
-                 ORDER BY created_at DESC, id LIMIT ?2 OFFSET ?3",
-            )?;
+            let direction = if filter.ascending { "ASC" } else { "DESC" };
+            let order = match filter.sort {
+                SortKey::CreatedAt => format!("created_at {direction}, id {direction}"),
+                SortKey::Name => format!("name {direction}, created_at DESC, id"),
+                SortKey::State => format!("state {direction}, created_at DESC, id"),
+            };
+            let mut values = values;
             let offset = (filter.page - 1).max(0) * filter.page_size;
+            values.push(Value::Integer(filter.page_size));
+            values.push(Value::Integer(offset));
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {JOB_COLUMNS} FROM jobs WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?"
+            ))?;
             let rows = stmt
-                .query_map(params![filter.viewer, filter.page_size, offset], job_row)?
+                .query_map(params_from_iter(values.iter()), job_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok((rows, total))
         })
         .await
     }
+}
+
+/// Escapes `%`, `_` and `\` for a `LIKE … ESCAPE '\'` pattern.
+fn like_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The WHERE clause of a listing and its parameters, in order.
+fn where_clause(filter: &JobFilter) -> (String, Vec<Value>) {
+    let mut clauses = vec!["(visibility = 'public' OR created_by = ?)".to_string()];
+    let mut values = vec![Value::Text(filter.viewer.clone())];
+    match filter.mode {
+        QueryMode::AliveOnly => clauses.push("state != 'Archived'".into()),
+        QueryMode::ArchiveOnly => clauses.push("state = 'Archived'".into()),
+        QueryMode::AliveAndArchive => {}
+    }
+    if let Some(q) = filter.q.as_deref().filter(|q| !q.is_empty()) {
+        clauses.push("id LIKE ? ESCAPE '\\'".into());
+        values.push(Value::Text(format!("%{}%", like_escape(q))));
+    }
+    if !filter.states.is_empty() {
+        clauses.push(format!("state IN ({})", vec!["?"; filter.states.len()].join(", ")));
+        values.extend(filter.states.iter().cloned().map(Value::Text));
+    }
+    if !filter.node_groups.is_empty() {
+        let any: Vec<&str> = filter.node_groups.iter().map(|_| "node_groups LIKE ? ESCAPE '\\'").collect();
+        clauses.push(format!("({})", any.join(" OR ")));
+        values.extend(
+            filter
+                .node_groups
+                .iter()
+                .map(|g| Value::Text(format!("%{}%", like_escape(&g.replace(',', ""))))),
+        );
+    }
+    if !filter.created_by.is_empty() {
+        let any: Vec<&str> = filter.created_by.iter().map(|_| "created_by LIKE ? ESCAPE '\\'").collect();
+        clauses.push(format!("({})", any.join(" OR ")));
+        values.extend(filter.created_by.iter().map(|u| Value::Text(format!("{}%", like_escape(u)))));
+    }
+    for (key, value) in &filter.labels {
+        // The key is quoted as a JSON path member; the handler rejects keys
+        // with a double quote, so it cannot end the quoting.
+        let path = format!("$.labels.\"{key}\"");
+        match value {
+            None => {
+                clauses.push("json_type(metadata, ?) IS NOT NULL".into());
+                values.push(Value::Text(path));
+            }
+            Some(v) => {
+                clauses.push("json_extract(metadata, ?) = ?".into());
+                values.push(Value::Text(path));
+                values.push(Value::Text(v.clone()));
+            }
+        }
+    }
+    (clauses.join(" AND "), values)
 }
 
 fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
@@ -75,8 +309,37 @@ fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
         created_by: r.get(2)?,
         visibility: r.get(3)?,
         created_at: r.get(4)?,
-        state: r.get(5)?,
-        metadata_json: r.get(6)?,
-        spec_json: r.get(7)?,
+        metadata_json: r.get(5)?,
+        spec_json: r.get(6)?,
+        priority: r.get(7)?,
+        node_groups: r.get(8)?,
+        runtime: JobRuntime {
+            state: r.get(9)?,
+            reason: r.get(10)?,
+            message: r.get(11)?,
+            run: r.get(12)?,
+            queued_at: r.get(13)?,
+            started_at: r.get(14)?,
+            completed_at: r.get(15)?,
+            archive_at: r.get(16)?,
+            placement_json: r.get(17)?,
+            stop_reason: r.get(18)?,
+            job_retries: r.get(19)?,
+            succeeded: r.get(20)?,
+            failed: r.get(21)?,
+            active: r.get(22)?,
+            ready: r.get(23)?,
+            master_port: r.get(24)?,
+        },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(like_escape("a%b_c\\d"), "a\\%b\\_c\\\\d");
+    }
 }

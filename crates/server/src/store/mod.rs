@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 
+mod events;
 mod jobs;
+mod replicas;
+mod secrets;
 mod users;
 
 use crate::error::{AppError, AppResult};
@@ -41,6 +44,74 @@ const MIGRATIONS: &[&str] = &[
         spec TEXT NOT NULL
     );
     CREATE INDEX jobs_by_created ON jobs(created_at DESC, id);",
+    // 2: the lifecycle of jobs (runs, queueing, placement, counts, archiving),
+    // replica attempts, events and secrets.
+    "ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 4000;
+    ALTER TABLE jobs ADD COLUMN node_groups TEXT NOT NULL DEFAULT '';
+    ALTER TABLE jobs ADD COLUMN reason TEXT;
+    ALTER TABLE jobs ADD COLUMN message TEXT;
+    ALTER TABLE jobs ADD COLUMN run INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN queued_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN started_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN completed_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN archive_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN placement TEXT;
+    ALTER TABLE jobs ADD COLUMN stop_reason TEXT;
+    ALTER TABLE jobs ADD COLUMN job_retries INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN succeeded INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN active INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN ready INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN master_port INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX jobs_by_state ON jobs(state);
+    CREATE INDEX jobs_by_archive_at ON jobs(archive_at) WHERE archive_at IS NOT NULL;
+    CREATE INDEX jobs_by_name ON jobs(name, created_at DESC);
+    CREATE TABLE replicas (
+        job_id TEXT NOT NULL,
+        completion_index INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        run INTEGER NOT NULL,
+        phase TEXT NOT NULL,
+        readiness_reason TEXT,
+        readiness_message TEXT,
+        node TEXT,
+        node_group TEXT,
+        gpu_ids TEXT NOT NULL DEFAULT '',
+        exit_code INTEGER,
+        signal INTEGER,
+        reason TEXT,
+        message TEXT,
+        created_at INTEGER NOT NULL,
+        start_time INTEGER,
+        end_time INTEGER,
+        executor_state TEXT,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (job_id, completion_index, attempt)
+    ) WITHOUT ROWID;
+    CREATE TABLE job_events (
+        id INTEGER PRIMARY KEY,
+        job_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        message TEXT NOT NULL,
+        regarding_kind TEXT NOT NULL,
+        regarding_name TEXT NOT NULL,
+        count INTEGER NOT NULL DEFAULT 1,
+        first_time INTEGER NOT NULL,
+        last_time INTEGER NOT NULL
+    );
+    CREATE INDEX job_events_by_job ON job_events(job_id, id);
+    CREATE TABLE secrets (
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        value TEXT NOT NULL,
+        visibility TEXT NOT NULL,
+        tags TEXT NOT NULL DEFAULT '[]',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (owner, name)
+    );
+    CREATE INDEX secrets_by_name ON secrets(name);",
 ];
 
 const READERS: usize = 4;
@@ -65,17 +136,138 @@ pub struct UserRow {
     pub name: String,
 }
 
-/// A job as stored: indexed columns plus the metadata and spec as JSON text.
+/// A job as stored: what the user asked for (indexed columns plus the
+/// metadata and spec as JSON text) and what the scheduler made of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRow {
     pub id: String,
     pub name: String,
     pub created_by: String,
     pub visibility: String,
+    /// Unix milliseconds.
     pub created_at: i64,
-    pub state: String,
     pub metadata_json: String,
     pub spec_json: String,
+    /// The priority class as a number, 1000 (low-1000) … 9000 (high-9000).
+    pub priority: i64,
+    /// The allowed node groups as `,a,b,` (empty: any), for filtering.
+    pub node_groups: String,
+    pub runtime: JobRuntime,
+}
+
+/// The part of a job only the scheduler writes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobRuntime {
+    pub state: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    /// The current run: 0 first, one more per start after a stop, preemption
+    /// or job-level retry.
+    pub run: i64,
+    /// When the current run entered the queue (Unix ms).
+    pub queued_at: Option<i64>,
+    /// When the current run was admitted (Unix ms).
+    pub started_at: Option<i64>,
+    /// When the job reached Completed, Failed or Stopped (Unix ms).
+    pub completed_at: Option<i64>,
+    /// When the job is to be archived (Unix ms).
+    pub archive_at: Option<i64>,
+    /// The current run's `Placement` as JSON, while it holds resources.
+    pub placement_json: Option<String>,
+    /// Why the current run is being stopped, while it is.
+    pub stop_reason: Option<String>,
+    /// Job-level failure restarts used.
+    pub job_retries: i64,
+    pub succeeded: i64,
+    pub failed: i64,
+    pub active: i64,
+    pub ready: i64,
+    /// The rendezvous port of the current run (multi-worker jobs).
+    pub master_port: i64,
+}
+
+/// One replica attempt as stored.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReplicaRow {
+    pub job_id: String,
+    pub completion_index: i64,
+    pub attempt: i64,
+    pub run: i64,
+    /// `pending`, `running`, `succeeded` or `failed`.
+    pub phase: String,
+    pub readiness_reason: Option<String>,
+    pub readiness_message: Option<String>,
+    pub node: Option<String>,
+    pub node_group: Option<String>,
+    /// Comma-separated GPU indices.
+    pub gpu_ids: String,
+    pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub created_at: i64,
+    pub start_time: Option<i64>,
+    pub end_time: Option<i64>,
+    pub executor_state: Option<String>,
+    pub updated_at: i64,
+}
+
+/// An event to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub job_id: String,
+    /// `Normal` or `Warning`.
+    pub kind: String,
+    pub reason: String,
+    pub message: String,
+    pub regarding_kind: String,
+    pub regarding_name: String,
+    /// Unix milliseconds.
+    pub time: i64,
+}
+
+/// An event as stored, with its repetitions folded into `count`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub kind: String,
+    pub reason: String,
+    pub message: String,
+    pub regarding_kind: String,
+    pub regarding_name: String,
+    pub count: i64,
+    pub first_time: i64,
+    pub last_time: i64,
+}
+
+/// A secret as stored; `value` never leaves the server except into a
+/// replica's environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SecretRow {
+    pub owner: String,
+    pub name: String,
+    pub value: String,
+    pub visibility: String,
+    pub tags: Vec<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Which jobs a listing covers: alive, archived or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueryMode {
+    #[default]
+    AliveOnly,
+    ArchiveOnly,
+    AliveAndArchive,
+}
+
+/// The order of a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortKey {
+    #[default]
+    CreatedAt,
+    Name,
+    State,
 }
 
 /// Which jobs a listing returns.
@@ -83,6 +275,19 @@ pub struct JobRow {
 pub struct JobFilter {
     /// The user asking: they see their own jobs and public ones.
     pub viewer: String,
+    /// A substring of the name (case-insensitive).
+    pub q: Option<String>,
+    /// Exact state names; empty means any.
+    pub states: Vec<String>,
+    /// Substrings of an allowed node group (case-insensitive); any matches.
+    pub node_groups: Vec<String>,
+    /// Prefixes of the creator's name (case-insensitive); any matches.
+    pub created_by: Vec<String>,
+    /// Label conditions: the key exists, or has this value; all must hold.
+    pub labels: Vec<(String, Option<String>)>,
+    pub mode: QueryMode,
+    pub sort: SortKey,
+    pub ascending: bool,
     pub page: i64,
     pub page_size: i64,
 }
@@ -94,6 +299,20 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     Ok(conn)
+}
+
+/// Makes the database and its WAL files readable by their owner only.
+fn restrict_to_owner(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut paths = vec![path.to_path_buf()];
+    for suffix in ["-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        paths.push(PathBuf::from(name));
+    }
+    for p in paths {
+        let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600));
+    }
 }
 
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
@@ -112,6 +331,8 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store, String> {
         let mut writer = open_connection(path)
             .map_err(|e| format!("cannot open database {}: {e}", path.display()))?;
+        // The database holds secret values: only the server's user may read it.
+        restrict_to_owner(path);
         migrate(&mut writer)
             .map_err(|e| format!("cannot migrate database {}: {e}", path.display()))?;
         let readers = (0..READERS)
@@ -168,13 +389,32 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn temp_store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
         (dir, store)
+    }
+
+    pub fn job_row(id: &str, owner: &str, visibility: &str, created_at: i64, state: &str) -> JobRow {
+        JobRow {
+            id: id.into(),
+            name: id.split('-').next().unwrap_or(id).into(),
+            created_by: owner.into(),
+            visibility: visibility.into(),
+            created_at,
+            metadata_json: "{}".into(),
+            spec_json: "{}".into(),
+            priority: 4000,
+            node_groups: String::new(),
+            runtime: JobRuntime { state: state.into(), ..JobRuntime::default() },
+        }
+    }
+
+    fn page(viewer: &str) -> JobFilter {
+        JobFilter { viewer: viewer.into(), page: 1, page_size: 10, ..JobFilter::default() }
     }
 
     #[test]
@@ -204,21 +444,8 @@ mod tests {
     async fn private_jobs_are_visible_to_their_creator_only() {
         let (_dir, store) = temp_store();
         for (id, owner, visibility) in [("a", "alice", "private"), ("b", "bob", "public")] {
-            store
-                .insert_job(JobRow {
-                    id: id.into(),
-                    name: id.into(),
-                    created_by: owner.into(),
-                    visibility: visibility.into(),
-                    created_at: 1,
-                    state: "Queueing".into(),
-                    metadata_json: "{}".into(),
-                    spec_json: "{}".into(),
-                })
-                .await
-                .unwrap();
+            store.insert_job(job_row(id, owner, visibility, 1, "Queueing"), vec![]).await.unwrap();
         }
-        let page = |viewer: &str| JobFilter { viewer: viewer.into(), page: 1, page_size: 10 };
         let (rows, total) = store.list_jobs(page("bob")).await.unwrap();
         assert_eq!((rows.len(), total), (1, 1));
         assert_eq!(rows[0].id, "b");
@@ -231,20 +458,113 @@ mod tests {
     #[tokio::test]
     async fn duplicate_job_ids_are_a_conflict_and_keep_the_first() {
         let (_dir, store) = temp_store();
-        let row = JobRow {
-            id: "x".into(),
-            name: "first".into(),
-            created_by: "a".into(),
-            visibility: "public".into(),
-            created_at: 1,
-            state: "Queueing".into(),
-            metadata_json: "{}".into(),
-            spec_json: "{}".into(),
-        };
-        store.insert_job(row.clone()).await.unwrap();
+        let row = job_row("x", "a", "public", 1, "Queueing");
+        store.insert_job(row.clone(), vec![]).await.unwrap();
         let second = JobRow { name: "second".into(), ..row };
-        assert!(matches!(store.insert_job(second).await, Err(AppError::Conflict(_))));
+        assert!(matches!(store.insert_job(second, vec![]).await, Err(AppError::Conflict(_))));
         let kept = store.job_visible_to("x".into(), "a".into()).await.unwrap().unwrap();
-        assert_eq!(kept.name, "first");
+        assert_eq!(kept.name, "x");
+    }
+
+    #[tokio::test]
+    async fn listings_filter_sort_and_page() {
+        let (_dir, store) = temp_store();
+        let jobs = [
+            ("train-a", "alice", 1, "Running", ",gpu-a,", r#"{"labels":{"team":"nlp"}}"#),
+            ("train-b", "bob", 2, "Completed", ",cpu,", r#"{"labels":{"team":"cv"}}"#),
+            ("eval-c", "alice", 3, "Archived", "", "{}"),
+            ("eval-d", "albert", 4, "Queueing", ",gpu-b,", "{}"),
+        ];
+        for (id, owner, at, state, groups, metadata) in jobs {
+            let mut row = job_row(id, owner, "public", at, state);
+            row.node_groups = groups.into();
+            row.metadata_json = metadata.into();
+            store.insert_job(row, vec![]).await.unwrap();
+        }
+        let ids = |rows: Vec<JobRow>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        let cases: Vec<(JobFilter, Vec<&str>, i64)> = vec![
+            (page("x"), vec!["eval-d", "train-b", "train-a"], 3),
+            (JobFilter { mode: QueryMode::ArchiveOnly, ..page("x") }, vec!["eval-c"], 1),
+            (JobFilter { mode: QueryMode::AliveAndArchive, ..page("x") }, vec!["eval-d", "eval-c", "train-b", "train-a"], 4),
+            (JobFilter { q: Some("TRAIN".into()), ..page("x") }, vec!["train-b", "train-a"], 2),
+            (JobFilter { q: Some("%".into()), ..page("x") }, vec![], 0),
+            (JobFilter { states: vec!["Running".into(), "Queueing".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
+            (JobFilter { node_groups: vec!["gpu".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
+            (JobFilter { created_by: vec!["al".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
+            (JobFilter { created_by: vec!["ALICE".into()], ..page("x") }, vec!["train-a"], 1),
+            (JobFilter { labels: vec![("team".into(), Some("cv".into()))], ..page("x") }, vec!["train-b"], 1),
+            (JobFilter { labels: vec![("team".into(), None)], ..page("x") }, vec!["train-b", "train-a"], 2),
+            (JobFilter { sort: SortKey::Name, ascending: true, ..page("x") }, vec!["eval-d", "train-b", "train-a"], 3),
+            (JobFilter { sort: SortKey::State, ascending: true, ..page("x") }, vec!["train-b", "eval-d", "train-a"], 3),
+            (JobFilter { page: 2, page_size: 2, ..page("x") }, vec!["train-a"], 3),
+        ];
+        for (filter, expected, total) in cases {
+            let description = format!("{filter:?}");
+            let (rows, got_total) = store.list_jobs(filter).await.unwrap();
+            assert_eq!(ids(rows), expected, "{description}");
+            assert_eq!(got_total, total, "{description}");
+        }
+    }
+
+    #[tokio::test]
+    async fn repeated_events_are_counted_not_duplicated() {
+        let (_dir, store) = temp_store();
+        let event = |reason: &str, time: i64| EventRow {
+            job_id: "j".into(),
+            kind: "Normal".into(),
+            reason: reason.into(),
+            message: "m".into(),
+            regarding_kind: "Job".into(),
+            regarding_name: "j".into(),
+            time,
+        };
+        store.record_event(event("Queued", 1)).await.unwrap();
+        store.record_event(event("Queued", 2)).await.unwrap();
+        store.record_event(event("Started", 3)).await.unwrap();
+        let events = store.events_of("j".into()).await.unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!((events[0].reason.as_str(), events[0].count), ("Started", 1));
+        assert_eq!((events[1].reason.as_str(), events[1].count, events[1].last_time), ("Queued", 2, 2));
+    }
+
+    #[tokio::test]
+    async fn finished_replicas_are_final() {
+        let (_dir, store) = temp_store();
+        let row = |phase: &str, exit: Option<i64>| ReplicaRow {
+            job_id: "j".into(),
+            phase: phase.into(),
+            exit_code: exit,
+            ..ReplicaRow::default()
+        };
+        store.upsert_replica(row("running", None)).await.unwrap();
+        store.upsert_replica(row("failed", Some(3))).await.unwrap();
+        store.upsert_replica(row("running", None)).await.unwrap();
+        store.upsert_replica(row("failed", Some(9))).await.unwrap();
+        let got = store.replica("j".into(), 0, 0).await.unwrap().unwrap();
+        assert_eq!((got.phase.as_str(), got.exit_code), ("failed", Some(3)));
+    }
+
+    #[tokio::test]
+    async fn secrets_resolve_own_first_then_public() {
+        let (_dir, store) = temp_store();
+        let secret = |owner: &str, visibility: &str, value: &str, at: i64| SecretRow {
+            owner: owner.into(),
+            name: "TOKEN".into(),
+            value: value.into(),
+            visibility: visibility.into(),
+            tags: vec![],
+            created_at: at,
+            updated_at: at,
+        };
+        store.put_secrets(vec![secret("alice", "private", "a", 1), secret("bob", "public", "b", 2)]).await.unwrap();
+        let resolve = |who: &str| store.resolve_secret(who.into(), "TOKEN".into());
+        assert_eq!(resolve("alice").await.unwrap().as_deref(), Some("a"));
+        assert_eq!(resolve("carol").await.unwrap().as_deref(), Some("b"));
+        store.put_secrets(vec![secret("carol", "private", "c", 3)]).await.unwrap();
+        assert_eq!(resolve("carol").await.unwrap().as_deref(), Some("c"));
+        assert_eq!(store.secrets_visible_to("alice".into()).await.unwrap().len(), 2);
+        assert!(store.delete_secret("alice".into(), "TOKEN".into()).await.unwrap());
+        assert!(!store.delete_secret("alice".into(), "TOKEN".into()).await.unwrap());
+        assert_eq!(resolve("alice").await.unwrap().as_deref(), Some("b"));
     }
 }

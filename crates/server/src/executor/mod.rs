@@ -1,0 +1,392 @@
+//! Executors run the replicas of admitted jobs; the scheduler drives them.
+//!
+//! The scheduler decides *whether* and *where* a job runs (queueing,
+//! priorities, capacity per node group, preemption, deadlines, stop/start,
+//! job-level retries, archiving). An executor decides *how*: it runs one
+//! *run* of a job — its indexed replicas with their completions, parallelism
+//! and per-replica retries, exactly like a Kubernetes `batch/v1` Job in
+//! Indexed completion mode — and reports what happens asynchronously through
+//! the [`ExecutorHost`] it was built with:
+//!
+//! * [`ExecutorHost::replica`] — the state of one replica attempt (pending
+//!   with a readiness issue, running, succeeded, failed with exit code,
+//!   signal and reason, node, times). Persisted before the call returns, so
+//!   an executor can rely on it across a restart of the server.
+//! * [`ExecutorHost::event`] — an event about the job or one of its replicas.
+//! * [`ExecutorHost::outcome`] — the end of a run: succeeded, failed (with a
+//!   reason), or stopped because the scheduler asked.
+//! * [`ExecutorHost::logs`] — the log store; an executor that does not write
+//!   log files itself (Kubernetes) copies the pod logs into it so every log is
+//!   served, searched and kept the same way.
+//!
+//! Two implementations exist: [`local::LocalExecutor`] (processes or
+//! containers on this machine) and the Kubernetes executor of issue 8.
+
+pub mod container;
+pub mod env;
+
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use jobdeck_api::{FieldErrors, JobSpec, ReadinessIssue, ReplicaPhase};
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::config::{ExecutorKind, ShapeConfig};
+use crate::error::AppResult;
+use crate::logs::LogStore;
+use crate::store::{EventRow, ReplicaRow, Store};
+
+/// A boxed future, so the trait stays object-safe (`Arc<dyn Executor>`).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why an executor could not do what it was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutorError(pub String);
+
+impl std::fmt::Display for ExecutorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ExecutorError {}
+
+impl From<crate::error::AppError> for ExecutorError {
+    fn from(e: crate::error::AppError) -> Self {
+        ExecutorError(format!("{e:?}"))
+    }
+}
+
+/// One place a replica may run: a node and the GPUs reserved on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    pub node: String,
+    /// GPU indices on the node, handed out as `CUDA_VISIBLE_DEVICES`.
+    #[serde(default)]
+    pub gpu_ids: Vec<u32>,
+}
+
+/// Where the scheduler placed a run: one node group and one slot per replica
+/// that may run at the same time (`parallelism` of them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub node_group: String,
+    pub slots: Vec<Slot>,
+}
+
+/// Everything an executor needs to run one run of a job. Defaults are already
+/// applied: executors never re-derive them.
+#[derive(Debug, Clone)]
+pub struct JobLaunch {
+    pub job_id: String,
+    pub job_name: String,
+    /// The run number: 0 for the first, one more after each stop/start,
+    /// preemption or job-level retry. Reports carry it so late reports of an
+    /// earlier run are ignored.
+    pub run: i64,
+    /// The job's spec as stored (it includes write-only fields such as the
+    /// registry password, which the executor may need).
+    pub spec: JobSpec,
+    /// The resources of one replica.
+    pub shape: ShapeConfig,
+    pub placement: Placement,
+    pub completions: i64,
+    pub parallelism: i64,
+    /// Workers (> 1 turns on the rendezvous environment).
+    pub workers: i64,
+    /// Failed attempts a run tolerates in total before it fails.
+    pub backoff_limit: i64,
+    /// When set, failed attempts one completion index tolerates.
+    pub max_failure_retry: Option<i64>,
+    /// Fail the run at once when an attempt fails with a program error.
+    pub disable_retry_on_program_error: bool,
+    pub shared_memory_mb: i64,
+    pub log_collection: bool,
+    /// The job's own environment with secret references resolved, in order.
+    /// Secret values live only here and in the replica's process
+    /// environment: never log a `JobLaunch`.
+    pub env: Vec<(String, String)>,
+    /// The first attempt number this run may use; attempt numbers stay
+    /// unique per completion index across runs, so replica ids never repeat.
+    pub first_attempt: i64,
+    /// The rendezvous port for multi-worker jobs.
+    pub master_port: u16,
+}
+
+/// Why the scheduler stops a run; it becomes the reason of every replica the
+/// stop ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopReason {
+    /// A user stopped the job.
+    Stopped,
+    /// A user deleted the job.
+    Deleted,
+    /// A job that may preempt needed the resources.
+    Preempted,
+    /// `active_deadline_seconds` passed.
+    DeadlineExceeded,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Stopped => "Stopped",
+            StopReason::Deleted => "Deleted",
+            StopReason::Preempted => "Preempted",
+            StopReason::DeadlineExceeded => "DeadlineExceeded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<StopReason> {
+        [StopReason::Stopped, StopReason::Deleted, StopReason::Preempted, StopReason::DeadlineExceeded]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// Every completion index succeeded.
+    Succeeded,
+    /// The run failed; `reason` is a stable identifier such as
+    /// `BackoffLimitExceeded` or `ProgramError`.
+    Failed {
+        reason: String,
+        message: String,
+        /// Whether the failure was the user program's (no job-level retry
+        /// when `disable_retry_on_program_error` is on).
+        program_error: bool,
+    },
+    /// Every replica ended after [`Executor::stop`].
+    Stopped,
+}
+
+/// The state of one replica attempt, as an executor observed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaObservation {
+    pub job_id: String,
+    pub run: i64,
+    pub completion_index: i64,
+    pub attempt: i64,
+    pub phase: ReplicaPhase,
+    pub readiness_issue: Option<ReadinessIssue>,
+    pub node: Option<String>,
+    pub node_group: Option<String>,
+    pub gpu_ids: Vec<u32>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Why the attempt ended: `Completed`, `Error`, `OOMKilled`,
+    /// `DeadlineExceeded`, `Preempted`, `Stopped`, `StartError`, `Lost`, …
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    /// Unix milliseconds.
+    pub start_time: Option<i64>,
+    pub end_time: Option<i64>,
+    /// Opaque state the executor wants back after a restart (a process id,
+    /// a pod uid, …), as JSON text. Never shown to users.
+    pub executor_state: Option<String>,
+}
+
+impl ReplicaObservation {
+    /// A new pending attempt.
+    pub fn pending(job_id: &str, run: i64, completion_index: i64, attempt: i64) -> Self {
+        Self {
+            job_id: job_id.to_string(),
+            run,
+            completion_index,
+            attempt,
+            phase: ReplicaPhase::Pending,
+            readiness_issue: None,
+            node: None,
+            node_group: None,
+            gpu_ids: Vec::new(),
+            exit_code: None,
+            signal: None,
+            reason: None,
+            message: None,
+            start_time: None,
+            end_time: None,
+            executor_state: None,
+        }
+    }
+}
+
+/// `Normal` or `Warning`, as Kubernetes events have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// An event an executor reports; `regarding` names a replica (by replica id)
+/// or is `None` for the job itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutorEvent {
+    pub job_id: String,
+    pub kind: EventType,
+    pub reason: String,
+    pub message: String,
+    pub regarding_replica: Option<String>,
+}
+
+/// What executors tell the scheduler loop.
+#[derive(Debug)]
+pub enum HostMessage {
+    /// A replica of the job changed; the scheduler refreshes the job's counts
+    /// and state.
+    ReplicaChanged { job_id: String, run: i64 },
+    /// A run ended.
+    Outcome { job_id: String, run: i64, outcome: RunOutcome },
+}
+
+/// The replica id of an attempt: `<job id>-<completion index>-<attempt>`.
+pub fn replica_id(job_id: &str, completion_index: i64, attempt: i64) -> String {
+    format!("{job_id}-{completion_index}-{attempt}")
+}
+
+/// Splits a replica id of `job_id` into (completion index, attempt).
+pub fn parse_replica_id(job_id: &str, replica_id: &str) -> Option<(i64, i64)> {
+    let rest = replica_id.strip_prefix(job_id)?.strip_prefix('-')?;
+    let (index, attempt) = rest.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(index) || !digits(attempt) {
+        return None;
+    }
+    Some((index.parse().ok()?, attempt.parse().ok()?))
+}
+
+/// The services the control plane offers executors.
+#[derive(Clone)]
+pub struct ExecutorHost {
+    store: Store,
+    logs: LogStore,
+    tx: mpsc::UnboundedSender<HostMessage>,
+}
+
+impl ExecutorHost {
+    pub fn new(store: Store, logs: LogStore, tx: mpsc::UnboundedSender<HostMessage>) -> Self {
+        Self { store, logs, tx }
+    }
+
+    /// Records the state of a replica attempt (insert or update) and tells
+    /// the scheduler. Returns once it is durable.
+    pub async fn replica(&self, observation: ReplicaObservation) -> AppResult<()> {
+        let job_id = observation.job_id.clone();
+        let run = observation.run;
+        self.store.upsert_replica(ReplicaRow::from_observation(observation, crate::now_millis())).await?;
+        let _ = self.tx.send(HostMessage::ReplicaChanged { job_id, run });
+        Ok(())
+    }
+
+    /// Records an event.
+    pub async fn event(&self, event: ExecutorEvent) -> AppResult<()> {
+        let regarding = match &event.regarding_replica {
+            Some(replica) => ("Replica".to_string(), replica.clone()),
+            None => ("Job".to_string(), event.job_id.clone()),
+        };
+        self.store
+            .record_event(EventRow {
+                job_id: event.job_id,
+                kind: event.kind.as_str().into(),
+                reason: event.reason,
+                message: event.message,
+                regarding_kind: regarding.0,
+                regarding_name: regarding.1,
+                time: crate::now_millis(),
+            })
+            .await
+    }
+
+    /// Reports the end of a run.
+    pub fn outcome(&self, job_id: &str, run: i64, outcome: RunOutcome) {
+        let _ = self.tx.send(HostMessage::Outcome {
+            job_id: job_id.to_string(),
+            run,
+            outcome,
+        });
+    }
+
+    /// Every recorded attempt of a job, oldest first.
+    pub async fn attempts(&self, job_id: &str) -> AppResult<Vec<ReplicaRow>> {
+        self.store.replicas_of(job_id.to_string()).await
+    }
+
+    pub fn logs(&self) -> &LogStore {
+        &self.logs
+    }
+}
+
+/// Runs the replicas of admitted jobs. See the module documentation.
+pub trait Executor: Send + Sync + 'static {
+    fn kind(&self) -> ExecutorKind;
+
+    /// Problems that make a job impossible to run on this executor, by field
+    /// path (for example an empty command in process mode). Checked when a
+    /// job is created, next to the contract's own rules.
+    fn check_spec(&self, spec: &JobSpec) -> FieldErrors {
+        let _ = spec;
+        FieldErrors::new()
+    }
+
+    /// Sentences about what this executor enforces on this machine (memory
+    /// limits, container engine, …), shown at start-up and in events.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Starts a run. Must return promptly; everything after the start is
+    /// reported through the host, ending with exactly one
+    /// [`ExecutorHost::outcome`] for `(job_id, run)`. Starting a run that is
+    /// already running does nothing.
+    fn start(&self, launch: JobLaunch) -> BoxFuture<'_, Result<(), ExecutorError>>;
+
+    /// Stops a run: no new attempt starts; every running replica gets SIGTERM
+    /// (or its pod is deleted), then SIGKILL after the grace period; each
+    /// ended replica is reported with `reason` and the run's outcome is
+    /// [`RunOutcome::Stopped`]. Stopping a run the executor does not know
+    /// reports `Stopped` at once.
+    fn stop(&self, job_id: &str, run: i64, reason: StopReason) -> BoxFuture<'_, Result<(), ExecutorError>>;
+
+    /// Called once at start-up with every run the store says was started and
+    /// has not ended: re-attach to what still runs, report what ended while
+    /// the server was down (with its real exit status), and carry on. Never
+    /// starts an attempt that may still be running.
+    fn recover(&self, runs: Vec<JobLaunch>) -> BoxFuture<'_, Result<(), ExecutorError>>;
+
+    /// Frees what the executor keeps for a job (working directories, cluster
+    /// objects) once it is deleted or archived. Logs stay unless the job is
+    /// deleted; the log store is the scheduler's business.
+    fn forget(&self, job_id: &str) -> BoxFuture<'_, Result<(), ExecutorError>>;
+}
+
+/// Labels and annotations an executor may attach to what it creates.
+pub type StringMap = BTreeMap<String, String>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replica_ids_round_trip_and_reject_strangers() {
+        let id = replica_id("train-ab12c", 3, 1);
+        assert_eq!(id, "train-ab12c-3-1");
+        assert_eq!(parse_replica_id("train-ab12c", &id), Some((3, 1)));
+        let cases = ["train-ab12c", "train-ab12c-3", "train-ab12c-x-1", "train-ab12c-3-", "other-3-1", "train-ab12c-3-1-2", "train-ab12c--3-1"];
+        for bad in cases {
+            assert_eq!(parse_replica_id("train-ab12c", bad), None, "{bad}");
+        }
+    }
+}

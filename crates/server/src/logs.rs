@@ -1,0 +1,397 @@
+//! The log store: one file of timestamped lines per replica attempt, plus a
+//! line-offset index so any line range is one seek away.
+//!
+//! Layout under the data directory:
+//!
+//! ```text
+//! logs/<job id>/<completion index>-<attempt>.log   lines "<unix ms> <o|e> <text>\n"
+//! logs/<job id>/<completion index>-<attempt>.idx   one little-endian u64 per line:
+//!                                                  the byte offset where it starts
+//! ```
+//!
+//! `o` marks standard output and `e` standard error. A line is stored once
+//! its newline arrives (or when the stream ends); bytes that are not UTF-8
+//! are replaced, and a line longer than [`MAX_LINE`] bytes is split so one
+//! runaway line cannot exhaust memory. The writer (the replica supervisor)
+//! flushes the `.log` before the `.idx`, so every indexed line is complete;
+//! readers trust the index and never see half a line.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// The longest line stored in one piece.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// Which output a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    fn tag(self) -> u8 {
+        match self {
+            Stream::Stdout => b'o',
+            Stream::Stderr => b'e',
+        }
+    }
+}
+
+/// One stored line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    /// 1-based.
+    pub number: u64,
+    /// Unix milliseconds when the line was read.
+    pub time: i64,
+    pub stream: Stream,
+    pub text: String,
+}
+
+/// Where the logs of every job live.
+#[derive(Debug, Clone)]
+pub struct LogStore {
+    root: PathBuf,
+}
+
+impl LogStore {
+    pub fn new(data_dir: &Path) -> Self {
+        Self { root: data_dir.join("logs") }
+    }
+
+    pub fn job_dir(&self, job_id: &str) -> PathBuf {
+        self.root.join(job_id)
+    }
+
+    /// The `.log` and `.idx` paths of an attempt.
+    pub fn paths(&self, job_id: &str, completion_index: i64, attempt: i64) -> (PathBuf, PathBuf) {
+        let dir = self.job_dir(job_id);
+        (
+            dir.join(format!("{completion_index}-{attempt}.log")),
+            dir.join(format!("{completion_index}-{attempt}.idx")),
+        )
+    }
+
+    /// Opens an attempt's log for reading; `None` when nothing was written.
+    pub fn open(&self, job_id: &str, completion_index: i64, attempt: i64) -> std::io::Result<Option<LogReader>> {
+        let (log, idx) = self.paths(job_id, completion_index, attempt);
+        match File::open(&log) {
+            Ok(file) => Ok(Some(LogReader { log: file, idx_path: idx })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes every log of a job.
+    pub fn remove_job(&self, job_id: &str) -> std::io::Result<()> {
+        match std::fs::remove_dir_all(self.job_dir(job_id)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Appends lines to one attempt's log; used by the replica supervisor.
+pub struct LogWriter {
+    log: BufWriter<File>,
+    idx: BufWriter<File>,
+    offset: u64,
+    pending: bool,
+}
+
+impl LogWriter {
+    /// Opens (creating) the files; appending to an existing log continues it.
+    pub fn create(log_path: &Path, idx_path: &Path) -> std::io::Result<LogWriter> {
+        if let Some(dir) = log_path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let log = OpenOptions::new().create(true).append(true).open(log_path)?;
+        let idx = OpenOptions::new().create(true).append(true).open(idx_path)?;
+        let offset = log.metadata()?.len();
+        Ok(LogWriter {
+            log: BufWriter::with_capacity(64 * 1024, log),
+            idx: BufWriter::with_capacity(8 * 1024, idx),
+            offset,
+            pending: false,
+        })
+    }
+
+    /// Appends one line (without its newline), splitting it when it is longer
+    /// than [`MAX_LINE`].
+    pub fn append(&mut self, stream: Stream, time: i64, text: &[u8]) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(text);
+        let mut rest: &str = &text;
+        loop {
+            let cut = if rest.len() <= MAX_LINE {
+                rest.len()
+            } else {
+                let mut cut = MAX_LINE;
+                while !rest.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                cut
+            };
+            let (piece, tail) = rest.split_at(cut);
+            self.append_piece(stream, time, piece)?;
+            if tail.is_empty() {
+                return Ok(());
+            }
+            rest = tail;
+        }
+    }
+
+    fn append_piece(&mut self, stream: Stream, time: i64, piece: &str) -> std::io::Result<()> {
+        let prefix = format!("{time} {} ", stream.tag() as char);
+        self.idx.write_all(&self.offset.to_le_bytes())?;
+        self.log.write_all(prefix.as_bytes())?;
+        // A lone '\n' cannot be inside `piece` (lines are split on it), but a
+        // caller may still pass one; keep the one-line-per-entry invariant.
+        let clean = piece.replace('\n', " ");
+        self.log.write_all(clean.as_bytes())?;
+        self.log.write_all(b"\n")?;
+        self.offset += (prefix.len() + clean.len() + 1) as u64;
+        self.pending = true;
+        Ok(())
+    }
+
+    /// Makes every appended line visible to readers: the log first, then the
+    /// index that points into it.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if self.pending {
+            self.log.flush()?;
+            self.idx.flush()?;
+            self.pending = false;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// Reads one attempt's log.
+pub struct LogReader {
+    log: File,
+    idx_path: PathBuf,
+}
+
+impl LogReader {
+    /// How many complete lines are stored.
+    pub fn line_count(&self) -> std::io::Result<u64> {
+        match std::fs::metadata(&self.idx_path) {
+            Ok(m) => Ok(m.len() / 8),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Lines `from..=to` (1-based, clamped to what exists).
+    pub fn lines(&mut self, from: u64, to: u64) -> std::io::Result<Vec<LogLine>> {
+        let count = self.line_count()?;
+        let from = from.max(1);
+        let to = to.min(count);
+        if from > to {
+            return Ok(Vec::new());
+        }
+        let mut idx = File::open(&self.idx_path)?;
+        idx.seek(SeekFrom::Start((from - 1) * 8))?;
+        let mut first = [0u8; 8];
+        idx.read_exact(&mut first)?;
+        let start = u64::from_le_bytes(first);
+        let end = if to < count {
+            idx.seek(SeekFrom::Start(to * 8))?;
+            let mut next = [0u8; 8];
+            idx.read_exact(&mut next)?;
+            u64::from_le_bytes(next)
+        } else {
+            self.log.metadata()?.len()
+        };
+        self.log.seek(SeekFrom::Start(start))?;
+        let mut bytes = vec![0u8; (end - start) as usize];
+        self.log.read_exact(&mut bytes)?;
+        let text = String::from_utf8_lossy(&bytes);
+        Ok(text
+            .split_terminator('\n')
+            .take((to - from + 1) as usize)
+            .enumerate()
+            .filter_map(|(i, raw)| parse_line(from + i as u64, raw))
+            .collect())
+    }
+
+    /// Reads stored bytes from `offset` on, at most `max` of them, cut after
+    /// the last complete line. Returns the lines and the offset to continue
+    /// from; used to stream a log (and to follow it as it grows).
+    pub fn read_from(&mut self, offset: u64, max: usize) -> std::io::Result<(Vec<(i64, Stream, String)>, u64)> {
+        let len = self.log.metadata()?.len();
+        if offset >= len {
+            return Ok((Vec::new(), offset));
+        }
+        let want = ((len - offset) as usize).min(max.max(MAX_LINE + 64));
+        self.log.seek(SeekFrom::Start(offset))?;
+        let mut bytes = vec![0u8; want];
+        self.log.read_exact(&mut bytes)?;
+        let Some(last_newline) = bytes.iter().rposition(|b| *b == b'\n') else {
+            return Ok((Vec::new(), offset));
+        };
+        bytes.truncate(last_newline + 1);
+        let text = String::from_utf8_lossy(&bytes);
+        let lines = text
+            .split_terminator('\n')
+            .filter_map(|raw| parse_line(0, raw).map(|l| (l.time, l.stream, l.text)))
+            .collect();
+        Ok((lines, offset + bytes.len() as u64))
+    }
+}
+
+fn parse_line(number: u64, raw: &str) -> Option<LogLine> {
+    let (time, rest) = raw.split_once(' ')?;
+    let time = time.parse().ok()?;
+    let (stream, text) = match rest.as_bytes().first()? {
+        b'o' => (Stream::Stdout, rest.get(2..).unwrap_or("")),
+        b'e' => (Stream::Stderr, rest.get(2..).unwrap_or("")),
+        _ => return None,
+    };
+    Some(LogLine {
+        number,
+        time,
+        stream,
+        text: text.to_string(),
+    })
+}
+
+/// Splits a byte stream into lines, keeping an unfinished line until its
+/// newline (or the end) arrives. Used by whoever feeds a [`LogWriter`].
+#[derive(Default)]
+pub struct LineSplitter {
+    partial: Vec<u8>,
+}
+
+impl LineSplitter {
+    /// Feeds bytes; calls `line` for every complete line (without `\n`).
+    pub fn feed(&mut self, bytes: &[u8], mut line: impl FnMut(&[u8])) {
+        let mut rest = bytes;
+        while let Some(pos) = rest.iter().position(|b| *b == b'\n') {
+            if self.partial.is_empty() {
+                line(&rest[..pos]);
+            } else {
+                self.partial.extend_from_slice(&rest[..pos]);
+                line(&self.partial);
+                self.partial.clear();
+            }
+            rest = &rest[pos + 1..];
+        }
+        self.partial.extend_from_slice(rest);
+        if self.partial.len() > MAX_LINE {
+            line(&self.partial);
+            self.partial.clear();
+        }
+    }
+
+    /// The unfinished last line, if any.
+    pub fn finish(&mut self, mut line: impl FnMut(&[u8])) {
+        if !self.partial.is_empty() {
+            line(&self.partial);
+            self.partial.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, LogStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LogStore::new(dir.path());
+        (dir, store)
+    }
+
+    fn write(store: &LogStore, lines: &[(Stream, &str)]) {
+        let (log, idx) = store.paths("job-1", 0, 0);
+        let mut writer = LogWriter::create(&log, &idx).unwrap();
+        for (i, (stream, text)) in lines.iter().enumerate() {
+            writer.append(*stream, 1000 + i as i64, text.as_bytes()).unwrap();
+        }
+        writer.flush().unwrap();
+    }
+
+    #[test]
+    fn lines_are_read_back_by_number_with_time_and_stream() {
+        let (_dir, store) = store();
+        write(&store, &[(Stream::Stdout, "first"), (Stream::Stderr, "second \u{1b}[31mred"), (Stream::Stdout, ""), (Stream::Stdout, "<b>4</b>")]);
+        let mut reader = store.open("job-1", 0, 0).unwrap().unwrap();
+        assert_eq!(reader.line_count().unwrap(), 4);
+        let lines = reader.lines(2, 4).unwrap();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], LogLine { number: 2, time: 1001, stream: Stream::Stderr, text: "second \u{1b}[31mred".into() });
+        assert_eq!(lines[1].text, "");
+        assert_eq!(lines[2].text, "<b>4</b>");
+        assert_eq!(reader.lines(4, 100).unwrap().len(), 1);
+        assert!(reader.lines(5, 9).unwrap().is_empty());
+        assert_eq!(reader.lines(0, 1).unwrap()[0].text, "first");
+    }
+
+    #[test]
+    fn a_reopened_writer_continues_the_same_log() {
+        let (_dir, store) = store();
+        write(&store, &[(Stream::Stdout, "a")]);
+        write(&store, &[(Stream::Stdout, "b")]);
+        let mut reader = store.open("job-1", 0, 0).unwrap().unwrap();
+        let texts: Vec<_> = reader.lines(1, 2).unwrap().into_iter().map(|l| l.text).collect();
+        assert_eq!(texts, ["a", "b"]);
+    }
+
+    #[test]
+    fn streaming_reads_stop_at_the_last_complete_line() {
+        let (_dir, store) = store();
+        write(&store, &[(Stream::Stdout, "one"), (Stream::Stdout, "two")]);
+        let (log, _) = store.paths("job-1", 0, 0);
+        // Half a line, as a crash in the middle of a write would leave.
+        std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(b"1003 o thr").unwrap();
+        let mut reader = store.open("job-1", 0, 0).unwrap().unwrap();
+        let (lines, next) = reader.read_from(0, 1 << 20).unwrap();
+        assert_eq!(lines.iter().map(|l| l.2.as_str()).collect::<Vec<_>>(), ["one", "two"]);
+        let (more, again) = reader.read_from(next, 1 << 20).unwrap();
+        assert!(more.is_empty());
+        assert_eq!(again, next);
+    }
+
+    #[test]
+    fn long_lines_are_split_and_invalid_utf8_is_replaced() {
+        let (_dir, store) = store();
+        let long = "x".repeat(MAX_LINE + 10);
+        let (log, idx) = store.paths("job-1", 0, 0);
+        let mut writer = LogWriter::create(&log, &idx).unwrap();
+        writer.append(Stream::Stdout, 1, long.as_bytes()).unwrap();
+        writer.append(Stream::Stdout, 2, b"bad \xff byte").unwrap();
+        writer.flush().unwrap();
+        let mut reader = store.open("job-1", 0, 0).unwrap().unwrap();
+        assert_eq!(reader.line_count().unwrap(), 3);
+        let lines = reader.lines(1, 3).unwrap();
+        assert_eq!(lines[0].text.len(), MAX_LINE);
+        assert_eq!(lines[1].text.len(), 10);
+        assert_eq!(lines[2].text, "bad \u{fffd} byte");
+    }
+
+    #[test]
+    fn the_splitter_keeps_partial_lines_until_their_newline() {
+        let mut splitter = LineSplitter::default();
+        let mut out: Vec<String> = Vec::new();
+        splitter.feed(b"a\nb", |l| out.push(String::from_utf8_lossy(l).into()));
+        splitter.feed(b"c\n\nd", |l| out.push(String::from_utf8_lossy(l).into()));
+        splitter.finish(|l| out.push(String::from_utf8_lossy(l).into()));
+        assert_eq!(out, ["a", "bc", "", "d"]);
+    }
+
+    #[test]
+    fn a_missing_log_opens_as_none_and_removal_is_idempotent() {
+        let (_dir, store) = store();
+        assert!(store.open("nope", 0, 0).unwrap().is_none());
+        store.remove_job("nope").unwrap();
+    }
+}

@@ -1,0 +1,151 @@
+//! Replica attempts.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{ReplicaRow, Store};
+use crate::error::AppResult;
+
+const REPLICA_COLUMNS: &str = "job_id, completion_index, attempt, run, phase, readiness_reason, readiness_message,
+    node, node_group, gpu_ids, exit_code, signal, reason, message, created_at, start_time, end_time,
+    executor_state, updated_at";
+
+impl Store {
+    /// Inserts an attempt or updates it. An attempt that already ended
+    /// (`succeeded` or `failed`) is final: later reports cannot change it, so
+    /// a report repeated after a restart is harmless.
+    pub async fn upsert_replica(&self, row: ReplicaRow) -> AppResult<()> {
+        self.write(move |tx| {
+            tx.execute(
+                &format!(
+                    "INSERT INTO replicas ({REPLICA_COLUMNS})
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+                     ON CONFLICT(job_id, completion_index, attempt) DO UPDATE SET
+                        run = excluded.run, phase = excluded.phase,
+                        readiness_reason = excluded.readiness_reason,
+                        readiness_message = excluded.readiness_message,
+                        node = COALESCE(excluded.node, node),
+                        node_group = COALESCE(excluded.node_group, node_group),
+                        gpu_ids = excluded.gpu_ids,
+                        exit_code = excluded.exit_code, signal = excluded.signal,
+                        reason = excluded.reason, message = excluded.message,
+                        start_time = COALESCE(excluded.start_time, start_time),
+                        end_time = excluded.end_time,
+                        executor_state = COALESCE(excluded.executor_state, executor_state),
+                        updated_at = excluded.updated_at
+                     WHERE phase NOT IN ('succeeded', 'failed')"
+                ),
+                params![
+                    row.job_id,
+                    row.completion_index,
+                    row.attempt,
+                    row.run,
+                    row.phase,
+                    row.readiness_reason,
+                    row.readiness_message,
+                    row.node,
+                    row.node_group,
+                    row.gpu_ids,
+                    row.exit_code,
+                    row.signal,
+                    row.reason,
+                    row.message,
+                    row.created_at,
+                    row.start_time,
+                    row.end_time,
+                    row.executor_state,
+                    row.updated_at,
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Every attempt of a job, by completion index then attempt.
+    pub async fn replicas_of(&self, job_id: String) -> AppResult<Vec<ReplicaRow>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {REPLICA_COLUMNS} FROM replicas WHERE job_id = ?1 ORDER BY completion_index, attempt"
+            ))?;
+            let rows = stmt.query_map(params![job_id], replica_row)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// One attempt.
+    pub async fn replica(&self, job_id: String, completion_index: i64, attempt: i64) -> AppResult<Option<ReplicaRow>> {
+        self.read(move |conn| {
+            conn.query_row(
+                &format!(
+                    "SELECT {REPLICA_COLUMNS} FROM replicas WHERE job_id = ?1 AND completion_index = ?2 AND attempt = ?3"
+                ),
+                params![job_id, completion_index, attempt],
+                replica_row,
+            )
+            .optional()
+        })
+        .await
+    }
+}
+
+fn replica_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplicaRow> {
+    Ok(ReplicaRow {
+        job_id: r.get(0)?,
+        completion_index: r.get(1)?,
+        attempt: r.get(2)?,
+        run: r.get(3)?,
+        phase: r.get(4)?,
+        readiness_reason: r.get(5)?,
+        readiness_message: r.get(6)?,
+        node: r.get(7)?,
+        node_group: r.get(8)?,
+        gpu_ids: r.get(9)?,
+        exit_code: r.get(10)?,
+        signal: r.get(11)?,
+        reason: r.get(12)?,
+        message: r.get(13)?,
+        created_at: r.get(14)?,
+        start_time: r.get(15)?,
+        end_time: r.get(16)?,
+        executor_state: r.get(17)?,
+        updated_at: r.get(18)?,
+    })
+}
+
+impl ReplicaRow {
+    /// The stored form of an executor's observation.
+    pub fn from_observation(o: crate::executor::ReplicaObservation, now: i64) -> ReplicaRow {
+        let phase = match o.phase {
+            jobdeck_api::ReplicaPhase::Pending => "pending",
+            jobdeck_api::ReplicaPhase::Running => "running",
+            jobdeck_api::ReplicaPhase::Succeeded => "succeeded",
+            jobdeck_api::ReplicaPhase::Failed => "failed",
+        };
+        ReplicaRow {
+            job_id: o.job_id,
+            completion_index: o.completion_index,
+            attempt: o.attempt,
+            run: o.run,
+            phase: phase.into(),
+            readiness_reason: o.readiness_issue.as_ref().map(|i| i.reason.clone()),
+            readiness_message: o.readiness_issue.map(|i| i.message),
+            node: o.node,
+            node_group: o.node_group,
+            gpu_ids: o.gpu_ids.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+            exit_code: o.exit_code.map(i64::from),
+            signal: o.signal.map(i64::from),
+            reason: o.reason,
+            message: o.message,
+            created_at: now,
+            start_time: o.start_time,
+            end_time: o.end_time,
+            executor_state: o.executor_state,
+            updated_at: now,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.phase == "succeeded" || self.phase == "failed"
+    }
+}

@@ -1,0 +1,80 @@
+//! Secrets. Names are unique per owner; a job resolves a reference to its
+//! creator's own secret first, then to a public one.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{SecretRow, Store};
+use crate::error::AppResult;
+
+fn secret_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SecretRow> {
+    let tags: String = r.get(4)?;
+    Ok(SecretRow {
+        owner: r.get(0)?,
+        name: r.get(1)?,
+        value: r.get(2)?,
+        visibility: r.get(3)?,
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        created_at: r.get(5)?,
+        updated_at: r.get(6)?,
+    })
+}
+
+impl Store {
+    /// Creates or replaces the caller's secrets, all or none.
+    pub async fn put_secrets(&self, rows: Vec<SecretRow>) -> AppResult<()> {
+        self.write(move |tx| {
+            for row in &rows {
+                let tags = serde_json::to_string(&row.tags).unwrap_or_else(|_| "[]".into());
+                tx.execute(
+                    "INSERT INTO secrets (owner, name, value, visibility, tags, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+                     ON CONFLICT(owner, name) DO UPDATE SET value = excluded.value,
+                        visibility = excluded.visibility, tags = excluded.tags, updated_at = excluded.updated_at",
+                    params![row.owner, row.name, row.value, row.visibility, tags, row.updated_at],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// The secrets `viewer` may see (their own and public ones), by name.
+    pub async fn secrets_visible_to(&self, viewer: String) -> AppResult<Vec<SecretRow>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT owner, name, value, visibility, tags, created_at, updated_at FROM secrets
+                 WHERE owner = ?1 OR visibility = 'public' ORDER BY name, owner",
+            )?;
+            let rows = stmt.query_map(params![viewer], secret_row)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Deletes the caller's own secret; false when they have none by that name.
+    pub async fn delete_secret(&self, owner: String, name: String) -> AppResult<bool> {
+        self.write(move |tx| {
+            Ok(tx.execute("DELETE FROM secrets WHERE owner = ?1 AND name = ?2", params![owner, name])? > 0)
+        })
+        .await
+    }
+
+    /// The value a reference to `name` in a job of `owner` resolves to: the
+    /// owner's own secret, else the newest public one.
+    pub async fn resolve_secret(&self, owner: String, name: String) -> AppResult<Option<String>> {
+        self.read(move |conn| {
+            conn.query_row(
+                "SELECT value FROM secrets WHERE name = ?2 AND (owner = ?1 OR visibility = 'public')
+                 ORDER BY owner = ?1 DESC, updated_at DESC LIMIT 1",
+                params![owner, name],
+                |r| r.get(0),
+            )
+            .optional()
+        })
+        .await
+    }
+
+    pub async fn secret_count(&self) -> AppResult<i64> {
+        self.read(|conn| conn.query_row("SELECT COUNT(*) FROM secrets", [], |r| r.get(0))).await
+    }
+}
