@@ -7,14 +7,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Who may see a resource.
+/// Who may see a resource. The default is public, as in Lepton: only a job
+/// explicitly set to private is restricted to its creator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Visibility {
     /// The whole workspace.
+    #[default]
     Public,
     /// The creator only.
-    #[default]
     Private,
 }
 

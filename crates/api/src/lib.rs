@@ -10,12 +10,17 @@
 //! open-source `leptonai` Python SDK). Fields Lepton lacks are optional
 //! extensions with descriptive names, so Lepton clients ignore them.
 
+pub mod defaults;
 pub mod error;
 pub mod job;
 pub mod resources;
 pub mod validate;
 pub mod workspace;
 
+pub use defaults::{
+    shared_memory_default_mib, split_image_reference, ImageReference, Priority, Protocol,
+    PRIORITY_CLASSES,
+};
 pub use error::{ApiError, FieldErrors};
 pub use job::*;
 pub use resources::*;
