@@ -7,35 +7,40 @@
 pub mod api;
 pub mod components;
 pub mod pages;
+pub mod router;
 pub mod routes;
 pub mod session;
 
 use leptos::prelude::*;
-use leptos_router::components::{Route, Router, Routes};
-use leptos_router::path;
 
 use crate::components::top_bar::TopBar;
 use crate::pages::{job::JobPage, jobs_list::JobsListPage, login::LoginPage, new_job::NewJobPage, not_found::NotFoundPage};
+use crate::routes::Route;
 use crate::session::Session;
 
 /// The whole console.
 #[component]
 pub fn App() -> impl IntoView {
     provide_context(Session::from_storage());
+    router::provide_router();
+    let url = router::use_url();
+    // Only a change of route re-renders the page; a page reads the query and
+    // its own path parameters from `use_url` and `Route` as it needs.
+    let route = Memo::new(move |_| match Route::parse(&url.with(|u| u.path.clone())) {
+        Route::Job { id, .. } => Route::Job { id, tab: String::new() },
+        other => other,
+    });
     view! {
-        <Router>
-            <TopBar/>
-            <main id="main">
-                <Routes fallback=NotFoundPage>
-                    <Route path=path!("/") view=JobsListPage/>
-                    <Route path=path!("/login") view=LoginPage/>
-                    <Route path=path!("/jobs") view=JobsListPage/>
-                    <Route path=path!("/jobs/new") view=NewJobPage/>
-                    <Route path=path!("/jobs/:id") view=JobPage/>
-                    <Route path=path!("/jobs/:id/:tab") view=JobPage/>
-                </Routes>
-            </main>
-        </Router>
+        <TopBar/>
+        <main id="main">
+            {move || match route.get() {
+                Route::Login => view! { <LoginPage/> }.into_any(),
+                Route::Jobs => view! { <JobsListPage/> }.into_any(),
+                Route::NewJob => view! { <NewJobPage/> }.into_any(),
+                Route::Job { id, .. } => view! { <JobPage id/> }.into_any(),
+                Route::NotFound => view! { <NotFoundPage/> }.into_any(),
+            }}
+        </main>
     }
 }
 

@@ -17,6 +17,34 @@ pub const JOB_TABS: [(&str, &str); 5] = [
     ("failure", "Failure"),
 ];
 
+/// A page of the console, parsed from a path. Every route is listed here and
+/// only here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Login,
+    Jobs,
+    NewJob,
+    /// The job page; `tab` is one of `JOB_TABS` (`overview` when absent).
+    Job { id: String, tab: String },
+    NotFound,
+}
+
+impl Route {
+    pub fn parse(path: &str) -> Route {
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        match segments.as_slice() {
+            [] | ["jobs"] => Route::Jobs,
+            ["login"] => Route::Login,
+            ["jobs", "new"] => Route::NewJob,
+            ["jobs", id] => Route::Job { id: decode_component(id), tab: "overview".into() },
+            ["jobs", id, tab] if JOB_TABS.iter().any(|(t, _)| t == tab) => {
+                Route::Job { id: decode_component(id), tab: tab.to_string() }
+            }
+            _ => Route::NotFound,
+        }
+    }
+}
+
 /// The job page's overview.
 pub fn job(id: &str) -> String {
     format!("/jobs/{}", encode_component(id))
@@ -98,6 +126,31 @@ pub fn decode_component(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn paths_parse_to_routes() {
+        let job = |id: &str, tab: &str| Route::Job { id: id.into(), tab: tab.into() };
+        let cases = [
+            ("/", Route::Jobs),
+            ("/jobs", Route::Jobs),
+            ("/jobs/", Route::Jobs),
+            ("/login", Route::Login),
+            ("/jobs/new", Route::NewJob),
+            ("/jobs/train-ab12c", job("train-ab12c", "overview")),
+            ("/jobs/train-ab12c/replicas", job("train-ab12c", "replicas")),
+            ("/jobs/train-ab12c/logs", job("train-ab12c", "logs")),
+            ("/jobs/a%20b", job("a b", "overview")),
+            ("/jobs/x/unknown-tab", Route::NotFound),
+            ("/nope", Route::NotFound),
+            ("/jobs/x/logs/extra", Route::NotFound),
+        ];
+        for (path, route) in cases {
+            assert_eq!(Route::parse(path), route, "{path}");
+        }
+        // Every link this module builds parses back to its route.
+        assert_eq!(Route::parse(&job_tab("a-1", "events")), job("a-1", "events"));
+        assert_eq!(Route::parse(&self::job("a-1")), job("a-1", "overview"));
+    }
 
     #[wasm_bindgen_test::wasm_bindgen_test]
     fn next_must_stay_on_this_site() {

@@ -76,13 +76,6 @@ pub fn require_sign_in() -> bool {
     if session.token.get_untracked().is_some() {
         return true;
     }
-    let navigate = leptos_router::hooks::use_navigate();
-    navigate(
-        &crate::routes::login_then(&current_page()),
-        leptos_router::NavigateOptions {
-            replace: true,
-            ..Default::default()
-        },
-    );
+    crate::router::navigate_replace(&crate::routes::login_then(&current_page()));
     false
 }

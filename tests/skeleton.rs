@@ -32,6 +32,16 @@ fn a_job_created_through_the_api_appears_in_the_deployments_list() {
     assert!(browser.page_text().contains("admin"), "the top bar names the signed-in user");
     browser.screenshot(&screenshot_path("skeleton-deployments"));
 
+    // Following the link routes inside the app to the job page.
+    browser.execute("window.__same_document = true;", vec![]);
+    browser.click(&link);
+    browser.wait_for_text("busybox");
+    assert_eq!(
+        browser.execute("return window.__same_document === true;", vec![]),
+        serde_json::Value::Bool(true),
+        "the click did not reload the page"
+    );
+
     // A deep link opened cold lands on that page.
     browser.goto(&format!("{}/jobs/{id}", server.base_url));
     browser.wait_for_text("busybox");

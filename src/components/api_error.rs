@@ -3,10 +3,9 @@
 
 use leptos::either::Either;
 use leptos::prelude::*;
-use leptos_router::hooks::use_navigate;
-use leptos_router::NavigateOptions;
 
 use crate::api::ApiFailure;
+use crate::router::{navigate_replace, use_navigate_replace};
 use crate::routes;
 use crate::session::{current_page, use_session};
 
@@ -14,7 +13,7 @@ use crate::session::{current_page, use_session};
 #[component]
 pub fn ApiErrorView(errors: ArcRwSignal<Errors>) -> impl IntoView {
     let session = use_session();
-    let navigate = use_navigate();
+    let navigate = use_navigate_replace();
     move || {
         let failures: Vec<String> = errors
             .get()
@@ -26,10 +25,7 @@ pub fn ApiErrorView(errors: ArcRwSignal<Errors>) -> impl IntoView {
             .map(|failure| {
                 if failure == ApiFailure::Unauthorized {
                     session.sign_out();
-                    navigate(
-                        &routes::login_then(&current_page()),
-                        NavigateOptions { replace: true, ..Default::default() },
-                    );
+                    navigate(&routes::login_then(&current_page()));
                 }
                 failure.to_string()
             })
@@ -47,10 +43,7 @@ pub fn failure_view(failure: ApiFailure) -> impl IntoView {
     if failure == ApiFailure::Unauthorized {
         let session = use_session();
         session.sign_out();
-        use_navigate()(
-            &routes::login_then(&current_page()),
-            NavigateOptions { replace: true, ..Default::default() },
-        );
+        navigate_replace(&routes::login_then(&current_page()));
         Either::Left(())
     } else {
         Either::Right(view! { <div class="banner error" role="alert"><p>{failure.to_string()}</p></div> })

@@ -1,10 +1,9 @@
 //! The bar on every page: where you are, who you are, and a way out.
 
 use leptos::prelude::*;
-use leptos_router::components::A;
-use leptos_router::hooks::use_navigate;
 
 use crate::api;
+use crate::router::{use_navigate, use_url};
 use crate::routes;
 use crate::session::use_session;
 
@@ -24,15 +23,27 @@ pub fn TopBar() -> impl IntoView {
     let navigate = use_navigate();
     let sign_out = move |_| {
         session.sign_out();
-        navigate(routes::LOGIN, Default::default());
+        navigate(routes::LOGIN);
+    };
+    let url = use_url();
+    // The nav link of the section the user is in is marked for screen readers
+    // and styled as current.
+    let current = move |section: &'static str| {
+        url.with(|u| {
+            let in_section = match section {
+                routes::NEW_JOB => u.path == routes::NEW_JOB,
+                _ => u.path != routes::NEW_JOB && (u.path == "/" || u.path.starts_with(routes::JOBS)),
+            };
+            in_section.then_some("page")
+        })
     };
     view! {
         <header class="top-bar">
             <a class="skip-link" href="#main">"Skip to content"</a>
-            <A href=routes::JOBS attr:class="brand">"Jobdeck"</A>
+            <a href=routes::JOBS class="brand">"Jobdeck"</a>
             <nav aria-label="Main">
-                <A href=routes::JOBS>"Deployments"</A>
-                <A href=routes::NEW_JOB>"New job"</A>
+                <a href=routes::JOBS aria-current=move || current(routes::JOBS)>"Deployments"</a>
+                <a href=routes::NEW_JOB aria-current=move || current(routes::NEW_JOB)>"New job"</a>
             </nav>
             <div class="who">
                 <Show when=move || session.token.get().is_some()>

@@ -2,7 +2,6 @@
 
 use jobdeck_api::LeptonJob;
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
 
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::ApiErrorView;
@@ -11,12 +10,10 @@ use crate::components::time::format_time;
 use crate::session::require_sign_in;
 
 #[component]
-pub fn JobPage() -> impl IntoView {
+pub fn JobPage(id: String) -> impl IntoView {
     let signed_in = require_sign_in();
-    let params = use_params_map();
-    let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
     let job = LocalResource::new(move || {
-        let id = id.get();
+        let id = id.clone();
         async move {
             if !signed_in {
                 return Err(ApiFailure::Unauthorized);

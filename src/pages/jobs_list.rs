@@ -2,27 +2,26 @@
 
 use jobdeck_api::{JobList, LeptonJob};
 use leptos::prelude::*;
-use leptos_router::components::A;
-use leptos_router::hooks::use_location;
 
 use crate::api;
 use crate::components::api_error::ApiErrorView;
 use crate::components::state_badge::StateBadge;
 use crate::components::time::format_time;
+use crate::router::use_url;
 use crate::routes;
 use crate::session::require_sign_in;
 
 #[component]
 pub fn JobsListPage() -> impl IntoView {
     let signed_in = require_sign_in();
-    let location = use_location();
+    let url = use_url();
     let jobs = LocalResource::new(move || {
-        let query = location.search.get();
+        let query = url.with(|u| u.query.clone());
         async move {
             if !signed_in {
                 return Err(api::ApiFailure::Unauthorized);
             }
-            api::list_jobs(query.trim_start_matches('?')).await
+            api::list_jobs(&query).await
         }
     });
 
@@ -30,7 +29,7 @@ pub fn JobsListPage() -> impl IntoView {
         <section class="page">
             <div class="page-head">
                 <h1>"Deployments"</h1>
-                <A href=routes::NEW_JOB attr:class="button primary">"New job"</A>
+                <a href=routes::NEW_JOB class="button primary">"New job"</a>
             </div>
             <Transition fallback=|| view! { <p class="loading" aria-busy="true">"Loading jobs…"</p> }>
                 <ErrorBoundary fallback=|errors| view! { <ApiErrorView errors/> }>
@@ -48,7 +47,7 @@ fn JobsTable(list: JobList) -> impl IntoView {
             <div class="empty">
                 <p>"No jobs yet."</p>
                 <p>
-                    "Deploy one with " <A href=routes::NEW_JOB>"New job"</A>
+                    "Deploy one with " <a href=routes::NEW_JOB>"New job"</a>
                     ", or from a terminal with " <code>"lep job create"</code> "."
                 </p>
             </div>
@@ -86,7 +85,7 @@ fn JobRow(job: LeptonJob) -> impl IntoView {
     let created = job.metadata.created_at.map(format_time).unwrap_or_default();
     view! {
         <tr>
-            <td><A href=routes::job(&id)>{name}</A></td>
+            <td><a href=routes::job(&id)>{name}</a></td>
             <td><StateBadge state=Signal::stored(state)/></td>
             <td>{owner}</td>
             <td class="mono">{image}</td>
@@ -99,7 +98,6 @@ fn JobRow(job: LeptonJob) -> impl IntoView {
 mod tests {
     use super::*;
     use jobdeck_api::{JobState, JobStatus, Metadata};
-    use leptos_router::components::Router;
     use wasm_bindgen::JsCast;
     use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -108,7 +106,7 @@ mod tests {
         let host: web_sys::HtmlElement = document.create_element("div").unwrap().unchecked_into();
         document.body().unwrap().append_child(&host).unwrap();
         let handle = leptos::mount::mount_to(host.clone(), move || {
-            view! { <Router><JobsTable list=list.clone()/></Router> }
+            view! { <JobsTable list=list.clone()/> }
         });
         handle.forget();
         host

@@ -3,10 +3,9 @@
 //! page they asked for (`?next=`).
 
 use leptos::prelude::*;
-use leptos_router::hooks::{use_navigate, use_query_map};
-use leptos_router::NavigateOptions;
 
 use crate::api::{self, ApiFailure};
+use crate::router::{use_navigate_replace, use_url};
 use crate::routes;
 use crate::session::use_session;
 
@@ -38,8 +37,8 @@ fn forget_fragment() {
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let session = use_session();
-    let query = use_query_map();
-    let navigate = use_navigate();
+    let url = use_url();
+    let navigate = use_navigate_replace();
     let pasted = RwSignal::new(String::new());
     let error = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
@@ -53,8 +52,8 @@ pub fn LoginPage() -> impl IntoView {
             match api::workspace().await {
                 Ok(info) => {
                     session.user.set(Some(info.current_user));
-                    let next = routes::safe_next(query.get_untracked().get("next").as_deref());
-                    navigate(&next, NavigateOptions { replace: true, ..Default::default() });
+                    let next = routes::safe_next(url.get_untracked().param("next").as_deref());
+                    navigate(&next);
                 }
                 Err(failure) => {
                     session.sign_out();

@@ -2,10 +2,10 @@
 
 use jobdeck_api::{Container, JobSpec, LeptonJob, Metadata};
 use leptos::prelude::*;
-use leptos_router::hooks::use_navigate;
 
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::failure_view;
+use crate::router::use_navigate;
 use crate::routes;
 use crate::session::require_sign_in;
 
@@ -48,7 +48,7 @@ pub fn NewJobPage() -> impl IntoView {
         let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
             match api::create_job(&job).await {
-                Ok(created) => navigate(&routes::job(created.id()), Default::default()),
+                Ok(created) => navigate(&routes::job(created.id())),
                 Err(ApiFailure::Invalid { fields, .. }) => field_errors.set(fields),
                 Err(other) => failure.set(Some(other)),
             }

@@ -1,7 +1,6 @@
 //! The page for a path that matches no route.
 
 use leptos::prelude::*;
-use leptos_router::components::A;
 
 use crate::routes;
 
@@ -11,7 +10,7 @@ pub fn NotFoundPage() -> impl IntoView {
         <section class="page narrow">
             <h1>"Page not found"</h1>
             <p>"Nothing lives at this address."</p>
-            <p><A href=routes::JOBS>"Go to the deployments list"</A></p>
+            <p><a href=routes::JOBS>"Go to the deployments list"</a></p>
         </section>
     }
 }
