@@ -13,6 +13,7 @@ pub mod console;
 pub mod error;
 pub mod executor;
 pub mod jobs;
+pub mod kubernetes;
 pub mod logs;
 pub mod spec;
 pub mod store;

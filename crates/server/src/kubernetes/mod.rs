@@ -1,0 +1,17 @@
+//! The kubernetes executor (design §5): every job is a `batch/v1` Job in
+//! Indexed completion mode, its replicas are the Job's pods.
+//!
+//! * [`mapping`] renders a job as Kubernetes objects (pure; `jobdeck kube
+//!   render` prints its output);
+//! * [`status`] translates pods, Jobs and events back into replicas,
+//!   readiness issues, events and failure classes (pure);
+//! * [`executor`] talks to the API server with kube-rs;
+//! * [`settings`] is the `[executor.kubernetes]` table of the config file.
+
+pub mod mapping;
+pub mod names;
+pub mod settings;
+pub mod spec_values;
+
+pub use mapping::{render, KubeObjects, RenderInput, SecretValues};
+pub use settings::KubernetesSettings;
