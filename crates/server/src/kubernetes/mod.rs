@@ -12,6 +12,7 @@ pub mod mapping;
 pub mod names;
 pub mod settings;
 pub mod spec_values;
+pub mod status;
 
 pub use mapping::{render, KubeObjects, RenderInput, SecretValues};
 pub use settings::KubernetesSettings;
