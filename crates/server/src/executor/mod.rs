@@ -327,6 +327,18 @@ impl ExecutorHost {
     pub fn logs(&self) -> &LogStore {
         &self.logs
     }
+
+    /// The job's metadata as stored (labels, annotations, creator), for
+    /// executors that carry it onto what they create; `None` once the job is
+    /// gone.
+    pub async fn job_metadata(&self, job_id: &str) -> AppResult<Option<jobdeck_api::Metadata>> {
+        let Some(row) = self.store.job(job_id.to_string()).await? else {
+            return Ok(None);
+        };
+        let metadata = serde_json::from_str(&row.metadata_json)
+            .map_err(|e| crate::error::AppError::Internal(format!("job {job_id} has unreadable metadata: {e}")))?;
+        Ok(Some(metadata))
+    }
 }
 
 /// Runs the replicas of admitted jobs. See the module documentation.

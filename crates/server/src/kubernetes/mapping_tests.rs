@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::kubernetes::settings::{NodeGroupPlacement, TolerationSetting, VolumeSource};
+use crate::config::{Config, MachineInfo};
 use crate::kubernetes::spec_values::SpecValues;
+use crate::spec::ResolvedSpec;
 
 const PASSWORD: &str = "hunter2-registry-password";
 const SECRET_VALUE: &str = "s3cr3t-token-value";
@@ -24,39 +26,50 @@ fn base_job() -> Value {
     })
 }
 
-fn cpu_shape() -> ShapeResources {
-    ShapeResources {
-        cpu: 1.0,
-        memory_mib: 4096,
+/// The cluster of these tests, as `jobdeck.toml` declares it.
+const CONFIG: &str = r#"
+[[node_groups]]
+name = "h100"
+cpu = 64
+memory_mb = 1048576
+gpus = 8
+node_names = ["gpu-node-1", "gpu-node-2"]
+nodes = 2
+node_selector = { nodepool = "h100" }
+
+[[node_groups]]
+name = "cpu"
+cpu = 32
+memory_mb = 131072
+
+[[shapes]]
+name = "cpu.small"
+cpu = 1
+memory_mb = 4096
+
+[[shapes]]
+name = "cpu.half"
+cpu = 0.5
+memory_mb = 2048
+
+[[shapes]]
+name = "gpu.1xh100"
+cpu = 8
+memory_mb = 65536
+gpus = 1
+accelerator_type = "H100"
+"#;
+
+fn config() -> Config {
+    let machine = MachineInfo {
+        hostname: "box".into(),
+        cpus: 4.0,
+        memory_mb: 16384,
         gpus: 0,
-        accelerator_type: None,
-    }
-}
-
-fn gpu_shape() -> ShapeResources {
-    ShapeResources {
-        cpu: 8.0,
-        memory_mib: 64 * 1024,
-        gpus: 1,
-        accelerator_type: Some("H100".into()),
-    }
-}
-
-/// The node labels of the test's node groups, as `[[node_groups]]` declares
-/// them.
-fn node_group(name: &str) -> NodeGroupTarget {
-    let labels = match name {
-        "h100" => BTreeMap::from([("nodepool".to_string(), "h100".to_string())]),
-        "a100" => BTreeMap::from([
-            ("nodepool".to_string(), "a100".to_string()),
-            ("zone".to_string(), "west".to_string()),
-        ]),
-        _ => BTreeMap::new(),
+        gpu_product: None,
+        gpu_memory_mb: None,
     };
-    NodeGroupTarget {
-        name: name.to_string(),
-        node_labels: labels,
-    }
+    Config::from_toml(CONFIG, std::path::Path::new("/tmp/unused"), &machine).unwrap()
 }
 
 fn settings() -> KubernetesSettings {
@@ -96,22 +109,35 @@ fn merge(base: &mut Value, patch: &Value) {
 struct Case {
     name: &'static str,
     patch: Value,
-    shape: fn() -> ShapeResources,
+    shape: &'static str,
     /// JSON pointer into `{job, env_secret, registry_secret, service}` → value.
     expect: Vec<(&'static str, Value)>,
 }
 
 /// Renders run 0 of `job` the way the executor does after the scheduler
 /// placed it in its first allowed node group.
-fn render_job(job: &LeptonJob, shape: &ShapeResources, secrets: SecretValues<'_>) -> Result<KubeObjects, FieldErrors> {
-    let values = SpecValues::from_spec(&job.spec, shape.memory_mib);
+fn render_job(job: &LeptonJob, secrets: SecretValues<'_>) -> Result<KubeObjects, FieldErrors> {
+    let config = config();
+    let resolved = ResolvedSpec::resolve(&job.spec, &config).unwrap_or_else(|e| panic!("{e:?}"));
+    let values = SpecValues::from_resolved(&resolved, &job.spec);
+    let shape = ShapeResources {
+        cpu: resolved.shape.cpu,
+        memory_mib: resolved.shape.memory_mb,
+        gpus: resolved.shape.gpus,
+        accelerator_type: resolved.shape.accelerator_type.clone(),
+    };
     let group = job
         .spec
         .affinity
         .as_ref()
         .and_then(|a| a.allowed_dedicated_node_groups.as_ref())
         .and_then(|g| g.first())
-        .map(|g| node_group(g));
+        .and_then(|g| config.node_group(g))
+        .map(|g| NodeGroupTarget {
+            name: g.name.clone(),
+            node_labels: g.node_selector.clone(),
+        });
+    let shape = &shape;
     let empty = BTreeMap::new();
     render(
         &RenderInput {
@@ -132,14 +158,20 @@ fn render_job(job: &LeptonJob, shape: &ShapeResources, secrets: SecretValues<'_>
     )
 }
 
-fn render_value(job: &LeptonJob, shape: &ShapeResources, secrets: SecretValues<'_>) -> Result<Value, FieldErrors> {
-    Ok(serde_json::to_value(&render_job(job, shape, secrets)?).unwrap())
+fn render_value(job: &LeptonJob, secrets: SecretValues<'_>) -> Result<Value, FieldErrors> {
+    Ok(serde_json::to_value(&render_job(job, secrets)?).unwrap())
 }
 
 fn job_with(patch: &Value) -> LeptonJob {
     let mut value = base_job();
     merge(&mut value, patch);
     serde_json::from_value(value).unwrap()
+}
+
+fn job_on(shape: &str, patch: &Value) -> LeptonJob {
+    let mut job = job_with(patch);
+    job.spec.resource_shape = Some(shape.to_string());
+    job
 }
 
 fn env_of(rendered: &Value) -> BTreeMap<String, Value> {
@@ -160,7 +192,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "minimal job: Indexed, defaults, Never restart, no service",
             patch: json!({}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![
                 ("/job/metadata/name", json!("train-ab12c")),
                 ("/job/metadata/namespace", json!("ml")),
@@ -176,7 +208,8 @@ fn cases() -> Vec<Case> {
                 ("/job/spec/backoffLimit", json!(3)),
                 ("/job/spec/backoffLimitPerIndex", Value::Null),
                 ("/job/spec/activeDeadlineSeconds", Value::Null),
-                ("/job/spec/ttlSecondsAfterFinished", Value::Null),
+                // The archive time: three days unless the job says.
+                ("/job/spec/ttlSecondsAfterFinished", json!(259200)),
                 ("/job/spec/suspend", json!(false)),
                 ("/job/spec/podFailurePolicy/rules", json!([
                     {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
@@ -202,7 +235,7 @@ fn cases() -> Vec<Case> {
             name: "counts, deadline, ttl and per-index retries",
             patch: json!({"spec": {"completions": 8, "parallelism": 2, "backoff_limit": 0,
                 "active_deadline_seconds": 3600, "ttl_seconds_after_finished": 600, "max_failure_retry": 2}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![
                 ("/job/spec/completions", json!(8)),
                 ("/job/spec/parallelism", json!(2)),
@@ -215,13 +248,13 @@ fn cases() -> Vec<Case> {
         Case {
             name: "stopped job is created suspended",
             patch: json!({"spec": {"stopped": true}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![("/job/spec/suspend", json!(true))],
         },
         Case {
             name: "multi-worker: completions = parallelism = workers, headless service, subdomain",
             patch: json!({"spec": {"workers": 4, "completions": 1, "parallelism": 1}}),
-            shape: gpu_shape,
+            shape: "gpu.1xh100",
             expect: vec![
                 ("/job/spec/completions", json!(4)),
                 ("/job/spec/parallelism", json!(4)),
@@ -237,7 +270,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "program errors fail the job without retry when asked",
             patch: json!({"spec": {"disable_retry_on_program_error": true}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![("/job/spec/podFailurePolicy/rules", json!([
                 {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
                 {"action": "FailJob", "onExitCodes": {"containerName": "job", "operator": "NotIn", "values": [0, 137, 143]}}
@@ -246,7 +279,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "priority and preemption pick the matching PriorityClass",
             patch: json!({"spec": {"queue_config": {"priority_class": "high-9000", "can_preempt": true, "can_be_preempted": true}}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![
                 ("/job/spec/template/spec/priorityClassName", json!("jobdeck-high-9000-preempting")),
                 ("/job/spec/template/spec/preemptionPolicy", json!("PreemptLowerPriority")),
@@ -257,7 +290,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "GPU shape: cpu, memory and nvidia.com/gpu as requests = limits; default shm 16 GiB for 64 GiB",
             patch: json!({}),
-            shape: gpu_shape,
+            shape: "gpu.1xh100",
             expect: vec![
                 ("/job/spec/template/spec/containers/0/resources/limits",
                     json!({"cpu": "8", "memory": "65536Mi", "nvidia.com/gpu": "1"})),
@@ -271,25 +304,31 @@ fn cases() -> Vec<Case> {
         Case {
             name: "fractional CPU becomes millicores; explicit shared memory wins",
             patch: json!({"spec": {"shared_memory_size": 1024}}),
-            shape: || ShapeResources { cpu: 0.5, memory_mib: 2048, ..Default::default() },
+            shape: "cpu.half",
             expect: vec![
                 ("/job/spec/template/spec/containers/0/resources/limits/cpu", json!("500m")),
                 ("/job/spec/template/spec/volumes/0/emptyDir/sizeLimit", json!("1024Mi")),
             ],
         },
         Case {
-            name: "shared memory 0 means no /dev/shm volume",
-            patch: json!({"spec": {"shared_memory_size": 0}}),
-            shape: cpu_shape,
+            name: "shared memory defaults to half of a small shape's memory",
+            patch: json!({}),
+            shape: "cpu.small",
+            expect: vec![("/job/spec/template/spec/volumes/0/emptyDir/sizeLimit", json!("2048Mi"))],
+        },
+        Case {
+            name: "only a per-index retry limit: no overall backoffLimit",
+            patch: json!({"spec": {"max_failure_retry": 1}}),
+            shape: "cpu.small",
             expect: vec![
-                ("/job/spec/template/spec/volumes", Value::Null),
-                ("/job/spec/template/spec/containers/0/volumeMounts", Value::Null),
+                ("/job/spec/backoffLimit", Value::Null),
+                ("/job/spec/backoffLimitPerIndex", json!(1)),
             ],
         },
         Case {
             name: "one node group: node selector, tolerations and a node-group label",
             patch: json!({"spec": {"affinity": {"allowed_dedicated_node_groups": ["h100"]}}}),
-            shape: gpu_shape,
+            shape: "gpu.1xh100",
             expect: vec![
                 ("/job/spec/template/spec/nodeSelector", json!({"nodepool": "h100"})),
                 ("/job/spec/template/spec/affinity", Value::Null),
@@ -302,7 +341,7 @@ fn cases() -> Vec<Case> {
             name: "one node group with nodes: selector plus hostname affinity",
             patch: json!({"spec": {"affinity": {"allowed_dedicated_node_groups": ["h100"],
                 "allowed_nodes_in_node_group": ["gpu-node-1", "gpu-node-2"]}}}),
-            shape: gpu_shape,
+            shape: "gpu.1xh100",
             expect: vec![
                 ("/job/spec/template/spec/nodeSelector", json!({"nodepool": "h100"})),
                 ("/job/spec/template/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
@@ -314,19 +353,19 @@ fn cases() -> Vec<Case> {
         Case {
             name: "image tag from image_tag",
             patch: json!({"spec": {"container": {"image": "nvcr.io/nvidia/pytorch", "image_tag": "24.01-py3"}}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![("/job/spec/template/spec/containers/0/image", json!("nvcr.io/nvidia/pytorch:24.01-py3"))],
         },
         Case {
             name: "a registry port is not a tag",
             patch: json!({"spec": {"container": {"image": "localhost:5000/team/img"}}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![("/job/spec/template/spec/containers/0/image", json!("localhost:5000/team/img:latest"))],
         },
         Case {
             name: "a digest is kept as it is",
             patch: json!({"spec": {"container": {"image": "repo/img@sha256:abc", "image_tag": "v2"}}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![("/job/spec/template/spec/containers/0/image", json!("repo/img@sha256:abc"))],
         },
         Case {
@@ -334,7 +373,7 @@ fn cases() -> Vec<Case> {
             patch: json!({"spec": {
                 "container": {"image": "registry.example.com/team/img:v1", "registry_username": "bob", "registry_password": PASSWORD},
                 "image_pull_secrets": ["shared-pull"]}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![
                 ("/registry_secret/metadata/name", json!("train-ab12c-registry")),
                 ("/registry_secret/metadata/namespace", json!("ml")),
@@ -349,7 +388,7 @@ fn cases() -> Vec<Case> {
                 {"name": "EPOCHS", "value": "3"},
                 {"name": "HF_TOKEN", "value_from": {"secret_name_ref": "hf-token"}}
             ]}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![
                 ("/job/spec/template/spec/containers/0/env/6", json!({"name": "EPOCHS", "value": "3"})),
                 ("/job/spec/template/spec/containers/0/env/7", json!({"name": "HF_TOKEN",
@@ -364,7 +403,7 @@ fn cases() -> Vec<Case> {
             patch: json!({"spec": {"container": {"ports": [
                 {"container_port": 8080}, {"container_port": 9000, "protocol": "UDP", "name": "metrics"}
             ]}}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![("/job/spec/template/spec/containers/0/ports", json!([
                 {"containerPort": 8080, "protocol": "TCP"},
                 {"containerPort": 9000, "protocol": "UDP", "name": "metrics"}
@@ -372,25 +411,26 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "mounts share one volume per source; path is a subPath",
-            patch: json!({"spec": {"shared_memory_size": 0, "mounts": [
+            patch: json!({"spec": {"mounts": [
                 {"from": "shared", "path": "/datasets/coco", "mount_path": "/data", "mount_options": {"read_only": true}},
                 {"from": "shared", "path": "/", "mount_path": "/shared"}
             ]}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![
-                ("/job/spec/template/spec/volumes", json!([
+                ("/job/spec/template/spec/volumes/1", json!(
                     {"name": "storage-0", "persistentVolumeClaim": {"claimName": "team-data"}}
-                ])),
-                ("/job/spec/template/spec/containers/0/volumeMounts", json!([
-                    {"name": "storage-0", "mountPath": "/data", "subPath": "datasets/coco", "readOnly": true},
-                    {"name": "storage-0", "mountPath": "/shared"}
-                ])),
+                )),
+                ("/job/spec/template/spec/volumes/2", Value::Null),
+                ("/job/spec/template/spec/containers/0/volumeMounts/1",
+                    json!({"name": "storage-0", "mountPath": "/data", "subPath": "datasets/coco", "readOnly": true})),
+                ("/job/spec/template/spec/containers/0/volumeMounts/2",
+                    json!({"name": "storage-0", "mountPath": "/shared"})),
             ],
         },
         Case {
             name: "user labels and annotations reach the Job and its pods",
             patch: json!({"metadata": {"labels": {"team": "vision"}, "annotations": {"example.com/ticket": "ML-42"}}}),
-            shape: cpu_shape,
+            shape: "cpu.small",
             expect: vec![
                 ("/job/metadata/labels/team", json!("vision")),
                 ("/job/spec/template/metadata/labels/team", json!("vision")),
@@ -405,8 +445,8 @@ fn cases() -> Vec<Case> {
 fn rendered_objects_match_the_table() {
     let secrets = BTreeMap::from([("HF_TOKEN".to_string(), SECRET_VALUE.to_string())]);
     for case in cases() {
-        let job = job_with(&case.patch);
-        let rendered = render_value(&job, &(case.shape)(), SecretValues::Resolved(&secrets))
+        let job = job_on(case.shape, &case.patch);
+        let rendered = render_value(&job, SecretValues::Resolved(&secrets))
             .unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
         for (pointer, expected) in &case.expect {
             let actual = rendered.pointer(pointer).cloned().unwrap_or(Value::Null);
@@ -420,7 +460,7 @@ fn platform_environment_single_and_multi_worker() {
     let index_ref = json!({"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}});
     let none = BTreeMap::new();
 
-    let single = render_value(&job_with(&json!({"spec": {"completions": 5}})), &cpu_shape(), SecretValues::Resolved(&none)).unwrap();
+    let single = render_value(&job_on("cpu.small", &json!({"spec": {"completions": 5}})), SecretValues::Resolved(&none)).unwrap();
     let env = env_of(&single);
     assert_eq!(env["JOB_COMPLETIONS"], json!("5"));
     assert_eq!(env["LEPTON_JOB_NAME"], json!("train"));
@@ -432,7 +472,7 @@ fn platform_environment_single_and_multi_worker() {
         assert!(!env.contains_key(absent), "{absent} must not be set for one worker");
     }
 
-    let multi = render_value(&job_with(&json!({"spec": {"workers": 3}})), &gpu_shape(), SecretValues::Resolved(&none)).unwrap();
+    let multi = render_value(&job_on("gpu.1xh100", &json!({"spec": {"workers": 3}})), SecretValues::Resolved(&none)).unwrap();
     let env = env_of(&multi);
     assert_eq!(env["JOB_COMPLETIONS"], json!("3"));
     assert_eq!(env["LEPTON_RESOURCE_ACCELERATOR_TYPE"], json!("H100"));
@@ -455,7 +495,7 @@ fn registry_config_names_the_registry_and_encodes_the_credentials() {
     let job = job_with(&json!({"spec": {"container": {"image": "registry.example.com/team/img:v1",
         "registry_username": "bob", "registry_password": PASSWORD}}}));
     let none = BTreeMap::new();
-    let rendered = render_value(&job, &cpu_shape(), SecretValues::Resolved(&none)).unwrap();
+    let rendered = render_value(&job, SecretValues::Resolved(&none)).unwrap();
     let config: Value = serde_json::from_str(
         rendered.pointer("/registry_secret/stringData/.dockerconfigjson").unwrap().as_str().unwrap(),
     )
@@ -480,7 +520,7 @@ fn render_for_people_never_shows_secret_values_or_the_password() {
     let job = job_with(&json!({"spec": {
         "container": {"image": "registry.example.com/img", "registry_username": "bob", "registry_password": PASSWORD},
         "envs": [{"name": "HF_TOKEN", "value_from": {"secret_name_ref": "hf-token"}}]}}));
-    let objects = render_job(&job, &cpu_shape(), SecretValues::Redacted).unwrap();
+    let objects = render_job(&job, SecretValues::Redacted).unwrap();
     let yaml = objects.to_yaml().unwrap();
     assert!(!yaml.contains(PASSWORD), "{yaml}");
     assert!(yaml.contains("redacted"), "{yaml}");
@@ -495,8 +535,8 @@ fn render_for_people_never_shows_secret_values_or_the_password() {
 
 #[test]
 fn yaml_round_trips_into_kubernetes_types_in_creation_order() {
-    let job = job_with(&json!({"spec": {"workers": 2, "envs": [{"name": "T", "value_from": {"secret_name_ref": "tok"}}]}}));
-    let objects = render_job(&job, &gpu_shape(), SecretValues::Redacted).unwrap();
+    let job = job_on("gpu.1xh100", &json!({"spec": {"workers": 2, "envs": [{"name": "T", "value_from": {"secret_name_ref": "tok"}}]}}));
+    let objects = render_job(&job, SecretValues::Redacted).unwrap();
     let yaml = objects.to_yaml().unwrap();
     let documents: Vec<Value> = serde_saphyr::from_multiple(&yaml).unwrap();
     let kinds: Vec<&str> = documents.iter().map(|d| d["kind"].as_str().unwrap()).collect();
@@ -508,40 +548,40 @@ fn yaml_round_trips_into_kubernetes_types_in_creation_order() {
 
 #[test]
 fn problems_name_the_job_field() {
-    let cases: Vec<(&str, Value, fn() -> ShapeResources, &str)> = vec![
+    let cases: Vec<(&str, Value, &str, &str)> = vec![
         ("unknown volume", json!({"spec": {"mounts": [{"from": "nope", "mount_path": "/data"}]}}),
-            cpu_shape, "spec.mounts[0].from"),
+            "cpu.small", "spec.mounts[0].from"),
         ("escaping sub path", json!({"spec": {"mounts": [{"from": "shared", "path": "a/../../etc", "mount_path": "/data"}]}}),
-            cpu_shape, "spec.mounts[0].path"),
-        ("no image", json!({"spec": {"container": {"image": ""}}}), cpu_shape, "spec.container.image"),
-        ("job id Kubernetes cannot name", json!({"metadata": {"id": "Train_1"}}), cpu_shape, "metadata.id"),
+            "cpu.small", "spec.mounts[0].path"),
+        ("no image", json!({"spec": {"container": {"image": ""}}}), "cpu.small", "spec.container.image"),
+        ("job id Kubernetes cannot name", json!({"metadata": {"id": "Train_1"}}), "cpu.small", "metadata.id"),
         ("user without password", json!({"spec": {"container": {"registry_username": "bob"}}}),
-            cpu_shape, "spec.container.registry_password"),
+            "cpu.small", "spec.container.registry_password"),
         ("password without user", json!({"spec": {"container": {"registry_password": "x"}}}),
-            cpu_shape, "spec.container.registry_username"),
+            "cpu.small", "spec.container.registry_username"),
         ("unknown secret", json!({"spec": {"envs": [{"name": "A", "value_from": {"secret_name_ref": "missing"}}]}}),
-            cpu_shape, "spec.envs[0].value_from.secret_name_ref"),
+            "cpu.small", "spec.envs[0].value_from.secret_name_ref"),
         ("variable name Kubernetes cannot key", json!({"spec": {"envs": [{"name": "A/B", "value_from": {"secret_name_ref": "hf-token"}}]}}),
-            cpu_shape, "spec.envs[0].name"),
+            "cpu.small", "spec.envs[0].name"),
         ("reserved label key", json!({"metadata": {"labels": {"jobdeck.dev/job-id": "other"}}}),
-            cpu_shape, "metadata.labels.jobdeck.dev/job-id"),
+            "cpu.small", "metadata.labels.jobdeck.dev/job-id"),
         ("label value with a space", json!({"metadata": {"labels": {"team": "computer vision"}}}),
-            cpu_shape, "metadata.labels.team"),
+            "cpu.small", "metadata.labels.team"),
         ("bad annotation key", json!({"metadata": {"annotations": {"not a key": "x"}}}),
-            cpu_shape, "metadata.annotations.not a key"),
+            "cpu.small", "metadata.annotations.not a key"),
         ("unknown priority", json!({"spec": {"queue_config": {"priority_class": "urgent"}}}),
-            cpu_shape, "spec.queue_config.priority_class"),
+            "cpu.small", "spec.queue_config.priority_class"),
         ("completions beyond int32", json!({"spec": {"completions": 3_000_000_000i64}}),
-            cpu_shape, "spec.completions"),
+            "cpu.small", "spec.completions"),
         ("port out of range", json!({"spec": {"container": {"ports": [{"container_port": 70000}]}}}),
-            cpu_shape, "spec.container.ports[0].container_port"),
+            "cpu.small", "spec.container.ports[0].container_port"),
         ("bad pull secret name", json!({"spec": {"image_pull_secrets": ["Not_Valid"]}}),
-            cpu_shape, "spec.image_pull_secrets[0]"),
+            "cpu.small", "spec.image_pull_secrets[0]"),
     ];
     let resolved = BTreeMap::from([("A/B".to_string(), "v".to_string())]);
     for (name, patch, shape, path) in cases {
-        let job = job_with(&patch);
-        let errors = render_value(&job, &shape(), SecretValues::Resolved(&resolved))
+        let job = job_on(shape, &patch);
+        let errors = render_value(&job, SecretValues::Resolved(&resolved))
             .expect_err(&format!("{name}: rendered although it should not"));
         assert!(errors.contains_key(path), "{name}: expected an error at {path}, got {errors:?}");
     }

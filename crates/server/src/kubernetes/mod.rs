@@ -5,14 +5,20 @@
 //!   render` prints its output);
 //! * [`status`] translates pods, Jobs and events back into replicas,
 //!   readiness issues, events and failure classes (pure);
-//! * [`executor`] talks to the API server with kube-rs;
+//! * [`executor`] talks to the API server with kube-rs: creates, suspends
+//!   and deletes Jobs, watches Jobs, pods and events ([`watch`]) and copies
+//!   pod logs into the log store ([`pod_logs`]);
 //! * [`settings`] is the `[executor.kubernetes]` table of the config file.
 
+pub mod executor;
 pub mod mapping;
 pub mod names;
+pub mod pod_logs;
 pub mod settings;
 pub mod spec_values;
 pub mod status;
+pub mod watch;
 
+pub use executor::KubernetesExecutor;
 pub use mapping::{render, KubeObjects, RenderInput, SecretValues};
 pub use settings::KubernetesSettings;

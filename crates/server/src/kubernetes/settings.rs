@@ -17,6 +17,8 @@ pub const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
 /// The rendezvous port of the torch-style variables; the value Lepton's
 /// `lepton_env_to_pytorch.sh` uses.
 pub const DEFAULT_MASTER_PORT: u16 = 29400;
+/// How long a pod may wait on an unpullable image before its run fails.
+pub const DEFAULT_STUCK_POD_TIMEOUT_SECONDS: u64 = 300;
 /// Prefix of the PriorityClass names in `deploy/kubernetes/priority-classes.yaml`.
 pub const DEFAULT_PRIORITY_CLASS_PREFIX: &str = "jobdeck-";
 
@@ -55,6 +57,10 @@ pub struct KubernetesSettings {
     /// `Always`, `IfNotPresent` or `Never`; absent leaves Kubernetes' default
     /// (`Always` for `latest`, `IfNotPresent` otherwise).
     pub image_pull_policy: Option<String>,
+    /// How long a pod may wait on an image that cannot be pulled or on a
+    /// configuration the kubelet rejects before its run fails. Kubernetes
+    /// itself would retry such a pod forever.
+    pub stuck_pod_timeout_seconds: u64,
 }
 
 impl Default for KubernetesSettings {
@@ -72,6 +78,7 @@ impl Default for KubernetesSettings {
             volumes: BTreeMap::new(),
             job_service_account: None,
             image_pull_policy: None,
+            stuck_pod_timeout_seconds: DEFAULT_STUCK_POD_TIMEOUT_SECONDS,
         }
     }
 }
@@ -110,6 +117,17 @@ pub enum VolumeSource {
 }
 
 impl KubernetesSettings {
+    /// Reads `[executor.kubernetes]` as the config file wrote it; an unknown
+    /// key or a bad value is an error naming it.
+    pub fn from_table(table: &toml::Table) -> Result<Self, String> {
+        let settings: KubernetesSettings = table
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("executor.kubernetes: {}", e.message()))?;
+        settings.check()?;
+        Ok(settings)
+    }
+
     /// Problems with the settings themselves, one sentence each naming the key.
     pub fn check(&self) -> Result<(), String> {
         let mut problems = Vec::new();
@@ -185,6 +203,12 @@ mod tests {
     fn unknown_keys_are_rejected() {
         let err = toml::from_str::<KubernetesSettings>("namespce = \"x\"").unwrap_err();
         assert!(err.to_string().contains("namespce"), "{err}");
+        let table: toml::Table = toml::from_str("namespce = \"x\"").unwrap();
+        let err = KubernetesSettings::from_table(&table).unwrap_err();
+        assert!(err.starts_with("executor.kubernetes:") && err.contains("namespce"), "{err}");
+        let table: toml::Table = toml::from_str("namespace = \"ml\"\nstuck_pod_timeout_seconds = 60").unwrap();
+        let settings = KubernetesSettings::from_table(&table).unwrap();
+        assert_eq!((settings.namespace.as_deref(), settings.stuck_pod_timeout_seconds), (Some("ml"), 60));
     }
 
     #[test]

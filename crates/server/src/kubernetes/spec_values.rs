@@ -1,15 +1,15 @@
 //! The effective values of a job (its spec with every default applied) that
-//! the mapping renders. The executor fills them from what the scheduler
-//! resolved; `jobdeck kube render` from the same defaults.
+//! the mapping renders, taken from the scheduler's `ResolvedSpec` so the
+//! defaults exist in one place.
 
 use jobdeck_api::JobSpec;
+
+use crate::spec::ResolvedSpec;
 
 /// Lepton's nine priority classes, lowest first.
 pub const PRIORITY_CLASSES: [&str; 9] = [
     "low-1000", "low-2000", "low-3000", "mid-4000", "mid-5000", "mid-6000", "high-7000", "high-8000", "high-9000",
 ];
-/// Medium (4), the configuration page's default.
-pub const DEFAULT_PRIORITY_CLASS: &str = "mid-4000";
 
 /// A job's values with defaults applied.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,56 +36,66 @@ pub struct SpecValues {
 }
 
 impl SpecValues {
-    /// The values of a spec with the design's defaults: workers 1,
-    /// completions 1, parallelism 1 (both = workers when workers > 1),
-    /// backoff limit 3, priority `mid-4000`, no preemption either way, shared
-    /// memory from the shape's memory by the configuration page's table.
-    pub fn from_spec(spec: &JobSpec, shape_memory_mib: i64) -> Self {
-        let workers = spec.workers.unwrap_or(1).max(1);
-        let (completions, parallelism) = if workers > 1 {
-            (workers, workers)
-        } else {
-            (spec.completions.unwrap_or(1), spec.parallelism.unwrap_or(1))
-        };
-        let queue = spec.queue_config.clone().unwrap_or_default();
+    /// The values of a spec the scheduler resolved (its defaults applied by
+    /// `ResolvedSpec::resolve`).
+    pub fn from_resolved(resolved: &ResolvedSpec, spec: &JobSpec) -> Self {
         SpecValues {
-            workers,
-            completions,
-            parallelism,
-            backoff_limit: Some(spec.backoff_limit.unwrap_or(3)),
-            max_failure_retry: spec.max_failure_retry,
-            active_deadline_seconds: spec.active_deadline_seconds,
-            ttl_seconds_after_finished: spec.ttl_seconds_after_finished,
-            priority: queue.priority_class.unwrap_or_else(|| DEFAULT_PRIORITY_CLASS.into()),
-            can_preempt: queue.can_preempt.unwrap_or(false),
-            can_be_preempted: queue.can_be_preempted.unwrap_or(false),
-            shared_memory_mib: spec
-                .shared_memory_size
-                .unwrap_or_else(|| shared_memory_default_mib(shape_memory_mib)),
-            disable_retry_on_program_error: spec.disable_retry_on_program_error.unwrap_or(false),
-            nodes: spec
-                .affinity
+            workers: resolved.workers,
+            completions: resolved.completions,
+            parallelism: resolved.parallelism,
+            backoff_limit: Self::backoff_limit_of(resolved.backoff_limit),
+            max_failure_retry: resolved.max_failure_retry,
+            active_deadline_seconds: resolved.active_deadline_seconds,
+            ttl_seconds_after_finished: Some(resolved.ttl_seconds_after_finished),
+            // The class as the user named it (the contract checks the name);
+            // the resolved number otherwise.
+            priority: spec
+                .queue_config
                 .as_ref()
-                .and_then(|a| a.allowed_nodes_in_node_group.clone())
-                .unwrap_or_default(),
+                .and_then(|q| q.priority_class.clone())
+                .unwrap_or_else(|| priority_class_of(resolved.priority)),
+            can_preempt: resolved.can_preempt,
+            can_be_preempted: resolved.can_be_preempted,
+            shared_memory_mib: resolved.shared_memory_mb,
+            disable_retry_on_program_error: resolved.disable_retry_on_program_error,
+            nodes: resolved.nodes.clone(),
         }
+    }
+
+    /// A resolved backoff limit as Kubernetes takes it: "no overall limit"
+    /// (only a per-index one) is no `backoffLimit` at all.
+    pub fn backoff_limit_of(limit: i64) -> Option<i64> {
+        (limit < i64::from(i32::MAX)).then_some(limit)
     }
 }
 
-/// The configuration page's shared-memory table: the row of the largest
-/// memory not above the shape's; below 4 GiB, half the memory.
-fn shared_memory_default_mib(memory_mib: i64) -> i64 {
-    const GIB: i64 = 1024;
-    const TABLE: [(i64, i64); 5] = [
-        (1024 * GIB, 100 * GIB),
-        (512 * GIB, 64 * GIB),
-        (128 * GIB, 32 * GIB),
-        (32 * GIB, 16 * GIB),
-        (4 * GIB, 2 * GIB),
-    ];
-    TABLE
-        .iter()
-        .find(|(memory, _)| memory_mib >= *memory)
-        .map(|(_, shm)| *shm)
-        .unwrap_or(memory_mib / 2)
+/// The class name of a priority number: 1000–3000 are `low-`, 4000–6000
+/// `mid-`, 7000–9000 `high-`.
+pub fn priority_class_of(priority: i64) -> String {
+    let band = match priority {
+        ..=3999 => "low",
+        4000..=6999 => "mid",
+        _ => "high",
+    };
+    format!("{band}-{priority}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priority_numbers_name_their_class() {
+        for class in PRIORITY_CLASSES {
+            let number: i64 = class.rsplit('-').next().unwrap().parse().unwrap();
+            assert_eq!(priority_class_of(number), class);
+        }
+    }
+
+    #[test]
+    fn an_unlimited_backoff_is_left_to_kubernetes() {
+        assert_eq!(SpecValues::backoff_limit_of(3), Some(3));
+        assert_eq!(SpecValues::backoff_limit_of(0), Some(0));
+        assert_eq!(SpecValues::backoff_limit_of(i64::MAX), None);
+    }
 }
