@@ -24,6 +24,35 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Kubernetes executor tools.
+    Kube {
+        #[command(subcommand)]
+        command: KubeCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KubeCommand {
+    /// Print the Kubernetes objects a job would create, as YAML, without a
+    /// cluster. Secret values and registry passwords are shown redacted.
+    Render(RenderArgs),
+}
+
+#[derive(Debug, Args)]
+struct RenderArgs {
+    /// The job as JSON: a Lepton job with `metadata` and `spec`.
+    #[arg(long)]
+    file: PathBuf,
+    /// The config file with node groups, shapes and `[executor.kubernetes]`;
+    /// without one, the defaults `jobdeck serve` uses.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The node group to place the job in; default: its first allowed group.
+    #[arg(long)]
+    node_group: Option<String>,
+    /// The namespace; default: the config's, else `default`.
+    #[arg(long)]
+    namespace: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -77,6 +106,9 @@ pub fn run() -> ExitCode {
             Command::Token {
                 command: TokenCommand::Create { user, data },
             } => token_create(&user, &data.data_dir).await,
+            Command::Kube {
+                command: KubeCommand::Render(args),
+            } => kube_render(args),
         }
     });
     match result {
@@ -204,5 +236,23 @@ async fn token_create(user: &str, data_dir: &Path) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot create the token: {e:?}"))?;
     println!("{token}");
+    Ok(())
+}
+
+fn kube_render(args: RenderArgs) -> Result<(), String> {
+    let config = match &args.config {
+        // The data directory is not used by a render.
+        Some(path) => Config::from_file(path, Path::new("."))?,
+        None => Config::for_data_dir("."),
+    };
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+    let yaml = crate::kubernetes::render_job_file(
+        &text,
+        &config,
+        args.node_group.as_deref(),
+        args.namespace.as_deref(),
+    )?;
+    print!("{yaml}");
     Ok(())
 }

@@ -22,3 +22,92 @@ pub mod watch;
 pub use executor::KubernetesExecutor;
 pub use mapping::{render, KubeObjects, RenderInput, SecretValues};
 pub use settings::KubernetesSettings;
+
+use std::collections::BTreeMap;
+
+use jobdeck_api::{FieldErrors, LeptonJob};
+
+use crate::config::Config;
+use crate::spec::ResolvedSpec;
+
+/// `jobdeck kube render`: the objects a job would create, as YAML. The job
+/// is checked as the server checks it; it is placed in `node_group` or its
+/// first allowed group, and its secret values are redacted (a render never
+/// sees them). Errors name the fields at fault.
+pub fn render_job_file(
+    json: &str,
+    config: &Config,
+    node_group: Option<&str>,
+    namespace: Option<&str>,
+) -> Result<String, String> {
+    let job: LeptonJob = serde_json::from_str(json).map_err(|e| format!("the job is not valid JSON for a Lepton job: {e}"))?;
+    let settings = KubernetesSettings::from_table(&config.executor.kubernetes)?;
+    let mut errors = jobdeck_api::validate_job(&job);
+    if job.metadata.name.is_none() && job.metadata.id.is_some() {
+        // Lepton clients may name a job by its id alone.
+        errors.remove("metadata.name");
+    }
+    if !errors.is_empty() {
+        return Err(describe(&errors));
+    }
+    let resolved = ResolvedSpec::resolve(&job.spec, config).map_err(|e| describe(&e))?;
+    let values = spec_values::SpecValues::from_resolved(&resolved, &job.spec);
+    let group_name = node_group
+        .map(String::from)
+        .or_else(|| resolved.node_groups.first().cloned())
+        .unwrap_or_default();
+    let Some(group) = config.node_group(&group_name) else {
+        return Err(format!("--node-group: no node group named '{group_name}'"));
+    };
+    if !resolved.node_groups.contains(&group.name) {
+        return Err(format!("--node-group: the job may not run in node group '{group_name}'"));
+    }
+    let target = mapping::NodeGroupTarget {
+        name: group.name.clone(),
+        node_labels: group.node_selector.clone(),
+    };
+    let shape = mapping::ShapeResources {
+        cpu: resolved.shape.cpu,
+        memory_mib: resolved.shape.memory_mb,
+        gpus: resolved.shape.gpus,
+        accelerator_type: resolved.shape.accelerator_type.clone(),
+    };
+    let id = job.id().to_string();
+    let name = job.metadata.name.clone().unwrap_or_else(|| id.clone());
+    let empty = BTreeMap::new();
+    let namespace = namespace
+        .map(String::from)
+        .or_else(|| settings.namespace.clone())
+        .unwrap_or_else(|| "default".into());
+    if let Err(e) = names::check_dns_label(&namespace) {
+        return Err(format!("--namespace: '{namespace}' {e}"));
+    }
+    let objects = render(
+        &RenderInput {
+            job_id: &id,
+            job_name: &name,
+            run: 0,
+            labels: job.metadata.labels.as_ref().unwrap_or(&empty),
+            annotations: job.metadata.annotations.as_ref().unwrap_or(&empty),
+            created_by: job.metadata.created_by.as_deref(),
+            spec: &job.spec,
+            values: &values,
+            shape: &shape,
+            node_group: Some(&target),
+            namespace: &namespace,
+            secrets: SecretValues::Redacted,
+        },
+        &settings,
+    )
+    .map_err(|e| describe(&e))?;
+    objects.to_yaml()
+}
+
+/// Field errors as lines, `path: message`.
+fn describe(errors: &FieldErrors) -> String {
+    let lines: Vec<String> = errors
+        .iter()
+        .flat_map(|(path, messages)| messages.iter().map(move |m| format!("  {path}: {m}")))
+        .collect();
+    format!("the job cannot run on Kubernetes:\n{}", lines.join("\n"))
+}
