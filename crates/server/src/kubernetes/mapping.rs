@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use jobdeck_api::defaults::{Priority, PRIORITY_CLASSES};
 use jobdeck_api::{FieldErrors, JobSpec};
 use k8s_openapi::api::batch::v1::{
     Job, JobSpec as KubeJobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
@@ -27,7 +28,7 @@ use serde::Serialize;
 
 use super::names;
 use super::settings::{KubernetesSettings, VolumeSource};
-use super::spec_values::{self, SpecValues};
+use super::spec_values::SpecValues;
 
 /// The name of the job's container in every pod.
 pub const CONTAINER_NAME: &str = "job";
@@ -167,18 +168,6 @@ pub fn priority_class_name(settings: &KubernetesSettings, priority: &str, can_pr
     format!("{}{priority}{suffix}", settings.priority_class_prefix)
 }
 
-/// The image reference with its tag: the image's own tag or digest when it
-/// has one, else `image_tag`, else `latest`.
-pub fn image_reference(image: &str, tag: Option<&str>) -> String {
-    let last = image.rsplit('/').next().unwrap_or(image);
-    if last.contains(':') || last.contains('@') {
-        image.to_string()
-    } else {
-        let tag = tag.filter(|t| !t.is_empty()).unwrap_or("latest");
-        format!("{image}:{tag}")
-    }
-}
-
 /// The registry an image is pulled from, as docker config keys name it.
 pub fn registry_host(image: &str) -> &str {
     match image.split_once('/') {
@@ -210,10 +199,10 @@ pub fn render(input: &RenderInput<'_>, settings: &KubernetesSettings) -> Result<
     if let Err(e) = names::check_dns_label(&id) {
         fail("metadata.id", format!("is not a valid Kubernetes name: it {e}"));
     }
-    if !spec_values::PRIORITY_CLASSES.contains(&values.priority.as_str()) {
+    if Priority::from_class(&values.priority).is_none() {
         fail(
             "spec.queue_config.priority_class",
-            format!("must be one of {}, not '{}'", spec_values::PRIORITY_CLASSES.join(", "), values.priority),
+            format!("must be one of {}, not '{}'", PRIORITY_CLASSES.join(", "), values.priority),
         );
     }
     let workers = values.workers;
@@ -271,7 +260,7 @@ pub fn render(input: &RenderInput<'_>, settings: &KubernetesSettings) -> Result<
     if image.is_empty() {
         fail("spec.container.image", "is required to run on Kubernetes".into());
     }
-    let image_ref = image_reference(image, spec.container.image_tag.as_deref());
+    let image_ref = spec.container.image_reference().unwrap_or_default();
     let mut image_pull_secrets: Vec<LocalObjectReference> = Vec::new();
     let registry_secret = match (
         spec.container.registry_username.as_deref().filter(|s| !s.is_empty()),
@@ -428,7 +417,7 @@ pub fn render(input: &RenderInput<'_>, settings: &KubernetesSettings) -> Result<
             Some(KubePort {
                 container_port: port,
                 name: p.name.clone(),
-                protocol: Some(p.protocol.clone().unwrap_or_else(|| "TCP".into())),
+                protocol: Some(p.protocol().as_str().to_string()),
                 host_port: p.host_port.and_then(|h| i32::try_from(h).ok()),
                 ..Default::default()
             })

@@ -364,7 +364,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "a digest is kept as it is",
-            patch: json!({"spec": {"container": {"image": "repo/img@sha256:abc", "image_tag": "v2"}}}),
+            patch: json!({"spec": {"container": {"image": "repo/img@sha256:abc"}}}),
             shape: "cpu.small",
             expect: vec![("/job/spec/template/spec/containers/0/image", json!("repo/img@sha256:abc"))],
         },
@@ -596,7 +596,7 @@ fn priority_classes_in_the_manifests_cover_every_rendered_name() {
         .map(|d| (d["metadata"]["name"].as_str().unwrap().to_string(), d))
         .collect();
     let settings = KubernetesSettings::default();
-    for (rank, priority) in super::super::spec_values::PRIORITY_CLASSES.iter().enumerate() {
+    for (rank, priority) in jobdeck_api::defaults::PRIORITY_CLASSES.iter().enumerate() {
         for can_preempt in [false, true] {
             let name = priority_class_name(&settings, priority, can_preempt);
             let class = classes.get(&name).unwrap_or_else(|| panic!("{name} is not in priority-classes.yaml"));

@@ -2,14 +2,11 @@
 //! the mapping renders, taken from the scheduler's `ResolvedSpec` so the
 //! defaults exist in one place.
 
+use jobdeck_api::defaults::Priority;
 use jobdeck_api::JobSpec;
 
 use crate::spec::ResolvedSpec;
 
-/// Lepton's nine priority classes, lowest first.
-pub const PRIORITY_CLASSES: [&str; 9] = [
-    "low-1000", "low-2000", "low-3000", "mid-4000", "mid-5000", "mid-6000", "high-7000", "high-8000", "high-9000",
-];
 
 /// A job's values with defaults applied.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,20 +66,20 @@ impl SpecValues {
     }
 }
 
-/// The class name of a priority number: 1000–3000 are `low-`, 4000–6000
-/// `mid-`, 7000–9000 `high-`.
+/// The class name of a resolved priority number (`4000` is `mid-4000`).
 pub fn priority_class_of(priority: i64) -> String {
-    let band = match priority {
-        ..=3999 => "low",
-        4000..=6999 => "mid",
-        _ => "high",
-    };
-    format!("{band}-{priority}")
+    u8::try_from(priority / 1000)
+        .ok()
+        .and_then(Priority::new)
+        .unwrap_or_default()
+        .class()
+        .to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jobdeck_api::defaults::PRIORITY_CLASSES;
 
     #[test]
     fn priority_numbers_name_their_class() {
