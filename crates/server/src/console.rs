@@ -6,9 +6,15 @@
 //! assets are cached for a year; `index.html` is revalidated every time.
 //! Every page carries a strict Content-Security-Policy whose script hashes
 //! are computed from the inline bootstrap script trunk writes.
+//!
+//! Hashed assets are compressed once with brotli at its best quality in the
+//! background at start-up, so a browser downloads the smallest bytes without
+//! the server paying for maximum compression on every request; until that is
+//! done (and for other files) responses are compressed on the fly.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -26,6 +32,8 @@ struct ConsoleFiles {
     dir: PathBuf,
     index_html: Option<String>,
     csp: HeaderValue,
+    /// Brotli-compressed bodies of hashed assets, by request path.
+    brotli: RwLock<HashMap<String, bytes::Bytes>>,
 }
 
 /// Adds the console to `router` as the fallback for every path outside
@@ -40,7 +48,12 @@ pub fn serve(router: Router<AppState>, dir: &Path) -> Router<AppState> {
         dir: dir.to_path_buf(),
         index_html,
         csp: HeaderValue::from_str(&csp).expect("the policy is ASCII"),
+        brotli: RwLock::new(HashMap::new()),
     });
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let files = files.clone();
+        runtime.spawn_blocking(move || precompress(&files));
+    }
     router.fallback(move |req: Request| {
         let files = files.clone();
         async move { serve_console(files, req).await }
@@ -52,11 +65,17 @@ async fn serve_console(files: Arc<ConsoleFiles>, req: Request) -> Response {
     if path == "/api" || path.starts_with("/api/") {
         return crate::error::AppError::NotFound(format!("no API route for {path}")).into_response();
     }
+    if accepts_brotli(&req) {
+        let body = files.brotli.read().ok().and_then(|m| m.get(&path).cloned());
+        if let Some(body) = body {
+            return with_security_headers(&files, precompressed_response(&path, body));
+        }
+    }
     let served = ServeDir::new(&files.dir)
         .append_index_html_on_directories(false)
         .oneshot(req)
         .await;
-    let mut response = match served {
+    let response = match served {
         Ok(res) if res.status() != StatusCode::NOT_FOUND && path != "/" => {
             let mut res = res.map(Body::new);
             let cache = if is_hashed_asset(&path) {
@@ -89,6 +108,10 @@ async fn serve_console(files: Arc<ConsoleFiles>, req: Request) -> Response {
                 .into_response(),
         },
     };
+    with_security_headers(&files, response)
+}
+
+fn with_security_headers(files: &ConsoleFiles, mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, files.csp.clone());
     headers.insert(
@@ -97,6 +120,74 @@ async fn serve_console(files: Arc<ConsoleFiles>, req: Request) -> Response {
     );
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    response
+}
+
+/// The best brotli quality in release builds; a fast one in debug builds,
+/// where the compressor itself is unoptimized and tests start many servers.
+pub const BROTLI_QUALITY: u32 = if cfg!(debug_assertions) { 5 } else { 11 };
+
+/// Compresses every hashed asset of the console directory.
+fn precompress(files: &ConsoleFiles) {
+    let Ok(entries) = std::fs::read_dir(&files.dir) else { return };
+    let started = std::time::Instant::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = format!("/{name}");
+        if !is_hashed_asset(&path) {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(entry.path()) else { continue };
+        let mut compressed = Vec::with_capacity(raw.len() / 3);
+        if brotli::BrotliCompress(&mut &raw[..], &mut compressed, &brotli_params()).is_ok() {
+            if let Ok(mut map) = files.brotli.write() {
+                map.insert(path, compressed.into());
+            }
+        }
+    }
+    let count = files.brotli.read().map(|m| m.len()).unwrap_or(0);
+    tracing::info!(count, elapsed_ms = started.elapsed().as_millis() as u64, "console assets precompressed");
+}
+
+/// The encoder settings for precompressed assets.
+pub fn brotli_params() -> brotli::enc::BrotliEncoderParams {
+    brotli::enc::BrotliEncoderParams {
+        quality: BROTLI_QUALITY as i32,
+        lgwin: 22,
+        ..Default::default()
+    }
+}
+
+fn accepts_brotli(req: &Request) -> bool {
+    req.headers()
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let refused = parts.any(|p| matches!(p.trim(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
+            name.eq_ignore_ascii_case("br") && !refused
+        })
+}
+
+fn precompressed_response(path: &str, body: bytes::Bytes) -> Response {
+    let content_type = match path.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("js") => "text/javascript",
+        Some("wasm") => "application/wasm",
+        Some("css") => "text/css",
+        _ => "application/octet-stream",
+    };
+    let mut response = Response::new(Body::from(body));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("br"));
+    headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
     response
 }
 

@@ -65,3 +65,38 @@ async fn missing_assets_and_unknown_api_paths_are_404s_not_html() {
     assert_eq!(res.status, StatusCode::NOT_FOUND);
     assert_eq!(res.json()["code"], "not_found");
 }
+
+#[tokio::test]
+async fn hashed_assets_are_served_precompressed_with_brotli() {
+    let (app, dist) = app_with_console().await;
+    let original = std::fs::read(dist.path().join("app-0123456789abcdef.js")).unwrap();
+    let fetch = || async {
+        let request = axum::http::Request::builder()
+            .uri("/app-0123456789abcdef.js")
+            .header(header::ACCEPT_ENCODING, "gzip, br")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let res = tower::ServiceExt::oneshot(app.router.clone(), request).await.unwrap();
+        let headers = res.headers().clone();
+        let body = http_body_util::BodyExt::collect(res.into_body()).await.unwrap().to_bytes();
+        (headers, body)
+    };
+    let mut expected = Vec::new();
+    brotli::BrotliCompress(&mut &original[..], &mut expected, &jobdeck_server::console::brotli_params()).unwrap();
+    // The compression runs in the background after start-up; the answer is
+    // brotli either way, and exactly the precompressed bytes once ready.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (headers, body) = fetch().await;
+        assert_eq!(headers[header::CONTENT_ENCODING], "br");
+        assert_eq!(headers[header::CONTENT_TYPE], "text/javascript");
+        let mut decoded = Vec::new();
+        brotli::BrotliDecompress(&mut &body[..], &mut decoded).unwrap();
+        assert_eq!(decoded, original);
+        if body[..] == expected[..] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never served precompressed");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
