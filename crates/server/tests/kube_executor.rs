@@ -1,0 +1,691 @@
+//! The kubernetes executor end to end through kube-rs, against a fake API
+//! server on a loopback port (`kube_fake`): what it sends to create, stop
+//! and delete a run, and how it reads pods, watches, logs and events back
+//! into replicas, events, logs and outcomes in the real store.
+
+mod kube_fake;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jobdeck_api::JobSpec;
+use jobdeck_server::config::{Config, MachineInfo};
+use jobdeck_server::executor::{Executor, ExecutorHost, HostMessage, JobLaunch, Placement, RunOutcome, StopReason};
+use jobdeck_server::kubernetes::{KubernetesExecutor, KubernetesSettings};
+use jobdeck_server::logs::LogStore;
+use jobdeck_server::spec::ResolvedSpec;
+use jobdeck_server::store::{JobRow, JobRuntime, ReplicaRow};
+use jobdeck_server::Store;
+use kube_fake::{FakeKube, Kind, NAMESPACE};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+const JOB_ID: &str = "train-ab12c";
+const HF_TOKEN: &str = "hf_s3cr3t_value";
+const REGISTRY_PASSWORD: &str = "nvapi-registry-password";
+
+fn config_text(extra_settings: &str) -> String {
+    format!(
+        r#"
+[executor]
+kind = "kubernetes"
+
+[executor.kubernetes]
+namespace = "{NAMESPACE}"
+{extra_settings}
+
+[executor.kubernetes.node_groups.h100]
+tolerations = [{{ key = "nvidia.com/gpu", operator = "Exists", effect = "NoSchedule" }}]
+
+[[node_groups]]
+name = "h100"
+cpu = 64
+memory_mb = 1048576
+gpus = 8
+nodes = 2
+node_names = ["gpu-node-1", "gpu-node-2"]
+node_selector = {{ nodepool = "h100" }}
+
+[[shapes]]
+name = "gpu.1xh100"
+cpu = 8
+memory_mb = 65536
+gpus = 1
+accelerator_type = "H100"
+"#
+    )
+}
+
+struct Harness {
+    fake: FakeKube,
+    executor: KubernetesExecutor,
+    store: Store,
+    logs: LogStore,
+    host: ExecutorHost,
+    host_rx: mpsc::UnboundedReceiver<HostMessage>,
+    config: Arc<Config>,
+    _dir: tempfile::TempDir,
+}
+
+async fn harness(extra_settings: &str) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = MachineInfo {
+        hostname: "box".into(),
+        cpus: 4.0,
+        memory_mb: 16384,
+        gpus: 0,
+        gpu_product: None,
+        gpu_memory_mb: None,
+    };
+    let config = Arc::new(Config::from_toml(&config_text(extra_settings), dir.path(), &machine).unwrap());
+    let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
+    let logs = LogStore::new(dir.path());
+    let (tx, host_rx) = mpsc::unbounded_channel();
+    let host = ExecutorHost::new(store.clone(), logs.clone(), tx);
+    let fake = FakeKube::start().await;
+    let executor = executor_for(&fake, &config, host.clone());
+    Harness {
+        fake,
+        executor,
+        store,
+        logs,
+        host,
+        host_rx,
+        config,
+        _dir: dir,
+    }
+}
+
+/// An executor whose kube-rs client talks to the fake, as a kubeconfig
+/// with the fake's address as its cluster would make it.
+fn executor_for(fake: &FakeKube, config: &Arc<Config>, host: ExecutorHost) -> KubernetesExecutor {
+    let mut kube_config = kube::Config::new(fake.url().parse().unwrap());
+    kube_config.default_namespace = "default".into();
+    let settings = KubernetesSettings::from_table(&config.executor.kubernetes).unwrap();
+    KubernetesExecutor::with_kube_config(kube_config, settings, config.clone(), host).unwrap()
+}
+
+fn spec(extra: Value) -> JobSpec {
+    let mut value = json!({
+        "resource_shape": "gpu.1xh100",
+        "affinity": {"allowed_dedicated_node_groups": ["h100"]},
+        "container": {
+            "image": "registry.example.com/team/train", "image_tag": "v1",
+            "command": ["python", "train.py"],
+            "registry_username": "bot", "registry_password": REGISTRY_PASSWORD
+        },
+        "envs": [
+            {"name": "HF_TOKEN", "value_from": {"secret_name_ref": "hf"}},
+            {"name": "EPOCHS", "value": "3"}
+        ],
+        "completions": 10, "parallelism": 10, "backoff_limit": 20
+    });
+    kube_fake::merge_patch(&mut value, &extra);
+    serde_json::from_value(value).unwrap()
+}
+
+impl Harness {
+    /// Stores the job the way the API does, so the executor can read its
+    /// metadata.
+    async fn store_job(&self, spec: &JobSpec) {
+        let metadata = json!({
+            "id": JOB_ID, "name": "train", "created_by": "alice",
+            "labels": {"team": "vision"}, "annotations": {"example.com/ticket": "ML-42"}
+        });
+        self.store
+            .insert_job(
+                JobRow {
+                    id: JOB_ID.into(),
+                    name: "train".into(),
+                    created_by: "alice".into(),
+                    visibility: "private".into(),
+                    created_at: 1,
+                    metadata_json: metadata.to_string(),
+                    spec_json: serde_json::to_string(spec).unwrap(),
+                    priority: 4000,
+                    node_groups: ",h100,".into(),
+                    runtime: JobRuntime {
+                        state: "Starting".into(),
+                        ..JobRuntime::default()
+                    },
+                },
+                Vec::new(),
+            )
+            .await
+            .unwrap();
+    }
+
+    fn launch(&self, spec: &JobSpec, run: i64) -> JobLaunch {
+        let resolved = ResolvedSpec::resolve(spec, &self.config).unwrap();
+        JobLaunch {
+            job_id: JOB_ID.into(),
+            job_name: "train".into(),
+            run,
+            spec: spec.clone(),
+            shape: resolved.shape.clone(),
+            placement: Placement {
+                node_group: "h100".into(),
+                slots: Vec::new(),
+            },
+            completions: resolved.completions,
+            parallelism: resolved.parallelism,
+            workers: resolved.workers,
+            backoff_limit: resolved.backoff_limit,
+            max_failure_retry: resolved.max_failure_retry,
+            disable_retry_on_program_error: resolved.disable_retry_on_program_error,
+            shared_memory_mb: resolved.shared_memory_mb,
+            log_collection: true,
+            env: vec![("HF_TOKEN".into(), HF_TOKEN.into()), ("EPOCHS".into(), "3".into())],
+            first_attempt: 0,
+            master_port: 29400,
+        }
+    }
+
+    async fn replicas(&self) -> Vec<ReplicaRow> {
+        self.store.replicas_of(JOB_ID.to_string()).await.unwrap()
+    }
+
+    async fn replica(&self, index: i64, attempt: i64) -> Option<ReplicaRow> {
+        self.replicas()
+            .await
+            .into_iter()
+            .find(|r| r.completion_index == index && r.attempt == attempt)
+    }
+
+    /// Waits for the next run outcome the executor reports.
+    async fn outcome(&mut self) -> (String, i64, RunOutcome) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let message = tokio::time::timeout_at(deadline, self.host_rx.recv())
+                .await
+                .expect("no outcome within 20 s")
+                .expect("host channel closed");
+            if let HostMessage::Outcome { job_id, run, outcome } = message {
+                return (job_id, run, outcome);
+            }
+        }
+    }
+
+    /// Plays the Job controller creating the run's pods: the fixture pods
+    /// (testdata/pods.json), with the uid of the Job that exists now.
+    fn create_fixture_pods(&self, names: &[&str]) {
+        let job_uid = self.fake.object(Kind::Job, JOB_ID).unwrap()["metadata"]["uid"].clone();
+        for mut pod in fixture_pods() {
+            let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+            if !names.is_empty() && !names.contains(&name.as_str()) {
+                continue;
+            }
+            pod["metadata"]["ownerReferences"][0]["uid"] = job_uid.clone();
+            self.fake.put(Kind::Pod, pod);
+        }
+    }
+}
+
+fn fixture_pods() -> Vec<Value> {
+    let list: Value = serde_json::from_str(include_str!("../src/kubernetes/testdata/pods.json")).unwrap();
+    list["items"].as_array().unwrap().clone()
+}
+
+/// Polls a condition (an expression that may `.await`) until it holds,
+/// for at most 20 s.
+macro_rules! eventually {
+    ($what:expr, $condition:expr) => {{
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if $condition {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {}", $what);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }};
+}
+
+/// Now, as Kubernetes writes event times.
+fn now_rfc3339() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}
+
+
+const JOBS: &str = "/apis/batch/v1/namespaces/ml/jobs";
+const SECRETS: &str = "/api/v1/namespaces/ml/secrets";
+const SERVICES: &str = "/api/v1/namespaces/ml/services";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_creates_the_job_suspended_then_its_owned_objects_then_resumes_it() {
+    let h = harness("").await;
+    let spec = spec(json!({"workers": 2}));
+    h.store_job(&spec).await;
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+
+    let writes = h.fake.writes();
+    let summary: Vec<(String, String)> = writes.iter().map(|r| (r.method.clone(), r.path.clone())).collect();
+    let job_path = format!("{JOBS}/{JOB_ID}");
+    assert_eq!(
+        summary,
+        [
+            ("POST".to_string(), JOBS.to_string()),
+            ("POST".to_string(), SECRETS.to_string()),
+            ("POST".to_string(), SECRETS.to_string()),
+            ("POST".to_string(), SERVICES.to_string()),
+            ("PATCH".to_string(), job_path.clone()),
+        ]
+    );
+
+    // The Job: created suspended, Indexed, with the job's metadata.
+    let job = &writes[0].body;
+    assert_eq!(job["metadata"]["name"], json!(JOB_ID));
+    assert_eq!(job["metadata"]["namespace"], json!(NAMESPACE));
+    assert_eq!(job["metadata"]["labels"]["team"], json!("vision"));
+    assert_eq!(job["metadata"]["labels"]["jobdeck.dev/run"], json!("0"));
+    assert_eq!(job["metadata"]["annotations"]["jobdeck.dev/created-by"], json!("alice"));
+    assert_eq!(job["metadata"]["annotations"]["example.com/ticket"], json!("ML-42"));
+    assert_eq!(job["spec"]["suspend"], json!(true));
+    assert_eq!(job["spec"]["completionMode"], json!("Indexed"));
+    assert_eq!(job["spec"]["completions"], json!(2));
+    assert_eq!(job["spec"]["parallelism"], json!(2));
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(pod["nodeSelector"], json!({"nodepool": "h100"}));
+    assert_eq!(pod["subdomain"], json!(JOB_ID));
+    assert_eq!(pod["containers"][0]["image"], json!("registry.example.com/team/train:v1"));
+    assert_eq!(pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], json!("1"));
+
+    // The Secrets and the Service belong to the Job the fake created.
+    let job_uid = h.fake.object(Kind::Job, JOB_ID).unwrap()["metadata"]["uid"].clone();
+    for write in &writes[1..4] {
+        let owner = &write.body["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["kind"], json!("Job"), "{}", write.body);
+        assert_eq!(owner["name"], json!(JOB_ID));
+        assert_eq!(owner["uid"], job_uid);
+        assert_eq!(owner["controller"], json!(true));
+    }
+    let env_secret = &writes[1].body;
+    assert_eq!(env_secret["metadata"]["name"], json!(format!("{JOB_ID}-env")));
+    assert_eq!(env_secret["stringData"], json!({"HF_TOKEN": HF_TOKEN}), "only secret references go into the Secret");
+    let registry = &writes[2].body;
+    assert_eq!(registry["type"], json!("kubernetes.io/dockerconfigjson"));
+    let docker_config: Value =
+        serde_json::from_str(registry["stringData"][".dockerconfigjson"].as_str().unwrap()).unwrap();
+    assert_eq!(docker_config["auths"]["registry.example.com"]["password"], json!(REGISTRY_PASSWORD));
+    assert_eq!(writes[3].body["spec"]["clusterIP"], json!("None"));
+
+    // Then resumed with a merge patch.
+    assert_eq!(writes[4].content_type.as_deref(), Some("application/merge-patch+json"));
+    assert_eq!(writes[4].body, json!({"spec": {"suspend": false}}));
+    assert_eq!(h.fake.object(Kind::Job, JOB_ID).unwrap()["spec"]["suspend"], json!(false));
+
+    // The password and the secret value go nowhere but their Secrets.
+    for write in writes.iter().filter(|w| w.path != SECRETS) {
+        let text = write.body.to_string();
+        assert!(!text.contains(REGISTRY_PASSWORD) && !text.contains(HF_TOKEN), "{text}");
+    }
+    let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
+    assert!(events.iter().any(|e| e.reason == "KubernetesJobCreated" && e.message.contains("ml/train-ab12c")));
+    assert!(events.iter().all(|e| !e.message.contains(REGISTRY_PASSWORD)));
+
+    // Starting the same run again does nothing.
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    assert_eq!(h.fake.writes().len(), writes.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
+    let h = harness("").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    h.fake.set_log(
+        "train-ab12c-2-b5t8w",
+        "2026-01-10T10:00:05.000000001Z loading data\n2026-01-10T10:00:06.5Z epoch 1 \x1b[32mloss 0.52\x1b[0m\n2026-01-10T10:00:07Z <b>not html</b>\n",
+    );
+    h.fake.set_log("train-ab12c-4-z8x1c", "2026-01-10T10:02:29Z allocating 80 GiB\n");
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    h.create_fixture_pods(&[]);
+
+    eventually!("all ten pods as replicas", h.replicas().await.len() == 10);
+    struct Row {
+        index: i64,
+        attempt: i64,
+        phase: &'static str,
+        readiness: Option<(&'static str, &'static str)>,
+        reason: Option<&'static str>,
+        exit_code: Option<i64>,
+        node: Option<&'static str>,
+    }
+    let rows = [
+        Row { index: 0, attempt: 0, phase: "pending", readiness: Some(("NoCapacity", "Insufficient nvidia.com/gpu")), reason: None, exit_code: None, node: None },
+        Row { index: 1, attempt: 0, phase: "pending", readiness: Some(("ConfigError", "cannot pull the image (ImagePullBackOff)")), reason: None, exit_code: None, node: Some("gpu-node-1") },
+        Row { index: 2, attempt: 0, phase: "running", readiness: None, reason: None, exit_code: None, node: Some("gpu-node-2") },
+        Row { index: 3, attempt: 0, phase: "succeeded", readiness: None, reason: Some("Completed"), exit_code: Some(0), node: Some("gpu-node-2") },
+        Row { index: 4, attempt: 0, phase: "failed", readiness: None, reason: Some("OOMKilled"), exit_code: Some(137), node: Some("gpu-node-3") },
+        Row { index: 5, attempt: 0, phase: "failed", readiness: None, reason: Some("Evicted"), exit_code: Some(137), node: Some("gpu-node-3") },
+        Row { index: 6, attempt: 0, phase: "failed", readiness: None, reason: Some("Error"), exit_code: Some(1), node: Some("gpu-node-1") },
+        Row { index: 6, attempt: 1, phase: "pending", readiness: Some(("ConfigError", "CreateContainerConfigError")), reason: None, exit_code: None, node: Some("gpu-node-1") },
+        Row { index: 7, attempt: 0, phase: "pending", readiness: Some(("InProgress", "ContainerCreating")), reason: None, exit_code: None, node: Some("gpu-node-2") },
+        Row { index: 8, attempt: 0, phase: "failed", readiness: None, reason: Some("Preempted"), exit_code: Some(143), node: Some("gpu-node-2") },
+    ];
+    for row in rows {
+        let r = h.replica(row.index, row.attempt).await.unwrap_or_else(|| panic!("no replica {}-{}", row.index, row.attempt));
+        let at = format!("replica {}-{}", row.index, row.attempt);
+        assert_eq!(r.run, 0, "{at}");
+        assert_eq!(r.phase, row.phase, "{at}");
+        match row.readiness {
+            Some((reason, message)) => {
+                assert_eq!(r.readiness_reason.as_deref(), Some(reason), "{at}");
+                assert!(r.readiness_message.as_deref().unwrap().contains(message), "{at}: {:?}", r.readiness_message);
+            }
+            None => assert_eq!(r.readiness_reason, None, "{at}"),
+        }
+        assert_eq!(r.reason.as_deref(), row.reason, "{at}");
+        assert_eq!(r.exit_code, row.exit_code, "{at}");
+        assert_eq!(r.node.as_deref(), row.node, "{at}");
+        if row.node.is_some() {
+            assert_eq!(r.node_group.as_deref(), Some("h100"), "{at}");
+        }
+        let state: Value = serde_json::from_str(r.executor_state.as_deref().unwrap()).unwrap();
+        assert!(state["pod"].as_str().unwrap().starts_with(&format!("{JOB_ID}-{}-", row.index)), "{at}");
+    }
+
+    // The running pod's log is copied line by line with the kubelet's times;
+    // colours and markup stay as they are.
+    eventually!("the running replica's log", {
+        h.logs.open(JOB_ID, 2, 0).unwrap().is_some_and(|r| r.line_count().unwrap() == 3)
+    });
+    let mut reader = h.logs.open(JOB_ID, 2, 0).unwrap().unwrap();
+    let lines = reader.lines(1, 3).unwrap();
+    assert_eq!(lines[0].text, "loading data");
+    assert_eq!(lines[1].text, "epoch 1 \x1b[32mloss 0.52\x1b[0m");
+    assert_eq!(lines[2].text, "<b>not html</b>");
+    assert_eq!(lines[1].time, 1_768_039_206_500);
+    // A pod that already ended still has its log copied.
+    eventually!("the OOM-killed replica's log", {
+        h.logs.open(JOB_ID, 4, 0).unwrap().is_some_and(|r| r.line_count().unwrap() == 1)
+    });
+    let log_requests: Vec<_> = h
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/train-ab12c-2-b5t8w/log"))
+        .collect();
+    let query = &log_requests[0].query;
+    assert_eq!(
+        (query.get("container").map(String::as_str), query.get("follow").map(String::as_str), query.get("timestamps").map(String::as_str)),
+        (Some("job"), Some("true"), Some("true"))
+    );
+    // Once copied, the replica records it so a restart does not copy again.
+    eventually!("the copy recorded in the replica", {
+        let r = h.replica(2, 0).await.unwrap();
+        serde_json::from_str::<Value>(r.executor_state.as_deref().unwrap()).unwrap()["logs_copied"] == json!(true)
+    });
+
+    // Watches carry changes: the running pod finishes.
+    h.fake.patch(
+        Kind::Pod,
+        "train-ab12c-2-b5t8w",
+        json!({"status": {"phase": "Succeeded", "containerStatuses": [{
+            "name": "job", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                "startedAt": "2026-01-10T10:00:05Z", "finishedAt": "2026-01-10T10:09:00Z"}}}]}}),
+    );
+    eventually!("the finished replica", h.replica(2, 0).await.unwrap().phase == "succeeded");
+    assert_eq!(h.replica(2, 0).await.unwrap().end_time, Some(1_768_039_740_000));
+
+    // Kubernetes events of the Job and its pods become the job's events,
+    // pointing at replicas; events of other objects do not.
+    h.fake.put(
+        Kind::Event,
+        json!({"metadata": {"name": "train-ab12c-1-m9q4z.1"},
+               "involvedObject": {"kind": "Pod", "name": "train-ab12c-1-m9q4z", "namespace": "ml", "uid": "aaaaaaaa-0000-4000-8000-0000000000a1"},
+               "reason": "Failed", "type": "Warning", "count": 3,
+               "message": "Failed to pull image \"registry.example.com/team/train:v1\": 401 Unauthorized",
+               "firstTimestamp": now_rfc3339(), "lastTimestamp": now_rfc3339()}),
+    );
+    h.fake.put(
+        Kind::Event,
+        json!({"metadata": {"name": "train-ab12c.1"},
+               "involvedObject": {"kind": "Job", "name": "train-ab12c", "namespace": "ml"},
+               "reason": "SuccessfulCreate", "type": "Normal", "count": 1,
+               "message": "Created pod: train-ab12c-0-x7k2p",
+               "lastTimestamp": now_rfc3339()}),
+    );
+    h.fake.put(
+        Kind::Event,
+        json!({"metadata": {"name": "other.1"},
+               "involvedObject": {"kind": "Pod", "name": "someone-else-0-abcde", "namespace": "ml"},
+               "reason": "Killing", "type": "Normal", "count": 1, "message": "not ours",
+               "lastTimestamp": now_rfc3339()}),
+    );
+    eventually!("the Kubernetes events", {
+        let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
+        events.iter().any(|e| e.reason == "Failed") && events.iter().any(|e| e.reason == "SuccessfulCreate")
+    });
+    let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
+    let pull = events.iter().find(|e| e.reason == "Failed").unwrap();
+    assert_eq!((pull.kind.as_str(), pull.regarding_kind.as_str(), pull.regarding_name.as_str()), ("Warning", "Replica", "train-ab12c-1-0"));
+    assert_eq!(pull.count, 3, "a repeated Kubernetes event keeps its count");
+    assert!(pull.message.contains("401 Unauthorized"));
+    let created = events.iter().find(|e| e.reason == "SuccessfulCreate").unwrap();
+    assert_eq!((created.regarding_kind.as_str(), created.regarding_name.as_str()), ("Job", JOB_ID));
+    assert!(events.iter().all(|e| e.message != "not ours"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_suspends_the_job_and_ends_its_replicas_as_stopped() {
+    let mut h = harness("").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    h.create_fixture_pods(&["train-ab12c-2-b5t8w", "train-ab12c-3-q2w6e", "train-ab12c-7-h6j3k"]);
+    eventually!("three replicas", h.replicas().await.len() == 3);
+
+    h.executor.stop(JOB_ID, 0, StopReason::Preempted).await.unwrap();
+    let last = h.fake.writes().last().cloned().unwrap();
+    assert_eq!((last.method.as_str(), last.path.as_str()), ("PATCH", format!("{JOBS}/{JOB_ID}").as_str()));
+    assert_eq!(last.body, json!({"spec": {"suspend": true}}));
+
+    // The Job controller deletes the active pods and reports the Job
+    // suspended.
+    h.fake.patch(Kind::Pod, "train-ab12c-2-b5t8w", json!({"metadata": {"deletionTimestamp": "2026-01-10T10:05:00Z"}}));
+    h.fake.delete(Kind::Pod, "train-ab12c-2-b5t8w");
+    h.fake.delete(Kind::Pod, "train-ab12c-7-h6j3k");
+    h.fake.patch(
+        Kind::Job,
+        JOB_ID,
+        json!({"status": {"active": 0, "conditions": [{"type": "Suspended", "status": "True", "reason": "JobSuspended"}]}}),
+    );
+    let (job_id, run, outcome) = h.outcome().await;
+    assert_eq!((job_id.as_str(), run, outcome), (JOB_ID, 0, RunOutcome::Stopped));
+    let running = h.replica(2, 0).await.unwrap();
+    assert_eq!((running.phase.as_str(), running.reason.as_deref()), ("failed", Some("Preempted")));
+    assert!(running.end_time.is_some());
+    let pending = h.replica(7, 0).await.unwrap();
+    assert_eq!((pending.phase.as_str(), pending.reason.as_deref()), ("failed", Some("Preempted")));
+    assert_eq!(pending.readiness_reason, None);
+    let done = h.replica(3, 0).await.unwrap();
+    assert_eq!((done.phase.as_str(), done.reason.as_deref()), ("succeeded", Some("Completed")), "finished replicas keep their end");
+
+    // Stopping a run the executor does not drive reports it stopped at once.
+    h.executor.stop("unknown-job", 3, StopReason::Stopped).await.unwrap();
+    let (job_id, run, outcome) = h.outcome().await;
+    assert_eq!((job_id.as_str(), run, outcome), ("unknown-job", 3, RunOutcome::Stopped));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_job_is_explained_by_its_first_failed_replica() {
+    let mut h = harness("").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    h.create_fixture_pods(&["train-ab12c-4-z8x1c", "train-ab12c-6-y3u5i"]);
+    eventually!("two replicas", h.replicas().await.len() == 2);
+    h.fake.patch(
+        Kind::Job,
+        JOB_ID,
+        json!({"status": {"failed": 2, "conditions": [{"type": "Failed", "status": "True",
+            "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}]}}),
+    );
+    let (_, _, outcome) = h.outcome().await;
+    let RunOutcome::Failed { reason, message, program_error } = outcome else {
+        panic!("expected a failure, got {outcome:?}");
+    };
+    assert_eq!(reason, "BackoffLimitExceeded");
+    // Exit code 1 at 10:01:00 came before the OOM kill at 10:02:30.
+    assert!(program_error);
+    assert!(message.contains("first failure: replica 6 (Error, exit code 1)"), "{message}");
+    let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
+    let failure = events.iter().find(|e| e.reason == "BackoffLimitExceeded").unwrap();
+    assert_eq!(failure.kind, "Warning");
+    assert!(failure.message.contains("ERR_PROGRAM"), "{}", failure.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_program_error_rule_and_the_deadline_end_a_run_with_their_reasons() {
+    for (condition_reason, expected_reason, program_error) in [
+        ("PodFailurePolicy", "ProgramError", true),
+        ("DeadlineExceeded", "DeadlineExceeded", false),
+    ] {
+        let mut h = harness("").await;
+        let spec = spec(json!({"disable_retry_on_program_error": true, "active_deadline_seconds": 600}));
+        h.store_job(&spec).await;
+        h.executor.start(h.launch(&spec, 0)).await.unwrap();
+        let rules = &h.fake.writes()[0].body["spec"]["podFailurePolicy"]["rules"];
+        assert_eq!(rules[1]["action"], json!("FailJob"));
+        assert_eq!(h.fake.writes()[0].body["spec"]["activeDeadlineSeconds"], json!(600));
+        h.create_fixture_pods(&["train-ab12c-6-y3u5i"]);
+        eventually!("the replica", h.replicas().await.len() == 1);
+        h.fake.patch(
+            Kind::Job,
+            JOB_ID,
+            json!({"status": {"conditions": [{"type": "Failed", "status": "True", "reason": condition_reason, "message": "x"}]}}),
+        );
+        let (_, _, outcome) = h.outcome().await;
+        match outcome {
+            RunOutcome::Failed { reason, program_error: p, .. } => {
+                assert_eq!((reason.as_str(), p), (expected_reason, program_error), "{condition_reason}");
+            }
+            other => panic!("{condition_reason}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_can_never_pull_its_image_fails_the_run() {
+    let mut h = harness("stuck_pod_timeout_seconds = 1").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    h.create_fixture_pods(&["train-ab12c-1-m9q4z", "train-ab12c-2-b5t8w"]);
+    eventually!("two replicas", h.replicas().await.len() == 2);
+    eventually!("the suspension", {
+        h.fake.writes().iter().any(|w| w.method == "PATCH" && w.body == json!({"spec": {"suspend": true}}))
+    });
+    // The Job controller removes the pods of the suspended Job.
+    h.fake.delete(Kind::Pod, "train-ab12c-1-m9q4z");
+    h.fake.delete(Kind::Pod, "train-ab12c-2-b5t8w");
+    h.fake.patch(
+        Kind::Job,
+        JOB_ID,
+        json!({"status": {"active": 0, "conditions": [{"type": "Suspended", "status": "True"}]}}),
+    );
+    let (_, _, outcome) = h.outcome().await;
+    let RunOutcome::Failed { reason, message, program_error } = outcome else {
+        panic!("expected a failure, got {outcome:?}");
+    };
+    assert_eq!((reason.as_str(), program_error), ("ImagePullFailed", false));
+    assert!(message.contains("401 Unauthorized"), "{message}");
+    let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
+    assert!(events.iter().any(|e| e.reason == "ImagePullFailed" && e.message.contains("ERR_IMAGE_PULL")));
+    let stuck = h.replica(1, 0).await.unwrap();
+    assert_eq!((stuck.phase.as_str(), stuck.reason.as_deref()), ("failed", Some("ImagePullFailed")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_run_replaces_the_job_of_the_last_and_forget_deletes_it() {
+    let mut h = harness("").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    h.executor.stop(JOB_ID, 0, StopReason::Stopped).await.unwrap();
+    h.fake.patch(Kind::Job, JOB_ID, json!({"status": {"conditions": [{"type": "Suspended", "status": "True"}]}}));
+    assert_eq!(h.outcome().await.2, RunOutcome::Stopped);
+    let old_uid = h.fake.object(Kind::Job, JOB_ID).unwrap()["metadata"]["uid"].clone();
+    let before = h.fake.writes().len();
+
+    let mut next = h.launch(&spec, 1);
+    next.first_attempt = 1;
+    h.executor.start(next).await.unwrap();
+    let writes: Vec<(String, String)> = h.fake.writes()[before..]
+        .iter()
+        .map(|w| (w.method.clone(), w.path.clone()))
+        .collect();
+    let job_path = format!("{JOBS}/{JOB_ID}");
+    assert_eq!(writes[0], ("POST".to_string(), JOBS.to_string()), "the name is taken: 409");
+    assert_eq!(writes[1], ("DELETE".to_string(), job_path.clone()));
+    assert_eq!(writes[2], ("POST".to_string(), JOBS.to_string()));
+    assert_eq!(writes.last().unwrap(), &("PATCH".to_string(), job_path.clone()));
+    let job = h.fake.object(Kind::Job, JOB_ID).unwrap();
+    assert_ne!(job["metadata"]["uid"], old_uid);
+    assert_eq!(job["metadata"]["labels"]["jobdeck.dev/run"], json!("1"));
+
+    // The new run's pods get attempt numbers from first_attempt on.
+    let mut pod = fixture_pods()[2].clone();
+    pod["metadata"]["labels"]["jobdeck.dev/run"] = json!("1");
+    pod["metadata"]["uid"] = json!("bbbbbbbb-0000-4000-8000-000000000001");
+    h.fake.put(Kind::Pod, pod);
+    eventually!("the new run's replica", h.replica(2, 1).await.is_some_and(|r| r.run == 1));
+
+    h.executor.forget(JOB_ID).await.unwrap();
+    let last = h.fake.writes().last().cloned().unwrap();
+    assert_eq!((last.method.as_str(), last.path.as_str()), ("DELETE", job_path.as_str()));
+    assert_eq!(last.body["propagationPolicy"], json!("Background"));
+    assert!(h.fake.object(Kind::Job, JOB_ID).is_none());
+    // Forgetting a job that is gone already is fine.
+    h.executor.forget(JOB_ID).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_picks_up_its_runs_where_they_are() {
+    let mut h = harness("").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    h.create_fixture_pods(&["train-ab12c-6-y3u5i", "train-ab12c-6-p0o9l", "train-ab12c-2-b5t8w"]);
+    eventually!("three replicas", h.replicas().await.len() == 3);
+
+    // The server goes away: its executor stops; the cluster carries on.
+    let writes_before = h.fake.writes().len();
+    drop(std::mem::replace(&mut h.executor, executor_for(&h.fake, &h.config, h.host.clone())));
+    // Let the old controller notice it is gone before the cluster moves on.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.fake.patch(
+        Kind::Pod,
+        "train-ab12c-6-p0o9l",
+        json!({"status": {"phase": "Running", "containerStatuses": [{
+            "name": "job", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
+            "state": {"running": {"startedAt": "2026-01-10T10:01:10Z"}}}]}}),
+    );
+    h.executor.recover(vec![h.launch(&spec, 0)]).await.unwrap();
+    eventually!("the retry seen running after the restart", {
+        h.replica(6, 1).await.unwrap().phase == "running"
+    });
+    let new_writes: Vec<_> = h.fake.writes()[writes_before..].to_vec();
+    assert!(new_writes.iter().all(|w| w.method != "POST"), "nothing is created again: {new_writes:?}");
+    assert_eq!(h.replicas().await.len(), 3, "attempt numbers are kept, not handed out again");
+
+    h.fake.patch(
+        Kind::Job,
+        JOB_ID,
+        json!({"status": {"succeeded": 10, "conditions": [{"type": "Complete", "status": "True"}]}}),
+    );
+    let (_, run, outcome) = h.outcome().await;
+    assert_eq!((run, outcome), (0, RunOutcome::Succeeded));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovering_a_run_whose_job_was_never_created_creates_it() {
+    let h = harness("").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    h.executor.recover(vec![h.launch(&spec, 0)]).await.unwrap();
+    assert!(h.fake.object(Kind::Job, JOB_ID).is_some());
+    assert_eq!(h.fake.object(Kind::Job, JOB_ID).unwrap()["spec"]["suspend"], json!(false));
+}

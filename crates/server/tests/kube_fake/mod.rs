@@ -1,0 +1,570 @@
+//! A fake Kubernetes API server for the executor's tests: real HTTP on a
+//! loopback port, answering the paths, verbs and bodies kube-rs uses the way
+//! the API server does (lists with a resource version, watches as a stream of
+//! `{"type","object"}` lines resumed from a version, `409 AlreadyExists`,
+//! `404 NotFound` Status bodies, merge patches, `stringData` folded into
+//! `data`, the pod log API). It records every request so tests can assert
+//! what the executor sent, and lets tests play the Job controller and the
+//! kubelet by changing pods, Jobs and events.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+pub const NAMESPACE: &str = "ml";
+
+/// One request the fake received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub query: BTreeMap<String, String>,
+    pub content_type: Option<String>,
+    pub body: Value,
+}
+
+/// The resource collections the fake serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Job,
+    Pod,
+    Secret,
+    Service,
+    Event,
+}
+
+impl Kind {
+    fn api_version(self) -> &'static str {
+        match self {
+            Kind::Job => "batch/v1",
+            _ => "v1",
+        }
+    }
+    fn kind(self) -> &'static str {
+        match self {
+            Kind::Job => "Job",
+            Kind::Pod => "Pod",
+            Kind::Secret => "Secret",
+            Kind::Service => "Service",
+            Kind::Event => "Event",
+        }
+    }
+    fn plural(self) -> &'static str {
+        match self {
+            Kind::Job => "jobs",
+            Kind::Pod => "pods",
+            Kind::Secret => "secrets",
+            Kind::Service => "services",
+            Kind::Event => "events",
+        }
+    }
+    fn group(self) -> &'static str {
+        match self {
+            Kind::Job => "batch",
+            _ => "",
+        }
+    }
+}
+
+/// A change as watches report it.
+#[derive(Debug, Clone)]
+struct Change {
+    version: u64,
+    kind: Kind,
+    line: String,
+    labels: BTreeMap<String, String>,
+}
+
+#[derive(Default)]
+struct Objects {
+    requests: Vec<Recorded>,
+    version: u64,
+    next_uid: u64,
+    store: BTreeMap<(Kind, String), Value>,
+    history: Vec<Change>,
+    logs: BTreeMap<String, String>,
+}
+
+struct Shared {
+    objects: Mutex<Objects>,
+    changes: broadcast::Sender<Change>,
+}
+
+/// The running fake; dropping it stops the server.
+pub struct FakeKube {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeKube {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl FakeKube {
+    pub async fn start() -> FakeKube {
+        let (changes, _) = broadcast::channel(1024);
+        let shared = Arc::new(Shared {
+            objects: Mutex::new(Objects {
+                version: 100,
+                ..Objects::default()
+            }),
+            changes,
+        });
+        let router = Router::new().fallback(handle).with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, router).await.unwrap();
+        });
+        FakeKube { addr, shared, server }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests()
+    }
+
+    /// The requests that change something (everything but GET).
+    pub fn writes(&self) -> Vec<Recorded> {
+        self.requests().into_iter().filter(|r| r.method != "GET").collect()
+    }
+
+    pub fn object(&self, kind: Kind, name: &str) -> Option<Value> {
+        self.shared.object(kind, name)
+    }
+
+    /// Creates or replaces an object, as a controller would, and tells the
+    /// watches.
+    pub fn put(&self, kind: Kind, object: Value) {
+        self.shared.put(kind, object)
+    }
+
+    /// Changes an object with a JSON merge patch.
+    pub fn patch(&self, kind: Kind, name: &str, patch: Value) {
+        self.shared.patch(kind, name, patch)
+    }
+
+    pub fn delete(&self, kind: Kind, name: &str) {
+        self.shared.delete(kind, name)
+    }
+
+    /// What the pod log API answers for a pod (lines with their times).
+    pub fn set_log(&self, pod: &str, text: &str) {
+        self.shared.objects.lock().unwrap().logs.insert(pod.to_string(), text.to_string());
+    }
+}
+
+impl Shared {
+    fn requests(&self) -> Vec<Recorded> {
+        self.objects.lock().unwrap().requests.clone()
+    }
+
+    pub fn object(&self, kind: Kind, name: &str) -> Option<Value> {
+        self.objects
+            .lock()
+            .unwrap()
+            .store
+            .get(&(kind, name.to_string()))
+            .cloned()
+    }
+
+    /// Creates or replaces an object, as a controller would, and tells the
+    /// watches.
+    pub fn put(&self, kind: Kind, mut object: Value) {
+        let mut objects = self.objects.lock().unwrap();
+        let name = object["metadata"]["name"].as_str().unwrap().to_string();
+        let existed = objects.store.contains_key(&(kind, name.clone()));
+        if object["metadata"]["uid"].is_null() {
+            objects.next_uid += 1;
+            object["metadata"]["uid"] = json!(format!("00000000-0000-4000-8000-{:012}", objects.next_uid));
+        }
+        object["metadata"]["namespace"] = json!(NAMESPACE);
+        object["apiVersion"] = json!(kind.api_version());
+        object["kind"] = json!(kind.kind());
+        let kind_name = if existed { "MODIFIED" } else { "ADDED" };
+        self.commit(&mut objects, kind, name, object, kind_name);
+    }
+
+    /// Changes an object with a JSON merge patch.
+    pub fn patch(&self, kind: Kind, name: &str, patch: Value) {
+        let mut object = self.object(kind, name).unwrap_or_else(|| panic!("no {kind:?} {name}"));
+        merge_patch(&mut object, &patch);
+        self.put(kind, object);
+    }
+
+    pub fn delete(&self, kind: Kind, name: &str) {
+        let mut objects = self.objects.lock().unwrap();
+        if let Some(object) = objects.store.remove(&(kind, name.to_string())) {
+            self.announce(&mut objects, kind, object, "DELETED");
+        }
+    }
+
+
+    fn commit(&self, objects: &mut Objects, kind: Kind, name: String, mut object: Value, change: &str) {
+        objects.version += 1;
+        object["metadata"]["resourceVersion"] = json!(objects.version.to_string());
+        objects.store.insert((kind, name), object.clone());
+        self.announce_at(objects, kind, object, change);
+    }
+
+    fn announce(&self, objects: &mut Objects, kind: Kind, object: Value, change: &str) {
+        objects.version += 1;
+        let mut object = object;
+        object["metadata"]["resourceVersion"] = json!(objects.version.to_string());
+        self.announce_at(objects, kind, object, change);
+    }
+
+    fn announce_at(&self, objects: &mut Objects, kind: Kind, object: Value, change: &str) {
+        let labels = labels_of(&object);
+        let event = Change {
+            version: objects.version,
+            kind,
+            line: format!("{}\n", json!({"type": change, "object": object})),
+            labels,
+        };
+        objects.history.push(event.clone());
+        let _ = self.changes.send(event);
+    }
+}
+
+fn labels_of(object: &Value) -> BTreeMap<String, String> {
+    object["metadata"]["labels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// RFC 7386: objects merge key by key, `null` deletes, anything else
+/// replaces.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    match patch {
+        Value::Object(fields) => {
+            if !target.is_object() {
+                *target = json!({});
+            }
+            let map = target.as_object_mut().unwrap();
+            for (key, value) in fields {
+                if value.is_null() {
+                    map.remove(key);
+                } else {
+                    merge_patch(map.entry(key.clone()).or_insert(Value::Null), value);
+                }
+            }
+        }
+        other => *target = other.clone(),
+    }
+}
+
+fn matches_selector(labels: &BTreeMap<String, String>, selector: Option<&String>) -> bool {
+    let Some(selector) = selector else {
+        return true;
+    };
+    selector.split(',').filter(|s| !s.is_empty()).all(|term| match term.split_once('=') {
+        Some((key, value)) => labels.get(key).map(String::as_str) == Some(value.trim_start_matches('=')),
+        None => labels.contains_key(term),
+    })
+}
+
+fn status(code: u16, reason: &str, message: String) -> Response {
+    let body = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": message, "reason": reason, "code": code
+    });
+    (StatusCode::from_u16(code).unwrap(), axum::Json(body)).into_response()
+}
+
+fn parse_query(query: Option<&str>) -> BTreeMap<String, String> {
+    query
+        .map(|q| {
+            form_urlencoded::parse(q.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Where a path points: a collection, an object, or a pod's log.
+fn route(path: &str) -> Option<(Kind, Option<String>, bool)> {
+    let rest = path
+        .strip_prefix(&format!("/apis/batch/v1/namespaces/{NAMESPACE}/"))
+        .or_else(|| path.strip_prefix(&format!("/api/v1/namespaces/{NAMESPACE}/")))?;
+    let mut parts = rest.split('/');
+    let kind = match parts.next()? {
+        "jobs" if path.starts_with("/apis/batch/") => Kind::Job,
+        "pods" if path.starts_with("/api/v1/") => Kind::Pod,
+        "secrets" if path.starts_with("/api/v1/") => Kind::Secret,
+        "services" if path.starts_with("/api/v1/") => Kind::Service,
+        "events" if path.starts_with("/api/v1/") => Kind::Event,
+        _ => return None,
+    };
+    let name = parts.next().map(String::from);
+    let log = match parts.next() {
+        None => false,
+        Some("log") if kind == Kind::Pod => true,
+        Some(_) => return None,
+    };
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((kind, name, log))
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let query = parse_query(request.uri().query());
+    let content_type = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let bytes: Bytes = axum::body::to_bytes(request.into_body(), 16 * 1024 * 1024).await.unwrap_or_default();
+    let body: Value = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| json!(String::from_utf8_lossy(&bytes)))
+    };
+    {
+        let mut objects = shared.objects.lock().unwrap();
+        objects.requests.push(Recorded {
+            method: method.to_string(),
+            path: path.clone(),
+            query: query.clone(),
+            content_type: content_type.clone(),
+            body: body.clone(),
+        });
+    }
+    let Some((kind, name, log)) = route(&path) else {
+        return status(404, "NotFound", format!("the server could not find the requested resource ({path})"));
+    };
+    let fake = FakeRef { shared: shared.clone() };
+    match (method, name) {
+        (Method::GET, Some(name)) if log => fake.log(&name),
+        (Method::GET, None) if query.get("watch").map(String::as_str) == Some("true") => fake.watch(kind, &query),
+        (Method::GET, None) => fake.list(kind, &query),
+        (Method::GET, Some(name)) => fake.get(kind, &name),
+        (Method::POST, None) => fake.create(kind, body),
+        (Method::PATCH, Some(name)) => {
+            if content_type.as_deref() != Some("application/merge-patch+json") {
+                return status(415, "UnsupportedMediaType", format!("unsupported patch type {content_type:?}"));
+            }
+            fake.patch(kind, &name, body)
+        }
+        (Method::DELETE, Some(name)) => fake.delete(kind, &name),
+        (method, _) => status(405, "MethodNotAllowed", format!("{method} is not supported here")),
+    }
+}
+
+/// The handler's view of the shared state.
+struct FakeRef {
+    shared: Arc<Shared>,
+}
+
+impl FakeRef {
+    fn fake(&self) -> &Shared {
+        &self.shared
+    }
+
+    fn list(&self, kind: Kind, query: &BTreeMap<String, String>) -> Response {
+        let objects = self.shared.objects.lock().unwrap();
+        let selector = query.get("labelSelector");
+        let items: Vec<Value> = objects
+            .store
+            .iter()
+            .filter(|((k, _), o)| *k == kind && matches_selector(&labels_of(o), selector))
+            .map(|(_, o)| {
+                // List items carry no apiVersion/kind, as the API server's.
+                let mut item = o.clone();
+                item.as_object_mut().unwrap().remove("apiVersion");
+                item.as_object_mut().unwrap().remove("kind");
+                item
+            })
+            .collect();
+        axum::Json(json!({
+            "kind": format!("{}List", kind.kind()),
+            "apiVersion": kind.api_version(),
+            "metadata": {"resourceVersion": objects.version.to_string()},
+            "items": items
+        }))
+        .into_response()
+    }
+
+    fn get(&self, kind: Kind, name: &str) -> Response {
+        let objects = self.shared.objects.lock().unwrap();
+        match objects.store.get(&(kind, name.to_string())) {
+            Some(object) => axum::Json(object.clone()).into_response(),
+            None => not_found(kind, name),
+        }
+    }
+
+    fn create(&self, kind: Kind, mut body: Value) -> Response {
+        let Some(name) = body["metadata"]["name"].as_str().map(String::from) else {
+            return status(422, "Invalid", "metadata.name: Required value".into());
+        };
+        if body["metadata"]["namespace"].as_str().is_some_and(|ns| ns != NAMESPACE) {
+            return status(400, "BadRequest", "the namespace of the object does not match the request".into());
+        }
+        if self.shared.objects.lock().unwrap().store.contains_key(&(kind, name.clone())) {
+            return status(
+                409,
+                "AlreadyExists",
+                format!("{}{} \"{name}\" already exists", kind.plural(), dot(kind.group())),
+            );
+        }
+        body["metadata"]["creationTimestamp"] = json!("2026-01-10T10:00:00Z");
+        if kind == Kind::Secret {
+            // The API server folds the write-only stringData into data.
+            if let Some(string_data) = body.as_object_mut().unwrap().remove("stringData") {
+                use base64::Engine as _;
+                let data = body["data"].as_object().cloned().unwrap_or_default();
+                let mut data = data;
+                for (k, v) in string_data.as_object().unwrap() {
+                    data.insert(
+                        k.clone(),
+                        json!(base64::engine::general_purpose::STANDARD.encode(v.as_str().unwrap_or(""))),
+                    );
+                }
+                body["data"] = Value::Object(data);
+            }
+        }
+        if kind == Kind::Job {
+            body["status"] = json!({});
+        }
+        let fake = self.fake();
+        fake.put(kind, body);
+        let created = fake.object(kind, &name).unwrap();
+        (StatusCode::CREATED, axum::Json(created)).into_response()
+    }
+
+    fn patch(&self, kind: Kind, name: &str, patch: Value) -> Response {
+        let fake = self.fake();
+        if fake.object(kind, name).is_none() {
+            return not_found(kind, name);
+        }
+        fake.patch(kind, name, patch);
+        axum::Json(fake.object(kind, name).unwrap()).into_response()
+    }
+
+    fn delete(&self, kind: Kind, name: &str) -> Response {
+        let fake = self.fake();
+        let Some(object) = fake.object(kind, name) else {
+            return not_found(kind, name);
+        };
+        fake.delete(kind, name);
+        axum::Json(object).into_response()
+    }
+
+    fn log(&self, pod: &str) -> Response {
+        let objects = self.shared.objects.lock().unwrap();
+        if !objects.store.contains_key(&(Kind::Pod, pod.to_string())) {
+            return not_found(Kind::Pod, pod);
+        }
+        let text = objects.logs.get(pod).cloned().unwrap_or_default();
+        drop(objects);
+        // Sent in small pieces, as a followed log arrives, split mid-line.
+        let chunks: Vec<Result<Bytes, std::io::Error>> = text
+            .as_bytes()
+            .chunks(7)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        let stream = futures_util::stream::iter(chunks).then(|chunk| async move {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            chunk
+        });
+        Response::builder()
+            .header(header::CONTENT_TYPE, "text/plain")
+            .body(Body::from_stream(stream))
+            .unwrap()
+    }
+
+    /// A watch from `resourceVersion`: the changes after it, then the live
+    /// ones, until `timeoutSeconds`.
+    fn watch(&self, kind: Kind, query: &BTreeMap<String, String>) -> Response {
+        let from: u64 = query.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let selector = query.get("labelSelector").cloned();
+        let timeout: u64 = query.get("timeoutSeconds").and_then(|v| v.parse().ok()).unwrap_or(290);
+        let (backlog, live) = {
+            let objects = self.shared.objects.lock().unwrap();
+            let live = self.shared.changes.subscribe();
+            let backlog: Vec<Change> = objects.history.iter().filter(|c| c.version > from).cloned().collect();
+            (backlog, live)
+        };
+        let last_backlog = backlog.last().map(|c| c.version).unwrap_or(from);
+        let wanted = move |c: &Change| c.kind == kind && matches_selector(&c.labels, selector.as_ref());
+        let wanted_live = wanted.clone();
+        let backlog = futures_util::stream::iter(backlog.into_iter().filter(wanted));
+        let live = tokio_stream_from(live)
+            .filter(move |c| std::future::ready(c.version > last_backlog && wanted_live(c)));
+        let stream = backlog
+            .chain(live)
+            .map(|c| Ok::<Bytes, std::io::Error>(Bytes::from(c.line)))
+            .take_until(tokio::time::sleep(Duration::from_secs(timeout)));
+        Response::builder()
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from_stream(stream))
+            .unwrap()
+    }
+}
+
+/// A broadcast receiver as a stream (lagging receivers skip ahead).
+fn tokio_stream_from(mut rx: broadcast::Receiver<Change>) -> impl futures_util::Stream<Item = Change> {
+    async_stream(move |tx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(change) => {
+                    if tx.send(change).is_err() {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    })
+}
+
+/// A stream fed by a task through an unbounded channel.
+fn async_stream<F, Fut>(producer: F) -> impl futures_util::Stream<Item = Change>
+where
+    F: FnOnce(tokio::sync::mpsc::UnboundedSender<Change>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(producer(tx));
+    futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) })
+}
+
+fn dot(group: &str) -> String {
+    if group.is_empty() {
+        String::new()
+    } else {
+        format!(".{group}")
+    }
+}
+
+fn not_found(kind: Kind, name: &str) -> Response {
+    status(404, "NotFound", format!("{}{} \"{name}\" not found", kind.plural(), dot(kind.group())))
+}
