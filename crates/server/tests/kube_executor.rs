@@ -689,3 +689,81 @@ async fn recovering_a_run_whose_job_was_never_created_creates_it() {
     assert!(h.fake.object(Kind::Job, JOB_ID).is_some());
     assert_eq!(h.fake.object(Kind::Job, JOB_ID).unwrap()["spec"]["suspend"], json!(false));
 }
+
+/// What RBAC calls a request: (API group, resource, verb).
+fn rbac_request(r: &kube_fake::Recorded) -> (String, String, String) {
+    let group = if r.path.starts_with("/apis/batch/") { "batch" } else { "" };
+    let parts: Vec<&str> = r.path.split('/').filter(|p| !p.is_empty()).collect();
+    // /api/v1/namespaces/ml/<resource>[/<name>[/<subresource>]] or
+    // /apis/batch/v1/namespaces/ml/<resource>[/<name>]
+    let at = parts.iter().position(|p| *p == "namespaces").unwrap() + 2;
+    let mut resource = parts[at].to_string();
+    let named = parts.len() > at + 1;
+    if let Some(sub) = parts.get(at + 2) {
+        resource = format!("{resource}/{sub}");
+    }
+    let verb = match (r.method.as_str(), named) {
+        ("GET", true) => "get",
+        ("GET", false) if r.query.get("watch").map(String::as_str) == Some("true") => "watch",
+        ("GET", false) => "list",
+        ("POST", _) => "create",
+        ("PATCH", _) => "patch",
+        ("DELETE", _) => "delete",
+        (other, _) => panic!("unexpected method {other}"),
+    };
+    (group.to_string(), resource, verb.to_string())
+}
+
+/// The Role of deploy/kubernetes/rbac.yaml as (group, resource, verb).
+fn role_rules() -> std::collections::BTreeSet<(String, String, String)> {
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(include_str!("../../../deploy/kubernetes/rbac.yaml")).unwrap();
+    let role = documents.iter().find(|d| d["kind"] == json!("Role")).unwrap();
+    let mut allowed = std::collections::BTreeSet::new();
+    for rule in role["rules"].as_array().unwrap() {
+        for group in rule["apiGroups"].as_array().unwrap() {
+            for resource in rule["resources"].as_array().unwrap() {
+                for verb in rule["verbs"].as_array().unwrap() {
+                    allowed.insert((
+                        group.as_str().unwrap().to_string(),
+                        resource.as_str().unwrap().to_string(),
+                        verb.as_str().unwrap().to_string(),
+                    ));
+                }
+            }
+        }
+    }
+    allowed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_role_allows_exactly_what_the_executor_does() {
+    let mut h = harness("").await;
+    let spec = spec(json!({"workers": 2}));
+    h.store_job(&spec).await;
+    // Objects a deleted Job of the same name left behind, owned by it.
+    let stale_owner = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": JOB_ID, "uid": "deleted-job-uid", "controller": true}]);
+    h.fake.put(Kind::Secret, json!({"metadata": {"name": "train-ab12c-env", "ownerReferences": stale_owner}, "type": "Opaque"}));
+    h.fake.put(Kind::Service, json!({"metadata": {"name": JOB_ID, "ownerReferences": stale_owner}, "spec": {"clusterIP": "None"}}));
+    h.fake.set_log("train-ab12c-3-q2w6e", "2026-01-10T10:04:59Z done\n");
+
+    // A whole life: start, pods, logs, events, stop, a new run, a restart, deletion.
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    let secret = h.fake.object(Kind::Secret, "train-ab12c-env").unwrap();
+    assert_ne!(secret["metadata"]["ownerReferences"][0]["uid"], json!("deleted-job-uid"), "the stale Secret was replaced");
+    h.create_fixture_pods(&["train-ab12c-3-q2w6e"]);
+    eventually!("the log copy", h.logs.open(JOB_ID, 3, 0).unwrap().is_some());
+    h.executor.stop(JOB_ID, 0, StopReason::Stopped).await.unwrap();
+    h.fake.patch(Kind::Job, JOB_ID, json!({"status": {"conditions": [{"type": "Suspended", "status": "True"}]}}));
+    assert_eq!(h.outcome().await.2, RunOutcome::Stopped);
+    h.executor.start(h.launch(&spec, 1)).await.unwrap();
+    h.executor.recover(vec![h.launch(&spec, 1)]).await.unwrap();
+    h.executor.forget(JOB_ID).await.unwrap();
+
+    let allowed = role_rules();
+    let used: std::collections::BTreeSet<_> = h.fake.requests().iter().map(rbac_request).collect();
+    let forbidden: Vec<_> = used.difference(&allowed).collect();
+    assert!(forbidden.is_empty(), "the executor sends requests the Role does not allow: {forbidden:?}");
+    let unused: Vec<_> = allowed.difference(&used).collect();
+    assert!(unused.is_empty(), "the Role allows more than the executor uses: {unused:?}");
+}
