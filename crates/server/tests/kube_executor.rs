@@ -663,7 +663,21 @@ async fn a_restarted_server_picks_up_its_runs_where_they_are() {
             "name": "job", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
             "state": {"running": {"startedAt": "2026-01-10T10:01:10Z"}}}]}}),
     );
+    h.fake.put(
+        Kind::Event,
+        json!({"metadata": {"name": "train-ab12c-6-p0o9l.2"},
+               "involvedObject": {"kind": "Pod", "name": "train-ab12c-6-p0o9l", "namespace": "ml", "uid": "aaaaaaaa-0000-4000-8000-0000000000a7"},
+               "reason": "Started", "type": "Normal", "count": 1, "message": "Started container job",
+               "lastTimestamp": now_rfc3339()}),
+    );
+    // Let the new executor's watchers see the cluster before the run is
+    // handed back to it, as after a real restart.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     h.executor.recover(vec![h.launch(&spec, 0)]).await.unwrap();
+    eventually!("the event that happened while the server was away", {
+        let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
+        events.iter().any(|e| e.reason == "Started" && e.regarding_name == "train-ab12c-6-1")
+    });
     eventually!("the retry seen running after the restart", {
         h.replica(6, 1).await.unwrap().phase == "running"
     });

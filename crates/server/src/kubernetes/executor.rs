@@ -740,6 +740,10 @@ struct Controller {
     /// after the watchers listed them (a recovery) still sees them.
     jobs: HashMap<String, Job>,
     pods: HashMap<String, Pod>,
+    /// The namespace's current events (Kubernetes keeps them about an
+    /// hour), so a recovered run records what happened while the server
+    /// was down.
+    events: HashMap<String, Event>,
     /// Kubernetes event uid → the count already recorded.
     event_counts: HashMap<String, i64>,
 }
@@ -752,6 +756,7 @@ impl Controller {
             runs: HashMap::new(),
             jobs: HashMap::new(),
             pods: HashMap::new(),
+            events: HashMap::new(),
             event_counts: HashMap::new(),
         }
     }
@@ -869,6 +874,11 @@ impl Controller {
         pods.sort_by_key(creation_order);
         for pod in pods {
             self.on_pod(&pod, false).await;
+        }
+        let mut events: Vec<Event> = self.events.values().cloned().collect();
+        events.sort_by_key(|e| e.metadata.resource_version.clone().and_then(|v| v.parse::<u64>().ok()));
+        for event in events {
+            self.on_event(&event).await;
         }
         if let Some(job) = self.jobs.get(job_id).cloned() {
             self.on_job(&job).await;
@@ -1256,10 +1266,20 @@ impl Controller {
     }
 
     async fn on_events(&mut self, change: Change<Event>) {
+        let key = |e: &Event| e.metadata.uid.clone().or_else(|| e.metadata.name.clone()).unwrap_or_default();
         let events = match change {
-            Change::Listed(events) => events,
-            Change::Applied(event) => vec![event],
-            Change::Deleted(_) => return,
+            Change::Listed(events) => {
+                self.events = events.iter().map(|e| (key(e), e.clone())).collect();
+                events
+            }
+            Change::Applied(event) => {
+                self.events.insert(key(&event), event.clone());
+                vec![event]
+            }
+            Change::Deleted(event) => {
+                self.events.remove(&key(&event));
+                return;
+            }
         };
         for event in events {
             self.on_event(&event).await;
