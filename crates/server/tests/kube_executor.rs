@@ -781,3 +781,61 @@ async fn the_role_allows_exactly_what_the_executor_does() {
     let unused: Vec<_> = allowed.difference(&used).collect();
     assert!(unused.is_empty(), "the Role allows more than the executor uses: {unused:?}");
 }
+
+/// A kubeconfig file naming the fake as its cluster, as `kubectl` writes one.
+fn write_kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
+    let path = dir.join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {server}\n\
+             contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: jobdeck\n    namespace: {NAMESPACE}\n\
+             - name: elsewhere\n  context:\n    cluster: fake\n    user: jobdeck\n    namespace: other\n\
+             current-context: elsewhere\nusers:\n- name: jobdeck\n  user:\n    token: not-a-real-token\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubeconfig_file_and_context_point_the_executor_at_a_cluster() {
+    let h = harness("").await;
+    let kubeconfig = write_kubeconfig(h._dir.path(), &h.fake.url());
+    let machine = MachineInfo {
+        hostname: "box".into(),
+        cpus: 4.0,
+        memory_mb: 16384,
+        gpus: 0,
+        gpu_product: None,
+        gpu_memory_mb: None,
+    };
+    // No namespace in the settings: the context's is used.
+    let text = config_text("").replace(
+        &format!("namespace = \"{NAMESPACE}\""),
+        &format!("kubeconfig = \"{}\"\ncontext = \"fake\"", kubeconfig.display()),
+    );
+    let config = Config::from_toml(&text, h._dir.path(), &machine).unwrap();
+    let executor = KubernetesExecutor::from_config(&config, h.host.clone()).unwrap();
+    assert_eq!(executor.namespace(), NAMESPACE);
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    executor.start(h.launch(&spec, 0)).await.unwrap();
+    assert!(h.fake.object(Kind::Job, JOB_ID).is_some());
+    let create = h.fake.writes().into_iter().find(|w| w.method == "POST").unwrap();
+    assert_eq!(create.path, JOBS);
+
+    // A kubeconfig that is not there is an error that says so.
+    let missing = config_text("").replace(
+        &format!("namespace = \"{NAMESPACE}\""),
+        "kubeconfig = \"/nonexistent/kubeconfig\"",
+    );
+    let config = Config::from_toml(&missing, h._dir.path(), &machine).unwrap();
+    let error = KubernetesExecutor::from_config(&config, h.host.clone()).err().unwrap();
+    assert!(error.contains("cannot read the kubeconfig /nonexistent/kubeconfig"), "{error}");
+    // So is a setting the executor does not know.
+    let typo = config_text("namespce = \"x\"");
+    let config = Config::from_toml(&typo, h._dir.path(), &machine).unwrap();
+    let error = KubernetesExecutor::from_config(&config, h.host.clone()).err().unwrap();
+    assert!(error.contains("namespce"), "{error}");
+}
