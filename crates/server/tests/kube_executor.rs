@@ -839,3 +839,55 @@ async fn a_kubeconfig_file_and_context_point_the_executor_at_a_cluster() {
     let error = KubernetesExecutor::from_config(&config, h.host.clone()).err().unwrap();
     assert!(error.contains("namespce"), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_log_copy_resumes_after_the_last_stored_line() {
+    let h = harness("").await;
+    h.store_job(&spec(json!({}))).await;
+    let mut pod = fixture_pods()[2].clone();
+    pod["metadata"]["name"] = json!("train-ab12c-2-resume");
+    h.fake.put(Kind::Pod, pod);
+    h.fake.set_log(
+        "train-ab12c-2-resume",
+        "2026-01-10T10:00:01Z one\n2026-01-10T10:00:02Z two\n2026-01-10T10:00:03Z three\n2026-01-10T10:00:04Z four\n",
+    );
+    // An earlier copy stored the first two lines before it broke.
+    let (log, idx) = h.logs.paths(JOB_ID, 2, 0);
+    let mut writer = jobdeck_server::logs::LogWriter::create(&log, &idx).unwrap();
+    for (second, text) in [(1, "one"), (2, "two")] {
+        let time = 1_768_039_200_000 + second * 1000;
+        writer.append(jobdeck_server::logs::Stream::Stdout, time, text.as_bytes()).unwrap();
+    }
+    writer.flush().unwrap();
+    drop(writer);
+
+    let mut kube_config = kube::Config::new(h.fake.url().parse().unwrap());
+    kube_config.default_namespace = NAMESPACE.into();
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::default_namespaced(kube::Client::try_from(kube_config).unwrap());
+    let stored = jobdeck_server::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-2-resume", &h.logs, JOB_ID, 2, 0)
+        .await
+        .unwrap();
+    assert_eq!(stored, 2);
+    let mut reader = h.logs.open(JOB_ID, 2, 0).unwrap().unwrap();
+    let texts: Vec<String> = reader.lines(1, 10).unwrap().into_iter().map(|l| l.text).collect();
+    assert_eq!(texts, ["one", "two", "three", "four"]);
+    let request = h.fake.requests().into_iter().rfind(|r| r.path.ends_with("/train-ab12c-2-resume/log")).unwrap();
+    assert_eq!(request.query.get("sinceTime").map(String::as_str), Some("2026-01-10T10:00:02Z"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn specs_the_cluster_cannot_run_are_refused_on_their_fields() {
+    let h = harness("").await;
+    assert_eq!(h.executor.check_spec(&spec(json!({}))), Default::default());
+    let cases = [
+        (json!({"mounts": [{"from": "nfs-home", "mount_path": "/home"}]}), "spec.mounts[0].from"),
+        (json!({"container": {"image": null}}), "spec.container.image"),
+        (json!({"image_pull_secrets": ["Bad_Name"]}), "spec.image_pull_secrets[0]"),
+    ];
+    for (extra, path) in cases {
+        let errors = h.executor.check_spec(&spec(extra.clone()));
+        assert!(errors.contains_key(path), "{extra}: {errors:?}");
+        assert!(errors.keys().all(|k| k.starts_with("spec.")), "{errors:?}");
+    }
+}

@@ -1345,7 +1345,8 @@ impl Controller {
             .parse::<k8s_openapi::jiff::Timestamp>()
             .map(|t| t.as_millisecond())
             .unwrap_or(i64::MAX);
-        if observed < state.since_ms {
+        // A minute of slack for a cluster clock behind Jobdeck's.
+        if observed < state.since_ms.saturating_sub(60_000) {
             return;
         }
         let uid = event.metadata.uid.clone().unwrap_or_else(|| event.metadata.name.clone().unwrap_or_default());
