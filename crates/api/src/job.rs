@@ -2,10 +2,20 @@
 //!
 //! Field names follow `leptonai/api/v2/types/job.py` and `deployment.py`.
 //! Fields marked "extension" are Jobdeck's own; Lepton clients ignore them.
+//!
+//! Every type a client sends is `deny_unknown_fields`: a field that is
+//! neither Lepton's nor one of Jobdeck's extensions is rejected with its path
+//! instead of being dropped silently (see `docs/contract.md`). Lepton fields
+//! Jobdeck does not act on are still modelled, so a `lep` payload reads and
+//! writes back unchanged.
+//!
+//! The `validator` derives carry the single-field range rules; everything
+//! else is in `validate.rs`. All of it is reached through `validate_job`.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use validator::Validate;
 
 /// Who may see a resource. The default is public, as in Lepton: only a job
 /// explicitly set to private is restricted to its creator.
@@ -21,6 +31,7 @@ pub enum Visibility {
 
 /// `metadata` of a Lepton resource (`httptypes.MetadataV2`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Metadata {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
@@ -35,6 +46,10 @@ pub struct Metadata {
     pub created_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_modified_by: Option<String>,
+    /// Lepton: the version of a resource built from a template; stored as
+    /// sent, not acted upon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,6 +59,9 @@ pub struct Metadata {
     pub last_modified_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub visibility: Option<Visibility>,
+    /// Lepton: the replica version of a deployment; server-owned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_version: Option<String>,
     /// Extension: free-form key/value notes (the managed-cluster page's
     /// "Annotations").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,6 +70,7 @@ pub struct Metadata {
 
 /// Where a job may be scheduled (`LeptonResourceAffinity`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Affinity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_providers: Option<Vec<String>>,
@@ -62,23 +81,39 @@ pub struct Affinity {
 }
 
 /// One container port (`ContainerPort`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
 pub struct ContainerPort {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[validate(range(min = 1, max = 65535))]
     pub container_port: i64,
-    /// `TCP`, `UDP` or `SCTP`; absent means TCP.
+    /// Lepton: how an endpoint exposes the port (`HostPortMapping`,
+    /// `IngressProxy`). Jobs have no ingress: stored, not acted upon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expose_strategies: Option<Vec<String>>,
+    /// `TCP`, `UDP` or `SCTP` in any case; absent means TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
+    /// Lepton: an ingress routing hint (`http`, `grpc`); stored, not acted
+    /// upon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_protocol: Option<String>,
+    #[validate(range(min = 1, max = 65535))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_port: Option<i64>,
+    /// Lepton: an endpoint load-balancer switch; stored, not acted upon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_load_balancer: Option<bool>,
 }
 
 /// The container of a job (`LeptonContainer`) plus registry extensions.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
 pub struct Container {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    #[validate(nested)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ports: Option<Vec<ContainerPort>>,
     /// The command and its arguments; empty means the image's entrypoint.
@@ -98,6 +133,7 @@ pub struct Container {
 
 /// Where an environment variable's value comes from (`EnvValue`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EnvValue {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_name_ref: Option<String>,
@@ -105,6 +141,7 @@ pub struct EnvValue {
 
 /// One environment variable (`EnvVar`): a literal value or a secret reference.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EnvVar {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,7 +152,10 @@ pub struct EnvVar {
 
 /// Options of a storage mount (`MountOptions`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Validate)]
+#[serde(deny_unknown_fields)]
 pub struct MountOptions {
+    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_cache_size_mib: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,18 +165,22 @@ pub struct MountOptions {
 /// One storage mount (`Mount`): `from` a volume, `path` inside it, at
 /// `mount_path` in the container.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Validate)]
+#[serde(deny_unknown_fields)]
 pub struct Mount {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     #[serde(rename = "from")]
     pub from: String,
     pub mount_path: String,
+    #[validate(nested)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_options: Option<MountOptions>,
 }
 
 /// Log settings (`LeptonLog`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LogConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub save_termination_logs: Option<bool>,
@@ -147,6 +191,7 @@ pub struct LogConfig {
 
 /// Queue settings (`QueueConfig`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct QueueConfig {
     /// `low-1000` … `high-9000`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,55 +202,163 @@ pub struct QueueConfig {
     pub can_preempt: Option<bool>,
 }
 
-/// The desired state of a job (`LeptonJobUserSpec`) plus extensions.
+/// One way an object-storage data source is attached (`DataSourceAttachment`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataSourceAttachment {
+    /// `object` or `object.aistore`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach_with: Option<String>,
+    /// `awsProfile` or `mscProfile`.
+    pub mode: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_name: Option<String>,
+}
+
+/// An object-storage data source attached to a job (`StorageAttachment`).
+/// Jobdeck has no data sources: a job that asks for one is rejected.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageAttachment {
+    pub data_source_name: String,
+    pub attachments: Vec<DataSourceAttachment>,
+}
+
+/// Who the container runs as (`LeptonUserSecurityContext`). Jobdeck does not
+/// run privileged containers: `privileged: true` is rejected.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserSecurityContext {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_specific_user: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privileged: Option<bool>,
+}
+
+/// Metrics settings (`LeptonMetrics`); stored, not acted upon.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_pulling_from_replica: Option<bool>,
+}
+
+/// Reserved capacity to run in (`ReservationConfig`). Jobdeck has no
+/// reservations: a job naming one is rejected.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReservationConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_burst_to_other_reservations: Option<bool>,
+}
+
+/// When a job may start (`LeptonJobTimeSchedule`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct TimeSchedule {
+    /// Unix time in seconds.
+    #[validate(range(min = 0))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<i64>,
+}
+
+/// Workers per NVLink domain (`LeptonJobSegmentConfig`); a placement hint
+/// Jobdeck stores but does not act upon.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentConfig {
+    #[validate(range(min = 1))]
+    pub count_per_segment: i64,
+}
+
+/// The desired state of a job (`LeptonJobUserSpec`) plus extensions.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
 pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_shape: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
+    #[validate(nested)]
     #[serde(default)]
     pub container: Container,
     /// Shared memory in MiB; absent uses the shape's default.
+    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_memory_size: Option<i64>,
+    #[validate(range(min = 1))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completions: Option<i64>,
+    #[validate(range(min = 1))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallelism: Option<i64>,
+    /// Retries of one failed replica; default 0.
+    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_failure_retry: Option<i64>,
+    /// Restarts of the whole job after it failed; default 0.
+    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_job_failure_retry: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envs: Option<Vec<EnvVar>>,
+    #[validate(nested)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mounts: Option<Vec<Mount>>,
+    /// Lepton: object-storage data sources. Jobdeck has none, so a job with
+    /// any is rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_attachments: Option<Vec<StorageAttachment>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_pull_secrets: Option<Vec<String>>,
+    /// The archive time in seconds; default 3 days.
+    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_seconds_after_finished: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intra_job_communication: Option<bool>,
+    /// Lepton: who the container runs as; `privileged` is rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_security_context: Option<UserSecurityContext>,
+    /// Lepton: metrics settings; stored, not acted upon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Metrics>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<LogConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_config: Option<QueueConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<bool>,
+    /// Lepton: reserved capacity; a reservation id is rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation_config: Option<ReservationConfig>,
+    /// Lepton: the earliest start time.
+    #[validate(nested)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_schedule: Option<TimeSchedule>,
+    /// Lepton: workers per NVLink domain; stored, not acted upon.
+    #[validate(nested)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_config: Option<SegmentConfig>,
     /// Extension: the number of workers; more than one turns on intra-job
     /// communication with completions = parallelism = workers.
+    #[validate(range(min = 1))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<i64>,
     /// Extension: retries of failed replicas before the job fails
     /// (Kubernetes `backoffLimit`); default 3.
+    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff_limit: Option<i64>,
     /// Extension: seconds the job may run before it is failed with
     /// `DeadlineExceeded`; absent means no deadline.
+    #[validate(range(min = 1))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_deadline_seconds: Option<i64>,
     /// Extension: seconds the job may wait in the queue before it fails.
+    #[validate(range(min = 1))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_queued_duration_seconds: Option<i64>,
     /// Extension: fail without retry when a program error is detected.
@@ -298,7 +451,32 @@ impl std::fmt::Display for JobState {
     }
 }
 
-/// The observed state of a job (`LeptonJobStatus`).
+/// One earlier run of a job (`LeptonJobStatusDetails`), as Lepton lists them
+/// in `status.job_history`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct JobStatusDetails {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<JobState>,
+    #[serde(default)]
+    pub ready: i64,
+    #[serde(default)]
+    pub active: i64,
+    #[serde(default)]
+    pub failed: i64,
+    #[serde(default)]
+    pub succeeded: i64,
+    /// Unix time in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_time: Option<i64>,
+    /// Unix time in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<i64>,
+}
+
+/// The observed state of a job (`LeptonJobStatus`). Server-owned: what a
+/// client sends here is ignored, so unknown fields are tolerated.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct JobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -325,10 +503,14 @@ pub struct JobStatus {
     /// Extension: a sentence explaining `reason`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Lepton: earlier runs of the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_history: Option<Vec<JobStatusDetails>>,
 }
 
 /// A job: `metadata` + `spec` + `status` (`LeptonJob`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LeptonJob {
     pub metadata: Metadata,
     #[serde(default)]

@@ -15,6 +15,7 @@ pub mod error;
 pub mod job;
 pub mod resources;
 pub mod validate;
+pub mod wire;
 pub mod workspace;
 
 pub use defaults::{
@@ -25,6 +26,7 @@ pub use error::{ApiError, FieldErrors};
 pub use job::*;
 pub use resources::*;
 pub use validate::*;
+pub use wire::{from_json, JsonError};
 pub use workspace::*;
 
 /// The base path of the REST API.

@@ -1,10 +1,254 @@
 //! The rules a job must follow, run identically by the console before it
 //! submits and by the server on every write.
+//!
+//! There are two entry points, and both return every problem at once as one
+//! message per field path (`spec.envs[2].name`):
+//!
+//! * [`validate_job`] runs every rule that needs nothing but the job;
+//! * [`validate_job_in`] adds the rules that need the server's data (the
+//!   shape, node groups, nodes and secrets exist; shared memory fits the
+//!   shape).
+//!
+//! Single-field ranges are `validator` derives on the types in `job.rs`;
+//! everything else (names, paths, lists, cross-field rules) is a hand-written
+//! check here. There is deliberately no regular expression: the console runs
+//! this code as WebAssembly and a regex engine would dwarf it.
+//!
+//! When one field breaks several rules, the first is reported: the checks run
+//! from the most basic ("must not be empty") to the relational ("is listed
+//! twice"), so fixing the reported problem is always the next step.
 
-use crate::{FieldErrors, LeptonJob};
+use std::collections::BTreeMap;
+
+use validator::{Validate, ValidationError, ValidationErrors, ValidationErrorsKind};
+
+use crate::defaults::{split_image_reference, Priority, Protocol, PRIORITY_CLASSES};
+use crate::{Container, EnvVar, FieldErrors, JobSpec, LeptonJob, Metadata, Mount, Shape};
 
 /// The longest job name the managed-cluster page allows.
 pub const JOB_NAME_MAX_LEN: usize = 20;
+/// The longest name part of a label or annotation key, and the longest label
+/// value (Kubernetes).
+pub const LABEL_NAME_MAX_LEN: usize = 63;
+pub const LABEL_VALUE_MAX_LEN: usize = 63;
+/// The longest prefix (`example.com/`) of a label or annotation key.
+pub const LABEL_PREFIX_MAX_LEN: usize = 253;
+/// Key prefixes Kubernetes keeps for itself; the Kubernetes executor copies
+/// labels onto pods, so Jobdeck keeps them out of user labels too.
+pub const RESERVED_LABEL_PREFIXES: [&str; 2] = ["kubernetes.io", "k8s.io"];
+/// The most bytes all annotation keys and values may take together
+/// (Kubernetes' limit).
+pub const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
+/// The longest image tag (the OCI distribution spec).
+pub const IMAGE_TAG_MAX_LEN: usize = 128;
+/// The longest port name (an IANA service name, as Kubernetes requires).
+pub const PORT_NAME_MAX_LEN: usize = 15;
+/// Environment variables Jobdeck sets in every replica.
+pub const RESERVED_ENV_NAMES: [&str; 2] = ["JOB_COMPLETION_INDEX", "JOB_COMPLETIONS"];
+/// The prefix of the variables Jobdeck (like Lepton) sets: `LEPTON_JOB_NAME`, …
+pub const RESERVED_ENV_PREFIX: &str = "LEPTON_";
+/// Mount paths that would hide the operating system of the image. Only the
+/// path itself is reserved: `/usr` is, `/usr/share/data` is not. This is
+/// Lepton's list (`leptonai/api/v2/job_validation.py`) plus `/var/run`,
+/// `/lib32` and `/libx32`.
+pub const RESERVED_MOUNT_PATHS: [&str; 24] = [
+    "/", "/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/opt",
+    "/run", "/sbin", "/srv", "/usr", "/usr/bin", "/usr/lib", "/usr/local", "/usr/sbin", "/var",
+    "/var/run", "/sys", "/proc", "/dev", "/dev/shm",
+];
+/// Trees nothing may be mounted into: the kernel's file systems, the devices,
+/// the shared memory Jobdeck mounts at `/dev/shm`, and where Kubernetes puts
+/// service-account secrets.
+pub const RESERVED_MOUNT_TREES: [&str; 5] =
+    ["/proc", "/sys", "/dev", "/run/secrets", "/var/run/secrets"];
+
+/// Problems found so far: one message per field path, the first one found.
+#[derive(Default)]
+struct Problems(FieldErrors);
+
+impl Problems {
+    fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        let messages = self.0.entry(path.into()).or_default();
+        if messages.is_empty() {
+            messages.push(message.into());
+        }
+    }
+}
+
+/// The path of one entry of a string map, such as a label:
+/// `metadata.labels["team"]`. The key is quoted as a JSON string so keys with
+/// dots and slashes (`example.com/team`) stay unambiguous.
+pub fn entry_path(map_path: &str, key: &str) -> String {
+    let quoted = serde_json::to_string(key).unwrap_or_default();
+    format!("{map_path}[{quoted}]")
+}
+
+/// Every problem with `job` that can be found without the server's data, as
+/// one message per field path. Empty means valid.
+pub fn validate_job(job: &LeptonJob) -> FieldErrors {
+    let mut problems = Problems::default();
+    if let Err(errors) = job.spec.validate() {
+        add_derived(&mut problems, "spec", &errors);
+    }
+    check_metadata(&job.metadata, &mut problems);
+    check_spec(&job.spec, &mut problems);
+    problems.0
+}
+
+/// What the server knows that the rules of a job depend on: the resource
+/// shapes, node groups and secrets that exist. The console fills it from the
+/// API; the server from its configuration and store.
+#[derive(Debug, Clone, Default)]
+pub struct ValidationContext {
+    pub shapes: Vec<crate::Shape>,
+    pub node_groups: Vec<crate::NodeGroup>,
+    /// Names of the secrets the submitting user may reference.
+    pub secret_names: Vec<String>,
+}
+
+impl ValidationContext {
+    /// The shape a job runs with: the one it names, or, when it names none,
+    /// the server's first shape (the server's default).
+    pub fn shape_for(&self, spec: &JobSpec) -> Option<&Shape> {
+        match spec.resource_shape.as_deref() {
+            Some(name) => self
+                .shapes
+                .iter()
+                .find(|s| s.metadata.id.as_deref() == Some(name)),
+            None => self.shapes.first(),
+        }
+    }
+}
+
+/// Every problem with `job`, including the rules that need server data: the
+/// shape exists, the node groups exist, the nodes belong to them, the
+/// referenced secrets exist and shared memory fits in the shape's memory.
+pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErrors {
+    let mut problems = Problems(validate_job(job));
+    let spec = &job.spec;
+    if let Some(name) = spec.resource_shape.as_deref() {
+        if !name.is_empty() && context.shape_for(spec).is_none() {
+            let known: Vec<&str> = context
+                .shapes
+                .iter()
+                .filter_map(|s| s.metadata.id.as_deref())
+                .collect();
+            problems.add(
+                "spec.resource_shape",
+                format!(
+                    "no resource shape named '{name}'; this workspace has {}",
+                    or_list(&known)
+                ),
+            );
+        }
+    }
+    if let (Some(size), Some(shape)) = (spec.shared_memory_size, context.shape_for(spec)) {
+        if let Some(memory) = shape.spec.memory_in_mb {
+            if size > memory {
+                let id = shape.metadata.id.as_deref().unwrap_or("");
+                problems.add(
+                    "spec.shared_memory_size",
+                    format!("must be at most the memory of shape '{id}' ({memory} MiB)"),
+                );
+            }
+        }
+    }
+    let group_id = |g: &crate::NodeGroup| g.metadata.id.clone().unwrap_or_default();
+    let groups = spec.node_groups();
+    for (i, group) in groups.iter().enumerate() {
+        if !group.is_empty() && !context.node_groups.iter().any(|g| &group_id(g) == group) {
+            problems.add(
+                format!("spec.affinity.allowed_dedicated_node_groups[{i}]"),
+                format!("no node group named '{group}'"),
+            );
+        }
+    }
+    for (i, node) in spec.nodes().iter().enumerate() {
+        let belongs = context
+            .node_groups
+            .iter()
+            .filter(|g| groups.is_empty() || groups.contains(&group_id(g)))
+            .any(|g| g.spec.nodes.iter().any(|n| &n.name == node));
+        if !node.is_empty() && !belongs {
+            problems.add(
+                format!("spec.affinity.allowed_nodes_in_node_group[{i}]"),
+                format!("node '{node}' is not in the chosen node groups"),
+            );
+        }
+    }
+    for (i, env) in spec.envs().iter().enumerate() {
+        if let Some(secret) = env.secret_ref().filter(|s| !s.is_empty()) {
+            if !context.secret_names.iter().any(|s| s == secret) {
+                problems.add(
+                    format!("spec.envs[{i}].value_from.secret_name_ref"),
+                    format!("no secret named '{secret}'"),
+                );
+            }
+        }
+    }
+    problems.0
+}
+
+/// Adds the `validator` derive's findings under `prefix`.
+fn add_derived(problems: &mut Problems, prefix: &str, errors: &ValidationErrors) {
+    // The derive keeps fields in a hash map; sorting keeps the result stable.
+    let mut fields: Vec<_> = errors.errors().iter().collect();
+    fields.sort_by(|a, b| a.0.cmp(b.0));
+    for (field, kind) in fields {
+        let path = format!("{prefix}.{field}");
+        match kind {
+            ValidationErrorsKind::Field(list) => {
+                for error in list {
+                    problems.add(&path, derived_message(error));
+                }
+            }
+            ValidationErrorsKind::Struct(inner) => add_derived(problems, &path, inner),
+            ValidationErrorsKind::List(items) => {
+                for (index, inner) in items {
+                    add_derived(problems, &format!("{path}[{index}]"), inner);
+                }
+            }
+        }
+    }
+}
+
+/// A sentence for one derive finding, naming its limit.
+fn derived_message(error: &ValidationError) -> String {
+    if let Some(message) = &error.message {
+        return message.to_string();
+    }
+    let min = error.params.get("min");
+    let max = error.params.get("max");
+    match (error.code.as_ref(), min, max) {
+        ("range", Some(min), Some(max)) => format!("must be between {min} and {max}"),
+        ("range", Some(min), None) => format!("must be at least {min}"),
+        ("range", None, Some(max)) => format!("must be at most {max}"),
+        ("length", Some(min), Some(max)) => {
+            format!("must be between {min} and {max} characters long")
+        }
+        ("length", Some(min), None) => format!("must be at least {min} characters long"),
+        ("length", None, Some(max)) => format!("must be at most {max} characters long"),
+        (code, _, _) => format!("is invalid ({code})"),
+    }
+}
+
+/// `a`, `a or b`, `a, b or c`; `none` when empty.
+fn or_list(items: &[&str]) -> String {
+    match items {
+        [] => "none".into(),
+        [one] => format!("'{one}'"),
+        [rest @ .., last] => {
+            let rest: Vec<String> = rest.iter().map(|s| format!("'{s}'")).collect();
+            format!("{} or '{last}'", rest.join(", "))
+        }
+    }
+}
+
+fn has_control(s: &str) -> bool {
+    s.chars().any(char::is_control)
+}
+
+// ---------------------------------------------------------------- metadata
 
 /// Checks a job name: starts with a lowercase letter; lowercase letters,
 /// digits and hyphens only; ends with a letter or digit; at most 20
@@ -21,7 +265,8 @@ pub fn check_job_name(name: &str) -> Result<(), String> {
         .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
     {
         return Err(format!(
-            "may contain only lowercase letters, digits and hyphens, not '{bad}'"
+            "may contain only lowercase letters, digits and hyphens, not '{}'",
+            bad.escape_default()
         ));
     }
     if name.ends_with('-') {
@@ -36,99 +281,630 @@ pub fn check_job_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Every problem with `job`, as messages per field path. Empty means valid.
-pub fn validate_job(job: &LeptonJob) -> FieldErrors {
-    let mut errors = FieldErrors::new();
-    let name = job.metadata.name.as_deref().unwrap_or("");
-    if let Err(message) = check_job_name(name) {
-        errors.entry("metadata.name".into()).or_default().push(message);
+/// Checks a label or annotation key: a Kubernetes qualified name, an
+/// optional DNS-subdomain prefix and `/`, then a name of at most 63 letters,
+/// digits, `-`, `_` and `.` that starts and ends with a letter or digit.
+pub fn check_qualified_name(key: &str) -> Result<(), String> {
+    if key.is_empty() {
+        return Err("the key must not be empty".into());
     }
-    errors
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn job_name_rules() {
-        let cases: &[(&str, Result<(), &str>)] = &[
-            ("a", Ok(())),
-            ("train-01", Ok(())),
-            ("abcdefghijklmnopqrst", Ok(())),
-            ("", Err("must not be empty")),
-            ("1abc", Err("must start with a lowercase letter")),
-            ("-abc", Err("must start with a lowercase letter")),
-            ("Abc", Err("must start with a lowercase letter")),
-            ("aBc", Err("may contain only lowercase letters, digits and hyphens, not 'B'")),
-            ("a_b", Err("may contain only lowercase letters, digits and hyphens, not '_'")),
-            ("abc-", Err("must end with a lowercase letter or a digit")),
-            ("abcdefghijklmnopqrstu", Err("must be at most 20 characters (it has 21)")),
-        ];
-        for (name, expected) in cases {
-            assert_eq!(
-                check_job_name(name),
-                expected.map_err(String::from),
-                "name {name:?}"
-            );
-        }
-    }
-}
-
-/// What the server knows that the rules of a job depend on: the resource
-/// shapes, node groups and secrets that exist. The console fills it from the
-/// API; the server from its configuration and store.
-#[derive(Debug, Clone, Default)]
-pub struct ValidationContext {
-    pub shapes: Vec<crate::Shape>,
-    pub node_groups: Vec<crate::NodeGroup>,
-    /// Names of the secrets the submitting user may reference.
-    pub secret_names: Vec<String>,
-}
-
-/// Every problem with `job`, including the rules that need server data: the
-/// shape exists, the node groups exist, the nodes belong to them and the
-/// referenced secrets exist.
-pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErrors {
-    let mut errors = validate_job(job);
-    let mut push = |path: &str, message: String| {
-        errors.entry(path.to_string()).or_default().push(message);
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
     };
-    if let Some(shape) = job.spec.resource_shape.as_deref() {
-        if !context.shapes.iter().any(|s| s.metadata.id.as_deref() == Some(shape)) {
-            push("spec.resource_shape", format!("no resource shape named '{shape}'"));
-        }
-    }
-    let affinity = job.spec.affinity.as_ref();
-    let groups = affinity.and_then(|a| a.allowed_dedicated_node_groups.as_deref()).unwrap_or(&[]);
-    for (i, group) in groups.iter().enumerate() {
-        if !context.node_groups.iter().any(|g| g.metadata.id.as_deref() == Some(group.as_str())) {
-            push(
-                &format!("spec.affinity.allowed_dedicated_node_groups[{i}]"),
-                format!("no node group named '{group}'"),
-            );
-        }
-    }
-    let nodes = affinity.and_then(|a| a.allowed_nodes_in_node_group.as_deref()).unwrap_or(&[]);
-    for (i, node) in nodes.iter().enumerate() {
-        let belongs = context
-            .node_groups
+    if let Some(prefix) = prefix {
+        check_dns_subdomain(prefix).map_err(|m| format!("the key's prefix {m}"))?;
+        if RESERVED_LABEL_PREFIXES
             .iter()
-            .filter(|g| groups.is_empty() || groups.iter().any(|n| g.metadata.id.as_deref() == Some(n)))
-            .any(|g| g.spec.nodes.iter().any(|n| &n.name == node));
-        if !belongs {
-            push(
-                &format!("spec.affinity.allowed_nodes_in_node_group[{i}]"),
-                format!("node '{node}' is not in the chosen node groups"),
+            .any(|r| prefix == *r || prefix.ends_with(&format!(".{r}")))
+        {
+            return Err(format!(
+                "the key's prefix '{prefix}/' is reserved for Kubernetes"
+            ));
+        }
+    }
+    check_label_token(name, LABEL_NAME_MAX_LEN).map_err(|m| format!("the key's name {m}"))
+}
+
+/// Checks a label value: empty, or at most 63 letters, digits, `-`, `_` and
+/// `.` that start and end with a letter or digit.
+pub fn check_label_value(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    check_label_token(value, LABEL_VALUE_MAX_LEN).map_err(|m| format!("the value {m}"))
+}
+
+fn check_label_token(token: &str, max: usize) -> Result<(), String> {
+    if token.is_empty() {
+        return Err("must not be empty".into());
+    }
+    let len = token.chars().count();
+    if len > max {
+        return Err(format!("must be at most {max} characters (it has {len})"));
+    }
+    if let Some(bad) = token
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "may contain only letters, digits, '-', '_' and '.', not '{}'",
+            bad.escape_default()
+        ));
+    }
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if !alnum(token.chars().next()) || !alnum(token.chars().last()) {
+        return Err("must start and end with a letter or digit".into());
+    }
+    Ok(())
+}
+
+/// A DNS subdomain (RFC 1123): dot-separated labels of lowercase letters,
+/// digits and `-`, each starting and ending with a letter or digit; at most
+/// 253 characters.
+fn check_dns_subdomain(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if name.len() > LABEL_PREFIX_MAX_LEN {
+        return Err(format!(
+            "must be at most {LABEL_PREFIX_MAX_LEN} characters (it has {})",
+            name.len()
+        ));
+    }
+    for label in name.split('.') {
+        let ok = !label.is_empty()
+            && label.len() <= 63
+            && label
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !label.starts_with('-')
+            && !label.ends_with('-');
+        if !ok {
+            return Err(format!(
+                "'{name}' must be a DNS name: dot-separated parts of lowercase letters, digits and '-', each starting and ending with a letter or digit"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_metadata(metadata: &Metadata, problems: &mut Problems) {
+    // Lepton clients (`lep job create`) send the name as the id.
+    let (path, name) = match (&metadata.name, &metadata.id) {
+        (Some(name), _) => ("metadata.name", name.as_str()),
+        (None, Some(id)) => ("metadata.id", id.as_str()),
+        (None, None) => ("metadata.name", ""),
+    };
+    if let Err(message) = check_job_name(name) {
+        problems.add(path, message);
+    }
+    for (key, value) in metadata.labels.iter().flatten() {
+        let path = entry_path("metadata.labels", key);
+        if let Err(message) = check_qualified_name(key).and_then(|_| check_label_value(value)) {
+            problems.add(path, message);
+        }
+    }
+    let mut annotation_bytes = 0;
+    for (key, value) in metadata.annotations.iter().flatten() {
+        annotation_bytes += key.len() + value.len();
+        if let Err(message) = check_qualified_name(key) {
+            problems.add(entry_path("metadata.annotations", key), message);
+        }
+    }
+    if annotation_bytes > ANNOTATIONS_MAX_BYTES {
+        problems.add(
+            "metadata.annotations",
+            format!(
+                "must take at most {ANNOTATIONS_MAX_BYTES} bytes in total, keys and values (they take {annotation_bytes})"
+            ),
+        );
+    }
+}
+
+// -------------------------------------------------------------------- spec
+
+fn check_spec(spec: &JobSpec, problems: &mut Problems) {
+    check_replica_counts(spec, problems);
+    if spec.resource_shape.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        problems.add("spec.resource_shape", "must not be empty; leave it out for the default shape");
+    }
+    check_container(&spec.container, problems);
+    check_envs(spec.envs(), problems);
+    check_mounts(spec.mounts(), problems);
+    if let Some(affinity) = &spec.affinity {
+        let lists = [
+            ("spec.affinity.allowed_dedicated_node_groups", &affinity.allowed_dedicated_node_groups),
+            ("spec.affinity.allowed_nodes_in_node_group", &affinity.allowed_nodes_in_node_group),
+            ("spec.affinity.allowed_providers", &affinity.allowed_providers),
+        ];
+        for (path, list) in lists {
+            check_name_list(path, list.as_deref().unwrap_or(&[]), problems);
+        }
+    }
+    check_name_list("spec.image_pull_secrets", spec.image_pull_secrets(), problems);
+    if let Some(class) = spec.queue_config.as_ref().and_then(|q| q.priority_class.as_deref()) {
+        if Priority::from_class(class).is_none() {
+            let hint = match Priority::parse(class) {
+                Some(p) => format!(" ('{class}' is written '{}')", p.class()),
+                None => String::new(),
+            };
+            problems.add(
+                "spec.queue_config.priority_class",
+                format!(
+                    "must be one of {} (priority 1 to 9){hint}",
+                    PRIORITY_CLASSES.join(", ")
+                ),
             );
         }
     }
-    for (i, env) in job.spec.envs.iter().flatten().enumerate() {
-        if let Some(secret) = env.value_from.as_ref().and_then(|v| v.secret_name_ref.as_deref()) {
-            if !context.secret_names.iter().any(|s| s == secret) {
-                push(&format!("spec.envs[{i}].value_from.secret_name_ref"), format!("no secret named '{secret}'"));
+    if spec.storage_attachments.as_ref().is_some_and(|a| !a.is_empty()) {
+        problems.add(
+            "spec.storage_attachments",
+            "Jobdeck has no object-storage data sources; mount a volume with spec.mounts instead",
+        );
+    }
+    if spec.user_security_context.as_ref().and_then(|c| c.privileged) == Some(true) {
+        problems.add(
+            "spec.user_security_context.privileged",
+            "Jobdeck does not run privileged containers",
+        );
+    }
+    if spec.reservation_config.as_ref().and_then(|r| r.reservation_id.as_ref()).is_some() {
+        problems.add(
+            "spec.reservation_config.reservation_id",
+            "Jobdeck has no reservations; leave this out",
+        );
+    }
+    if let Some(segment) = &spec.segment_config {
+        let workers = spec.workers();
+        if segment.count_per_segment >= 1 {
+            if workers <= 1 {
+                problems.add("spec.segment_config", "needs more than one worker");
+            } else if workers % segment.count_per_segment != 0 {
+                problems.add(
+                    "spec.segment_config.count_per_segment",
+                    format!("must divide the number of workers ({workers})"),
+                );
             }
         }
     }
-    errors
 }
+
+/// Workers, completions and parallelism: with more than one worker the
+/// other two follow the workers; otherwise parallelism ≤ completions.
+fn check_replica_counts(spec: &JobSpec, problems: &mut Problems) {
+    if let Some(workers) = spec.workers.filter(|w| *w > 1) {
+        for (path, value) in [
+            ("spec.completions", spec.completions),
+            ("spec.parallelism", spec.parallelism),
+        ] {
+            if value.is_some_and(|v| v != workers) {
+                problems.add(
+                    path,
+                    format!("must equal the number of workers ({workers}) or be left out"),
+                );
+            }
+        }
+        if spec.intra_job_communication == Some(false) {
+            problems.add(
+                "spec.intra_job_communication",
+                format!("must be on (or left out) with more than one worker ({workers})"),
+            );
+        }
+        return;
+    }
+    let completions = spec.completions();
+    if let Some(parallelism) = spec.parallelism {
+        if completions >= 1 && parallelism > completions {
+            problems.add(
+                "spec.parallelism",
+                format!("must be less than or equal to completions ({completions})"),
+            );
+        }
+    }
+}
+
+/// A list of names (node groups, nodes, pull secrets): none empty, none twice.
+fn check_name_list(path: &str, names: &[String], problems: &mut Problems) {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, name) in names.iter().enumerate() {
+        let item = format!("{path}[{i}]");
+        if name.trim().is_empty() {
+            problems.add(item, "must not be empty");
+        } else if let Some(first) = seen.get(name.as_str()) {
+            problems.add(item, format!("'{name}' is already listed at {path}[{first}]"));
+        } else {
+            seen.insert(name, i);
+        }
+    }
+}
+
+// --------------------------------------------------------------- container
+
+/// Checks an image reference such as `nvcr.io/nvidia/pytorch:25.08-py3`.
+pub fn check_image(image: &str) -> Result<(), String> {
+    if image.trim().is_empty() {
+        return Err("must not be empty; leave it out for the default".into());
+    }
+    if image.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must not contain spaces or control characters".into());
+    }
+    let parts = split_image_reference(image);
+    if parts.name.is_empty() || parts.name.ends_with('/') || parts.name.starts_with('/') {
+        return Err("must name an image, such as 'nvcr.io/nvidia/pytorch'".into());
+    }
+    // Registries are host names (case-insensitive); repository paths must be
+    // lowercase or every container engine refuses to pull them.
+    let repository = match parts.name.split_once('/') {
+        Some((host, rest)) if host.contains(['.', ':']) || host == "localhost" => rest,
+        _ => parts.name,
+    };
+    if repository.chars().any(|c| c.is_ascii_uppercase()) {
+        return Err(format!(
+            "must be lowercase in its repository path ('{repository}')"
+        ));
+    }
+    if let Some(tag) = parts.tag {
+        check_image_tag(tag).map_err(|m| format!("has an invalid tag: it {m}"))?;
+    }
+    if let Some(digest) = parts.digest {
+        let valid = digest.split_once(':').is_some_and(|(algorithm, hex)| {
+            !algorithm.is_empty() && !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit())
+        });
+        if !valid {
+            return Err(format!(
+                "has an invalid digest '{digest}': it must look like 'sha256:<hex>'"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks an image tag: at most 128 letters, digits, `_`, `.` and `-`, not
+/// starting with `.` or `-`.
+pub fn check_image_tag(tag: &str) -> Result<(), String> {
+    let Some(first) = tag.chars().next() else {
+        return Err("must not be empty".into());
+    };
+    let len = tag.chars().count();
+    if len > IMAGE_TAG_MAX_LEN {
+        return Err(format!(
+            "must be at most {IMAGE_TAG_MAX_LEN} characters (it has {len})"
+        ));
+    }
+    if !(first.is_ascii_alphanumeric() || first == '_') {
+        return Err("must start with a letter, a digit or '_'".into());
+    }
+    if let Some(bad) = tag
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        return Err(format!(
+            "may contain only letters, digits, '_', '.' and '-', not '{}'",
+            bad.escape_default()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a port name: an IANA service name as Kubernetes requires, at most
+/// 15 lowercase letters, digits and single hyphens, with at least one letter.
+pub fn check_port_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty; leave it out for an unnamed port".into());
+    }
+    let len = name.chars().count();
+    if len > PORT_NAME_MAX_LEN {
+        return Err(format!(
+            "must be at most {PORT_NAME_MAX_LEN} characters (it has {len})"
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    {
+        return Err(format!(
+            "may contain only lowercase letters, digits and '-', not '{}'",
+            bad.escape_default()
+        ));
+    }
+    if !name.chars().any(|c| c.is_ascii_lowercase()) {
+        return Err("must contain at least one letter".into());
+    }
+    if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
+        return Err("must not start or end with '-' or contain '--'".into());
+    }
+    Ok(())
+}
+
+fn check_container(container: &Container, problems: &mut Problems) {
+    let image = container.image.as_deref();
+    if let Some(image) = image {
+        if let Err(message) = check_image(image) {
+            problems.add("spec.container.image", message);
+        }
+    }
+    if let Some(tag) = container.image_tag.as_deref() {
+        let embedded = image.map(split_image_reference);
+        let message = match embedded {
+            None => Err("needs an image (spec.container.image)".to_string()),
+            Some(parts) if parts.digest.is_some() => {
+                Err("must be left out when the image pins a digest".to_string())
+            }
+            Some(parts) if parts.tag.is_some() => Err(format!(
+                "must be left out when the image already names a tag ('{}')",
+                parts.tag.unwrap_or_default()
+            )),
+            Some(_) => check_image_tag(tag),
+        };
+        if let Err(message) = message {
+            problems.add("spec.container.image_tag", message);
+        }
+    }
+    let username = container.registry_username.as_deref();
+    let password = container.registry_password.as_deref();
+    for (path, value) in [
+        ("spec.container.registry_username", username),
+        ("spec.container.registry_password", password),
+    ] {
+        if value.is_some_and(str::is_empty) {
+            problems.add(path, "must not be empty; leave it out for a public image");
+        }
+    }
+    match (username, password) {
+        (Some(_), None) => problems.add(
+            "spec.container.registry_password",
+            "is required when a registry username is set",
+        ),
+        (None, Some(_)) => problems.add(
+            "spec.container.registry_username",
+            "is required when a registry password is set",
+        ),
+        _ => {}
+    }
+    for (i, arg) in container.command().iter().enumerate() {
+        if arg.contains('\0') {
+            problems.add(
+                format!("spec.container.command[{i}]"),
+                "must not contain a NUL character",
+            );
+        }
+    }
+    let mut seen_ports: BTreeMap<(i64, Protocol), usize> = BTreeMap::new();
+    let mut seen_names: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, port) in container.ports().iter().enumerate() {
+        let path = format!("spec.container.ports[{i}]");
+        let protocol = match port.protocol.as_deref() {
+            None => Some(Protocol::Tcp),
+            Some(p) => Protocol::parse(p),
+        };
+        if protocol.is_none() {
+            problems.add(format!("{path}.protocol"), "must be TCP, UDP or SCTP");
+        }
+        if let (Some(protocol), true) = (protocol, (1..=65535).contains(&port.container_port)) {
+            let key = (port.container_port, protocol);
+            if let Some(first) = seen_ports.get(&key) {
+                problems.add(
+                    format!("{path}.container_port"),
+                    format!(
+                        "{}/{protocol} is already listed at spec.container.ports[{first}]",
+                        port.container_port
+                    ),
+                );
+            } else {
+                seen_ports.insert(key, i);
+            }
+        }
+        if let Some(name) = port.name.as_deref() {
+            if let Err(message) = check_port_name(name) {
+                problems.add(format!("{path}.name"), message);
+            } else if let Some(first) = seen_names.get(name) {
+                problems.add(
+                    format!("{path}.name"),
+                    format!("'{name}' is already used by spec.container.ports[{first}]"),
+                );
+            } else {
+                seen_names.insert(name, i);
+            }
+        }
+        for (j, strategy) in port.expose_strategies.iter().flatten().enumerate() {
+            if !matches!(strategy.as_str(), "HostPortMapping" | "IngressProxy") {
+                problems.add(
+                    format!("{path}.expose_strategies[{j}]"),
+                    "must be HostPortMapping or IngressProxy",
+                );
+            }
+        }
+    }
+}
+
+// --------------------------------------------------------------------- env
+
+/// Checks an environment variable name: a C identifier (a letter or `_`, then
+/// letters, digits and `_`) that Jobdeck does not set itself.
+pub fn check_env_name(name: &str) -> Result<(), String> {
+    let Some(first) = name.chars().next() else {
+        return Err("must not be empty".into());
+    };
+    if !(first.is_ascii_alphabetic() || first == '_') {
+        return Err("must start with a letter or '_'".into());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
+    {
+        return Err(format!(
+            "may contain only letters, digits and '_', not '{}'",
+            bad.escape_default()
+        ));
+    }
+    if RESERVED_ENV_NAMES.contains(&name) {
+        return Err(format!(
+            "'{name}' is reserved: Jobdeck sets it in every replica"
+        ));
+    }
+    if name.starts_with(RESERVED_ENV_PREFIX) {
+        return Err(format!(
+            "must not start with '{RESERVED_ENV_PREFIX}': that prefix is reserved for variables Jobdeck sets"
+        ));
+    }
+    Ok(())
+}
+
+fn check_envs(envs: &[EnvVar], problems: &mut Problems) {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, env) in envs.iter().enumerate() {
+        let path = format!("spec.envs[{i}]");
+        if let Err(message) = check_env_name(&env.name) {
+            problems.add(format!("{path}.name"), message);
+        } else if let Some(first) = seen.get(env.name.as_str()) {
+            problems.add(
+                format!("{path}.name"),
+                format!("'{}' is already set by spec.envs[{first}]", env.name),
+            );
+        } else {
+            seen.insert(&env.name, i);
+        }
+        if env.value.as_deref().is_some_and(|v| v.contains('\0')) {
+            problems.add(format!("{path}.value"), "must not contain a NUL character");
+        }
+        if let Some(from) = &env.value_from {
+            if env.value.is_some() {
+                problems.add(
+                    format!("{path}.value_from"),
+                    "must be left out when a value is given: a variable has either a value or a secret reference, not both",
+                );
+            } else if from.secret_name_ref.as_deref().is_none_or(|s| s.trim().is_empty()) {
+                problems.add(format!("{path}.value_from.secret_name_ref"), "must name a secret");
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ mounts
+
+/// Checks a mount path: absolute, normalized (no `.` or `..` segments, no
+/// `//`, no trailing `/`), without `:` (container engines split volume
+/// arguments on it) and not a reserved system path
+/// ([`RESERVED_MOUNT_PATHS`], [`RESERVED_MOUNT_TREES`]).
+pub fn check_mount_path(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if !path.starts_with('/') {
+        return Err("must be an absolute path (start with '/')".into());
+    }
+    if has_control(path) {
+        return Err("must not contain control characters".into());
+    }
+    // Judge the path as the container would resolve it, so `/etc/` or
+    // `/data/../etc` cannot slip past the reserved list.
+    let normal = normalize_path(path);
+    if RESERVED_MOUNT_PATHS.contains(&normal.as_str()) {
+        return Err(format!("'{normal}' is a system path and cannot be a mount path"));
+    }
+    if let Some(tree) = RESERVED_MOUNT_TREES
+        .iter()
+        .find(|t| normal.starts_with(&format!("{t}/")))
+    {
+        return Err(format!(
+            "'{normal}' is inside '{tree}', which nothing may be mounted into"
+        ));
+    }
+    if path.contains(':') {
+        return Err("must not contain ':'".into());
+    }
+    if path.split('/').any(|s| s == "..") {
+        return Err("must not contain '..' segments".into());
+    }
+    if path.split('/').any(|s| s == ".") {
+        return Err("must not contain '.' segments".into());
+    }
+    if path.contains("//") {
+        return Err("must not contain '//'".into());
+    }
+    if path.len() > 1 && path.ends_with('/') {
+        return Err("must not end with '/'".into());
+    }
+    Ok(())
+}
+
+/// `path` with `.`, `..`, repeated and trailing slashes resolved, as an
+/// absolute path.
+fn normalize_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// Checks the volume a mount comes `from`: a volume name, `node-local`, or
+/// `node-<type>:<name>` as the lep CLI writes it.
+pub fn check_volume(from: &str) -> Result<(), String> {
+    if from.trim().is_empty() {
+        return Err("must name a volume".into());
+    }
+    if from.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must not contain spaces or control characters".into());
+    }
+    if from.starts_with("node-") && from != "node-local" {
+        let valid = from
+            .split_once(':')
+            .is_some_and(|(kind, name)| kind.len() > "node-".len() && !name.is_empty() && !name.contains(':'));
+        if !valid {
+            return Err(
+                "must be 'node-local' or 'node-<type>:<name>', such as 'node-nfs:my-nfs'".into(),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Checks the path inside a volume: it may not climb out of the volume.
+pub fn check_volume_path(path: &str) -> Result<(), String> {
+    if has_control(path) {
+        return Err("must not contain control characters".into());
+    }
+    if path.split('/').any(|s| s == "..") {
+        return Err("must not contain '..' segments: a mount stays inside its volume".into());
+    }
+    Ok(())
+}
+
+fn check_mounts(mounts: &[Mount], problems: &mut Problems) {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, mount) in mounts.iter().enumerate() {
+        let path = format!("spec.mounts[{i}]");
+        if let Err(message) = check_mount_path(&mount.mount_path) {
+            problems.add(format!("{path}.mount_path"), message);
+        } else if let Some(first) = seen.get(mount.mount_path.as_str()) {
+            problems.add(
+                format!("{path}.mount_path"),
+                format!(
+                    "'{}' is already used by spec.mounts[{first}]",
+                    mount.mount_path
+                ),
+            );
+        } else {
+            seen.insert(&mount.mount_path, i);
+        }
+        if let Err(message) = check_volume(&mount.from) {
+            problems.add(format!("{path}.from"), message);
+        }
+        if let Some(Err(message)) = mount.path.as_deref().map(check_volume_path) {
+            problems.add(format!("{path}.path"), message);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;

@@ -1,0 +1,233 @@
+//! Reading a JSON body into the contract's types so that a body that does
+//! not fit comes back the way a rule violation does: a field path and a
+//! sentence (`spec.completions`: "must be a whole number"), not a parser
+//! message with a line and column.
+//!
+//! This is what makes unknown fields visible: the job types are
+//! `deny_unknown_fields`, and an unknown field is reported at its own path
+//! ("is not a field of this object"). The server reads every JSON body
+//! through [`from_json`]; the console never needs to, as it builds its
+//! values from the types themselves.
+
+use serde::de::DeserializeOwned;
+
+use crate::FieldErrors;
+
+/// Why a body could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonError {
+    /// Not JSON at all (or cut short): a sentence without a field.
+    Syntax(String),
+    /// JSON whose fields do not fit: one message per field path.
+    Fields(FieldErrors),
+}
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JsonError::Syntax(message) => f.write_str(message),
+            JsonError::Fields(fields) => {
+                let parts: Vec<String> = fields
+                    .iter()
+                    .map(|(path, messages)| format!("{path}: {}", messages.join("; ")))
+                    .collect();
+                f.write_str(&parts.join(", "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+/// Reads `bytes` as a `T`, naming the field that does not fit.
+pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = match serde_path_to_error::deserialize::<_, T>(&mut deserializer) {
+        Ok(value) => value,
+        Err(error) => {
+            let path = error.path().to_string();
+            let inner = error.into_inner();
+            return Err(match inner.classify() {
+                serde_json::error::Category::Data => {
+                    let (path, message) = field_message(&path, &without_position(&inner));
+                    JsonError::Fields([(path, vec![message])].into())
+                }
+                _ => JsonError::Syntax(inner.to_string()),
+            });
+        }
+    };
+    deserializer
+        .end()
+        .map_err(|e| JsonError::Syntax(e.to_string()))?;
+    Ok(value)
+}
+
+/// serde_json's message without its " at line 1 column 40" suffix.
+fn without_position(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+/// The path and sentence for one serde data error at `path` (`.` is the
+/// root).
+fn field_message(path: &str, message: &str) -> (String, String) {
+    let join = |field: &str| {
+        if path == "." || path.is_empty() {
+            field.to_string()
+        } else {
+            format!("{path}.{field}")
+        }
+    };
+    let path_or_root = || {
+        if path == "." || path.is_empty() {
+            "body".to_string()
+        } else {
+            path.to_string()
+        }
+    };
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let field = rest.split('`').next().unwrap_or("");
+        let known: Vec<&str> = rest.split('`').skip(2).step_by(2).collect();
+        let hint = if known.is_empty() {
+            String::new()
+        } else {
+            format!("; the fields here are {}", known.join(", "))
+        };
+        // serde_path_to_error already ends the path with the unknown field.
+        let path = if path.ends_with(field) { path.to_string() } else { join(field) };
+        return (path, format!("is not a field Jobdeck knows{hint}"));
+    }
+    if let Some(rest) = message.strip_prefix("missing field `") {
+        let field = rest.split('`').next().unwrap_or("");
+        return (join(field), "is required".into());
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `") {
+        let mut parts = rest.split('`');
+        let got = parts.next().unwrap_or("");
+        let allowed: Vec<&str> = parts.skip(1).step_by(2).collect();
+        return (
+            path_or_root(),
+            format!("must be one of {}, not '{got}'", allowed.join(", ")),
+        );
+    }
+    for prefix in ["invalid type: ", "invalid value: ", "invalid length "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            if let Some((got, expected)) = rest.split_once(", expected ") {
+                return (
+                    path_or_root(),
+                    format!("must be {}, not {got}", describe_expected(expected)),
+                );
+            }
+        }
+    }
+    (path_or_root(), message.to_string())
+}
+
+/// serde's name for an expected type, in words.
+fn describe_expected(expected: &str) -> String {
+    let integer = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "usize", "isize"];
+    if integer.contains(&expected) {
+        return "a whole number".into();
+    }
+    match expected {
+        "f32" | "f64" => "a number".into(),
+        "a boolean" => "true or false".into(),
+        "a string" => "a string".into(),
+        "a sequence" => "a list".into(),
+        "a map" => "an object".into(),
+        other if other.starts_with("struct ") => "an object".into(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LeptonJob;
+
+    fn fields(json: &str) -> FieldErrors {
+        match from_json::<LeptonJob>(json.as_bytes()) {
+            Err(JsonError::Fields(fields)) => fields,
+            other => panic!("expected field errors for {json}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn data_errors_name_their_field() {
+        let cases = [
+            (
+                r#"{"metadata":{"name":"a"},"spec":{"completions":"two"}}"#,
+                "spec.completions",
+                "must be a whole number, not string \"two\"",
+            ),
+            (
+                r#"{"metadata":{"name":"a"},"spec":{"completions":1.5}}"#,
+                "spec.completions",
+                "must be a whole number, not floating point `1.5`",
+            ),
+            (
+                r#"{"metadata":{"name":"a"},"spec":{"envs":[{"name":"A"},{"value":"x"}]}}"#,
+                "spec.envs[1].name",
+                "is required",
+            ),
+            (
+                r#"{"metadata":{"name":"a"},"spec":{"stopped":"yes"}}"#,
+                "spec.stopped",
+                "must be true or false, not string \"yes\"",
+            ),
+            (
+                r#"{"metadata":{"name":"a","visibility":"secret"}}"#,
+                "metadata.visibility",
+                "must be one of public, private, not 'secret'",
+            ),
+            (
+                r#"{"metadata":{"name":"a"},"spec":{"mounts":{"a":1}}}"#,
+                "spec.mounts",
+                "must be a list, not map",
+            ),
+            (
+                r#"{"spec":{}}"#,
+                "metadata",
+                "is required",
+            ),
+        ];
+        for (json, path, message) in cases {
+            let expected: FieldErrors = [(path.to_string(), vec![message.to_string()])].into();
+            assert_eq!(fields(json), expected, "{json}");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_reported_at_their_own_path() {
+        let got = fields(r#"{"metadata":{"name":"a"},"spec":{"container":{"imagee":"busybox"}}}"#);
+        let (path, messages) = got.iter().next().unwrap();
+        assert_eq!(path, "spec.container.imagee");
+        assert!(
+            messages[0].starts_with("is not a field Jobdeck knows; the fields here are image, ports, command"),
+            "{messages:?}"
+        );
+        let got = fields(r#"{"metadata":{"name":"a"},"extra":1}"#);
+        assert!(got.contains_key("extra"), "{got:?}");
+        let got = fields(r#"{"metadata":{"name":"a"},"spec":{"envs":[{"name":"A","secret":"x"}]}}"#);
+        assert!(got.contains_key("spec.envs[0].secret"), "{got:?}");
+    }
+
+    #[test]
+    fn syntax_errors_have_no_field() {
+        for json in [r#"{"metadata": "#, r#"{"metadata": {"name": "a""#, r#"{"metadata":{"name":"a"}} trailing"#, ""] {
+            assert!(
+                matches!(from_json::<LeptonJob>(json.as_bytes()), Err(JsonError::Syntax(_))),
+                "{json}"
+            );
+        }
+    }
+
+    #[test]
+    fn fitting_json_reads() {
+        let job: LeptonJob = from_json(br#"{"metadata":{"id":"hello"},"spec":{"envs":[]}}"#).unwrap();
+        assert_eq!(job.name(), "hello");
+    }
+}
