@@ -451,32 +451,9 @@ impl std::fmt::Display for JobState {
     }
 }
 
-/// One earlier run of a job (`LeptonJobStatusDetails`), as Lepton lists them
-/// in `status.job_history`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct JobStatusDetails {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<JobState>,
-    #[serde(default)]
-    pub ready: i64,
-    #[serde(default)]
-    pub active: i64,
-    #[serde(default)]
-    pub failed: i64,
-    #[serde(default)]
-    pub succeeded: i64,
-    /// Unix time in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub creation_time: Option<i64>,
-    /// Unix time in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completion_time: Option<i64>,
-}
-
 /// The observed state of a job (`LeptonJobStatus`). Server-owned: what a
-/// client sends here is ignored, so unknown fields are tolerated.
+/// client sends here is ignored, so unknown fields (such as Lepton's
+/// `job_history`, which Jobdeck does not keep) are tolerated.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct JobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -503,9 +480,6 @@ pub struct JobStatus {
     /// Extension: a sentence explaining `reason`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// Lepton: earlier runs of the job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job_history: Option<Vec<JobStatusDetails>>,
 }
 
 /// A job: `metadata` + `spec` + `status` (`LeptonJob`).

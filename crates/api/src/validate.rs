@@ -370,14 +370,16 @@ fn check_dns_subdomain(name: &str) -> Result<(), String> {
 }
 
 fn check_metadata(metadata: &Metadata, problems: &mut Problems) {
-    // Lepton clients (`lep job create`) send the name as the id.
-    let (path, name) = match (&metadata.name, &metadata.id) {
-        (Some(name), _) => ("metadata.name", name.as_str()),
-        (None, Some(id)) => ("metadata.id", id.as_str()),
-        (None, None) => ("metadata.name", ""),
-    };
+    // Lepton clients (`lep job create`) send the name as the id. The name's
+    // problems are reported at `metadata.name` either way, as the server,
+    // which copies such an id into the name, reports them.
+    let name = metadata
+        .name
+        .as_deref()
+        .or(metadata.id.as_deref())
+        .unwrap_or("");
     if let Err(message) = check_job_name(name) {
-        problems.add(path, message);
+        problems.add("metadata.name", message);
     }
     for (key, value) in metadata.labels.iter().flatten() {
         let path = entry_path("metadata.labels", key);

@@ -128,7 +128,7 @@ fn job_name_rules() {
         ("ends with a hyphen", |j| set_name(j, "abc-"), Some(("metadata.name", "must end with a lowercase letter or a digit"))),
         ("ends with a digit", |j| set_name(j, "abc9"), None),
         ("lep sends the id only", |j| { j.metadata.name = None; j.metadata.id = Some("hello".into()) }, None),
-        ("a bad id is reported as the id", |j| { j.metadata.name = None; j.metadata.id = Some("Hello".into()) }, Some(("metadata.id", "must start with a lowercase letter"))),
+        ("a bad id is reported as the name", |j| { j.metadata.name = None; j.metadata.id = Some("Hello".into()) }, Some(("metadata.name", "must start with a lowercase letter"))),
     ]);
 }
 

@@ -3,12 +3,13 @@
 //!
 //! Internal failures answer an opaque 500; their cause is logged, never sent.
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Request};
 use axum::http::{request::Parts, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use jobdeck_api::{ApiError, FieldErrors};
+use jobdeck_api::{ApiError, FieldErrors, JsonError};
 use serde::de::DeserializeOwned;
 
 #[derive(Debug)]
@@ -81,6 +82,11 @@ pub type AppResult<T> = Result<T, AppError>;
 
 /// A JSON body whose rejections become `AppError`s, so a malformed body or a
 /// wrong content type answers with the contract's JSON error, not plain text.
+///
+/// The body is read with `jobdeck_api::from_json`: JSON that is well formed
+/// but does not fit the type (a wrong type, a missing or unknown field)
+/// answers 422 with the offending field's path, like any broken rule; only
+/// text that is not JSON at all answers 400.
 pub struct ApiJson<T>(pub T);
 
 impl<T, S> FromRequest<S> for ApiJson<T>
@@ -91,27 +97,35 @@ where
     type Rejection = AppError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => Err(json_rejection(rejection)),
+        if !has_json_content_type(req.headers()) {
+            return Err(AppError::BadRequest(
+                "expected a JSON body: set 'Content-Type: application/json'".into(),
+            ));
+        }
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|rejection| AppError::BadRequest(rejection.body_text()))?;
+        match jobdeck_api::from_json(&bytes) {
+            Ok(value) => Ok(ApiJson(value)),
+            Err(JsonError::Fields(fields)) => Err(AppError::Validation(fields)),
+            Err(JsonError::Syntax(e)) => {
+                Err(AppError::BadRequest(format!("the body is not valid JSON: {e}")))
+            }
         }
     }
 }
 
-fn json_rejection(rejection: JsonRejection) -> AppError {
-    match rejection {
-        JsonRejection::MissingJsonContentType(_) => AppError::BadRequest(
-            "expected a JSON body: set 'Content-Type: application/json'".into(),
-        ),
-        JsonRejection::JsonSyntaxError(e) => {
-            AppError::BadRequest(format!("the body is not valid JSON: {}", e.body_text()))
-        }
-        JsonRejection::JsonDataError(e) => AppError::BadRequest(format!(
-            "the body does not have the expected shape: {}",
-            e.body_text()
-        )),
-        other => AppError::BadRequest(other.body_text()),
-    }
+/// `application/json` or any `application/*+json`, as axum's `Json` accepts.
+fn has_json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// A query string whose rejections become `AppError`s.

@@ -188,6 +188,14 @@ pub async fn validation_context(state: &AppState, user: &str) -> AppResult<Valid
 
 fn merge(into: &mut FieldErrors, more: FieldErrors) {
     for (path, messages) in more {
+        // The contract gives one message per field, and the contract's own
+        // wins, also over a message about a list whose items it already named.
+        let covered = into.keys().any(|p| {
+            p == &path || p.starts_with(&format!("{path}[")) || p.starts_with(&format!("{path}."))
+        });
+        if covered {
+            continue;
+        }
         let entry = into.entry(path).or_default();
         for message in messages {
             if !entry.contains(&message) {

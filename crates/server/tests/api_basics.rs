@@ -182,6 +182,12 @@ async fn a_shape_or_node_group_this_server_lacks_is_a_422_on_its_field() {
     let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
     assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", res.text());
     let fields = &res.json()["fields"];
-    assert_eq!(fields["spec.resource_shape"][0], "no resource shape named 'gpu.8xh100'");
+    assert!(
+        fields["spec.resource_shape"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("no resource shape named 'gpu.8xh100'; this workspace has 'cpu.small'"),
+        "{fields}"
+    );
     assert_eq!(fields["spec.affinity.allowed_dedicated_node_groups[0]"][0], "no node group named 'h100-pool'");
 }

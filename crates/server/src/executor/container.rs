@@ -242,8 +242,8 @@ mod tests {
         launch.spec.container.image_tag = Some("25.08-py3".into());
         launch.spec.container.command = Some(vec!["/bin/bash".into(), "-c".into(), "python train.py".into()]);
         launch.spec.container.ports = Some(vec![
-            ContainerPort { name: None, container_port: 8080, protocol: None, host_port: None },
-            ContainerPort { name: None, container_port: 9000, protocol: Some("UDP".into()), host_port: Some(19000) },
+            ContainerPort { container_port: 8080, ..Default::default() },
+            ContainerPort { container_port: 9000, protocol: Some("UDP".into()), host_port: Some(19000), ..Default::default() },
         ]);
         launch.spec.mounts = Some(vec![Mount {
             path: Some("/datasets".into()),
