@@ -9,13 +9,11 @@
 //! Jobdeck does not act on are still modelled, so a `lep` payload reads and
 //! writes back unchanged.
 //!
-//! The `validator` derives carry the single-field range rules; everything
-//! else is in `validate.rs`. All of it is reached through `validate_job`.
+//! Every rule is in `validate.rs`, reached through `validate_job`.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use validator::Validate;
 
 /// Who may see a resource. The default is public, as in Lepton: only a job
 /// explicitly set to private is restricted to its creator.
@@ -81,12 +79,11 @@ pub struct Affinity {
 }
 
 /// One container port (`ContainerPort`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Validate)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContainerPort {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[validate(range(min = 1, max = 65535))]
     pub container_port: i64,
     /// Lepton: how an endpoint exposes the port (`HostPortMapping`,
     /// `IngressProxy`). Jobs have no ingress: stored, not acted upon.
@@ -99,7 +96,6 @@ pub struct ContainerPort {
     /// upon.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_protocol: Option<String>,
-    #[validate(range(min = 1, max = 65535))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_port: Option<i64>,
     /// Lepton: an endpoint load-balancer switch; stored, not acted upon.
@@ -108,12 +104,11 @@ pub struct ContainerPort {
 }
 
 /// The container of a job (`LeptonContainer`) plus registry extensions.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Validate)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Container {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
-    #[validate(nested)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ports: Option<Vec<ContainerPort>>,
     /// The command and its arguments; empty means the image's entrypoint.
@@ -152,10 +147,8 @@ pub struct EnvVar {
 
 /// Options of a storage mount (`MountOptions`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[derive(Validate)]
 #[serde(deny_unknown_fields)]
 pub struct MountOptions {
-    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_cache_size_mib: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,7 +158,6 @@ pub struct MountOptions {
 /// One storage mount (`Mount`): `from` a volume, `path` inside it, at
 /// `mount_path` in the container.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[derive(Validate)]
 #[serde(deny_unknown_fields)]
 pub struct Mount {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,7 +165,6 @@ pub struct Mount {
     #[serde(rename = "from")]
     pub from: String,
     pub mount_path: String,
-    #[validate(nested)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_options: Option<MountOptions>,
 }
@@ -255,56 +246,47 @@ pub struct ReservationConfig {
 }
 
 /// When a job may start (`LeptonJobTimeSchedule`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Validate)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimeSchedule {
     /// Unix time in seconds.
-    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<i64>,
 }
 
 /// Workers per NVLink domain (`LeptonJobSegmentConfig`); a placement hint
 /// Jobdeck stores but does not act upon.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Validate)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SegmentConfig {
-    #[validate(range(min = 1))]
     pub count_per_segment: i64,
 }
 
 /// The desired state of a job (`LeptonJobUserSpec`) plus extensions.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Validate)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_shape: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
-    #[validate(nested)]
     #[serde(default)]
     pub container: Container,
     /// Shared memory in MiB; absent uses the shape's default.
-    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_memory_size: Option<i64>,
-    #[validate(range(min = 1))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completions: Option<i64>,
-    #[validate(range(min = 1))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallelism: Option<i64>,
     /// Retries of one failed replica; default 0.
-    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_failure_retry: Option<i64>,
     /// Restarts of the whole job after it failed; default 0.
-    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_job_failure_retry: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envs: Option<Vec<EnvVar>>,
-    #[validate(nested)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mounts: Option<Vec<Mount>>,
     /// Lepton: object-storage data sources. Jobdeck has none, so a job with
@@ -314,7 +296,6 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_pull_secrets: Option<Vec<String>>,
     /// The archive time in seconds; default 3 days.
-    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_seconds_after_finished: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -335,30 +316,24 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation_config: Option<ReservationConfig>,
     /// Lepton: the earliest start time.
-    #[validate(nested)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_schedule: Option<TimeSchedule>,
     /// Lepton: workers per NVLink domain; stored, not acted upon.
-    #[validate(nested)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment_config: Option<SegmentConfig>,
     /// Extension: the number of workers; more than one turns on intra-job
     /// communication with completions = parallelism = workers.
-    #[validate(range(min = 1))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<i64>,
     /// Extension: retries of failed replicas before the job fails
     /// (Kubernetes `backoffLimit`); default 3.
-    #[validate(range(min = 0))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff_limit: Option<i64>,
     /// Extension: seconds the job may run before it is failed with
     /// `DeadlineExceeded`; absent means no deadline.
-    #[validate(range(min = 1))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_deadline_seconds: Option<i64>,
     /// Extension: seconds the job may wait in the queue before it fails.
-    #[validate(range(min = 1))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_queued_duration_seconds: Option<i64>,
     /// Extension: fail without retry when a program error is detected.

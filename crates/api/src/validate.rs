@@ -9,18 +9,18 @@
 //!   shape, node groups, nodes and secrets exist; shared memory fits the
 //!   shape).
 //!
-//! Single-field ranges are `validator` derives on the types in `job.rs`;
-//! everything else (names, paths, lists, cross-field rules) is a hand-written
-//! check here. There is deliberately no regular expression: the console runs
-//! this code as WebAssembly and a regex engine would dwarf it.
+//! Every rule is a hand-written check here, single-field ranges included
+//! (`check_ranges`). There is deliberately no regular expression and no
+//! `validator` derive: the console runs this code as WebAssembly, and the
+//! derive's error machinery (hash maps of `serde_json::Value` parameters) cost
+//! the console about 4 KB brotli for what `check_ranges` does in a few
+//! hundred bytes (see `docs/measurements.md`).
 //!
 //! When one field breaks several rules, the first is reported: the checks run
 //! from the most basic ("must not be empty") to the relational ("is listed
 //! twice"), so fixing the reported problem is always the next step.
 
 use std::collections::BTreeMap;
-
-use validator::{Validate, ValidationError, ValidationErrors, ValidationErrorsKind};
 
 use crate::defaults::{split_image_reference, Priority, Protocol, PRIORITY_CLASSES};
 use crate::{Container, EnvVar, FieldErrors, JobSpec, LeptonJob, Metadata, Mount, Shape};
@@ -87,9 +87,7 @@ pub fn entry_path(map_path: &str, key: &str) -> String {
 /// one message per field path. Empty means valid.
 pub fn validate_job(job: &LeptonJob) -> FieldErrors {
     let mut problems = Problems::default();
-    if let Err(errors) = job.spec.validate() {
-        add_derived(&mut problems, "spec", &errors);
-    }
+    check_ranges(&job.spec, &mut problems);
     check_metadata(&job.metadata, &mut problems);
     check_spec(&job.spec, &mut problems);
     problems.0
@@ -189,46 +187,50 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
     problems.0
 }
 
-/// Adds the `validator` derive's findings under `prefix`.
-fn add_derived(problems: &mut Problems, prefix: &str, errors: &ValidationErrors) {
-    // The derive keeps fields in a hash map; sorting keeps the result stable.
-    let mut fields: Vec<_> = errors.errors().iter().collect();
-    fields.sort_by(|a, b| a.0.cmp(b.0));
-    for (field, kind) in fields {
-        let path = format!("{prefix}.{field}");
-        match kind {
-            ValidationErrorsKind::Field(list) => {
-                for error in list {
-                    problems.add(&path, derived_message(error));
-                }
-            }
-            ValidationErrorsKind::Struct(inner) => add_derived(problems, &path, inner),
-            ValidationErrorsKind::List(items) => {
-                for (index, inner) in items {
-                    add_derived(problems, &format!("{path}[{index}]"), inner);
-                }
-            }
+/// A number that must lie in `min..=max` when it is set.
+fn check_range(problems: &mut Problems, path: &str, value: Option<i64>, min: i64, max: Option<i64>) {
+    let Some(value) = value else { return };
+    match max {
+        Some(max) if value < min || value > max => {
+            problems.add(path, format!("must be between {min} and {max}"))
         }
+        None if value < min => problems.add(path, format!("must be at least {min}")),
+        _ => {}
     }
 }
 
-/// A sentence for one derive finding, naming its limit.
-fn derived_message(error: &ValidationError) -> String {
-    if let Some(message) = &error.message {
-        return message.to_string();
+/// Every single-field range of a spec. These run first, so a number out of
+/// range is what its field reports.
+fn check_ranges(spec: &JobSpec, problems: &mut Problems) {
+    const PORT_MAX: Option<i64> = Some(65535);
+    let at_least: [(&str, Option<i64>, i64); 10] = [
+        ("spec.completions", spec.completions, 1),
+        ("spec.parallelism", spec.parallelism, 1),
+        ("spec.workers", spec.workers, 1),
+        ("spec.backoff_limit", spec.backoff_limit, 0),
+        ("spec.active_deadline_seconds", spec.active_deadline_seconds, 1),
+        ("spec.max_queued_duration_seconds", spec.max_queued_duration_seconds, 1),
+        ("spec.max_failure_retry", spec.max_failure_retry, 0),
+        ("spec.max_job_failure_retry", spec.max_job_failure_retry, 0),
+        ("spec.ttl_seconds_after_finished", spec.ttl_seconds_after_finished, 0),
+        ("spec.shared_memory_size", spec.shared_memory_size, 0),
+    ];
+    for (path, value, min) in at_least {
+        check_range(problems, path, value, min, None);
     }
-    let min = error.params.get("min");
-    let max = error.params.get("max");
-    match (error.code.as_ref(), min, max) {
-        ("range", Some(min), Some(max)) => format!("must be between {min} and {max}"),
-        ("range", Some(min), None) => format!("must be at least {min}"),
-        ("range", None, Some(max)) => format!("must be at most {max}"),
-        ("length", Some(min), Some(max)) => {
-            format!("must be between {min} and {max} characters long")
-        }
-        ("length", Some(min), None) => format!("must be at least {min} characters long"),
-        ("length", None, Some(max)) => format!("must be at most {max} characters long"),
-        (code, _, _) => format!("is invalid ({code})"),
+    let start_at = spec.time_schedule.as_ref().and_then(|t| t.start_at);
+    check_range(problems, "spec.time_schedule.start_at", start_at, 0, None);
+    let segment = spec.segment_config.as_ref().map(|s| s.count_per_segment);
+    check_range(problems, "spec.segment_config.count_per_segment", segment, 1, None);
+    for (i, port) in spec.container.ports().iter().enumerate() {
+        let path = format!("spec.container.ports[{i}]");
+        check_range(problems, &format!("{path}.container_port"), Some(port.container_port), 1, PORT_MAX);
+        check_range(problems, &format!("{path}.host_port"), port.host_port, 1, PORT_MAX);
+    }
+    for (i, mount) in spec.mounts().iter().enumerate() {
+        let cache = mount.mount_options.as_ref().and_then(|o| o.local_cache_size_mib);
+        let path = format!("spec.mounts[{i}].mount_options.local_cache_size_mib");
+        check_range(problems, &path, cache, 0, None);
     }
 }
 
@@ -242,6 +244,12 @@ fn or_list(items: &[&str]) -> String {
             format!("{} or '{last}'", rest.join(", "))
         }
     }
+}
+
+/// Whether `s` has the two bytes `pair` next to each other. (Cheaper in the
+/// console's WebAssembly than the general substring search.)
+fn has_pair(s: &str, pair: &[u8; 2]) -> bool {
+    s.as_bytes().windows(2).any(|w| w == pair)
 }
 
 fn has_control(s: &str) -> bool {
@@ -265,8 +273,7 @@ pub fn check_job_name(name: &str) -> Result<(), String> {
         .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
     {
         return Err(format!(
-            "may contain only lowercase letters, digits and hyphens, not '{}'",
-            bad.escape_default()
+            "may contain only lowercase letters, digits and hyphens, not {bad:?}",
         ));
     }
     if name.ends_with('-') {
@@ -296,7 +303,7 @@ pub fn check_qualified_name(key: &str) -> Result<(), String> {
         check_dns_subdomain(prefix).map_err(|m| format!("the key's prefix {m}"))?;
         if RESERVED_LABEL_PREFIXES
             .iter()
-            .any(|r| prefix == *r || prefix.ends_with(&format!(".{r}")))
+            .any(|r| prefix == *r || prefix.strip_suffix(r).is_some_and(|p| p.ends_with('.')))
         {
             return Err(format!(
                 "the key's prefix '{prefix}/' is reserved for Kubernetes"
@@ -328,8 +335,7 @@ fn check_label_token(token: &str, max: usize) -> Result<(), String> {
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
     {
         return Err(format!(
-            "may contain only letters, digits, '-', '_' and '.', not '{}'",
-            bad.escape_default()
+            "may contain only letters, digits, '-', '_' and '.', not {bad:?}",
         ));
     }
     let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
@@ -583,8 +589,7 @@ pub fn check_image_tag(tag: &str) -> Result<(), String> {
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
     {
         return Err(format!(
-            "may contain only letters, digits, '_', '.' and '-', not '{}'",
-            bad.escape_default()
+            "may contain only letters, digits, '_', '.' and '-', not {bad:?}",
         ));
     }
     Ok(())
@@ -607,14 +612,13 @@ pub fn check_port_name(name: &str) -> Result<(), String> {
         .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
     {
         return Err(format!(
-            "may contain only lowercase letters, digits and '-', not '{}'",
-            bad.escape_default()
+            "may contain only lowercase letters, digits and '-', not {bad:?}",
         ));
     }
     if !name.chars().any(|c| c.is_ascii_lowercase()) {
         return Err("must contain at least one letter".into());
     }
-    if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
+    if name.starts_with('-') || name.ends_with('-') || has_pair(name, b"--") {
         return Err("must not start or end with '-' or contain '--'".into());
     }
     Ok(())
@@ -737,8 +741,7 @@ pub fn check_env_name(name: &str) -> Result<(), String> {
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
     {
         return Err(format!(
-            "may contain only letters, digits and '_', not '{}'",
-            bad.escape_default()
+            "may contain only letters, digits and '_', not {bad:?}",
         ));
     }
     if RESERVED_ENV_NAMES.contains(&name) {
@@ -808,7 +811,7 @@ pub fn check_mount_path(path: &str) -> Result<(), String> {
     }
     if let Some(tree) = RESERVED_MOUNT_TREES
         .iter()
-        .find(|t| normal.starts_with(&format!("{t}/")))
+        .find(|t| normal.strip_prefix(*t).is_some_and(|rest| rest.starts_with('/')))
     {
         return Err(format!(
             "'{normal}' is inside '{tree}', which nothing may be mounted into"
@@ -823,7 +826,7 @@ pub fn check_mount_path(path: &str) -> Result<(), String> {
     if path.split('/').any(|s| s == ".") {
         return Err("must not contain '.' segments".into());
     }
-    if path.contains("//") {
+    if has_pair(path, b"//") {
         return Err("must not contain '//'".into());
     }
     if path.len() > 1 && path.ends_with('/') {
