@@ -13,8 +13,8 @@
 //! (`check_ranges`). There is deliberately no regular expression and no
 //! `validator` derive: the console runs this code as WebAssembly, and the
 //! derive's error machinery (hash maps of `serde_json::Value` parameters) cost
-//! the console about 4 KB brotli for what `check_ranges` does in a few
-//! hundred bytes (see `docs/measurements.md`).
+//! the console 7 KB brotli for what `check_ranges` does in a few hundred
+//! bytes (see `docs/measurements.md`).
 //!
 //! When one field breaks several rules, the first is reported: the checks run
 //! from the most basic ("must not be empty") to the relational ("is listed
