@@ -12,6 +12,10 @@ use sha2::{Digest, Sha256};
 use crate::error::AppError;
 use crate::{now_millis, AppState, Store};
 
+/// The workspace administrator `jobdeck serve` creates on first start. It may
+/// also stop, start and delete public jobs of others (never see private ones).
+pub const ADMIN_USER: &str = "admin";
+
 /// The prefix of every token, so a token is recognisable in a secret scanner.
 const TOKEN_PREFIX: &str = "jd_";
 

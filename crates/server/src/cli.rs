@@ -29,6 +29,12 @@ enum Command {
         #[command(subcommand)]
         command: KubeCommand,
     },
+    /// Supervise one replica attempt (started by the local executor).
+    #[command(hide = true)]
+    Supervise {
+        /// The attempt's run directory.
+        run_dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -92,6 +98,12 @@ enum TokenCommand {
 /// Runs the command line and returns the process's exit code.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Supervise { run_dir } = &cli.command {
+        // The supervisor is a plain blocking program: no runtime, no tracing
+        // on the server's terminal.
+        let code = crate::executor::local::supervisor::run(run_dir);
+        return ExitCode::from(code.clamp(0, 255) as u8);
+    }
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -109,6 +121,7 @@ pub fn run() -> ExitCode {
             Command::Kube {
                 command: KubeCommand::Render(args),
             } => kube_render(args),
+            Command::Supervise { .. } => unreachable!("handled before the runtime starts"),
         }
     });
     match result {
@@ -132,7 +145,12 @@ fn init_tracing() {
 /// Creates the data directory if needed and proves it is writable, so a bad
 /// directory stops the server at start with a clear message.
 fn prepare_data_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
+    use std::os::unix::fs::DirBuilderExt;
+    // The data directory holds secret values and logs: owner-only.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
         .map_err(|e| format!("cannot create the data directory {}: {e}", dir.display()))?;
     let probe = dir.join(".write-test");
     std::fs::write(&probe, b"ok")
@@ -192,7 +210,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         );
     }
 
-    let state = AppState::new(store, config);
+    let state = AppState::start(store, config).await?;
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown_signal())
         .await

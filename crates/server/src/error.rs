@@ -19,6 +19,8 @@ pub enum AppError {
     /// The resource does not exist or the caller may not see it; the two are
     /// deliberately indistinguishable so private names do not leak.
     NotFound(String),
+    /// Like `NotFound`, with a more specific code (`log_collection_disabled`).
+    NotFoundCode(&'static str, String),
     /// The caller may see the resource but not do this to it.
     Forbidden(String),
     /// The body or query cannot be read.
@@ -46,6 +48,7 @@ impl AppError {
                 ),
             ),
             AppError::NotFound(what) => (StatusCode::NOT_FOUND, ApiError::new("not_found", what)),
+            AppError::NotFoundCode(code, what) => (StatusCode::NOT_FOUND, ApiError::new(code, what)),
             AppError::Forbidden(what) => (StatusCode::FORBIDDEN, ApiError::new("forbidden", what)),
             AppError::BadRequest(what) => {
                 (StatusCode::BAD_REQUEST, ApiError::new("bad_request", what))

@@ -14,6 +14,7 @@ use jobdeck_api::{
 use crate::auth::CurrentUser;
 use crate::cluster::{node_group_views, shape_view};
 use crate::error::{ApiJson, AppError, AppResult};
+use crate::scheduler::Command;
 use crate::spec::ResolvedSpec;
 use crate::store::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey};
 use crate::{now_millis, AppState};
@@ -21,7 +22,7 @@ use crate::{now_millis, AppState};
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/jobs", get(list_jobs).post(create_job))
-        .route("/jobs/{id}", get(get_job))
+        .route("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job))
 }
 
 pub const DEFAULT_PAGE_SIZE: i64 = 50;
@@ -216,6 +217,7 @@ async fn create_job(
     }
     let context = validation_context(&state, &user.name).await?;
     let mut errors = jobdeck_api::validate_job_in(&job, &context);
+    merge(&mut errors, state.executor.check_spec(&job.spec));
     let resolved = match ResolvedSpec::resolve(&job.spec, &state.config) {
         Ok(resolved) => Some(resolved),
         Err(more) => {
@@ -320,6 +322,85 @@ async fn get_job(
     if hidden {
         return Err(AppError::NotFound(format!("job '{id}' not found")));
     }
+    Ok(Json(job_view(row)?))
+}
+
+/// Whether `user` may stop, start or delete `row`: its creator may, and the
+/// workspace administrator may for public jobs.
+pub fn may_change(user: &CurrentUser, row: &JobRow) -> bool {
+    row.created_by == user.name || (user.name == crate::auth::ADMIN_USER && row.visibility == "public")
+}
+
+/// A job the caller may see and change: 404 when hidden, 403 when visible
+/// but someone else's.
+async fn changeable_job(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<JobRow> {
+    let row = visible_job(state, user, id).await?;
+    if !may_change(user, &row) {
+        return Err(AppError::Forbidden(format!(
+            "job '{id}' belongs to {}; only its creator can change it",
+            row.created_by
+        )));
+    }
+    Ok(row)
+}
+
+/// Reads the body of `PATCH /jobs/{id}`: `{"spec": {"stopped": bool}}`, and
+/// nothing else.
+fn parse_patch(body: &serde_json::Value) -> AppResult<bool> {
+    let mut errors = FieldErrors::new();
+    let mut stopped = None;
+    let Some(top) = body.as_object() else {
+        return Err(AppError::BadRequest("the body must be a JSON object such as {\"spec\": {\"stopped\": true}}".into()));
+    };
+    for (key, value) in top {
+        if key != "spec" {
+            errors.entry(key.clone()).or_default().push("cannot be changed after creation".into());
+            continue;
+        }
+        let Some(spec) = value.as_object() else {
+            errors.entry("spec".into()).or_default().push("must be an object".into());
+            continue;
+        };
+        for (field, value) in spec {
+            let path = format!("spec.{field}");
+            if field != "stopped" {
+                errors.entry(path).or_default().push("cannot be changed after creation".into());
+            } else if let Some(flag) = value.as_bool() {
+                stopped = Some(flag);
+            } else {
+                errors.entry(path).or_default().push("must be true or false".into());
+            }
+        }
+    }
+    if stopped.is_none() && errors.is_empty() {
+        errors.entry("spec.stopped".into()).or_default().push("is required: true stops the job, false starts it".into());
+    }
+    if !errors.is_empty() {
+        return Err(AppError::Validation(errors));
+    }
+    Ok(stopped.unwrap_or(false))
+}
+
+async fn patch_job(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<serde_json::Value>,
+) -> AppResult<Json<LeptonJob>> {
+    changeable_job(&state, &user, &id).await?;
+    let stopped = parse_patch(&body)?;
+    let command = if stopped { Command::Stop } else { Command::Start };
+    let row = state.scheduler.command(&id, command, &user.name).await?;
+    Ok(Json(job_view(row)?))
+}
+
+async fn delete_job(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> AppResult<Json<LeptonJob>> {
+    changeable_job(&state, &user, &id).await?;
+    let row = state.scheduler.command(&id, Command::Delete, &user.name).await?;
     Ok(Json(job_view(row)?))
 }
 
@@ -436,6 +517,25 @@ mod tests {
             match parse_list_query("me".into(), Some(query)) {
                 Err(AppError::BadRequest(message)) => assert!(message.starts_with(expected), "{query}: {message}"),
                 other => panic!("{query}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn patch_bodies_may_only_set_the_stopped_flag() {
+        use serde_json::json;
+        assert!(parse_patch(&json!({"spec": {"stopped": true}})).unwrap());
+        assert!(!parse_patch(&json!({"spec": {"stopped": false}})).unwrap());
+        let cases = [
+            (json!({"spec": {"stopped": "yes"}}), "spec.stopped", "must be true or false"),
+            (json!({"spec": {"completions": 3, "stopped": true}}), "spec.completions", "cannot be changed after creation"),
+            (json!({"metadata": {"name": "x"}, "spec": {"stopped": true}}), "metadata", "cannot be changed after creation"),
+            (json!({"spec": {}}), "spec.stopped", "is required: true stops the job, false starts it"),
+        ];
+        for (body, path, message) in cases {
+            match parse_patch(&body) {
+                Err(AppError::Validation(fields)) => assert_eq!(fields[path], [message], "{body}"),
+                other => panic!("{body}: {other:?}"),
             }
         }
     }

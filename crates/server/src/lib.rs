@@ -15,6 +15,10 @@ pub mod executor;
 pub mod jobs;
 pub mod kubernetes;
 pub mod logs;
+pub mod openapi;
+pub mod replicas;
+pub mod scheduler;
+pub mod secrets;
 pub mod spec;
 pub mod store;
 pub mod workspace;
@@ -31,18 +35,38 @@ pub use store::Store;
 pub struct AppState {
     pub store: Store,
     pub config: Arc<Config>,
+    pub logs: logs::LogStore,
+    pub executor: Arc<dyn executor::Executor>,
+    pub scheduler: scheduler::SchedulerHandle,
 }
 
 impl AppState {
-    pub fn new(store: Store, config: Config) -> Self {
-        Self {
-            store,
-            config: Arc::new(config),
+    /// Builds the executor the config names, resumes the jobs the store
+    /// holds and starts the scheduler. Must run inside a tokio runtime.
+    pub async fn start(store: Store, config: Config) -> Result<Self, String> {
+        let config = Arc::new(config);
+        let logs = logs::LogStore::new(&config.data_dir);
+        let (host_tx, host_rx) = tokio::sync::mpsc::unbounded_channel();
+        let host = executor::ExecutorHost::new(store.clone(), logs.clone(), host_tx);
+        let executor = executor::build(&config, host)?;
+        for note in executor.notes() {
+            tracing::info!("executor: {note}");
         }
+        let scheduler =
+            scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx).await?;
+        Ok(Self {
+            store,
+            config,
+            logs,
+            executor,
+            scheduler,
+        })
     }
 
     /// Tells the scheduler that a job was created or changed.
-    pub fn job_changed(&self, _id: &str) {}
+    pub fn job_changed(&self, id: &str) {
+        self.scheduler.job_changed(id);
+    }
 }
 
 /// The whole application: the API under `/api/v2` and, when a console
@@ -52,6 +76,9 @@ pub fn app(state: AppState) -> Router {
         .merge(workspace::routes())
         .merge(cluster::routes())
         .merge(jobs::routes())
+        .merge(replicas::routes())
+        .merge(secrets::routes())
+        .merge(openapi::routes())
         .fallback(error::api_route_not_found)
         .method_not_allowed_fallback(error::api_method_not_allowed);
 

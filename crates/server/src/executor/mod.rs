@@ -24,6 +24,7 @@
 
 pub mod container;
 pub mod env;
+pub mod local;
 
 
 use std::collections::BTreeMap;
@@ -386,6 +387,16 @@ pub trait Executor: Send + Sync + 'static {
 
 /// Labels and annotations an executor may attach to what it creates.
 pub type StringMap = BTreeMap<String, String>;
+
+/// The executor the configuration asks for.
+pub fn build(config: &crate::config::Config, host: ExecutorHost) -> Result<std::sync::Arc<dyn Executor>, String> {
+    match config.executor.kind {
+        ExecutorKind::Local => Ok(std::sync::Arc::new(local::LocalExecutor::new(host, config))),
+        ExecutorKind::Kubernetes => Ok(std::sync::Arc::new(crate::kubernetes::KubernetesExecutor::from_config(
+            config, host,
+        )?)),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::Connection;
 
 mod events;
+pub use jobs::ACTIVE_STATES;
 mod jobs;
 mod replicas;
 mod secrets;

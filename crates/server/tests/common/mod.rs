@@ -44,9 +44,11 @@ impl TestApp {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
         let mut config = Config::for_data_dir(dir.path());
+        config.supervisor_bin = Some(env!("CARGO_BIN_EXE_jobdeck").into());
         adjust(&mut config);
         let admin_token = auth::issue_token(&store, "admin").await.unwrap();
-        let router = app(AppState::new(store.clone(), config));
+        let state = AppState::start(store.clone(), config).await.unwrap();
+        let router = app(state);
         TestApp {
             router,
             store,
@@ -96,5 +98,123 @@ impl TestApp {
             Some(("application/json", serde_json::to_vec(body).unwrap())),
         )
         .await
+    }
+}
+
+/// The longest any test waits for a job to reach a state: generous, since
+/// the machine running the tests may be busy.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(90);
+
+impl TestApp {
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
+    pub async fn call(&self, method: Method, uri: &str, token: &str, body: Option<&Value>) -> TestResponse {
+        let body = body.map(|b| ("application/json", serde_json::to_vec(b).unwrap()));
+        self.request(method, uri, Some(token), body).await
+    }
+
+    /// Creates a job as `token`'s user; returns its id.
+    pub async fn create_job(&self, token: &str, job: &Value) -> String {
+        let res = self.post_json("/api/v2/jobs", token, job).await;
+        assert_eq!(res.status, StatusCode::OK, "create failed: {}", res.text());
+        res.json()["metadata"]["id"].as_str().unwrap().to_string()
+    }
+
+    pub async fn job(&self, id: &str) -> Value {
+        let res = self.get(&format!("/api/v2/jobs/{id}")).await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        res.json()
+    }
+
+    pub async fn replicas(&self, id: &str) -> Vec<Value> {
+        let res = self.get(&format!("/api/v2/jobs/{id}/replicas")).await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        res.json().as_array().unwrap().clone()
+    }
+
+    pub async fn events(&self, id: &str) -> Vec<Value> {
+        self.get(&format!("/api/v2/jobs/{id}/events")).await.json().as_array().unwrap().clone()
+    }
+
+    pub async fn log(&self, id: &str, replica: &str) -> String {
+        let res = self.get(&format!("/api/v2/jobs/{id}/replicas/{replica}/log")).await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        res.text()
+    }
+
+    /// Polls the job until `done` holds for it, failing after [`PATIENCE`]
+    /// with the last state seen.
+    pub async fn wait_job(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            let job = self.job(id).await;
+            if done(&job) {
+                return job;
+            }
+            if std::time::Instant::now() > deadline {
+                let events = self.events(id).await;
+                panic!("job {id} never became {what}; last seen: {}\nevents: {events:#?}", job["status"]);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Polls the job until its state is `state`.
+    pub async fn wait_state(&self, id: &str, state: &str) -> Value {
+        self.wait_job(id, state, |j| j["status"]["state"] == state).await
+    }
+
+    /// Polls any condition with the same patience.
+    pub async fn wait_until<F, Fut>(&self, what: &str, mut check: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        while !check().await {
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A job running `script` under /bin/sh.
+pub fn sh_job(name: &str, script: &str) -> Value {
+    serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "resource_shape": "cpu.small",
+            "container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}
+        }
+    })
+}
+
+/// A config with one node group `local` of `cpus` CPUs and 16 GiB, the
+/// shape `cpu.small` (1 CPU, 1 GiB) and a short grace period.
+pub fn small_cluster(cpus: f64) -> impl FnOnce(&mut jobdeck_server::Config) {
+    move |config: &mut jobdeck_server::Config| {
+        config.node_groups = vec![jobdeck_server::config::NodeGroupConfig {
+            name: "local".into(),
+            cpu: cpus,
+            memory_mb: 16384,
+            gpus: 0,
+            gpu_product: None,
+            nodes: None,
+            node_names: Some(vec!["node-a".into()]),
+            node_selector: Default::default(),
+        }];
+        config.shapes = vec![jobdeck_server::config::ShapeConfig {
+            name: "cpu.small".into(),
+            cpu: 1.0,
+            memory_mb: 1024,
+            gpus: 0,
+            accelerator_type: None,
+            accelerator_memory_mb: None,
+            ephemeral_storage_gb: None,
+            description: None,
+        }];
+        config.executor.local.grace_period_seconds = 2;
     }
 }

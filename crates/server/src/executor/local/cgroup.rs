@@ -1,0 +1,214 @@
+//! Memory limits for replicas through cgroups, where the machine lets us.
+//!
+//! Each replica gets its own cgroup below the server's own one, named after
+//! the replica, with the shape's memory as its limit: `memory.max` on cgroup
+//! v2, `memory.limit_in_bytes` on the v1 memory controller. The supervisor
+//! moves the replica's process into it before exec and reads the OOM-kill
+//! counter when the process ends.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// A replica's cgroup, as the supervisor needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupSpec {
+    /// 1 or 2.
+    pub version: u8,
+    pub dir: PathBuf,
+    pub memory_bytes: u64,
+}
+
+/// What this machine allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryLimits {
+    /// Replica cgroups are created under `base`.
+    Enforced { version: u8, base: PathBuf },
+    /// No limit; the sentence says why.
+    Unavailable(String),
+}
+
+/// The path of this process's cgroup in the hierarchy whose `/proc/self/cgroup`
+/// line matches: `0::/path` for v2, `N:…memory…:/path` for v1.
+fn own_cgroup(proc_cgroup: &str, version: u8) -> Option<String> {
+    proc_cgroup.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let matches = match version {
+            2 => id == "0" && controllers.is_empty(),
+            _ => controllers.split(',').any(|c| c == "memory"),
+        };
+        matches.then(|| path.to_string())
+    })
+}
+
+impl MemoryLimits {
+    /// Finds a hierarchy where replica cgroups with a memory limit can be
+    /// created, proving it by creating and removing a probe group.
+    pub fn detect(enabled: bool) -> MemoryLimits {
+        if !enabled {
+            return MemoryLimits::Unavailable("memory limits are turned off (executor.local.memory_limits = false)".into());
+        }
+        let proc_cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let mut reasons = Vec::new();
+        match Self::try_v2(&proc_cgroup) {
+            Ok(base) => return MemoryLimits::Enforced { version: 2, base },
+            Err(reason) => reasons.push(format!("cgroup v2: {reason}")),
+        }
+        match Self::try_v1(&proc_cgroup) {
+            Ok(base) => return MemoryLimits::Enforced { version: 1, base },
+            Err(reason) => reasons.push(format!("cgroup v1: {reason}")),
+        }
+        MemoryLimits::Unavailable(format!("memory is not limited on this machine ({})", reasons.join("; ")))
+    }
+
+    fn try_v2(proc_cgroup: &str) -> Result<PathBuf, String> {
+        let mount = if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+            PathBuf::from("/sys/fs/cgroup")
+        } else if Path::new("/sys/fs/cgroup/unified/cgroup.controllers").exists() {
+            PathBuf::from("/sys/fs/cgroup/unified")
+        } else {
+            return Err("no unified hierarchy is mounted".into());
+        };
+        let own = own_cgroup(proc_cgroup, 2).ok_or("this process is in no v2 cgroup")?;
+        let own_dir = mount.join(own.trim_start_matches('/'));
+        let controllers = std::fs::read_to_string(own_dir.join("cgroup.controllers")).unwrap_or_default();
+        if !controllers.split_whitespace().any(|c| c == "memory") {
+            return Err("the memory controller is not available".into());
+        }
+        let base = own_dir.join("jobdeck");
+        std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+        // Children of `base` get memory.max only when both levels delegate
+        // the controller; the first write fails when this process's own
+        // cgroup holds processes and is not the root.
+        for dir in [&own_dir, &base] {
+            std::fs::write(dir.join("cgroup.subtree_control"), "+memory")
+                .map_err(|e| format!("cannot enable the memory controller in {}: {e}", dir.display()))?;
+        }
+        probe(&base, 2)?;
+        Ok(base)
+    }
+
+    fn try_v1(proc_cgroup: &str) -> Result<PathBuf, String> {
+        let mount = PathBuf::from("/sys/fs/cgroup/memory");
+        if !mount.join("memory.limit_in_bytes").exists() && !mount.is_dir() {
+            return Err("the memory controller is not mounted".into());
+        }
+        let own = own_cgroup(proc_cgroup, 1).ok_or("this process is in no v1 memory cgroup")?;
+        let base = mount.join(own.trim_start_matches('/')).join("jobdeck");
+        std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+        probe(&base, 1)?;
+        Ok(base)
+    }
+
+    /// The cgroup for one replica, when limits are enforced.
+    pub fn replica(&self, name: &str, memory_mb: i64) -> Option<CgroupSpec> {
+        match self {
+            MemoryLimits::Enforced { version, base } => Some(CgroupSpec {
+                version: *version,
+                dir: base.join(name),
+                memory_bytes: (memory_mb.max(1) as u64) * 1024 * 1024,
+            }),
+            MemoryLimits::Unavailable(_) => None,
+        }
+    }
+
+    /// A sentence for the start-up log and replica events.
+    pub fn describe(&self) -> String {
+        match self {
+            MemoryLimits::Enforced { version, base } => format!(
+                "each replica's memory is limited to its shape's with cgroup v{version} (under {})",
+                base.display()
+            ),
+            MemoryLimits::Unavailable(reason) => format!("{reason}; replicas can use any amount of memory"),
+        }
+    }
+}
+
+/// Creates a replica-like group with a limit and removes it again.
+fn probe(base: &Path, version: u8) -> Result<(), String> {
+    let spec = CgroupSpec {
+        version,
+        dir: base.join(format!("probe-{}", std::process::id())),
+        memory_bytes: 64 * 1024 * 1024,
+    };
+    let result = create(&spec);
+    let _ = std::fs::remove_dir(&spec.dir);
+    result
+}
+
+/// Creates the replica's cgroup and sets its memory limit.
+pub fn create(spec: &CgroupSpec) -> Result<(), String> {
+    std::fs::create_dir_all(&spec.dir).map_err(|e| format!("cannot create {}: {e}", spec.dir.display()))?;
+    let (file, value) = match spec.version {
+        2 => ("memory.max", spec.memory_bytes.to_string()),
+        _ => ("memory.limit_in_bytes", spec.memory_bytes.to_string()),
+    };
+    std::fs::write(spec.dir.join(file), value).map_err(|e| format!("cannot write {file}: {e}"))?;
+    if spec.version == 2 {
+        // Without swap accounting a limited process would swap instead of
+        // being OOM-killed; keep the limit meaning "memory".
+        let _ = std::fs::write(spec.dir.join("memory.swap.max"), "0");
+    }
+    Ok(())
+}
+
+/// How many processes of the group the kernel OOM-killed.
+pub fn oom_kills(spec: &CgroupSpec) -> u64 {
+    let file = if spec.version == 2 { "memory.events" } else { "memory.oom_control" };
+    let text = std::fs::read_to_string(spec.dir.join(file)).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("oom_kill "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Kills whatever is still in the group and removes it.
+pub fn remove(spec: &CgroupSpec) {
+    for _ in 0..50 {
+        let procs = std::fs::read_to_string(spec.dir.join("cgroup.procs")).unwrap_or_default();
+        let pids: Vec<i32> = procs.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_dir(&spec.dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_cgroups_are_read_per_version() {
+        let text = "9:name=systemd:/\n4:memory:/process_api/abc\n1:cpu,cpuacct:/x\n0::/user.slice/s\n";
+        assert_eq!(own_cgroup(text, 2).as_deref(), Some("/user.slice/s"));
+        assert_eq!(own_cgroup(text, 1).as_deref(), Some("/process_api/abc"));
+        assert_eq!(own_cgroup("0::/\n", 1), None);
+    }
+
+    #[test]
+    fn detection_reports_what_is_enforced() {
+        let limits = MemoryLimits::detect(false);
+        assert!(limits.describe().contains("turned off"), "{}", limits.describe());
+        // Whatever this machine allows, detection answers with a sentence and
+        // an enforced hierarchy really accepts a limited group.
+        match MemoryLimits::detect(true) {
+            MemoryLimits::Enforced { version, base } => {
+                let spec = CgroupSpec { version, dir: base.join("test-group"), memory_bytes: 32 << 20 };
+                create(&spec).unwrap();
+                assert_eq!(oom_kills(&spec), 0);
+                remove(&spec);
+                assert!(!spec.dir.exists());
+            }
+            MemoryLimits::Unavailable(reason) => assert!(reason.contains("cgroup"), "{reason}"),
+        }
+    }
+}

@@ -1,0 +1,756 @@
+//! The local executor: runs replicas on this machine, each under its own
+//! supervisor process (`jobdeck supervise`, see [`supervisor`]).
+//!
+//! One controller task per run plays the part of a Kubernetes Indexed Job
+//! controller: it starts the pending completion indexes into the run's slots
+//! (at most `parallelism` at once), retries failed attempts within the
+//! limits, ends the run when every index succeeded or the limits are
+//! exhausted, and stops every replica (SIGTERM, then SIGKILL after the grace
+//! period) when the scheduler asks.
+//!
+//! Restart safety: an attempt's row (with its run directory) is stored
+//! before its supervisor starts, and the supervisor's lock and `exit.json`
+//! tell a restarted server whether the attempt still runs, how it ended
+//! meanwhile, or that it never started — so no attempt runs twice and none
+//! is lost.
+
+pub mod cgroup;
+pub mod policy;
+pub mod process;
+pub mod supervisor;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jobdeck_api::{FieldErrors, JobSpec, ReadinessIssue, ReplicaPhase};
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use self::cgroup::MemoryLimits;
+use self::policy::{classify, decide, Decision, RetryLimits};
+use self::supervisor::{ExitRecord, LogPaths, SuperviseSpec, EXIT_FILE, LOCK_FILE, PID_FILE, SPEC_FILE, STOP_FILE};
+use super::env::replica_env;
+use super::{
+    container, replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorEvent, ExecutorHost, JobLaunch,
+    ReplicaObservation, RunOutcome, StopReason,
+};
+use crate::config::{Config, ExecutorKind, LocalExecutorConfig, LocalMode};
+use crate::store::ReplicaRow;
+
+/// What the local executor keeps in a replica row's `executor_state`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct AttemptState {
+    run_dir: PathBuf,
+    slot: usize,
+    #[serde(default)]
+    pid: Option<i32>,
+    #[serde(default)]
+    pid_start: Option<u64>,
+}
+
+enum ControlMsg {
+    Stop(StopReason),
+    Ended { index: i64, attempt: i64, record: ExitRecord },
+}
+
+struct RunHandle {
+    run: i64,
+    tx: mpsc::UnboundedSender<ControlMsg>,
+}
+
+struct Shared {
+    host: ExecutorHost,
+    settings: LocalExecutorConfig,
+    runs_dir: PathBuf,
+    supervisor_bin: PathBuf,
+    memory: MemoryLimits,
+    /// Makes cgroup names unique among servers sharing a machine.
+    cgroup_prefix: String,
+    base_env: Vec<(String, String)>,
+    runs: Mutex<HashMap<String, RunHandle>>,
+}
+
+/// Runs replicas as processes (or containers) on this machine.
+#[derive(Clone)]
+pub struct LocalExecutor {
+    shared: Arc<Shared>,
+}
+
+/// The variables of the server's own environment a replica inherits; the
+/// rest (tokens, the server's settings) stays out.
+const INHERITED_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "TERM"];
+
+impl LocalExecutor {
+    pub fn new(host: ExecutorHost, config: &Config) -> LocalExecutor {
+        let memory = MemoryLimits::detect(config.executor.local.memory_limits);
+        let mut base_env: Vec<(String, String)> = INHERITED_ENV
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
+            .collect();
+        if !base_env.iter().any(|(n, _)| n == "PATH") {
+            base_env.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
+        }
+        let digest = {
+            use sha2::Digest;
+            let hash = sha2::Sha256::digest(config.data_dir.to_string_lossy().as_bytes());
+            hash.iter().take(4).map(|b| format!("{b:02x}")).collect::<String>()
+        };
+        let supervisor_bin = config
+            .supervisor_bin
+            .clone()
+            .or_else(|| std::env::current_exe().ok())
+            .unwrap_or_else(|| PathBuf::from("jobdeck"));
+        LocalExecutor {
+            shared: Arc::new(Shared {
+                host,
+                settings: config.executor.local.clone(),
+                runs_dir: config.data_dir.join("runs"),
+                supervisor_bin,
+                memory,
+                cgroup_prefix: format!("jd{digest}"),
+                base_env,
+                runs: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// What is enforced on replicas here (memory limits).
+    pub fn memory_limits(&self) -> &MemoryLimits {
+        &self.shared.memory
+    }
+}
+
+impl Executor for LocalExecutor {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Local
+    }
+
+    fn check_spec(&self, spec: &JobSpec) -> FieldErrors {
+        let mut errors = FieldErrors::new();
+        match self.shared.settings.mode {
+            LocalMode::Process => {
+                let empty = spec.container.command.as_ref().is_none_or(|c| c.is_empty() || c[0].trim().is_empty());
+                if empty {
+                    errors.entry("spec.container.command".into()).or_default().push(
+                        "this server runs jobs as plain processes (executor.local.mode = \"process\"), so a command is required; an empty command means the image's own entrypoint, which only container mode can run".into(),
+                    );
+                }
+            }
+            LocalMode::Container => {
+                if spec.container.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
+                    errors
+                        .entry("spec.container.image".into())
+                        .or_default()
+                        .push("container mode needs an image".into());
+                }
+                for (i, mount) in spec.mounts.iter().flatten().enumerate() {
+                    if !self.shared.settings.volumes.contains_key(&mount.from) {
+                        errors
+                            .entry(format!("spec.mounts[{i}].from"))
+                            .or_default()
+                            .push(format!("no volume named '{}' on this server", mount.from));
+                    }
+                }
+            }
+        }
+        errors
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mode = match self.shared.settings.mode {
+            LocalMode::Process => "replicas run as processes on this machine".to_string(),
+            LocalMode::Container => format!("replicas run in containers with {}", self.shared.settings.engine),
+        };
+        vec![mode, self.shared.memory.describe()]
+    }
+
+    fn start(&self, launch: JobLaunch) -> BoxFuture<'_, Result<(), ExecutorError>> {
+        Box::pin(async move {
+            let job_id = launch.job_id.clone();
+            let rows = self.shared.host.attempts(&job_id).await?;
+            let controller = Controller::new(self.shared.clone(), launch, &rows);
+            self.spawn_controller(job_id, controller)
+        })
+    }
+
+    fn stop(&self, job_id: &str, run: i64, reason: StopReason) -> BoxFuture<'_, Result<(), ExecutorError>> {
+        let job_id = job_id.to_string();
+        Box::pin(async move {
+            let sent = {
+                let runs = self.shared.runs.lock().unwrap_or_else(|p| p.into_inner());
+                match runs.get(&job_id) {
+                    Some(handle) if handle.run == run => handle.tx.send(ControlMsg::Stop(reason)).is_ok(),
+                    _ => false,
+                }
+            };
+            if !sent {
+                self.shared.host.outcome(&job_id, run, RunOutcome::Stopped);
+            }
+            Ok(())
+        })
+    }
+
+    fn recover(&self, runs: Vec<JobLaunch>) -> BoxFuture<'_, Result<(), ExecutorError>> {
+        Box::pin(async move {
+            for launch in runs {
+                let job_id = launch.job_id.clone();
+                let rows = self.shared.host.attempts(&job_id).await?;
+                let mut controller = Controller::new(self.shared.clone(), launch, &rows);
+                controller.reattach(&rows).await;
+                self.spawn_controller(job_id, controller)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn forget(&self, job_id: &str) -> BoxFuture<'_, Result<(), ExecutorError>> {
+        let dir = self.shared.runs_dir.join(job_id);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(ExecutorError(format!("cannot remove {}: {e}", dir.display()))),
+                _ => Ok(()),
+            })
+            .await
+            .map_err(|e| ExecutorError(e.to_string()))?
+        })
+    }
+}
+
+impl LocalExecutor {
+    fn spawn_controller(&self, job_id: String, controller: Controller) -> Result<(), ExecutorError> {
+        {
+            let mut runs = self.shared.runs.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(existing) = runs.get(&job_id) {
+                if existing.run == controller.launch.run {
+                    return Ok(());
+                }
+                return Err(ExecutorError(format!(
+                    "job {job_id} still has run {} going; run {} cannot start",
+                    existing.run, controller.launch.run
+                )));
+            }
+            runs.insert(job_id, RunHandle { run: controller.launch.run, tx: controller.tx.clone() });
+        }
+        tokio::spawn(controller.run());
+        Ok(())
+    }
+}
+
+/// How a run is ending, once it is.
+#[derive(Debug, Clone, PartialEq)]
+enum Ending {
+    Stop(StopReason),
+    Fail { reason: String, message: String, program_error: bool },
+}
+
+impl Ending {
+    fn reason(&self) -> &str {
+        match self {
+            Ending::Stop(r) => r.as_str(),
+            Ending::Fail { reason, .. } => reason,
+        }
+    }
+}
+
+struct Running {
+    slot: usize,
+    run_dir: PathBuf,
+    state: AttemptState,
+}
+
+/// One run of one job.
+struct Controller {
+    shared: Arc<Shared>,
+    launch: JobLaunch,
+    tx: mpsc::UnboundedSender<ControlMsg>,
+    rx: mpsc::UnboundedReceiver<ControlMsg>,
+    succeeded: BTreeSet<i64>,
+    pending: BTreeSet<i64>,
+    running: BTreeMap<(i64, i64), Running>,
+    free_slots: Vec<usize>,
+    next_attempt: BTreeMap<i64, i64>,
+    failures_total: i64,
+    failures_by_index: BTreeMap<i64, i64>,
+    ending: Option<Ending>,
+    announced: bool,
+}
+
+impl Controller {
+    fn new(shared: Arc<Shared>, launch: JobLaunch, rows: &[ReplicaRow]) -> Controller {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut next_attempt = BTreeMap::new();
+        for row in rows {
+            let next = next_attempt.entry(row.completion_index).or_insert(launch.first_attempt);
+            *next = (*next).max(row.attempt + 1);
+        }
+        let mut succeeded = BTreeSet::new();
+        let mut failures_total = 0;
+        let mut failures_by_index: BTreeMap<i64, i64> = BTreeMap::new();
+        for row in rows.iter().filter(|r| r.run == launch.run && r.is_finished()) {
+            if row.phase == "succeeded" {
+                succeeded.insert(row.completion_index);
+            } else if counts_as_failure(row) {
+                failures_total += 1;
+                *failures_by_index.entry(row.completion_index).or_default() += 1;
+            }
+        }
+        let pending = (0..launch.completions).filter(|i| !succeeded.contains(i)).collect();
+        let free_slots = (0..launch.placement.slots.len()).rev().collect();
+        let announced = rows.iter().any(|r| r.run == launch.run);
+        Controller {
+            shared,
+            launch,
+            tx,
+            rx,
+            succeeded,
+            pending,
+            running: BTreeMap::new(),
+            free_slots,
+            next_attempt,
+            failures_total,
+            failures_by_index,
+            ending: None,
+            announced,
+        }
+    }
+
+    fn limits(&self) -> RetryLimits {
+        RetryLimits {
+            backoff_limit: self.launch.backoff_limit,
+            max_failure_retry: self.launch.max_failure_retry,
+            disable_retry_on_program_error: self.launch.disable_retry_on_program_error,
+        }
+    }
+
+    fn replica_id(&self, index: i64, attempt: i64) -> String {
+        replica_id(&self.launch.job_id, index, attempt)
+    }
+
+    fn run_dir(&self, index: i64, attempt: i64) -> PathBuf {
+        self.shared.runs_dir.join(&self.launch.job_id).join(format!("{index}-{attempt}"))
+    }
+
+    /// Takes over the attempts of this run a previous server left running.
+    async fn reattach(&mut self, rows: &[ReplicaRow]) {
+        for row in rows.iter().filter(|r| r.run == self.launch.run && !r.is_finished()) {
+            let state: AttemptState = row
+                .executor_state
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or_else(|| AttemptState { run_dir: self.run_dir(row.completion_index, row.attempt), ..AttemptState::default() });
+            let (index, attempt) = (row.completion_index, row.attempt);
+            self.pending.remove(&index);
+            self.free_slots.retain(|s| *s != state.slot);
+            let run_dir = state.run_dir.clone();
+            self.running.insert((index, attempt), Running { slot: state.slot, run_dir: run_dir.clone(), state });
+            let tx = self.tx.clone();
+            tokio::spawn(async move {
+                let record = watch_detached(&run_dir).await;
+                let _ = tx.send(ControlMsg::Ended { index, attempt, record });
+            });
+        }
+        self.announced = true;
+        // The previous server may have been failing this run when it died:
+        // the stored failures decide again, so no index restarts that the
+        // limits have already given up on.
+        let program_error = rows.iter().any(|r| {
+            r.run == self.launch.run
+                && r.is_finished()
+                && matches!(r.reason.as_deref(), Some("Error" | "StartError"))
+        });
+        let limits = self.limits();
+        let worst_index = self.failures_by_index.values().copied().max().unwrap_or(0);
+        let ending = if program_error && limits.disable_retry_on_program_error {
+            Some(("ProgramError", "a replica failed with a program error and retry on program error is disabled".to_string()))
+        } else if self.failures_total > limits.backoff_limit {
+            Some(("BackoffLimitExceeded", format!("{} attempts failed, more than the backoff limit of {}", self.failures_total, limits.backoff_limit)))
+        } else if limits.max_failure_retry.is_some_and(|m| worst_index > m) {
+            Some(("MaxFailureRetryExceeded", format!("a replica failed {worst_index} times, more than the retries allowed per replica")))
+        } else {
+            None
+        };
+        if let Some((reason, message)) = ending {
+            self.begin_ending(Ending::Fail { reason: reason.into(), message, program_error: program_error && reason == "ProgramError" });
+        }
+    }
+
+    async fn run(mut self) {
+        loop {
+            if self.ending.is_none() {
+                self.launch_pending().await;
+            }
+            if let Some(outcome) = self.outcome() {
+                {
+                    let mut runs = self.shared.runs.lock().unwrap_or_else(|p| p.into_inner());
+                    if runs.get(&self.launch.job_id).is_some_and(|h| h.run == self.launch.run) {
+                        runs.remove(&self.launch.job_id);
+                    }
+                }
+                self.shared.host.outcome(&self.launch.job_id, self.launch.run, outcome);
+                return;
+            }
+            let Some(message) = self.rx.recv().await else { return };
+            match message {
+                ControlMsg::Stop(reason) => self.begin_ending(Ending::Stop(reason)),
+                ControlMsg::Ended { index, attempt, record } => self.on_ended(index, attempt, record).await,
+            }
+        }
+    }
+
+    fn outcome(&self) -> Option<RunOutcome> {
+        match &self.ending {
+            None if self.succeeded.len() as i64 >= self.launch.completions => Some(RunOutcome::Succeeded),
+            None => None,
+            Some(_) if !self.running.is_empty() => None,
+            Some(Ending::Stop(_)) => Some(RunOutcome::Stopped),
+            Some(Ending::Fail { reason, message, program_error }) => Some(RunOutcome::Failed {
+                reason: reason.clone(),
+                message: message.clone(),
+                program_error: *program_error,
+            }),
+        }
+    }
+
+    fn begin_ending(&mut self, ending: Ending) {
+        // A stop wins over a failure already under way: the scheduler waits
+        // for the stop it asked for.
+        match (&self.ending, &ending) {
+            (None, _) | (Some(Ending::Fail { .. }), Ending::Stop(_)) => self.ending = Some(ending),
+            _ => return,
+        }
+        for running in self.running.values() {
+            request_stop(&running.run_dir, &running.state);
+        }
+    }
+
+    async fn event(&self, kind: EventType, reason: &str, message: String, replica: Option<String>) {
+        let _ = self
+            .shared
+            .host
+            .event(ExecutorEvent {
+                job_id: self.launch.job_id.clone(),
+                kind,
+                reason: reason.into(),
+                message,
+                regarding_replica: replica,
+            })
+            .await;
+    }
+
+    async fn launch_pending(&mut self) {
+        if !self.announced {
+            self.announced = true;
+            let mode = match self.shared.settings.mode {
+                LocalMode::Process => {
+                    let image = self.launch.spec.container.image.clone().unwrap_or_default();
+                    if image.is_empty() {
+                        "process mode: the command runs directly on this machine".to_string()
+                    } else {
+                        format!("process mode: the command runs directly on this machine, without the image '{image}'; ports and storage mounts are not applied")
+                    }
+                }
+                LocalMode::Container => format!("container mode: replicas run with {}", self.shared.settings.engine),
+            };
+            self.event(EventType::Normal, "Executor", format!("{mode}; {}", self.shared.memory.describe()), None).await;
+        }
+        while let (Some(&index), Some(slot)) = (self.pending.iter().next(), self.free_slots.pop()) {
+            self.pending.remove(&index);
+            let attempt = *self.next_attempt.entry(index).or_insert(self.launch.first_attempt);
+            self.next_attempt.insert(index, attempt + 1);
+            self.start_attempt(index, attempt, slot).await;
+        }
+    }
+
+    fn observation(&self, index: i64, attempt: i64, slot: usize) -> ReplicaObservation {
+        let mut o = ReplicaObservation::pending(&self.launch.job_id, self.launch.run, index, attempt);
+        if let Some(s) = self.launch.placement.slots.get(slot) {
+            o.node = Some(s.node.clone());
+            o.gpu_ids = s.gpu_ids.clone();
+        }
+        o.node_group = Some(self.launch.placement.node_group.clone());
+        o
+    }
+
+    /// The supervisor's spec for one attempt.
+    fn supervise_spec(&self, index: i64, attempt: i64, slot: usize, run_dir: &Path) -> Result<SuperviseSpec, String> {
+        let gpu_ids = self.launch.placement.slots.get(slot).map(|s| s.gpu_ids.clone()).unwrap_or_default();
+        let replica = self.replica_id(index, attempt);
+        let log = self.launch.log_collection.then(|| {
+            let (log, idx) = self.shared.host.logs().paths(&self.launch.job_id, index, attempt);
+            LogPaths { log, idx }
+        });
+        let cgroup = self
+            .shared
+            .memory
+            .replica(&format!("{}-{replica}", self.shared.cgroup_prefix), self.launch.shape.memory_mb);
+        let mut env = self.shared.base_env.clone();
+        let grace = self.shared.settings.grace_period_seconds;
+        let workdir = run_dir.join("work");
+        let spec = match self.shared.settings.mode {
+            LocalMode::Process => {
+                for (k, v) in replica_env(&self.launch, index, &gpu_ids) {
+                    env.retain(|(n, _)| *n != k);
+                    env.push((k, v));
+                }
+                SuperviseSpec {
+                    command: self.launch.spec.container.command.clone().unwrap_or_default(),
+                    env,
+                    workdir,
+                    log,
+                    cgroup,
+                    grace_seconds: grace,
+                    before: None,
+                    kill_command: None,
+                    cleanup_command: None,
+                }
+            }
+            LocalMode::Container => {
+                let plan = container::plan(
+                    &self.shared.settings.engine,
+                    &self.launch,
+                    &replica,
+                    index,
+                    &gpu_ids,
+                    &self.shared.settings.volumes,
+                )?;
+                for (k, v) in plan.env {
+                    env.retain(|(n, _)| *n != k);
+                    env.push((k, v));
+                }
+                let password = self.launch.spec.container.registry_password.clone().unwrap_or_default();
+                SuperviseSpec {
+                    command: plan.run,
+                    env,
+                    workdir,
+                    log,
+                    // The engine enforces the memory limit of a container.
+                    cgroup: None,
+                    grace_seconds: grace,
+                    before: plan.login.map(|login| (login, password)),
+                    kill_command: Some(plan.kill),
+                    cleanup_command: Some(plan.cleanup),
+                }
+            }
+        };
+        Ok(spec)
+    }
+
+    async fn start_attempt(&mut self, index: i64, attempt: i64, slot: usize) {
+        let replica = self.replica_id(index, attempt);
+        let run_dir = self.run_dir(index, attempt);
+        let mut state = AttemptState { run_dir: run_dir.clone(), slot, pid: None, pid_start: None };
+        let mut pending = self.observation(index, attempt, slot);
+        pending.readiness_issue = Some(ReadinessIssue { reason: "Starting".into(), message: "the replica is starting".into() });
+        pending.executor_state = serde_json::to_string(&state).ok();
+        // Durable before the supervisor exists: a restarted server finds the
+        // attempt and its run directory either way.
+        if let Err(e) = self.shared.host.replica(pending).await {
+            tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record a replica attempt");
+        }
+        self.running.insert((index, attempt), Running { slot, run_dir: run_dir.clone(), state: state.clone() });
+
+        let prepared = self
+            .supervise_spec(index, attempt, slot, &run_dir)
+            .and_then(|spec| prepare_run_dir(&run_dir, &spec).map(|_| spec));
+        let child = match prepared {
+            Ok(_) => spawn_supervisor(&self.shared.supervisor_bin, &run_dir),
+            Err(e) => Err(e),
+        };
+        let mut child = match child {
+            Ok(child) => child,
+            Err(error) => {
+                // Nothing runs; declare the attempt over (holding the lock, so
+                // a supervisor could not start it after all).
+                let record = claim_end(&run_dir, |r| r.start_error = Some(error.clone()));
+                let _ = self.tx.send(ControlMsg::Ended { index, attempt, record });
+                return;
+            }
+        };
+        let pid = child.id().map(|p| p as i32);
+        state.pid = pid;
+        state.pid_start = pid.and_then(process::pid_start_time);
+        if let Some(running) = self.running.get_mut(&(index, attempt)) {
+            running.state = state.clone();
+        }
+        let mut observation = self.observation(index, attempt, slot);
+        observation.phase = ReplicaPhase::Running;
+        observation.start_time = Some(crate::now_millis());
+        observation.executor_state = serde_json::to_string(&state).ok();
+        if let Err(e) = self.shared.host.replica(observation).await {
+            tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record a running replica");
+        }
+        let node = self.launch.placement.slots.get(slot).map(|s| s.node.clone()).unwrap_or_default();
+        self.event(EventType::Normal, "Started", format!("replica {replica} (attempt {attempt}) started on node {node}"), Some(replica.clone()))
+            .await;
+        if self.ending.is_some() {
+            request_stop(&run_dir, &state);
+        }
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+            let record = read_exit(&run_dir).unwrap_or_else(|| claim_end(&run_dir, |r| r.lost = true));
+            let _ = tx.send(ControlMsg::Ended { index, attempt, record });
+        });
+    }
+
+    async fn on_ended(&mut self, index: i64, attempt: i64, record: ExitRecord) {
+        let Some(running) = self.running.remove(&(index, attempt)) else { return };
+        self.free_slots.push(running.slot);
+        let verdict = classify(&record, self.ending.as_ref().map(Ending::reason));
+        let replica = self.replica_id(index, attempt);
+        let mut observation = self.observation(index, attempt, running.slot);
+        observation.phase = verdict.phase;
+        observation.exit_code = record.exit_code;
+        observation.signal = record.signal;
+        observation.reason = Some(verdict.reason.clone());
+        observation.message = Some(verdict.message.clone());
+        observation.start_time = record.started_at;
+        observation.end_time = Some(record.ended_at);
+        if let Err(e) = self.shared.host.replica(observation).await {
+            tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record an ended replica");
+        }
+        if verdict.phase == ReplicaPhase::Succeeded {
+            self.succeeded.insert(index);
+            self.event(EventType::Normal, "Succeeded", format!("replica {replica} succeeded"), Some(replica)).await;
+            return;
+        }
+        self.event(EventType::Warning, &verdict.reason, format!("replica {replica}: {}", verdict.message), Some(replica.clone()))
+            .await;
+        if self.ending.is_some() {
+            return;
+        }
+        if !verdict.counts_as_failure {
+            self.pending.insert(index);
+            return;
+        }
+        self.failures_total += 1;
+        let of_index = {
+            let n = self.failures_by_index.entry(index).or_default();
+            *n += 1;
+            *n
+        };
+        match decide(self.limits(), self.failures_total, of_index, &replica, &verdict) {
+            Decision::Retry => {
+                self.pending.insert(index);
+            }
+            Decision::Fail { reason, message, program_error } => {
+                self.begin_ending(Ending::Fail { reason, message, program_error });
+            }
+        }
+    }
+}
+
+/// Whether a stored ended attempt counted against the limits.
+fn counts_as_failure(row: &ReplicaRow) -> bool {
+    matches!(
+        row.reason.as_deref(),
+        Some("Error" | "Signaled" | "OOMKilled" | "StartError" | "Lost")
+    )
+}
+
+fn prepare_run_dir(run_dir: &Path, spec: &SuperviseSpec) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(run_dir.join("work"))
+        .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
+    let bytes = serde_json::to_vec(spec).map_err(|e| e.to_string())?;
+    // The spec holds secret values: owner-only, and the supervisor deletes
+    // it once read.
+    process::write_atomic(&run_dir.join(SPEC_FILE), &bytes, 0o600).map_err(|e| format!("cannot write the replica spec: {e}"))
+}
+
+fn spawn_supervisor(bin: &Path, run_dir: &Path) -> Result<tokio::process::Child, String> {
+    let log = std::fs::File::create(run_dir.join("supervisor.log")).map_err(|e| format!("cannot create the supervisor log: {e}"))?;
+    let log_err = log.try_clone().map_err(|e| e.to_string())?;
+    let mut command = tokio::process::Command::new(bin);
+    command
+        .arg("supervise")
+        .arg(run_dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .kill_on_drop(false);
+    // SAFETY: setsid and signal are async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            process::new_session()?;
+            process::reset_signals();
+            Ok(())
+        });
+    }
+    command.spawn().map_err(|e| format!("cannot start the replica supervisor {}: {e}", bin.display()))
+}
+
+fn read_exit(run_dir: &Path) -> Option<ExitRecord> {
+    let bytes = std::fs::read(run_dir.join(EXIT_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Declares an attempt over on behalf of a supervisor that is gone (or never
+/// came): takes its lock, so none can start it later, and writes `exit.json`
+/// unless the supervisor wrote one after all.
+fn claim_end(run_dir: &Path, describe: impl FnOnce(&mut ExitRecord)) -> ExitRecord {
+    let _ = std::fs::create_dir_all(run_dir);
+    let lock = process::try_lock(&run_dir.join(LOCK_FILE)).ok().flatten();
+    if let Some(record) = read_exit(run_dir) {
+        return record;
+    }
+    let mut record = ExitRecord { ended_at: crate::now_millis(), ..ExitRecord::default() };
+    describe(&mut record);
+    if lock.is_some() {
+        let bytes = serde_json::to_vec(&record).unwrap_or_default();
+        let _ = process::write_atomic(&run_dir.join(EXIT_FILE), &bytes, 0o644);
+    }
+    record
+}
+
+/// Asks an attempt's supervisor to stop: the stop file (which it also polls)
+/// then SIGTERM, if the recorded process is still that supervisor.
+fn request_stop(run_dir: &Path, state: &AttemptState) {
+    let _ = std::fs::write(run_dir.join(STOP_FILE), b"stop");
+    let (pid, start) = match (state.pid, state.pid_start) {
+        (Some(pid), Some(start)) => (pid, start),
+        _ => match read_pid_file(run_dir) {
+            Some(found) => found,
+            None => return,
+        },
+    };
+    process::signal_process(pid, start, libc::SIGTERM);
+}
+
+fn read_pid_file(run_dir: &Path) -> Option<(i32, u64)> {
+    let text = std::fs::read_to_string(run_dir.join(PID_FILE)).ok()?;
+    let mut parts = text.split_whitespace();
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// Waits for the end of an attempt whose supervisor is not our child (after
+/// a restart): polls for `exit.json` and for the supervisor's lock.
+async fn watch_detached(run_dir: &Path) -> ExitRecord {
+    let mut free_since_start = 0u32;
+    loop {
+        if let Some(record) = read_exit(run_dir) {
+            return record;
+        }
+        let lock_free = !run_dir.exists() || process::try_lock(&run_dir.join(LOCK_FILE)).ok().flatten().is_some();
+        if lock_free {
+            if run_dir.join(PID_FILE).exists() {
+                // The supervisor ran and is gone; it may have written
+                // exit.json just before releasing the lock.
+                return claim_end(run_dir, |r| r.lost = true);
+            }
+            // No supervisor has started yet: one may be starting right now
+            // (the server died just after spawning it). Give it a moment,
+            // then declare the attempt never started.
+            free_since_start += 1;
+            if free_since_start >= 8 {
+                return claim_end(run_dir, |r| r.not_started = true);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

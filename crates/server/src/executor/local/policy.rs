@@ -1,0 +1,238 @@
+//! What an ended attempt means and what happens next: pure rules, tested
+//! with tables.
+
+use jobdeck_api::ReplicaPhase;
+
+use super::supervisor::ExitRecord;
+
+/// Signals a program raises against itself when it crashes; an attempt
+/// ended by one of them failed because of the program. Every other signal
+/// (SIGKILL, SIGTERM, …) came from outside.
+const CRASH_SIGNALS: [i32; 6] = [libc::SIGSEGV, libc::SIGABRT, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGSYS];
+
+/// How an attempt ended, in the replica's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub phase: ReplicaPhase,
+    /// `Completed`, `Error`, `Signaled`, `OOMKilled`, `StartError`, `Lost`,
+    /// `NotStarted`, or the reason of the stop that ended it.
+    pub reason: String,
+    pub message: String,
+    /// Counts against the backoff limits.
+    pub counts_as_failure: bool,
+    /// The user's program is at fault (drives "disable retry on program
+    /// error"), as opposed to the infrastructure.
+    pub program_error: bool,
+}
+
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
+}
+
+/// Classifies an ended attempt. `ending` is the reason the run is ending
+/// for (a stop, or another replica's failure), if it is.
+pub fn classify(record: &ExitRecord, ending: Option<&str>) -> Verdict {
+    let verdict = |phase, reason: &str, message: String, counts, program| Verdict {
+        phase,
+        reason: reason.to_string(),
+        message,
+        counts_as_failure: counts,
+        program_error: program,
+    };
+    if record.exit_code == Some(0) && record.start_error.is_none() {
+        return verdict(ReplicaPhase::Succeeded, "Completed", "the command exited with code 0".into(), false, false);
+    }
+    if record.not_started {
+        return verdict(
+            ReplicaPhase::Failed,
+            "NotStarted",
+            "the server stopped before this attempt started; it is started again".into(),
+            false,
+            false,
+        );
+    }
+    if let Some(reason) = ending.filter(|_| record.stop_requested || !record.lost) {
+        let how = match (record.exit_code, record.signal) {
+            (_, Some(signal)) => format!("ended by {}", signal_name(signal)),
+            (Some(code), None) => format!("exited with code {code}"),
+            _ => "ended".into(),
+        };
+        return verdict(ReplicaPhase::Failed, reason, format!("stopped ({reason}); the command {how}"), false, false);
+    }
+    if let Some(error) = &record.start_error {
+        return verdict(ReplicaPhase::Failed, "StartError", error.clone(), true, true);
+    }
+    if record.lost {
+        return verdict(
+            ReplicaPhase::Failed,
+            "Lost",
+            "the replica's supervisor ended without reporting how the command ended".into(),
+            true,
+            false,
+        );
+    }
+    if record.oom_killed {
+        return verdict(
+            ReplicaPhase::Failed,
+            "OOMKilled",
+            "the replica used more memory than its shape allows and was killed".into(),
+            true,
+            false,
+        );
+    }
+    match (record.exit_code, record.signal) {
+        (_, Some(signal)) => {
+            let program = CRASH_SIGNALS.contains(&signal);
+            verdict(
+                ReplicaPhase::Failed,
+                "Signaled",
+                format!("the command was ended by {}", signal_name(signal)),
+                true,
+                program,
+            )
+        }
+        (Some(code), None) => verdict(ReplicaPhase::Failed, "Error", format!("the command exited with code {code}"), true, true),
+        (None, None) => verdict(ReplicaPhase::Failed, "Lost", "the command ended without an exit status".into(), true, false),
+    }
+}
+
+/// The limits that decide whether a failed attempt is retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryLimits {
+    pub backoff_limit: i64,
+    pub max_failure_retry: Option<i64>,
+    pub disable_retry_on_program_error: bool,
+}
+
+/// What to do after a counted failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Start a new attempt of the same completion index.
+    Retry,
+    /// Fail the run.
+    Fail { reason: String, message: String, program_error: bool },
+}
+
+/// Decides after a failure, with the failure already counted in
+/// `failures_total` and `failures_of_index`.
+pub fn decide(limits: RetryLimits, failures_total: i64, failures_of_index: i64, replica: &str, verdict: &Verdict) -> Decision {
+    if verdict.program_error && limits.disable_retry_on_program_error {
+        return Decision::Fail {
+            reason: "ProgramError".into(),
+            message: format!(
+                "replica {replica} failed with a program error ({}) and retry on program error is disabled",
+                verdict.message
+            ),
+            program_error: true,
+        };
+    }
+    if failures_total > limits.backoff_limit {
+        return Decision::Fail {
+            reason: "BackoffLimitExceeded".into(),
+            message: format!(
+                "{failures_total} attempts failed, more than the backoff limit of {}; the last: replica {replica}: {}",
+                limits.backoff_limit, verdict.message
+            ),
+            program_error: verdict.program_error,
+        };
+    }
+    if let Some(per_index) = limits.max_failure_retry {
+        if failures_of_index > per_index {
+            return Decision::Fail {
+                reason: "MaxFailureRetryExceeded".into(),
+                message: format!(
+                    "replica {replica} failed {failures_of_index} times, more than the {per_index} retries allowed per replica: {}",
+                    verdict.message
+                ),
+                program_error: verdict.program_error,
+            };
+        }
+    }
+    Decision::Retry
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(exit_code: Option<i32>, signal: Option<i32>) -> ExitRecord {
+        ExitRecord { exit_code, signal, ended_at: 1, ..ExitRecord::default() }
+    }
+
+    #[test]
+    fn ended_attempts_are_classified() {
+        let oom = ExitRecord { oom_killed: true, ..record(None, Some(9)) };
+        let start = ExitRecord { start_error: Some("cannot start 'nope': No such file".into()), ..record(Some(127), None) };
+        let lost = ExitRecord { lost: true, ..record(None, None) };
+        let stopped = ExitRecord { stop_requested: true, ..record(None, Some(15)) };
+        let not_started = ExitRecord { not_started: true, ..record(None, None) };
+        // (record, ending, phase, reason, counts, program error)
+        let cases: Vec<(ExitRecord, Option<&str>, ReplicaPhase, &str, bool, bool)> = vec![
+            (record(Some(0), None), None, ReplicaPhase::Succeeded, "Completed", false, false),
+            (record(Some(0), None), Some("Stopped"), ReplicaPhase::Succeeded, "Completed", false, false),
+            (record(Some(3), None), None, ReplicaPhase::Failed, "Error", true, true),
+            (record(None, Some(libc::SIGSEGV)), None, ReplicaPhase::Failed, "Signaled", true, true),
+            (record(None, Some(libc::SIGKILL)), None, ReplicaPhase::Failed, "Signaled", true, false),
+            (oom, None, ReplicaPhase::Failed, "OOMKilled", true, false),
+            (start, None, ReplicaPhase::Failed, "StartError", true, true),
+            (lost.clone(), None, ReplicaPhase::Failed, "Lost", true, false),
+            (lost, Some("Stopped"), ReplicaPhase::Failed, "Lost", true, false),
+            (stopped.clone(), Some("DeadlineExceeded"), ReplicaPhase::Failed, "DeadlineExceeded", false, false),
+            (record(Some(1), None), Some("BackoffLimitExceeded"), ReplicaPhase::Failed, "BackoffLimitExceeded", false, false),
+            (not_started, None, ReplicaPhase::Failed, "NotStarted", false, false),
+        ];
+        for (record, ending, phase, reason, counts, program) in cases {
+            let v = classify(&record, ending);
+            assert_eq!(
+                (v.phase, v.reason.as_str(), v.counts_as_failure, v.program_error),
+                (phase, reason, counts, program),
+                "{record:?} ending {ending:?}"
+            );
+        }
+        assert_eq!(classify(&stopped, Some("Stopped")).message, "stopped (Stopped); the command ended by SIGTERM");
+    }
+
+    #[test]
+    fn retries_follow_the_limits() {
+        let program = classify(&record(Some(1), None), None);
+        let infra = classify(&record(None, Some(libc::SIGKILL)), None);
+        let limits = |backoff, per_index, disable| RetryLimits {
+            backoff_limit: backoff,
+            max_failure_retry: per_index,
+            disable_retry_on_program_error: disable,
+        };
+        // (limits, total failures, failures of the index, verdict, expected reason or retry)
+        let cases: Vec<(RetryLimits, i64, i64, &Verdict, Option<&str>)> = vec![
+            (limits(1, None, false), 1, 1, &program, None),
+            (limits(1, None, false), 2, 2, &program, Some("BackoffLimitExceeded")),
+            (limits(0, None, false), 1, 1, &program, Some("BackoffLimitExceeded")),
+            (limits(3, None, true), 1, 1, &program, Some("ProgramError")),
+            (limits(3, None, true), 1, 1, &infra, None),
+            (limits(i64::MAX, Some(1), false), 2, 1, &program, None),
+            (limits(i64::MAX, Some(1), false), 2, 2, &program, Some("MaxFailureRetryExceeded")),
+            (limits(i64::MAX, Some(0), false), 1, 1, &infra, Some("MaxFailureRetryExceeded")),
+        ];
+        for (limits, total, of_index, verdict, expected) in cases {
+            let got = match decide(limits, total, of_index, "r-0-0", verdict) {
+                Decision::Retry => None,
+                Decision::Fail { reason, .. } => Some(reason),
+            };
+            assert_eq!(got.as_deref(), expected, "{limits:?} total {total} index {of_index} {}", verdict.reason);
+        }
+    }
+}

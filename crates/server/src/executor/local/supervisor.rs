@@ -1,0 +1,389 @@
+//! The replica supervisor: `jobdeck supervise <run dir>`, a small process the
+//! local executor starts (in its own session) for every replica attempt.
+//!
+//! It outlives the server — a `kill -9` of `jobdeck serve` leaves it and the
+//! replica running — and leaves everything the server needs to take over in
+//! the run directory:
+//!
+//! ```text
+//! spec.json        what to run (written by the server; read, then deleted:
+//!                  it holds secret values)
+//! lock             flock'd by the supervisor for as long as it lives
+//! supervisor.pid   "<pid> <start time>" of the supervisor
+//! stop             written by the server to ask for a stop (then SIGTERM)
+//! exit.json        how the attempt ended, written atomically at the end
+//! work/            the replica's working directory
+//! ```
+//!
+//! The lock makes an attempt run at most once: a supervisor that cannot take
+//! it, or finds `exit.json` already there, exits without running anything;
+//! the server declares a vanished supervisor's attempt over by taking the
+//! lock and writing `exit.json` itself.
+
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::cgroup::{self, CgroupSpec};
+use super::process::{reset_signals, signal_group, try_lock, write_atomic};
+use crate::logs::{LineSplitter, LogWriter, Stream};
+
+/// Where the supervisor writes the attempt's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogPaths {
+    pub log: PathBuf,
+    pub idx: PathBuf,
+}
+
+/// What the supervisor runs (`spec.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuperviseSpec {
+    pub command: Vec<String>,
+    /// The complete environment of the command.
+    pub env: Vec<(String, String)>,
+    pub workdir: PathBuf,
+    /// `None`: the job does not collect logs; output is discarded.
+    pub log: Option<LogPaths>,
+    pub cgroup: Option<CgroupSpec>,
+    /// Seconds between SIGTERM and SIGKILL on a stop.
+    pub grace_seconds: u64,
+    /// A command to run first (a registry login) and what to feed its stdin.
+    #[serde(default)]
+    pub before: Option<(Vec<String>, String)>,
+    /// Run when the grace period is over (stops a container the engine
+    /// client would leave behind).
+    #[serde(default)]
+    pub kill_command: Option<Vec<String>>,
+    /// Run once the command ended.
+    #[serde(default)]
+    pub cleanup_command: Option<Vec<String>>,
+}
+
+/// How an attempt ended (`exit.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ExitRecord {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// The kernel OOM-killed a process of the replica.
+    #[serde(default)]
+    pub oom_killed: bool,
+    /// The command could not be started; why.
+    #[serde(default)]
+    pub start_error: Option<String>,
+    /// The supervisor vanished without a word (written by the server).
+    #[serde(default)]
+    pub lost: bool,
+    /// The supervisor never started the command (written by the server for
+    /// an attempt whose supervisor never ran).
+    #[serde(default)]
+    pub not_started: bool,
+    /// A stop was asked for before the command ended.
+    #[serde(default)]
+    pub stop_requested: bool,
+    /// Unix milliseconds.
+    pub started_at: Option<i64>,
+    pub ended_at: i64,
+}
+
+pub const SPEC_FILE: &str = "spec.json";
+pub const LOCK_FILE: &str = "lock";
+pub const PID_FILE: &str = "supervisor.pid";
+pub const STOP_FILE: &str = "stop";
+pub const EXIT_FILE: &str = "exit.json";
+
+static STOP_SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP_SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+fn now_millis() -> i64 {
+    crate::now_millis()
+}
+
+/// Writes a line of the supervisor's own into the replica's log (as
+/// standard error), so a user reading the log sees why something happened.
+fn note(log: &Option<Arc<Mutex<LogWriter>>>, text: &str) {
+    if let Some(log) = log {
+        let mut writer = log.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = writer.append(Stream::Stderr, now_millis(), format!("jobdeck: {text}").as_bytes());
+        let _ = writer.flush();
+    }
+}
+
+/// Runs the supervisor for `run_dir`; returns the process exit code.
+pub fn run(run_dir: &Path) -> i32 {
+    let Ok(Some(_lock)) = try_lock(&run_dir.join(LOCK_FILE)) else {
+        eprintln!("another supervisor holds {}", run_dir.display());
+        return 0;
+    };
+    if run_dir.join(EXIT_FILE).exists() {
+        eprintln!("this attempt is already over");
+        return 0;
+    }
+    let me = std::process::id() as i32;
+    let start = super::process::pid_start_time(me).unwrap_or(0);
+    if let Err(e) = write_atomic(&run_dir.join(PID_FILE), format!("{me} {start}").as_bytes(), 0o644) {
+        eprintln!("cannot write the pid file: {e}");
+        return 1;
+    }
+    let spec_path = run_dir.join(SPEC_FILE);
+    let spec: SuperviseSpec = match std::fs::read(&spec_path).map_err(|e| e.to_string()).and_then(|b| {
+        serde_json::from_slice(&b).map_err(|e| e.to_string())
+    }) {
+        Ok(spec) => spec,
+        Err(e) => {
+            let record = ExitRecord { start_error: Some(format!("cannot read the replica spec: {e}")), ended_at: now_millis(), ..ExitRecord::default() };
+            finish(run_dir, &record);
+            return 1;
+        }
+    };
+    // The spec holds secret values; they now live in this process only.
+    let _ = std::fs::remove_file(&spec_path);
+    install_signal_handlers();
+    // Orphaned descendants of the replica become our children, so we can
+    // reap them instead of leaving zombies to init.
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes plain integers.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    let record = supervise(run_dir, &spec);
+    finish(run_dir, &record);
+    0
+}
+
+fn finish(run_dir: &Path, record: &ExitRecord) {
+    let bytes = serde_json::to_vec(record).unwrap_or_default();
+    if let Err(e) = write_atomic(&run_dir.join(EXIT_FILE), &bytes, 0o644) {
+        eprintln!("cannot write exit.json: {e}");
+    }
+}
+
+fn install_signal_handlers() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe; sigaction is given a zeroed, valid struct.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_stop_signal as *const () as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+    // SAFETY: ignoring SIGHUP is always valid.
+    unsafe {
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
+}
+
+fn run_quietly(command: &[String], env: &[(String, String)], stdin: Option<&str>) -> Result<std::process::ExitStatus, String> {
+    let (program, args) = command.split_first().ok_or("empty command")?;
+    let mut cmd = Command::new(program);
+    cmd.args(args).env_clear().envs(env.iter().cloned()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start {program}: {e}"))?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        use std::io::Write;
+        let _ = pipe.write_all(text.as_bytes());
+    }
+    child.wait().map_err(|e| e.to_string())
+}
+
+fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
+    let log = match &spec.log {
+        Some(paths) => match LogWriter::create(&paths.log, &paths.idx) {
+            Ok(writer) => Some(Arc::new(Mutex::new(writer))),
+            Err(e) => {
+                eprintln!("cannot open the log: {e}");
+                None
+            }
+        },
+        None => None,
+    };
+    let mut cgroup = spec.cgroup.clone();
+    if let Some(group) = &cgroup {
+        if let Err(e) = cgroup::create(group) {
+            note(&log, &format!("the memory limit could not be applied: {e}"));
+            cgroup = None;
+        }
+    }
+    if let Some((command, stdin)) = &spec.before {
+        match run_quietly(command, &spec.env, Some(stdin)) {
+            Ok(status) if status.success() => {}
+            Ok(status) => note(&log, &format!("'{}' failed ({status})", command.join(" "))),
+            Err(e) => note(&log, &e),
+        }
+    }
+    if let Err(e) = std::fs::create_dir_all(&spec.workdir) {
+        note(&log, &format!("cannot create the working directory: {e}"));
+    }
+
+    let Some((program, args)) = spec.command.split_first() else {
+        let message = "the job has no command to run".to_string();
+        note(&log, &message);
+        return ExitRecord { start_error: Some(message), ended_at: now_millis(), ..ExitRecord::default() };
+    };
+    let mut command = Command::new(program);
+    command.args(args).env_clear().envs(spec.env.iter().cloned()).current_dir(&spec.workdir).stdin(Stdio::null());
+    if log.is_some() {
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    } else {
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+    }
+    let procs_file = cgroup.as_ref().map(|g| {
+        std::ffi::CString::new(g.dir.join("cgroup.procs").as_os_str().as_encoded_bytes()).unwrap_or_default()
+    });
+    // SAFETY: the closure runs between fork and exec and only calls
+    // async-signal-safe functions (setpgid, signal, open, write, close) on
+    // memory prepared before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setpgid(0, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            reset_signals();
+            if let Some(path) = &procs_file {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+                if fd >= 0 {
+                    libc::write(fd, b"0".as_ptr() as *const libc::c_void, 1);
+                    libc::close(fd);
+                }
+            }
+            Ok(())
+        });
+    }
+    let started_at = now_millis();
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let message = format!("cannot start '{program}': {e}");
+            note(&log, &message);
+            if let Some(group) = &cgroup {
+                cgroup::remove(group);
+            }
+            return ExitRecord {
+                exit_code: Some(127),
+                start_error: Some(message),
+                started_at: Some(started_at),
+                ended_at: now_millis(),
+                ..ExitRecord::default()
+            };
+        }
+    };
+    let pid = child.id() as i32;
+    let mut readers = Vec::new();
+    if let Some(log) = &log {
+        if let Some(out) = child.stdout.take() {
+            readers.push(spawn_reader(out, Stream::Stdout, log.clone()));
+        }
+        if let Some(err) = child.stderr.take() {
+            readers.push(spawn_reader(err, Stream::Stderr, log.clone()));
+        }
+    }
+
+    let grace = Duration::from_secs(spec.grace_seconds);
+    let mut stop_sent: Option<Instant> = None;
+    let mut killed = false;
+    let status = loop {
+        // Reap every child: the replica, and orphans that were re-parented
+        // to us as subreaper.
+        let mut main_status = None;
+        loop {
+            let mut raw: libc::c_int = 0;
+            // SAFETY: waitpid with a valid out-pointer.
+            let reaped = unsafe { libc::waitpid(-1, &mut raw, libc::WNOHANG) };
+            if reaped <= 0 {
+                break;
+            }
+            if reaped == pid {
+                main_status = Some(std::process::ExitStatus::from_raw(raw));
+            }
+        }
+        if let Some(status) = main_status {
+            break status;
+        }
+        let stop_wanted = STOP_SIGNALLED.load(Ordering::SeqCst) || run_dir.join(STOP_FILE).exists();
+        if stop_wanted && stop_sent.is_none() {
+            signal_group(pid, libc::SIGTERM);
+            stop_sent = Some(Instant::now());
+        }
+        if let Some(sent) = stop_sent {
+            if !killed && sent.elapsed() >= grace {
+                signal_group(pid, libc::SIGKILL);
+                if let Some(kill) = &spec.kill_command {
+                    let _ = run_quietly(kill, &spec.env, None);
+                }
+                killed = true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    let ended_at = now_millis();
+    // Like a container, the replica ends with its main process: whatever it
+    // left behind in its process group goes too.
+    signal_group(pid, libc::SIGKILL);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    for reader in readers {
+        while !reader.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if reader.is_finished() {
+            let _ = reader.join();
+        }
+    }
+    if let Some(log) = &log {
+        let _ = log.lock().unwrap_or_else(|p| p.into_inner()).flush();
+    }
+    let oom = cgroup.as_ref().map(cgroup::oom_kills).unwrap_or(0) > 0;
+    if let Some(group) = &cgroup {
+        cgroup::remove(group);
+    }
+    if let Some(cleanup) = &spec.cleanup_command {
+        let _ = run_quietly(cleanup, &spec.env, None);
+    }
+    let record = ExitRecord {
+        exit_code: status.code(),
+        signal: status.signal(),
+        oom_killed: oom && !status.success(),
+        start_error: None,
+        lost: false,
+        not_started: false,
+        stop_requested: stop_sent.is_some(),
+        started_at: Some(started_at),
+        ended_at,
+    };
+    if record.oom_killed {
+        note(&log, "the replica was killed because it used more memory than its shape allows (OOM)");
+    }
+    record
+}
+
+fn spawn_reader(mut pipe: impl Read + Send + 'static, stream: Stream, log: Arc<Mutex<LogWriter>>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut splitter = LineSplitter::default();
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let n = match pipe.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let time = now_millis();
+            let mut writer = log.lock().unwrap_or_else(|p| p.into_inner());
+            splitter.feed(&buffer[..n], |line| {
+                let _ = writer.append(stream, time, line);
+            });
+            let _ = writer.flush();
+        }
+        let mut writer = log.lock().unwrap_or_else(|p| p.into_inner());
+        splitter.finish(|line| {
+            let _ = writer.append(stream, now_millis(), line);
+        });
+        let _ = writer.flush();
+    })
+}

@@ -1,0 +1,325 @@
+//! A job's replicas, events and logs: `/jobs/{id}/replicas`,
+//! `/jobs/{id}/events` and `/jobs/{id}/replicas/{replica}/log`.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use bytes::Bytes;
+use jobdeck_api::{
+    EventSubject, JobEvent, JobSpec, JobState, Metadata, ReadinessIssue, Replica, ReplicaNode, ReplicaPhase,
+    ReplicaStatus,
+};
+
+use crate::auth::CurrentUser;
+use crate::error::{AppError, AppResult};
+use crate::executor::{parse_replica_id, replica_id};
+use crate::jobs::{query_pairs, stored_spec, visible_job};
+use crate::logs::LogStore;
+use crate::store::{JobRow, ReplicaRow, Store};
+use crate::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/jobs/{id}/replicas", get(list_replicas))
+        .route("/jobs/{id}/events", get(list_events))
+        .route("/jobs/{id}/replicas/{replica}/log", get(replica_log))
+}
+
+fn phase(name: &str) -> ReplicaPhase {
+    match name {
+        "running" => ReplicaPhase::Running,
+        "succeeded" => ReplicaPhase::Succeeded,
+        "failed" => ReplicaPhase::Failed,
+        _ => ReplicaPhase::Pending,
+    }
+}
+
+/// The wire form of a stored attempt.
+pub fn replica_view(row: &ReplicaRow) -> Replica {
+    let id = replica_id(&row.job_id, row.completion_index, row.attempt);
+    Replica {
+        metadata: Metadata {
+            id: Some(id.clone()),
+            name: Some(id.clone()),
+            created_at: Some(row.created_at),
+            ..Metadata::default()
+        },
+        id,
+        status: ReplicaStatus {
+            public_ip: None,
+            node: row.node.clone().map(|node| ReplicaNode {
+                name: node.clone(),
+                id: node,
+                node_group_id: row.node_group.clone(),
+            }),
+            completion_index: row.completion_index,
+            attempt: row.attempt,
+            phase: phase(&row.phase),
+            readiness_issue: match (&row.readiness_reason, &row.readiness_message) {
+                (Some(reason), message) if row.phase == "pending" => Some(ReadinessIssue {
+                    reason: reason.clone(),
+                    message: message.clone().unwrap_or_default(),
+                }),
+                _ => None,
+            },
+            exit_code: row.exit_code.map(|c| c as i32),
+            signal: row.signal.map(|s| s as i32),
+            reason: row.reason.clone(),
+            message: row.message.clone(),
+            start_time: row.start_time,
+            end_time: row.end_time,
+            cpu: None,
+            memory_in_mb: None,
+        },
+    }
+}
+
+/// The replicas a queued job will start first, pending with the job's
+/// readiness issue; they are not stored until the job is admitted.
+fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow]) -> Vec<Replica> {
+    let workers = spec.workers.unwrap_or(1).max(1);
+    let (completions, parallelism) = if workers > 1 {
+        (workers, workers)
+    } else {
+        let completions = spec.completions.unwrap_or(1).max(1);
+        (completions, spec.parallelism.unwrap_or(1).clamp(1, completions))
+    };
+    let issue = ReadinessIssue {
+        reason: job.runtime.reason.clone().unwrap_or_else(|| "Queueing".into()),
+        message: job.runtime.message.clone().unwrap_or_else(|| "waiting in the queue".into()),
+    };
+    (0..parallelism.min(completions))
+        .map(|index| {
+            let attempt = stored
+                .iter()
+                .filter(|r| r.completion_index == index)
+                .map(|r| r.attempt + 1)
+                .max()
+                .unwrap_or(0);
+            let row = ReplicaRow {
+                job_id: job.id.clone(),
+                completion_index: index,
+                attempt,
+                run: job.runtime.run,
+                phase: "pending".into(),
+                readiness_reason: Some(issue.reason.clone()),
+                readiness_message: Some(issue.message.clone()),
+                created_at: job.runtime.queued_at.unwrap_or(job.created_at),
+                ..ReplicaRow::default()
+            };
+            replica_view(&row)
+        })
+        .collect()
+}
+
+async fn list_replicas(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> AppResult<Json<Vec<Replica>>> {
+    let job = visible_job(&state, &user, &id).await?;
+    let rows = state.store.replicas_of(id).await?;
+    let mut replicas: Vec<Replica> = rows.iter().map(replica_view).collect();
+    if job.runtime.state == JobState::Queueing.as_str() {
+        let spec = stored_spec(&job)?;
+        replicas.extend(queued_replicas(&job, &spec, &rows));
+        replicas.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
+    }
+    Ok(Json(replicas))
+}
+
+fn rfc3339(millis: i64) -> String {
+    let time = std::time::UNIX_EPOCH + Duration::from_millis(millis.max(0) as u64);
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+async fn list_events(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> AppResult<Json<Vec<JobEvent>>> {
+    visible_job(&state, &user, &id).await?;
+    let events = state.store.events_of(id).await?;
+    Ok(Json(
+        events
+            .into_iter()
+            .map(|e| JobEvent {
+                kind: e.kind,
+                reason: e.reason,
+                regarding: Some(EventSubject { kind: e.regarding_kind, name: e.regarding_name }),
+                count: e.count,
+                last_observed_time: rfc3339(e.last_time),
+                message: e.message,
+            })
+            .collect(),
+    ))
+}
+
+/// Whether `job` collects logs.
+fn collects_logs(state: &AppState, job: &JobRow) -> AppResult<bool> {
+    let spec = stored_spec(job)?;
+    Ok(spec
+        .log
+        .as_ref()
+        .and_then(|l| l.enable_collection)
+        .unwrap_or(state.config.log_collection_default))
+}
+
+/// Where a log stream is.
+struct Tail {
+    store: Store,
+    logs: LogStore,
+    job_id: String,
+    index: i64,
+    attempt: i64,
+    offset: u64,
+    follow: bool,
+    timestamps: bool,
+    done: bool,
+}
+
+const CHUNK: usize = 256 * 1024;
+const POLL: Duration = Duration::from_millis(250);
+
+impl Tail {
+    /// Reads what was stored since the last read, formatted.
+    async fn read(&mut self) -> std::io::Result<Option<Bytes>> {
+        let logs = self.logs.clone();
+        let (job, index, attempt, offset, timestamps) =
+            (self.job_id.clone(), self.index, self.attempt, self.offset, self.timestamps);
+        let (text, next) = tokio::task::spawn_blocking(move || -> std::io::Result<(String, u64)> {
+            let Some(mut reader) = logs.open(&job, index, attempt)? else {
+                return Ok((String::new(), offset));
+            };
+            let (lines, next) = reader.read_from(offset, CHUNK)?;
+            let mut text = String::with_capacity(lines.iter().map(|l| l.2.len() + 32).sum());
+            for (time, _, line) in lines {
+                if timestamps {
+                    text.push_str(&rfc3339(time));
+                    text.push(' ');
+                }
+                text.push_str(&line);
+                text.push('\n');
+            }
+            Ok((text, next))
+        })
+        .await
+        .map_err(std::io::Error::other)??;
+        self.offset = next;
+        Ok((!text.is_empty()).then(|| Bytes::from(text)))
+    }
+
+    /// Whether the attempt has ended (or is gone), so no more lines come.
+    async fn attempt_over(&self) -> bool {
+        match self.store.replica(self.job_id.clone(), self.index, self.attempt).await {
+            Ok(Some(row)) => row.is_finished(),
+            Ok(None) => self.store.job(self.job_id.clone()).await.map(|j| j.is_none()).unwrap_or(true),
+            Err(_) => true,
+        }
+    }
+
+    /// The next chunk of the response, or `None` at its end.
+    async fn next(&mut self) -> Option<std::io::Result<Bytes>> {
+        if self.done {
+            return None;
+        }
+        loop {
+            match self.read().await {
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                Ok(Some(bytes)) => return Some(Ok(bytes)),
+                Ok(None) if !self.follow => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(None) => {
+                    if self.attempt_over().await {
+                        // The supervisor flushes every line before it reports
+                        // the end, so one more read gets the last of them.
+                        self.done = true;
+                        return match self.read().await {
+                            Ok(Some(bytes)) => Some(Ok(bytes)),
+                            _ => None,
+                        };
+                    }
+                    tokio::time::sleep(POLL).await;
+                }
+            }
+        }
+    }
+}
+
+async fn replica_log(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path((id, replica)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+) -> AppResult<Response> {
+    let mut follow = false;
+    let mut timestamps = false;
+    for (key, value) in query_pairs(raw.as_deref()) {
+        let flag = || match value.as_str() {
+            "true" | "1" => Ok(true),
+            "false" | "0" | "" => Ok(false),
+            other => Err(AppError::BadRequest(format!("{key} must be true or false, not '{other}'"))),
+        };
+        match key.as_str() {
+            "follow" => follow = flag()?,
+            "timestamps" => timestamps = flag()?,
+            _ => {}
+        }
+    }
+    let job = visible_job(&state, &user, &id).await?;
+    let not_found = || AppError::NotFound(format!("replica '{replica}' of job '{id}' not found"));
+    let (index, attempt) = parse_replica_id(&id, &replica).ok_or_else(not_found)?;
+    let stored = state.store.replica(id.clone(), index, attempt).await?;
+    if stored.is_none() {
+        // A queued job's pending replicas are listed before they exist; their
+        // log is empty until they start.
+        let spec = stored_spec(&job)?;
+        let queued = job.runtime.state == JobState::Queueing.as_str()
+            && queued_replicas(&job, &spec, &state.store.replicas_of(id.clone()).await?)
+                .iter()
+                .any(|r| r.id == replica);
+        if !queued {
+            return Err(not_found());
+        }
+    }
+    if !collects_logs(&state, &job)? {
+        return Err(AppError::NotFoundCode(
+            "log_collection_disabled",
+            format!("job '{id}' does not collect logs (spec.log.enable_collection is false)"),
+        ));
+    }
+    let tail = Tail {
+        store: state.store.clone(),
+        logs: state.logs.clone(),
+        job_id: id,
+        index,
+        attempt,
+        offset: 0,
+        follow,
+        timestamps,
+        done: false,
+    };
+    let stream = futures_util::stream::unfold(tail, |mut tail| async move {
+        tail.next().await.map(|item| (item, tail))
+    });
+    let mut response = (StatusCode::OK, Body::from_stream(stream)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The response compressor holds streamed lines back and, for a body
+    // that ends while it waits, cut the end of the stream in our tests with
+    // `requests`; an explicit identity encoding makes it leave logs alone.
+    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
+    Ok(response)
+}

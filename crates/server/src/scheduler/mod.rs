@@ -1,0 +1,902 @@
+//! The scheduler: one task that owns every job's lifecycle (design §4).
+//!
+//! It is woken by messages — a job was created, a user stops, starts or
+//! deletes a job, an executor reports a replica change or the end of a run —
+//! and by a timer for deadlines, queue timeouts, job-level retries and
+//! archiving. Every state change is written to the store together with its
+//! events in one transaction; the store is the truth a restarted server
+//! starts from.
+//!
+//! Admission: queued jobs are taken by priority (high first), then
+//! submission time; a job starts when `parallelism` replicas of its shape fit
+//! at once in one of its node groups (see [`placement`]). A job that does not
+//! fit does not hold back smaller ones behind it. A job that may preempt and
+//! does not fit evicts the fewest lower-priority preemptible jobs that make
+//! it fit; they go back to the queue.
+
+pub mod placement;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jobdeck_api::{JobSpec, JobState};
+use tokio::sync::{mpsc, oneshot};
+
+use self::placement::{fit, group_states, occupy, plan_preemption, release, shortage, Candidate};
+use crate::config::Config;
+use crate::error::{AppError, AppResult};
+use crate::executor::{Executor, HostMessage, JobLaunch, Placement, RunOutcome, StopReason};
+use crate::logs::LogStore;
+use crate::spec::ResolvedSpec;
+use crate::store::{EventRow, JobRow, Store};
+
+/// What a user asks of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Stop,
+    Start,
+    Delete,
+}
+
+enum Msg {
+    JobChanged(String),
+    Command {
+        id: String,
+        command: Command,
+        by: String,
+        reply: oneshot::Sender<AppResult<JobRow>>,
+    },
+}
+
+/// How handlers reach the scheduler; cheap to clone.
+#[derive(Clone)]
+pub struct SchedulerHandle {
+    tx: mpsc::UnboundedSender<Msg>,
+}
+
+impl SchedulerHandle {
+    /// A job was created (or changed in the store): look at it.
+    pub fn job_changed(&self, id: &str) {
+        let _ = self.tx.send(Msg::JobChanged(id.to_string()));
+    }
+
+    /// Runs a user's command and answers with the job as it is afterwards
+    /// (for a delete: as it was when the deletion began).
+    pub async fn command(&self, id: &str, command: Command, by: &str) -> AppResult<JobRow> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::Command { id: id.to_string(), command, by: by.to_string(), reply })
+            .map_err(|_| AppError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| AppError::internal("the scheduler dropped a command"))?
+    }
+}
+
+/// A job the scheduler looks after.
+struct Active {
+    row: JobRow,
+    spec: JobSpec,
+    resolved: ResolvedSpec,
+}
+
+impl Active {
+    fn placement(&self) -> Option<Placement> {
+        self.row.runtime.placement_json.as_deref().and_then(|p| serde_json::from_str(p).ok())
+    }
+
+    fn state(&self) -> &str {
+        &self.row.runtime.state
+    }
+}
+
+/// The scheduler task's state.
+pub struct Scheduler {
+    store: Store,
+    config: Arc<Config>,
+    executor: Arc<dyn Executor>,
+    logs: LogStore,
+    jobs: HashMap<String, Active>,
+    rx: mpsc::UnboundedReceiver<Msg>,
+    host_rx: mpsc::UnboundedReceiver<HostMessage>,
+    /// PendingRetry jobs and when they go back to the queue.
+    retry_at: HashMap<String, i64>,
+    next_archive: Option<i64>,
+    dirty: bool,
+}
+
+/// The most the loop sleeps without a timer due, so nothing waits on a
+/// missed wake-up for long.
+const MAX_SLEEP: Duration = Duration::from_secs(5);
+
+fn event(job_id: &str, kind: &str, reason: &str, message: impl Into<String>) -> EventRow {
+    EventRow {
+        job_id: job_id.to_string(),
+        kind: kind.into(),
+        reason: reason.into(),
+        message: message.into(),
+        regarding_kind: "Job".into(),
+        regarding_name: job_id.to_string(),
+        time: crate::now_millis(),
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(29500)
+}
+
+/// Starts the scheduler: loads the jobs that need attention, lets the
+/// executor re-attach to the runs that were going when the server stopped,
+/// and spawns the loop.
+pub async fn start(
+    store: Store,
+    config: Arc<Config>,
+    executor: Arc<dyn Executor>,
+    logs: LogStore,
+    host_rx: mpsc::UnboundedReceiver<HostMessage>,
+) -> Result<SchedulerHandle, String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut scheduler = Scheduler {
+        store,
+        config,
+        executor,
+        logs,
+        jobs: HashMap::new(),
+        rx,
+        host_rx,
+        retry_at: HashMap::new(),
+        next_archive: None,
+        dirty: true,
+    };
+    scheduler.recover().await.map_err(|e| format!("cannot resume the jobs: {e:?}"))?;
+    tokio::spawn(scheduler.run());
+    Ok(SchedulerHandle { tx })
+}
+
+impl Scheduler {
+    fn activate(&self, row: JobRow) -> Result<Active, (JobRow, String)> {
+        let spec: JobSpec = match serde_json::from_str(&row.spec_json) {
+            Ok(spec) => spec,
+            Err(e) => return Err((row, format!("the stored spec cannot be read: {e}"))),
+        };
+        match ResolvedSpec::resolve(&spec, &self.config) {
+            Ok(resolved) => Ok(Active { row, spec, resolved }),
+            Err(errors) => {
+                let problems: Vec<String> = errors.iter().map(|(path, m)| format!("{path}: {}", m.join("; "))).collect();
+                Err((row, format!("the job no longer fits this server's configuration: {}", problems.join("; "))))
+            }
+        }
+    }
+
+    async fn recover(&mut self) -> AppResult<()> {
+        let rows = self.store.active_jobs().await?;
+        let mut launches = Vec::new();
+        let mut stops = Vec::new();
+        for row in rows {
+            match self.activate(row) {
+                Ok(active) => {
+                    let id = active.row.id.clone();
+                    if active.state() == JobState::PendingRetry.as_str() {
+                        self.retry_at.insert(id.clone(), crate::now_millis());
+                    }
+                    if active.placement().is_some() {
+                        match self.build_launch(&active).await? {
+                            Ok(launch) => launches.push(launch),
+                            Err(message) => tracing::warn!(job = %id, %message, "cannot resume a run"),
+                        }
+                        if let Some(reason) = active.row.runtime.stop_reason.as_deref().and_then(StopReason::parse) {
+                            stops.push((id.clone(), active.row.runtime.run, reason));
+                        }
+                    }
+                    self.jobs.insert(id, active);
+                }
+                Err((row, message)) => {
+                    let id = row.id.clone();
+                    let mut runtime = row.runtime.clone();
+                    runtime.state = JobState::Failed.as_str().into();
+                    runtime.reason = Some("ConfigError".into());
+                    runtime.message = Some(message.clone());
+                    runtime.placement_json = None;
+                    runtime.completed_at = Some(crate::now_millis());
+                    self.store.update_job_runtime(id.clone(), runtime, vec![event(&id, "Warning", "ConfigError", message)]).await?;
+                }
+            }
+        }
+        let count = launches.len();
+        if let Err(e) = self.executor.recover(launches).await {
+            tracing::error!(error = %e, "the executor could not resume every run");
+        }
+        for (id, run, reason) in stops {
+            if let Err(e) = self.executor.stop(&id, run, reason).await {
+                tracing::error!(job = %id, error = %e, "cannot resume a stop");
+            }
+        }
+        self.next_archive = self.store.next_archive_time().await?;
+        tracing::info!(jobs = self.jobs.len(), resumed_runs = count, "scheduler started");
+        Ok(())
+    }
+
+    async fn run(mut self) {
+        loop {
+            let now = crate::now_millis();
+            let wait = self
+                .next_timer()
+                .map(|at| Duration::from_millis((at - now).max(0) as u64))
+                .unwrap_or(MAX_SLEEP)
+                .min(MAX_SLEEP);
+            tokio::select! {
+                message = self.rx.recv() => match message {
+                    Some(message) => self.handle(message).await,
+                    None => return,
+                },
+                Some(message) = self.host_rx.recv() => self.handle_host(message).await,
+                _ = tokio::time::sleep(wait) => {}
+            }
+            // Take whatever else arrived meanwhile before deciding, so a burst
+            // of creations is admitted in one pass.
+            loop {
+                if let Ok(message) = self.host_rx.try_recv() {
+                    self.handle_host(message).await;
+                } else if let Ok(message) = self.rx.try_recv() {
+                    self.handle(message).await;
+                } else {
+                    break;
+                }
+            }
+            if let Err(e) = self.timers().await {
+                tracing::error!(error = ?e, "scheduler timers failed");
+            }
+            if self.dirty {
+                self.dirty = false;
+                if let Err(e) = self.schedule().await {
+                    tracing::error!(error = ?e, "scheduling pass failed");
+                }
+            }
+        }
+    }
+
+    fn next_timer(&self) -> Option<i64> {
+        let mut next: Option<i64> = self.next_archive;
+        let mut consider = |at: i64| next = Some(next.map_or(at, |n| n.min(at)));
+        for active in self.jobs.values() {
+            let r = &active.row.runtime;
+            match r.state.as_str() {
+                "Queueing" => {
+                    if let (Some(limit), Some(queued)) = (active.resolved.max_queued_duration_seconds, r.queued_at) {
+                        consider(queued + limit * 1000);
+                    }
+                }
+                "Starting" | "Running" if r.stop_reason.is_none() => {
+                    if let (Some(limit), Some(started)) = (active.resolved.active_deadline_seconds, r.started_at) {
+                        consider(started + limit * 1000);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for at in self.retry_at.values() {
+            consider(*at);
+        }
+        next
+    }
+
+    /// Writes a job's runtime with its events; a job that ended leaves the
+    /// active set.
+    async fn save(&mut self, id: &str, events: Vec<EventRow>) -> AppResult<()> {
+        let Some(active) = self.jobs.get(id) else { return Ok(()) };
+        let runtime = active.row.runtime.clone();
+        let state = runtime.state.clone();
+        if let Some(at) = runtime.archive_at {
+            self.next_archive = Some(self.next_archive.map_or(at, |n| n.min(at)));
+        }
+        self.store.update_job_runtime(id.to_string(), runtime, events).await?;
+        let ended = JobState::parse(&state).is_some_and(JobState::is_terminal);
+        if ended {
+            self.jobs.remove(id);
+            self.retry_at.remove(id);
+        }
+        Ok(())
+    }
+
+    async fn handle(&mut self, message: Msg) {
+        match message {
+            Msg::JobChanged(id) => match self.store.job(id.clone()).await {
+                Ok(Some(row)) if crate::store::ACTIVE_STATES.contains(&row.runtime.state.as_str()) => {
+                    match self.activate(row) {
+                        Ok(active) => {
+                            self.jobs.insert(id, active);
+                            self.dirty = true;
+                        }
+                        Err((row, message)) => tracing::warn!(job = %row.id, %message, "cannot schedule a job"),
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!(job = %id, error = ?e, "cannot load a changed job"),
+            },
+            Msg::Command { id, command, by, reply } => {
+                let result = self.command(&id, command, &by).await;
+                let _ = reply.send(result);
+            }
+        }
+    }
+
+    /// The job's current row: from the active set, else from the store.
+    async fn current_row(&self, id: &str) -> AppResult<JobRow> {
+        if let Some(active) = self.jobs.get(id) {
+            return Ok(active.row.clone());
+        }
+        self.store
+            .job(id.to_string())
+            .await?
+            .ok_or_else(|| AppError::NotFound(format!("job '{id}' not found")))
+    }
+
+    async fn set_stopped_flag(&mut self, row: &mut JobRow, stopped: bool) -> AppResult<()> {
+        let mut spec: JobSpec = serde_json::from_str(&row.spec_json).map_err(AppError::internal)?;
+        if spec.stopped == Some(stopped) {
+            return Ok(());
+        }
+        spec.stopped = Some(stopped);
+        row.spec_json = serde_json::to_string(&spec).map_err(AppError::internal)?;
+        self.store.update_job_spec(row.id.clone(), row.spec_json.clone()).await?;
+        if let Some(active) = self.jobs.get_mut(&row.id) {
+            active.row.spec_json = row.spec_json.clone();
+            active.spec = spec;
+        }
+        Ok(())
+    }
+
+    async fn command(&mut self, id: &str, command: Command, by: &str) -> AppResult<JobRow> {
+        let mut row = self.current_row(id).await?;
+        let state = row.runtime.state.clone();
+        let now = crate::now_millis();
+        match command {
+            Command::Stop => match state.as_str() {
+                "Queueing" | "PendingRetry" => {
+                    self.set_stopped_flag(&mut row, true).await?;
+                    self.ensure_active(&row)?;
+                    let active = self.jobs.get_mut(id).expect("activated above");
+                    let r = &mut active.row.runtime;
+                    r.state = JobState::Stopped.as_str().into();
+                    r.reason = Some("Stopped".into());
+                    r.message = Some(format!("stopped by {by} before it started"));
+                    r.completed_at = Some(now);
+                    r.queued_at = None;
+                    let row = active.row.clone();
+                    self.save(id, vec![event(id, "Normal", "Stopped", format!("stopped by {by} while waiting in the queue"))]).await?;
+                    self.dirty = true;
+                    Ok(row)
+                }
+                "Starting" | "Running" => {
+                    self.set_stopped_flag(&mut row, true).await?;
+                    self.begin_stop(id, StopReason::Stopped, format!("stopped by {by}; stopping its replicas")).await?;
+                    self.current_row(id).await
+                }
+                "Stopping" | "Stopped" => {
+                    self.set_stopped_flag(&mut row, true).await?;
+                    Ok(row)
+                }
+                "Deleting" => Err(AppError::Conflict(format!("job '{id}' is being deleted"))),
+                other => Err(AppError::Conflict(format!("job '{id}' has already ended ({other}); there is nothing to stop"))),
+            },
+            Command::Start => match state.as_str() {
+                "Stopped" => {
+                    self.set_stopped_flag(&mut row, false).await?;
+                    self.ensure_active(&row)?;
+                    let active = self.jobs.get_mut(id).expect("activated above");
+                    let groups = active.resolved.node_groups.join(", ");
+                    let r = &mut active.row.runtime;
+                    r.state = JobState::Queueing.as_str().into();
+                    r.run += 1;
+                    r.reason = Some("Queued".into());
+                    r.message = Some(format!("started again by {by}; waiting in the queue of node group(s) {groups}"));
+                    r.queued_at = Some(now);
+                    r.started_at = None;
+                    r.completed_at = None;
+                    r.archive_at = None;
+                    r.succeeded = 0;
+                    r.failed = 0;
+                    r.active = 0;
+                    r.ready = 0;
+                    let row = active.row.clone();
+                    self.save(id, vec![event(id, "Normal", "Queued", format!("started again by {by}"))]).await?;
+                    self.dirty = true;
+                    Ok(row)
+                }
+                "Queueing" | "Starting" | "Running" | "PendingRetry" => {
+                    self.set_stopped_flag(&mut row, false).await?;
+                    Ok(row)
+                }
+                "Stopping" => Err(AppError::Conflict(format!(
+                    "job '{id}' is still stopping; start it again once it is Stopped"
+                ))),
+                "Deleting" => Err(AppError::Conflict(format!("job '{id}' is being deleted"))),
+                other => Err(AppError::Conflict(format!(
+                    "job '{id}' has ended ({other}); only a stopped job can be started again"
+                ))),
+            },
+            Command::Delete => match state.as_str() {
+                "Starting" | "Running" => {
+                    self.begin_stop(id, StopReason::Deleted, format!("deleted by {by}; stopping its replicas")).await?;
+                    let active = self.jobs.get_mut(id).expect("a running job is active");
+                    active.row.runtime.state = JobState::Deleting.as_str().into();
+                    let row = active.row.clone();
+                    self.save(id, vec![]).await?;
+                    Ok(row)
+                }
+                "Stopping" => {
+                    let active = self.jobs.get_mut(id).expect("a stopping job is active");
+                    active.row.runtime.state = JobState::Deleting.as_str().into();
+                    active.row.runtime.stop_reason = Some(StopReason::Deleted.as_str().into());
+                    active.row.runtime.reason = Some("Deleting".into());
+                    active.row.runtime.message = Some(format!("deleted by {by}; waiting for its replicas to stop"));
+                    let row = active.row.clone();
+                    self.save(id, vec![event(id, "Normal", "Deleting", format!("deleted by {by}"))]).await?;
+                    Ok(row)
+                }
+                "Deleting" => Ok(row),
+                _ => {
+                    self.delete_now(id).await?;
+                    self.dirty = true;
+                    Ok(row)
+                }
+            },
+        }
+    }
+
+    /// Puts a stored job in the active set if it is not there.
+    fn ensure_active(&mut self, row: &JobRow) -> AppResult<()> {
+        if !self.jobs.contains_key(&row.id) {
+            let active = self.activate(row.clone()).map_err(|(_, message)| AppError::Conflict(message))?;
+            self.jobs.insert(row.id.clone(), active);
+        }
+        Ok(())
+    }
+
+    /// Moves a placed job to `Stopping` and asks the executor to stop its run.
+    async fn begin_stop(&mut self, id: &str, reason: StopReason, message: String) -> AppResult<()> {
+        let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
+        let run = active.row.runtime.run;
+        let r = &mut active.row.runtime;
+        r.state = JobState::Stopping.as_str().into();
+        r.stop_reason = Some(reason.as_str().into());
+        r.reason = Some(reason.as_str().into());
+        r.message = Some(message.clone());
+        let kind = if matches!(reason, StopReason::Stopped | StopReason::Deleted) { "Normal" } else { "Warning" };
+        self.save(id, vec![event(id, kind, reason.as_str(), message)]).await?;
+        if let Err(e) = self.executor.stop(id, run, reason).await {
+            tracing::error!(job = %id, error = %e, "the executor cannot stop a run");
+        }
+        Ok(())
+    }
+
+    async fn delete_now(&mut self, id: &str) -> AppResult<()> {
+        self.jobs.remove(id);
+        self.retry_at.remove(id);
+        self.store.delete_job(id.to_string()).await?;
+        let logs = self.logs.clone();
+        let job = id.to_string();
+        let _ = tokio::task::spawn_blocking(move || logs.remove_job(&job)).await;
+        if let Err(e) = self.executor.forget(id).await {
+            tracing::warn!(job = %id, error = %e, "cannot clean up after a deleted job");
+        }
+        Ok(())
+    }
+
+    async fn handle_host(&mut self, message: HostMessage) {
+        let result = match message {
+            HostMessage::ReplicaChanged { job_id, run } => self.refresh_counts(&job_id, run).await,
+            HostMessage::Outcome { job_id, run, outcome } => self.on_outcome(&job_id, run, outcome).await,
+        };
+        if let Err(e) = result {
+            tracing::error!(error = ?e, "cannot apply an executor report");
+        }
+    }
+
+    /// Recomputes a job's replica counts from its stored attempts, and moves
+    /// it to Running once a replica runs.
+    async fn refresh_counts(&mut self, id: &str, run: i64) -> AppResult<()> {
+        let Some(active) = self.jobs.get(id) else { return Ok(()) };
+        if active.row.runtime.run != run {
+            return Ok(());
+        }
+        let rows = self.store.replicas_of(id.to_string()).await?;
+        let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
+        let current: Vec<_> = rows.iter().filter(|r| r.run == run).collect();
+        let running = current.iter().filter(|r| r.phase == "running").count() as i64;
+        let mut succeeded: Vec<i64> = current.iter().filter(|r| r.phase == "succeeded").map(|r| r.completion_index).collect();
+        succeeded.dedup();
+        let failed = current
+            .iter()
+            .filter(|r| r.phase == "failed" && r.reason.as_deref() != Some("NotStarted"))
+            .count() as i64;
+        let r = &mut active.row.runtime;
+        let before = (r.active, r.ready, r.succeeded, r.failed, r.state.clone());
+        r.active = running;
+        r.ready = running;
+        r.succeeded = succeeded.len() as i64;
+        r.failed = failed;
+        let mut events = Vec::new();
+        if r.state == JobState::Starting.as_str() && running > 0 {
+            r.state = JobState::Running.as_str().into();
+            r.reason = Some("Running".into());
+            r.message = Some(format!("{running} replica(s) running"));
+            events.push(event(id, "Normal", "Running", "the first replica is running"));
+        }
+        if before != (r.active, r.ready, r.succeeded, r.failed, r.state.clone()) {
+            self.save(id, events).await?;
+        }
+        Ok(())
+    }
+
+    async fn on_outcome(&mut self, id: &str, run: i64, outcome: RunOutcome) -> AppResult<()> {
+        let Some(active) = self.jobs.get(id) else { return Ok(()) };
+        if active.row.runtime.run != run {
+            return Ok(());
+        }
+        self.refresh_counts(id, run).await?;
+        let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
+        let stop_reason = active.row.runtime.stop_reason.as_deref().and_then(StopReason::parse);
+        let now = crate::now_millis();
+        let ttl_ms = active.resolved.ttl_seconds_after_finished * 1000;
+        let completions = active.resolved.completions;
+        self.dirty = true;
+        let r = &mut active.row.runtime;
+        r.placement_json = None;
+        r.stop_reason = None;
+        r.active = 0;
+        r.ready = 0;
+        match (stop_reason, outcome) {
+            (Some(StopReason::Deleted), _) => return self.delete_now(id).await,
+            (_, RunOutcome::Succeeded) => {
+                r.state = JobState::Completed.as_str().into();
+                r.reason = Some("Completed".into());
+                r.message = Some(format!("all {completions} completion(s) succeeded"));
+                r.completed_at = Some(now);
+                r.archive_at = Some(now + ttl_ms);
+                let message = r.message.clone().unwrap_or_default();
+                self.save(id, vec![event(id, "Normal", "Completed", message)]).await
+            }
+            (Some(StopReason::Preempted), _) => {
+                r.state = JobState::Queueing.as_str().into();
+                r.run += 1;
+                r.reason = Some("Preempted".into());
+                r.message = Some("preempted by a job of higher priority; waiting in the queue again".into());
+                r.queued_at = Some(now);
+                r.started_at = None;
+                self.save(id, vec![event(id, "Warning", "Requeued", "its replicas stopped after a preemption; back in the queue")])
+                    .await
+            }
+            (Some(StopReason::DeadlineExceeded), _) => {
+                let limit = active.resolved.active_deadline_seconds.unwrap_or(0);
+                let message = format!("the job ran longer than its active deadline of {limit} s");
+                self.finish_failed(id, "DeadlineExceeded", message).await
+            }
+            (Some(StopReason::Stopped), _) | (None, RunOutcome::Stopped) => {
+                r.state = JobState::Stopped.as_str().into();
+                r.reason = Some("Stopped".into());
+                r.message = Some("the job was stopped; start it to run it again".into());
+                r.completed_at = Some(now);
+                r.archive_at = None;
+                self.save(id, vec![event(id, "Normal", "Stopped", "every replica has stopped")]).await
+            }
+            (None, RunOutcome::Failed { reason, message, program_error }) => {
+                let retries_used = r.job_retries;
+                let allowed = active.resolved.max_job_failure_retry;
+                let blocked = program_error && active.resolved.disable_retry_on_program_error;
+                if retries_used < allowed && !blocked {
+                    let delay_s = (2i64 << retries_used.min(5)).min(60);
+                    r.state = JobState::PendingRetry.as_str().into();
+                    r.job_retries += 1;
+                    r.reason = Some(reason.clone());
+                    r.message = Some(format!(
+                        "{message}; restarting the whole job in {delay_s} s (job retry {} of {allowed})",
+                        retries_used + 1
+                    ));
+                    r.started_at = None;
+                    self.retry_at.insert(id.to_string(), now + delay_s * 1000);
+                    let text = r.message.clone().unwrap_or_default();
+                    self.save(id, vec![event(id, "Warning", "PendingRetry", text)]).await
+                } else {
+                    self.finish_failed(id, &reason, message).await
+                }
+            }
+        }
+    }
+
+    async fn finish_failed(&mut self, id: &str, reason: &str, message: String) -> AppResult<()> {
+        let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
+        let now = crate::now_millis();
+        let ttl_ms = active.resolved.ttl_seconds_after_finished * 1000;
+        let r = &mut active.row.runtime;
+        r.state = JobState::Failed.as_str().into();
+        r.reason = Some(reason.into());
+        r.message = Some(message.clone());
+        r.placement_json = None;
+        r.stop_reason = None;
+        r.completed_at = Some(now);
+        r.archive_at = Some(now + ttl_ms);
+        self.dirty = true;
+        self.save(id, vec![event(id, "Warning", reason, message)]).await
+    }
+
+    async fn timers(&mut self) -> AppResult<()> {
+        let now = crate::now_millis();
+        let mut deadlines = Vec::new();
+        let mut queue_timeouts = Vec::new();
+        for (id, active) in &self.jobs {
+            let r = &active.row.runtime;
+            match r.state.as_str() {
+                "Starting" | "Running" if r.stop_reason.is_none() => {
+                    if let (Some(limit), Some(started)) = (active.resolved.active_deadline_seconds, r.started_at) {
+                        if started + limit * 1000 <= now {
+                            deadlines.push((id.clone(), limit));
+                        }
+                    }
+                }
+                "Queueing" => {
+                    if let (Some(limit), Some(queued)) = (active.resolved.max_queued_duration_seconds, r.queued_at) {
+                        if queued + limit * 1000 <= now {
+                            queue_timeouts.push((id.clone(), limit));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (id, limit) in deadlines {
+            let message = format!("the job exceeded its active deadline of {limit} s; stopping its replicas");
+            self.begin_stop(&id, StopReason::DeadlineExceeded, message).await?;
+        }
+        for (id, limit) in queue_timeouts {
+            let message = format!("the job waited in the queue longer than its maximum queued duration of {limit} s");
+            self.finish_failed(&id, "MaxQueuedDurationExceeded", message).await?;
+        }
+        let due: Vec<String> = self.retry_at.iter().filter(|(_, at)| **at <= now).map(|(id, _)| id.clone()).collect();
+        for id in due {
+            self.retry_at.remove(&id);
+            let Some(active) = self.jobs.get_mut(&id) else { continue };
+            if active.state() != JobState::PendingRetry.as_str() {
+                continue;
+            }
+            let r = &mut active.row.runtime;
+            r.state = JobState::Queueing.as_str().into();
+            r.run += 1;
+            r.reason = Some("Queued".into());
+            r.message = Some(format!("restarted after a failed run (job retry {})", r.job_retries));
+            r.queued_at = Some(now);
+            self.dirty = true;
+            self.save(&id, vec![event(&id, "Normal", "Queued", "the job is restarted after a failed run")]).await?;
+        }
+        if self.next_archive.is_some_and(|at| at <= now) {
+            for id in self.store.jobs_due_for_archive(now).await? {
+                let Some(mut row) = self.store.job(id.clone()).await? else { continue };
+                let finished = row.runtime.completed_at.unwrap_or(now);
+                row.runtime.state = JobState::Archived.as_str().into();
+                row.runtime.reason = Some("Archived".into());
+                row.runtime.message = Some(format!(
+                    "archived {} s after it finished; its record and logs stay readable",
+                    (now - finished) / 1000
+                ));
+                let message = row.runtime.message.clone().unwrap_or_default();
+                self.store.update_job_runtime(id.clone(), row.runtime, vec![event(&id, "Normal", "Archived", message)]).await?;
+                if let Err(e) = self.executor.forget(&id).await {
+                    tracing::warn!(job = %id, error = %e, "cannot clean up after an archived job");
+                }
+            }
+            self.next_archive = self.store.next_archive_time().await?;
+        }
+        Ok(())
+    }
+
+    /// What a run needs to start, with secrets resolved. `Err(message)` when
+    /// a referenced secret does not exist.
+    async fn build_launch(&self, active: &Active) -> AppResult<Result<JobLaunch, String>> {
+        let Some(placement) = active.placement() else {
+            return Ok(Err("the job has no placement".into()));
+        };
+        let mut env = Vec::new();
+        for (i, var) in active.spec.envs.iter().flatten().enumerate() {
+            let value = match (&var.value, var.value_from.as_ref().and_then(|v| v.secret_name_ref.as_deref())) {
+                (_, Some(secret)) => {
+                    match self.store.resolve_secret(active.row.created_by.clone(), secret.to_string()).await? {
+                        Some(value) => value,
+                        None => {
+                            return Ok(Err(format!(
+                                "spec.envs[{i}] refers to the secret '{secret}', which does not exist or is not visible to {}",
+                                active.row.created_by
+                            )))
+                        }
+                    }
+                }
+                (Some(value), None) => value.clone(),
+                (None, None) => String::new(),
+            };
+            env.push((var.name.clone(), value));
+        }
+        let r = &active.resolved;
+        Ok(Ok(JobLaunch {
+            job_id: active.row.id.clone(),
+            job_name: active.row.name.clone(),
+            run: active.row.runtime.run,
+            spec: active.spec.clone(),
+            shape: r.shape.clone(),
+            placement,
+            completions: r.completions,
+            parallelism: r.parallelism,
+            workers: r.workers,
+            backoff_limit: r.backoff_limit,
+            max_failure_retry: r.max_failure_retry,
+            disable_retry_on_program_error: r.disable_retry_on_program_error,
+            shared_memory_mb: r.shared_memory_mb,
+            log_collection: r.log_collection,
+            env,
+            first_attempt: 0,
+            master_port: active.row.runtime.master_port.clamp(0, u16::MAX as i64) as u16,
+        }))
+    }
+
+    /// One admission pass over the queue.
+    async fn schedule(&mut self) -> AppResult<()> {
+        let held: Vec<(Placement, crate::config::ShapeConfig)> = self
+            .jobs
+            .values()
+            .filter_map(|a| a.placement().map(|p| (p, a.resolved.shape.clone())))
+            .collect();
+        let mut groups = group_states(&self.config, held.iter().map(|(p, s)| (p, s)));
+        let mut queue: Vec<(i64, i64, String)> = self
+            .jobs
+            .values()
+            .filter(|a| a.state() == JobState::Queueing.as_str())
+            .map(|a| (-a.resolved.priority, a.row.created_at, a.row.id.clone()))
+            .collect();
+        queue.sort();
+        for (_, _, id) in queue {
+            let Some(active) = self.jobs.get(&id) else { continue };
+            let resolved = &active.resolved;
+            let mut placed = None;
+            for group in &resolved.node_groups {
+                if let Some(state) = groups.get(group) {
+                    if let Some(slots) = fit(state, &resolved.shape, resolved.parallelism, &resolved.nodes) {
+                        placed = Some(Placement { node_group: group.clone(), slots });
+                        break;
+                    }
+                }
+            }
+            if let Some(placement) = placed {
+                occupy(&mut groups, &placement, &resolved.shape.clone());
+                self.admit(&id, placement).await?;
+                continue;
+            }
+            let (reason, message) = if resolved.can_preempt {
+                self.preempt_for(&id, &groups).await?
+            } else {
+                ("NoCapacity".to_string(), None)
+            };
+            let Some(active) = self.jobs.get_mut(&id) else { continue };
+            let resolved = &active.resolved;
+            let message = message.unwrap_or_else(|| {
+                let parts: Vec<String> = resolved
+                    .node_groups
+                    .iter()
+                    .filter_map(|g| groups.get(g))
+                    .map(|g| shortage(g, &resolved.shape, resolved.parallelism, &resolved.nodes))
+                    .collect();
+                format!("waiting for capacity: {}", parts.join("; "))
+            });
+            let r = &mut active.row.runtime;
+            if r.reason.as_deref() != Some(reason.as_str()) || r.message.as_deref() != Some(message.as_str()) {
+                r.reason = Some(reason.clone());
+                r.message = Some(message.clone());
+                self.save(&id, vec![event(&id, "Normal", &reason, message)]).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Tries to make room for `id` by preemption; returns the readiness
+    /// reason and message while it waits.
+    async fn preempt_for(
+        &mut self,
+        id: &str,
+        groups: &std::collections::BTreeMap<String, placement::GroupState>,
+    ) -> AppResult<(String, Option<String>)> {
+        let Some(active) = self.jobs.get(id) else { return Ok(("NoCapacity".into(), None)) };
+        let resolved = active.resolved.clone();
+        for group in &resolved.node_groups {
+            let Some(state) = groups.get(group) else { continue };
+            // Resources of victims already stopping for a preemption count as
+            // free for planning: they are on their way out.
+            let mut scratch = groups.clone();
+            let mut stopping = Vec::new();
+            for other in self.jobs.values() {
+                if other.row.runtime.stop_reason.as_deref() == Some(StopReason::Preempted.as_str()) {
+                    if let Some(p) = other.placement().filter(|p| &p.node_group == group) {
+                        release(&mut scratch, &p, &other.resolved.shape);
+                        stopping.push(other.row.id.clone());
+                    }
+                }
+            }
+            let scratch_group = scratch.get(group).unwrap_or(state);
+            if !stopping.is_empty() && fit(scratch_group, &resolved.shape, resolved.parallelism, &resolved.nodes).is_some() {
+                return Ok((
+                    "Preempting".into(),
+                    Some(format!("waiting for {} preempted job(s) to stop: {}", stopping.len(), stopping.join(", "))),
+                ));
+            }
+            let candidates: Vec<Candidate> = self
+                .jobs
+                .values()
+                .filter(|o| o.row.id != id && o.resolved.can_be_preempted && o.resolved.priority < resolved.priority)
+                .filter(|o| o.row.runtime.stop_reason.is_none())
+                .filter_map(|o| {
+                    o.placement().filter(|p| &p.node_group == group).map(|placement| Candidate {
+                        job_id: o.row.id.clone(),
+                        priority: o.resolved.priority,
+                        started_at: o.row.runtime.started_at.unwrap_or(0),
+                        placement,
+                        shape: o.resolved.shape.clone(),
+                    })
+                })
+                .collect();
+            if let Some(victims) = plan_preemption(scratch_group, &resolved.shape, resolved.parallelism, &resolved.nodes, candidates) {
+                for victim in &victims {
+                    let message = format!(
+                        "preempted by job {id} (priority {}) which needs its resources in node group {group}",
+                        resolved.priority
+                    );
+                    self.begin_stop(victim, StopReason::Preempted, message).await?;
+                }
+                let mut all = stopping;
+                all.extend(victims);
+                let message = format!("waiting for {} preempted job(s) to stop: {}", all.len(), all.join(", "));
+                let reason = "Preempting".to_string();
+                self.save(id, vec![event(id, "Normal", "Preempting", message.clone())]).await?;
+                return Ok((reason, Some(message)));
+            }
+        }
+        Ok(("NoCapacity".into(), None))
+    }
+
+    /// Starts a job's run on `placement`.
+    async fn admit(&mut self, id: &str, placement: Placement) -> AppResult<()> {
+        let now = crate::now_millis();
+        let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
+        let nodes: Vec<&str> = placement.slots.iter().map(|s| s.node.as_str()).collect();
+        let mut unique = nodes.clone();
+        unique.dedup();
+        let message = format!(
+            "admitted to node group {}: {} replica slot(s) on {}",
+            placement.node_group,
+            placement.slots.len(),
+            unique.join(", ")
+        );
+        let r = &mut active.row.runtime;
+        r.state = JobState::Starting.as_str().into();
+        r.reason = Some("Scheduled".into());
+        r.message = Some(message.clone());
+        r.started_at = Some(now);
+        r.placement_json = Some(serde_json::to_string(&placement).map_err(AppError::internal)?);
+        r.stop_reason = None;
+        r.succeeded = 0;
+        r.failed = 0;
+        r.active = 0;
+        r.ready = 0;
+        if active.resolved.workers > 1 {
+            r.master_port = free_port() as i64;
+        }
+        self.save(id, vec![event(id, "Normal", "Scheduled", message)]).await?;
+        let Some(active) = self.jobs.get(id) else { return Ok(()) };
+        match self.build_launch(active).await? {
+            Ok(launch) => {
+                if let Err(e) = self.executor.start(launch).await {
+                    self.finish_failed(id, "ExecutorError", format!("the executor could not start the job: {e}")).await?;
+                }
+            }
+            Err(message) => self.finish_failed(id, "SecretNotFound", message).await?,
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,146 @@
+//! Secrets: `/usersecrets`. Values are write-only: they are stored, handed
+//! to replicas as environment variables, and never returned or logged.
+
+use axum::extract::{Path, State};
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use jobdeck_api::{FieldErrors, Secret, Visibility};
+use serde::Deserialize;
+
+use crate::auth::CurrentUser;
+use crate::error::{ApiJson, AppError, AppResult};
+use crate::store::SecretRow;
+use crate::{now_millis, AppState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/usersecrets", get(list_secrets).post(create_secrets))
+        .route("/usersecrets/{name}", delete(delete_secret))
+}
+
+/// The longest secret name and value accepted.
+const MAX_NAME: usize = 253;
+const MAX_VALUE: usize = 1024 * 1024;
+
+/// A `POST /usersecrets` body: one secret or a list (as `lep` sends).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SecretsBody {
+    Many(Vec<Secret>),
+    One(Secret),
+}
+
+fn secret_view(row: SecretRow) -> Secret {
+    Secret {
+        name: row.name,
+        value: None,
+        tags: Some(row.tags),
+        owner: Some(row.owner),
+        visibility: Some(if row.visibility == "public" { Visibility::Public } else { Visibility::Private }),
+    }
+}
+
+/// The rules of a secret; messages by field path (`[1].name`).
+fn check(secrets: &[Secret]) -> FieldErrors {
+    let mut errors = FieldErrors::new();
+    let mut push = |path: String, message: String| errors.entry(path).or_default().push(message);
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, secret) in secrets.iter().enumerate() {
+        let name = &secret.name;
+        let valid_name = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && name.len() <= MAX_NAME;
+        if !valid_name {
+            push(
+                format!("[{i}].name"),
+                format!("must be 1 to {MAX_NAME} letters, digits and underscores, not starting with a digit"),
+            );
+        } else if !seen.insert(name.clone()) {
+            push(format!("[{i}].name"), format!("'{name}' appears twice in this request"));
+        }
+        match secret.value.as_deref() {
+            None | Some("") => push(format!("[{i}].value"), "is required".into()),
+            Some(v) if v.len() > MAX_VALUE => push(format!("[{i}].value"), "must be at most 1 MiB".into()),
+            Some(_) => {}
+        }
+    }
+    if secrets.is_empty() {
+        push("[0]".into(), "at least one secret is required".into());
+    }
+    errors
+}
+
+async fn list_secrets(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<Vec<Secret>>> {
+    let rows = state.store.secrets_visible_to(user.name).await?;
+    Ok(Json(rows.into_iter().map(secret_view).collect()))
+}
+
+async fn create_secrets(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<SecretsBody>,
+) -> AppResult<Json<Vec<Secret>>> {
+    let secrets = match body {
+        SecretsBody::Many(list) => list,
+        SecretsBody::One(one) => vec![one],
+    };
+    let errors = check(&secrets);
+    if !errors.is_empty() {
+        return Err(AppError::Validation(errors));
+    }
+    let now = now_millis();
+    let rows: Vec<SecretRow> = secrets
+        .into_iter()
+        .map(|s| SecretRow {
+            owner: user.name.clone(),
+            name: s.name,
+            value: s.value.unwrap_or_default(),
+            visibility: match s.visibility.unwrap_or_default() {
+                Visibility::Public => "public".into(),
+                Visibility::Private => "private".into(),
+            },
+            tags: s.tags.unwrap_or_default(),
+            created_at: now,
+            updated_at: now,
+        })
+        .collect();
+    state.store.put_secrets(rows.clone()).await?;
+    Ok(Json(rows.into_iter().map(secret_view).collect()))
+}
+
+async fn delete_secret(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(name): Path<String>,
+) -> AppResult<Json<serde_json::Value>> {
+    if state.store.delete_secret(user.name, name.clone()).await? {
+        Ok(Json(serde_json::json!({ "name": name })))
+    } else {
+        Err(AppError::NotFound(format!("you have no secret named '{name}'")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret(name: &str, value: Option<&str>) -> Secret {
+        Secret { name: name.into(), value: value.map(String::from), ..Secret::default() }
+    }
+
+    #[test]
+    fn secret_rules_name_the_field() {
+        let cases: Vec<(Vec<Secret>, &str, &str)> = vec![
+            (vec![secret("1ABC", Some("v"))], "[0].name", "must be 1 to 253 letters"),
+            (vec![secret("A-B", Some("v"))], "[0].name", "must be 1 to 253 letters"),
+            (vec![secret("A", None)], "[0].value", "is required"),
+            (vec![secret("A", Some("v")), secret("A", Some("w"))], "[1].name", "'A' appears twice"),
+            (vec![], "[0]", "at least one secret is required"),
+        ];
+        for (secrets, path, message) in cases {
+            let errors = check(&secrets);
+            assert!(errors.get(path).is_some_and(|m| m[0].starts_with(message)), "{errors:?}");
+        }
+        assert!(check(&[secret("HF_TOKEN", Some("x"))]).is_empty());
+    }
+}

@@ -1,0 +1,387 @@
+//! The job lifecycle with real processes: the in-process API over a real
+//! SQLite file, the real scheduler, and replicas run by the real `jobdeck
+//! supervise` binary. Every wait polls with generous time limits; nothing
+//! asserts on timing.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::{sh_job, small_cluster, TestApp};
+use serde_json::{json, Value};
+
+fn state(job: &Value) -> &str {
+    job["status"]["state"].as_str().unwrap_or("")
+}
+
+fn replica_ids(replicas: &[Value]) -> Vec<String> {
+    replicas.iter().map(|r| r["id"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_completions_with_parallelism_two_print_their_indexes() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let mut job = sh_job("indexed", "echo index=$JOB_COMPLETION_INDEX of $JOB_COMPLETIONS; sleep 0.5");
+    job["spec"]["completions"] = json!(3);
+    job["spec"]["parallelism"] = json!(2);
+    let id = app.create_job(&app.admin_token, &job).await;
+    let done = app.wait_state(&id, "Completed").await;
+    assert_eq!(done["status"]["succeeded"], 3);
+    assert_eq!(done["status"]["reason"], "Completed");
+
+    let replicas = app.replicas(&id).await;
+    assert_eq!(replica_ids(&replicas), [format!("{id}-0-0"), format!("{id}-1-0"), format!("{id}-2-0")]);
+    for (index, replica) in replicas.iter().enumerate() {
+        assert_eq!(replica["status"]["phase"], "succeeded");
+        assert_eq!(replica["status"]["exit_code"], 0);
+        assert_eq!(replica["status"]["node"]["name"], "node-a");
+        let log = app.log(&id, replica["id"].as_str().unwrap()).await;
+        assert_eq!(log, format!("index={index} of 3\n"));
+    }
+    // Never more than two at once: at every start, fewer than two others ran.
+    let spans: Vec<(i64, i64)> = replicas
+        .iter()
+        .map(|r| (r["status"]["start_time"].as_i64().unwrap(), r["status"]["end_time"].as_i64().unwrap()))
+        .collect();
+    for (start, _) in &spans {
+        let overlapping = spans.iter().filter(|(s, e)| s <= start && start < e).count();
+        assert!(overlapping <= 2, "more than two replicas ran at once: {spans:?}");
+    }
+    let reasons: Vec<String> = app.events(&id).await.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
+    for expected in ["Created", "Scheduled", "Started", "Running", "Succeeded", "Completed"] {
+        assert!(reasons.iter().any(|r| r == expected), "no {expected} event in {reasons:?}");
+    }
+    assert_eq!(reasons[0], "Completed", "events are newest first: {reasons:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_command_is_retried_up_to_the_backoff_limit_then_fails() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let mut job = sh_job("failing", "echo trying; exit 3");
+    job["spec"]["backoff_limit"] = json!(1);
+    let id = app.create_job(&app.admin_token, &job).await;
+    let failed = app.wait_state(&id, "Failed").await;
+    assert_eq!(failed["status"]["reason"], "BackoffLimitExceeded");
+    assert_eq!(failed["status"]["failed"], 2);
+    let replicas = app.replicas(&id).await;
+    assert_eq!(replica_ids(&replicas), [format!("{id}-0-0"), format!("{id}-0-1")]);
+    for replica in &replicas {
+        assert_eq!(replica["status"]["phase"], "failed");
+        assert_eq!(replica["status"]["exit_code"], 3);
+        assert_eq!(replica["status"]["reason"], "Error");
+        assert_eq!(app.log(&id, replica["id"].as_str().unwrap()).await, "trying\n");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_active_deadline_fails_the_job_and_kills_its_process() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let mut job = sh_job("deadline", "echo pid=$$; exec sleep 60");
+    job["spec"]["active_deadline_seconds"] = json!(2);
+    let id = app.create_job(&app.admin_token, &job).await;
+    app.wait_state(&id, "Running").await;
+    let replica = format!("{id}-0-0");
+    let mut pid = 0;
+    app.wait_until("the replica to print its pid", || {
+        let app = &app;
+        let id = id.clone();
+        let replica = replica.clone();
+        async move { app.log(&id, &replica).await.starts_with("pid=") }
+    })
+    .await;
+    let log = app.log(&id, &replica).await;
+    pid = log.trim().trim_start_matches("pid=").parse::<i32>().unwrap_or(pid);
+    assert!(pid > 0, "{log}");
+    let failed = app.wait_state(&id, "Failed").await;
+    assert_eq!(failed["status"]["reason"], "DeadlineExceeded");
+    let replicas = app.replicas(&id).await;
+    assert_eq!(replicas[0]["status"]["reason"], "DeadlineExceeded");
+    assert_eq!(replicas[0]["status"]["signal"], 15);
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    assert!(!String::from_utf8_lossy(&cmdline).contains("sleep"), "the sleep process {pid} still runs");
+}
+
+/// A job that runs until the test creates `release` in the data directory.
+fn held_job(app: &TestApp, name: &str) -> (Value, std::path::PathBuf) {
+    let release = app.data_dir().join(format!("release-{name}"));
+    let script = format!("echo started; while [ ! -e '{}' ]; do sleep 0.1; done; echo released", release.display());
+    (sh_job(name, &script), release)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_node_group_queues_the_next_job_with_its_readiness_issue() {
+    let app = TestApp::with_config(small_cluster(1.0)).await;
+    let (first, release) = held_job(&app, "first");
+    let first = app.create_job(&app.admin_token, &first).await;
+    app.wait_state(&first, "Running").await;
+
+    let second = app.create_job(&app.admin_token, &sh_job("second", "echo second")).await;
+    let queued = app
+        .wait_job(&second, "queued for capacity", |j| j["status"]["reason"] == "NoCapacity")
+        .await;
+    assert_eq!(state(&queued), "Queueing");
+    assert_eq!(queued["status"]["message"], "waiting for capacity: needs 1 CPU, 0 free in group local");
+    let pending = app.replicas(&second).await;
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0]["id"], format!("{second}-0-0"));
+    assert_eq!(pending[0]["status"]["phase"], "pending");
+    assert_eq!(pending[0]["status"]["readiness_issue"]["reason"], "NoCapacity");
+    assert_eq!(
+        pending[0]["status"]["readiness_issue"]["message"],
+        "waiting for capacity: needs 1 CPU, 0 free in group local"
+    );
+    let groups = app.get("/api/v2/dedicated-node-groups").await.json();
+    assert_eq!(groups[0]["status"]["in_use"]["cpu"], 1.0);
+    assert_eq!(groups[0]["status"]["queued_jobs"], 1);
+
+    std::fs::write(&release, b"").unwrap();
+    app.wait_state(&first, "Completed").await;
+    app.wait_state(&second, "Completed").await;
+    assert_eq!(app.log(&second, &format!("{second}-0-0")).await, "second\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_may_preempt_evicts_a_lower_priority_job_which_queues_again() {
+    let app = TestApp::with_config(small_cluster(1.0)).await;
+    let mut low = sh_job("low", "echo low; exec sleep 600");
+    low["spec"]["queue_config"] = json!({"priority_class": "low-1000", "can_be_preempted": true});
+    let low = app.create_job(&app.admin_token, &low).await;
+    app.wait_state(&low, "Running").await;
+
+    let (mut high, release) = held_job(&app, "high");
+    high["spec"]["queue_config"] = json!({"priority_class": "high-9000", "can_preempt": true});
+    let high = app.create_job(&app.admin_token, &high).await;
+    app.wait_state(&high, "Running").await;
+    app.wait_job(&low, "queued again", |j| state(j) == "Queueing" && j["status"]["reason"] == "NoCapacity").await;
+    let low_replicas = app.replicas(&low).await;
+    assert_eq!(low_replicas[0]["status"]["reason"], "Preempted");
+    assert_eq!(low_replicas[0]["status"]["phase"], "failed");
+    let reasons: Vec<String> = app.events(&low).await.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
+    assert!(reasons.contains(&"Preempted".to_string()), "{reasons:?}");
+
+    std::fs::write(&release, b"").unwrap();
+    app.wait_state(&high, "Completed").await;
+    app.wait_state(&low, "Running").await;
+    let again = app.replicas(&low).await;
+    assert_eq!(replica_ids(&again), [format!("{low}-0-0"), format!("{low}-0-1")]);
+    let stopped = app
+        .call(Method::PATCH, &format!("/api/v2/jobs/{low}"), &app.admin_token, Some(&json!({"spec": {"stopped": true}})))
+        .await;
+    assert_eq!(stopped.status, StatusCode::OK, "{}", stopped.text());
+    app.wait_state(&low, "Stopped").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_and_start_run_the_job_again_with_a_new_attempt() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let id = app.create_job(&app.admin_token, &sh_job("stopper", "echo run; exec sleep 600")).await;
+    app.wait_state(&id, "Running").await;
+    let patch = |stopped: bool| json!({"spec": {"stopped": stopped}});
+    let res = app.call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &app.admin_token, Some(&patch(true))).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    let body = res.json();
+    assert_eq!(body["spec"]["stopped"], true);
+    assert!(matches!(state(&body), "Stopping" | "Stopped"), "{body}");
+    let stopped = app.wait_state(&id, "Stopped").await;
+    assert_eq!(stopped["status"]["active"], 0);
+    let replicas = app.replicas(&id).await;
+    assert_eq!(replicas[0]["status"]["reason"], "Stopped");
+    assert_eq!(replicas[0]["status"]["signal"], 15);
+
+    // Stopping again changes nothing; starting queues a new run.
+    let again = app.call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &app.admin_token, Some(&patch(true))).await;
+    assert_eq!(again.status, StatusCode::OK);
+    let started = app.call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &app.admin_token, Some(&patch(false))).await;
+    assert_eq!(started.status, StatusCode::OK, "{}", started.text());
+    assert_eq!(started.json()["spec"]["stopped"], false);
+    app.wait_state(&id, "Running").await;
+    app.wait_until("the second attempt to run", || {
+        let app = &app;
+        let id = id.clone();
+        async move {
+            let replicas = app.replicas(&id).await;
+            replicas.len() == 2 && replicas[1]["status"]["phase"] == "running"
+        }
+    })
+    .await;
+    assert_eq!(app.replicas(&id).await[1]["id"], format!("{id}-0-1"));
+
+    // Deleting stops it first, then the job is gone.
+    let deleted = app.call(Method::DELETE, &format!("/api/v2/jobs/{id}"), &app.admin_token, None).await;
+    assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text());
+    assert_eq!(deleted.json()["status"]["state"], "Deleting");
+    app.wait_until("the job to disappear", || {
+        let app = &app;
+        let id = id.clone();
+        async move { app.get(&format!("/api/v2/jobs/{id}")).await.status == StatusCode::NOT_FOUND }
+    })
+    .await;
+    assert!(!app.data_dir().join("logs").join(&id).exists(), "the logs of a deleted job are removed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ended_jobs_cannot_be_stopped_and_running_jobs_cannot_be_started_twice() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let id = app.create_job(&app.admin_token, &sh_job("quick", "true")).await;
+    app.wait_state(&id, "Completed").await;
+    let res = app
+        .call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &app.admin_token, Some(&json!({"spec": {"stopped": true}})))
+        .await;
+    assert_eq!(res.status, StatusCode::CONFLICT);
+    assert!(res.json()["message"].as_str().unwrap().contains("already ended (Completed)"));
+    let bad = app
+        .call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &app.admin_token, Some(&json!({"spec": {"completions": 2}})))
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(bad.json()["fields"]["spec.completions"][0], "cannot be changed after creation");
+    // A finished job is deleted at once.
+    let deleted = app.call(Method::DELETE, &format!("/api/v2/jobs/{id}"), &app.admin_token, None).await;
+    assert_eq!(deleted.status, StatusCode::OK);
+    assert_eq!(deleted.json()["status"]["state"], "Completed");
+    assert_eq!(app.get(&format!("/api/v2/jobs/{id}")).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_too_long_in_the_queue_fails_with_its_own_reason() {
+    let app = TestApp::with_config(small_cluster(1.0)).await;
+    let (blocker, release) = held_job(&app, "blocker");
+    let blocker = app.create_job(&app.admin_token, &blocker).await;
+    app.wait_state(&blocker, "Running").await;
+    let mut waiting = sh_job("impatient", "true");
+    waiting["spec"]["max_queued_duration_seconds"] = json!(1);
+    let waiting = app.create_job(&app.admin_token, &waiting).await;
+    let failed = app.wait_state(&waiting, "Failed").await;
+    assert_eq!(failed["status"]["reason"], "MaxQueuedDurationExceeded");
+    std::fs::write(&release, b"").unwrap();
+    app.wait_state(&blocker, "Completed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_error_stops_retries_when_asked_and_job_retries_restart_the_run() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let mut strict = sh_job("strict", "exit 1");
+    strict["spec"]["backoff_limit"] = json!(3);
+    strict["spec"]["disable_retry_on_program_error"] = json!(true);
+    let strict = app.create_job(&app.admin_token, &strict).await;
+
+    let mut retried = sh_job("retried", "exit 2");
+    retried["spec"]["backoff_limit"] = json!(0);
+    retried["spec"]["max_job_failure_retry"] = json!(1);
+    let retried = app.create_job(&app.admin_token, &retried).await;
+
+    let failed = app.wait_state(&strict, "Failed").await;
+    assert_eq!(failed["status"]["reason"], "ProgramError");
+    assert_eq!(app.replicas(&strict).await.len(), 1);
+
+    let failed = app.wait_state(&retried, "Failed").await;
+    assert_eq!(failed["status"]["reason"], "BackoffLimitExceeded");
+    let replicas = app.replicas(&retried).await;
+    assert_eq!(replica_ids(&replicas), [format!("{retried}-0-0"), format!("{retried}-0-1")]);
+    let reasons: Vec<String> = app.events(&retried).await.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
+    assert!(reasons.contains(&"PendingRetry".to_string()), "{reasons:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_get_the_platform_environment_and_resolved_secrets() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let res = app
+        .post_json("/api/v2/usersecrets", &app.admin_token, &json!([{"name": "API_KEY", "value": "s3cret-value"}]))
+        .await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert!(!res.text().contains("s3cret-value"));
+    let listed = app.get("/api/v2/usersecrets").await;
+    assert_eq!(listed.json()[0]["name"], "API_KEY");
+    assert!(!listed.text().contains("s3cret-value"));
+
+    let mut job = sh_job(
+        "envs",
+        "echo $LEPTON_JOB_NAME $JOB_COMPLETION_INDEX/$JOB_COMPLETIONS $LEPTON_JOB_WORKER_INDEX/$LEPTON_JOB_TOTAL_WORKERS $WORLD_SIZE $NODE_RANK $MASTER_ADDR key=$KEY plain=$PLAIN cuda=[$CUDA_VISIBLE_DEVICES]",
+    );
+    job["spec"]["workers"] = json!(2);
+    job["spec"]["envs"] = json!([
+        {"name": "KEY", "value_from": {"secret_name_ref": "API_KEY"}},
+        {"name": "PLAIN", "value": "hello"}
+    ]);
+    let id = app.create_job(&app.admin_token, &job).await;
+    let stored = app.job(&id).await;
+    assert!(!stored.to_string().contains("s3cret-value"), "the spec keeps the reference only");
+    app.wait_state(&id, "Completed").await;
+    for index in 0..2 {
+        let log = app.log(&id, &format!("{id}-{index}-0")).await;
+        assert_eq!(log, format!("envs {index}/2 {index}/2 2 {index} 127.0.0.1 key=s3cret-value plain=hello cuda=[]\n"));
+    }
+    let del = app.call(Method::DELETE, "/api/v2/usersecrets/API_KEY", &app.admin_token, None).await;
+    assert_eq!(del.status, StatusCode::OK);
+    let again = app.call(Method::DELETE, "/api/v2/usersecrets/API_KEY", &app.admin_token, None).await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND);
+    // A reference to a secret that does not exist is refused on its field.
+    let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
+    assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", res.text());
+    assert!(res.json()["fields"]["spec.envs[0].value_from.secret_name_ref"].is_array());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn following_a_log_streams_until_the_replica_ends() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let id = app
+        .create_job(&app.admin_token, &sh_job("talker", "for i in 1 2 3 4 5; do echo line $i; sleep 0.2; done; echo '<b>done</b>' >&2"))
+        .await;
+    app.wait_state(&id, "Running").await;
+    let res = app.get(&format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log?follow=true&timestamps=true")).await;
+    assert_eq!(res.status, StatusCode::OK);
+    assert_eq!(res.headers["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(res.headers["x-content-type-options"], "nosniff");
+    let text = res.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    for (i, line) in lines.iter().take(5).enumerate() {
+        let (time, rest) = line.split_once(' ').unwrap();
+        assert!(time.ends_with('Z') && time.contains('T'), "{line}");
+        assert_eq!(rest, format!("line {}", i + 1));
+    }
+    assert!(lines[5].ends_with(" <b>done</b>"), "{text}");
+    assert_eq!(state(&app.job(&id).await), "Completed");
+
+    let missing = app.get(&format!("/api/v2/jobs/{id}/replicas/{id}-0-7/log")).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    let foreign = app.get(&format!("/api/v2/jobs/{id}/replicas/other-0-0/log")).await;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_without_log_collection_keep_no_log() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let mut job = sh_job("quiet", "echo not kept");
+    job["spec"]["log"] = json!({"enable_collection": false});
+    let id = app.create_job(&app.admin_token, &job).await;
+    app.wait_state(&id, "Completed").await;
+    let res = app.get(&format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log")).await;
+    assert_eq!(res.status, StatusCode::NOT_FOUND);
+    assert_eq!(res.json()["code"], "log_collection_disabled");
+    assert!(!app.data_dir().join("logs").join(&id).exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_limits_are_enforced_or_the_job_is_told_they_are_not() {
+    let app = TestApp::with_config(|config| {
+        small_cluster(2.0)(config);
+        config.shapes[0].memory_mb = 64;
+    })
+    .await;
+    // awk doubles a string until memory runs out.
+    let id = app
+        .create_job(&app.admin_token, &sh_job("hungry", "awk 'BEGIN { s = \"x\"; while (length(s) < 2^28) s = s s }'"))
+        .await;
+    let events = {
+        app.wait_job(&id, "finished", |j| matches!(state(j), "Failed" | "Completed")).await;
+        app.events(&id).await
+    };
+    let executor_note = events.iter().find(|e| e["reason"] == "Executor").expect("an executor event");
+    let note = executor_note["message"].as_str().unwrap();
+    if note.contains("is limited to its shape's") {
+        let replicas = app.replicas(&id).await;
+        assert_eq!(replicas[0]["status"]["reason"], "OOMKilled", "{replicas:#?}");
+        assert_eq!(state(&app.job(&id).await), "Failed");
+    } else {
+        assert!(note.contains("memory is not limited"), "{note}");
+    }
+}
