@@ -5,7 +5,9 @@
 //! the exact field.
 
 use gloo_net::http::{Request, RequestBuilder, Response};
-use jobdeck_api::{ApiError, FieldErrors, JobList, LeptonJob, WorkspaceInfo, API_BASE};
+use jobdeck_api::{
+    ApiError, FieldErrors, JobEvent, JobList, LeptonJob, Replica, WorkspaceInfo, API_BASE,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -54,12 +56,18 @@ fn authorized(builder: RequestBuilder) -> ApiResult<RequestBuilder> {
 
 /// Turns a response into `T`, or its error body into an `ApiFailure`.
 async fn decode<T: DeserializeOwned>(response: Response) -> ApiResult<T> {
+    let response = check(response).await?;
+    response
+        .json::<T>()
+        .await
+        .map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")))
+}
+
+/// Passes a 2xx response through; turns any other into an `ApiFailure`.
+async fn check(response: Response) -> ApiResult<Response> {
     let status = response.status();
     if (200..300).contains(&status) {
-        return response
-            .json::<T>()
-            .await
-            .map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")));
+        return Ok(response);
     }
     let body = response.json::<ApiError>().await.ok();
     let message = body
@@ -78,11 +86,14 @@ async fn decode<T: DeserializeOwned>(response: Response) -> ApiResult<T> {
 }
 
 async fn get<T: DeserializeOwned>(path: &str) -> ApiResult<T> {
-    let response = authorized(Request::get(&url(path)))?
+    decode(fetch(Request::get(&url(path))).await?).await
+}
+
+async fn fetch(builder: RequestBuilder) -> ApiResult<Response> {
+    authorized(builder)?
         .send()
         .await
-        .map_err(|e| ApiFailure::Network(e.to_string()))?;
-    decode(response).await
+        .map_err(|e| ApiFailure::Network(e.to_string()))
 }
 
 async fn send<B: Serialize, T: DeserializeOwned>(
@@ -114,10 +125,102 @@ pub async fn list_jobs(query: &str) -> ApiResult<JobList> {
 
 /// `GET /jobs/{id}`.
 pub async fn job(id: &str) -> ApiResult<LeptonJob> {
-    get(&format!("/jobs/{}", encode_component(id))).await
+    get(&job_path(id)).await
 }
 
 /// `POST /jobs`.
 pub async fn create_job(job: &LeptonJob) -> ApiResult<LeptonJob> {
     send(Request::post(&url("/jobs")), job).await
+}
+
+/// `PATCH /jobs/{id}` with `{"spec":{"stopped":…}}`: stops a job, or starts a
+/// stopped one again. Answers the job as it is now.
+pub async fn set_job_stopped(id: &str, stopped: bool) -> ApiResult<LeptonJob> {
+    let body = serde_json::json!({ "spec": { "stopped": stopped } });
+    send(Request::patch(&url(&job_path(id))), &body).await
+}
+
+/// `DELETE /jobs/{id}`.
+pub async fn delete_job(id: &str) -> ApiResult<()> {
+    check(fetch(Request::delete(&url(&job_path(id)))).await?).await.map(|_| ())
+}
+
+/// `GET /jobs/{id}/replicas`: one entry per attempt of every replica.
+pub async fn job_replicas(id: &str) -> ApiResult<Vec<Replica>> {
+    get(&format!("{}/replicas", job_path(id))).await
+}
+
+/// `GET /jobs/{id}/events`, newest first.
+pub async fn job_events(id: &str) -> ApiResult<Vec<JobEvent>> {
+    get(&format!("{}/events", job_path(id))).await
+}
+
+/// The ids of the node groups (`GET /dedicated-node-groups`), for the list's
+/// filter. Only the ids are read: a smaller decoder than the whole group.
+pub async fn node_group_names() -> ApiResult<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        metadata: Id,
+    }
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: String,
+    }
+    let groups: Vec<Named> = get("/dedicated-node-groups").await?;
+    Ok(groups.into_iter().map(|g| g.metadata.id).collect())
+}
+
+fn log_path(job: &str, replica: &str) -> String {
+    format!("{}/replicas/{}/log", job_path(job), encode_component(replica))
+}
+
+/// `GET /jobs/{id}/replicas/{replica}/log`: the whole log as text.
+pub async fn replica_log(job: &str, replica: &str) -> ApiResult<String> {
+    let response = check(fetch(Request::get(&url(&log_path(job, replica)))).await?).await?;
+    response
+        .text()
+        .await
+        .map_err(|e| ApiFailure::Network(e.to_string()))
+}
+
+/// `GET /jobs/{id}/replicas/{replica}/log?follow=true`: hands the log to
+/// `on_text` piece by piece as the server streams it, until the replica ends,
+/// the connection drops, or `abort` fires (which ends it quietly).
+pub async fn follow_replica_log(
+    job: &str,
+    replica: &str,
+    abort: &web_sys::AbortSignal,
+    mut on_text: impl FnMut(&str),
+) -> ApiResult<()> {
+    use wasm_bindgen::JsCast;
+    let builder = Request::get(&url(&format!("{}?follow=true", log_path(job, replica))))
+        .abort_signal(Some(abort));
+    let response = check(fetch(builder).await?).await?;
+    let Some(body) = response.body() else { return Ok(()) };
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let decoder = web_sys::TextDecoder::new().map_err(|_| ApiFailure::Network("no TextDecoder".into()))?;
+    let streaming = web_sys::TextDecodeOptions::new();
+    streaming.set_stream(true);
+    loop {
+        let chunk = match wasm_bindgen_futures::JsFuture::from(reader.read()).await {
+            Ok(chunk) => chunk,
+            Err(_) if abort.aborted() => return Ok(()),
+            Err(e) => return Err(ApiFailure::Network(format!("{e:?}"))),
+        };
+        let done = js_sys::Reflect::get(&chunk, &"done".into())
+            .map(|d| d.is_truthy())
+            .unwrap_or(true);
+        if done {
+            return Ok(());
+        }
+        let Ok(bytes) = js_sys::Reflect::get(&chunk, &"value".into()) else { continue };
+        let bytes: js_sys::Uint8Array = bytes.unchecked_into();
+        if let Ok(text) = decoder.decode_with_js_u8_array_and_options(&bytes, &streaming) {
+            on_text(&text);
+        }
+    }
+}
+
+fn job_path(id: &str) -> String {
+    format!("/jobs/{}", encode_component(id))
 }

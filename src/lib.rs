@@ -6,6 +6,8 @@
 
 pub mod api;
 pub mod components;
+#[cfg(test)]
+pub mod fixtures;
 pub mod pages;
 pub mod router;
 pub mod routes;

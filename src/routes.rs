@@ -8,7 +8,9 @@ pub const JOBS: &str = "/jobs";
 /// The create-job form.
 pub const NEW_JOB: &str = "/jobs/new";
 
-/// The tabs of the job page; each is its own route (`/jobs/<id>/<tab>`).
+/// The tabs of the job page, as (path segment, label); each is its own
+/// route (`/jobs/<id>/<tab>`), the overview being `/jobs/<id>` itself. The
+/// replica timeline is part of the replicas tab, next to the table it draws.
 pub const JOB_TABS: [(&str, &str); 5] = [
     ("overview", "Overview"),
     ("replicas", "Replicas"),
@@ -50,9 +52,21 @@ pub fn job(id: &str) -> String {
     format!("/jobs/{}", encode_component(id))
 }
 
-/// One tab of the job page.
+/// One tab of the job page; the overview is the job's own address.
 pub fn job_tab(id: &str, tab: &str) -> String {
-    format!("/jobs/{}/{}", encode_component(id), tab)
+    if tab == "overview" {
+        job(id)
+    } else {
+        format!("/jobs/{}/{}", encode_component(id), tab)
+    }
+}
+
+/// The logs tab, showing one replica's log when `replica` is given.
+pub fn job_logs(id: &str, replica: Option<&str>) -> String {
+    match replica {
+        Some(r) => format!("{}?replica={}", job_tab(id, "logs"), encode_component(r)),
+        None => job_tab(id, "logs"),
+    }
 }
 
 /// The create-job form filled from an existing job.
@@ -80,6 +94,153 @@ pub fn safe_next(next: Option<&str>) -> String {
             n.to_string()
         }
         _ => JOBS.to_string(),
+    }
+}
+
+/// How the deployments list is sorted; the server's names.
+pub const LIST_SORTS: [&str; 3] = ["created_at", "name", "state"];
+
+/// The deployments list's filters, sort and page. The list's own address
+/// carries them with the API's parameter names, so the query string of a
+/// shared link is exactly what the list asks the server for.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ListQuery {
+    /// Text the job name must contain (`q`).
+    pub text: String,
+    /// States to show (`status`, repeatable); empty shows all.
+    pub states: Vec<String>,
+    /// Node group (`node_groups`); empty shows all.
+    pub node_groups: Vec<String>,
+    /// Creator (`created_by`); `None` shows everyone's.
+    pub created_by: Option<String>,
+    /// `alive_only`, `archive_only` or `alive_and_archive` (`job_query_mode`).
+    pub mode: Option<String>,
+    /// One of `LIST_SORTS`; `None` is the server's default, newest first.
+    pub sort: Option<String>,
+    /// `Some(true)` ascending, `Some(false)` descending, `None` the default.
+    pub ascending: Option<bool>,
+    /// 1-based page.
+    pub page: u32,
+    /// Jobs per page; `None` is the server's default.
+    pub page_size: Option<u32>,
+}
+
+/// Jobs per page when the address does not say.
+pub const DEFAULT_PAGE_SIZE: u32 = 50;
+
+impl ListQuery {
+    /// Reads a query string (with or without its leading `?`). Unknown
+    /// parameters and malformed values are dropped rather than sent on.
+    pub fn parse(search: &str) -> ListQuery {
+        let mut query = ListQuery { page: 1, ..Default::default() };
+        for pair in search.trim_start_matches('?').split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = decode_component(value);
+            match decode_component(key).as_str() {
+                "q" => query.text = value,
+                "status" if !value.is_empty() && !query.states.contains(&value) => {
+                    query.states.push(value)
+                }
+                "node_groups" if !value.is_empty() && !query.node_groups.contains(&value) => {
+                    query.node_groups.push(value)
+                }
+                "created_by" if !value.is_empty() => query.created_by = Some(value),
+                "job_query_mode"
+                    if ["alive_only", "archive_only", "alive_and_archive"].contains(&value.as_str()) =>
+                {
+                    query.mode = Some(value)
+                }
+                "sort" if LIST_SORTS.contains(&value.as_str()) => query.sort = Some(value),
+                "order" if value == "asc" || value == "desc" => query.ascending = Some(value == "asc"),
+                "page" => query.page = value.parse().ok().filter(|p| *p >= 1).unwrap_or(1),
+                "page_size" => query.page_size = value.parse().ok().filter(|s| (1..=500).contains(s)),
+                _ => {}
+            }
+        }
+        query
+    }
+
+    /// The query string without `?`, defaults left out, in a fixed order so
+    /// the same view always has the same address.
+    pub fn to_query(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut add = |key: &str, value: &str| parts.push(format!("{key}={}", encode_component(value)));
+        if !self.text.is_empty() {
+            add("q", &self.text);
+        }
+        for state in &self.states {
+            add("status", state);
+        }
+        for group in &self.node_groups {
+            add("node_groups", group);
+        }
+        if let Some(user) = &self.created_by {
+            add("created_by", user);
+        }
+        if let Some(mode) = &self.mode {
+            add("job_query_mode", mode);
+        }
+        if let Some(sort) = &self.sort {
+            add("sort", sort);
+        }
+        if let Some(ascending) = self.ascending {
+            add("order", if ascending { "asc" } else { "desc" });
+        }
+        if self.page > 1 {
+            add("page", &self.page.to_string());
+        }
+        if let Some(size) = self.page_size {
+            add("page_size", &size.to_string());
+        }
+        parts.join("&")
+    }
+
+    /// The deployments list showing this view.
+    pub fn href(&self) -> String {
+        let query = self.to_query();
+        if query.is_empty() {
+            JOBS.to_string()
+        } else {
+            format!("{JOBS}?{query}")
+        }
+    }
+
+    /// Whether any filter narrows the list (sort and page do not).
+    pub fn is_filtered(&self) -> bool {
+        !self.text.is_empty()
+            || !self.states.is_empty()
+            || !self.node_groups.is_empty()
+            || self.created_by.is_some()
+            || self.mode.is_some()
+    }
+
+    /// The same view on another page.
+    pub fn with_page(&self, page: u32) -> ListQuery {
+        ListQuery { page: page.max(1), ..self.clone() }
+    }
+
+    /// The same filters sorted by `column`: a second click on the sorted
+    /// column turns the order around. Back to the first page, since the old
+    /// page number means nothing in the new order.
+    pub fn sorted_by(&self, column: &str) -> ListQuery {
+        let current = self.sort.as_deref().unwrap_or("created_at");
+        let ascending = if current == column {
+            !self.is_ascending()
+        } else {
+            // Names read best A to Z; times and states newest/first first.
+            column == "name"
+        };
+        ListQuery {
+            sort: Some(column.to_string()).filter(|c| c != "created_at"),
+            ascending: Some(ascending).filter(|a| *a || column == "name"),
+            page: 1,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the list is in ascending order (the default is descending).
+    pub fn is_ascending(&self) -> bool {
+        self.ascending.unwrap_or(false)
     }
 }
 

@@ -1,6 +1,12 @@
 //! Pieces shared by several pages, one module each.
 
 pub mod api_error;
+pub mod data_table;
+pub mod dom;
+pub mod job_actions;
+pub mod live;
+pub mod loaded;
 pub mod state_badge;
 pub mod time;
+pub mod timeline;
 pub mod top_bar;

@@ -19,6 +19,33 @@ extern "C" {
     fn get_minutes(this: &Date) -> u32;
     #[wasm_bindgen(method, js_name = getSeconds)]
     fn get_seconds(this: &Date) -> u32;
+    #[wasm_bindgen(static_method_of = Date)]
+    fn now() -> f64;
+    #[wasm_bindgen(static_method_of = Date)]
+    fn parse(text: &str) -> f64;
+}
+
+/// The browser's clock in Unix milliseconds.
+pub fn now_millis() -> i64 {
+    Date::now() as i64
+}
+
+/// An RFC 3339 time (as events carry) in Unix milliseconds.
+pub fn parse_time(text: &str) -> Option<i64> {
+    let millis = Date::parse(text);
+    millis.is_finite().then_some(millis as i64)
+}
+
+/// Unix milliseconds as `YYYY-MM-DD HH:MM` in local time, for tables.
+pub fn format_time_short(millis: i64) -> String {
+    let mut full = format_time(millis);
+    full.truncate(16);
+    full
+}
+
+/// Unix milliseconds as `HH:MM:SS` in local time, for the timeline's axis.
+pub fn format_clock(millis: i64) -> String {
+    format_time(millis).split_off(11)
 }
 
 /// Unix milliseconds as `YYYY-MM-DD HH:MM:SS` in local time.
@@ -58,5 +85,15 @@ mod tests {
         assert_eq!(format_duration(3600 + 120), "1h 02m");
         assert_eq!(format_duration(50 * 3600), "2d 02h");
         assert_eq!(format_duration(-5), "0s");
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn times() {
+        assert_eq!(parse_time("1970-01-01T00:00:01Z"), Some(1000));
+        assert_eq!(parse_time("not a time"), None);
+        let t = parse_time("2026-03-04T05:06:07Z").unwrap();
+        assert_eq!(format_time_short(t).len(), 16);
+        assert_eq!(format_clock(t).len(), 8);
+        assert!(now_millis() > t - 10 * 365 * 24 * 3600 * 1000);
     }
 }

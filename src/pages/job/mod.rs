@@ -1,0 +1,235 @@
+//! The job page: `/jobs/<id>` (overview) and its other tabs, each a route of
+//! its own (`/jobs/<id>/replicas`, `/events`, `/logs?replica=…`).
+//!
+//! `JobPage` loads the job once, keeps it up to date every second and
+//! provides it to the tabs through `JobContext`; the header with the state
+//! and the actions stays in place while the tabs change below it.
+
+pub mod events;
+pub mod failure;
+pub mod logs;
+pub mod overview;
+pub mod replicas;
+
+use std::sync::Arc;
+
+use jobdeck_api::LeptonJob;
+use leptos::prelude::*;
+
+use crate::api::{self, ApiFailure};
+use crate::components::api_error::{use_sign_in_again, LiveNote};
+use crate::components::job_actions::JobActions;
+use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
+use crate::components::loaded::{fetch, Data, Loaded};
+use crate::components::state_badge::StateBadge;
+use crate::components::time::now_millis;
+use crate::router::use_url;
+use crate::routes::{self, Route};
+use crate::session::{require_sign_in, use_session};
+
+/// The job the page shows, for its tabs.
+#[derive(Clone, Copy)]
+pub struct JobContext {
+    /// The job id from the address.
+    pub id: Signal<String>,
+    /// The job as last read; set before any tab renders.
+    pub job: RwSignal<Option<LeptonJob>>,
+    /// The time of the last update, for durations of things still running.
+    pub now: RwSignal<i64>,
+}
+
+impl JobContext {
+    /// Reads a value from the job (tracked), or the default before it loaded.
+    pub fn read<T: Default>(&self, f: impl FnOnce(&LeptonJob) -> T) -> T {
+        self.job.with(|job| job.as_ref().map(f).unwrap_or_default())
+    }
+}
+
+pub fn use_job() -> JobContext {
+    expect_context::<JobContext>()
+}
+
+#[component]
+pub fn JobPage(id: String) -> impl IntoView {
+    let signed_in = require_sign_in();
+    // The app renders a new page for another id, so the id is fixed here.
+    let id = Signal::stored(id);
+    let context = JobContext { id, job: RwSignal::new(None), now: RwSignal::new(now_millis()) };
+    provide_context(context);
+    let load = fetch(move || {
+        let id = id.get();
+        async move {
+            if !signed_in {
+                return Err(ApiFailure::Unauthorized);
+            }
+            match api::job(&id).await {
+                Ok(job) => Ok(Data::Job(job)),
+                Err(ApiFailure::NotFound(_)) => Ok(Data::Missing),
+                Err(other) => Err(other),
+            }
+        }
+    });
+    let render = Arc::new(move |data| match data {
+        Data::Job(job) => {
+            context.job.set(Some(job));
+            view! { <JobView/> }.into_any()
+        }
+        _ => view! { <JobNotFound id=id.get_untracked()/> }.into_any(),
+    });
+    view! {
+        <section class="page">
+            <Loaded fetch=load render loading="Loading job…"/>
+        </section>
+    }
+}
+
+/// The page for a job that does not exist or that the user may not see: the
+/// same words for both, so the page does not tell whether a private job of
+/// that name exists.
+#[component]
+pub fn JobNotFound(id: String) -> impl IntoView {
+    view! {
+        <div class="not-found">
+            <h1>"Job not found"</h1>
+            <p>
+                "There is no job " <code>{id}</code> " that you can see. "
+                "It may have been deleted, or it may be private to the person who created it."
+            </p>
+            <p><a href=routes::JOBS>"Go to the deployments list"</a></p>
+        </div>
+    }
+}
+
+/// The loaded job: header, actions, tabs and the current tab, all live.
+#[component]
+fn JobView() -> impl IntoView {
+    let context = use_job();
+    let session = use_session();
+    let url = use_url();
+    let gone = RwSignal::new(false);
+    let problem = RwSignal::new(None::<String>);
+    let sign_in_again = use_sign_in_again();
+    poll(
+        POLL_INTERVAL_MS,
+        move || {
+            let id = context.id.get_untracked();
+            async move { api::job(&id).await }
+        },
+        move |answer| {
+            context.now.set(now_millis());
+            match answer {
+                // Deleted (or made private) while the page was open.
+                Err(ApiFailure::NotFound(_)) => gone.set(true),
+                answer => {
+                    if let Some(job) = take_answer(answer, problem, &sign_in_again) {
+                        set_if_changed(context.job, Some(job));
+                    }
+                }
+            }
+        },
+    );
+
+    let job = Signal::derive(move || context.job.get().unwrap_or_default());
+    let name = move || context.read(|j| j.metadata.name.clone().unwrap_or_else(|| j.id().to_string()));
+    let state = Signal::derive(move || context.read(|j| j.state()));
+    let reason = move || {
+        context.read(|j| {
+            let status = j.status.clone().unwrap_or_default();
+            match (status.reason, status.message) {
+                (Some(r), Some(m)) if !m.is_empty() => format!("{r}: {m}"),
+                (Some(r), _) => r,
+                (None, Some(m)) => m,
+                (None, None) => String::new(),
+            }
+        })
+    };
+    let tab = Memo::new(move |_| match Route::parse(&url.with(|u| u.path.clone())) {
+        Route::Job { tab, .. } => tab,
+        _ => "overview".to_string(),
+    });
+    let user = Signal::derive(move || session.user.get());
+    let on_update = Callback::new(move |updated: LeptonJob| context.job.set(Some(updated)));
+
+    view! {
+        <Show
+            when=move || !gone.get()
+            fallback=move || view! { <JobNotFound id=context.id.get_untracked()/> }
+        >
+            <nav class="crumbs" aria-label="Breadcrumb">
+                <a href=routes::JOBS>"Deployments"</a>
+                <span aria-hidden="true">" / "</span>
+            </nav>
+            <div class="page-head job-head">
+                <h1>{name}</h1>
+                <StateBadge state/>
+            </div>
+            <p class="reason-line">{reason}</p>
+            <JobActions job user on_update/>
+            <LiveNote problem/>
+            <JobTabs id=context.id tab/>
+            <div class="tab-panel">
+                {move || match tab.get().as_str() {
+                    "replicas" => view! { <replicas::ReplicasTab/> }.into_any(),
+                    "events" => view! { <events::EventsTab/> }.into_any(),
+                    "logs" => view! { <logs::LogsTab/> }.into_any(),
+                    "failure" => view! { <failure::FailureTab/> }.into_any(),
+                    _ => view! { <overview::OverviewTab/> }.into_any(),
+                }}
+            </div>
+        </Show>
+    }
+}
+
+/// The tab bar: links, so each tab is an address of its own.
+#[component]
+pub fn JobTabs(#[prop(into)] id: Signal<String>, #[prop(into)] tab: Signal<String>) -> impl IntoView {
+    view! {
+        <nav class="tabs" aria-label="Job sections">
+            {routes::JOB_TABS
+                .iter()
+                .map(|(segment, label)| {
+                    let current = move || (tab.get() == *segment).then_some("page");
+                    view! {
+                        <a href=move || routes::job_tab(&id.get(), segment) aria-current=current>{*label}</a>
+                    }
+                })
+                .collect_view()}
+        </nav>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::mount;
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    async fn every_tab_is_a_link_and_the_current_one_says_so() {
+        let tab = RwSignal::new("replicas".to_string());
+        let host = mount(move || view! { <JobTabs id=Signal::stored("train-1".to_string()) tab/> });
+        let links = host.query_selector_all("nav.tabs a").unwrap();
+        let hrefs: Vec<String> = (0..links.length())
+            .map(|i| wasm_bindgen::JsCast::unchecked_into::<web_sys::Element>(links.get(i).unwrap()))
+            .map(|a| a.get_attribute("href").unwrap())
+            .collect();
+        assert_eq!(
+            hrefs,
+            ["/jobs/train-1", "/jobs/train-1/replicas", "/jobs/train-1/events", "/jobs/train-1/logs", "/jobs/train-1/failure"]
+        );
+        let current = host.query_selector("[aria-current=page]").unwrap().unwrap();
+        assert_eq!(current.text_content().as_deref(), Some("Replicas"));
+        assert_eq!(host.query_selector_all("[aria-current]").unwrap().length(), 1);
+        tab.set("overview".to_string());
+        crate::components::live::sleep(0).await;
+        let current = host.query_selector("[aria-current=page]").unwrap().unwrap();
+        assert_eq!(current.text_content().as_deref(), Some("Overview"));
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn a_missing_job_and_a_hidden_one_read_the_same() {
+        let host = mount(|| view! { <JobNotFound id="secret-1".to_string()/> });
+        let text = host.text_content().unwrap();
+        assert!(text.contains("Job not found"), "{text}");
+        assert!(text.contains("There is no job secret-1 that you can see."), "{text}");
+    }
+}

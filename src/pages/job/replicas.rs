@@ -1,0 +1,184 @@
+//! The replicas tab: the timeline of every attempt, then one row per attempt
+//! with its state, why it waits, where it ran, how it ended and a link to its
+//! log.
+
+use std::sync::Arc;
+
+use jobdeck_api::Replica;
+use leptos::prelude::*;
+
+use super::{use_job, JobContext};
+use crate::api;
+use crate::components::api_error::{use_sign_in_again, LiveNote};
+use crate::components::data_table::{Cell, DataTable, Head, Rows};
+use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
+use crate::components::loaded::{fetch, Data, Fetch, Loaded};
+use crate::components::state_badge::replica_outcome;
+use crate::components::time::{format_duration, format_time, now_millis};
+use crate::components::timeline::ReplicaTimeline;
+use crate::pages::jobs_list::completions_of;
+use crate::routes;
+
+/// Attempts in reading order: by completion index, then attempt.
+pub fn in_order(mut replicas: Vec<Replica>) -> Vec<Replica> {
+    replicas.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
+    replicas
+}
+
+/// Loads the job's replicas (the replicas and logs tabs share it).
+pub fn load_replicas(context: JobContext) -> Fetch {
+    fetch(move || {
+        let id = context.id.get();
+        async move { api::job_replicas(&id).await.map(|list| Data::Replicas(in_order(list))) }
+    })
+}
+
+#[component]
+pub fn ReplicasTab() -> impl IntoView {
+    let render = Arc::new(|data| match data {
+        Data::Replicas(list) => view! { <LiveReplicas initial=list/> }.into_any(),
+        _ => ().into_any(),
+    });
+    view! { <Loaded fetch=load_replicas(use_job()) render loading="Loading replicas…"/> }
+}
+
+#[component]
+fn LiveReplicas(initial: Vec<Replica>) -> impl IntoView {
+    let context = use_job();
+    let job_id = context.id.get_untracked();
+    let rows = RwSignal::new(replica_rows(&initial, &job_id, now_millis()));
+    let replicas = RwSignal::new(initial);
+    let problem = RwSignal::new(None::<String>);
+    let sign_in_again = use_sign_in_again();
+    let fetch_id = job_id.clone();
+    let rows_id = job_id.clone();
+    poll(
+        POLL_INTERVAL_MS,
+        move || {
+            let id = fetch_id.clone();
+            async move { api::job_replicas(&id).await }
+        },
+        move |answer| {
+            if let Some(list) = take_answer(answer, problem, &sign_in_again) {
+                let list = in_order(list);
+                set_if_changed(rows, replica_rows(&list, &rows_id, now_millis()));
+                set_if_changed(replicas, list);
+            }
+        },
+    );
+    let completions = Signal::derive(move || context.read(completions_of));
+    view! {
+        <LiveNote problem/>
+        <ReplicaTimeline replicas completions now=context.now job_id=job_id.clone()/>
+        <ReplicaTable rows/>
+    }
+}
+
+/// The column headers of the replicas table.
+pub const REPLICA_HEAD: [Head; 10] = [
+    Head::plain("Replica"),
+    Head::plain("Attempt"),
+    Head::plain("State"),
+    Head::plain("Waiting because"),
+    Head::plain("Node"),
+    Head::plain("Exit"),
+    Head::plain("Start"),
+    Head::plain("End"),
+    Head::plain("Duration"),
+    Head::plain("Log"),
+];
+
+/// The table of attempts.
+#[component]
+pub fn ReplicaTable(rows: Rows) -> impl IntoView {
+    view! {
+        <h2>"Replicas"</h2>
+        <Show
+            when=move || rows.with(|r| !r.is_empty())
+            fallback=|| view! { <p class="empty">"No replica has been created yet."</p> }
+        >
+            <DataTable class="replicas" caption="Replica attempts" head=REPLICA_HEAD.to_vec() rows/>
+        </Show>
+    }
+}
+
+/// Each attempt as a keyed row of cells.
+pub fn replica_rows(replicas: &[Replica], job_id: &str, now: i64) -> Vec<(String, Vec<Cell>)> {
+    replicas.iter().map(|r| (r.id.clone(), replica_cells(r, job_id, now))).collect()
+}
+
+/// One attempt's cells, in the order of `REPLICA_HEAD`. Attempts count from
+/// 1 for people; the API counts from 0.
+pub fn replica_cells(replica: &Replica, job_id: &str, now: i64) -> Vec<Cell> {
+    let s = &replica.status;
+    let (tone, word) = replica_outcome(s);
+    let duration = match s.start_time {
+        Some(start) => format_duration((s.end_time.unwrap_or(now) - start) / 1000),
+        None => "—".to_string(),
+    };
+    vec![
+        Cell::text(format!("#{}", s.completion_index)),
+        Cell::text((s.attempt + 1).to_string()),
+        Cell::Badge { tone, text: word.to_string(), note: String::new() },
+        Cell::Text {
+            text: s.readiness_issue.as_ref().map(|i| format!("{}: {}", i.reason, i.message)).unwrap_or_default(),
+            class: "issue",
+        },
+        Cell::text(s.node.as_ref().map(|n| n.name.clone()).unwrap_or_default()),
+        Cell::text(exit_summary(replica)),
+        Cell::text(s.start_time.map(format_time).unwrap_or_default()),
+        Cell::text(s.end_time.map(format_time).unwrap_or_default()),
+        Cell::text(duration),
+        Cell::Link {
+            href: routes::job_logs(job_id, Some(&replica.id)),
+            text: "Log".into(),
+            label: Some(format!("Log of replica {}, attempt {}", s.completion_index, s.attempt + 1)),
+        },
+    ]
+}
+
+/// How an attempt ended: exit code, signal and reason.
+pub fn exit_summary(replica: &Replica) -> String {
+    let s = &replica.status;
+    let mut parts = Vec::new();
+    if let Some(code) = s.exit_code {
+        parts.push(format!("exit code {code}"));
+    }
+    if let Some(signal) = s.signal {
+        parts.push(format!("signal {signal}"));
+    }
+    if let Some(reason) = s.reason.as_ref().filter(|r| !matches!(r.as_str(), "Completed" | "Error")) {
+        parts.push(reason.clone());
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{mount, replica};
+    use jobdeck_api::ReplicaPhase::*;
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    async fn every_attempt_is_a_row_with_its_story() {
+        let attempts = in_order(vec![
+            replica(2, 1, Running, Some(3_000), None),
+            replica(0, 0, Succeeded, Some(0), Some(10_000)),
+            replica(2, 0, Failed, Some(0), Some(2_000)),
+            replica(3, 0, Pending, None, None),
+        ]);
+        let rows = RwSignal::new(replica_rows(&attempts, "job-1", 8_000));
+        let host = mount(move || view! { <ReplicaTable rows/> });
+        crate::components::live::sleep(0).await;
+        let trs = host.query_selector_all("tbody tr").unwrap();
+        assert_eq!(trs.length(), 4);
+        let row = |i: u32| wasm_bindgen::JsCast::unchecked_into::<web_sys::Element>(trs.get(i).unwrap()).text_content().unwrap();
+        assert!(row(0).starts_with("#01Succeeded"), "{}", row(0));
+        assert!(row(1).contains("#21Failed") && row(1).contains("exit code 3") && row(1).contains("2s"), "{}", row(1));
+        assert!(row(2).contains("#22Running") && row(2).contains("5s"), "{}", row(2));
+        assert!(row(3).contains("NoCapacity: waiting for 1 CPU"), "{}", row(3));
+        let log = host.query_selector("tbody tr:nth-child(2) a").unwrap().unwrap();
+        assert_eq!(log.get_attribute("href").as_deref(), Some("/jobs/job-1/logs?replica=job-1-2-0"));
+        assert_eq!(log.get_attribute("aria-label").as_deref(), Some("Log of replica 2, attempt 1"));
+    }
+}
