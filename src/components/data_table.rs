@@ -96,7 +96,9 @@ fn update_row(tr: &Element, labels: &[&'static str], cells: &[Cell], previous: O
             }
         };
         dom::clear(&slot);
-        draw_cell(&slot, cell);
+        // One box per cell, so the narrow layout's label-and-value grid
+        // always has exactly two items.
+        draw_cell(&dom::child(&slot, "div", "", ""), cell);
     }
 }
 

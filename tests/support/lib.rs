@@ -223,6 +223,7 @@ impl Browser {
         let capabilities = json!({
             "capabilities": {"alwaysMatch": {
                 "browserName": "chrome",
+                "goog:loggingPrefs": {"browser": "ALL"},
                 "goog:chromeOptions": {
                     "binary": chrome,
                     "args": [
@@ -327,6 +328,41 @@ impl Browser {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Makes the page see `prefers-color-scheme: <scheme>` (`light` or
+    /// `dark`), through the DevTools protocol.
+    pub fn emulate_color_scheme(&self, scheme: &str) {
+        self.call(
+            "POST",
+            "/goog/cdp/execute",
+            Some(&json!({
+                "cmd": "Emulation.setEmulatedMedia",
+                "params": {"features": [{"name": "prefers-color-scheme", "value": scheme}]}
+            })),
+        );
+    }
+
+    /// Makes the page see a viewport of `width` × `height` CSS pixels, as a
+    /// phone would show it (a desktop window cannot be narrower than 500).
+    pub fn emulate_viewport(&self, width: u32, height: u32) {
+        self.call(
+            "POST",
+            "/goog/cdp/execute",
+            Some(&json!({
+                "cmd": "Emulation.setDeviceMetricsOverride",
+                "params": {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": true}
+            })),
+        );
+    }
+
+    /// The browser console's messages since the last call (errors, CSP
+    /// violations, warnings), as text.
+    pub fn console_messages(&self) -> Vec<String> {
+        let v = self.call("POST", "/se/log", Some(&json!({"type": "browser"})));
+        v.as_array()
+            .map(|a| a.iter().map(|m| format!("{} {}", m["level"], m["message"])).collect())
+            .unwrap_or_default()
     }
 
     /// Saves a PNG screenshot of the viewport.

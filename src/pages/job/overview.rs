@@ -26,9 +26,6 @@ pub fn status_facts(job: &LeptonJob, now_millis: i64) -> Vec<(&'static str, Stri
     if let Some(at) = job.metadata.created_at {
         facts.push(("Created", format_time(at)));
     }
-    if let Some(at) = status.creation_time {
-        facts.push(("Started", format_time(at * 1000)));
-    }
     if let Some(at) = status.completion_time {
         facts.push(("Finished", format_time(at * 1000)));
     }
