@@ -6,7 +6,8 @@
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 use jobdeck_api::{
-    ApiError, FieldErrors, JobEvent, JobList, LeptonJob, Replica, WorkspaceInfo, API_BASE,
+    ApiError, FieldErrors, JobEvent, JobList, LeptonJob, NodeGroup, Replica, Shape, WorkspaceInfo,
+    API_BASE,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -173,6 +174,28 @@ pub async fn node_group_names() -> ApiResult<Vec<String>> {
     }
     let groups: Vec<Named> = get("/dedicated-node-groups").await?;
     Ok(groups.into_iter().map(|g| g.metadata.id).collect())
+}
+
+/// `GET /shapes`: the resource shapes a job may run on.
+pub async fn shapes() -> ApiResult<Vec<Shape>> {
+    get("/shapes").await
+}
+
+/// `GET /dedicated-node-groups`: the node groups with their nodes, capacity
+/// and use, for the create-job form.
+pub async fn node_groups() -> ApiResult<Vec<NodeGroup>> {
+    get("/dedicated-node-groups").await
+}
+
+/// The names of the secrets an environment variable may reference
+/// (`GET /usersecrets`). Values are never returned; only the names are read.
+pub async fn secret_names() -> ApiResult<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: String,
+    }
+    let secrets: Vec<Named> = get("/usersecrets").await?;
+    Ok(secrets.into_iter().map(|s| s.name).collect())
 }
 
 fn log_path(job: &str, replica: &str) -> String {

@@ -74,6 +74,15 @@ pub fn clone_job(id: &str) -> String {
     format!("{NEW_JOB}?clone={}", encode_component(id))
 }
 
+/// What starts the fragment of a draft link.
+pub const DRAFT_FRAGMENT: &str = "draft=";
+
+/// The create-job form filled from an unsubmitted job, carried in the
+/// fragment so it never reaches a server's logs.
+pub fn draft(job_json: &str) -> String {
+    format!("{NEW_JOB}#{DRAFT_FRAGMENT}{}", encode_component(job_json))
+}
+
 /// The sign-in page that returns to `next` afterwards. Already on the sign-in
 /// page, the page it returns to stays what it was.
 pub fn login_then(next: &str) -> String {

@@ -6,6 +6,8 @@ pub mod dom;
 pub mod job_actions;
 pub mod live;
 pub mod loaded;
+pub mod field;
+pub mod list_editor;
 pub mod state_badge;
 pub mod time;
 pub mod timeline;

@@ -1,0 +1,460 @@
+//! The form in a real browser: mounted, typed into, left, submitted.
+
+use jobdeck_api::{FieldErrors, LeptonJob, NodeGroup, NodeGroupSpec, NodeInfo, Shape, ShapeSpec, ValidationContext};
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_test::wasm_bindgen_test;
+use web_sys::{HtmlElement, HtmlInputElement, HtmlSelectElement};
+
+use super::form::*;
+use super::JobForm;
+use crate::api::ApiFailure;
+
+const GIB: i64 = 1024;
+
+fn shape(id: &str, memory_mib: i64) -> Shape {
+    let mut shape = Shape::default();
+    shape.metadata.id = Some(id.into());
+    shape.spec = ShapeSpec { memory_in_mb: Some(memory_mib), description: Some(format!("{memory_mib} MiB")), ..Default::default() };
+    shape
+}
+
+fn context() -> ValidationContext {
+    let mut group = NodeGroup::default();
+    group.metadata.id = Some("local".into());
+    group.spec = NodeGroupSpec { nodes: vec![NodeInfo { name: "box".into(), ..Default::default() }], ..Default::default() };
+    ValidationContext {
+        shapes: vec![shape("cpu.small", 4 * GIB), shape("gpu.big", 128 * GIB), shape("cpu.tiny", GIB)],
+        node_groups: vec![group],
+        secret_names: vec!["hf-token".into()],
+    }
+}
+
+/// The form, mounted in a fresh element, with the server's data loaded.
+struct Mounted {
+    form: JobForm,
+    host: HtmlElement,
+    navigated: RwSignal<Option<String>>,
+}
+
+async fn mount() -> Mounted {
+    let document = web_sys::window().unwrap().document().unwrap();
+    let host: HtmlElement = document.create_element("div").unwrap().unchecked_into();
+    document.body().unwrap().append_child(&host).unwrap();
+    let form = JobForm::new();
+    form.set_context(context(), Some(true));
+    let navigated = RwSignal::new(None::<String>);
+    leptos::mount::mount_to(host.clone(), move || super::job_form(form, move |href: &str| navigated.set(Some(href.into()))))
+        .forget();
+    settle().await;
+    Mounted { form, host, navigated }
+}
+
+/// Lets the effects the last change scheduled run, and a frame pass.
+async fn settle() {
+    let promise = web_sys::js_sys::Promise::new(&mut |resolve, _| {
+        let _ = web_sys::window()
+            .unwrap()
+            .set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 40);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+impl Mounted {
+    fn element(&self, id: &str) -> HtmlElement {
+        self.host
+            .query_selector(&format!("#{id}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("no element #{id}"))
+            .unchecked_into()
+    }
+
+    fn value(&self, id: &str) -> String {
+        let element = self.element(id);
+        if let Some(select) = element.dyn_ref::<HtmlSelectElement>() {
+            return select.value();
+        }
+        if let Some(area) = element.dyn_ref::<web_sys::HtmlTextAreaElement>() {
+            return area.value();
+        }
+        element.unchecked_into::<HtmlInputElement>().value()
+    }
+
+    /// Types `text` into input `id` as a person would: the value changes
+    /// and an input event fires.
+    async fn type_into(&self, id: &str, text: &str) {
+        let element = self.element(id);
+        let event = if let Some(select) = element.dyn_ref::<HtmlSelectElement>() {
+            select.set_value(text);
+            "change"
+        } else if let Some(area) = element.dyn_ref::<web_sys::HtmlTextAreaElement>() {
+            area.set_value(text);
+            "input"
+        } else {
+            element.unchecked_ref::<HtmlInputElement>().set_value(text);
+            "input"
+        };
+        let init = web_sys::EventInit::new();
+        init.set_bubbles(true);
+        element.dispatch_event(&web_sys::Event::new_with_event_init_dict(event, &init).unwrap()).unwrap();
+        settle().await;
+    }
+
+    /// Leaves input `id`.
+    async fn leave(&self, id: &str) {
+        self.element(id).dispatch_event(&web_sys::Event::new("blur").unwrap()).unwrap();
+        settle().await;
+    }
+
+    async fn click(&self, selector: &str) {
+        let element: HtmlElement = self.host.query_selector(selector).unwrap().unwrap().unchecked_into();
+        element.click();
+        settle().await;
+    }
+
+    /// The error shown for input `id`, checking it is tied to the input.
+    fn error(&self, id: &str) -> String {
+        let input = self.element(id);
+        let described = input.get_attribute("aria-describedby").unwrap_or_default();
+        let error_id = described.split(' ').find(|d| d.ends_with("-error")).expect("an error element described by").to_string();
+        let text = self.element(&error_id).text_content().unwrap_or_default();
+        // A row's error element speaks for all its cells; a field's for
+        // the field alone.
+        let invalid = input.get_attribute("aria-invalid").as_deref() == Some("true");
+        if invalid || error_id == format!("{id}-error") {
+            assert_eq!(invalid, !text.is_empty(), "aria-invalid of #{id} with error {text:?}");
+        }
+        if invalid { text } else { String::new() }
+    }
+
+    fn text(&self) -> String {
+        self.host.text_content().unwrap_or_default()
+    }
+
+    fn focused(&self) -> String {
+        web_sys::window().unwrap().document().unwrap().active_element().map(|e| e.id()).unwrap_or_default()
+    }
+}
+
+/// For each rule: typing a bad value shows nothing until the field is left,
+/// then the contract's message; a good value clears it at once.
+#[wasm_bindgen_test]
+async fn each_rule_shows_its_message_after_leaving_and_clears_when_valid() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("job-name", "Train", "must start with a lowercase letter", "train"),
+        ("job-name", "train_1", "may contain only lowercase letters, digits and hyphens", "train-1"),
+        ("job-name", "abcdefghijklmnopqrstu", "must be at most 20 characters (it has 21)", "abcdefghijklmnopqrst"),
+        ("job-name", "", "must not be empty", "x"),
+        ("image", "NVIDIA/pytorch", "lowercase", "nvcr.io/nvidia/pytorch"),
+        ("workers", "0", "must be at least 1", "1"),
+        ("completions", "0", "must be at least 1", "2"),
+        ("completions", "two", "must be a whole number, not 'two'", "2"),
+        ("backoff-limit", "-1", "must be at least 0", "0"),
+        ("active-deadline", "0", "must be at least 1", "60"),
+        ("shared-memory", "-5", "must be at least 0", "1024"),
+        ("shared-memory", "999999999", "must be at most the memory of shape 'cpu.small'", "4096"),
+        ("max-replica-retry", "-1", "must be at least 0", "2"),
+        ("max-job-retry", "-2", "must be at least 0", "0"),
+        ("archive-time", "3 weeks", "must be a duration such as 3d", "2d"),
+        ("pull-secrets", "a, a", "is already listed", "a, b"),
+    ];
+    for (id, bad, message, good) in cases {
+        let m = mount().await;
+        m.type_into(id, bad).await;
+        assert_eq!(m.error(id), "", "#{id} shows an error before it was left");
+        m.leave(id).await;
+        let shown = m.error(id);
+        assert!(shown.contains(message), "#{id} = {bad:?}: expected {message:?}, shown {shown:?}");
+        m.type_into(id, good).await;
+        assert_eq!(m.error(id), "", "#{id} = {good:?} still shows an error");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn list_rows_have_their_own_errors() {
+    let m = mount().await;
+    m.click("#envs-add").await;
+    assert_eq!(m.focused(), "envs-0-0", "the new row's first cell has the focus");
+    m.type_into("envs-0-0", "LEPTON_TOKEN").await;
+    m.leave("envs-0-0").await;
+    assert!(m.error("envs-0-0").contains("must not start with 'LEPTON_'"), "{}", m.error("envs-0-0"));
+    m.type_into("envs-0-0", "JOB_COMPLETIONS").await;
+    assert!(m.error("envs-0-0").contains("is reserved"), "{}", m.error("envs-0-0"));
+    m.type_into("envs-0-0", "HF_TOKEN").await;
+    assert_eq!(m.error("envs-0-0"), "");
+
+    // A secret reference names a secret that exists.
+    m.type_into("envs-0-1", "secret").await;
+    assert_eq!(m.element("envs-0-2").get_attribute("list").as_deref(), Some("secret-names"));
+    m.type_into("envs-0-2", "nope").await;
+    m.leave("envs-0-2").await;
+    assert!(m.error("envs-0-2").contains("no secret named 'nope'"), "{}", m.error("envs-0-2"));
+    m.type_into("envs-0-2", "hf-token").await;
+    assert_eq!(m.error("envs-0-2"), "");
+
+    m.click("#ports-add").await;
+    m.type_into("ports-0-0", "70000").await;
+    m.leave("ports-0-0").await;
+    assert!(m.error("ports-0-0").contains("between 1 and 65535"), "{}", m.error("ports-0-0"));
+    m.click("#ports-add").await;
+    m.type_into("ports-0-0", "8080").await;
+    m.type_into("ports-1-0", "8080").await;
+    m.leave("ports-1-0").await;
+    assert!(m.error("ports-1-0").contains("8080/TCP is already listed"), "{}", m.error("ports-1-0"));
+    m.type_into("ports-1-1", "UDP").await;
+    assert_eq!(m.error("ports-1-0"), "", "8080/UDP is another port");
+
+    m.click("#mounts-add").await;
+    m.type_into("mounts-0-0", "node-local").await;
+    m.type_into("mounts-0-2", "/etc").await;
+    m.leave("mounts-0-2").await;
+    assert!(m.error("mounts-0-2").contains("system path"), "{}", m.error("mounts-0-2"));
+
+    m.click("#labels-add").await;
+    m.click("#labels-add").await;
+    m.type_into("labels-0-0", "team").await;
+    m.type_into("labels-1-0", "team").await;
+    m.leave("labels-1-0").await;
+    assert!(m.error("labels-1-0").contains("already listed"), "{}", m.error("labels-1-0"));
+
+    // Removing a row removes its problems with it.
+    m.click(".list:has(#mounts-add) .remove").await;
+    assert!(m.host.query_selector("#mounts-0-2").unwrap().is_none());
+    assert_eq!(m.focused(), "mounts-add");
+}
+
+#[wasm_bindgen_test]
+async fn cross_field_rules_show_on_the_right_field() {
+    let m = mount().await;
+    m.type_into("completions", "2").await;
+    m.type_into("parallelism", "3").await;
+    m.leave("parallelism").await;
+    assert!(m.error("parallelism").contains("less than or equal to completions (2)"), "{}", m.error("parallelism"));
+    assert_eq!(m.error("completions"), "");
+    // Fixing the other field clears it.
+    m.type_into("completions", "3").await;
+    assert_eq!(m.error("parallelism"), "");
+
+    m.type_into("registry-username", "robot").await;
+    m.leave("registry-username").await;
+    assert_eq!(m.error("registry-username"), "");
+    m.leave("registry-password").await;
+    assert!(m.error("registry-password").contains("is required when a registry username is set"), "{}", m.error("registry-password"));
+    m.type_into("registry-password", "s3cret").await;
+    assert_eq!(m.error("registry-password"), "");
+
+    // The image names a tag, so the tag field must stay empty.
+    m.type_into("image", "busybox:1.36").await;
+    m.type_into("image-tag", "1.37").await;
+    m.leave("image-tag").await;
+    assert!(m.error("image-tag").contains("already names a tag ('1.36')"), "{}", m.error("image-tag"));
+
+    // More than one worker: completions and parallelism follow and are off.
+    m.type_into("workers", "4").await;
+    assert_eq!(m.value("completions"), "4");
+    assert!(m.element("parallelism").has_attribute("disabled"));
+    assert_eq!(m.error("parallelism"), "");
+}
+
+#[wasm_bindgen_test]
+async fn the_shared_memory_default_follows_the_shape_until_typed() {
+    let m = mount().await;
+    // The first shape is chosen, and its default shown.
+    assert_eq!(m.value("resource-shape"), "cpu.small");
+    assert_eq!(m.value("shared-memory"), "2048");
+    assert!(m.text().contains("2048 MiB (2 GiB) for cpu.small"), "{}", m.text());
+    m.type_into("resource-shape", "gpu.big").await;
+    assert_eq!(m.value("shared-memory"), "32768");
+    assert!(m.text().contains("32768 MiB (32 GiB) for gpu.big (128 GiB of memory)"), "{}", m.text());
+    m.type_into("resource-shape", "cpu.tiny").await;
+    assert_eq!(m.value("shared-memory"), "512", "below 4 GiB: half the memory");
+    // Typed, it stays put when the shape changes.
+    m.type_into("shared-memory", "1000").await;
+    m.type_into("resource-shape", "gpu.big").await;
+    assert_eq!(m.value("shared-memory"), "1000");
+    assert_eq!(m.form.state.with_untracked(|s| s.to_job().0.spec.shared_memory_size), Some(1000));
+    // Emptied, it stays empty (no refill while typing) and the job leaves
+    // the size to the shape's default.
+    m.type_into("shared-memory", "").await;
+    m.type_into("resource-shape", "cpu.small").await;
+    assert_eq!(m.value("shared-memory"), "");
+    assert_eq!(m.form.state.with_untracked(|s| s.to_job().0.spec.shared_memory_size), None);
+    assert_eq!(m.error("shared-memory"), "");
+}
+
+#[wasm_bindgen_test]
+async fn defaults_are_shown() {
+    let m = mount().await;
+    assert_eq!(m.value("priority"), "mid-4000");
+    let priority = m.element("priority").text_content().unwrap();
+    assert!(priority.contains("Medium (4)") && priority.contains("High (9)"), "{priority}");
+    let text = m.text();
+    for shown in [
+        "Default: Medium (4).",
+        "Default: 1.",
+        "Default: 3.",
+        "Default: 3d (3 days).",
+        "Default: Public.",
+        "Default: latest.",
+        "Default: the workspace setting (on).",
+        "Default: cpu.small, the workspace's first shape.",
+        "Default: no deadline.",
+    ] {
+        assert!(text.contains(shown), "{shown:?} missing");
+    }
+    for label in ["Job name", "Node group", "Priority", "Resource shape", "Workers", "Completions", "Parallelism", "Backoff limit",
+        "Active deadline seconds", "Container image", "Container tag", "Registry username", "Registry password", "Command",
+        "Container ports", "Log collection", "Environment variables", "Storage", "Shared memory", "Max replica failure retry",
+        "Max job failure retry", "Archive time", "Visibility", "Labels", "Annotations", "Nodes",
+        "Can preempt lower priority workload", "Can be preempted by higher priority workload", "Disable retry when program error occurs"] {
+        assert!(text.contains(label), "label {label:?} missing");
+    }
+    // Node groups and their nodes come from the server.
+    assert!(m.host.query_selector("#node-groups input[value='local']").unwrap().is_some());
+    assert!(m.host.query_selector("#nodes input[value='box']").unwrap().is_some());
+}
+
+#[wasm_bindgen_test]
+async fn submit_is_blocked_until_valid_and_focuses_the_first_problem() {
+    let m = mount().await;
+    m.type_into("backoff-limit", "-1").await;
+    m.click("button[type=submit]").await;
+    assert!(m.text().contains("2 problems remain"), "{}", m.text());
+    assert!(m.text().contains("2 problems to fix before the job can be created."), "{}", m.text());
+    assert_eq!(m.focused(), "job-name");
+    assert_eq!(m.error("job-name"), "Job name must not be empty");
+    assert_eq!(m.navigated.get_untracked(), None);
+    m.type_into("job-name", "hello").await;
+    assert!(m.text().contains("1 problem remains"), "{}", m.text());
+    m.click("button[type=submit]").await;
+    assert_eq!(m.focused(), "backoff-limit");
+}
+
+#[wasm_bindgen_test]
+async fn a_server_422_lands_on_the_same_fields() {
+    let m = mount().await;
+    m.type_into("job-name", "hello").await;
+    m.click("#envs-add").await;
+    m.type_into("envs-0-0", "A").await;
+    let mut fields = FieldErrors::new();
+    fields.insert("spec.container.command".into(), vec!["a command is required on this server".into()]);
+    fields.insert("spec.envs[0].value".into(), vec!["is too long".into()]);
+    fields.insert("spec.storage_attachments".into(), vec!["Jobdeck has no object-storage data sources".into()]);
+    m.form.show_failure(ApiFailure::Invalid { message: "the request has 3 invalid fields".into(), fields });
+    settle().await;
+    assert_eq!(m.error("command"), "Command: a command is required on this server");
+    assert_eq!(m.error("envs-0-2"), "Value is too long");
+    assert!(m.text().contains("spec.storage_attachments: Jobdeck has no object-storage data sources"), "{}", m.text());
+    assert_eq!(m.focused(), "form-problems", "a problem without a field comes first");
+    // Editing the field clears the server's message.
+    m.type_into("command", "echo hi").await;
+    assert_eq!(m.error("command"), "");
+    assert_eq!(m.value("job-name"), "hello");
+}
+
+#[wasm_bindgen_test]
+async fn any_other_failure_is_a_banner_and_the_form_keeps_what_was_typed() {
+    let m = mount().await;
+    m.type_into("job-name", "hello").await;
+    m.type_into("command", "echo hi").await;
+    m.form.show_failure(ApiFailure::Server { status: 500, message: "internal error".into() });
+    settle().await;
+    let banner = m.host.query_selector(".banner.error").unwrap().expect("a banner");
+    assert_eq!(banner.text_content().unwrap(), "internal error (HTTP 500)");
+    assert_eq!(m.value("job-name"), "hello");
+    assert_eq!(m.element("command").unchecked_into::<web_sys::HtmlTextAreaElement>().value(), "echo hi");
+}
+
+#[wasm_bindgen_test]
+async fn a_clone_fills_the_form_without_secrets() {
+    let m = mount().await;
+    let job: LeptonJob = serde_json::from_str(
+        r#"{"metadata":{"id":"train-ab12c","name":"train","visibility":"private","labels":{"team":"vision"}},
+            "spec":{"resource_shape":"gpu.big","container":{"image":"busybox","registry_username":"robot",
+                    "command":["/bin/sh","-c","echo hi"],"ports":[{"container_port":8080,"protocol":"UDP"}]},
+                    "affinity":{"allowed_dedicated_node_groups":["local"]},
+                    "envs":[{"name":"A","value":"1"},{"name":"HF_TOKEN","value_from":{"secret_name_ref":"hf-token"}}],
+                    "completions":4,"parallelism":2,"shared_memory_size":4096},
+            "status":{"state":"Completed"}}"#,
+    )
+    .unwrap();
+    m.form.load(FormState::from_job(&job));
+    settle().await;
+    assert_eq!(m.value("job-name"), "train");
+    assert_eq!(m.value("resource-shape"), "gpu.big");
+    assert_eq!(m.value("visibility"), "private");
+    assert_eq!(m.value("completions"), "4");
+    assert_eq!(m.value("shared-memory"), "4096");
+    assert_eq!(m.value("registry-username"), "robot");
+    assert_eq!(m.value("registry-password"), "", "the password is never copied");
+    assert_eq!(m.value("envs-1-0"), "HF_TOKEN");
+    assert_eq!(m.value("envs-1-1"), "secret");
+    assert_eq!(m.value("envs-1-2"), "hf-token");
+    assert_eq!(m.value("ports-0-1"), "UDP");
+    assert_eq!(m.value("labels-0-0"), "team");
+    let group: HtmlInputElement = m.host.query_selector("#node-groups input[value='local']").unwrap().unwrap().unchecked_into();
+    assert!(group.checked());
+    // The password is needed again before the clone can be created.
+    m.click("button[type=submit]").await;
+    assert_eq!(m.focused(), "registry-password");
+    let (again, _) = m.form.state.with_untracked(|s| s.to_job());
+    assert_eq!(again.metadata.id, None);
+    assert_eq!(again.spec.container.command, job.spec.container.command);
+}
+
+#[wasm_bindgen_test]
+async fn an_import_is_validated_like_typing() {
+    let m = mount().await;
+    let err = m.form.import("{not json").unwrap_err();
+    assert!(err.starts_with("This is not a job spec in JSON"), "{err}");
+    // A whole job, with problems: they show at once.
+    m.form
+        .import(r#"{"metadata":{"name":"Bad_Name"},"spec":{"completions":1,"parallelism":5,"envs":[{"name":"LEPTON_X","value":"1"}]}}"#)
+        .unwrap();
+    settle().await;
+    assert!(m.error("job-name").contains("must start with a lowercase letter"));
+    assert!(m.error("parallelism").contains("less than or equal to completions (1)"));
+    assert!(m.error("envs-0-0").contains("LEPTON_"));
+    // A bare spec, as `lep job create -f` takes it.
+    m.form.import(r#"{"resource_shape":"gpu.big","container":{"image":"busybox"}}"#).unwrap();
+    settle().await;
+    assert_eq!(m.value("resource-shape"), "gpu.big");
+    assert_eq!(m.value("image"), "busybox");
+    // Unknown fields are named.
+    let err = m.form.import(r#"{"metadata":{"name":"a"},"spec":{"complétions":2}}"#).unwrap_err();
+    assert!(err.contains("complétions"), "{err}");
+}
+
+#[wasm_bindgen_test]
+async fn a_draft_link_carries_the_form_but_no_password() {
+    let m = mount().await;
+    m.type_into("job-name", "draft").await;
+    m.type_into("registry-username", "robot").await;
+    m.type_into("registry-password", "hunter2").await;
+    m.type_into("command", "echo 'a b' && exit 0").await;
+    let link = m.form.draft_link();
+    assert!(link.starts_with("/jobs/new#draft="), "{link}");
+    assert!(!link.contains("hunter2"));
+    let fragment = link.split_once('#').unwrap().1.strip_prefix(crate::routes::DRAFT_FRAGMENT).unwrap();
+    let other = JobForm::new();
+    other.import(&crate::routes::decode_component(fragment)).unwrap();
+    let job = other.state.with_untracked(|s| s.to_job().0);
+    assert_eq!(job.metadata.name.as_deref(), Some("draft"));
+    assert_eq!(job.spec.container.registry_password, None);
+    assert_eq!(job.spec.container.command.unwrap()[2], "echo 'a b' && exit 0");
+}
+
+#[wasm_bindgen_test]
+async fn copy_as_shows_the_lep_command_and_the_json() {
+    let m = mount().await;
+    m.type_into("job-name", "hello").await;
+    m.type_into("registry-password", "hunter2").await;
+    m.click(".tool-buttons button:nth-child(1)").await;
+    let output = m.value("output-text");
+    assert!(output.starts_with("lep job create \\\n  --name hello"), "{output}");
+    assert!(output.contains("--resource-shape cpu.small"), "{output}");
+    m.click(".tool-buttons button:nth-child(2)").await;
+    let json = m.value("output-text");
+    assert!(json.contains("\"name\": \"hello\""), "{json}");
+    assert!(!json.contains("hunter2"));
+}

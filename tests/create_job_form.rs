@@ -1,0 +1,181 @@
+//! The create-job form end to end: a person types a job into the real
+//! console, the real server refuses what it must (a 422 lands on the field),
+//! takes the rest, and the job runs to `Completed` on the local executor.
+
+use std::time::{Duration, Instant};
+
+use jobdeck_e2e::{screenshot_path, Browser, Server};
+use serde_json::Value;
+
+/// Polls the API until the job reaches `state` (or fails the test after a
+/// minute, naming the state it is stuck in).
+fn wait_for_state(server: &Server, id: &str, state: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, job) = server.call("GET", &format!("/jobs/{id}"), &server.admin_token, None);
+        assert_eq!(status, 200, "{job}");
+        if job["status"]["state"] == state {
+            return job;
+        }
+        assert!(Instant::now() < deadline, "job {id} never reached {state}: {job}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Types into the input with `id`, then leaves it with Tab, as a person does.
+fn fill(browser: &Browser, id: &str, text: &str) {
+    let input = browser.find(&format!("#{id}"));
+    browser.clear(&input);
+    browser.type_text(&input, text);
+    browser.type_text(&input, "\u{E004}");
+}
+
+/// The current value of an input or select (its property, not the
+/// attribute it started with).
+fn value_of(browser: &Browser, id: &str) -> Option<String> {
+    let value = browser.execute("const e = document.getElementById(arguments[0]); return e ? e.value : null;", vec![Value::from(id)]);
+    value.as_str().map(String::from)
+}
+
+fn error_of(browser: &Browser, id: &str) -> String {
+    browser.text(&browser.find(&format!("#{id}-error")))
+}
+
+#[test]
+fn a_job_typed_into_the_form_runs_to_completed() {
+    let server = Server::start();
+    let browser = Browser::start();
+    browser.goto(&server.sign_in_link);
+    browser.wait_for_text("Deployments");
+    browser.click(&browser.find("a.button.primary[href='/jobs/new']"));
+    browser.wait_for_text("Resource shape");
+    // The shapes and the node groups came from the server.
+    browser.wait_until("the shapes", || (value_of(&browser, "resource-shape")? == "cpu.small").then_some(()));
+    assert!(browser.try_find("#node-groups input[value='local']").is_some());
+    browser.wait_for_text("2048 MiB (2 GiB) for cpu.small");
+
+    // A wrong name shows its rule once the field is left, and clears when
+    // fixed.
+    fill(&browser, "job-name", "Hello");
+    assert_eq!(error_of(&browser, "job-name"), "Job name must start with a lowercase letter");
+    fill(&browser, "job-name", "hello-form");
+    assert_eq!(error_of(&browser, "job-name"), "");
+
+    browser.click(&browser.find("#envs-add"));
+    fill(&browser, "envs-0-0", "GREETING");
+    fill(&browser, "envs-0-2", "hi from the form");
+    fill(&browser, "completions", "2");
+    fill(&browser, "parallelism", "3");
+    assert_eq!(error_of(&browser, "parallelism"), "Parallelism must be less than or equal to completions (2)");
+    fill(&browser, "parallelism", "2");
+    browser.screenshot(&screenshot_path("create-job-form-1280"));
+
+    // This server runs jobs as processes, so it needs a command: its 422
+    // lands on the Command field.
+    browser.click(&browser.find("button[type=submit]"));
+    browser.wait_until("the server's message on Command", || {
+        error_of(&browser, "command").contains("a command is required").then_some(())
+    });
+    let focused = browser.execute("return document.activeElement.id;", vec![]);
+    assert_eq!(focused, "command", "the focus went to the field the server named");
+    assert_eq!(value_of(&browser, "job-name").as_deref(), Some("hello-form"), "the form kept what was typed");
+
+    fill(&browser, "command", "echo \"$GREETING $JOB_COMPLETION_INDEX\"");
+    assert_eq!(error_of(&browser, "command"), "");
+    browser.click(&browser.find("button[type=submit]"));
+    browser.wait_until("the job page", || {
+        let url = browser.current_url();
+        (url.contains("/jobs/hello-form-") && !url.ends_with("/new")).then_some(url)
+    });
+    browser.wait_for_text("hello-form");
+    let url = browser.current_url();
+    let id = url.rsplit('/').next().unwrap().to_string();
+
+    let job = wait_for_state(&server, &id, "Completed");
+    assert_eq!(job["spec"]["completions"], 2);
+    assert_eq!(job["spec"]["parallelism"], 2);
+    assert_eq!(job["spec"]["resource_shape"], "cpu.small");
+    assert_eq!(job["spec"]["container"]["command"][0], "/bin/sh");
+    assert_eq!(job["spec"]["envs"][0]["value"], "hi from the form");
+    assert_eq!(job["metadata"]["created_by"], "admin");
+
+    // Each replica ran the typed command with the typed variable.
+    let (status, replicas) = server.call("GET", &format!("/jobs/{id}/replicas"), &server.admin_token, None);
+    assert_eq!(status, 200, "{replicas}");
+    let mut seen = Vec::new();
+    for replica in replicas.as_array().unwrap() {
+        let replica_id = replica["id"].as_str().unwrap();
+        let (status, log) = server.call("GET", &format!("/jobs/{id}/replicas/{replica_id}/log"), &server.admin_token, None);
+        assert_eq!(status, 200, "{log}");
+        seen.push(log.as_str().unwrap_or_default().trim().to_string());
+    }
+    seen.sort();
+    assert_eq!(seen, ["hi from the form 0", "hi from the form 1"]);
+
+    // Cloning it fills the form again.
+    browser.goto(&format!("{}/jobs/new?clone={id}", server.base_url));
+    browser.wait_for_text(&format!("Cloned from {id}"));
+    browser.wait_until("the cloned name", || {
+        (value_of(&browser, "job-name")? == "hello-form").then_some(())
+    });
+    assert_eq!(value_of(&browser, "envs-0-0").as_deref(), Some("GREETING"));
+    assert_eq!(value_of(&browser, "completions").as_deref(), Some("2"));
+}
+
+#[test]
+fn the_form_reads_well_at_phone_width_and_shares_drafts() {
+    let server = Server::start();
+    let browser = Browser::start();
+    browser.emulate_viewport(390, 844);
+    browser.goto(&server.sign_in_link);
+    browser.wait_for_text("Deployments");
+    browser.goto(&format!("{}/jobs/new", server.base_url));
+    browser.wait_for_text("Resource shape");
+    fill(&browser, "job-name", "phone-draft");
+    fill(&browser, "command", "sleep 1");
+    fill(&browser, "registry-username", "robot");
+    fill(&browser, "registry-password", "hunter2");
+    // Nothing is wider than the screen.
+    assert_eq!(browser.execute("return window.innerWidth;", vec![]), 390);
+    let overflow = browser.execute("return document.documentElement.scrollWidth - window.innerWidth;", vec![]);
+    assert!(overflow.as_i64().unwrap_or(1) <= 0, "the page scrolls sideways by {overflow} px");
+    browser.screenshot(&screenshot_path("create-job-form-390"));
+
+    // The draft link carries the form but never the password.
+    browser.click(&browser.find(".tool-buttons button:nth-child(3)"));
+    let link = browser.wait_until("the draft link", || value_of(&browser, "output-text").filter(|v| !v.is_empty()));
+    assert!(link.contains("/jobs/new#draft="), "{link}");
+    assert!(!link.contains("hunter2"), "{link}");
+    browser.goto(&link);
+    browser.wait_for_text("shared as a draft");
+    browser.wait_until("the draft's name", || {
+        (value_of(&browser, "job-name")? == "phone-draft").then_some(())
+    });
+    assert_eq!(value_of(&browser, "registry-password").as_deref(), Some(""));
+    // The password is needed again: the form says so on submit.
+    browser.click(&browser.find("button[type=submit]"));
+    browser.wait_until("the password's message", || {
+        error_of(&browser, "registry-password").contains("is required when a registry username is set").then_some(())
+    });
+    browser.screenshot(&screenshot_path("create-job-form-390-draft"));
+}
+
+#[test]
+fn the_form_follows_the_dark_theme() {
+    let server = Server::start();
+    let browser = Browser::start();
+    browser.goto(&server.sign_in_link);
+    browser.wait_for_text("Deployments");
+    browser.emulate_color_scheme("dark");
+    // Tall enough to see the whole form at once.
+    browser.emulate_viewport(1280, 4400);
+    browser.goto(&format!("{}/jobs/new", server.base_url));
+    browser.wait_for_text("2048 MiB (2 GiB) for cpu.small");
+    browser.click(&browser.find("#envs-add"));
+    fill(&browser, "envs-0-0", "LEPTON_X");
+    browser.click(&browser.find("button[type=submit]"));
+    browser.wait_for_text("problems remain");
+    let background = browser.execute("return getComputedStyle(document.body).backgroundColor;", vec![]);
+    assert_eq!(background, "rgb(15, 18, 22)", "the dark theme's background");
+    browser.screenshot(&screenshot_path("create-job-form-dark"));
+}
