@@ -13,6 +13,7 @@
 pub mod defaults;
 pub mod error;
 pub mod job;
+pub mod logs;
 pub mod resources;
 pub mod validate;
 pub mod wire;
@@ -24,6 +25,7 @@ pub use defaults::{
 };
 pub use error::{ApiError, FieldErrors};
 pub use job::*;
+pub use logs::{LogLine, LogRange, LogSearch};
 pub use resources::*;
 pub use validate::*;
 pub use wire::{from_json, JsonError};

@@ -206,6 +206,13 @@ pub struct NodeFailureEvent {
     /// Unix milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<i64>,
+    /// Extension: the node the replica ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Extension: for an OOM kill, the process the kernel killed, as
+    /// `name (pid N)`, when the kernel log names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victim: Option<String>,
 }
 
 /// One log line of an excerpt.
@@ -241,14 +248,41 @@ pub struct ReplicaFailure {
     pub exit_code: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Extension: Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// Extension: this attempt's own error class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub err_class: Option<String>,
+    /// Extension: how the attempt ended, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One attempt of the analysed run on the failure view's time axis
+/// (extension).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaSpan {
+    pub replica_id: String,
+    pub completion_index: i64,
+    pub attempt: i64,
+    pub phase: ReplicaPhase,
+    /// Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// Unix milliseconds; absent while the attempt runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The body of `GET /jobs/{id}/failure-analysis`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct FailureAnalysis {
-    /// `ERR_PROGRAM`, `ERR_OOM`, `ERR_IMAGE_PULL`, `ERR_DEADLINE`,
-    /// `ERR_QUEUE_TIMEOUT`, `ERR_INFRA`, `ERR_CONFIG`, or empty when the job
-    /// has not failed.
+    /// `ERR_PROGRAM`, `ERR_CUDA_OOM`, `ERR_OOM`, `ERR_NCCL`,
+    /// `ERR_IMAGE_PULL`, `ERR_DEADLINE`, `ERR_QUEUE_TIMEOUT`, `ERR_INFRA`,
+    /// `ERR_CONFIG`, or empty when the job has not failed.
     pub err_class: String,
     pub suggestion: String,
     #[serde(default)]
@@ -262,6 +296,13 @@ pub struct FailureAnalysis {
     /// on program error") rather than an infrastructure one.
     #[serde(default)]
     pub program_error: bool,
+    /// Extension: what happened, in one sentence ("Replica 1 ran out of GPU
+    /// memory."); empty when the job has not failed.
+    #[serde(default)]
+    pub summary: String,
+    /// Extension: every attempt of the analysed run, for a shared time axis.
+    #[serde(default)]
+    pub timeline: Vec<ReplicaSpan>,
 }
 
 /// A stored secret (`SecretItem`); `value` is write-only and never returned.

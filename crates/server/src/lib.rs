@@ -12,6 +12,7 @@ pub mod config;
 pub mod console;
 pub mod error;
 pub mod executor;
+pub mod failure;
 pub mod jobs;
 pub mod kubernetes;
 pub mod logs;

@@ -74,6 +74,12 @@ impl LogStore {
         )
     }
 
+    /// Where the failure analysis keeps what it found in an ended attempt's
+    /// log, so a large log is scanned once.
+    pub fn scan_cache_path(&self, job_id: &str, completion_index: i64, attempt: i64) -> PathBuf {
+        self.job_dir(job_id).join(format!("{completion_index}-{attempt}.scan.json"))
+    }
+
     /// Opens an attempt's log for reading; `None` when nothing was written.
     pub fn open(&self, job_id: &str, completion_index: i64, attempt: i64) -> std::io::Result<Option<LogReader>> {
         let (log, idx) = self.paths(job_id, completion_index, attempt);
@@ -96,9 +102,13 @@ impl LogStore {
 /// Appends lines to one attempt's log; used by the replica supervisor.
 pub struct LogWriter {
     log: BufWriter<File>,
-    idx: BufWriter<File>,
+    idx: File,
+    /// Index entries of lines appended since the last flush. They reach the
+    /// `.idx` file only after the log bytes they point to are written, so a
+    /// reader never sees an entry whose line is not complete (a buffered
+    /// index writer could spill entries early when its buffer fills).
+    pending_idx: Vec<u8>,
     offset: u64,
-    pending: bool,
 }
 
 impl LogWriter {
@@ -112,9 +122,9 @@ impl LogWriter {
         let offset = log.metadata()?.len();
         Ok(LogWriter {
             log: BufWriter::with_capacity(64 * 1024, log),
-            idx: BufWriter::with_capacity(8 * 1024, idx),
+            idx,
+            pending_idx: Vec::with_capacity(8 * 1024),
             offset,
-            pending: false,
         })
     }
 
@@ -144,7 +154,7 @@ impl LogWriter {
 
     fn append_piece(&mut self, stream: Stream, time: i64, piece: &str) -> std::io::Result<()> {
         let prefix = format!("{time} {} ", stream.tag() as char);
-        self.idx.write_all(&self.offset.to_le_bytes())?;
+        self.pending_idx.extend_from_slice(&self.offset.to_le_bytes());
         self.log.write_all(prefix.as_bytes())?;
         // A lone '\n' cannot be inside `piece` (lines are split on it), but a
         // caller may still pass one; keep the one-line-per-entry invariant.
@@ -152,17 +162,16 @@ impl LogWriter {
         self.log.write_all(clean.as_bytes())?;
         self.log.write_all(b"\n")?;
         self.offset += (prefix.len() + clean.len() + 1) as u64;
-        self.pending = true;
         Ok(())
     }
 
     /// Makes every appended line visible to readers: the log first, then the
     /// index that points into it.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        if self.pending {
+        if !self.pending_idx.is_empty() {
             self.log.flush()?;
-            self.idx.flush()?;
-            self.pending = false;
+            self.idx.write_all(&self.pending_idx)?;
+            self.pending_idx.clear();
         }
         Ok(())
     }
@@ -223,6 +232,83 @@ impl LogReader {
             .collect())
     }
 
+    /// The size of the `.log` file in bytes.
+    pub fn byte_len(&self) -> std::io::Result<u64> {
+        Ok(self.log.metadata()?.len())
+    }
+
+    /// The byte offset where line `number` (1-based, indexed) starts.
+    fn offset_of(&self, number: u64) -> std::io::Result<u64> {
+        let mut idx = File::open(&self.idx_path)?;
+        idx.seek(SeekFrom::Start((number - 1) * 8))?;
+        let mut entry = [0u8; 8];
+        idx.read_exact(&mut entry)?;
+        Ok(u64::from_le_bytes(entry))
+    }
+
+    /// Calls `visit(number, time, stream, text)` for every indexed line from
+    /// `from` on, in order, until it answers `Break`. Reads the file front to
+    /// back in large blocks, so visiting a million lines is one sequential
+    /// read. `text` is the stored line (valid UTF-8, see [`LogWriter`]).
+    /// Returns how many lines the log held when the visit began.
+    pub fn visit(
+        &mut self,
+        from: u64,
+        mut visit: impl FnMut(u64, i64, Stream, &[u8]) -> std::ops::ControlFlow<()>,
+    ) -> std::io::Result<u64> {
+        const BLOCK: usize = 1 << 20;
+        let count = self.line_count()?;
+        let from = from.max(1);
+        if from > count {
+            return Ok(count);
+        }
+        self.log.seek(SeekFrom::Start(self.offset_of(from)?))?;
+        let mut buffer: Vec<u8> = Vec::with_capacity(2 * BLOCK);
+        let mut number = from;
+        loop {
+            let filled = buffer.len();
+            buffer.resize(filled + BLOCK, 0);
+            let n = self.log.read(&mut buffer[filled..])?;
+            buffer.truncate(filled + n);
+            if n == 0 {
+                return Ok(count);
+            }
+            let mut start = 0;
+            for newline in memchr::memchr_iter(b'\n', &buffer[filled..]) {
+                let end = filled + newline;
+                if let Some((time, stream, text)) = split_stored(&buffer[start..end]) {
+                    if visit(number, time, stream, text).is_break() {
+                        return Ok(count);
+                    }
+                }
+                start = end + 1;
+                number += 1;
+                if number > count {
+                    return Ok(count);
+                }
+            }
+            buffer.drain(..start);
+        }
+    }
+
+    /// The numbers of the lines whose text `pattern` matches, at most
+    /// `limit` of them; the flag says whether more lines matched.
+    pub fn search(&mut self, pattern: &regex::bytes::Regex, limit: usize) -> std::io::Result<(u64, Vec<u64>, bool)> {
+        let mut matches = Vec::new();
+        let mut truncated = false;
+        let total = self.visit(1, |number, _, _, text| {
+            if pattern.is_match(text) {
+                if matches.len() == limit {
+                    truncated = true;
+                    return std::ops::ControlFlow::Break(());
+                }
+                matches.push(number);
+            }
+            std::ops::ControlFlow::Continue(())
+        })?;
+        Ok((total, matches, truncated))
+    }
+
     /// Reads stored bytes from `offset` on, at most `max` of them, cut after
     /// the last complete line. Returns the lines and the offset to continue
     /// from; used to stream a log (and to follow it as it grows).
@@ -246,6 +332,18 @@ impl LogReader {
             .collect();
         Ok((lines, offset + bytes.len() as u64))
     }
+}
+
+/// Splits a stored line `<unix ms> <o|e> <text>` into its parts.
+fn split_stored(raw: &[u8]) -> Option<(i64, Stream, &[u8])> {
+    let space = memchr::memchr(b' ', raw)?;
+    let time = std::str::from_utf8(&raw[..space]).ok()?.parse().ok()?;
+    let stream = match raw.get(space + 1)? {
+        b'o' => Stream::Stdout,
+        b'e' => Stream::Stderr,
+        _ => return None,
+    };
+    Some((time, stream, raw.get(space + 3..).unwrap_or(b"")))
 }
 
 fn parse_line(number: u64, raw: &str) -> Option<LogLine> {
@@ -386,6 +484,76 @@ mod tests {
         splitter.feed(b"c\n\nd", |l| out.push(String::from_utf8_lossy(l).into()));
         splitter.finish(|l| out.push(String::from_utf8_lossy(l).into()));
         assert_eq!(out, ["a", "bc", "", "d"]);
+    }
+
+    #[test]
+    fn visiting_reads_every_indexed_line_across_blocks() {
+        let (_dir, store) = store();
+        let (log, idx) = store.paths("job-1", 0, 0);
+        let mut writer = LogWriter::create(&log, &idx).unwrap();
+        // Enough lines to cross several 1 MiB read blocks.
+        for i in 1..=40_000u64 {
+            let stream = if i % 7 == 0 { Stream::Stderr } else { Stream::Stdout };
+            writer.append(stream, i as i64, format!("line {i} {}", "x".repeat((i % 90) as usize)).as_bytes()).unwrap();
+        }
+        writer.flush().unwrap();
+        drop(writer);
+        // An unindexed half line at the end, as a writer caught mid-write leaves.
+        std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(b"99 o partial").unwrap();
+        let mut reader = store.open("job-1", 0, 0).unwrap().unwrap();
+        let mut seen = 0u64;
+        let total = reader
+            .visit(5, |number, time, stream, text| {
+                assert_eq!(time, number as i64);
+                assert_eq!(stream == Stream::Stderr, number % 7 == 0);
+                assert!(text.starts_with(format!("line {number} ").as_bytes()));
+                seen += 1;
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!((total, seen), (40_000, 39_996));
+        let mut first = Vec::new();
+        reader
+            .visit(1, |number, _, _, _| {
+                first.push(number);
+                if number == 3 { std::ops::ControlFlow::Break(()) } else { std::ops::ControlFlow::Continue(()) }
+            })
+            .unwrap();
+        assert_eq!(first, [1, 2, 3]);
+        assert_eq!(reader.visit(40_001, |_, _, _, _| panic!("no line is past the end")).unwrap(), 40_000);
+    }
+
+    #[test]
+    fn searching_finds_line_numbers_and_stops_at_the_limit() {
+        let (_dir, store) = store();
+        write(&store, &[(Stream::Stdout, "alpha"), (Stream::Stdout, "Beta"), (Stream::Stderr, "beta gamma"), (Stream::Stdout, "1003 o beta")]);
+        let mut reader = store.open("job-1", 0, 0).unwrap().unwrap();
+        let exact = regex::bytes::Regex::new("beta").unwrap();
+        assert_eq!(reader.search(&exact, 10).unwrap(), (4, vec![3, 4], false));
+        let any_case = regex::bytes::RegexBuilder::new("beta").case_insensitive(true).build().unwrap();
+        assert_eq!(reader.search(&any_case, 2).unwrap(), (4, vec![2, 3], true));
+        // Patterns see the text only, not the stored time and stream.
+        let anchored = regex::bytes::Regex::new("^b").unwrap();
+        assert_eq!(reader.search(&anchored, 10).unwrap().1, vec![3]);
+    }
+
+    #[test]
+    fn the_index_never_points_past_the_log() {
+        // Many short lines between flushes: the index must not get ahead of
+        // the log even when more entries pile up than a buffer holds.
+        let (_dir, store) = store();
+        let (log, idx) = store.paths("job-1", 0, 0);
+        let mut writer = LogWriter::create(&log, &idx).unwrap();
+        for i in 0..5_000 {
+            writer.append(Stream::Stdout, i, b"y").unwrap();
+            let mut reader = store.open("job-1", 0, 0).unwrap().unwrap();
+            let count = reader.line_count().unwrap();
+            if count > 0 {
+                assert_eq!(reader.lines(count, count).unwrap().len(), 1);
+            }
+        }
+        writer.flush().unwrap();
+        assert_eq!(store.open("job-1", 0, 0).unwrap().unwrap().line_count().unwrap(), 5_000);
     }
 
     #[test]

@@ -59,8 +59,10 @@ pub const REDACTED: &str = "<redacted: write-only>";
 /// container is the program's own failure. 137 (SIGKILL) and 143 (SIGTERM)
 /// are excluded because the kubelet sends them, not the program: on an OOM
 /// kill (its own class, `ERR_OOM`), an eviction, a preemption or a stop. The
-/// list keeps 0 because the `NotIn` operator would otherwise match it.
-pub const NOT_PROGRAM_ERROR_EXIT_CODES: [i32; 3] = [0, 137, 143];
+/// list keeps 0 because the `NotIn` operator would otherwise match it. The
+/// list is the shared classifier's (`crate::failure`), so both executors
+/// draw the line between program and infrastructure in the same place.
+pub use crate::failure::NOT_PROGRAM_ERROR_EXIT_CODES;
 
 /// Where the values of secret references come from.
 #[derive(Debug, Clone, Copy)]

@@ -39,29 +39,9 @@ pub enum WaitKind {
     InProgress,
 }
 
-/// The failure classes of design §7.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureClass {
-    Program,
-    Oom,
-    ImagePull,
-    Deadline,
-    Infra,
-    Config,
-}
-
-impl FailureClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureClass::Program => "ERR_PROGRAM",
-            FailureClass::Oom => "ERR_OOM",
-            FailureClass::ImagePull => "ERR_IMAGE_PULL",
-            FailureClass::Deadline => "ERR_DEADLINE",
-            FailureClass::Infra => "ERR_INFRA",
-            FailureClass::Config => "ERR_CONFIG",
-        }
-    }
-}
+/// The failure classes of design §7, shared with the local executor and the
+/// failure analysis.
+pub use crate::failure::FailureClass;
 
 /// One pod of a Job seen as a replica attempt.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,16 +74,17 @@ impl PodAttempt {
     /// The failure class of an attempt that failed or cannot start.
     pub fn failure_class(&self) -> Option<FailureClass> {
         match self.phase {
-            ReplicaPhase::Failed => Some(match self.reason.as_deref() {
-                Some("OOMKilled") => FailureClass::Oom,
-                Some("DeadlineExceeded") => FailureClass::Deadline,
-                Some("Evicted" | "Preempted" | "NodeLost" | "Lost" | "Stopped") => FailureClass::Infra,
-                Some("ContainerCannotRun" | "StartError") => FailureClass::Config,
-                _ => match self.exit_code {
-                    Some(code) if is_program_exit_code(code) => FailureClass::Program,
-                    _ => FailureClass::Infra,
+            // The shared classifier, from the pod's termination state. The
+            // pod log is not consulted here: Kubernetes' own pod failure
+            // policy has already acted on the exit code alone.
+            ReplicaPhase::Failed => Some(crate::failure::classify(
+                &crate::failure::AttemptEnd {
+                    reason: self.reason.as_deref(),
+                    exit_code: self.exit_code,
+                    signal: self.signal,
                 },
-            }),
+                None,
+            )),
             ReplicaPhase::Pending => match self.wait {
                 Some(WaitKind::ImagePull) => Some(FailureClass::ImagePull),
                 Some(WaitKind::Config) => Some(FailureClass::Config),
@@ -117,7 +98,7 @@ impl PodAttempt {
 /// Whether an exit code is the program's own failure: non-zero and not one
 /// of the signals the kubelet sends (see `NOT_PROGRAM_ERROR_EXIT_CODES`).
 pub fn is_program_exit_code(code: i32) -> bool {
-    !super::mapping::NOT_PROGRAM_ERROR_EXIT_CODES.contains(&code)
+    crate::failure::is_program_exit(Some(code), None)
 }
 
 fn millis(time: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
@@ -396,7 +377,7 @@ pub fn run_failure(reason: &str, message: &str, attempts: &[PodAttempt]) -> RunF
         reason,
         message,
         class,
-        program_error: class == FailureClass::Program,
+        program_error: class.is_program_error(),
     }
 }
 
@@ -421,7 +402,7 @@ pub fn stuck_failure(attempt: &PodAttempt) -> Option<RunFailure> {
             .map(|i| i.message.clone())
             .unwrap_or_default(),
         class,
-        program_error: false,
+        program_error: class.is_program_error(),
     })
 }
 

@@ -163,6 +163,53 @@ pub fn oom_kills(spec: &CgroupSpec) -> u64 {
         .unwrap_or(0)
 }
 
+/// The process the kernel OOM-killed in this group, as `name (pid N)`, read
+/// from the kernel log (`oom-kill:… task_memcg=<group>,task=<name>,pid=<n>`).
+/// `None` when the kernel log cannot be read here (it needs CAP_SYSLOG or
+/// `kernel.dmesg_restrict = 0`) or does not name the group; the most recent
+/// kill wins.
+pub fn oom_victim(spec: &CgroupSpec) -> Option<String> {
+    let name = spec.dir.file_name()?.to_str()?;
+    oom_victim_in(&kernel_log()?, name)
+}
+
+/// Finds the victim of the newest OOM kill in group `group` (the last path
+/// component of its cgroup) in kernel log text.
+pub fn oom_victim_in(kernel_log: &str, group: &str) -> Option<String> {
+    let marker = format!("/{group},");
+    kernel_log.lines().rev().find_map(|line| {
+        let at = line.find("oom-kill:")?;
+        let fields = &line[at..];
+        let memcg = fields.split(',').find_map(|f| f.strip_prefix("task_memcg="))?;
+        if !format!("{memcg},").ends_with(&marker) {
+            return None;
+        }
+        let task = fields.split(',').find_map(|f| f.strip_prefix("task="))?;
+        let pid = fields.split(',').find_map(|f| f.strip_prefix("pid="))?;
+        Some(format!("{task} (pid {pid})"))
+    })
+}
+
+/// The kernel's message buffer (what `dmesg` prints), if this process may
+/// read it.
+fn kernel_log() -> Option<String> {
+    const SYSLOG_ACTION_READ_ALL: libc::c_int = 3;
+    const SYSLOG_ACTION_SIZE_BUFFER: libc::c_int = 10;
+    // SAFETY: klogctl with a null buffer and length 0 only returns a size.
+    let size = unsafe { libc::klogctl(SYSLOG_ACTION_SIZE_BUFFER, std::ptr::null_mut(), 0) };
+    if size <= 0 {
+        return None;
+    }
+    let mut buffer = vec![0u8; size as usize];
+    // SAFETY: the buffer is valid for `size` bytes.
+    let read = unsafe { libc::klogctl(SYSLOG_ACTION_READ_ALL, buffer.as_mut_ptr() as *mut libc::c_char, size) };
+    if read <= 0 {
+        return None;
+    }
+    buffer.truncate(read as usize);
+    Some(String::from_utf8_lossy(&buffer).into_owned())
+}
+
 /// Kills whatever is still in the group and removes it.
 pub fn remove(spec: &CgroupSpec) {
     for _ in 0..50 {
@@ -192,6 +239,17 @@ mod tests {
         assert_eq!(own_cgroup(text, 2).as_deref(), Some("/user.slice/s"));
         assert_eq!(own_cgroup(text, 1).as_deref(), Some("/process_api/abc"));
         assert_eq!(own_cgroup("0::/\n", 1), None);
+    }
+
+    #[test]
+    fn the_oom_victim_is_found_by_its_group() {
+        let log = "<6>[ 6829.3] [   4695]     0  4695    25576 awk\n\
+<4>[ 6829.31] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/p/jobdeck/jd1-a-0-0,task_memcg=/p/jobdeck/jd1-a-0-0,task=awk,pid=4695,uid=0\n\
+<3>[ 6829.32] Memory cgroup out of memory: Killed process 4695 (awk) total-vm:102304kB\n\
+<4>[ 6830.00] oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg=/p/jobdeck/jd1-a-0-10,task_memcg=/p/jobdeck/jd1-a-0-10,task=python3,pid=77,uid=0\n";
+        assert_eq!(oom_victim_in(log, "jd1-a-0-0").as_deref(), Some("awk (pid 4695)"));
+        assert_eq!(oom_victim_in(log, "jd1-a-0-10").as_deref(), Some("python3 (pid 77)"));
+        assert_eq!(oom_victim_in(log, "jd1-a-0-1"), None);
     }
 
     #[test]

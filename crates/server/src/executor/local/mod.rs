@@ -355,11 +355,16 @@ impl Controller {
         // The previous server may have been failing this run when it died:
         // the stored failures decide again, so no index restarts that the
         // limits have already given up on.
-        let program_error = rows.iter().any(|r| {
-            r.run == self.launch.run
-                && r.is_finished()
-                && matches!(r.reason.as_deref(), Some("Error" | "StartError"))
-        });
+        let mut program_error = false;
+        for row in rows.iter().filter(|r| r.run == self.launch.run && r.is_finished() && counts_as_failure(r)) {
+            let finding = self.first_error(row.completion_index, row.attempt).await;
+            let end = crate::failure::AttemptEnd {
+                reason: row.reason.as_deref(),
+                exit_code: row.exit_code.map(|c| c as i32),
+                signal: row.signal.map(|s| s as i32),
+            };
+            program_error |= crate::failure::classify(&end, finding).is_program_error();
+        }
         let limits = self.limits();
         let worst_index = self.failures_by_index.values().copied().max().unwrap_or(0);
         let ending = if program_error && limits.disable_retry_on_program_error {
@@ -595,10 +600,38 @@ impl Controller {
         });
     }
 
+    /// The kind of the first error in an ended attempt's log, by the
+    /// failure analysis's own scanner (its answer is cached for the
+    /// analysis). Scanning a large log takes a moment, so it runs on the
+    /// blocking pool.
+    async fn first_error(&self, index: i64, attempt: i64) -> Option<crate::failure::FindingKind> {
+        if !self.launch.log_collection {
+            return None;
+        }
+        let logs = self.shared.host.logs().clone();
+        let job = self.launch.job_id.clone();
+        let scan = tokio::task::spawn_blocking(move || crate::failure::scan::first_error(&logs, &job, index, attempt, true));
+        match scan.await {
+            Ok(Ok(finding)) => finding.map(|f| f.kind),
+            Ok(Err(e)) => {
+                tracing::warn!(job = %self.launch.job_id, index, attempt, error = %e, "cannot scan the log for errors");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
     async fn on_ended(&mut self, index: i64, attempt: i64, record: ExitRecord) {
         let Some(running) = self.running.remove(&(index, attempt)) else { return };
         self.free_slots.push(running.slot);
-        let verdict = classify(&record, self.ending.as_ref().map(Ending::reason));
+        let ending = self.ending.as_ref().map(Ending::reason).map(str::to_string);
+        let mut verdict = classify(&record, ending.as_deref(), None);
+        // A failure's class also depends on the first error in its log (an
+        // NCCL failure behind exit code 1 is not the program's fault).
+        if verdict.counts_as_failure {
+            let finding = self.first_error(index, attempt).await;
+            verdict = classify(&record, ending.as_deref(), finding);
+        }
         let replica = self.replica_id(index, attempt);
         let mut observation = self.observation(index, attempt, running.slot);
         observation.phase = verdict.phase;

@@ -4,11 +4,7 @@
 use jobdeck_api::ReplicaPhase;
 
 use super::supervisor::ExitRecord;
-
-/// Signals a program raises against itself when it crashes; an attempt
-/// ended by one of them failed because of the program. Every other signal
-/// (SIGKILL, SIGTERM, …) came from outside.
-const CRASH_SIGNALS: [i32; 6] = [libc::SIGSEGV, libc::SIGABRT, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGSYS];
+use crate::failure::{AttemptEnd, FailureClass, FindingKind};
 
 /// How an attempt ended, in the replica's terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +17,8 @@ pub struct Verdict {
     /// Counts against the backoff limits.
     pub counts_as_failure: bool,
     /// The user's program is at fault (drives "disable retry on program
-    /// error"), as opposed to the infrastructure.
+    /// error"), as opposed to the infrastructure: the shared classifier's
+    /// verdict ([`crate::failure::classify`]).
     pub program_error: bool,
 }
 
@@ -45,8 +42,15 @@ fn signal_name(signal: i32) -> String {
 }
 
 /// Classifies an ended attempt. `ending` is the reason the run is ending
-/// for (a stop, or another replica's failure), if it is.
-pub fn classify(record: &ExitRecord, ending: Option<&str>) -> Verdict {
+/// for (a stop, or another replica's failure), if it is; `finding` is the
+/// first error in the attempt's log, if one was found.
+pub fn classify(record: &ExitRecord, ending: Option<&str>, finding: Option<FindingKind>) -> Verdict {
+    let class = |reason: &str| {
+        crate::failure::classify(
+            &AttemptEnd { reason: Some(reason), exit_code: record.exit_code, signal: record.signal },
+            finding,
+        )
+    };
     let verdict = |phase, reason: &str, message: String, counts, program| Verdict {
         phase,
         reason: reason.to_string(),
@@ -75,7 +79,7 @@ pub fn classify(record: &ExitRecord, ending: Option<&str>) -> Verdict {
         return verdict(ReplicaPhase::Failed, reason, format!("stopped ({reason}); the command {how}"), false, false);
     }
     if let Some(error) = &record.start_error {
-        return verdict(ReplicaPhase::Failed, "StartError", error.clone(), true, true);
+        return verdict(ReplicaPhase::Failed, "StartError", error.clone(), true, class("StartError").is_program_error());
     }
     if record.lost {
         return verdict(
@@ -83,32 +87,36 @@ pub fn classify(record: &ExitRecord, ending: Option<&str>) -> Verdict {
             "Lost",
             "the replica's supervisor ended without reporting how the command ended".into(),
             true,
-            false,
+            class("Lost").is_program_error(),
         );
     }
     if record.oom_killed {
+        let victim = match &record.oom_victim {
+            Some(victim) => format!("; the kernel killed {victim}"),
+            None => String::new(),
+        };
         return verdict(
             ReplicaPhase::Failed,
             "OOMKilled",
-            "the replica used more memory than its shape allows and was killed".into(),
+            format!("the replica used more memory than its shape allows and was killed{victim}"),
             true,
-            false,
+            class("OOMKilled").is_program_error(),
         );
     }
-    match (record.exit_code, record.signal) {
-        (_, Some(signal)) => {
-            let program = CRASH_SIGNALS.contains(&signal);
-            verdict(
-                ReplicaPhase::Failed,
-                "Signaled",
-                format!("the command was ended by {}", signal_name(signal)),
-                true,
-                program,
-            )
-        }
-        (Some(code), None) => verdict(ReplicaPhase::Failed, "Error", format!("the command exited with code {code}"), true, true),
-        (None, None) => verdict(ReplicaPhase::Failed, "Lost", "the command ended without an exit status".into(), true, false),
-    }
+    let (reason, message) = match (record.exit_code, record.signal) {
+        (_, Some(signal)) => ("Signaled", format!("the command was ended by {}", signal_name(signal))),
+        (Some(code), None) => ("Error", format!("the command exited with code {code}")),
+        (None, None) => ("Lost", "the command ended without an exit status".into()),
+    };
+    let class = class(reason);
+    // Say what the log showed when it changes the verdict's meaning (an
+    // NCCL failure behind an exit code of 1 is not the program's fault).
+    let message = match finding {
+        Some(kind) if class != FailureClass::Program => format!("{message} ({})", kind.label()),
+        Some(FindingKind::CudaOom) => format!("{message} ({})", FindingKind::CudaOom.label()),
+        _ => message,
+    };
+    verdict(ReplicaPhase::Failed, reason, message, true, class.is_program_error())
 }
 
 /// The limits that decide whether a failed attempt is retried.
@@ -197,20 +205,44 @@ mod tests {
             (not_started, None, ReplicaPhase::Failed, "NotStarted", false, false),
         ];
         for (record, ending, phase, reason, counts, program) in cases {
-            let v = classify(&record, ending);
+            let v = classify(&record, ending, None);
             assert_eq!(
                 (v.phase, v.reason.as_str(), v.counts_as_failure, v.program_error),
                 (phase, reason, counts, program),
                 "{record:?} ending {ending:?}"
             );
         }
-        assert_eq!(classify(&stopped, Some("Stopped")).message, "stopped (Stopped); the command ended by SIGTERM");
+        assert_eq!(classify(&stopped, Some("Stopped"), None).message, "stopped (Stopped); the command ended by SIGTERM");
+    }
+
+    #[test]
+    fn the_log_decides_whether_an_exit_is_the_programs_fault() {
+        let exit1 = record(Some(1), None);
+        // (record, first error in the log, program error, message)
+        let cases: Vec<(ExitRecord, Option<FindingKind>, bool, &str)> = vec![
+            (exit1.clone(), None, true, "the command exited with code 1"),
+            (exit1.clone(), Some(FindingKind::PythonTraceback), true, "the command exited with code 1"),
+            (exit1.clone(), Some(FindingKind::CudaOom), true, "the command exited with code 1 (CUDA out of memory)"),
+            (exit1.clone(), Some(FindingKind::Nccl), false, "the command exited with code 1 (NCCL error)"),
+            (exit1, Some(FindingKind::ImagePull), false, "the command exited with code 1 (Image pull failure)"),
+            (record(Some(137), None), None, false, "the command exited with code 137"),
+            (
+                ExitRecord { oom_killed: true, oom_victim: Some("python3 (pid 42)".into()), ..record(None, Some(9)) },
+                None,
+                false,
+                "the replica used more memory than its shape allows and was killed; the kernel killed python3 (pid 42)",
+            ),
+        ];
+        for (record, finding, program, message) in cases {
+            let v = classify(&record, None, finding);
+            assert_eq!((v.program_error, v.message.as_str()), (program, message), "{record:?} {finding:?}");
+        }
     }
 
     #[test]
     fn retries_follow_the_limits() {
-        let program = classify(&record(Some(1), None), None);
-        let infra = classify(&record(None, Some(libc::SIGKILL)), None);
+        let program = classify(&record(Some(1), None), None, None);
+        let infra = classify(&record(None, Some(libc::SIGKILL)), None, None);
         let limits = |backoff, per_index, disable| RetryLimits {
             backoff_limit: backoff,
             max_failure_retry: per_index,

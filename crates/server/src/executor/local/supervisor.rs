@@ -73,6 +73,10 @@ pub struct ExitRecord {
     /// The kernel OOM-killed a process of the replica.
     #[serde(default)]
     pub oom_killed: bool,
+    /// The process the kernel killed, as `name (pid N)`, when the kernel
+    /// log could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_victim: Option<String>,
     /// The command could not be started; why.
     #[serde(default)]
     pub start_error: Option<String>,
@@ -341,6 +345,8 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
         let _ = log.lock().unwrap_or_else(|p| p.into_inner()).flush();
     }
     let oom = cgroup.as_ref().map(cgroup::oom_kills).unwrap_or(0) > 0;
+    let oom_victim = cgroup.as_ref().filter(|_| oom).and_then(cgroup::oom_victim);
+    let limit_mib = cgroup.as_ref().map(|g| g.memory_bytes >> 20);
     if let Some(group) = &cgroup {
         cgroup::remove(group);
     }
@@ -351,6 +357,7 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
         exit_code: status.code(),
         signal: status.signal(),
         oom_killed: oom && !status.success(),
+        oom_victim,
         start_error: None,
         lost: false,
         not_started: false,
@@ -359,7 +366,13 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
         ended_at,
     };
     if record.oom_killed {
-        note(&log, "the replica was killed because it used more memory than its shape allows (OOM)");
+        // The failure analysis finds this line (and its victim) in the log.
+        let limit = limit_mib.map(|m| format!(" of {m} MiB")).unwrap_or_default();
+        let victim = match &record.oom_victim {
+            Some(victim) => format!("; the kernel killed {victim}"),
+            None => String::new(),
+        };
+        note(&log, &format!("the replica was killed because it used more memory than its shape allows{limit} (OOM){victim}"));
     }
     record
 }
