@@ -13,7 +13,9 @@ pub mod console;
 pub mod error;
 pub mod executor;
 pub mod failure;
+pub mod failure_analysis;
 pub mod jobs;
+pub mod log_api;
 pub mod kubernetes;
 pub mod logs;
 pub mod openapi;
@@ -78,6 +80,7 @@ pub fn app(state: AppState) -> Router {
         .merge(cluster::routes())
         .merge(jobs::routes())
         .merge(replicas::routes())
+        .merge(failure_analysis::routes())
         .merge(secrets::routes())
         .merge(openapi::routes())
         .fallback(error::api_route_not_found)

@@ -1,5 +1,6 @@
 //! A job's replicas, events and logs: `/jobs/{id}/replicas`,
-//! `/jobs/{id}/events` and `/jobs/{id}/replicas/{replica}/log`.
+//! `/jobs/{id}/events` and `/jobs/{id}/replicas/{replica}/log` (its ranges,
+//! search and download are answered by `log_api`).
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use crate::auth::CurrentUser;
 use crate::error::{AppError, AppResult};
 use crate::executor::{parse_replica_id, replica_id};
 use crate::jobs::{query_pairs, stored_spec, visible_job};
+use crate::log_api::{self, LogRequest};
 use crate::logs::LogStore;
 use crate::store::{JobRow, ReplicaRow, Store};
 use crate::AppState;
@@ -262,20 +264,7 @@ async fn replica_log(
     Path((id, replica)): Path<(String, String)>,
     RawQuery(raw): RawQuery,
 ) -> AppResult<Response> {
-    let mut follow = false;
-    let mut timestamps = false;
-    for (key, value) in query_pairs(raw.as_deref()) {
-        let flag = || match value.as_str() {
-            "true" | "1" => Ok(true),
-            "false" | "0" | "" => Ok(false),
-            other => Err(AppError::BadRequest(format!("{key} must be true or false, not '{other}'"))),
-        };
-        match key.as_str() {
-            "follow" => follow = flag()?,
-            "timestamps" => timestamps = flag()?,
-            _ => {}
-        }
-    }
+    let request = LogRequest::parse(&query_pairs(raw.as_deref()))?;
     let job = visible_job(&state, &user, &id).await?;
     let not_found = || AppError::NotFound(format!("replica '{replica}' of job '{id}' not found"));
     let (index, attempt) = parse_replica_id(&id, &replica).ok_or_else(not_found)?;
@@ -298,6 +287,17 @@ async fn replica_log(
             format!("job '{id}' does not collect logs (spec.log.enable_collection is false)"),
         ));
     }
+    let (follow, timestamps, download) = match request {
+        LogRequest::Text { follow, timestamps, download } => (follow, timestamps, download),
+        LogRequest::Range { from, to, wait } => {
+            let at = log_api::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
+            return log_api::range(at, from, to, wait).await;
+        }
+        LogRequest::Search { text, regex, ignore_case, limit } => {
+            let at = log_api::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
+            return log_api::search(at, text, regex, ignore_case, limit).await;
+        }
+    };
     let tail = Tail {
         store: state.store.clone(),
         logs: state.logs.clone(),
@@ -321,5 +321,8 @@ async fn replica_log(
     // that ends while it waits, cut the end of the stream in our tests with
     // `requests`; an explicit identity encoding makes it leave logs alone.
     headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
+    if download {
+        headers.insert(header::CONTENT_DISPOSITION, log_api::attachment(&replica));
+    }
     Ok(response)
 }

@@ -75,7 +75,7 @@ pub const MAX_TEXT: usize = 500;
 const PATTERNS: &[(FindingKind, &str)] = &[
     (FindingKind::CudaOom, r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|RESOURCE_EXHAUSTED: Out of memory"),
     (FindingKind::Nccl, r"NCCL error|NCCL Error|nccl(System|Internal|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error|Watchdog caught collective operation timeout|NCCL communicator was aborted|NCCL timeout|DistBackendError"),
-    (FindingKind::HostOom, r"Killed process \d+ \(|Out of memory: Kill|oom-kill:|^MemoryError\b|^\w+(\.\w+)*\.MemoryError\b|std::bad_alloc|memory allocation of \d+ bytes failed|jobdeck: the replica was killed because it used more memory"),
+    (FindingKind::HostOom, r"Killed process \d+ \(|Out of memory: Kill|oom-kill:|^MemoryError\b|^\w+(\.\w+)*\.MemoryError\b|std::bad_alloc|memory allocation of \d+ bytes failed|jobdeck: the replica was killed \(OOM\)"),
     (FindingKind::CommandNotFound, r"(?i:: command not found)$|^(\S*sh|bash|dash|zsh): (line )?\d+: .*: not found$|executable file not found in \$PATH|jobdeck: cannot start '.*': No such file or directory|can't open file .*No such file or directory|exec format error|: Permission denied$"),
     (FindingKind::ImagePull, r"pull access denied|manifest unknown|manifest for \S+ not found|repository does not exist|ErrImagePull|ImagePullBackOff|failed to resolve reference|Error: (initializing source|reading manifest|unable to pull)|unable to pull image|toomanyrequests: |Error response from daemon: (Get|Head) "),
     (FindingKind::Crash, r"Segmentation fault|core dumped|Fatal Python error|^thread '.*' panicked at|panicked at |terminate called after throwing|Bus error|Illegal instruction|Floating point exception|\*\*\* stack smashing detected|double free or corruption"),
@@ -324,7 +324,7 @@ mod tests {
             ("node-1:77:77 [0] NCCL WARN Could not find real path of /sys/class/net/eth0", None),
             ("[ 6829.311862] Memory cgroup out of memory: Killed process 4695 (awk) total-vm:102304kB", Some(HostOom)),
             ("MemoryError", Some(HostOom)),
-            ("jobdeck: the replica was killed because it used more memory than its shape allows (OOM)", Some(HostOom)),
+            ("jobdeck: the replica was killed (OOM): it used more memory than the 64 MiB its shape allows; the kernel killed python3 (pid 9)", Some(HostOom)),
             ("/bin/sh: 1: trian.py: not found", Some(CommandNotFound)),
             ("bash: line 1: pythn: command not found", Some(CommandNotFound)),
             ("python3: can't open file '/work/train.py': [Errno 2] No such file or directory", Some(CommandNotFound)),

@@ -367,12 +367,12 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     };
     if record.oom_killed {
         // The failure analysis finds this line (and its victim) in the log.
-        let limit = limit_mib.map(|m| format!(" of {m} MiB")).unwrap_or_default();
+        let limit = limit_mib.map(|m| format!("the {m} MiB")).unwrap_or_else(|| "what".into());
         let victim = match &record.oom_victim {
             Some(victim) => format!("; the kernel killed {victim}"),
             None => String::new(),
         };
-        note(&log, &format!("the replica was killed because it used more memory than its shape allows{limit} (OOM){victim}"));
+        note(&log, &format!("the replica was killed (OOM): it used more memory than {limit} its shape allows{victim}"));
     }
     record
 }

@@ -1,0 +1,54 @@
+//! `GET /jobs/{id}/failure-analysis`: why a job failed and what to do about
+//! it (design §7). The analysis itself is `failure::analysis`.
+
+use axum::extract::{Path, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use jobdeck_api::FailureAnalysis;
+
+use crate::auth::CurrentUser;
+use crate::error::{AppError, AppResult};
+use crate::failure::analysis::{analyse, JobFacts};
+use crate::jobs::{stored_spec, visible_job};
+use crate::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/jobs/{id}/failure-analysis", get(failure_analysis))
+}
+
+async fn failure_analysis(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> AppResult<Json<FailureAnalysis>> {
+    let job = visible_job(&state, &user, &id).await?;
+    let spec = stored_spec(&job)?;
+    let shape = match spec.resource_shape.as_deref() {
+        Some(name) => state.config.shape(name),
+        None => state.config.shapes.first(),
+    };
+    let facts = JobFacts {
+        job_id: job.id.clone(),
+        state: job.runtime.state.clone(),
+        reason: job.runtime.reason.clone(),
+        message: job.runtime.message.clone(),
+        run: job.runtime.run,
+        shape_name: shape.map(|s| s.name.clone()).unwrap_or_default(),
+        memory_mb: shape.map(|s| s.memory_mb).unwrap_or(0),
+        gpus: shape.map(|s| s.gpus).unwrap_or(0),
+        accelerator_memory_mb: shape.and_then(|s| s.accelerator_memory_mb),
+        image: spec.container.image_reference(),
+        active_deadline_seconds: spec.active_deadline_seconds(),
+        max_queued_duration_seconds: spec.max_queued_duration_seconds(),
+        disable_retry_on_program_error: spec.disable_retry_on_program_error(),
+        log_collection: spec.log_collection(state.config.log_collection_default),
+    };
+    let replicas = state.store.replicas_of(id.clone()).await?;
+    let events = state.store.events_of(id).await?;
+    let logs = state.logs.clone();
+    // Scanning logs reads files: off the async workers.
+    let analysis = tokio::task::spawn_blocking(move || analyse(&facts, &replicas, &events, &logs))
+        .await
+        .map_err(AppError::internal)?;
+    Ok(Json(analysis))
+}
