@@ -148,8 +148,32 @@ fn clip(text: &str) -> String {
 /// An open Python traceback: from its header until its exception line.
 struct OpenTraceback {
     header: u64,
+    /// Whether it is on standard error; lines of the other stream that the
+    /// reader interleaved into it are not part of it.
+    stderr: bool,
     /// The kind the lines inside it suggest (an NCCL frame, …).
     hint: Option<FindingKind>,
+    /// The last line that belonged to it.
+    last: u64,
+    /// Lines since then that did not (output of other processes).
+    strays: u32,
+}
+
+/// Unrelated lines a traceback may be interrupted by before it is taken as
+/// cut off at its last line.
+const MAX_STRAYS: u32 = 200;
+
+/// Whether a line reads as a Python exception line: a dotted name, then
+/// nothing or `: message` (`KeyError: 'lr'`, `torch.OutOfMemoryError: …`,
+/// `KeyboardInterrupt`).
+fn is_exception_line(text: &str) -> bool {
+    let name_end = text.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).unwrap_or(text.len());
+    let name = &text[..name_end];
+    let rest = &text[name_end..];
+    !name.is_empty()
+        && name.starts_with(|c: char| c.is_alphabetic() || c == '_')
+        && !name.ends_with('.')
+        && (rest.is_empty() || rest.starts_with(": ") || rest == ":")
 }
 
 /// Feeds lines in order; `finish` says what the first error is.
@@ -168,8 +192,9 @@ impl Scanner {
         self.strong.is_some() && self.traceback.is_none()
     }
 
-    /// Feeds line `number` (1-based, increasing).
-    pub fn feed(&mut self, number: u64, raw: &str) {
+    /// Feeds line `number` (1-based, increasing) of standard error or
+    /// standard output.
+    pub fn feed(&mut self, number: u64, stderr: bool, raw: &str) {
         self.last_line = number;
         if self.done() {
             return;
@@ -177,30 +202,44 @@ impl Scanner {
         let text = strip_ansi(raw);
         let text = text.trim_end_matches('\r');
         if let Some(open) = &mut self.traceback {
-            let body = text.starts_with(|c: char| c.is_whitespace())
-                || text.is_empty()
-                || text.starts_with("During handling of the above exception")
-                || text.starts_with("The above exception was the direct cause")
-                || text == TRACEBACK_HEADER;
+            let body = open.stderr == stderr
+                && (text.starts_with(|c: char| c.is_whitespace())
+                    || text.is_empty()
+                    || text.starts_with("During handling of the above exception")
+                    || text.starts_with("The above exception was the direct cause")
+                    || text == TRACEBACK_HEADER);
             if body {
                 if open.hint.is_none() {
                     open.hint = match_line(text).filter(|k| !matches!(k, FindingKind::ErrorLine | FindingKind::Crash));
                 }
+                open.last = number;
+                open.strays = 0;
                 return;
             }
-            // The exception line ends the traceback. A specific exception
-            // (CUDA out of memory, NCCL, MemoryError) names the finding;
-            // otherwise it is a plain traceback.
-            let kind = match match_line(text) {
-                Some(FindingKind::ErrorLine) | Some(FindingKind::Crash) | None => open.hint.unwrap_or(FindingKind::PythonTraceback),
-                Some(kind) => kind,
-            };
-            self.strong = Some(Finding { kind, first_line: open.header, error_line: number, last_line: number, text: clip(text) });
-            self.traceback = None;
+            if open.stderr == stderr && is_exception_line(text) {
+                // The exception line ends the traceback. A specific
+                // exception (CUDA out of memory, NCCL, MemoryError) names
+                // the finding; otherwise it is a plain traceback.
+                let kind = match match_line(text) {
+                    Some(FindingKind::ErrorLine) | Some(FindingKind::Crash) | None => open.hint.unwrap_or(FindingKind::PythonTraceback),
+                    Some(kind) => kind,
+                };
+                self.strong = Some(Finding { kind, first_line: open.header, error_line: number, last_line: number, text: clip(text) });
+                self.traceback = None;
+                return;
+            }
+            // Another process's output, interleaved: skip it, unless so much
+            // comes that the traceback was evidently cut off.
+            open.strays += 1;
+            if open.strays <= MAX_STRAYS {
+                return;
+            }
+            let cut = self.traceback.take().map(|open| self.cut_off(open));
+            self.strong = cut;
             return;
         }
         if text.starts_with(TRACEBACK_HEADER) && self.strong.is_none() {
-            self.traceback = Some(OpenTraceback { header: number, hint: None });
+            self.traceback = Some(OpenTraceback { header: number, stderr, hint: None, last: number, strays: 0 });
             return;
         }
         let Some(kind) = match_line(text) else { return };
@@ -219,22 +258,27 @@ impl Scanner {
     /// its last line.
     pub fn finish(mut self) -> Option<Finding> {
         if let Some(open) = self.traceback.take() {
-            let kind = open.hint.unwrap_or(FindingKind::PythonTraceback);
-            return Some(Finding {
-                kind,
-                first_line: open.header,
-                error_line: self.last_line,
-                last_line: self.last_line,
-                text: TRACEBACK_HEADER.to_string(),
-            });
+            return Some(self.cut_off(open));
         }
         self.strong.or(self.weak)
+    }
+
+    /// A traceback that never reached its exception line ends at its last
+    /// line.
+    fn cut_off(&self, open: OpenTraceback) -> Finding {
+        Finding {
+            kind: open.hint.unwrap_or(FindingKind::PythonTraceback),
+            first_line: open.header,
+            error_line: open.last,
+            last_line: open.last,
+            text: TRACEBACK_HEADER.to_string(),
+        }
     }
 }
 
 /// Bump when the patterns or the scanner change, so cached answers from an
 /// older server are scanned again.
-const SCAN_VERSION: u32 = 1;
+const SCAN_VERSION: u32 = 2;
 
 /// What [`first_error`] keeps next to an ended attempt's log.
 #[derive(Serialize, Deserialize)]
@@ -267,8 +311,8 @@ pub fn first_error(
         }
     }
     let mut scanner = Scanner::default();
-    reader.visit(1, |number, _, _, text| {
-        scanner.feed(number, &String::from_utf8_lossy(text));
+    reader.visit(1, |number, _, stream, text| {
+        scanner.feed(number, stream == crate::logs::Stream::Stderr, &String::from_utf8_lossy(text));
         if scanner.done() {
             std::ops::ControlFlow::Break(())
         } else {
@@ -307,7 +351,7 @@ mod tests {
     fn scan(lines: &[&str]) -> Option<Finding> {
         let mut scanner = Scanner::default();
         for (i, line) in lines.iter().enumerate() {
-            scanner.feed(i as u64 + 1, line);
+            scanner.feed(i as u64 + 1, true, line);
         }
         scanner.finish()
     }
@@ -392,6 +436,30 @@ mod tests {
         assert_eq!((f.kind, f.error_line), (FindingKind::PythonTraceback, 3));
         assert_eq!(f.text, "ValueError: nope");
         assert_eq!(strip_ansi("\u{1b}]0;title\u{7}plain \u{1b}[38;5;196mred"), "plain red");
+    }
+
+    #[test]
+    fn output_interleaved_into_a_traceback_is_not_its_exception() {
+        // Standard output flushed at exit lands in the middle of the
+        // traceback standard error is writing.
+        let mut scanner = Scanner::default();
+        let lines = [
+            (true, "Traceback (most recent call last):"),
+            (true, "  File \"<string>\", line 5, in <module>"),
+            (false, "step 10 loss 2.31"),
+            (true, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB"),
+        ];
+        for (i, (stderr, line)) in lines.iter().enumerate() {
+            scanner.feed(i as u64 + 1, *stderr, line);
+        }
+        let f = scanner.finish().unwrap();
+        assert_eq!((f.kind, f.first_line, f.error_line), (FindingKind::CudaOom, 1, 4));
+        // On one stream, a line that is not an exception does not end it.
+        let f = scan(&["Traceback (most recent call last):", "  File \"a.py\"", "worker 3: step 9", "ValueError: x"]).unwrap();
+        assert_eq!(f.error_line, 4);
+        for (line, is) in [("KeyError: 'lr'", true), ("KeyboardInterrupt", true), ("a.b.C:", true), ("step 10 loss 2.31", false), ("worker 3: x", false), (".x: y", false)] {
+            assert_eq!(is_exception_line(line), is, "{line}");
+        }
     }
 
     #[test]
