@@ -6,8 +6,8 @@
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 use jobdeck_api::{
-    ApiError, FieldErrors, JobEvent, JobList, LeptonJob, NodeGroup, Replica, Shape, WorkspaceInfo,
-    API_BASE,
+    ApiError, FailureAnalysis, FieldErrors, JobEvent, JobList, LeptonJob, LogRange, LogSearch, NodeGroup, Replica,
+    Shape, WorkspaceInfo, API_BASE,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -202,51 +202,75 @@ fn log_path(job: &str, replica: &str) -> String {
     format!("{}/replicas/{}/log", job_path(job), encode_component(replica))
 }
 
-/// `GET /jobs/{id}/replicas/{replica}/log`: the whole log as text.
-pub async fn replica_log(job: &str, replica: &str) -> ApiResult<String> {
-    let response = check(fetch(Request::get(&url(&log_path(job, replica)))).await?).await?;
-    response
-        .text()
-        .await
-        .map_err(|e| ApiFailure::Network(e.to_string()))
-}
-
-/// `GET /jobs/{id}/replicas/{replica}/log?follow=true`: hands the log to
-/// `on_text` piece by piece as the server streams it, until the replica ends,
-/// the connection drops, or `abort` fires (which ends it quietly).
-pub async fn follow_replica_log(
+/// A structured log request (`from`/`to`/`tail`/`wait`, or `search`): JSON
+/// back. `abort` cancels it when the viewer goes away.
+async fn log_json<T: DeserializeOwned>(
     job: &str,
     replica: &str,
-    abort: &web_sys::AbortSignal,
-    mut on_text: impl FnMut(&str),
-) -> ApiResult<()> {
+    query: &str,
+    abort: Option<&web_sys::AbortSignal>,
+) -> ApiResult<T> {
+    let builder = Request::get(&url(&format!("{}?{query}", log_path(job, replica)))).abort_signal(abort);
+    decode(fetch(builder).await?).await
+}
+
+/// `GET …/log?from=&to=`: lines `from..=to` of one attempt, with the log's
+/// total line count.
+pub async fn log_range(job: &str, replica: &str, from: u64, to: u64, abort: Option<&web_sys::AbortSignal>) -> ApiResult<LogRange> {
+    log_json(job, replica, &format!("from={from}&to={to}"), abort).await
+}
+
+/// Like `log_range`, but while line `from` does not exist yet and the
+/// attempt runs, the server holds the answer up to `wait` seconds.
+pub async fn log_range_waiting(
+    job: &str,
+    replica: &str,
+    from: u64,
+    to: u64,
+    wait: u64,
+    abort: Option<&web_sys::AbortSignal>,
+) -> ApiResult<LogRange> {
+    log_json(job, replica, &format!("from={from}&to={to}&wait={wait}"), abort).await
+}
+
+/// `GET …/log?tail=n`: the last `n` lines, with the total.
+pub async fn log_tail(job: &str, replica: &str, n: u64, abort: Option<&web_sys::AbortSignal>) -> ApiResult<LogRange> {
+    log_json(job, replica, &format!("tail={n}"), abort).await
+}
+
+/// `GET …/log?search=`: the numbers of the lines that match, over the whole
+/// log.
+pub async fn log_search(job: &str, replica: &str, text: &str, regex: bool, ignore_case: bool) -> ApiResult<LogSearch> {
+    let query = format!("search={}&regex={regex}&ignore_case={ignore_case}", encode_component(text));
+    log_json(job, replica, &query, None).await
+}
+
+/// Downloads the whole log as a file (`download=true`). The request needs
+/// the token, so it goes through `fetch` and the browser saves the answer as
+/// a blob; the file name is the replica id.
+pub async fn download_log(job: &str, replica: &str, timestamps: bool) -> ApiResult<()> {
     use wasm_bindgen::JsCast;
-    let builder = Request::get(&url(&format!("{}?follow=true", log_path(job, replica))))
-        .abort_signal(Some(abort));
-    let response = check(fetch(builder).await?).await?;
-    let Some(body) = response.body() else { return Ok(()) };
-    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
-    let decoder = web_sys::TextDecoder::new().map_err(|_| ApiFailure::Network("no TextDecoder".into()))?;
-    let streaming = web_sys::TextDecodeOptions::new();
-    streaming.set_stream(true);
-    loop {
-        let chunk = match wasm_bindgen_futures::JsFuture::from(reader.read()).await {
-            Ok(chunk) => chunk,
-            Err(_) if abort.aborted() => return Ok(()),
-            Err(e) => return Err(ApiFailure::Network(format!("{e:?}"))),
-        };
-        let done = js_sys::Reflect::get(&chunk, &"done".into())
-            .map(|d| d.is_truthy())
-            .unwrap_or(true);
-        if done {
-            return Ok(());
-        }
-        let Ok(bytes) = js_sys::Reflect::get(&chunk, &"value".into()) else { continue };
-        let bytes: js_sys::Uint8Array = bytes.unchecked_into();
-        if let Ok(text) = decoder.decode_with_js_u8_array_and_options(&bytes, &streaming) {
-            on_text(&text);
-        }
-    }
+    let path = format!("{}?download=true&timestamps={timestamps}", log_path(job, replica));
+    let response = check(fetch(Request::get(&url(&path))).await?).await?;
+    let unreadable = |e: wasm_bindgen::JsValue| ApiFailure::Network(format!("{e:?}"));
+    let raw = web_sys::Response::from(response);
+    let blob = wasm_bindgen_futures::JsFuture::from(raw.blob().map_err(unreadable)?)
+        .await
+        .map_err(unreadable)?;
+    let href = web_sys::Url::create_object_url_with_blob(blob.unchecked_ref()).map_err(unreadable)?;
+    let link: web_sys::HtmlAnchorElement = crate::components::dom::element("a").unchecked_into();
+    link.set_href(&href);
+    link.set_download(&format!("{replica}.log"));
+    link.click();
+    // The browser has taken the file once the click is handled.
+    crate::components::live::sleep(1000).await;
+    let _ = web_sys::Url::revoke_object_url(&href);
+    Ok(())
+}
+
+/// `GET /jobs/{id}/failure-analysis`.
+pub async fn failure_analysis(id: &str) -> ApiResult<FailureAnalysis> {
+    get(&format!("{}/failure-analysis", job_path(id))).await
 }
 
 fn job_path(id: &str) -> String {

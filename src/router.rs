@@ -101,8 +101,17 @@ pub fn provide_router() {
     provide_context(state);
     let Some(window) = web_sys::window() else { return };
 
-    let on_popstate = Closure::<dyn Fn()>::new(move || state.url.set(browser_url()));
-    let _ = window.add_event_listener_with_callback("popstate", on_popstate.as_ref().unchecked_ref());
+    // Back and forward, and a fragment changed by a link to it (a log line
+    // range): the address is read again, unchanged parts compare equal.
+    let on_popstate = Closure::<dyn Fn()>::new(move || {
+        let url = browser_url();
+        if state.url.with_untracked(|u| *u != url) {
+            state.url.set(url);
+        }
+    });
+    for event in ["popstate", "hashchange"] {
+        let _ = window.add_event_listener_with_callback(event, on_popstate.as_ref().unchecked_ref());
+    }
     on_popstate.forget();
 
     let on_click = Closure::<dyn Fn(web_sys::MouseEvent)>::new(move |ev: web_sys::MouseEvent| {

@@ -2,25 +2,8 @@
 //! console, the real server refuses what it must (a 422 lands on the field),
 //! takes the rest, and the job runs to `Completed` on the local executor.
 
-use std::time::{Duration, Instant};
-
 use jobdeck_e2e::{screenshot_path, Browser, Server};
 use serde_json::Value;
-
-/// Polls the API until the job reaches `state` (or fails the test after a
-/// minute, naming the state it is stuck in).
-fn wait_for_state(server: &Server, id: &str, state: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (status, job) = server.call("GET", &format!("/jobs/{id}"), &server.admin_token, None);
-        assert_eq!(status, 200, "{job}");
-        if job["status"]["state"] == state {
-            return job;
-        }
-        assert!(Instant::now() < deadline, "job {id} never reached {state}: {job}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
 
 /// Types into the input with `id`, then leaves it with Tab, as a person does.
 fn fill(browser: &Browser, id: &str, text: &str) {
@@ -91,7 +74,7 @@ fn a_job_typed_into_the_form_runs_to_completed() {
     let url = browser.current_url();
     let id = url.rsplit('/').next().unwrap().to_string();
 
-    let job = wait_for_state(&server, &id, "Completed");
+    let job = server.wait_for_state(&server.admin_token, &id, "Completed");
     assert_eq!(job["spec"]["completions"], 2);
     assert_eq!(job["spec"]["parallelism"], 2);
     assert_eq!(job["spec"]["resource_shape"], "cpu.small");

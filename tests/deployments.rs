@@ -23,13 +23,6 @@ fn create_job(server: &Server, token: &str, name: &str, extra_metadata: Value) -
     created["metadata"]["id"].as_str().unwrap().to_string()
 }
 
-fn sign_in(browser: &Browser, server: &Server, token: &str) {
-    browser.goto(&format!("{}/login#token={token}", server.base_url));
-    browser.wait_until("the deployments list after sign-in", || {
-        browser.current_url().ends_with("/jobs").then_some(())
-    });
-}
-
 #[test]
 fn a_filtered_list_link_survives_sign_in() {
     let server = Server::start();
@@ -76,7 +69,7 @@ fn another_users_private_job_is_not_found_by_url() {
     let secret = create_job(&server, &alice, "secret-plan", json!({"visibility": "private"}));
 
     let browser = Browser::start();
-    sign_in(&browser, &server, &bob);
+    browser.sign_in(&server, &bob);
     browser.goto(&format!("{}/jobs/{secret}/replicas", server.base_url));
     browser.wait_for_text("Job not found");
     let hidden = browser.page_text();
@@ -93,7 +86,7 @@ fn another_users_private_job_is_not_found_by_url() {
     );
 
     // The owner sees it.
-    sign_in(&browser, &server, &alice);
+    browser.sign_in(&server, &alice);
     browser.goto(&format!("{}/jobs/{secret}", server.base_url));
     browser.wait_for_text("secret-plan");
     browser.wait_for_text("private (creator only)");
@@ -109,7 +102,7 @@ fn screenshots_of_the_list_and_the_job_page_in_both_themes_and_sizes() {
     for (width, height, size) in [(1280, 900, "1280"), (390, 844, "390")] {
         let browser = Browser::start();
         browser.emulate_viewport(width, height);
-        sign_in(&browser, &server, &server.admin_token);
+        browser.sign_in(&server, &server.admin_token);
         for scheme in ["light", "dark"] {
             browser.emulate_color_scheme(scheme);
             browser.goto(&format!("{}/jobs", server.base_url));

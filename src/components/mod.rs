@@ -1,11 +1,13 @@
 //! Pieces shared by several pages, one module each.
 
+pub mod ansi;
 pub mod api_error;
 pub mod data_table;
 pub mod dom;
 pub mod job_actions;
 pub mod live;
 pub mod loaded;
+pub mod log_viewer;
 pub mod field;
 pub mod list_editor;
 pub mod state_badge;

@@ -62,6 +62,12 @@ pub fn format_time(millis: i64) -> String {
     )
 }
 
+/// Unix milliseconds as `YYYY-MM-DD HH:MM:SS.mmm` in local time, for log
+/// lines.
+pub fn format_time_millis(millis: i64) -> String {
+    format!("{}.{:03}", format_time(millis), millis.rem_euclid(1000))
+}
+
 /// A duration in seconds as `1h 02m`, `3m 04s` or `5s`.
 pub fn format_duration(seconds: i64) -> String {
     let s = seconds.max(0);

@@ -169,6 +169,33 @@ impl Server {
         (status, value)
     }
 
+    /// Creates a job through the API as the token's user; returns its id.
+    pub fn create_job(&self, token: &str, job: &Value) -> String {
+        let (status, created) = self.call("POST", "/jobs", token, Some(job));
+        assert_eq!(status, 200, "{created}");
+        created["metadata"]["id"].as_str().expect("the job's id").to_string()
+    }
+
+    /// Polls the API until the job reaches `state` (or fails the test after a
+    /// minute, naming the state it is stuck in); returns the job.
+    pub fn wait_for_state(&self, token: &str, id: &str, state: &str) -> Value {
+        self.wait_for_state_within(token, id, state, Duration::from_secs(60))
+    }
+
+    /// `wait_for_state` with a time limit of its own.
+    pub fn wait_for_state_within(&self, token: &str, id: &str, state: &str, limit: Duration) -> Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            let (status, job) = self.call("GET", &format!("/jobs/{id}"), token, None);
+            assert_eq!(status, 200, "{job}");
+            if job["status"]["state"] == state {
+                return job;
+            }
+            assert!(Instant::now() < deadline, "job {id} never reached {state}: {job}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// Stops the server with SIGKILL, as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
@@ -263,6 +290,24 @@ impl Browser {
     /// Runs a script in the page and returns its value.
     pub fn execute(&self, script: &str, args: Vec<Value>) -> Value {
         self.call("POST", "/execute/sync", Some(&json!({ "script": script, "args": args })))
+    }
+
+    /// Runs an asynchronous script: it gets a callback as its last argument
+    /// and its value is what it passes to that callback.
+    pub fn execute_async(&self, script: &str) -> Value {
+        self.execute_async_with(script, vec![])
+    }
+
+    /// `execute_async` with arguments before the callback.
+    pub fn execute_async_with(&self, script: &str, args: Vec<Value>) -> Value {
+        self.call("POST", "/timeouts", Some(&json!({ "script": 120_000 })));
+        self.call("POST", "/execute/async", Some(&json!({ "script": script, "args": args })))
+    }
+
+    /// Opens the sign-in link for `token` and waits for the deployments list.
+    pub fn sign_in(&self, server: &Server, token: &str) {
+        self.goto(&format!("{}/login#token={token}", server.base_url));
+        self.wait_until("the deployments list after sign-in", || self.current_url().ends_with("/jobs").then_some(()));
     }
 
     pub fn try_find(&self, css: &str) -> Option<Element> {

@@ -1,89 +1,326 @@
-//! The failure tab: why the job failed and which attempts failed, first
-//! failure first, each with a link to its log. (The full failure analysis,
-//! with error classes and log excerpts, builds on this page.)
+//! The failure tab: why the job failed and what to do, from
+//! `GET /jobs/{id}/failure-analysis`. The error class and the suggestion come
+//! first in plain words; then which replica failed first, with every attempt
+//! of the run on one time axis; then node events (OOM kills with their
+//! victim, evictions, preemptions); then, per failed replica, the log lines
+//! around its first error, each line a link into the log viewer.
 
-use std::sync::Arc;
-
-use jobdeck_api::{JobState, Replica, ReplicaPhase};
+use jobdeck_api::{FailureAnalysis, JobState, LogStream, Metadata, Replica, ReplicaSpan, ReplicaStatus};
 use leptos::prelude::*;
 
-use super::replicas::{load_replicas, replica_cells};
 use super::use_job;
-use crate::components::data_table::{Cell, DataTable};
-use crate::components::loaded::{Data, Loaded};
-use crate::components::time::now_millis;
+use crate::api::{self, ApiFailure};
+use crate::components::api_error::use_sign_in_again;
+use crate::components::time::{format_duration, format_time};
+use crate::components::timeline::ReplicaTimeline;
+use crate::components::{ansi, dom};
+use crate::routes;
 
-/// The failed attempts, the first to fail first.
-pub fn failed_first(replicas: &[Replica]) -> Vec<&Replica> {
-    let mut failed: Vec<&Replica> = replicas.iter().filter(|r| r.status.phase == ReplicaPhase::Failed).collect();
-    failed.sort_by_key(|r| (r.status.end_time.unwrap_or(i64::MAX), r.status.completion_index));
-    failed
+/// An error class in words: (title, what kind of error it is).
+pub fn class_words(class: &str) -> (&'static str, &'static str) {
+    match class {
+        "ERR_PROGRAM" => ("The program failed", "a program error: retrying the same code and data fails the same way"),
+        "ERR_CUDA_OOM" => ("Out of GPU memory", "a program error: the same batch needs the same memory"),
+        "ERR_CONFIG" => ("The job cannot start as configured", "a configuration error: change the job, then run it again"),
+        "ERR_OOM" => ("Out of host memory", "a resource error: the replica needed more memory than it had"),
+        "ERR_NCCL" => ("Communication between workers failed", "usually the network or another worker; a retry may succeed"),
+        "ERR_IMAGE_PULL" => ("The container image could not be pulled", "check the image name, tag and registry credentials"),
+        "ERR_DEADLINE" => ("The job ran past its deadline", "the active deadline ended it"),
+        "ERR_QUEUE_TIMEOUT" => ("The job waited too long for capacity", "the maximum queueing time ended it"),
+        "ERR_INFRA" => ("Ended from outside the program", "an infrastructure error: a retry may succeed"),
+        _ => ("The job failed", "no more specific cause was recognised"),
+    }
+}
+
+/// The analysis' time axis as replica attempts, for the timeline chart.
+pub fn spans_as_replicas(spans: &[ReplicaSpan]) -> Vec<Replica> {
+    spans
+        .iter()
+        .map(|span| Replica {
+            metadata: Metadata { id: Some(span.replica_id.clone()), ..Default::default() },
+            id: span.replica_id.clone(),
+            status: ReplicaStatus {
+                completion_index: span.completion_index,
+                attempt: span.attempt,
+                phase: span.phase,
+                reason: span.reason.clone(),
+                start_time: span.started_at,
+                end_time: span.ended_at,
+                public_ip: None,
+                node: None,
+                readiness_issue: None,
+                exit_code: None,
+                signal: None,
+                message: None,
+                cpu: None,
+                memory_in_mb: None,
+            },
+        })
+        .collect()
+}
+
+/// The sentence that says which replica failed first, when, and after how
+/// long.
+pub fn first_failure_sentence(analysis: &FailureAnalysis) -> Option<String> {
+    let first = analysis.failed_replicas.first()?;
+    let mut sentence = format!("Replica {} (attempt {}) failed first", first.completion_index, first.attempt + 1);
+    if let Some(at) = first.failed_at {
+        sentence.push_str(&format!(", at {}", format_time(at)));
+        if let Some(started) = first.started_at {
+            sentence.push_str(&format!(", {} after it started", format_duration((at - started) / 1000)));
+        }
+    }
+    let others = analysis.failed_replicas.len() - 1;
+    if others > 0 {
+        sentence.push_str(&format!("; {others} more attempt{} failed after it", if others == 1 { "" } else { "s" }));
+    }
+    sentence.push('.');
+    Some(sentence)
 }
 
 #[component]
 pub fn FailureTab() -> impl IntoView {
     let context = use_job();
-    let verdict = move || {
-        context.read(|job| {
-            let status = job.status.clone().unwrap_or_default();
-            match status.state {
-                Some(JobState::Failed) => format!(
-                    "The job failed: {}{}",
-                    status.reason.unwrap_or_else(|| "no reason given".into()),
-                    status.message.map(|m| format!(" — {m}")).unwrap_or_default()
-                ),
-                state => format!(
-                    "This job has not failed (it is {}).",
-                    state.map(|s| s.as_str()).unwrap_or("in an unknown state")
-                ),
-            }
-        })
-    };
-    let render = Arc::new(move |data| match data {
-        Data::Replicas(list) => {
-            let job_id = context.id.get_untracked();
-            let failed = failed_first(&list);
-            if failed.is_empty() {
-                return view! { <p class="help">"No attempt has failed."</p> }.into_any();
-            }
-            let first = format!(
-                "Replica {} failed first (attempt {}).",
-                failed[0].status.completion_index,
-                failed[0].status.attempt + 1
-            );
-            let rows = RwSignal::new(
-                failed.iter().map(|r| (r.id.clone(), replica_cells(r, &job_id, now_millis()))).collect::<Vec<(String, Vec<Cell>)>>(),
-            );
-            view! {
-                <p>{first}</p>
-                <DataTable class="replicas" caption="Failed attempts, first failure first" head=super::replicas::REPLICA_HEAD.to_vec() rows/>
-            }
-            .into_any()
-        }
-        _ => ().into_any(),
+    let sign_in_again = use_sign_in_again();
+    // Asked again whenever the job's state changes: a job that fails while
+    // the tab is open gets its analysis without a reload.
+    let state = Memo::new(move |_| context.read(|job| job.state()));
+    let analysis = LocalResource::new(move || {
+        let _ = state.get();
+        let id = context.id.get_untracked();
+        async move { api::failure_analysis(&id).await }
     });
     view! {
         <h2>"Failure"</h2>
-        <p class="verdict">{verdict}</p>
-        <Loaded fetch=load_replicas(context) render loading="Loading replicas…"/>
+        {move || match analysis.get() {
+            None => view! { <p class="loading" role="status">"Analysing the failure…"</p> }.into_any(),
+            Some(Err(ApiFailure::Unauthorized)) => {
+                sign_in_again();
+                ().into_any()
+            }
+            Some(Err(failure)) => view! { <p class="banner error" role="alert">{failure.to_string()}</p> }.into_any(),
+            Some(Ok(analysis)) if analysis.err_class.is_empty() => {
+                let state = state.get_untracked();
+                let words = match state {
+                    Some(JobState::Failed) => "The job failed, but no attempt of it failed on its own account.".to_string(),
+                    state => format!(
+                        "Nothing has failed: the job is {}.",
+                        state.map(|s| s.as_str()).unwrap_or("in an unknown state")
+                    ),
+                };
+                view! { <p class="verdict">{words}</p> }.into_any()
+            }
+            Some(Ok(analysis)) => view! { <Analysis analysis job_id=context.id.get_untracked()/> }.into_any(),
+        }}
+    }
+}
+
+#[component]
+fn Analysis(analysis: FailureAnalysis, job_id: String) -> impl IntoView {
+    let (title, kind) = class_words(&analysis.err_class);
+    let first = first_failure_sentence(&analysis);
+    let replicas = Signal::stored(spans_as_replicas(&analysis.timeline));
+    let lanes = analysis.timeline.iter().map(|s| s.completion_index + 1).max().unwrap_or(0);
+    let end = analysis.timeline.iter().filter_map(|s| s.ended_at.or(s.started_at)).max().unwrap_or(0);
+    let failed_rows = analysis
+        .failed_replicas
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let log = routes::job_logs(&job_id, Some(&f.replica_id));
+            let log = match analysis.log_streams.iter().find(|s| s.replica_id == f.replica_id) {
+                Some(stream) => format!("{log}#L{}", stream.error_line),
+                None => log,
+            };
+            let how = f.message.clone().or(f.reason.clone()).unwrap_or_default();
+            view! {
+                <tr class:first-failure=i == 0>
+                    <td>{format!("Replica {}", f.completion_index)} {(i == 0).then(|| view! { <span class="badge bad">"first"</span> })}</td>
+                    <td>{f.attempt + 1}</td>
+                    <td><code>{f.err_class.clone().unwrap_or_default()}</code></td>
+                    <td>{f.failed_at.map(format_time).unwrap_or_default()}</td>
+                    <td>{f.exit_code.map(|c| c.to_string()).unwrap_or_default()}</td>
+                    <td>{how}</td>
+                    <td><a href=log>"Log"</a></td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let node_events = (!analysis.job_failure_by_node_event.is_empty()).then(|| {
+        let rows = analysis
+            .job_failure_by_node_event
+            .iter()
+            .map(|e| {
+                view! {
+                    <tr>
+                        <td>{e.node_event_name.clone()}</td>
+                        <td>{e.replica_id.clone().unwrap_or_default()}</td>
+                        <td>{e.node.clone().unwrap_or_default()}</td>
+                        <td>{e.victim.clone().unwrap_or_default()}</td>
+                        <td>{e.time.map(format_time).unwrap_or_default()}</td>
+                        <td>{e.message.clone()}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <h3>"Node events"</h3>
+            <table class="node-events">
+                <thead><tr><th>"Event"</th><th>"Replica"</th><th>"Node"</th><th>"Killed process"</th><th>"When"</th><th>"Message"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+    });
+    let excerpts = analysis
+        .log_streams
+        .iter()
+        .map(|stream| view! { <Excerpt stream=stream.clone() job_id=job_id.clone()/> })
+        .collect_view();
+    view! {
+        <div class="failure-verdict">
+            <p class="err-class"><code class="badge bad">{analysis.err_class.clone()}</code> " " <strong>{title}</strong></p>
+            <p class="err-kind">{kind}</p>
+            <p class="summary">{analysis.summary.clone()}</p>
+            <p class="suggestion"><strong>"What to do: "</strong>{analysis.suggestion.clone()}</p>
+        </div>
+        <h3>"Which replica failed first"</h3>
+        <p class="first-failure-sentence">{first}</p>
+        <ReplicaTimeline replicas completions=Signal::stored(lanes) now=Signal::stored(end) job_id=job_id.clone()/>
+        <table class="failed-replicas">
+            <caption>"Failed attempts, first failure first"</caption>
+            <thead><tr><th>"Replica"</th><th>"Attempt"</th><th>"Class"</th><th>"Failed at"</th><th>"Exit code"</th><th>"How it ended"</th><th>"Log"</th></tr></thead>
+            <tbody>{failed_rows}</tbody>
+        </table>
+        {node_events}
+        <h3>"Where it went wrong in the logs"</h3>
+        {(analysis.log_streams.is_empty()).then(|| view! { <p class="help">"No log excerpt: the failed attempts wrote no output."</p> })}
+        {excerpts}
+    }
+}
+
+/// The log lines around one replica's first error. Line numbers link to the
+/// same line in the log viewer; the whole excerpt opens as a selected range.
+#[component]
+fn Excerpt(stream: LogStream, job_id: String) -> impl IntoView {
+    let log = routes::job_logs(&job_id, Some(&stream.replica_id));
+    let first = stream.lines.first().map(|l| l.line).unwrap_or(stream.error_line);
+    let last = stream.lines.last().map(|l| l.line).unwrap_or(stream.error_line);
+    let range = format!("{log}#L{first}-L{last}");
+    let heading = format!(
+        "{} · attempt {} · {} on line {}",
+        stream.replica_id,
+        stream.attempt + 1,
+        stream.pattern,
+        stream.error_line
+    );
+    let body = NodeRef::<leptos::html::Div>::new();
+    Effect::new(move |_| {
+        let Some(body) = body.get() else { return };
+        let body: web_sys::Element = body.into();
+        dom::clear(&body);
+        let mut previous = None;
+        for line in &stream.lines {
+            // A gap between the head and the tail of a long block.
+            if previous.is_some_and(|p: i64| line.line > p + 1) {
+                dom::child(&body, "div", "log-line gap", "⋯");
+            }
+            previous = Some(line.line);
+            let class = if line.line == stream.error_line { "log-line error-line" } else { "log-line" };
+            let row = dom::child(&body, "div", class, "");
+            let number = dom::child(&row, "a", "ln", &line.line.to_string());
+            dom::set(&number, "href", &format!("{log}#L{}", line.line));
+            let text = dom::child(&row, "span", "lt", "");
+            ansi::render_into(&text, &line.text);
+        }
+    });
+    view! {
+        <section class="excerpt">
+            <h4>{heading}</h4>
+            <p><a href=range>"Open these lines in the log viewer"</a></p>
+            <div class="log-excerpt" node_ref=body></div>
+        </section>
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::replica;
-    use ReplicaPhase::*;
+    use jobdeck_api::{ExcerptLine, ReplicaFailure, ReplicaPhase};
+
+    fn analysis() -> FailureAnalysis {
+        FailureAnalysis {
+            err_class: "ERR_CUDA_OOM".into(),
+            summary: "Replica 1 (attempt 1) ran out of GPU memory.".into(),
+            suggestion: "Lower the batch size.".into(),
+            program_error: true,
+            failed_replicas: vec![
+                ReplicaFailure {
+                    replica_id: "job-1-1-0".into(),
+                    completion_index: 1,
+                    attempt: 0,
+                    started_at: Some(1_000),
+                    failed_at: Some(94_000),
+                    exit_code: Some(1),
+                    err_class: Some("ERR_CUDA_OOM".into()),
+                    ..Default::default()
+                },
+                ReplicaFailure { replica_id: "job-1-0-0".into(), completion_index: 0, ..Default::default() },
+            ],
+            log_streams: vec![LogStream {
+                replica_id: "job-1-1-0".into(),
+                attempt: 0,
+                error_line: 4,
+                pattern: "CUDA out of memory".into(),
+                lines: [(2, "step 1"), (3, "Traceback (most recent call last):"), (4, "\u{1b}[31mtorch.OutOfMemoryError: <CUDA>\u{1b}[0m"), (9, "exit")]
+                    .into_iter()
+                    .map(|(line, text)| ExcerptLine { line, text: text.into() })
+                    .collect(),
+            }],
+            timeline: vec![ReplicaSpan {
+                replica_id: "job-1-1-0".into(),
+                completion_index: 1,
+                attempt: 0,
+                phase: ReplicaPhase::Failed,
+                started_at: Some(1_000),
+                ended_at: Some(94_000),
+                reason: Some("Error".into()),
+            }],
+            ..Default::default()
+        }
+    }
 
     #[wasm_bindgen_test::wasm_bindgen_test]
-    fn the_first_failure_comes_first() {
-        let replicas = vec![
-            replica(0, 0, Failed, Some(0), Some(9_000)),
-            replica(1, 0, Succeeded, Some(0), Some(1_000)),
-            replica(2, 0, Failed, Some(0), Some(2_000)),
-            replica(2, 1, Running, Some(3_000), None),
-        ];
-        let order: Vec<&str> = failed_first(&replicas).iter().map(|r| r.id.as_str()).collect();
-        assert_eq!(order, ["job-1-2-0", "job-1-0-0"]);
+    fn the_first_failure_is_named_with_its_time() {
+        let sentence = first_failure_sentence(&analysis()).unwrap();
+        assert!(sentence.starts_with("Replica 1 (attempt 1) failed first, at "), "{sentence}");
+        assert!(sentence.ends_with(", 1m 33s after it started; 1 more attempt failed after it."), "{sentence}");
+        assert_eq!(first_failure_sentence(&FailureAnalysis::default()), None);
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn every_class_has_words() {
+        for class in ["ERR_PROGRAM", "ERR_CUDA_OOM", "ERR_CONFIG", "ERR_OOM", "ERR_NCCL", "ERR_IMAGE_PULL", "ERR_DEADLINE", "ERR_QUEUE_TIMEOUT", "ERR_INFRA"] {
+            assert_ne!(class_words(class).0, class_words("ERR_UNKNOWN").0, "{class}");
+        }
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    async fn the_analysis_says_why_and_links_each_line_to_the_log() {
+        let host = crate::fixtures::mount(|| view! { <Analysis analysis=analysis() job_id="job-1".to_string()/> });
+        crate::components::live::sleep(0).await;
+        let text = host.text_content().unwrap();
+        for expected in ["ERR_CUDA_OOM", "Out of GPU memory", "What to do: Lower the batch size.", "Replica 1 (attempt 1) failed first"] {
+            assert!(text.contains(expected), "{expected} in {text}");
+        }
+        let first_row = host.query_selector("table.failed-replicas tbody tr").unwrap().unwrap();
+        assert!(first_row.text_content().unwrap().contains("first"));
+        let error_line = host.query_selector(".log-excerpt .error-line").unwrap().unwrap();
+        assert_eq!(error_line.text_content().unwrap(), "4torch.OutOfMemoryError: <CUDA>");
+        let link = error_line.query_selector("a.ln").unwrap().unwrap();
+        assert_eq!(link.get_attribute("href").unwrap(), "/jobs/job-1/logs?replica=job-1-1-0#L4");
+        assert!(host.query_selector(".log-excerpt .gap").unwrap().is_some(), "the gap between line 4 and 9 is shown");
+        let range = host.query_selector(".excerpt p a").unwrap().unwrap();
+        assert_eq!(range.get_attribute("href").unwrap(), "/jobs/job-1/logs?replica=job-1-1-0#L2-L9");
+        assert_eq!(host.query_selector_all(".timeline-chart").unwrap().length(), 1);
     }
 }

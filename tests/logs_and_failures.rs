@@ -1,0 +1,195 @@
+//! The log viewer and the failure view end to end: real jobs on the local
+//! executor, the real built console, Chromium.
+
+use jobdeck_e2e::{screenshot_path, Browser, Server};
+use serde_json::json;
+
+/// Creates a job whose command is `script` (run by `/bin/sh -c`) and waits
+/// until it reaches `state`; returns the job id.
+fn run_script(server: &Server, name: &str, script: &str, state: &str) -> String {
+    let id = server.create_job(
+        &server.admin_token,
+        &json!({
+            "metadata": {"name": name},
+            "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}, "backoff_limit": 0}
+        }),
+    );
+    server.wait_for_state(&server.admin_token, &id, state);
+    id
+}
+
+/// The line numbers of the rows that carry `class`, in order.
+fn rows_with(browser: &Browser, class: &str) -> Vec<u64> {
+    let script = format!(
+        "return [...document.querySelectorAll('.log-rows .log-line.{class} .ln')].map(a => Number(a.textContent));"
+    );
+    let numbers = browser.execute(&script, vec![]);
+    numbers.as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect()
+}
+
+/// Waits until a row for line `number` shows text containing `text`.
+fn wait_for_line(browser: &Browser, number: u64, text: &str) {
+    let script = "const a = document.querySelector(`.log-rows .log-line .ln[data-ln=\"${arguments[0]}\"]`); \
+                  return a ? a.parentElement.querySelector('.lt').textContent : null;";
+    browser.wait_until(&format!("line {number} to show {text:?}"), || {
+        let shown = browser.execute(script, vec![json!(number)]);
+        shown.as_str().filter(|s| s.contains(text)).map(|_| ())
+    });
+}
+
+#[test]
+fn a_permalink_opens_the_same_lines_highlighted_and_clicks_make_new_ones() {
+    let server = Server::start();
+    let id = run_script(&server, "many-lines", "i=1; while [ $i -le 3000 ]; do echo \"line $i\"; i=$((i+1)); done", "Completed");
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+
+    let link = format!("/jobs/{id}/logs?replica={id}-0-0#L1200-L1205");
+    browser.goto(&format!("{}{link}", server.base_url));
+    wait_for_line(&browser, 1200, "line 1200");
+    assert_eq!(rows_with(&browser, "selected"), (1200..=1205).collect::<Vec<_>>());
+    // The viewer draws only what is on screen, not 3,000 rows.
+    let rows = browser.execute("return document.querySelectorAll('.log-rows .log-line').length;", vec![]);
+    assert!(rows.as_u64().unwrap() < 80, "{rows} rows drawn");
+
+    // A click on a line number selects it; a shift-click makes a range; the
+    // address follows, so it can be sent on.
+    let click_line = |number: u64, shift: bool| {
+        browser.execute(
+            "document.querySelector(`.log-rows .ln[data-ln=\"${arguments[0]}\"]`)
+                .dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, shiftKey: arguments[1]}));",
+            vec![json!(number), json!(shift)],
+        );
+    };
+    click_line(1210, false);
+    browser.wait_until("the address to name line 1210", || browser.current_url().ends_with("#L1210").then_some(()));
+    click_line(1214, true);
+    browser.wait_until("the address to name lines 1210-1214", || {
+        browser.current_url().ends_with("#L1210-L1214").then_some(())
+    });
+    assert_eq!(rows_with(&browser, "selected"), (1210..=1214).collect::<Vec<_>>());
+    assert!(browser.current_url().contains(&format!("/jobs/{id}/logs?replica={id}-0-0#")));
+
+    // A teammate opening that address in a fresh browser sees the same lines.
+    let shared = browser.current_url();
+    let teammate = Browser::start();
+    teammate.sign_in(&server, &server.admin_token);
+    teammate.goto(&shared);
+    wait_for_line(&teammate, 1214, "line 1214");
+    assert_eq!(rows_with(&teammate, "selected"), (1210..=1214).collect::<Vec<_>>());
+}
+
+#[test]
+fn follow_mode_shows_new_lines_as_they_are_written() {
+    let server = Server::start();
+    let id = run_script(
+        &server,
+        "ticker",
+        "i=1; while [ $i -le 120 ]; do echo \"tick $i\"; i=$((i+1)); sleep 0.25; done",
+        "Running",
+    );
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/logs", server.base_url));
+    browser.wait_until("the running replica in the address", || {
+        browser.current_url().contains(&format!("replica={id}-0-0")).then_some(())
+    });
+    wait_for_line(&browser, 2, "tick 2");
+    let following = browser.execute("return document.querySelector('#log-follow').checked;", vec![]);
+    assert_eq!(following, json!(true), "a running log is followed");
+    // Later lines arrive without a reload and the view stays at the end.
+    wait_for_line(&browser, 20, "tick 20");
+    let at_end = browser.execute(
+        "const s = document.querySelector('.log-scroller'); return s.scrollTop + s.clientHeight >= s.scrollHeight - 2;",
+        vec![],
+    );
+    assert_eq!(at_end, json!(true));
+    assert!(browser.page_text().contains("Following"));
+}
+
+#[test]
+fn search_finds_a_line_past_the_first_million_characters() {
+    let server = Server::start();
+    // About 1.2 million characters before the line to find, and more after
+    // it, so the end of the log the viewer opens on does not show it.
+    let script = "awk 'BEGIN { for (i = 1; i <= 22000; i++) printf \"filler line %06d ........................................\\n\", i; \
+                  print \"the needle-in-the-haystack line\"; \
+                  for (i = 1; i <= 30000; i++) printf \"after the needle %06d .....................................\\n\", i }'";
+    let id = run_script(&server, "haystack", script, "Completed");
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/logs?replica={id}-0-0", server.base_url));
+    wait_for_line(&browser, 52001, "after the needle 030000");
+
+    browser.type_text(&browser.find("#log-search-text"), "needle-in-the");
+    browser.click(&browser.find("#log-search-go"));
+    browser.wait_for_text("1 of 1 · line 22,001");
+    wait_for_line(&browser, 22001, "the needle-in-the-haystack line");
+    assert_eq!(rows_with(&browser, "current-match"), vec![22001]);
+
+    // A regular expression, ignoring case, over the whole log.
+    browser.clear(&browser.find("#log-search-text"));
+    browser.type_text(&browser.find("#log-search-text"), "^FILLER LINE 0000[12]0 ");
+    browser.click(&browser.find("#log-search-regex"));
+    browser.click(&browser.find("#log-search-case"));
+    browser.click(&browser.find("#log-search-go"));
+    browser.wait_for_text("of 2 · line");
+    browser.click(&browser.find("#log-search-next"));
+    browser.wait_for_text("2 of 2 · line 20");
+}
+
+#[test]
+fn a_line_with_markup_shows_as_text_and_colours_render() {
+    let server = Server::start();
+    let id = run_script(
+        &server,
+        "markup",
+        "printf '<script>window.pwned = 1</script>\\n\\033[31m<b>red</b>\\033[0m plain\\n<img src=x onerror=\"window.pwned = 2\">\\n'",
+        "Completed",
+    );
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/logs?replica={id}-0-0", server.base_url));
+    wait_for_line(&browser, 1, "<script>window.pwned = 1</script>");
+    wait_for_line(&browser, 3, "<img src=x onerror=\"window.pwned = 2\">");
+    let probe = browser.execute(
+        "const rows = document.querySelector('.log-rows'); \
+         return [typeof window.pwned, rows.querySelectorAll('script, img, b').length, \
+                 rows.querySelector('.ansi-fg1').textContent];",
+        vec![],
+    );
+    assert_eq!(probe, json!(["undefined", 0, "<b>red</b>"]));
+    let messages = browser.console_messages();
+    assert!(!messages.iter().any(|m| m.contains("Content Security Policy")), "{messages:?}");
+}
+
+#[test]
+fn the_failure_view_says_why_and_links_the_first_error_to_its_line() {
+    let server = Server::start();
+    let script = "i=1; while [ $i -le 400 ]; do echo \"step $i loss 0.5\"; i=$((i+1)); done; \
+                  printf 'Traceback (most recent call last):\\n  File \"train.py\", line 9, in <module>\\n    main()\\nValueError: the batch has no labels\\n'; exit 1";
+    let id = run_script(&server, "broken", script, "Failed");
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/failure", server.base_url));
+    browser.wait_for_text("What to do:");
+    let text = browser.page_text();
+    for expected in ["ERR_PROGRAM", "The program failed", "Replica 0 (attempt 1) failed first", "Python traceback on line 404"] {
+        assert!(text.contains(expected), "{expected:?} in:\n{text}");
+    }
+    let error_line = browser.find(".log-excerpt .error-line");
+    assert!(browser.text(&error_line).contains("ValueError: the batch has no labels"));
+    browser.screenshot(&screenshot_path("failure-view"));
+
+    // The error line's number opens the log viewer on that line.
+    browser.click(&browser.find(".log-excerpt .error-line a.ln"));
+    browser.wait_until("the log viewer at line 404", || browser.current_url().ends_with("#L404").then_some(()));
+    wait_for_line(&browser, 404, "ValueError: the batch has no labels");
+    assert_eq!(rows_with(&browser, "selected"), vec![404]);
+    // The logs tab offers the same jump for the failed attempt.
+    let jump = browser.find("a.first-error");
+    assert!(browser.text(&jump).contains("Python traceback on line 404"));
+    browser.screenshot(&screenshot_path("log-viewer"));
+    browser.emulate_color_scheme("dark");
+    browser.screenshot(&screenshot_path("log-viewer-dark"));
+}
