@@ -668,8 +668,8 @@ pub fn LogViewer(job: String, replica: String) -> impl IntoView {
     };
     // A new search text, pattern mode or case rule clears the old matches.
     Effect::new(move |_| {
-        let _ = (search_text.get(), search_regex.get(), search_case.get());
-        if searched.get_untracked().is_some() {
+        let now = (search_text.get(), search_regex.get(), search_case.get());
+        if searched.get_untracked().is_some_and(|done| done != now) {
             searched.set(None);
             search_status.set(String::new());
             core.update_value(|c| c.matches = Matches::default());

@@ -25,12 +25,16 @@ use std::time::{Duration, Instant};
 use jobdeck_e2e::{Browser, Server};
 use serde_json::{json, Value};
 
-const LINES: u64 = 1_000_000;
+/// Lines in the log; `BENCH_LOG_LINES` overrides it for a quick run.
+fn lines() -> u64 {
+    std::env::var("BENCH_LOG_LINES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000)
+}
 
 fn main() {
+    let lines = lines();
     let server = Server::start();
     let script = format!(
-        "awk 'BEGIN {{ for (i = 1; i <= {LINES}; i++) printf \"%07d INFO step=%d loss=%.5f lr=0.0003 tokens/s=51234 \\033[32mok\\033[0m\\n\", i, i, 1 / i }}'"
+        "awk 'BEGIN {{ for (i = 1; i <= {lines}; i++) printf \"%07d INFO step=%d loss=%.5f lr=0.0003 tokens/s=51234 \\033[32mok\\033[0m\\n\", i, i, 1 / i }}'"
     );
     let started = Instant::now();
     let id = server.create_job(
@@ -42,13 +46,15 @@ fn main() {
     );
     server.wait_for_state_within(&server.admin_token, &id, "Completed", Duration::from_secs(600));
     let ingest_seconds = started.elapsed().as_secs_f64();
+    eprintln!("{lines} lines stored in {ingest_seconds:.1} s");
     let replica = format!("{id}-0-0");
     let (_, total) = server.call("GET", &format!("/jobs/{id}/replicas/{replica}/log?from=1&to=0"), &server.admin_token, None);
-    assert_eq!(total["total_lines"], json!(LINES), "{total}");
+    assert_eq!(total["total_lines"], json!(lines), "{total}");
 
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
 
+    eprintln!("first screen after a click on the Logs tab");
     // Warm: the console is loaded; a click on the Logs tab.
     let mut warm = Vec::new();
     for _ in 0..5 {
@@ -68,6 +74,7 @@ fn main() {
         warm.push(ms.as_f64().unwrap());
     }
 
+    eprintln!("first screen on a cold load");
     // Cold: the log's address opened in a fresh tab load.
     let mut cold = Vec::new();
     for _ in 0..3 {
@@ -89,9 +96,11 @@ fn main() {
         .unwrap();
     let rows = browser.execute("return document.querySelectorAll('.log-rows .log-line').length;", vec![]).as_u64().unwrap();
 
+    eprintln!("search");
     // Search for one line in the middle of the log.
     let mut search = Vec::new();
-    for needle in ["0500000 INFO", "0999999 INFO", "0123456 INFO"] {
+    for line in [lines / 2, lines - 1, lines / 8 + 3] {
+        let needle = format!("{line:07} INFO");
         let ms = browser.execute_async_with(
             "const [needle, done] = arguments;
              const input = document.querySelector('#log-search-text');
@@ -110,6 +119,7 @@ fn main() {
         search.push(ms.as_f64().unwrap());
     }
 
+    eprintln!("scrolling");
     // Scroll from top to bottom: once straight through, and once stopping
     // at 40 places long enough for their lines to arrive.
     let sweep = browser.execute_async(
@@ -154,9 +164,9 @@ fn main() {
     let stop_frames = frames(&stops["frames"]);
     let waits = frames(&stops["waits"]);
     let report = json!({
-        "lines": LINES,
+        "lines": lines,
         "ingest_seconds": round(ingest_seconds),
-        "ingest_lines_per_second": (LINES as f64 / ingest_seconds).round(),
+        "ingest_lines_per_second": (lines as f64 / ingest_seconds).round(),
         "first_screen_after_tab_click_ms": summary(&warm),
         "first_screen_cold_load_ms": summary(&cold),
         "viewer_dom_nodes": dom_nodes,

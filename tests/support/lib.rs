@@ -300,7 +300,8 @@ impl Browser {
 
     /// `execute_async` with arguments before the callback.
     pub fn execute_async_with(&self, script: &str, args: Vec<Value>) -> Value {
-        self.call("POST", "/timeouts", Some(&json!({ "script": 120_000 })));
+        // Below the HTTP client's own limit, so a stuck script says so.
+        self.call("POST", "/timeouts", Some(&json!({ "script": 50_000 })));
         self.call("POST", "/execute/async", Some(&json!({ "script": script, "args": args })))
     }
 
