@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building Jobdeck needs, skipping whatever is already there:
 # the wasm32 target, trunk, wasm-bindgen-cli at the exact version in
-# Cargo.lock and wasm-opt. With --browser it also installs Chromium and
+# Cargo.lock, wasm-split-cli and wasm-opt. With --browser it also installs Chromium and
 # chromedriver for the tests. Versions are pinned so no build step ever
 # downloads a tool of its own.
 set -euo pipefail
@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 
 TRUNK_VERSION="0.21.14"
 BINARYEN_VERSION="132.0.0"
+WASM_SPLIT_VERSION="0.2.3"
 WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
 
 with_browser=false
@@ -41,7 +42,19 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q "wasm-bindgen $WASM_BINDGEN_VE
     || cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
 fi
 
+# wasm-split-cli has no --version; cargo's list of installed crates says.
+if ! cargo install --list | grep -qx "wasm_split_cli_support v$WASM_SPLIT_VERSION:"; then
+  say "installing wasm-split-cli $WASM_SPLIT_VERSION (cuts the console into per-page modules)"
+  cargo install wasm_split_cli_support --version "$WASM_SPLIT_VERSION" --features build-binary --locked
+fi
+
 if ! wasm-opt --version 2>/dev/null | grep -q "version ${BINARYEN_VERSION%%.*}"; then
+  if ! command -v npm >/dev/null; then
+    # Debian's wasm-opt is too old for trunk; npm's binaryen package is not.
+    say "installing Node.js and npm (for binaryen's wasm-opt)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  fi
   say "installing wasm-opt (binaryen $BINARYEN_VERSION from npm)"
   as_root npm install -g "binaryen@$BINARYEN_VERSION"
 fi

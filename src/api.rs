@@ -7,7 +7,7 @@
 use gloo_net::http::{Request, RequestBuilder, Response};
 use jobdeck_api::{
     ApiError, FailureAnalysis, FieldErrors, JobEvent, JobList, LeptonJob, LogRange, LogSearch, NodeGroup, Replica,
-    Shape, WorkspaceInfo, API_BASE,
+    Shape, API_BASE,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -110,17 +110,117 @@ async fn send<B: Serialize, T: DeserializeOwned>(
     decode(response).await
 }
 
-/// `GET /workspace`: also proves the token works.
-pub async fn workspace() -> ApiResult<WorkspaceInfo> {
+/// What the console reads of `GET /workspace`: who the token belongs to
+/// and the workspace's log collection default. (The whole answer describes
+/// shapes, quotas and usage; decoding it would put all of that into the
+/// first download.) Also proves the token works.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct Me {
+    pub current_user: String,
+    #[serde(default)]
+    pub log_collection_default: bool,
+}
+
+/// `GET /workspace`, read as `Me`.
+pub async fn me() -> ApiResult<Me> {
     get("/workspace").await
 }
 
 /// `GET /jobs` with a query string already encoded (may be empty).
+///
+/// The list reads only the fields its columns show (`listed::Jobs`), then
+/// fills them into the contract's types with every other field at its
+/// default: decoding every field of every job would put the whole job
+/// decoder into the list page's download.
 pub async fn list_jobs(query: &str) -> ApiResult<JobList> {
-    if query.is_empty() {
-        get("/jobs").await
-    } else {
-        get(&format!("/jobs?{query}")).await
+    let page: listed::Jobs = if query.is_empty() { get("/jobs").await? } else { get(&format!("/jobs?{query}")).await? };
+    Ok(page.into())
+}
+
+/// What the deployments list reads of `GET /jobs`. Unknown fields are
+/// skipped (these types only read).
+mod listed {
+    use jobdeck_api::{Affinity, JobList, JobSpec, JobStatus, LeptonJob, Metadata};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub struct Jobs {
+        jobs: Vec<Job>,
+        #[serde(default)]
+        total: i64,
+        #[serde(default)]
+        page: i64,
+        #[serde(default)]
+        page_size: i64,
+    }
+
+    #[derive(Deserialize)]
+    struct Job {
+        metadata: JobMetadata,
+        #[serde(default)]
+        spec: Spec,
+        #[serde(default)]
+        status: Option<JobStatus>,
+    }
+
+    #[derive(Deserialize)]
+    struct JobMetadata {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        created_by: Option<String>,
+        #[serde(default)]
+        created_at: Option<i64>,
+    }
+
+    #[derive(Deserialize, Default)]
+    struct Spec {
+        #[serde(default)]
+        completions: Option<i64>,
+        #[serde(default)]
+        workers: Option<i64>,
+        #[serde(default)]
+        resource_shape: Option<String>,
+        #[serde(default)]
+        affinity: Option<Groups>,
+    }
+
+    #[derive(Deserialize)]
+    struct Groups {
+        #[serde(default)]
+        allowed_dedicated_node_groups: Option<Vec<String>>,
+    }
+
+    impl From<Jobs> for JobList {
+        fn from(page: Jobs) -> JobList {
+            let jobs = page
+                .jobs
+                .into_iter()
+                .map(|job| LeptonJob {
+                    metadata: Metadata {
+                        id: job.metadata.id,
+                        name: job.metadata.name,
+                        created_by: job.metadata.created_by,
+                        created_at: job.metadata.created_at,
+                        ..Default::default()
+                    },
+                    spec: JobSpec {
+                        completions: job.spec.completions,
+                        workers: job.spec.workers,
+                        resource_shape: job.spec.resource_shape,
+                        affinity: job.spec.affinity.map(|groups| Affinity {
+                            allowed_dedicated_node_groups: groups.allowed_dedicated_node_groups,
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                    status: job.status,
+                })
+                .collect();
+            JobList { jobs, total: page.total, page: page.page, page_size: page.page_size }
+        }
     }
 }
 

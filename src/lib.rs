@@ -15,6 +15,7 @@ pub mod session;
 
 use leptos::prelude::*;
 
+use crate::components::lazy_view::{lazy_switch, load};
 use crate::components::top_bar::TopBar;
 use crate::pages::{job::JobPage, jobs_list::JobsListPage, login::LoginPage, new_job::NewJobPage, not_found::NotFoundPage};
 use crate::routes::Route;
@@ -34,16 +35,58 @@ pub fn App() -> impl IntoView {
     });
     view! {
         <TopBar/>
-        <main id="main">
-            {move || match route.get() {
-                Route::Login => view! { <LoginPage/> }.into_any(),
-                Route::Jobs => view! { <JobsListPage/> }.into_any(),
-                Route::NewJob => view! { <NewJobPage/> }.into_any(),
-                Route::Job { id, .. } => view! { <JobPage id/> }.into_any(),
-                Route::NotFound => view! { <NotFoundPage/> }.into_any(),
-            }}
-        </main>
+        <main id="main">{lazy_switch(route, |route| async move { preload(&route).await }, page)}</main>
     }
+}
+
+/// Downloads the module of a route's page (once; later calls return at
+/// once).
+#[cfg(not(test))]
+async fn preload(route: &Route) {
+    match route {
+        Route::Login => __preload_login_page().await,
+        Route::Jobs => __preload_jobs_list_page().await,
+        Route::NewJob => __preload_new_job_page().await,
+        Route::Job { .. } => __preload_job_page().await,
+        Route::NotFound => {}
+    }
+}
+#[cfg(test)]
+async fn preload(_: &Route) {}
+
+/// The page for a route. Each page's code is a split point of the console's
+/// WebAssembly (`#[lazy]`): the browser downloads the shared core and the
+/// first page it shows, and every other page the first time it is opened,
+/// so the first load carries only what the first page needs. See
+/// docs/architecture.md, "The console's download".
+async fn page(route: Route) -> AnyView {
+    match route {
+        Route::Login => load!(login_page()),
+        Route::Jobs => load!(jobs_list_page()),
+        Route::NewJob => load!(new_job_page()),
+        Route::Job { id, .. } => load!(job_page(id)),
+        Route::NotFound => view! { <NotFoundPage/> }.into_any(),
+    }
+}
+
+#[cfg_attr(not(test), lazy)]
+fn login_page() -> AnyView {
+    view! { <LoginPage/> }.into_any()
+}
+
+#[cfg_attr(not(test), lazy)]
+fn jobs_list_page() -> AnyView {
+    view! { <JobsListPage/> }.into_any()
+}
+
+#[cfg_attr(not(test), lazy)]
+fn new_job_page() -> AnyView {
+    view! { <NewJobPage/> }.into_any()
+}
+
+#[cfg_attr(not(test), lazy)]
+fn job_page(id: String) -> AnyView {
+    view! { <JobPage id/> }.into_any()
 }
 
 #[cfg(test)]

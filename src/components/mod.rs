@@ -6,6 +6,7 @@ pub mod data_table;
 pub mod dom;
 pub mod job_actions;
 pub mod live;
+pub mod lazy_view;
 pub mod loaded;
 pub mod log_viewer;
 pub mod field;

@@ -14,7 +14,7 @@ pub fn TopBar() -> impl IntoView {
     Effect::new(move |_| {
         if session.token.get().is_some() {
             leptos::task::spawn_local(async move {
-                if let Ok(info) = api::workspace().await {
+                if let Ok(info) = api::me().await {
                     session.user.set(Some(info.current_user));
                 }
             });

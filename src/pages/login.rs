@@ -49,7 +49,7 @@ pub fn LoginPage() -> impl IntoView {
         busy.set(true);
         error.set(None);
         leptos::task::spawn_local(async move {
-            match api::workspace().await {
+            match api::me().await {
                 Ok(info) => {
                     session.user.set(Some(info.current_user));
                     let next = routes::safe_next(url.get_untracked().param("next").as_deref());

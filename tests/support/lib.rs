@@ -424,6 +424,24 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
+        // A panic in the console (a trap in its WebAssembly) can leave a page
+        // that looks right but no longer reacts; every test fails on one.
+        if !std::thread::panicking() {
+            let url = format!("{}/session/{}/se/log", self.endpoint, self.session);
+            let log = raw_call("POST", &url, Some(&json!({"type": "browser"}))).unwrap_or_default();
+            let errors: Vec<String> = log["value"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| m["message"].as_str().unwrap_or_default().to_string())
+                .filter(|m| m.contains("panicked at") || m.contains("Uncaught") || m.contains("RuntimeError"))
+                .collect();
+            if !errors.is_empty() {
+                let _ = raw_call("DELETE", &format!("{}/session/{}", self.endpoint, self.session), None);
+                let _ = self.driver.kill();
+                panic!("the console reported errors:\n{}", errors.join("\n"));
+            }
+        }
         let _ = raw_call("DELETE", &format!("{}/session/{}", self.endpoint, self.session), None);
         let _ = self.driver.kill();
         let _ = self.driver.wait();

@@ -19,6 +19,7 @@ use leptos::prelude::*;
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::job_actions::JobActions;
+use crate::components::lazy_view::{lazy_switch, load};
 use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::loaded::{fetch, Data, Loaded};
 use crate::components::state_badge::StateBadge;
@@ -167,16 +168,44 @@ fn JobView() -> impl IntoView {
             <JobActions job user on_update/>
             <LiveNote problem/>
             <JobTabs id=context.id tab/>
-            <div class="tab-panel">
-                {move || match tab.get().as_str() {
-                    "replicas" => view! { <replicas::ReplicasTab/> }.into_any(),
-                    "events" => view! { <events::EventsTab/> }.into_any(),
-                    "logs" => view! { <logs::LogsTab/> }.into_any(),
-                    "failure" => view! { <failure::FailureTab/> }.into_any(),
-                    _ => view! { <overview::OverviewTab/> }.into_any(),
-                }}
-            </div>
+            <div class="tab-panel">{lazy_switch(tab, preload_tab, tab_view)}</div>
         </Show>
+    }
+}
+
+/// A tab's view. The logs and failure tabs are a split point of the
+/// console's WebAssembly: their code (the log viewer, the failure analysis)
+/// downloads the first time one is opened. The other tabs are small and come
+/// with the job page.
+async fn tab_view(tab: String) -> AnyView {
+    match tab.as_str() {
+        "replicas" => view! { <replicas::ReplicasTab/> }.into_any(),
+        "events" => view! { <events::EventsTab/> }.into_any(),
+        "logs" | "failure" => load!(diagnosis_tab(tab)),
+        _ => view! { <overview::OverviewTab/> }.into_any(),
+    }
+}
+
+/// Downloads a tab's module.
+#[cfg(not(test))]
+async fn preload_tab(tab: String) {
+    match tab.as_str() {
+        "logs" | "failure" => __preload_diagnosis_tab().await,
+        _ => {}
+    }
+}
+#[cfg(test)]
+async fn preload_tab(_: String) {}
+
+/// The logs and failure tabs, one split point for both: people who open
+/// one usually open the other, and each split point multiplies the modules
+/// the split makes.
+#[cfg_attr(not(test), lazy)]
+fn diagnosis_tab(tab: String) -> AnyView {
+    if tab == "logs" {
+        view! { <logs::LogsTab/> }.into_any()
+    } else {
+        view! { <failure::FailureTab/> }.into_any()
     }
 }
 

@@ -341,7 +341,7 @@ async fn load_context(form: JobForm) {
     // Without the secrets list, references cannot be checked here; the
     // server still checks them.
     let secret_names = api::secret_names().await.unwrap_or_default();
-    let log_default = api::workspace().await.ok().map(|w| w.log_collection_default);
+    let log_default = api::me().await.ok().map(|w| w.log_collection_default);
     match (shapes, node_groups) {
         (Ok(shapes), Ok(node_groups)) => {
             form.set_context(ValidationContext { shapes, node_groups, secret_names }, log_default)

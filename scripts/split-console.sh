@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Trunk's post-build hook (Trunk.toml): cuts the console's WebAssembly into
+# a core and one module per page, so a browser downloads only the core and
+# the page it opens first, and every other page the first time it is shown.
+#
+# The split points are the `#[lazy]` page functions in src/lib.rs. Trunk has
+# already built everything; this re-does its last steps on the same cargo
+# output (which keeps the linker's relocations, see .cargo/config.toml):
+#   wasm-split-cli   core module + per-page modules + the loader `__wasm_split.js`
+#   wasm-bindgen     the JavaScript glue for the core, under trunk's file names,
+#                    keeping the function table the page modules link against
+#   wasm-opt -Oz     every module
+# then names every new file after its content, as trunk does, so the server
+# can serve them precompressed and cache them forever.
+set -euo pipefail
+
+staging="${TRUNK_STAGING_DIR:?run by trunk as a post_build hook}"
+root="${TRUNK_SOURCE_DIR:-$(dirname "$0")/..}"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+input="$target_dir/wasm32-unknown-unknown/console/jobdeck-console.wasm"
+glue="$(cd "$staging" && ls jobdeck-console-*.js)"
+stem="${glue%.js}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+features=(--enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
+  --enable-mutable-globals --enable-reference-types --enable-multivalue)
+hash16() { sha256sum "$1" | cut -c1-16; }
+
+wasm-split-cli "$input" "$work/split" --out-name "$stem"
+wasm-bindgen --target web --no-typescript --keep-lld-exports --out-dir "$work/glue" --out-name "$stem" "$work/split/$stem.wasm"
+wasm-opt -Oz "${features[@]}" "$work/glue/${stem}_bg.wasm" -o "$staging/${stem}_bg.wasm"
+
+loader="$work/split/__wasm_split.js"
+for module in "$work/split"/*.wasm; do
+  name="$(basename "$module" .wasm)"
+  [ "$name" = "$stem" ] && continue
+  wasm-opt -Oz "${features[@]}" "$module" -o "$work/$name.wasm"
+  hashed="$name-$(hash16 "$work/$name.wasm").wasm"
+  mv "$work/$name.wasm" "$staging/$hashed"
+  sed -i "s|\"./$name.wasm\"|\"./$hashed\"|" "$loader"
+done
+hashed_loader="__wasm_split-$(hash16 "$loader").js"
+cp "$loader" "$staging/$hashed_loader"
+# Only the module imports change; the import object's keys must keep the
+# name the core module was linked against.
+sed "/^import /s|\"./__wasm_split.js\"|\"./$hashed_loader\"|" "$work/glue/$stem.js" > "$staging/$stem.js"
+grep -q "$hashed_loader" "$staging/$stem.js" || { echo "split-console: the glue does not import the loader" >&2; exit 1; }
+
+# Trunk wrote subresource-integrity digests of the files replaced above into
+# index.html; give them the digests of what is there now.
+sri() { printf 'sha384-%s' "$(openssl dgst -sha384 -binary "$1" | base64 -w0)"; }
+html="$staging/index.html"
+for file in "$stem.js" "${stem}_bg.wasm"; do
+  digest="$(sri "$staging/$file")"
+  sed -i -E "s|(href=\"/$file\"[^>]*integrity=\")[^\"]*\"|\1$digest\"|" "$html"
+  grep -q "$digest" "$html" || { echo "split-console: no integrity for $file in index.html" >&2; exit 1; }
+done
