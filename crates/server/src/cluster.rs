@@ -13,7 +13,6 @@ use crate::auth::CurrentUser;
 use crate::config::{Config, ShapeConfig};
 use crate::error::{AppError, AppResult};
 use crate::executor::Placement;
-use crate::spec::default_shared_memory_mb;
 use crate::store::JobRow;
 use crate::AppState;
 
@@ -41,7 +40,7 @@ pub fn shape_view(shape: &ShapeConfig) -> Shape {
             accelerator_type: shape.accelerator_type.clone(),
             accelerator_num: Some(shape.gpus as f64),
             accelerator_memory_in_mb: shape.accelerator_memory_mb,
-            default_shared_memory_in_mb: Some(default_shared_memory_mb(shape.memory_mb)),
+            default_shared_memory_in_mb: Some(jobdeck_api::shared_memory_default_mib(shape.memory_mb)),
         },
     }
 }

@@ -218,12 +218,19 @@ async fn create_job(
     let context = validation_context(&state, &user.name).await?;
     let mut errors = jobdeck_api::validate_job_in(&job, &context);
     merge(&mut errors, state.executor.check_spec(&job.spec));
-    let resolved = match ResolvedSpec::resolve(&job.spec, &state.config) {
-        Ok(resolved) => Some(resolved),
-        Err(more) => {
-            merge(&mut errors, more);
-            None
+    // Whether the job can ever fit this server is a question about a valid
+    // job: asked of an out-of-range count it would only add a second message
+    // about the number the user must change anyway.
+    let resolved = if errors.is_empty() {
+        match ResolvedSpec::resolve(&job.spec, &state.config) {
+            Ok(resolved) => Some(resolved),
+            Err(more) => {
+                merge(&mut errors, more);
+                None
+            }
         }
+    } else {
+        None
     };
     let Some(resolved) = resolved.filter(|_| errors.is_empty()) else {
         return Err(AppError::Validation(errors));
@@ -231,13 +238,8 @@ async fn create_job(
     let name = job.metadata.name.clone().unwrap_or_default();
     let now = now_millis();
     let id = format!("{name}-{}", random_suffix());
-    let allowed_groups = job
-        .spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.allowed_dedicated_node_groups.clone())
-        .unwrap_or_default();
-    let stopped = job.spec.stopped == Some(true);
+    let allowed_groups = job.spec.node_groups();
+    let stopped = job.spec.stopped();
     let (state_name, reason, message) = if stopped {
         (JobState::Stopped, "Stopped", "the job was created stopped".to_string())
     } else {
@@ -251,7 +253,7 @@ async fn create_job(
         id: id.clone(),
         name,
         created_by: user.name.clone(),
-        visibility: match job.metadata.visibility.unwrap_or_default() {
+        visibility: match job.visibility() {
             Visibility::Public => "public".into(),
             Visibility::Private => "private".into(),
         },

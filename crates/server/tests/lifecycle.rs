@@ -385,3 +385,37 @@ async fn memory_limits_are_enforced_or_the_job_is_told_they_are_not() {
         assert!(note.contains("memory is not limited"), "{note}");
     }
 }
+
+/// A job stored before the contract bounded its numbers (deadline, queue
+/// limit and archive time of i64::MAX seconds) neither overflows nor stops
+/// the scheduler: it runs to completion, and so does the next job.
+#[tokio::test]
+async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
+    use jobdeck_server::store::{JobRow, JobRuntime};
+    let mut spec = sh_job("old", "echo old")["spec"].clone();
+    spec["active_deadline_seconds"] = json!(i64::MAX);
+    spec["max_queued_duration_seconds"] = json!(i64::MAX);
+    spec["ttl_seconds_after_finished"] = json!(i64::MAX);
+    let now = jobdeck_server::now_millis();
+    let old = JobRow {
+        id: "old-aaaaa".into(),
+        name: "old".into(),
+        created_by: "admin".into(),
+        visibility: "public".into(),
+        created_at: now,
+        metadata_json: "{}".into(),
+        spec_json: spec.to_string(),
+        priority: 4000,
+        node_groups: String::new(),
+        runtime: JobRuntime {
+            state: "Queueing".into(),
+            reason: Some("Queued".into()),
+            queued_at: Some(now),
+            ..JobRuntime::default()
+        },
+    };
+    let app = TestApp::with_stored_jobs(small_cluster(2.0), vec![old]).await;
+    app.wait_state("old-aaaaa", "Completed").await;
+    let next = app.create_job(&app.admin_token, &sh_job("next", "echo next")).await;
+    app.wait_state(&next, "Completed").await;
+}

@@ -120,6 +120,14 @@ fn event(job_id: &str, kind: &str, reason: &str, message: impl Into<String>) -> 
     }
 }
 
+/// The time `seconds` after the time stamp `at_ms`, in milliseconds. The
+/// contract bounds every duration far below overflow, but the arithmetic
+/// saturates anyway: one job's number must never panic the task that runs
+/// every job's lifecycle.
+fn after_seconds(at_ms: i64, seconds: i64) -> i64 {
+    at_ms.saturating_add(seconds.saturating_mul(1000))
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -223,7 +231,7 @@ impl Scheduler {
             let now = crate::now_millis();
             let wait = self
                 .next_timer()
-                .map(|at| Duration::from_millis((at - now).max(0) as u64))
+                .map(|at| Duration::from_millis(at.saturating_sub(now).max(0) as u64))
                 .unwrap_or(MAX_SLEEP)
                 .min(MAX_SLEEP);
             tokio::select! {
@@ -265,12 +273,12 @@ impl Scheduler {
             match r.state.as_str() {
                 "Queueing" => {
                     if let (Some(limit), Some(queued)) = (active.resolved.max_queued_duration_seconds, r.queued_at) {
-                        consider(queued + limit * 1000);
+                        consider(after_seconds(queued, limit));
                     }
                 }
                 "Starting" | "Running" if r.stop_reason.is_none() => {
                     if let (Some(limit), Some(started)) = (active.resolved.active_deadline_seconds, r.started_at) {
-                        consider(started + limit * 1000);
+                        consider(after_seconds(started, limit));
                     }
                 }
                 _ => {}
@@ -540,7 +548,7 @@ impl Scheduler {
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let stop_reason = active.row.runtime.stop_reason.as_deref().and_then(StopReason::parse);
         let now = crate::now_millis();
-        let ttl_ms = active.resolved.ttl_seconds_after_finished * 1000;
+        let ttl_s = active.resolved.ttl_seconds_after_finished;
         let completions = active.resolved.completions;
         self.dirty = true;
         let r = &mut active.row.runtime;
@@ -555,7 +563,7 @@ impl Scheduler {
                 r.reason = Some("Completed".into());
                 r.message = Some(format!("all {completions} completion(s) succeeded"));
                 r.completed_at = Some(now);
-                r.archive_at = Some(now + ttl_ms);
+                r.archive_at = Some(after_seconds(now, ttl_s));
                 let message = r.message.clone().unwrap_or_default();
                 self.save(id, vec![event(id, "Normal", "Completed", message)]).await
             }
@@ -596,7 +604,7 @@ impl Scheduler {
                         retries_used + 1
                     ));
                     r.started_at = None;
-                    self.retry_at.insert(id.to_string(), now + delay_s * 1000);
+                    self.retry_at.insert(id.to_string(), after_seconds(now, delay_s));
                     let text = r.message.clone().unwrap_or_default();
                     self.save(id, vec![event(id, "Warning", "PendingRetry", text)]).await
                 } else {
@@ -609,7 +617,7 @@ impl Scheduler {
     async fn finish_failed(&mut self, id: &str, reason: &str, message: String) -> AppResult<()> {
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let now = crate::now_millis();
-        let ttl_ms = active.resolved.ttl_seconds_after_finished * 1000;
+        let ttl_s = active.resolved.ttl_seconds_after_finished;
         let r = &mut active.row.runtime;
         r.state = JobState::Failed.as_str().into();
         r.reason = Some(reason.into());
@@ -617,7 +625,7 @@ impl Scheduler {
         r.placement_json = None;
         r.stop_reason = None;
         r.completed_at = Some(now);
-        r.archive_at = Some(now + ttl_ms);
+        r.archive_at = Some(after_seconds(now, ttl_s));
         self.dirty = true;
         self.save(id, vec![event(id, "Warning", reason, message)]).await
     }
@@ -631,14 +639,14 @@ impl Scheduler {
             match r.state.as_str() {
                 "Starting" | "Running" if r.stop_reason.is_none() => {
                     if let (Some(limit), Some(started)) = (active.resolved.active_deadline_seconds, r.started_at) {
-                        if started + limit * 1000 <= now {
+                        if after_seconds(started, limit) <= now {
                             deadlines.push((id.clone(), limit));
                         }
                     }
                 }
                 "Queueing" => {
                     if let (Some(limit), Some(queued)) = (active.resolved.max_queued_duration_seconds, r.queued_at) {
-                        if queued + limit * 1000 <= now {
+                        if after_seconds(queued, limit) <= now {
                             queue_timeouts.push((id.clone(), limit));
                         }
                     }
@@ -678,7 +686,7 @@ impl Scheduler {
                 row.runtime.reason = Some("Archived".into());
                 row.runtime.message = Some(format!(
                     "archived {} s after it finished; its record and logs stay readable",
-                    (now - finished) / 1000
+                    now.saturating_sub(finished) / 1000
                 ));
                 let message = row.runtime.message.clone().unwrap_or_default();
                 self.store.update_job_runtime(id.clone(), row.runtime, vec![event(&id, "Normal", "Archived", message)]).await?;
@@ -898,5 +906,26 @@ impl Scheduler {
             Err(message) => self.finish_failed(id, "SecretNotFound", message).await?,
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timer_arithmetic_saturates_instead_of_overflowing() {
+        let now = 1_700_000_000_000;
+        let cases = [
+            (now, 2, now + 2000),
+            (now, 0, now),
+            (now, 315_360_000, now + 315_360_000_000),
+            (now, i64::MAX, i64::MAX),
+            (i64::MAX, 1, i64::MAX),
+            (0, i64::MIN, i64::MIN),
+        ];
+        for (at, seconds, expected) in cases {
+            assert_eq!(after_seconds(at, seconds), expected, "{at} + {seconds} s");
+        }
     }
 }

@@ -224,7 +224,9 @@ impl Store {
                 SortKey::State => format!("state {direction}, created_at DESC, id"),
             };
             let mut values = values;
-            let offset = (filter.page - 1).max(0) * filter.page_size;
+            // Saturating: `page=9223372036854775807` is a page past the end
+            // (an empty list), not an overflow.
+            let offset = filter.page.saturating_sub(1).max(0).saturating_mul(filter.page_size);
             values.push(Value::Integer(filter.page_size));
             values.push(Value::Integer(offset));
             let mut stmt = conn.prepare_cached(&format!(

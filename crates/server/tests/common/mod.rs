@@ -41,8 +41,17 @@ impl TestApp {
     }
 
     pub async fn with_config(adjust: impl FnOnce(&mut Config)) -> TestApp {
+        Self::with_stored_jobs(adjust, vec![]).await
+    }
+
+    /// A server whose store already holds `jobs` when it starts, as after a
+    /// restart (or an upgrade: rows written by an older version).
+    pub async fn with_stored_jobs(adjust: impl FnOnce(&mut Config), jobs: Vec<jobdeck_server::store::JobRow>) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
+        for job in jobs {
+            store.insert_job(job, vec![]).await.unwrap();
+        }
         let mut config = Config::for_data_dir(dir.path());
         config.supervisor_bin = Some(env!("CARGO_BIN_EXE_jobdeck").into());
         adjust(&mut config);
