@@ -128,6 +128,32 @@ fn after_seconds(at_ms: i64, seconds: i64) -> i64 {
     at_ms.saturating_add(seconds.saturating_mul(1000))
 }
 
+/// Whether job `other` may be named (by its id) in what `subject` shows: its
+/// events and status message. Only when everyone who can read `subject` can
+/// also read `other`: `other` is public, or both are private jobs of the same
+/// creator. A public job's events are read by the whole workspace, so they
+/// never name a private job, not even one of the same creator.
+fn may_name(subject: &JobRow, other: &JobRow) -> bool {
+    other.visibility == "public" || (subject.visibility != "public" && subject.created_by == other.created_by)
+}
+
+/// The jobs `others` as `subject` may show them: the ids it may name, and a
+/// count for the rest ("train-abcde and 2 other jobs").
+fn name_jobs(subject: &JobRow, others: &[&JobRow]) -> String {
+    let named: Vec<&str> = others.iter().filter(|o| may_name(subject, o)).map(|o| o.id.as_str()).collect();
+    let hidden = others.len() - named.len();
+    let rest = match hidden {
+        0 => None,
+        1 => Some("1 other job".to_string()),
+        n => Some(format!("{n} other jobs")),
+    };
+    match (named.is_empty(), rest) {
+        (_, None) => named.join(", "),
+        (true, Some(rest)) => rest,
+        (false, Some(rest)) => format!("{} and {rest}", named.join(", ")),
+    }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -829,10 +855,7 @@ impl Scheduler {
             }
             let scratch_group = scratch.get(group).unwrap_or(state);
             if !stopping.is_empty() && fit(scratch_group, &resolved.shape, resolved.parallelism, &resolved.nodes).is_some() {
-                return Ok((
-                    "Preempting".into(),
-                    Some(format!("waiting for {} preempted job(s) to stop: {}", stopping.len(), stopping.join(", "))),
-                ));
+                return Ok(("Preempting".into(), Some(self.waiting_for_victims(id, &stopping))));
             }
             let candidates: Vec<Candidate> = self
                 .jobs
@@ -850,22 +873,36 @@ impl Scheduler {
                 })
                 .collect();
             if let Some(victims) = plan_preemption(scratch_group, &resolved.shape, resolved.parallelism, &resolved.nodes, candidates) {
+                let preemptor = self.jobs.get(id).map(|a| a.row.clone());
                 for victim in &victims {
-                    let message = format!(
-                        "preempted by job {id} (priority {}) which needs its resources in node group {group}",
-                        resolved.priority
-                    );
+                    let named = match (self.jobs.get(victim), &preemptor) {
+                        (Some(v), Some(p)) if may_name(&v.row, p) => format!("job {id} (priority {})", resolved.priority),
+                        _ => "a higher-priority job".to_string(),
+                    };
+                    let message = format!("preempted by {named} which needs its resources in node group {group}");
                     self.begin_stop(victim, StopReason::Preempted, message).await?;
                 }
                 let mut all = stopping;
                 all.extend(victims);
-                let message = format!("waiting for {} preempted job(s) to stop: {}", all.len(), all.join(", "));
+                let message = self.waiting_for_victims(id, &all);
                 let reason = "Preempting".to_string();
                 self.save(id, vec![event(id, "Normal", "Preempting", message.clone())]).await?;
                 return Ok((reason, Some(message)));
             }
         }
         Ok(("NoCapacity".into(), None))
+    }
+
+    /// The status message of a job waiting for the jobs it preempted to stop,
+    /// naming only those its readers may see.
+    fn waiting_for_victims(&self, id: &str, victims: &[String]) -> String {
+        let rows: Vec<&JobRow> = victims.iter().filter_map(|v| self.jobs.get(v)).map(|a| &a.row).collect();
+        match self.jobs.get(id) {
+            Some(subject) if !rows.is_empty() => {
+                format!("waiting for {} preempted job(s) to stop: {}", victims.len(), name_jobs(&subject.row, &rows))
+            }
+            _ => format!("waiting for {} preempted job(s) to stop", victims.len()),
+        }
     }
 
     /// Starts a job's run on `placement`.
@@ -912,6 +949,52 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(id: &str, created_by: &str, visibility: &str) -> JobRow {
+        JobRow {
+            id: id.into(),
+            created_by: created_by.into(),
+            visibility: visibility.into(),
+            ..JobRow::default()
+        }
+    }
+
+    #[test]
+    fn a_job_names_another_only_when_its_readers_may_see_it() {
+        // (subject, other, may the subject's events name the other)
+        let cases = [
+            (row("a", "alice", "private"), row("b", "bob", "public"), true),
+            (row("a", "alice", "public"), row("b", "bob", "public"), true),
+            (row("a", "alice", "private"), row("b", "alice", "private"), true),
+            (row("a", "alice", "private"), row("b", "bob", "private"), false),
+            (row("a", "alice", "public"), row("b", "bob", "private"), false),
+            // Everyone reads a public job's events; a private job of the
+            // same creator stays unnamed there.
+            (row("a", "alice", "public"), row("b", "alice", "private"), false),
+        ];
+        for (subject, other, expected) in cases {
+            assert_eq!(may_name(&subject, &other), expected, "{subject:?} naming {other:?}");
+        }
+    }
+
+    #[test]
+    fn lists_of_jobs_hide_the_ones_that_may_not_be_named() {
+        let me = row("mine", "alice", "private");
+        let public = row("pub-1", "bob", "public");
+        let own = row("own-1", "alice", "private");
+        let hidden = row("secret-1", "bob", "private");
+        let hidden2 = row("secret-2", "carol", "private");
+        let cases: [(Vec<&JobRow>, &str); 5] = [
+            (vec![&public], "pub-1"),
+            (vec![&public, &own], "pub-1, own-1"),
+            (vec![&hidden], "1 other job"),
+            (vec![&hidden, &hidden2], "2 other jobs"),
+            (vec![&public, &hidden, &own], "pub-1, own-1 and 1 other job"),
+        ];
+        for (others, expected) in cases {
+            assert_eq!(name_jobs(&me, &others), expected);
+        }
+    }
 
     #[test]
     fn timer_arithmetic_saturates_instead_of_overflowing() {

@@ -139,7 +139,7 @@ pub struct UserRow {
 
 /// A job as stored: what the user asked for (indexed columns plus the
 /// metadata and spec as JSON text) and what the scheduler made of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct JobRow {
     pub id: String,
     pub name: String,
