@@ -157,7 +157,11 @@ async fn list_jobs(
     user: CurrentUser,
     RawQuery(raw): RawQuery,
 ) -> AppResult<Json<JobList>> {
-    let filter = parse_list_query(user.name, raw.as_deref())?;
+    let mut filter = parse_list_query(user.name, raw.as_deref())?;
+    // A job that allows every node group may run in any group this server
+    // has, so it belongs in a listing of such a group (not of a name that is
+    // no group at all).
+    filter.any_group_matches = filter.node_groups.iter().any(|g| state.config.node_group(g).is_some());
     let (page, page_size) = (filter.page, filter.page_size);
     let (rows, total) = state.store.list_jobs(filter).await?;
     let jobs = rows.into_iter().map(job_view).collect::<AppResult<Vec<_>>>()?;

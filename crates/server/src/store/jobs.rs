@@ -271,19 +271,19 @@ fn where_clause(filter: &JobFilter) -> (String, Vec<Value>) {
         values.extend(filter.states.iter().cloned().map(Value::Text));
     }
     if !filter.node_groups.is_empty() {
-        let any: Vec<&str> = filter.node_groups.iter().map(|_| "node_groups LIKE ? ESCAPE '\\'").collect();
+        // `node_groups` holds the allowed groups as `,a,b,`, so `,g,` occurs
+        // exactly when `g` is one of them (`instr` is case-sensitive and
+        // takes no wildcards; group names cannot contain a comma).
+        let mut any: Vec<&str> = filter.node_groups.iter().map(|_| "instr(node_groups, ?) > 0").collect();
+        if filter.any_group_matches {
+            any.push("node_groups = ''");
+        }
         clauses.push(format!("({})", any.join(" OR ")));
-        values.extend(
-            filter
-                .node_groups
-                .iter()
-                .map(|g| Value::Text(format!("%{}%", like_escape(&g.replace(',', ""))))),
-        );
+        values.extend(filter.node_groups.iter().map(|g| Value::Text(format!(",{g},"))));
     }
     if !filter.created_by.is_empty() {
-        let any: Vec<&str> = filter.created_by.iter().map(|_| "created_by LIKE ? ESCAPE '\\'").collect();
-        clauses.push(format!("({})", any.join(" OR ")));
-        values.extend(filter.created_by.iter().map(|u| Value::Text(format!("{}%", like_escape(u)))));
+        clauses.push(format!("created_by IN ({})", vec!["?"; filter.created_by.len()].join(", ")));
+        values.extend(filter.created_by.iter().cloned().map(Value::Text));
     }
     for (key, value) in &filter.labels {
         // The key is quoted as a JSON path member; the handler rejects keys

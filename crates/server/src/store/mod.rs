@@ -280,9 +280,16 @@ pub struct JobFilter {
     pub q: Option<String>,
     /// Exact state names; empty means any.
     pub states: Vec<String>,
-    /// Substrings of an allowed node group (case-insensitive); any matches.
+    /// Node group names; a job matches when it may run in one of them: one
+    /// of its allowed groups is exactly that name, or it allows every group
+    /// and the name is one of this server's groups ([`JobFilter::any_group_matches`]).
     pub node_groups: Vec<String>,
-    /// Prefixes of the creator's name (case-insensitive); any matches.
+    /// Whether jobs without a node-group restriction match `node_groups`:
+    /// true when one of the names is a group of this server (such a job may
+    /// run in it); the handler decides, since the store does not know the
+    /// configuration.
+    pub any_group_matches: bool,
+    /// Creators' user names, exactly (case-sensitive); any matches.
     pub created_by: Vec<String>,
     /// Label conditions: the key exists, or has this value; all must hold.
     pub labels: Vec<(String, Option<String>)>,
@@ -490,9 +497,13 @@ pub(crate) mod tests {
             (JobFilter { q: Some("TRAIN".into()), ..page("x") }, vec!["train-b", "train-a"], 2),
             (JobFilter { q: Some("%".into()), ..page("x") }, vec![], 0),
             (JobFilter { states: vec!["Running".into(), "Queueing".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
-            (JobFilter { node_groups: vec!["gpu".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
-            (JobFilter { created_by: vec!["al".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
-            (JobFilter { created_by: vec!["ALICE".into()], ..page("x") }, vec!["train-a"], 1),
+            (JobFilter { node_groups: vec!["gpu".into()], ..page("x") }, vec![], 0),
+            (JobFilter { node_groups: vec!["gpu-a".into()], ..page("x") }, vec!["train-a"], 1),
+            (JobFilter { node_groups: vec!["gpu-a".into(), "gpu-b".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
+            (JobFilter { node_groups: vec!["cpu".into()], any_group_matches: true, mode: QueryMode::AliveAndArchive, ..page("x") }, vec!["eval-c", "train-b"], 2),
+            (JobFilter { created_by: vec!["al".into()], ..page("x") }, vec![], 0),
+            (JobFilter { created_by: vec!["alice".into(), "albert".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
+            (JobFilter { created_by: vec!["ALICE".into()], ..page("x") }, vec![], 0),
             (JobFilter { labels: vec![("team".into(), Some("cv".into()))], ..page("x") }, vec!["train-b"], 1),
             (JobFilter { labels: vec![("team".into(), None)], ..page("x") }, vec!["train-b", "train-a"], 2),
             (JobFilter { sort: SortKey::Name, ascending: true, ..page("x") }, vec!["eval-d", "train-b", "train-a"], 3),
