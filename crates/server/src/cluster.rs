@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use jobdeck_api::{
     Metadata, NodeGroup, NodeGroupSpec, NodeGroupStatus, NodeInfo, ResourceAmounts, Shape, ShapeSpec,
 };
@@ -14,13 +14,14 @@ use crate::config::{Config, ShapeConfig};
 use crate::error::{AppError, AppResult};
 use crate::executor::Placement;
 use crate::store::JobRow;
-use crate::AppState;
+use crate::{AppState, Route};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/shapes", get(list_shapes))
-        .route("/dedicated-node-groups", get(list_node_groups))
-        .route("/dedicated-node-groups/{id}", get(get_node_group))
+pub fn routes() -> Vec<Route> {
+    vec![
+        ("/shapes", get(list_shapes)),
+        ("/dedicated-node-groups", get(list_node_groups)),
+        ("/dedicated-node-groups/{id}", get(get_node_group)),
+    ]
 }
 
 /// The wire form of a configured shape.

@@ -6,7 +6,7 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use jobdeck_api::{
     FieldErrors, JobList, JobSpec, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility,
 };
@@ -17,12 +17,13 @@ use crate::error::{ApiJson, AppError, AppResult};
 use crate::scheduler::Command;
 use crate::spec::ResolvedSpec;
 use crate::store::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey};
-use crate::{now_millis, AppState};
+use crate::{now_millis, AppState, Route};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/jobs", get(list_jobs).post(create_job))
-        .route("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job))
+pub fn routes() -> Vec<Route> {
+    vec![
+        ("/jobs", get(list_jobs).post(create_job)),
+        ("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job)),
+    ]
 }
 
 pub const DEFAULT_PAGE_SIZE: i64 = 50;

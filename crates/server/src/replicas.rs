@@ -9,7 +9,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use bytes::Bytes;
 use jobdeck_api::{
     EventSubject, JobEvent, JobSpec, JobState, Metadata, ReadinessIssue, Replica, ReplicaNode, ReplicaPhase,
@@ -23,13 +23,14 @@ use crate::jobs::{query_pairs, stored_spec, visible_job};
 use crate::log_api::{self, LogRequest};
 use crate::logs::LogStore;
 use crate::store::{JobRow, ReplicaRow, Store};
-use crate::AppState;
+use crate::{AppState, Route};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/jobs/{id}/replicas", get(list_replicas))
-        .route("/jobs/{id}/events", get(list_events))
-        .route("/jobs/{id}/replicas/{replica}/log", get(replica_log))
+pub fn routes() -> Vec<Route> {
+    vec![
+        ("/jobs/{id}/replicas", get(list_replicas)),
+        ("/jobs/{id}/events", get(list_events)),
+        ("/jobs/{id}/replicas/{replica}/log", get(replica_log)),
+    ]
 }
 
 fn phase(name: &str) -> ReplicaPhase {
