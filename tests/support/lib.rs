@@ -80,18 +80,25 @@ impl Server {
     /// Starts a server on a free port with the given data directory and
     /// extra arguments to `serve`.
     pub fn start_in(data_dir: &Path, extra_args: &[&str]) -> Server {
-        Server::spawn(data_dir, Some(&console_dir()), extra_args)
+        Server::spawn(data_dir, Some(&console_dir()), extra_args, &[])
     }
 
     /// [`Server::start_in`] without the console: the API only, for tests
     /// that need no browser (and no built console).
     pub fn start_api_in(data_dir: &Path, extra_args: &[&str]) -> Server {
-        Server::spawn(data_dir, None, extra_args)
+        Server::spawn(data_dir, None, extra_args, &[])
     }
 
-    fn spawn(data_dir: &Path, console: Option<&Path>, extra_args: &[&str]) -> Server {
+    /// [`Server::start_api_in`] with extra variables in the server's
+    /// environment.
+    pub fn start_api_with_env(data_dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::spawn(data_dir, None, extra_args, env)
+    }
+
+    fn spawn(data_dir: &Path, console: Option<&Path>, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut command = Command::new(jobdeck_bin());
         command.arg("serve").args(["--listen", "127.0.0.1:0"]).arg("--data-dir").arg(data_dir);
+        command.envs(env.iter().copied());
         if let Some(console) = console {
             command.arg("--console-dir").arg(console);
         }
