@@ -24,9 +24,15 @@ pub fn workspace_root() -> PathBuf {
 }
 
 fn jobdeck_bin() -> PathBuf {
+    // Where cargo put it: `JOBDECK_BIN`, else the `CARGO_TARGET_DIR` the tests
+    // were built with, else the workspace's own target directory.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|dir| if dir.is_absolute() { dir } else { workspace_root().join(dir) })
+        .unwrap_or_else(|| workspace_root().join("target"));
     let bin = std::env::var_os("JOBDECK_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target/debug/jobdeck"));
+        .unwrap_or_else(|| target.join("debug/jobdeck"));
     assert!(
         bin.is_file(),
         "{} is missing: build it with `cargo build -p jobdeck-server` (scripts/test.sh does)",
@@ -74,13 +80,29 @@ impl Server {
     /// Starts a server on a free port with the given data directory and
     /// extra arguments to `serve`.
     pub fn start_in(data_dir: &Path, extra_args: &[&str]) -> Server {
-        let mut child = Command::new(jobdeck_bin())
-            .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
-            .arg("--data-dir")
-            .arg(data_dir)
-            .arg("--console-dir")
-            .arg(console_dir())
+        Server::spawn(data_dir, Some(&console_dir()), extra_args, &[])
+    }
+
+    /// [`Server::start_in`] without the console: the API only, for tests
+    /// that need no browser (and no built console).
+    pub fn start_api_in(data_dir: &Path, extra_args: &[&str]) -> Server {
+        Server::spawn(data_dir, None, extra_args, &[])
+    }
+
+    /// [`Server::start_api_in`] with extra variables in the server's
+    /// environment.
+    pub fn start_api_with_env(data_dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::spawn(data_dir, None, extra_args, env)
+    }
+
+    fn spawn(data_dir: &Path, console: Option<&Path>, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut command = Command::new(jobdeck_bin());
+        command.arg("serve").args(["--listen", "127.0.0.1:0"]).arg("--data-dir").arg(data_dir);
+        command.envs(env.iter().copied());
+        if let Some(console) = console {
+            command.arg("--console-dir").arg(console);
+        }
+        let mut child = command
             .args(extra_args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

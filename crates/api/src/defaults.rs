@@ -16,10 +16,17 @@ pub const PARALLELISM: i64 = 1;
 /// Workers of a distributed job; one means "not distributed".
 pub const WORKERS: i64 = 1;
 /// Retries of failed replicas before the job fails (Kubernetes
-/// `backoffLimit`), as on the managed-cluster page.
+/// `backoffLimit`), as on the managed-cluster page, when the job sets no
+/// per-replica limit (see [`JobSpec::backoff_limit`]).
 pub const BACKOFF_LIMIT: i64 = 3;
-/// Retries of one failed replica ("max replica failure retry").
-pub const MAX_FAILURE_RETRY: i64 = 0;
+/// The overall retries of a job that sets only a per-replica limit
+/// (`max_failure_retry`): no overall limit, written as the largest value a
+/// retry setting may take, exactly as Kubernetes defaults `backoffLimit` to
+/// 2147483647 when `backoffLimitPerIndex` is set.
+pub const BACKOFF_LIMIT_WITH_PER_REPLICA_LIMIT: i64 = crate::validate::RETRIES_MAX;
+/// Retries of one failed replica ("max replica failure retry") of a job that
+/// does not say: no per-replica limit, only the backoff limit applies.
+pub const MAX_FAILURE_RETRY: Option<i64> = None;
 /// Restarts of the whole job after it failed ("max job failure retry").
 pub const MAX_JOB_FAILURE_RETRY: i64 = 0;
 /// The archive time: how long a finished job's record and logs are kept.
@@ -260,8 +267,19 @@ impl JobSpec {
         self.workers() > 1 || self.intra_job_communication.unwrap_or(false)
     }
 
+    /// Failed attempts a run tolerates in total before it fails
+    /// (Kubernetes `backoffLimit`): `spec.backoff_limit` when set; else 3
+    /// ([`BACKOFF_LIMIT`]); but a job that sets only a per-replica limit
+    /// (`max_failure_retry`) has no overall limit
+    /// ([`BACKOFF_LIMIT_WITH_PER_REPLICA_LIMIT`]), so the limit it asked for is
+    /// the one that applies, as in Kubernetes and in Lepton, which has only
+    /// the per-replica setting.
     pub fn backoff_limit(&self) -> i64 {
-        self.backoff_limit.unwrap_or(BACKOFF_LIMIT)
+        match (self.backoff_limit, self.max_failure_retry) {
+            (Some(limit), _) => limit,
+            (None, Some(_)) => BACKOFF_LIMIT_WITH_PER_REPLICA_LIMIT,
+            (None, None) => BACKOFF_LIMIT,
+        }
     }
 
     /// Seconds the job may run; `None` means no deadline.
@@ -274,8 +292,11 @@ impl JobSpec {
         self.max_queued_duration_seconds
     }
 
-    pub fn max_failure_retry(&self) -> i64 {
-        self.max_failure_retry.unwrap_or(MAX_FAILURE_RETRY)
+    /// Failed attempts one replica (completion index) tolerates before the
+    /// run fails (Kubernetes `backoffLimitPerIndex`); `None`: no per-replica
+    /// limit, the backoff limit alone bounds the retries.
+    pub fn max_failure_retry(&self) -> Option<i64> {
+        self.max_failure_retry.or(MAX_FAILURE_RETRY)
     }
 
     pub fn max_job_failure_retry(&self) -> i64 {
@@ -580,7 +601,7 @@ mod tests {
         assert!(!spec.intra_job_communication());
         assert_eq!(spec.backoff_limit(), 3);
         assert_eq!(spec.active_deadline_seconds(), None);
-        assert_eq!(spec.max_failure_retry(), 0);
+        assert_eq!(spec.max_failure_retry(), None);
         assert_eq!(spec.max_job_failure_retry(), 0);
         assert_eq!(spec.ttl_seconds_after_finished(), 259_200);
         assert_eq!(spec.priority().class(), "mid-4000");
@@ -625,13 +646,34 @@ mod tests {
         };
         assert_eq!((spec.completions(), spec.parallelism(), spec.workers()), (8, 2, 1));
         assert_eq!(spec.backoff_limit(), 0);
-        assert_eq!(spec.max_failure_retry(), 5);
+        assert_eq!(spec.max_failure_retry(), Some(5));
         assert_eq!(spec.ttl_seconds_after_finished(), 60);
         assert_eq!(spec.shared_memory_mib(32 * GIB), 0);
         assert!(!spec.log_collection(true));
         assert_eq!(spec.priority().level(), 9);
         assert!(spec.can_preempt() && spec.can_be_preempted());
         assert_eq!(spec.node_groups(), ["gpu".to_string()]);
+    }
+
+    #[test]
+    fn a_per_replica_limit_alone_lifts_the_overall_default() {
+        // (backoff_limit, max_failure_retry) → (overall limit, per-replica limit)
+        let cases = [
+            (None, None, 3, None),
+            (Some(0), None, 0, None),
+            (None, Some(0), i64::from(i32::MAX), Some(0)),
+            (None, Some(2), i64::from(i32::MAX), Some(2)),
+            (Some(5), Some(2), 5, Some(2)),
+            (Some(0), Some(2), 0, Some(2)),
+        ];
+        for (backoff_limit, max_failure_retry, overall, per_replica) in cases {
+            let spec = JobSpec { backoff_limit, max_failure_retry, ..Default::default() };
+            assert_eq!(
+                (spec.backoff_limit(), spec.max_failure_retry()),
+                (overall, per_replica),
+                "backoff_limit {backoff_limit:?}, max_failure_retry {max_failure_retry:?}"
+            );
+        }
     }
 
     #[test]

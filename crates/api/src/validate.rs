@@ -43,6 +43,24 @@ pub const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
 pub const IMAGE_TAG_MAX_LEN: usize = 128;
 /// The longest port name (an IANA service name, as Kubernetes requires).
 pub const PORT_NAME_MAX_LEN: usize = 15;
+/// The most replicas a job may have: completions, parallelism, workers and
+/// the workers of a segment. This is the limit Kubernetes puts on an Indexed
+/// Job's completions and parallelism.
+pub const REPLICAS_MAX: i64 = 100_000;
+/// The most retries any retry setting may ask for (`backoff_limit`,
+/// `max_failure_retry`, `max_job_failure_retry`): Kubernetes keeps
+/// `backoffLimit` in an `int32`.
+pub const RETRIES_MAX: i64 = i32::MAX as i64;
+/// The longest duration a job may name, in seconds: ten years of 365 days
+/// (deadline, maximum queued duration, archive time).
+pub const DURATION_MAX_SECONDS: i64 = 10 * 365 * 24 * 60 * 60;
+/// The most memory a size may name, in MiB: 1 PiB, far above any machine,
+/// and still far from overflowing when counted in bytes.
+pub const MEMORY_MAX_MIB: i64 = 1 << 30;
+/// The latest start time, in Unix seconds: 9999-12-31T23:59:59Z.
+pub const START_AT_MAX: i64 = 253_402_300_799;
+/// The highest port number.
+pub const PORT_MAX: i64 = 65_535;
 /// Environment variables Jobdeck sets in every replica.
 pub const RESERVED_ENV_NAMES: [&str; 2] = ["JOB_COMPLETION_INDEX", "JOB_COMPLETIONS"];
 /// The prefix of the variables Jobdeck (like Lepton) sets: `LEPTON_JOB_NAME`, …
@@ -188,40 +206,37 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
 }
 
 /// A number that must lie in `min..=max` when it is set.
-fn check_range(problems: &mut Problems, path: &str, value: Option<i64>, min: i64, max: Option<i64>) {
-    let Some(value) = value else { return };
-    match max {
-        Some(max) if value < min || value > max => {
-            problems.add(path, format!("must be between {min} and {max}"))
-        }
-        None if value < min => problems.add(path, format!("must be at least {min}")),
-        _ => {}
+fn check_range(problems: &mut Problems, path: &str, value: Option<i64>, min: i64, max: i64) {
+    if value.is_some_and(|v| v < min || v > max) {
+        problems.add(path, format!("must be between {min} and {max}"));
     }
 }
 
 /// Every single-field range of a spec. These run first, so a number out of
-/// range is what its field reports.
+/// range is what its field reports. Every number has an upper bound as well
+/// as a lower one: the server turns seconds into milliseconds and counts
+/// replicas into loops and Kubernetes `int32` fields, and a bound here keeps
+/// all of that far from overflowing.
 fn check_ranges(spec: &JobSpec, problems: &mut Problems) {
-    const PORT_MAX: Option<i64> = Some(65535);
-    let at_least: [(&str, Option<i64>, i64); 10] = [
-        ("spec.completions", spec.completions, 1),
-        ("spec.parallelism", spec.parallelism, 1),
-        ("spec.workers", spec.workers, 1),
-        ("spec.backoff_limit", spec.backoff_limit, 0),
-        ("spec.active_deadline_seconds", spec.active_deadline_seconds, 1),
-        ("spec.max_queued_duration_seconds", spec.max_queued_duration_seconds, 1),
-        ("spec.max_failure_retry", spec.max_failure_retry, 0),
-        ("spec.max_job_failure_retry", spec.max_job_failure_retry, 0),
-        ("spec.ttl_seconds_after_finished", spec.ttl_seconds_after_finished, 0),
-        ("spec.shared_memory_size", spec.shared_memory_size, 0),
+    let ranges: [(&str, Option<i64>, i64, i64); 10] = [
+        ("spec.completions", spec.completions, 1, REPLICAS_MAX),
+        ("spec.parallelism", spec.parallelism, 1, REPLICAS_MAX),
+        ("spec.workers", spec.workers, 1, REPLICAS_MAX),
+        ("spec.backoff_limit", spec.backoff_limit, 0, RETRIES_MAX),
+        ("spec.active_deadline_seconds", spec.active_deadline_seconds, 1, DURATION_MAX_SECONDS),
+        ("spec.max_queued_duration_seconds", spec.max_queued_duration_seconds, 1, DURATION_MAX_SECONDS),
+        ("spec.max_failure_retry", spec.max_failure_retry, 0, RETRIES_MAX),
+        ("spec.max_job_failure_retry", spec.max_job_failure_retry, 0, RETRIES_MAX),
+        ("spec.ttl_seconds_after_finished", spec.ttl_seconds_after_finished, 0, DURATION_MAX_SECONDS),
+        ("spec.shared_memory_size", spec.shared_memory_size, 0, MEMORY_MAX_MIB),
     ];
-    for (path, value, min) in at_least {
-        check_range(problems, path, value, min, None);
+    for (path, value, min, max) in ranges {
+        check_range(problems, path, value, min, max);
     }
     let start_at = spec.time_schedule.as_ref().and_then(|t| t.start_at);
-    check_range(problems, "spec.time_schedule.start_at", start_at, 0, None);
+    check_range(problems, "spec.time_schedule.start_at", start_at, 0, START_AT_MAX);
     let segment = spec.segment_config.as_ref().map(|s| s.count_per_segment);
-    check_range(problems, "spec.segment_config.count_per_segment", segment, 1, None);
+    check_range(problems, "spec.segment_config.count_per_segment", segment, 1, REPLICAS_MAX);
     for (i, port) in spec.container.ports().iter().enumerate() {
         let path = format!("spec.container.ports[{i}]");
         check_range(problems, &format!("{path}.container_port"), Some(port.container_port), 1, PORT_MAX);
@@ -230,7 +245,7 @@ fn check_ranges(spec: &JobSpec, problems: &mut Problems) {
     for (i, mount) in spec.mounts().iter().enumerate() {
         let cache = mount.mount_options.as_ref().and_then(|o| o.local_cache_size_mib);
         let path = format!("spec.mounts[{i}].mount_options.local_cache_size_mib");
-        check_range(problems, &path, cache, 0, None);
+        check_range(problems, &path, cache, 0, MEMORY_MAX_MIB);
     }
 }
 
@@ -482,6 +497,12 @@ fn check_spec(spec: &JobSpec, problems: &mut Problems) {
 /// Workers, completions and parallelism: with more than one worker the
 /// other two follow the workers; otherwise parallelism ≤ completions.
 fn check_replica_counts(spec: &JobSpec, problems: &mut Problems) {
+    // A count out of range reports only its own range: comparing the others
+    // with it would name a number the user has to change anyway.
+    let in_range = |n: &i64| (1..=REPLICAS_MAX).contains(n);
+    if spec.workers.is_some_and(|w| !in_range(&w)) {
+        return;
+    }
     if let Some(workers) = spec.workers.filter(|w| *w > 1) {
         for (path, value) in [
             ("spec.completions", spec.completions),
@@ -504,7 +525,7 @@ fn check_replica_counts(spec: &JobSpec, problems: &mut Problems) {
     }
     let completions = spec.completions();
     if let Some(parallelism) = spec.parallelism {
-        if completions >= 1 && parallelism > completions {
+        if in_range(&completions) && parallelism > completions {
             problems.add(
                 "spec.parallelism",
                 format!("must be less than or equal to completions ({completions})"),
@@ -688,7 +709,7 @@ fn check_container(container: &Container, problems: &mut Problems) {
         if protocol.is_none() {
             problems.add(format!("{path}.protocol"), "must be TCP, UDP or SCTP");
         }
-        if let (Some(protocol), true) = (protocol, (1..=65535).contains(&port.container_port)) {
+        if let (Some(protocol), true) = (protocol, (1..=PORT_MAX).contains(&port.container_port)) {
             let key = (port.container_port, protocol);
             if let Some(first) = seen_ports.get(&key) {
                 problems.add(

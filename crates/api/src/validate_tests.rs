@@ -136,20 +136,21 @@ fn job_name_rules() {
 fn replica_count_rules() {
     run(&[
         ("completions 1", |j| j.spec.completions = Some(1), None),
-        ("completions 0", |j| j.spec.completions = Some(0), Some(("spec.completions", "must be at least 1"))),
+        ("completions 0", |j| j.spec.completions = Some(0), Some(("spec.completions", "must be between 1 and 100000"))),
         ("parallelism 1", |j| j.spec.parallelism = Some(1), None),
-        ("parallelism 0", |j| j.spec.parallelism = Some(0), Some(("spec.parallelism", "must be at least 1"))),
+        ("parallelism 0", |j| j.spec.parallelism = Some(0), Some(("spec.parallelism", "must be between 1 and 100000"))),
         ("parallelism = completions", |j| { j.spec.completions = Some(4); j.spec.parallelism = Some(4) }, None),
         ("parallelism > completions", |j| { j.spec.completions = Some(4); j.spec.parallelism = Some(5) }, Some(("spec.parallelism", "must be less than or equal to completions (4)"))),
         ("parallelism > default completions", |j| j.spec.parallelism = Some(2), Some(("spec.parallelism", "must be less than or equal to completions (1)"))),
         ("workers 1", |j| j.spec.workers = Some(1), None),
-        ("workers 0", |j| j.spec.workers = Some(0), Some(("spec.workers", "must be at least 1"))),
+        ("workers 0", |j| j.spec.workers = Some(0), Some(("spec.workers", "must be between 1 and 100000"))),
         ("workers 4 alone", |j| j.spec.workers = Some(4), None),
         ("workers 4 with matching counts", |j| { j.spec.workers = Some(4); j.spec.completions = Some(4); j.spec.parallelism = Some(4); j.spec.intra_job_communication = Some(true) }, None),
         ("workers 4, completions 3", |j| { j.spec.workers = Some(4); j.spec.completions = Some(3) }, Some(("spec.completions", "must equal the number of workers (4) or be left out"))),
         ("workers 4, parallelism 5", |j| { j.spec.workers = Some(4); j.spec.parallelism = Some(5) }, Some(("spec.parallelism", "must equal the number of workers (4) or be left out"))),
         ("workers 4, communication off", |j| { j.spec.workers = Some(4); j.spec.intra_job_communication = Some(false) }, Some(("spec.intra_job_communication", "must be on (or left out) with more than one worker (4)"))),
         ("workers 1, communication off", |j| { j.spec.workers = Some(1); j.spec.intra_job_communication = Some(false) }, None),
+        ("too many workers report only their own range", |j| { j.spec.workers = Some(100_001); j.spec.completions = Some(2); j.spec.parallelism = Some(2) }, Some(("spec.workers", "must be between 1 and 100000"))),
     ]);
 }
 
@@ -157,20 +158,78 @@ fn replica_count_rules() {
 fn retry_deadline_and_archive_rules() {
     run(&[
         ("backoff 0", |j| j.spec.backoff_limit = Some(0), None),
-        ("backoff -1", |j| j.spec.backoff_limit = Some(-1), Some(("spec.backoff_limit", "must be at least 0"))),
+        ("backoff -1", |j| j.spec.backoff_limit = Some(-1), Some(("spec.backoff_limit", "must be between 0 and 2147483647"))),
         ("deadline 1", |j| j.spec.active_deadline_seconds = Some(1), None),
-        ("deadline 0", |j| j.spec.active_deadline_seconds = Some(0), Some(("spec.active_deadline_seconds", "must be at least 1"))),
+        ("deadline 0", |j| j.spec.active_deadline_seconds = Some(0), Some(("spec.active_deadline_seconds", "must be between 1 and 315360000"))),
         ("queue limit 1", |j| j.spec.max_queued_duration_seconds = Some(1), None),
-        ("queue limit 0", |j| j.spec.max_queued_duration_seconds = Some(0), Some(("spec.max_queued_duration_seconds", "must be at least 1"))),
+        ("queue limit 0", |j| j.spec.max_queued_duration_seconds = Some(0), Some(("spec.max_queued_duration_seconds", "must be between 1 and 315360000"))),
         ("replica retry 0", |j| j.spec.max_failure_retry = Some(0), None),
-        ("replica retry -1", |j| j.spec.max_failure_retry = Some(-1), Some(("spec.max_failure_retry", "must be at least 0"))),
+        ("replica retry -1", |j| j.spec.max_failure_retry = Some(-1), Some(("spec.max_failure_retry", "must be between 0 and 2147483647"))),
         ("job retry 0", |j| j.spec.max_job_failure_retry = Some(0), None),
-        ("job retry -1", |j| j.spec.max_job_failure_retry = Some(-1), Some(("spec.max_job_failure_retry", "must be at least 0"))),
+        ("job retry -1", |j| j.spec.max_job_failure_retry = Some(-1), Some(("spec.max_job_failure_retry", "must be between 0 and 2147483647"))),
         ("archive 0", |j| j.spec.ttl_seconds_after_finished = Some(0), None),
-        ("archive -1", |j| j.spec.ttl_seconds_after_finished = Some(-1), Some(("spec.ttl_seconds_after_finished", "must be at least 0"))),
+        ("archive -1", |j| j.spec.ttl_seconds_after_finished = Some(-1), Some(("spec.ttl_seconds_after_finished", "must be between 0 and 315360000"))),
         ("shared memory 0", |j| j.spec.shared_memory_size = Some(0), None),
-        ("shared memory -1", |j| j.spec.shared_memory_size = Some(-1), Some(("spec.shared_memory_size", "must be at least 0"))),
+        ("shared memory -1", |j| j.spec.shared_memory_size = Some(-1), Some(("spec.shared_memory_size", "must be between 0 and 1073741824"))),
     ]);
+}
+
+/// Every number of a spec with its range: (path, setter, min, max). The
+/// setter puts the value in place with whatever else the job needs to stay
+/// valid at both ends (a parallelism needs completions as large).
+const NUMBER_RANGES: &[(&str, fn(&mut LeptonJob, i64), i64, i64)] = &[
+    ("spec.completions", |j, v| j.spec.completions = Some(v), 1, 100_000),
+    ("spec.parallelism", |j, v| { j.spec.completions = Some(REPLICAS_MAX); j.spec.parallelism = Some(v) }, 1, 100_000),
+    ("spec.workers", |j, v| j.spec.workers = Some(v), 1, 100_000),
+    ("spec.backoff_limit", |j, v| j.spec.backoff_limit = Some(v), 0, 2_147_483_647),
+    ("spec.max_failure_retry", |j, v| j.spec.max_failure_retry = Some(v), 0, 2_147_483_647),
+    ("spec.max_job_failure_retry", |j, v| j.spec.max_job_failure_retry = Some(v), 0, 2_147_483_647),
+    ("spec.active_deadline_seconds", |j, v| j.spec.active_deadline_seconds = Some(v), 1, 315_360_000),
+    ("spec.max_queued_duration_seconds", |j, v| j.spec.max_queued_duration_seconds = Some(v), 1, 315_360_000),
+    ("spec.ttl_seconds_after_finished", |j, v| j.spec.ttl_seconds_after_finished = Some(v), 0, 315_360_000),
+    ("spec.shared_memory_size", |j, v| j.spec.shared_memory_size = Some(v), 0, 1_073_741_824),
+    ("spec.time_schedule.start_at", |j, v| j.spec.time_schedule = Some(TimeSchedule { start_at: Some(v) }), 0, 253_402_300_799),
+    ("spec.segment_config.count_per_segment", |j, v| { j.spec.workers = Some(REPLICAS_MAX); j.spec.segment_config = Some(SegmentConfig { count_per_segment: v }) }, 1, 100_000),
+    ("spec.container.ports[0].container_port", |j, v| j.spec.container.ports = Some(vec![port(v, None)]), 1, 65_535),
+    ("spec.container.ports[0].host_port", |j, v| j.spec.container.ports = Some(vec![ContainerPort { host_port: Some(v), ..port(80, None) }]), 1, 65_535),
+    ("spec.mounts[0].mount_options.local_cache_size_mib", |j, v| j.spec.mounts = Some(vec![Mount { mount_options: Some(MountOptions { local_cache_size_mib: Some(v), read_only: None }), ..mount("/a") }]), 0, 1_073_741_824),
+];
+
+#[test]
+fn every_number_is_bounded_on_both_sides() {
+    for (path, set, min, max) in NUMBER_RANGES {
+        let message = format!("must be between {min} and {max}");
+        let cases = [
+            (*min, None),
+            (*max, None),
+            (min - 1, Some(&message)),
+            (max + 1, Some(&message)),
+            (i64::MIN, Some(&message)),
+            (i64::MAX, Some(&message)),
+        ];
+        for (value, expected) in cases {
+            let mut job = base();
+            set(&mut job, value);
+            let errors = validate_job(&job);
+            let expected: FieldErrors = expected
+                .iter()
+                .map(|m| (path.to_string(), vec![m.to_string()]))
+                .collect();
+            assert_eq!(errors, expected, "{path} = {value}");
+        }
+    }
+}
+
+#[test]
+fn the_bounds_keep_server_arithmetic_in_range() {
+    // The server counts durations in milliseconds from a time stamp in
+    // milliseconds, and memory in bytes; the largest valid values must not
+    // come near overflowing an i64 there, nor an i32 in Kubernetes fields.
+    let year_9999_ms = START_AT_MAX * 1000;
+    assert!(year_9999_ms.checked_add(DURATION_MAX_SECONDS * 1000).is_some());
+    assert!(MEMORY_MAX_MIB.checked_mul(1024 * 1024).is_some());
+    assert!(REPLICAS_MAX <= i64::from(i32::MAX) && RETRIES_MAX == i64::from(i32::MAX));
+    assert_eq!(DURATION_MAX_SECONDS, 315_360_000);
 }
 
 #[test]
@@ -276,7 +335,7 @@ fn mount_rules() {
         ("volume without a name", |j| j.spec.mounts = Some(vec![Mount { from: "node-nfs".into(), ..mount("/a") }]), Some(("spec.mounts[0].from", "must be 'node-local' or 'node-<type>:<name>', such as 'node-nfs:my-nfs'"))),
         ("path climbing out of the volume", |j| j.spec.mounts = Some(vec![Mount { path: Some("/a/../../etc".into()), ..mount("/a") }]), Some(("spec.mounts[0].path", "must not contain '..' segments: a mount stays inside its volume"))),
         ("cache size 0", |j| j.spec.mounts = Some(vec![Mount { mount_options: Some(MountOptions { local_cache_size_mib: Some(0), read_only: None }), ..mount("/a") }]), None),
-        ("cache size -1", |j| j.spec.mounts = Some(vec![Mount { mount_options: Some(MountOptions { local_cache_size_mib: Some(-1), read_only: None }), ..mount("/a") }]), Some(("spec.mounts[0].mount_options.local_cache_size_mib", "must be at least 0"))),
+        ("cache size -1", |j| j.spec.mounts = Some(vec![Mount { mount_options: Some(MountOptions { local_cache_size_mib: Some(-1), read_only: None }), ..mount("/a") }]), Some(("spec.mounts[0].mount_options.local_cache_size_mib", "must be between 0 and 1073741824"))),
     ]);
 }
 
@@ -324,9 +383,9 @@ fn queue_affinity_and_lepton_only_rules() {
         ("burst without reservation", |j| j.spec.reservation_config = Some(ReservationConfig { reservation_id: None, allow_burst_to_other_reservations: Some(true) }), None),
         ("reservation", |j| j.spec.reservation_config = Some(ReservationConfig { reservation_id: Some("r".into()), allow_burst_to_other_reservations: None }), Some(("spec.reservation_config.reservation_id", "Jobdeck has no reservations; leave this out"))),
         ("start time 0", |j| j.spec.time_schedule = Some(TimeSchedule { start_at: Some(0) }), None),
-        ("start time -1", |j| j.spec.time_schedule = Some(TimeSchedule { start_at: Some(-1) }), Some(("spec.time_schedule.start_at", "must be at least 0"))),
+        ("start time -1", |j| j.spec.time_schedule = Some(TimeSchedule { start_at: Some(-1) }), Some(("spec.time_schedule.start_at", "must be between 0 and 253402300799"))),
         ("segments dividing the workers", |j| { j.spec.workers = Some(4); j.spec.segment_config = Some(SegmentConfig { count_per_segment: 2 }) }, None),
-        ("segments of 0", |j| { j.spec.workers = Some(4); j.spec.segment_config = Some(SegmentConfig { count_per_segment: 0 }) }, Some(("spec.segment_config.count_per_segment", "must be at least 1"))),
+        ("segments of 0", |j| { j.spec.workers = Some(4); j.spec.segment_config = Some(SegmentConfig { count_per_segment: 0 }) }, Some(("spec.segment_config.count_per_segment", "must be between 1 and 100000"))),
         ("segments not dividing", |j| { j.spec.workers = Some(4); j.spec.segment_config = Some(SegmentConfig { count_per_segment: 3 }) }, Some(("spec.segment_config.count_per_segment", "must divide the number of workers (4)"))),
         ("segments with one worker", |j| j.spec.segment_config = Some(SegmentConfig { count_per_segment: 1 }), Some(("spec.segment_config", "needs more than one worker"))),
     ]);

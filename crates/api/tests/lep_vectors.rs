@@ -82,7 +82,9 @@ fn rich_parses_validates_and_round_trips() {
     assert_eq!(spec.container.ports()[1].protocol(), Protocol::Udp);
     assert_eq!(spec.shared_memory_mib(4096), 1024);
     assert!(spec.log_collection(false));
-    assert_eq!(spec.max_failure_retry(), 2);
+    assert_eq!(spec.max_failure_retry(), Some(2));
+    // Lepton has only the per-replica setting; it is the limit that applies.
+    assert_eq!(spec.backoff_limit(), i64::from(i32::MAX));
 
     // The same payload on a server that lacks what it names.
     let errors = validate_job_in(&job, &ValidationContext::default());

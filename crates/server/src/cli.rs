@@ -145,13 +145,24 @@ fn init_tracing() {
 /// Creates the data directory if needed and proves it is writable, so a bad
 /// directory stops the server at start with a clear message.
 fn prepare_data_dir(dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::DirBuilderExt;
-    // The data directory holds secret values and logs: owner-only.
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    // The data directory holds secret values, logs and the replicas' run
+    // directories: owner-only, also when it existed before with a wider mode
+    // (other users of the machine could otherwise read every job's logs).
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .map_err(|e| format!("cannot create the data directory {}: {e}", dir.display()))?;
+    let mode = std::fs::metadata(dir)
+        .map_err(|e| format!("cannot read the data directory {}: {e}", dir.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))
+            .map_err(|e| format!("cannot make the data directory {} private to its owner: {e}", dir.display()))?;
+        tracing::warn!(dir = %dir.display(), "the data directory was readable by others; it is now owner-only (0700)");
+    }
     let probe = dir.join(".write-test");
     std::fs::write(&probe, b"ok")
         .map_err(|e| format!("the data directory {} is not writable: {e}", dir.display()))?;

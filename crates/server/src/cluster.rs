@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use jobdeck_api::{
     Metadata, NodeGroup, NodeGroupSpec, NodeGroupStatus, NodeInfo, ResourceAmounts, Shape, ShapeSpec,
 };
@@ -13,15 +13,15 @@ use crate::auth::CurrentUser;
 use crate::config::{Config, ShapeConfig};
 use crate::error::{AppError, AppResult};
 use crate::executor::Placement;
-use crate::spec::default_shared_memory_mb;
 use crate::store::JobRow;
-use crate::AppState;
+use crate::{AppState, Route};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/shapes", get(list_shapes))
-        .route("/dedicated-node-groups", get(list_node_groups))
-        .route("/dedicated-node-groups/{id}", get(get_node_group))
+pub fn routes() -> Vec<Route> {
+    vec![
+        ("/shapes", get(list_shapes)),
+        ("/dedicated-node-groups", get(list_node_groups)),
+        ("/dedicated-node-groups/{id}", get(get_node_group)),
+    ]
 }
 
 /// The wire form of a configured shape.
@@ -41,7 +41,7 @@ pub fn shape_view(shape: &ShapeConfig) -> Shape {
             accelerator_type: shape.accelerator_type.clone(),
             accelerator_num: Some(shape.gpus as f64),
             accelerator_memory_in_mb: shape.accelerator_memory_mb,
-            default_shared_memory_in_mb: Some(default_shared_memory_mb(shape.memory_mb)),
+            default_shared_memory_in_mb: Some(jobdeck_api::shared_memory_default_mib(shape.memory_mb)),
         },
     }
 }

@@ -3,17 +3,17 @@
 
 use axum::extract::{Path, State};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use jobdeck_api::FailureAnalysis;
 
 use crate::auth::CurrentUser;
 use crate::error::{AppError, AppResult};
 use crate::failure::analysis::{analyse, JobFacts};
 use crate::jobs::{stored_spec, visible_job};
-use crate::AppState;
+use crate::{AppState, Route};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/jobs/{id}/failure-analysis", get(failure_analysis))
+pub fn routes() -> Vec<Route> {
+    vec![("/jobs/{id}/failure-analysis", get(failure_analysis))]
 }
 
 async fn failure_analysis(

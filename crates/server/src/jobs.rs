@@ -6,7 +6,7 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use jobdeck_api::{
     FieldErrors, JobList, JobSpec, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility,
 };
@@ -17,12 +17,13 @@ use crate::error::{ApiJson, AppError, AppResult};
 use crate::scheduler::Command;
 use crate::spec::ResolvedSpec;
 use crate::store::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey};
-use crate::{now_millis, AppState};
+use crate::{now_millis, AppState, Route};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/jobs", get(list_jobs).post(create_job))
-        .route("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job))
+pub fn routes() -> Vec<Route> {
+    vec![
+        ("/jobs", get(list_jobs).post(create_job)),
+        ("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job)),
+    ]
 }
 
 pub const DEFAULT_PAGE_SIZE: i64 = 50;
@@ -157,7 +158,11 @@ async fn list_jobs(
     user: CurrentUser,
     RawQuery(raw): RawQuery,
 ) -> AppResult<Json<JobList>> {
-    let filter = parse_list_query(user.name, raw.as_deref())?;
+    let mut filter = parse_list_query(user.name, raw.as_deref())?;
+    // A job that allows every node group may run in any group this server
+    // has, so it belongs in a listing of such a group (not of a name that is
+    // no group at all).
+    filter.any_group_matches = filter.node_groups.iter().any(|g| state.config.node_group(g).is_some());
     let (page, page_size) = (filter.page, filter.page_size);
     let (rows, total) = state.store.list_jobs(filter).await?;
     let jobs = rows.into_iter().map(job_view).collect::<AppResult<Vec<_>>>()?;
@@ -169,9 +174,11 @@ async fn list_jobs(
     }))
 }
 
-/// What the job rules need to know about this server.
+/// What the job rules need to know about this server: its shapes, its node
+/// groups with their nodes (what is in use does not matter to a rule, so the
+/// active jobs are not read: that read grew with the queue and slowed every
+/// creation) and the secrets `user` may reference.
 pub async fn validation_context(state: &AppState, user: &str) -> AppResult<ValidationContext> {
-    let active = state.store.active_jobs().await?;
     let mut secret_names: Vec<String> = state
         .store
         .secrets_visible_to(user.to_string())
@@ -182,7 +189,7 @@ pub async fn validation_context(state: &AppState, user: &str) -> AppResult<Valid
     secret_names.dedup();
     Ok(ValidationContext {
         shapes: state.config.shapes.iter().map(shape_view).collect(),
-        node_groups: node_group_views(&state.config, &active),
+        node_groups: node_group_views(&state.config, &[]),
         secret_names,
     })
 }
@@ -218,12 +225,19 @@ async fn create_job(
     let context = validation_context(&state, &user.name).await?;
     let mut errors = jobdeck_api::validate_job_in(&job, &context);
     merge(&mut errors, state.executor.check_spec(&job.spec));
-    let resolved = match ResolvedSpec::resolve(&job.spec, &state.config) {
-        Ok(resolved) => Some(resolved),
-        Err(more) => {
-            merge(&mut errors, more);
-            None
+    // Whether the job can ever fit this server is a question about a valid
+    // job: asked of an out-of-range count it would only add a second message
+    // about the number the user must change anyway.
+    let resolved = if errors.is_empty() {
+        match ResolvedSpec::resolve(&job.spec, &state.config) {
+            Ok(resolved) => Some(resolved),
+            Err(more) => {
+                merge(&mut errors, more);
+                None
+            }
         }
+    } else {
+        None
     };
     let Some(resolved) = resolved.filter(|_| errors.is_empty()) else {
         return Err(AppError::Validation(errors));
@@ -231,13 +245,8 @@ async fn create_job(
     let name = job.metadata.name.clone().unwrap_or_default();
     let now = now_millis();
     let id = format!("{name}-{}", random_suffix());
-    let allowed_groups = job
-        .spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.allowed_dedicated_node_groups.clone())
-        .unwrap_or_default();
-    let stopped = job.spec.stopped == Some(true);
+    let allowed_groups = job.spec.node_groups();
+    let stopped = job.spec.stopped();
     let (state_name, reason, message) = if stopped {
         (JobState::Stopped, "Stopped", "the job was created stopped".to_string())
     } else {
@@ -251,7 +260,7 @@ async fn create_job(
         id: id.clone(),
         name,
         created_by: user.name.clone(),
-        visibility: match job.metadata.visibility.unwrap_or_default() {
+        visibility: match job.visibility() {
             Visibility::Public => "public".into(),
             Visibility::Private => "private".into(),
         },

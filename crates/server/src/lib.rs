@@ -72,17 +72,38 @@ impl AppState {
     }
 }
 
+/// One API route: its path under `/api/v2` and its handlers by method.
+pub type Route = (&'static str, axum::routing::MethodRouter<AppState>);
+
+/// Every route of the API, from every resource module. The router is built
+/// from this list and nothing else, so a test can hold the OpenAPI document
+/// against it.
+pub fn api_routes() -> Vec<Route> {
+    [
+        workspace::routes(),
+        cluster::routes(),
+        jobs::routes(),
+        replicas::routes(),
+        failure_analysis::routes(),
+        secrets::routes(),
+        openapi::routes(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The paths of [`api_routes`], as written there (`/jobs/{id}`).
+pub fn api_paths() -> Vec<&'static str> {
+    api_routes().into_iter().map(|(path, _)| path).collect()
+}
+
 /// The whole application: the API under `/api/v2` and, when a console
 /// directory is configured, the console everywhere else.
 pub fn app(state: AppState) -> Router {
-    let api = Router::new()
-        .merge(workspace::routes())
-        .merge(cluster::routes())
-        .merge(jobs::routes())
-        .merge(replicas::routes())
-        .merge(failure_analysis::routes())
-        .merge(secrets::routes())
-        .merge(openapi::routes())
+    let api = api_routes()
+        .into_iter()
+        .fold(Router::new(), |router, (path, handlers)| router.route(path, handlers))
         .fallback(error::api_route_not_found)
         .method_not_allowed_fallback(error::api_method_not_allowed);
 

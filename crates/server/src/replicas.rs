@@ -9,7 +9,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use bytes::Bytes;
 use jobdeck_api::{
     EventSubject, JobEvent, JobSpec, JobState, Metadata, ReadinessIssue, Replica, ReplicaNode, ReplicaPhase,
@@ -23,13 +23,14 @@ use crate::jobs::{query_pairs, stored_spec, visible_job};
 use crate::log_api::{self, LogRequest};
 use crate::logs::LogStore;
 use crate::store::{JobRow, ReplicaRow, Store};
-use crate::AppState;
+use crate::{AppState, Route};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/jobs/{id}/replicas", get(list_replicas))
-        .route("/jobs/{id}/events", get(list_events))
-        .route("/jobs/{id}/replicas/{replica}/log", get(replica_log))
+pub fn routes() -> Vec<Route> {
+    vec![
+        ("/jobs/{id}/replicas", get(list_replicas)),
+        ("/jobs/{id}/events", get(list_events)),
+        ("/jobs/{id}/replicas/{replica}/log", get(replica_log)),
+    ]
 }
 
 fn phase(name: &str) -> ReplicaPhase {
@@ -84,13 +85,10 @@ pub fn replica_view(row: &ReplicaRow) -> Replica {
 /// The replicas a queued job will start first, pending with the job's
 /// readiness issue; they are not stored until the job is admitted.
 fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow]) -> Vec<Replica> {
-    let workers = spec.workers.unwrap_or(1).max(1);
-    let (completions, parallelism) = if workers > 1 {
-        (workers, workers)
-    } else {
-        let completions = spec.completions.unwrap_or(1).max(1);
-        (completions, spec.parallelism.unwrap_or(1).clamp(1, completions))
-    };
+    // The contract's counts (workers make completions and parallelism), kept
+    // in range for a job stored before the bounds existed.
+    let completions = spec.completions().clamp(1, jobdeck_api::validate::REPLICAS_MAX);
+    let parallelism = spec.parallelism().clamp(1, completions);
     let issue = ReadinessIssue {
         reason: job.runtime.reason.clone().unwrap_or_else(|| "Queueing".into()),
         message: job.runtime.message.clone().unwrap_or_else(|| "waiting in the queue".into()),
@@ -164,12 +162,7 @@ async fn list_events(
 
 /// Whether `job` collects logs.
 fn collects_logs(state: &AppState, job: &JobRow) -> AppResult<bool> {
-    let spec = stored_spec(job)?;
-    Ok(spec
-        .log
-        .as_ref()
-        .and_then(|l| l.enable_collection)
-        .unwrap_or(state.config.log_collection_default))
+    Ok(stored_spec(job)?.log_collection(state.config.log_collection_default))
 }
 
 /// Where a log stream is.

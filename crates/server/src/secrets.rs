@@ -3,19 +3,20 @@
 
 use axum::extract::{Path, State};
 use axum::routing::{delete, get};
-use axum::{Json, Router};
+use axum::Json;
 use jobdeck_api::{FieldErrors, Secret, Visibility};
 use serde::Deserialize;
 
 use crate::auth::CurrentUser;
 use crate::error::{ApiJson, AppError, AppResult};
 use crate::store::SecretRow;
-use crate::{now_millis, AppState};
+use crate::{now_millis, AppState, Route};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/usersecrets", get(list_secrets).post(create_secrets))
-        .route("/usersecrets/{name}", delete(delete_secret))
+pub fn routes() -> Vec<Route> {
+    vec![
+        ("/usersecrets", get(list_secrets).post(create_secrets)),
+        ("/usersecrets/{name}", delete(delete_secret)),
+    ]
 }
 
 /// The longest secret name and value accepted.

@@ -2,24 +2,28 @@
 //! against this server's configuration: what the scheduler and executors
 //! work from.
 //!
-//! Retry settings follow Kubernetes Indexed Jobs:
-//! * `backoff_limit` bounds the failed attempts of a run in total (default 3);
+//! Every default comes from the contract's accessors (`JobSpec::completions()`,
+//! `JobSpec::backoff_limit()`, …, `jobdeck_api::defaults`); this module only
+//! adds what needs the configuration (the shape, the node groups, the
+//! workspace's log-collection default) and clamps what a job stored before a
+//! rule existed could still hold, so the scheduler never works from an
+//! impossible number.
+//!
+//! Retry settings follow Kubernetes Indexed Jobs (docs/contract.md,
+//! "Retries"):
+//! * `backoff_limit` bounds the failed attempts of a run in total (default 3;
+//!   no overall bound when only `max_failure_retry` is set);
 //! * `max_failure_retry`, when set, bounds the failed attempts of each
-//!   completion index (`backoffLimitPerIndex`); when it is set and
-//!   `backoff_limit` is not, only the per-index bound applies;
+//!   completion index (`backoffLimitPerIndex`);
 //! * `max_job_failure_retry` restarts a failed run as a whole, that many
 //!   times;
 //! * `disable_retry_on_program_error` fails the run at the first attempt that
 //!   fails with a program error, and skips job-level restarts.
 
-use jobdeck_api::{FieldErrors, JobSpec};
+use jobdeck_api::validate::{DURATION_MAX_SECONDS, MEMORY_MAX_MIB, REPLICAS_MAX, RETRIES_MAX};
+use jobdeck_api::{FieldErrors, JobSpec, Priority};
 
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
-
-/// The default archive time: three days (design §3).
-pub const DEFAULT_TTL_SECONDS: i64 = 3 * 24 * 3600;
-/// The default priority class.
-pub const DEFAULT_PRIORITY_CLASS: &str = "mid-4000";
 
 /// A spec with its defaults applied.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +43,8 @@ pub struct ResolvedSpec {
     pub active_deadline_seconds: Option<i64>,
     pub max_queued_duration_seconds: Option<i64>,
     pub ttl_seconds_after_finished: i64,
+    /// The priority level times 1000 (`mid-4000` is 4000), as stored in the
+    /// jobs table and compared by the scheduler.
     pub priority: i64,
     pub can_preempt: bool,
     pub can_be_preempted: bool,
@@ -46,33 +52,10 @@ pub struct ResolvedSpec {
     pub log_collection: bool,
 }
 
-/// The priority number of a class name: `mid-4000` is 4000. Unknown names
-/// are the default's (the contract rejects them on write).
-pub fn priority_number(class: Option<&str>) -> i64 {
-    class
-        .and_then(|c| c.rsplit('-').next())
-        .and_then(|n| n.parse::<i64>().ok())
-        .filter(|n| (1000..=9000).contains(n))
-        .unwrap_or(4000)
-}
-
-/// The shared-memory default in MiB for a shape's memory (configuration
-/// page): 4 GiB → 2 GiB, 32 GiB → 16 GiB, 128 GiB → 32 GiB, 512 GiB → 64 GiB,
-/// 1 TiB → 100 GiB; between rows the row of the largest memory not above the
-/// shape's; below 4 GiB half the memory.
-pub fn default_shared_memory_mb(memory_mb: i64) -> i64 {
-    const TABLE: [(i64, i64); 5] = [
-        (1024 * 1024, 100 * 1024),
-        (512 * 1024, 64 * 1024),
-        (128 * 1024, 32 * 1024),
-        (32 * 1024, 16 * 1024),
-        (4 * 1024, 2 * 1024),
-    ];
-    TABLE
-        .iter()
-        .find(|(memory, _)| memory_mb >= *memory)
-        .map(|(_, shm)| *shm)
-        .unwrap_or(memory_mb / 2)
+/// The number the scheduler orders by for a priority: its class's number
+/// (`mid-4000` is 4000).
+pub fn priority_number(priority: Priority) -> i64 {
+    i64::from(priority.level()) * 1000
 }
 
 impl ResolvedSpec {
@@ -95,14 +78,11 @@ impl ResolvedSpec {
             return Err(errors);
         };
 
-        let affinity = spec.affinity.as_ref();
-        let allowed: Vec<String> = affinity
-            .and_then(|a| a.allowed_dedicated_node_groups.clone())
-            .unwrap_or_default();
+        let allowed = spec.node_groups();
         let node_groups: Vec<String> = if allowed.is_empty() {
             config.node_groups.iter().map(|g| g.name.clone()).collect()
         } else {
-            allowed.clone()
+            allowed.to_vec()
         };
         for (i, name) in allowed.iter().enumerate() {
             if config.node_group(name).is_none() {
@@ -112,50 +92,34 @@ impl ResolvedSpec {
                 );
             }
         }
-        let nodes: Vec<String> = affinity
-            .and_then(|a| a.allowed_nodes_in_node_group.clone())
-            .unwrap_or_default();
 
-        let workers = spec.workers.unwrap_or(1).max(1);
-        let (completions, parallelism) = if workers > 1 {
-            (workers, workers)
-        } else {
-            let completions = spec.completions.unwrap_or(1).max(1);
-            (completions, spec.parallelism.unwrap_or(1).clamp(1, completions))
-        };
-        let max_failure_retry = spec.max_failure_retry.filter(|n| *n >= 0);
-        let backoff_limit = match (spec.backoff_limit, max_failure_retry) {
-            (Some(limit), _) => limit.max(0),
-            (None, Some(_)) => i64::MAX,
-            (None, None) => 3,
-        };
-        let queue = spec.queue_config.as_ref();
+        // The contract's rules hold for every job written since they exist;
+        // the clamps keep a job stored before a rule from misleading the
+        // scheduler (a zero parallelism would never start, an enormous one
+        // would never fit).
+        let workers = spec.workers().clamp(1, REPLICAS_MAX);
+        let completions = spec.completions().clamp(1, REPLICAS_MAX);
+        let parallelism = spec.parallelism().clamp(1, completions);
+        let seconds = |value: Option<i64>| value.filter(|s| *s > 0).map(|s| s.min(DURATION_MAX_SECONDS));
         let resolved = ResolvedSpec {
-            shared_memory_mb: spec
-                .shared_memory_size
-                .filter(|s| *s > 0)
-                .unwrap_or_else(|| default_shared_memory_mb(shape.memory_mb)),
+            shared_memory_mb: spec.shared_memory_mib(shape.memory_mb).clamp(0, MEMORY_MAX_MIB),
             shape,
             node_groups,
-            nodes,
+            nodes: spec.nodes().to_vec(),
             completions,
             parallelism,
             workers,
-            backoff_limit,
-            max_failure_retry,
-            max_job_failure_retry: spec.max_job_failure_retry.unwrap_or(0).max(0),
-            disable_retry_on_program_error: spec.disable_retry_on_program_error.unwrap_or(false),
-            active_deadline_seconds: spec.active_deadline_seconds.filter(|s| *s > 0),
-            max_queued_duration_seconds: spec.max_queued_duration_seconds.filter(|s| *s > 0),
-            ttl_seconds_after_finished: spec.ttl_seconds_after_finished.filter(|s| *s >= 0).unwrap_or(DEFAULT_TTL_SECONDS),
-            priority: priority_number(queue.and_then(|q| q.priority_class.as_deref())),
-            can_preempt: queue.and_then(|q| q.can_preempt).unwrap_or(false),
-            can_be_preempted: queue.and_then(|q| q.can_be_preempted).unwrap_or(false),
-            log_collection: spec
-                .log
-                .as_ref()
-                .and_then(|l| l.enable_collection)
-                .unwrap_or(config.log_collection_default),
+            backoff_limit: spec.backoff_limit().clamp(0, RETRIES_MAX),
+            max_failure_retry: spec.max_failure_retry().map(|n| n.clamp(0, RETRIES_MAX)),
+            max_job_failure_retry: spec.max_job_failure_retry().clamp(0, RETRIES_MAX),
+            disable_retry_on_program_error: spec.disable_retry_on_program_error(),
+            active_deadline_seconds: seconds(spec.active_deadline_seconds()),
+            max_queued_duration_seconds: seconds(spec.max_queued_duration_seconds()),
+            ttl_seconds_after_finished: spec.ttl_seconds_after_finished().clamp(0, DURATION_MAX_SECONDS),
+            priority: priority_number(spec.priority()),
+            can_preempt: spec.can_preempt(),
+            can_be_preempted: spec.can_be_preempted(),
+            log_collection: spec.log_collection(config.log_collection_default),
         };
         if errors.is_empty() {
             resolved.check_fits(config, &mut errors);
@@ -243,29 +207,15 @@ mod tests {
     }
 
     #[test]
-    fn shared_memory_defaults_follow_the_table() {
-        let gib = 1024;
-        let cases = [
-            (2 * gib, gib),
-            (4 * gib, 2 * gib),
-            (16 * gib, 2 * gib),
-            (32 * gib, 16 * gib),
-            (128 * gib, 32 * gib),
-            (256 * gib, 32 * gib),
-            (512 * gib, 64 * gib),
-            (1024 * gib, 100 * gib),
-            (2048 * gib, 100 * gib),
-        ];
-        for (memory, expected) in cases {
-            assert_eq!(default_shared_memory_mb(memory), expected, "{memory} MiB");
-        }
-    }
-
-    #[test]
-    fn priorities_are_read_from_class_names() {
+    fn priorities_are_the_contracts() {
         let cases = [(None, 4000), (Some("low-1000"), 1000), (Some("high-9000"), 9000), (Some("weird"), 4000), (Some("x-99999"), 4000)];
         for (class, expected) in cases {
-            assert_eq!(priority_number(class), expected, "{class:?}");
+            let spec = JobSpec {
+                queue_config: Some(QueueConfig { priority_class: class.map(String::from), ..QueueConfig::default() }),
+                ..JobSpec::default()
+            };
+            let r = ResolvedSpec::resolve(&spec, &config()).unwrap();
+            assert_eq!(r.priority, expected, "{class:?}");
         }
     }
 
@@ -277,7 +227,7 @@ mod tests {
         assert_eq!((r.completions, r.parallelism, r.workers), (1, 1, 1));
         assert_eq!((r.backoff_limit, r.max_failure_retry, r.max_job_failure_retry), (3, None, 0));
         assert_eq!((r.priority, r.can_preempt, r.can_be_preempted), (4000, false, false));
-        assert_eq!(r.ttl_seconds_after_finished, DEFAULT_TTL_SECONDS);
+        assert_eq!(r.ttl_seconds_after_finished, jobdeck_api::defaults::TTL_SECONDS_AFTER_FINISHED);
         assert_eq!(r.shared_memory_mb, 2048);
         assert!(r.log_collection);
         assert_eq!(r.active_deadline_seconds, None);
@@ -294,10 +244,65 @@ mod tests {
     fn a_per_index_retry_limit_lifts_the_default_total() {
         let spec = JobSpec { max_failure_retry: Some(1), ..JobSpec::default() };
         let r = ResolvedSpec::resolve(&spec, &config()).unwrap();
-        assert_eq!((r.backoff_limit, r.max_failure_retry), (i64::MAX, Some(1)));
+        assert_eq!((r.backoff_limit, r.max_failure_retry), (spec.backoff_limit(), Some(1)));
+        assert_eq!(r.backoff_limit, i64::from(i32::MAX));
         let spec = JobSpec { max_failure_retry: Some(1), backoff_limit: Some(0), ..JobSpec::default() };
         let r = ResolvedSpec::resolve(&spec, &config()).unwrap();
         assert_eq!((r.backoff_limit, r.max_failure_retry), (0, Some(1)));
+    }
+
+    #[test]
+    fn the_server_applies_the_contracts_defaults() {
+        // Whatever the contract's accessors say is what the scheduler runs.
+        let specs = [
+            JobSpec::default(),
+            JobSpec { shared_memory_size: Some(0), ..JobSpec::default() },
+            JobSpec { shared_memory_size: Some(512), ..JobSpec::default() },
+            JobSpec { max_failure_retry: Some(2), ..JobSpec::default() },
+            JobSpec { ttl_seconds_after_finished: Some(0), ..JobSpec::default() },
+            // What `lep job create --num-workers 2` sends: two workers.
+            JobSpec { completions: Some(2), parallelism: Some(2), intra_job_communication: Some(true), ..JobSpec::default() },
+            JobSpec { completions: Some(3), parallelism: Some(2), ..JobSpec::default() },
+            JobSpec { log: Some(jobdeck_api::LogConfig { enable_collection: Some(false), ..Default::default() }), ..JobSpec::default() },
+        ];
+        let config = config();
+        for spec in specs {
+            let r = ResolvedSpec::resolve(&spec, &config).unwrap();
+            let memory = r.shape.memory_mb;
+            assert_eq!(
+                (r.workers, r.completions, r.parallelism),
+                (spec.workers(), spec.completions(), spec.parallelism()),
+                "{spec:?}"
+            );
+            assert_eq!((r.backoff_limit, r.max_failure_retry), (spec.backoff_limit(), spec.max_failure_retry()), "{spec:?}");
+            assert_eq!(r.max_job_failure_retry, spec.max_job_failure_retry(), "{spec:?}");
+            assert_eq!(r.ttl_seconds_after_finished, spec.ttl_seconds_after_finished(), "{spec:?}");
+            assert_eq!(r.shared_memory_mb, spec.shared_memory_mib(memory), "{spec:?}");
+            assert_eq!(r.priority, priority_number(spec.priority()), "{spec:?}");
+            assert_eq!(r.log_collection, spec.log_collection(config.log_collection_default), "{spec:?}");
+        }
+        // An explicit 0 is no shared memory, not the default.
+        let zero = JobSpec { shared_memory_size: Some(0), ..JobSpec::default() };
+        assert_eq!(ResolvedSpec::resolve(&zero, &config).unwrap().shared_memory_mb, 0);
+    }
+
+    #[test]
+    fn numbers_stored_before_their_bounds_are_clamped() {
+        // A job stored before the contract bounded its numbers must not make
+        // the scheduler's arithmetic overflow.
+        let spec = JobSpec {
+            active_deadline_seconds: Some(i64::MAX),
+            max_queued_duration_seconds: Some(i64::MAX),
+            ttl_seconds_after_finished: Some(i64::MAX),
+            backoff_limit: Some(i64::MAX),
+            max_job_failure_retry: Some(-4),
+            ..JobSpec::default()
+        };
+        let r = ResolvedSpec::resolve(&spec, &config()).unwrap();
+        assert_eq!(r.active_deadline_seconds, Some(DURATION_MAX_SECONDS));
+        assert_eq!(r.max_queued_duration_seconds, Some(DURATION_MAX_SECONDS));
+        assert_eq!(r.ttl_seconds_after_finished, DURATION_MAX_SECONDS);
+        assert_eq!((r.backoff_limit, r.max_job_failure_retry), (RETRIES_MAX, 0));
     }
 
     #[test]

@@ -5,16 +5,16 @@ use std::path::Path;
 
 use axum::extract::State;
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use jobdeck_api::{ResourceQuota, TotalResource, WorkspaceInfo, WorkspaceShape, Workloads};
 
 use crate::auth::CurrentUser;
 use crate::cluster::usage_by_group;
 use crate::error::{AppError, AppResult};
-use crate::AppState;
+use crate::{AppState, Route};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/workspace", get(workspace))
+pub fn routes() -> Vec<Route> {
+    vec![("/workspace", get(workspace))]
 }
 
 async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<WorkspaceInfo>> {

@@ -385,3 +385,112 @@ async fn memory_limits_are_enforced_or_the_job_is_told_they_are_not() {
         assert!(note.contains("memory is not limited"), "{note}");
     }
 }
+
+/// A job stored before the contract bounded its numbers (deadline, queue
+/// limit and archive time of i64::MAX seconds) neither overflows nor stops
+/// the scheduler: it runs to completion, and so does the next job.
+#[tokio::test]
+async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
+    use jobdeck_server::store::{JobRow, JobRuntime};
+    let mut spec = sh_job("old", "echo old")["spec"].clone();
+    spec["active_deadline_seconds"] = json!(i64::MAX);
+    spec["max_queued_duration_seconds"] = json!(i64::MAX);
+    spec["ttl_seconds_after_finished"] = json!(i64::MAX);
+    let now = jobdeck_server::now_millis();
+    let old = JobRow {
+        id: "old-aaaaa".into(),
+        name: "old".into(),
+        created_by: "admin".into(),
+        visibility: "public".into(),
+        created_at: now,
+        metadata_json: "{}".into(),
+        spec_json: spec.to_string(),
+        priority: 4000,
+        node_groups: String::new(),
+        runtime: JobRuntime {
+            state: "Queueing".into(),
+            reason: Some("Queued".into()),
+            queued_at: Some(now),
+            ..JobRuntime::default()
+        },
+    };
+    let app = TestApp::with_stored_jobs(small_cluster(2.0), vec![old]).await;
+    app.wait_state("old-aaaaa", "Completed").await;
+    let next = app.create_job(&app.admin_token, &sh_job("next", "echo next")).await;
+    app.wait_state(&next, "Completed").await;
+}
+
+/// Preempts `low_owner`'s low-priority job with `high_owner`'s
+/// high-priority one (visibility as given) and returns both ids with every
+/// event message of each, read as its own creator.
+async fn preemption_between(
+    app: &TestApp,
+    low_owner: &str,
+    low_visibility: &str,
+    high_owner: &str,
+    high_visibility: &str,
+) -> (String, String, Vec<String>, Vec<String>) {
+    let low_token = app.token_for(low_owner).await;
+    let high_token = app.token_for(high_owner).await;
+    let mut low = sh_job("low", "echo low; exec sleep 600");
+    low["metadata"]["visibility"] = json!(low_visibility);
+    low["spec"]["queue_config"] = json!({"priority_class": "low-1000", "can_be_preempted": true});
+    let low = app.create_job(&low_token, &low).await;
+    app.wait_state_as(&low_token, &low, "Running").await;
+    let mut high = sh_job("high", "echo high");
+    high["metadata"]["visibility"] = json!(high_visibility);
+    high["spec"]["queue_config"] = json!({"priority_class": "high-9000", "can_preempt": true});
+    let high = app.create_job(&high_token, &high).await;
+    app.wait_state_as(&high_token, &high, "Completed").await;
+    let messages = |id: String, token: String| async move {
+        let res = app.call(Method::GET, &format!("/api/v2/jobs/{id}/events"), &token, None).await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let events = res.json().as_array().unwrap().clone();
+        let status = app.call(Method::GET, &format!("/api/v2/jobs/{id}"), &token, None).await.json();
+        let mut texts: Vec<String> = events.iter().map(|e| e["message"].as_str().unwrap().to_string()).collect();
+        texts.push(status["status"]["message"].as_str().unwrap_or_default().to_string());
+        texts
+    };
+    let low_messages = messages(low.clone(), low_token.clone()).await;
+    let high_messages = messages(high.clone(), high_token).await;
+    let stop = app.call(Method::PATCH, &format!("/api/v2/jobs/{low}"), &low_token, Some(&json!({"spec": {"stopped": true}}))).await;
+    assert_eq!(stop.status, StatusCode::OK, "{}", stop.text());
+    app.wait_state_as(&low_token, &low, "Stopped").await;
+    (low, high, low_messages, high_messages)
+}
+
+/// A preemption writes an event on both jobs; neither may carry the id of a
+/// job its readers cannot see (issue 4, visibility).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preemption_events_name_only_jobs_their_readers_may_see() {
+    let app = TestApp::with_config(small_cluster(1.0)).await;
+    // (low owner, low visibility, high owner, high visibility, each names the other)
+    let cases = [
+        ("alice", "private", "bob", "private", false),
+        ("alice", "public", "bob", "private", false),
+        ("alice", "private", "alice", "private", true),
+        ("alice", "private", "bob", "public", true),
+    ];
+    for (low_owner, low_visibility, high_owner, high_visibility, named) in cases {
+        let case = format!("{low_owner}/{low_visibility} preempted by {high_owner}/{high_visibility}");
+        let (low, high, low_messages, high_messages) =
+            preemption_between(&app, low_owner, low_visibility, high_owner, high_visibility).await;
+        let preempted = low_messages.iter().find(|m| m.starts_with("preempted by")).unwrap_or_else(|| panic!("{case}: {low_messages:?}"));
+        let waiting = high_messages.iter().find(|m| m.starts_with("waiting for 1 preempted job(s) to stop")).unwrap_or_else(|| panic!("{case}: {high_messages:?}"));
+        if named {
+            assert_eq!(preempted, &format!("preempted by job {high} (priority 9000) which needs its resources in node group local"), "{case}");
+        } else {
+            assert_eq!(preempted, "preempted by a higher-priority job which needs its resources in node group local", "{case}");
+            assert!(low_messages.iter().all(|m| !m.contains(&high)), "{case}: {low_messages:?}");
+        }
+        // The victim is named to the preemptor's readers only when they may
+        // see it: public, or both private jobs of one creator.
+        let victim_named = low_visibility == "public" || (high_visibility == "private" && low_owner == high_owner);
+        if victim_named {
+            assert_eq!(waiting, &format!("waiting for 1 preempted job(s) to stop: {low}"), "{case}");
+        } else {
+            assert_eq!(waiting, "waiting for 1 preempted job(s) to stop: 1 other job", "{case}");
+            assert!(high_messages.iter().all(|m| !m.contains(&low)), "{case}: {high_messages:?}");
+        }
+    }
+}

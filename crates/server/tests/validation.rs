@@ -118,15 +118,26 @@ const CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("label key", "/metadata/labels", r#"{"bad key": "x"}"#, "metadata.labels[\"bad key\"]", "the key's name may contain only letters, digits, '-', '_' and '.', not ' '"),
     ("label value", "/metadata/labels", r#"{"team": "a/b"}"#, "metadata.labels[\"team\"]", "the value may contain only letters, digits, '-', '_' and '.', not '/'"),
     ("annotation key", "/metadata/annotations", r#"{"-x": "y"}"#, "metadata.annotations[\"-x\"]", "the key's name must start and end with a letter or digit"),
-    ("completions ≥ 1", "/spec/completions", "0", "spec.completions", "must be at least 1"),
-    ("workers ≥ 1", "/spec/workers", "0", "spec.workers", "must be at least 1"),
-    ("parallelism ≥ 1", "/spec/parallelism", "0", "spec.parallelism", "must be at least 1"),
+    ("completions ≥ 1", "/spec/completions", "0", "spec.completions", "must be between 1 and 100000"),
+    ("completions ≤ 100000", "/spec/completions", "100001", "spec.completions", "must be between 1 and 100000"),
+    ("workers ≥ 1", "/spec/workers", "0", "spec.workers", "must be between 1 and 100000"),
+    ("workers ≤ 100000", "/spec/workers", "100001", "spec.workers", "must be between 1 and 100000"),
+    ("parallelism ≥ 1", "/spec/parallelism", "0", "spec.parallelism", "must be between 1 and 100000"),
     ("parallelism ≤ completions", "/spec/parallelism", "3", "spec.parallelism", "must be less than or equal to completions (2)"),
-    ("backoff ≥ 0", "/spec/backoff_limit", "-1", "spec.backoff_limit", "must be at least 0"),
-    ("deadline ≥ 1", "/spec/active_deadline_seconds", "0", "spec.active_deadline_seconds", "must be at least 1"),
-    ("replica retry ≥ 0", "/spec/max_failure_retry", "-1", "spec.max_failure_retry", "must be at least 0"),
-    ("archive time ≥ 0", "/spec/ttl_seconds_after_finished", "-1", "spec.ttl_seconds_after_finished", "must be at least 0"),
-    ("shared memory ≥ 0", "/spec/shared_memory_size", "-1", "spec.shared_memory_size", "must be at least 0"),
+    ("backoff ≥ 0", "/spec/backoff_limit", "-1", "spec.backoff_limit", "must be between 0 and 2147483647"),
+    ("backoff ≤ i32::MAX", "/spec/backoff_limit", "2147483648", "spec.backoff_limit", "must be between 0 and 2147483647"),
+    ("deadline ≥ 1", "/spec/active_deadline_seconds", "0", "spec.active_deadline_seconds", "must be between 1 and 315360000"),
+    ("deadline ≤ 10 years", "/spec/active_deadline_seconds", "315360001", "spec.active_deadline_seconds", "must be between 1 and 315360000"),
+    ("deadline of i64::MAX", "/spec/active_deadline_seconds", "9223372036854775807", "spec.active_deadline_seconds", "must be between 1 and 315360000"),
+    ("queue limit ≥ 1", "/spec/max_queued_duration_seconds", "0", "spec.max_queued_duration_seconds", "must be between 1 and 315360000"),
+    ("queue limit of i64::MAX", "/spec/max_queued_duration_seconds", "9223372036854775807", "spec.max_queued_duration_seconds", "must be between 1 and 315360000"),
+    ("replica retry ≥ 0", "/spec/max_failure_retry", "-1", "spec.max_failure_retry", "must be between 0 and 2147483647"),
+    ("replica retry ≤ i32::MAX", "/spec/max_failure_retry", "2147483648", "spec.max_failure_retry", "must be between 0 and 2147483647"),
+    ("job retry ≤ i32::MAX", "/spec/max_job_failure_retry", "9223372036854775807", "spec.max_job_failure_retry", "must be between 0 and 2147483647"),
+    ("archive time ≥ 0", "/spec/ttl_seconds_after_finished", "-1", "spec.ttl_seconds_after_finished", "must be between 0 and 315360000"),
+    ("archive time ≤ 10 years", "/spec/ttl_seconds_after_finished", "9223372036854775807", "spec.ttl_seconds_after_finished", "must be between 0 and 315360000"),
+    ("shared memory ≥ 0", "/spec/shared_memory_size", "-1", "spec.shared_memory_size", "must be between 0 and 1073741824"),
+    ("shared memory ≤ 1 PiB", "/spec/shared_memory_size", "1073741825", "spec.shared_memory_size", "must be between 0 and 1073741824"),
     ("shared memory ≤ shape memory", "/spec/shared_memory_size", "4097", "spec.shared_memory_size", "must be at most the memory of shape 'cpu.small' (4096 MiB)"),
     ("priority class", "/spec/queue_config/priority_class", r#""urgent""#, "spec.queue_config.priority_class", "must be one of low-1000, low-2000, low-3000, mid-4000, mid-5000, mid-6000, high-7000, high-8000, high-9000 (priority 1 to 9)"),
     ("image", "/spec/container/image", r#""Bad Image""#, "spec.container.image", "must not contain spaces or control characters"),
@@ -156,6 +167,7 @@ const CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("no reservations", "/spec/reservation_config/reservation_id", r#""res-1""#, "spec.reservation_config.reservation_id", "Jobdeck has no reservations; leave this out"),
     ("unknown field", "/spec/container/entrypoint", r#""sh""#, "spec.container.entrypoint", "is not a field Jobdeck knows; the fields here are image, ports, command, image_tag, registry_username, registry_password"),
     ("wrong type", "/spec/completions", r#""two""#, "spec.completions", "must be a whole number, not string \"two\""),
+    ("beyond i64", "/spec/active_deadline_seconds", "99999999999999999999", "spec.active_deadline_seconds", "must be a whole number, not floating point `1e+20`"),
 ];
 
 #[tokio::test]
@@ -212,4 +224,18 @@ async fn the_server_answers_what_the_console_computes() {
     let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
     assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(res.json()["fields"], serde_json::to_value(&local).unwrap());
+}
+
+/// The largest value of every duration, at once, is accepted and runs like
+/// any job: the scheduler's timers stay in range.
+#[tokio::test]
+async fn the_largest_durations_are_accepted_and_the_job_runs() {
+    let app = TestApp::with_config(common::small_cluster(2.0)).await;
+    let mut job = common::sh_job("far", "echo done");
+    set(&mut job, "/spec/active_deadline_seconds", json!(315_360_000));
+    set(&mut job, "/spec/max_queued_duration_seconds", json!(315_360_000));
+    set(&mut job, "/spec/ttl_seconds_after_finished", json!(315_360_000));
+    set(&mut job, "/spec/max_job_failure_retry", json!(2_147_483_647));
+    let id = app.create_job(&app.admin_token, &job).await;
+    app.wait_state(&id, "Completed").await;
 }

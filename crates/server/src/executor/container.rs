@@ -50,16 +50,6 @@ pub struct ContainerPlan {
     pub cleanup: Vec<String>,
 }
 
-/// `image` with `tag` applied when the image names none (`latest` by default).
-pub fn image_reference(image: &str, tag: Option<&str>) -> String {
-    let last = image.rsplit('/').next().unwrap_or(image);
-    if last.contains(':') || last.contains('@') {
-        image.to_string()
-    } else {
-        format!("{image}:{}", tag.filter(|t| !t.is_empty()).unwrap_or("latest"))
-    }
-}
-
 /// The registry host of an image reference (`docker.io` when it names none).
 pub fn registry_of(image: &str) -> String {
     match image.split_once('/') {
@@ -100,12 +90,11 @@ pub fn plan(
 ) -> Result<ContainerPlan, String> {
     let engine = Engine::from_binary(engine_binary);
     let container = &launch.spec.container;
+    // The tag (explicit, embedded or `latest`) is the contract's business.
     let image = container
-        .image
-        .as_deref()
+        .image_reference()
         .filter(|i| !i.trim().is_empty())
         .ok_or("container mode needs spec.container.image")?;
-    let image = image_reference(image, container.image_tag.as_deref());
     let name = container_name(replica_id);
     let env = replica_env(launch, completion_index, gpu_ids);
 
@@ -116,7 +105,11 @@ pub fn plan(
     push(&["--label", &format!("jobdeck.replica={replica_id}")]);
     push(&["--cpus", &format_cpus(launch.shape.cpu)]);
     push(&["--memory", &format!("{}m", launch.shape.memory_mb)]);
-    push(&["--shm-size", &format!("{}m", launch.shared_memory_mb)]);
+    // Shared memory 0 is "none beyond the engine's own": no flag, as the
+    // Kubernetes executor mounts no /dev/shm volume then.
+    if launch.shared_memory_mb > 0 {
+        push(&["--shm-size", &format!("{}m", launch.shared_memory_mb)]);
+    }
     if !gpu_ids.is_empty() {
         match engine {
             Engine::Docker => {
@@ -197,22 +190,6 @@ mod tests {
     use super::*;
     use crate::executor::env::tests::launch;
     use jobdeck_api::{ContainerPort, Mount, MountOptions};
-
-    #[test]
-    fn image_references_get_their_tag() {
-        let cases = [
-            ("busybox", None, "busybox:latest"),
-            ("busybox", Some("1.36"), "busybox:1.36"),
-            ("busybox:1.35", Some("1.36"), "busybox:1.35"),
-            ("localhost:5000/team/img", None, "localhost:5000/team/img:latest"),
-            ("nvcr.io/nvidia/pytorch:25.08-py3", None, "nvcr.io/nvidia/pytorch:25.08-py3"),
-            ("img@sha256:abc", None, "img@sha256:abc"),
-            ("busybox", Some(""), "busybox:latest"),
-        ];
-        for (image, tag, expected) in cases {
-            assert_eq!(image_reference(image, tag), expected, "{image} {tag:?}");
-        }
-    }
 
     #[test]
     fn registries_are_read_from_the_image() {
@@ -313,6 +290,28 @@ mod tests {
         assert!(!line.contains("--entrypoint"), "{line}");
         assert!(!line.contains("--gpus"), "{line}");
         assert!(line.ends_with("nvcr.io/nvidia/pytorch:25.08-py3"), "{line}");
+    }
+
+    #[test]
+    fn images_run_with_the_contracts_tag_and_no_shared_memory_means_no_flag() {
+        // (image, image_tag, shared memory MiB, expected image, expected --shm-size)
+        let cases = [
+            ("busybox", None, 64, "busybox:latest", Some("64m")),
+            ("busybox", Some("1.36"), 64, "busybox:1.36", Some("64m")),
+            ("busybox:1.35", None, 1, "busybox:1.35", Some("1m")),
+            ("localhost:5000/team/img", None, 2048, "localhost:5000/team/img:latest", Some("2048m")),
+            ("img@sha256:abc", None, 0, "img@sha256:abc", None),
+        ];
+        for (image, tag, shm, expected_image, expected_shm) in cases {
+            let mut launch = sample_launch();
+            launch.spec.container.image = Some(image.into());
+            launch.spec.container.image_tag = tag.map(String::from);
+            launch.shared_memory_mb = shm;
+            let plan = plan("docker", &launch, "r-0-0", 0, &[], &volumes()).unwrap();
+            assert!(plan.run.iter().any(|a| a == expected_image), "{image} {tag:?}: {:?}", plan.run);
+            let flag = plan.run.iter().position(|a| a == "--shm-size").map(|i| plan.run[i + 1].as_str());
+            assert_eq!(flag, expected_shm, "{image} with {shm} MiB");
+        }
     }
 
     #[test]

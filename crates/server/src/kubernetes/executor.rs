@@ -398,7 +398,7 @@ fn launch_values(config: &Config, launch: &JobLaunch) -> Result<SpecValues, Fiel
     values.workers = launch.workers;
     values.completions = launch.completions;
     values.parallelism = launch.parallelism;
-    values.backoff_limit = SpecValues::backoff_limit_of(launch.backoff_limit);
+    values.backoff_limit = SpecValues::backoff_limit_of(&launch.spec, launch.backoff_limit);
     values.max_failure_retry = launch.max_failure_retry;
     values.disable_retry_on_program_error = launch.disable_retry_on_program_error;
     values.shared_memory_mib = launch.shared_memory_mb;

@@ -571,8 +571,6 @@ fn problems_name_the_job_field() {
             "cpu.small", "metadata.annotations.not a key"),
         ("unknown priority", json!({"spec": {"queue_config": {"priority_class": "urgent"}}}),
             "cpu.small", "spec.queue_config.priority_class"),
-        ("completions beyond int32", json!({"spec": {"completions": 3_000_000_000i64}}),
-            "cpu.small", "spec.completions"),
         ("port out of range", json!({"spec": {"container": {"ports": [{"container_port": 70000}]}}}),
             "cpu.small", "spec.container.ports[0].container_port"),
         ("bad pull secret name", json!({"spec": {"image_pull_secrets": ["Not_Valid"]}}),
@@ -585,6 +583,21 @@ fn problems_name_the_job_field() {
             .expect_err(&format!("{name}: rendered although it should not"));
         assert!(errors.contains_key(path), "{name}: expected an error at {path}, got {errors:?}");
     }
+}
+
+#[test]
+fn numbers_beyond_int32_are_refused_not_truncated() {
+    // The contract's bounds keep every resolved number inside an int32, and
+    // `ResolvedSpec` clamps what a job stored before them holds; the
+    // conversion still refuses rather than truncates.
+    let mut problems = Vec::new();
+    let mut fail = |path: &str, message: String| problems.push((path.to_string(), message));
+    assert_eq!(to_i32(100_000, "spec.completions", &mut fail), 100_000);
+    assert_eq!(to_i32(3_000_000_000, "spec.completions", &mut fail), 0);
+    assert_eq!(problems, [("spec.completions".to_string(), "3000000000 is larger than Kubernetes allows (2147483647)".to_string())]);
+    let huge = job_on("cpu.small", &json!({"spec": {"completions": 3_000_000_000i64}}));
+    let rendered = render_job(&huge, SecretValues::Resolved(&BTreeMap::new())).unwrap();
+    assert_eq!(rendered.job.spec.unwrap().completions, Some(100_000));
 }
 
 #[test]

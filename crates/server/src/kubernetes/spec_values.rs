@@ -40,7 +40,7 @@ impl SpecValues {
             workers: resolved.workers,
             completions: resolved.completions,
             parallelism: resolved.parallelism,
-            backoff_limit: Self::backoff_limit_of(resolved.backoff_limit),
+            backoff_limit: Self::backoff_limit_of(spec, resolved.backoff_limit),
             max_failure_retry: resolved.max_failure_retry,
             active_deadline_seconds: resolved.active_deadline_seconds,
             ttl_seconds_after_finished: Some(resolved.ttl_seconds_after_finished),
@@ -59,10 +59,12 @@ impl SpecValues {
         }
     }
 
-    /// A resolved backoff limit as Kubernetes takes it: "no overall limit"
-    /// (only a per-index one) is no `backoffLimit` at all.
-    pub fn backoff_limit_of(limit: i64) -> Option<i64> {
-        (limit < i64::from(i32::MAX)).then_some(limit)
+    /// A resolved backoff limit as Kubernetes takes it. A job that sets only
+    /// a per-index limit has no overall limit (`JobSpec::backoff_limit`),
+    /// which is Kubernetes' own default once `backoffLimitPerIndex` is set, so
+    /// `backoffLimit` is left out; every other job states its limit.
+    pub fn backoff_limit_of(spec: &JobSpec, limit: i64) -> Option<i64> {
+        (spec.backoff_limit.is_some() || spec.max_failure_retry().is_none()).then_some(limit)
     }
 }
 
@@ -91,8 +93,18 @@ mod tests {
 
     #[test]
     fn an_unlimited_backoff_is_left_to_kubernetes() {
-        assert_eq!(SpecValues::backoff_limit_of(3), Some(3));
-        assert_eq!(SpecValues::backoff_limit_of(0), Some(0));
-        assert_eq!(SpecValues::backoff_limit_of(i64::MAX), None);
+        let spec = |backoff_limit, max_failure_retry| JobSpec { backoff_limit, max_failure_retry, ..JobSpec::default() };
+        let cases = [
+            (spec(None, None), Some(3)),
+            (spec(Some(0), None), Some(0)),
+            (spec(None, Some(1)), None),
+            (spec(Some(5), Some(1)), Some(5)),
+            // An explicit limit as large as Kubernetes allows is still stated:
+            // without a per-index limit Kubernetes' own default would be 6.
+            (spec(Some(i64::from(i32::MAX)), None), Some(i64::from(i32::MAX))),
+        ];
+        for (spec, expected) in cases {
+            assert_eq!(SpecValues::backoff_limit_of(&spec, spec.backoff_limit()), expected, "{spec:?}");
+        }
     }
 }

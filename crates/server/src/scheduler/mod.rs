@@ -120,6 +120,40 @@ fn event(job_id: &str, kind: &str, reason: &str, message: impl Into<String>) -> 
     }
 }
 
+/// The time `seconds` after the time stamp `at_ms`, in milliseconds. The
+/// contract bounds every duration far below overflow, but the arithmetic
+/// saturates anyway: one job's number must never panic the task that runs
+/// every job's lifecycle.
+fn after_seconds(at_ms: i64, seconds: i64) -> i64 {
+    at_ms.saturating_add(seconds.saturating_mul(1000))
+}
+
+/// Whether job `other` may be named (by its id) in what `subject` shows: its
+/// events and status message. Only when everyone who can read `subject` can
+/// also read `other`: `other` is public, or both are private jobs of the same
+/// creator. A public job's events are read by the whole workspace, so they
+/// never name a private job, not even one of the same creator.
+fn may_name(subject: &JobRow, other: &JobRow) -> bool {
+    other.visibility == "public" || (subject.visibility != "public" && subject.created_by == other.created_by)
+}
+
+/// The jobs `others` as `subject` may show them: the ids it may name, and a
+/// count for the rest ("train-abcde and 2 other jobs").
+fn name_jobs(subject: &JobRow, others: &[&JobRow]) -> String {
+    let named: Vec<&str> = others.iter().filter(|o| may_name(subject, o)).map(|o| o.id.as_str()).collect();
+    let hidden = others.len() - named.len();
+    let rest = match hidden {
+        0 => None,
+        1 => Some("1 other job".to_string()),
+        n => Some(format!("{n} other jobs")),
+    };
+    match (named.is_empty(), rest) {
+        (_, None) => named.join(", "),
+        (true, Some(rest)) => rest,
+        (false, Some(rest)) => format!("{} and {rest}", named.join(", ")),
+    }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -223,7 +257,7 @@ impl Scheduler {
             let now = crate::now_millis();
             let wait = self
                 .next_timer()
-                .map(|at| Duration::from_millis((at - now).max(0) as u64))
+                .map(|at| Duration::from_millis(at.saturating_sub(now).max(0) as u64))
                 .unwrap_or(MAX_SLEEP)
                 .min(MAX_SLEEP);
             tokio::select! {
@@ -265,12 +299,12 @@ impl Scheduler {
             match r.state.as_str() {
                 "Queueing" => {
                     if let (Some(limit), Some(queued)) = (active.resolved.max_queued_duration_seconds, r.queued_at) {
-                        consider(queued + limit * 1000);
+                        consider(after_seconds(queued, limit));
                     }
                 }
                 "Starting" | "Running" if r.stop_reason.is_none() => {
                     if let (Some(limit), Some(started)) = (active.resolved.active_deadline_seconds, r.started_at) {
-                        consider(started + limit * 1000);
+                        consider(after_seconds(started, limit));
                     }
                 }
                 _ => {}
@@ -540,7 +574,7 @@ impl Scheduler {
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let stop_reason = active.row.runtime.stop_reason.as_deref().and_then(StopReason::parse);
         let now = crate::now_millis();
-        let ttl_ms = active.resolved.ttl_seconds_after_finished * 1000;
+        let ttl_s = active.resolved.ttl_seconds_after_finished;
         let completions = active.resolved.completions;
         self.dirty = true;
         let r = &mut active.row.runtime;
@@ -555,7 +589,7 @@ impl Scheduler {
                 r.reason = Some("Completed".into());
                 r.message = Some(format!("all {completions} completion(s) succeeded"));
                 r.completed_at = Some(now);
-                r.archive_at = Some(now + ttl_ms);
+                r.archive_at = Some(after_seconds(now, ttl_s));
                 let message = r.message.clone().unwrap_or_default();
                 self.save(id, vec![event(id, "Normal", "Completed", message)]).await
             }
@@ -596,7 +630,7 @@ impl Scheduler {
                         retries_used + 1
                     ));
                     r.started_at = None;
-                    self.retry_at.insert(id.to_string(), now + delay_s * 1000);
+                    self.retry_at.insert(id.to_string(), after_seconds(now, delay_s));
                     let text = r.message.clone().unwrap_or_default();
                     self.save(id, vec![event(id, "Warning", "PendingRetry", text)]).await
                 } else {
@@ -609,7 +643,7 @@ impl Scheduler {
     async fn finish_failed(&mut self, id: &str, reason: &str, message: String) -> AppResult<()> {
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let now = crate::now_millis();
-        let ttl_ms = active.resolved.ttl_seconds_after_finished * 1000;
+        let ttl_s = active.resolved.ttl_seconds_after_finished;
         let r = &mut active.row.runtime;
         r.state = JobState::Failed.as_str().into();
         r.reason = Some(reason.into());
@@ -617,7 +651,7 @@ impl Scheduler {
         r.placement_json = None;
         r.stop_reason = None;
         r.completed_at = Some(now);
-        r.archive_at = Some(now + ttl_ms);
+        r.archive_at = Some(after_seconds(now, ttl_s));
         self.dirty = true;
         self.save(id, vec![event(id, "Warning", reason, message)]).await
     }
@@ -631,14 +665,14 @@ impl Scheduler {
             match r.state.as_str() {
                 "Starting" | "Running" if r.stop_reason.is_none() => {
                     if let (Some(limit), Some(started)) = (active.resolved.active_deadline_seconds, r.started_at) {
-                        if started + limit * 1000 <= now {
+                        if after_seconds(started, limit) <= now {
                             deadlines.push((id.clone(), limit));
                         }
                     }
                 }
                 "Queueing" => {
                     if let (Some(limit), Some(queued)) = (active.resolved.max_queued_duration_seconds, r.queued_at) {
-                        if queued + limit * 1000 <= now {
+                        if after_seconds(queued, limit) <= now {
                             queue_timeouts.push((id.clone(), limit));
                         }
                     }
@@ -678,7 +712,7 @@ impl Scheduler {
                 row.runtime.reason = Some("Archived".into());
                 row.runtime.message = Some(format!(
                     "archived {} s after it finished; its record and logs stay readable",
-                    (now - finished) / 1000
+                    now.saturating_sub(finished) / 1000
                 ));
                 let message = row.runtime.message.clone().unwrap_or_default();
                 self.store.update_job_runtime(id.clone(), row.runtime, vec![event(&id, "Normal", "Archived", message)]).await?;
@@ -821,10 +855,7 @@ impl Scheduler {
             }
             let scratch_group = scratch.get(group).unwrap_or(state);
             if !stopping.is_empty() && fit(scratch_group, &resolved.shape, resolved.parallelism, &resolved.nodes).is_some() {
-                return Ok((
-                    "Preempting".into(),
-                    Some(format!("waiting for {} preempted job(s) to stop: {}", stopping.len(), stopping.join(", "))),
-                ));
+                return Ok(("Preempting".into(), Some(self.waiting_for_victims(id, &stopping))));
             }
             let candidates: Vec<Candidate> = self
                 .jobs
@@ -842,22 +873,36 @@ impl Scheduler {
                 })
                 .collect();
             if let Some(victims) = plan_preemption(scratch_group, &resolved.shape, resolved.parallelism, &resolved.nodes, candidates) {
+                let preemptor = self.jobs.get(id).map(|a| a.row.clone());
                 for victim in &victims {
-                    let message = format!(
-                        "preempted by job {id} (priority {}) which needs its resources in node group {group}",
-                        resolved.priority
-                    );
+                    let named = match (self.jobs.get(victim), &preemptor) {
+                        (Some(v), Some(p)) if may_name(&v.row, p) => format!("job {id} (priority {})", resolved.priority),
+                        _ => "a higher-priority job".to_string(),
+                    };
+                    let message = format!("preempted by {named} which needs its resources in node group {group}");
                     self.begin_stop(victim, StopReason::Preempted, message).await?;
                 }
                 let mut all = stopping;
                 all.extend(victims);
-                let message = format!("waiting for {} preempted job(s) to stop: {}", all.len(), all.join(", "));
+                let message = self.waiting_for_victims(id, &all);
                 let reason = "Preempting".to_string();
                 self.save(id, vec![event(id, "Normal", "Preempting", message.clone())]).await?;
                 return Ok((reason, Some(message)));
             }
         }
         Ok(("NoCapacity".into(), None))
+    }
+
+    /// The status message of a job waiting for the jobs it preempted to stop,
+    /// naming only those its readers may see.
+    fn waiting_for_victims(&self, id: &str, victims: &[String]) -> String {
+        let rows: Vec<&JobRow> = victims.iter().filter_map(|v| self.jobs.get(v)).map(|a| &a.row).collect();
+        match self.jobs.get(id) {
+            Some(subject) if !rows.is_empty() => {
+                format!("waiting for {} preempted job(s) to stop: {}", victims.len(), name_jobs(&subject.row, &rows))
+            }
+            _ => format!("waiting for {} preempted job(s) to stop", victims.len()),
+        }
     }
 
     /// Starts a job's run on `placement`.
@@ -898,5 +943,72 @@ impl Scheduler {
             Err(message) => self.finish_failed(id, "SecretNotFound", message).await?,
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, created_by: &str, visibility: &str) -> JobRow {
+        JobRow {
+            id: id.into(),
+            created_by: created_by.into(),
+            visibility: visibility.into(),
+            ..JobRow::default()
+        }
+    }
+
+    #[test]
+    fn a_job_names_another_only_when_its_readers_may_see_it() {
+        // (subject, other, may the subject's events name the other)
+        let cases = [
+            (row("a", "alice", "private"), row("b", "bob", "public"), true),
+            (row("a", "alice", "public"), row("b", "bob", "public"), true),
+            (row("a", "alice", "private"), row("b", "alice", "private"), true),
+            (row("a", "alice", "private"), row("b", "bob", "private"), false),
+            (row("a", "alice", "public"), row("b", "bob", "private"), false),
+            // Everyone reads a public job's events; a private job of the
+            // same creator stays unnamed there.
+            (row("a", "alice", "public"), row("b", "alice", "private"), false),
+        ];
+        for (subject, other, expected) in cases {
+            assert_eq!(may_name(&subject, &other), expected, "{subject:?} naming {other:?}");
+        }
+    }
+
+    #[test]
+    fn lists_of_jobs_hide_the_ones_that_may_not_be_named() {
+        let me = row("mine", "alice", "private");
+        let public = row("pub-1", "bob", "public");
+        let own = row("own-1", "alice", "private");
+        let hidden = row("secret-1", "bob", "private");
+        let hidden2 = row("secret-2", "carol", "private");
+        let cases: [(Vec<&JobRow>, &str); 5] = [
+            (vec![&public], "pub-1"),
+            (vec![&public, &own], "pub-1, own-1"),
+            (vec![&hidden], "1 other job"),
+            (vec![&hidden, &hidden2], "2 other jobs"),
+            (vec![&public, &hidden, &own], "pub-1, own-1 and 1 other job"),
+        ];
+        for (others, expected) in cases {
+            assert_eq!(name_jobs(&me, &others), expected);
+        }
+    }
+
+    #[test]
+    fn timer_arithmetic_saturates_instead_of_overflowing() {
+        let now = 1_700_000_000_000;
+        let cases = [
+            (now, 2, now + 2000),
+            (now, 0, now),
+            (now, 315_360_000, now + 315_360_000_000),
+            (now, i64::MAX, i64::MAX),
+            (i64::MAX, 1, i64::MAX),
+            (0, i64::MIN, i64::MIN),
+        ];
+        for (at, seconds, expected) in cases {
+            assert_eq!(after_seconds(at, seconds), expected, "{at} + {seconds} s");
+        }
     }
 }

@@ -209,22 +209,52 @@ impl Store {
 
     /// One page of the jobs `filter.viewer` may see, and the total count over
     /// all pages.
+    ///
+    /// The page walks `jobs_list` newest first, testing each entry's
+    /// visibility, creator, state and node groups inside the index, so a page
+    /// costs at most one pass over that (small) index whatever the filter.
+    /// The state term is kept off `jobs_by_state` (`+state`): for a common
+    /// state that index would mean reading and sorting most of the table.
+    /// The total comes from `job_counts` unless the listing also filters by
+    /// name or label, which that table does not know.
+    ///
+    /// A name search of three or more characters that the trigram index
+    /// `job_search` says matches few jobs reads just those; one that matches
+    /// many reads the index walk, which then finds its page early.
     pub async fn list_jobs(&self, filter: JobFilter) -> AppResult<(Vec<JobRow>, i64)> {
         self.read(move |conn| {
-            let (clause, values) = where_clause(&filter);
-            let total: i64 = conn.query_row(
-                &format!("SELECT COUNT(*) FROM jobs WHERE {clause}"),
-                params_from_iter(values.iter()),
-                |r| r.get(0),
-            )?;
+            let search = match filter.q.as_deref().map(str::to_lowercase) {
+                Some(q) if q.chars().count() >= 3 => {
+                    let phrase = format!("\"{}\"", q.replace('"', "\"\""));
+                    let candidates: i64 = conn
+                        .prepare_cached("SELECT COUNT(*) FROM (SELECT 1 FROM job_search WHERE job_search MATCH ?1 LIMIT ?2)")?
+                        .query_row(params![phrase, SEARCH_INDEX_MAX_MATCHES + 1], |r| r.get(0))?;
+                    (candidates <= SEARCH_INDEX_MAX_MATCHES).then_some(phrase)
+                }
+                _ => None,
+            };
+            // When the name index narrows the listing to a few jobs, read
+            // those and sort them (`+` keeps the planner from walking an
+            // ordered index past every other job instead).
+            let sort_first = if search.is_some() { "+" } else { "" };
+            let (clause, values) = where_clause(&filter, search);
+            let total: i64 = if filter.q.as_deref().is_none_or(str::is_empty) && filter.labels.is_empty() {
+                conn.prepare_cached(&format!("SELECT COALESCE(SUM(n), 0) FROM job_counts WHERE {clause}"))?
+                    .query_row(params_from_iter(values.iter()), |r| r.get(0))?
+            } else {
+                conn.prepare_cached(&format!("SELECT COUNT(*) FROM jobs WHERE {clause}"))?
+                    .query_row(params_from_iter(values.iter()), |r| r.get(0))?
+            };
             let direction = if filter.ascending { "ASC" } else { "DESC" };
             let order = match filter.sort {
-                SortKey::CreatedAt => format!("created_at {direction}, id {direction}"),
-                SortKey::Name => format!("name {direction}, created_at DESC, id"),
-                SortKey::State => format!("state {direction}, created_at DESC, id"),
+                SortKey::CreatedAt => format!("{sort_first}created_at {direction}, id {direction}"),
+                SortKey::Name => format!("{sort_first}name {direction}, created_at DESC, id"),
+                SortKey::State => format!("{sort_first}state {direction}, created_at DESC, id"),
             };
             let mut values = values;
-            let offset = (filter.page - 1).max(0) * filter.page_size;
+            // Saturating: `page=9223372036854775807` is a page past the end
+            // (an empty list), not an overflow.
+            let offset = filter.page.saturating_sub(1).max(0).saturating_mul(filter.page_size);
             values.push(Value::Integer(filter.page_size));
             values.push(Value::Integer(offset));
             let mut stmt = conn.prepare_cached(&format!(
@@ -239,49 +269,52 @@ impl Store {
     }
 }
 
-/// Escapes `%`, `_` and `\` for a `LIKE … ESCAPE '\'` pattern.
-fn like_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
+/// Up to how many trigram matches a name search reads the matching jobs one
+/// by one; above, it walks `jobs_list` (which then finds its page early).
+const SEARCH_INDEX_MAX_MATCHES: i64 = 2000;
 
-/// The WHERE clause of a listing and its parameters, in order.
-fn where_clause(filter: &JobFilter) -> (String, Vec<Value>) {
+/// The WHERE clause of a listing and its parameters, in order. `search` is
+/// the name search as a trigram phrase when the index is to narrow it.
+fn where_clause(filter: &JobFilter, search: Option<String>) -> (String, Vec<Value>) {
+    // The clause uses only columns `jobs` and `job_counts` share (and `id`
+    // and `metadata` for the name and label filters, which are counted on
+    // `jobs`), so one clause serves the page and the total.
     let mut clauses = vec!["(visibility = 'public' OR created_by = ?)".to_string()];
     let mut values = vec![Value::Text(filter.viewer.clone())];
     match filter.mode {
-        QueryMode::AliveOnly => clauses.push("state != 'Archived'".into()),
-        QueryMode::ArchiveOnly => clauses.push("state = 'Archived'".into()),
+        QueryMode::AliveOnly => clauses.push("+state != 'Archived'".into()),
+        QueryMode::ArchiveOnly => clauses.push("+state = 'Archived'".into()),
         QueryMode::AliveAndArchive => {}
     }
     if let Some(q) = filter.q.as_deref().filter(|q| !q.is_empty()) {
-        clauses.push("id LIKE ? ESCAPE '\\'".into());
-        values.push(Value::Text(format!("%{}%", like_escape(q))));
+        // Ids are a lowercase job name and a lowercase suffix, so a
+        // lowercased `instr` is the case-insensitive substring match, without
+        // LIKE's pattern machinery.
+        clauses.push("instr(id, ?) > 0".into());
+        values.push(Value::Text(q.to_lowercase()));
+        if let Some(phrase) = search {
+            clauses.push("id IN (SELECT id FROM job_search WHERE job_search MATCH ?)".into());
+            values.push(Value::Text(phrase));
+        }
     }
     if !filter.states.is_empty() {
-        clauses.push(format!("state IN ({})", vec!["?"; filter.states.len()].join(", ")));
+        clauses.push(format!("+state IN ({})", vec!["?"; filter.states.len()].join(", ")));
         values.extend(filter.states.iter().cloned().map(Value::Text));
     }
     if !filter.node_groups.is_empty() {
-        let any: Vec<&str> = filter.node_groups.iter().map(|_| "node_groups LIKE ? ESCAPE '\\'").collect();
+        // `node_groups` holds the allowed groups as `,a,b,`, so `,g,` occurs
+        // exactly when `g` is one of them (`instr` is case-sensitive and
+        // takes no wildcards; group names cannot contain a comma).
+        let mut any: Vec<&str> = filter.node_groups.iter().map(|_| "instr(node_groups, ?) > 0").collect();
+        if filter.any_group_matches {
+            any.push("node_groups = ''");
+        }
         clauses.push(format!("({})", any.join(" OR ")));
-        values.extend(
-            filter
-                .node_groups
-                .iter()
-                .map(|g| Value::Text(format!("%{}%", like_escape(&g.replace(',', ""))))),
-        );
+        values.extend(filter.node_groups.iter().map(|g| Value::Text(format!(",{g},"))));
     }
     if !filter.created_by.is_empty() {
-        let any: Vec<&str> = filter.created_by.iter().map(|_| "created_by LIKE ? ESCAPE '\\'").collect();
-        clauses.push(format!("({})", any.join(" OR ")));
-        values.extend(filter.created_by.iter().map(|u| Value::Text(format!("{}%", like_escape(u)))));
+        clauses.push(format!("created_by IN ({})", vec!["?"; filter.created_by.len()].join(", ")));
+        values.extend(filter.created_by.iter().cloned().map(Value::Text));
     }
     for (key, value) in &filter.labels {
         // The key is quoted as a JSON path member; the handler rejects keys
@@ -332,14 +365,4 @@ fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
             master_port: r.get(24)?,
         },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn like_patterns_escape_wildcards() {
-        assert_eq!(like_escape("a%b_c\\d"), "a\\%b\\_c\\\\d");
-    }
 }

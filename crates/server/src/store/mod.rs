@@ -113,6 +113,54 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (owner, name)
     );
     CREATE INDEX secrets_by_name ON secrets(name);",
+    // 3: listings that stay fast with 100,000 jobs (docs/measurements.md).
+    // `jobs_list` walks jobs newest first with every column a listing filters
+    // on except labels, so a page is found without reading rows it skips;
+    // `job_counts` keeps the number of jobs per (visibility, creator, state,
+    // node groups), maintained by triggers, so the total of a listing that
+    // filters on nothing else is a sum over a few dozen rows instead of a
+    // count over every job; `job_search` is a trigram index of the job ids,
+    // which finds the few jobs a name search matches without reading every
+    // id (`list_jobs`).
+    "DROP INDEX jobs_by_created;
+    CREATE INDEX jobs_list ON jobs(created_at DESC, id DESC, visibility, created_by, state, node_groups);
+    CREATE TABLE job_counts (
+        visibility TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        state TEXT NOT NULL,
+        node_groups TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (visibility, created_by, state, node_groups)
+    ) WITHOUT ROWID;
+    INSERT INTO job_counts SELECT visibility, created_by, state, node_groups, COUNT(*) FROM jobs GROUP BY 1, 2, 3, 4;
+    CREATE VIRTUAL TABLE job_search USING fts5(id, tokenize = 'trigram');
+    INSERT INTO job_search(id) SELECT id FROM jobs;
+    CREATE TRIGGER jobs_searchable_on_insert AFTER INSERT ON jobs BEGIN
+        INSERT INTO job_search(id) VALUES (NEW.id);
+    END;
+    CREATE TRIGGER jobs_searchable_on_delete AFTER DELETE ON jobs BEGIN
+        DELETE FROM job_search
+            WHERE job_search MATCH char(34) || replace(OLD.id, char(34), char(34) || char(34)) || char(34) AND id = OLD.id;
+    END;
+    CREATE TRIGGER jobs_counted_on_insert AFTER INSERT ON jobs BEGIN
+        INSERT INTO job_counts VALUES (NEW.visibility, NEW.created_by, NEW.state, NEW.node_groups, 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER jobs_counted_on_delete AFTER DELETE ON jobs BEGIN
+        UPDATE job_counts SET n = n - 1 WHERE visibility = OLD.visibility AND created_by = OLD.created_by
+            AND state = OLD.state AND node_groups = OLD.node_groups;
+        DELETE FROM job_counts WHERE n <= 0;
+    END;
+    CREATE TRIGGER jobs_counted_on_update AFTER UPDATE OF visibility, created_by, state, node_groups ON jobs
+    WHEN OLD.visibility IS NOT NEW.visibility OR OLD.created_by IS NOT NEW.created_by
+        OR OLD.state IS NOT NEW.state OR OLD.node_groups IS NOT NEW.node_groups
+    BEGIN
+        UPDATE job_counts SET n = n - 1 WHERE visibility = OLD.visibility AND created_by = OLD.created_by
+            AND state = OLD.state AND node_groups = OLD.node_groups;
+        DELETE FROM job_counts WHERE n <= 0;
+        INSERT INTO job_counts VALUES (NEW.visibility, NEW.created_by, NEW.state, NEW.node_groups, 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;",
 ];
 
 const READERS: usize = 4;
@@ -139,7 +187,7 @@ pub struct UserRow {
 
 /// A job as stored: what the user asked for (indexed columns plus the
 /// metadata and spec as JSON text) and what the scheduler made of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct JobRow {
     pub id: String,
     pub name: String,
@@ -280,9 +328,16 @@ pub struct JobFilter {
     pub q: Option<String>,
     /// Exact state names; empty means any.
     pub states: Vec<String>,
-    /// Substrings of an allowed node group (case-insensitive); any matches.
+    /// Node group names; a job matches when it may run in one of them: one
+    /// of its allowed groups is exactly that name, or it allows every group
+    /// and the name is one of this server's groups ([`JobFilter::any_group_matches`]).
     pub node_groups: Vec<String>,
-    /// Prefixes of the creator's name (case-insensitive); any matches.
+    /// Whether jobs without a node-group restriction match `node_groups`:
+    /// true when one of the names is a group of this server (such a job may
+    /// run in it); the handler decides, since the store does not know the
+    /// configuration.
+    pub any_group_matches: bool,
+    /// Creators' user names, exactly (case-sensitive); any matches.
     pub created_by: Vec<String>,
     /// Label conditions: the key exists, or has this value; all must hold.
     pub labels: Vec<(String, Option<String>)>,
@@ -441,6 +496,43 @@ pub(crate) mod tests {
         });
     }
 
+    /// A database written before the listing indexes (schema 2) gets its
+    /// counts and its name index filled when it is opened.
+    #[tokio::test]
+    async fn an_older_database_gets_its_listing_indexes_filled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobdeck.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for step in &MIGRATIONS[..2] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 2).unwrap();
+            for (id, owner, visibility, state) in
+                [("train-aaaaa", "alice", "public", "Running"), ("eval-bbbbb", "bob", "private", "Completed"), ("train-ccccc", "bob", "public", "Archived")]
+            {
+                conn.execute(
+                    "INSERT INTO jobs (id, name, created_by, visibility, created_at, state, metadata, spec) VALUES (?1, ?1, ?2, ?3, 1, ?4, '{}', '{}')",
+                    rusqlite::params![id, owner, visibility, state],
+                )
+                .unwrap();
+            }
+        }
+        let store = Store::open(&path).unwrap();
+        let list = |viewer: &str, q: Option<&str>| JobFilter {
+            viewer: viewer.into(),
+            q: q.map(String::from),
+            mode: QueryMode::AliveAndArchive,
+            page: 1,
+            page_size: 10,
+            ..JobFilter::default()
+        };
+        assert_eq!(store.list_jobs(list("alice", None)).await.unwrap().1, 2);
+        assert_eq!(store.list_jobs(list("bob", None)).await.unwrap().1, 3);
+        let (rows, total) = store.list_jobs(list("alice", Some("train"))).await.unwrap();
+        assert_eq!((rows.len(), total), (2, 2));
+    }
+
     #[tokio::test]
     async fn private_jobs_are_visible_to_their_creator_only() {
         let (_dir, store) = temp_store();
@@ -454,6 +546,77 @@ pub(crate) mod tests {
         assert_eq!(total, 2);
         assert!(store.job_visible_to("a".into(), "bob".into()).await.unwrap().is_none());
         assert!(store.job_visible_to("a".into(), "alice".into()).await.unwrap().is_some());
+    }
+
+    /// The totals a listing takes from `job_counts` equal the rows it lists,
+    /// for every filter, through creations, state changes and deletions.
+    #[tokio::test]
+    async fn listing_totals_follow_every_change_of_a_job() {
+        let (_dir, store) = temp_store();
+        let owners = ["alice", "bob", "carol"];
+        let groups = ["", ",gpu-a,", ",gpu-b,", ",gpu-a,gpu-b,"];
+        let states = ["Queueing", "Running", "Completed", "Archived"];
+        for k in 0..60usize {
+            let mut row = job_row(&format!("job-{k:02}"), owners[k % 3], if k % 4 == 0 { "private" } else { "public" }, k as i64, states[k % 4]);
+            row.node_groups = groups[k % 4].into();
+            store.insert_job(row, vec![]).await.unwrap();
+        }
+        let filters = || {
+            let mut filters = Vec::new();
+            for viewer in owners {
+                for mode in [QueryMode::AliveOnly, QueryMode::ArchiveOnly, QueryMode::AliveAndArchive] {
+                    for states in [vec![], vec!["Running".to_string()], vec!["Completed".to_string(), "Queueing".to_string()]] {
+                        for created_by in [vec![], vec!["bob".to_string()]] {
+                            for (node_groups, any_group_matches) in [(vec![], false), (vec!["gpu-a".to_string()], true), (vec!["gpu-b".to_string()], false)] {
+                                filters.push(JobFilter {
+                                    viewer: viewer.into(),
+                                    mode,
+                                    states: states.clone(),
+                                    created_by: created_by.clone(),
+                                    node_groups,
+                                    any_group_matches,
+                                    page: 1,
+                                    page_size: 500,
+                                    ..JobFilter::default()
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            filters
+        };
+        let check = |when: &'static str| {
+            let store = store.clone();
+            async move {
+                for filter in filters() {
+                    let (rows, total) = store.list_jobs(filter.clone()).await.unwrap();
+                    assert_eq!(total, rows.len() as i64, "{when}: {filter:?}");
+                }
+            }
+        };
+        check("after creation").await;
+        for k in (0..60usize).step_by(3) {
+            let id = format!("job-{k:02}");
+            let mut runtime = store.job(id.clone()).await.unwrap().unwrap().runtime;
+            runtime.state = states[(k + 1) % 4].into();
+            store.update_job_runtime(id.clone(), runtime.clone(), vec![]).await.unwrap();
+            // Writing the same state again changes no count.
+            store.update_job_runtime(id, runtime, vec![]).await.unwrap();
+        }
+        check("after state changes").await;
+        for k in (0..60usize).step_by(7) {
+            store.delete_job(format!("job-{k:02}")).await.unwrap();
+        }
+        check("after deletions").await;
+        // A deleted job leaves the name index too.
+        let search = |q: &str| JobFilter { viewer: "alice".into(), q: Some(q.into()), mode: QueryMode::AliveAndArchive, page: 1, page_size: 500, ..JobFilter::default() };
+        assert_eq!(store.list_jobs(search("job-07")).await.unwrap().1, 0);
+        assert_eq!(store.list_jobs(search("job-09")).await.unwrap().1, 1);
+        let indexed: i64 = store.read(|c| c.query_row("SELECT COUNT(*) FROM job_search", [], |r| r.get(0))).await.unwrap();
+        assert_eq!(indexed, 60 - 9);
+        let counted: i64 = store.read(|c| c.query_row("SELECT SUM(n) FROM job_counts", [], |r| r.get(0))).await.unwrap();
+        assert_eq!(counted, 60 - 9);
     }
 
     #[tokio::test]
@@ -489,10 +652,21 @@ pub(crate) mod tests {
             (JobFilter { mode: QueryMode::AliveAndArchive, ..page("x") }, vec!["eval-d", "eval-c", "train-b", "train-a"], 4),
             (JobFilter { q: Some("TRAIN".into()), ..page("x") }, vec!["train-b", "train-a"], 2),
             (JobFilter { q: Some("%".into()), ..page("x") }, vec![], 0),
+            // Three characters or more go through the trigram index, fewer
+            // through the walk; both are case-insensitive substrings.
+            (JobFilter { q: Some("ain-".into()), ..page("x") }, vec!["train-b", "train-a"], 2),
+            (JobFilter { q: Some("Ai".into()), ..page("x") }, vec!["train-b", "train-a"], 2),
+            (JobFilter { q: Some("val-d".into()), ..page("x") }, vec!["eval-d"], 1),
+            (JobFilter { q: Some("\"al".into()), ..page("x") }, vec![], 0),
+            (JobFilter { q: Some("train-a-x".into()), ..page("x") }, vec![], 0),
             (JobFilter { states: vec!["Running".into(), "Queueing".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
-            (JobFilter { node_groups: vec!["gpu".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
-            (JobFilter { created_by: vec!["al".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
-            (JobFilter { created_by: vec!["ALICE".into()], ..page("x") }, vec!["train-a"], 1),
+            (JobFilter { node_groups: vec!["gpu".into()], ..page("x") }, vec![], 0),
+            (JobFilter { node_groups: vec!["gpu-a".into()], ..page("x") }, vec!["train-a"], 1),
+            (JobFilter { node_groups: vec!["gpu-a".into(), "gpu-b".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
+            (JobFilter { node_groups: vec!["cpu".into()], any_group_matches: true, mode: QueryMode::AliveAndArchive, ..page("x") }, vec!["eval-c", "train-b"], 2),
+            (JobFilter { created_by: vec!["al".into()], ..page("x") }, vec![], 0),
+            (JobFilter { created_by: vec!["alice".into(), "albert".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
+            (JobFilter { created_by: vec!["ALICE".into()], ..page("x") }, vec![], 0),
             (JobFilter { labels: vec![("team".into(), Some("cv".into()))], ..page("x") }, vec!["train-b"], 1),
             (JobFilter { labels: vec![("team".into(), None)], ..page("x") }, vec!["train-b", "train-a"], 2),
             (JobFilter { sort: SortKey::Name, ascending: true, ..page("x") }, vec!["eval-d", "train-b", "train-a"], 3),

@@ -41,8 +41,17 @@ impl TestApp {
     }
 
     pub async fn with_config(adjust: impl FnOnce(&mut Config)) -> TestApp {
+        Self::with_stored_jobs(adjust, vec![]).await
+    }
+
+    /// A server whose store already holds `jobs` when it starts, as after a
+    /// restart (or an upgrade: rows written by an older version).
+    pub async fn with_stored_jobs(adjust: impl FnOnce(&mut Config), jobs: Vec<jobdeck_server::store::JobRow>) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
+        for job in jobs {
+            store.insert_job(job, vec![]).await.unwrap();
+        }
         let mut config = Config::for_data_dir(dir.path());
         config.supervisor_bin = Some(env!("CARGO_BIN_EXE_jobdeck").into());
         adjust(&mut config);
@@ -123,7 +132,13 @@ impl TestApp {
     }
 
     pub async fn job(&self, id: &str) -> Value {
-        let res = self.get(&format!("/api/v2/jobs/{id}")).await;
+        let token = self.admin_token.clone();
+        self.job_as(&token, id).await
+    }
+
+    /// The job as `token`'s user sees it.
+    pub async fn job_as(&self, token: &str, id: &str) -> Value {
+        let res = self.request(Method::GET, &format!("/api/v2/jobs/{id}"), Some(token), None).await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
         res.json()
     }
@@ -147,15 +162,21 @@ impl TestApp {
     /// Polls the job until `done` holds for it, failing after [`PATIENCE`]
     /// with the last state seen.
     pub async fn wait_job(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let token = self.admin_token.clone();
+        self.wait_job_as(&token, id, what, done).await
+    }
+
+    /// [`TestApp::wait_job`] as `token`'s user (for private jobs).
+    pub async fn wait_job_as(&self, token: &str, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
         let deadline = std::time::Instant::now() + PATIENCE;
         loop {
-            let job = self.job(id).await;
+            let job = self.job_as(token, id).await;
             if done(&job) {
                 return job;
             }
             if std::time::Instant::now() > deadline {
-                let events = self.events(id).await;
-                panic!("job {id} never became {what}; last seen: {}\nevents: {events:#?}", job["status"]);
+                let events = self.request(Method::GET, &format!("/api/v2/jobs/{id}/events"), Some(token), None).await.text();
+                panic!("job {id} never became {what}; last seen: {}\nevents: {events}", job["status"]);
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
@@ -164,6 +185,11 @@ impl TestApp {
     /// Polls the job until its state is `state`.
     pub async fn wait_state(&self, id: &str, state: &str) -> Value {
         self.wait_job(id, state, |j| j["status"]["state"] == state).await
+    }
+
+    /// [`TestApp::wait_state`] as `token`'s user (for private jobs).
+    pub async fn wait_state_as(&self, token: &str, id: &str, state: &str) -> Value {
+        self.wait_job_as(token, id, state, |j| j["status"]["state"] == state).await
     }
 
     /// Polls any condition with the same patience.

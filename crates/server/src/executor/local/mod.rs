@@ -82,16 +82,26 @@ pub struct LocalExecutor {
 /// rest (tokens, the server's settings) stays out.
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "TERM"];
 
+/// What a replica inherits of the server's environment `vars`: the
+/// variables of [`INHERITED_ENV`] and nothing else (no `JOBDECK_*` setting,
+/// no cloud or cluster credential the server was started with), plus a
+/// standard `PATH` when the server has none.
+fn inherited_env(vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = vars
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| INHERITED_ENV.contains(&name.as_str()))
+        .collect();
+    env.sort();
+    if !env.iter().any(|(n, _)| n == "PATH") {
+        env.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
+    }
+    env
+}
+
 impl LocalExecutor {
     pub fn new(host: ExecutorHost, config: &Config) -> LocalExecutor {
         let memory = MemoryLimits::detect(config.executor.local.memory_limits);
-        let mut base_env: Vec<(String, String)> = INHERITED_ENV
-            .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
-            .collect();
-        if !base_env.iter().any(|(n, _)| n == "PATH") {
-            base_env.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
-        }
+        let base_env = inherited_env(std::env::vars_os());
         let digest = {
             use sha2::Digest;
             let hash = sha2::Sha256::digest(config.data_dir.to_string_lossy().as_bytes());
@@ -785,5 +795,37 @@ async fn watch_detached(run_dir: &Path) -> ExitRecord {
             }
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicas_inherit_only_the_allowed_part_of_the_servers_environment() {
+        let server_env = [
+            ("PATH", "/usr/bin:/bin"),
+            ("HOME", "/home/jobdeck"),
+            ("LANG", "C.UTF-8"),
+            ("JOBDECK_BIN", "/opt/jobdeck"),
+            ("JOBDECK_TOKEN", "jd_secret"),
+            ("RUST_LOG", "debug"),
+            ("AWS_SECRET_ACCESS_KEY", "aws-secret"),
+            ("KUBECONFIG", "/home/jobdeck/.kube/config"),
+            ("LEPTON_WORKSPACE_TOKEN", "lepton-secret"),
+            ("LD_PRELOAD", "/tmp/evil.so"),
+        ];
+        let vars = server_env.iter().map(|(n, v)| (n.into(), v.into()));
+        let got = inherited_env(vars);
+        let expected: Vec<(String, String)> = [("HOME", "/home/jobdeck"), ("LANG", "C.UTF-8"), ("PATH", "/usr/bin:/bin")]
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(got, expected);
+        // A server without PATH still gives its replicas a usable one.
+        let bare = inherited_env(std::iter::once(("JOBDECK_TOKEN".into(), "x".into())));
+        assert_eq!(bare.len(), 1);
+        assert_eq!(bare[0].0, "PATH");
     }
 }

@@ -1,0 +1,66 @@
+//! The trust boundary of process mode (docs/architecture.md, "Process mode
+//! and trust"): replicas run as the server's OS user, so what keeps the
+//! server's own secrets from them, and from other users of the machine, is
+//! tested here against the real server.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use jobdeck_e2e::Server;
+use serde_json::json;
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o777
+}
+
+#[test]
+fn replicas_get_none_of_the_servers_environment_and_the_data_stays_owner_only() {
+    let temp = tempfile::tempdir().unwrap();
+    let data = temp.path().join("data");
+    // A data directory someone created readable by everyone.
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = Server::start_api_with_env(
+        &data,
+        &[],
+        &[
+            ("JOBDECK_CANARY", "canary-in-a-jobdeck-variable"),
+            ("AWS_SECRET_ACCESS_KEY", "canary-in-a-cloud-credential"),
+            ("KUBECONFIG", "/canary/kubeconfig"),
+        ],
+    );
+    let token = server.admin_token.clone();
+    let job = json!({
+        "metadata": {"name": "printenv"},
+        "spec": {
+            "resource_shape": "cpu.small",
+            "container": {"image": "busybox", "command": ["/bin/sh", "-c", "env; echo cwd=$(pwd)"]},
+            "envs": [{"name": "MINE", "value": "set-by-the-job"}]
+        }
+    });
+    let id = server.create_job(&token, &job);
+    server.wait_for_state(&token, &id, "Completed");
+    let (status, log) = server.call("GET", &format!("/jobs/{id}/replicas/{id}-0-0/log"), &token, None);
+    assert_eq!(status, 200, "{log}");
+    let log = log.as_str().unwrap().to_string();
+    assert!(log.contains("MINE=set-by-the-job") && log.contains("JOB_COMPLETION_INDEX=0"), "{log}");
+    assert!(log.contains("PATH="), "{log}");
+    for leaked in ["canary", "JOBDECK_", "KUBECONFIG", "AWS_"] {
+        assert!(!log.contains(leaked), "the replica saw {leaked}: {log}");
+    }
+
+    // Owner-only: the data directory (tightened although it existed), the
+    // database with its write-ahead log, and the replica's run directory.
+    assert_eq!(mode(&data), 0o700);
+    for file in ["jobdeck.db", "jobdeck.db-wal", "jobdeck.db-shm"] {
+        let path = data.join(file);
+        if path.exists() {
+            assert_eq!(mode(&path), 0o600, "{file}");
+        }
+    }
+    assert_eq!(mode(&data.join("jobdeck.db")), 0o600);
+    let cwd = log.lines().find_map(|l| l.strip_prefix("cwd=")).expect("the replica printed its directory");
+    let run_dir = Path::new(cwd).parent().unwrap();
+    assert!(run_dir.starts_with(&data), "{cwd}");
+    assert_eq!(mode(run_dir), 0o700, "{}", run_dir.display());
+}
