@@ -385,3 +385,56 @@ async fn memory_limits_are_enforced_or_the_job_is_told_they_are_not() {
         assert!(note.contains("memory is not limited"), "{note}");
     }
 }
+
+/// `lep job create --node-id` checks the ids it is given against
+/// `GET /dedicated-node-groups/{id}/nodes`, and `lep node list` sums it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_group_lists_its_nodes_with_what_runs_on_them() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let alice = app.token_for("alice").await;
+    let bob = app.token_for("bob").await;
+    let path = "/api/v2/dedicated-node-groups/local/nodes";
+    let idle = app.call(Method::GET, path, &bob, None).await;
+    assert_eq!(idle.status, StatusCode::OK, "{}", idle.text());
+    let nodes = idle.json();
+    assert_eq!(nodes.as_array().unwrap().len(), 1, "{nodes}");
+    let node = &nodes[0];
+    assert_eq!((node["metadata"]["id"].as_str(), node["metadata"]["name"].as_str()), (Some("node-a"), Some("node-a")));
+    assert_eq!(node["spec"]["dedicated_node_group"], "local");
+    assert_eq!(node["spec"]["unschedulable"], false);
+    assert_eq!(node["spec"]["resource"]["cpu"], json!({"allocated": 0.0, "total": 2.0}));
+    assert_eq!(node["spec"]["resource"]["memory"], json!({"allocated": 0, "total": 16384}));
+    assert!(node["spec"]["resource"].get("gpu").is_none(), "a CPU node has no gpu entry: {node}");
+    assert_eq!(node["status"], json!({"status": ["Ready"], "workloads": []}));
+
+    let mut job = sh_job("secret-work", "sleep 30");
+    job["metadata"]["visibility"] = json!("private");
+    let id = app.create_job(&alice, &job).await;
+    app.wait_until("alice's job to run", || {
+        let (app, alice, id) = (&app, alice.clone(), id.clone());
+        async move {
+            let res = app.call(Method::GET, &format!("/api/v2/jobs/{id}"), &alice, None).await;
+            res.json()["status"]["state"] == "Running"
+        }
+    })
+    .await;
+    let own = app.call(Method::GET, path, &alice, None).await.json();
+    assert_eq!(own[0]["spec"]["resource"]["cpu"]["allocated"], 1.0);
+    assert_eq!(own[0]["spec"]["resource"]["memory"]["allocated"], 1024);
+    let workload = &own[0]["status"]["workloads"][0];
+    assert_eq!(workload["type"], "job");
+    assert_eq!(workload["id"], id.as_str());
+    assert_eq!(workload["name"], "secret-work");
+    assert_eq!(workload["replica_id"], format!("{id}-0-0"));
+    // Bob sees the capacity it takes, not the private job.
+    let others = app.call(Method::GET, path, &bob, None).await.json();
+    assert_eq!(others[0]["spec"]["resource"]["cpu"]["allocated"], 1.0);
+    assert_eq!(others[0]["status"]["workloads"], json!([]));
+    let busy = app.call(Method::GET, &format!("{path}?idle=true"), &bob, None).await.json();
+    assert_eq!(busy, json!([]), "a node with work on it is not idle");
+
+    let missing = app.call(Method::GET, "/api/v2/dedicated-node-groups/nope/nodes", &bob, None).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    let res = app.call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &alice, Some(&json!({"spec": {"stopped": true}}))).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+}
