@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use axum::http::{Method, StatusCode};
 use common::{sh_job, small_cluster, TestApp};
 use serde_json::{json, Value};
@@ -345,6 +347,36 @@ async fn following_a_log_streams_until_the_replica_ends() {
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     let foreign = app.get(&format!("/api/v2/jobs/{id}/replicas/other-0-0/log")).await;
     assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+}
+
+/// `lep job log` sends a plain GET and prints "End of log" when the body
+/// ends, so a plain request on a running attempt streams it to its end, as
+/// Lepton's endpoint does; `follow=false` answers what is there now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_log_request_follows_a_running_replica_as_lepton_does() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let id = app
+        .create_job(&app.admin_token, &sh_job("plain", "echo first; sleep 2; echo second"))
+        .await;
+    let path = format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log");
+    app.wait_until("the first line", || {
+        let (app, path) = (&app, path.clone());
+        async move { app.get(&format!("{path}?follow=false")).await.text() == "first\n" }
+    })
+    .await;
+    // What is there now, at once, although the replica still runs.
+    let asked = Instant::now();
+    assert_eq!(app.get(&format!("{path}?follow=false")).await.text(), "first\n");
+    assert!(asked.elapsed() < Duration::from_secs(1));
+    // The plain request waits for the rest.
+    let res = app.get(&path).await;
+    assert_eq!(res.status, StatusCode::OK);
+    assert_eq!(res.text(), "first\nsecond\n");
+    app.wait_state(&id, "Completed").await;
+    // Once the attempt ended, a plain request answers at once.
+    let asked = Instant::now();
+    assert_eq!(app.get(&path).await.text(), "first\nsecond\n");
+    assert!(asked.elapsed() < Duration::from_secs(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
