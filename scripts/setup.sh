@@ -2,8 +2,10 @@
 # Installs what building Jobdeck needs, skipping whatever is already there:
 # the wasm32 target, trunk, wasm-bindgen-cli at the exact version in
 # Cargo.lock and wasm-opt. With --browser it also installs Chromium and
-# chromedriver for the tests. Versions are pinned so no build step ever
-# downloads a tool of its own.
+# chromedriver for the tests; with --lep the Python virtual environment
+# tests/.venv with the real `lep` CLI (leptonai) at the versions pinned in
+# tests/lep-requirements.txt, for tests/lep_cli.rs. Versions are pinned so no
+# build step ever downloads a tool of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,10 +14,12 @@ BINARYEN_VERSION="132.0.0"
 WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
 
 with_browser=false
+with_lep=false
 for arg in "$@"; do
   case "$arg" in
     --browser) with_browser=true ;;
-    *) echo "usage: scripts/setup.sh [--browser]" >&2; exit 2 ;;
+    --lep) with_lep=true ;;
+    *) echo "usage: scripts/setup.sh [--browser] [--lep]" >&2; exit 2 ;;
   esac
 done
 
@@ -51,5 +55,29 @@ if $with_browser; then
     say "installing Chromium and chromedriver"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  fi
+fi
+
+if $with_lep; then
+  venv=tests/.venv
+  requirements=tests/lep-requirements.txt
+  stamp="$venv/.installed-requirements"
+  # The stamp holds the requirements the venv was filled from, written only
+  # after pip succeeded, so an interrupted install or a changed pin is
+  # installed again and an up-to-date venv costs nothing.
+  if ! [ -x "$venv/bin/lep" ] || ! cmp -s "$requirements" "$stamp"; then
+    # Debian ships venv support (ensurepip) in a package of its own.
+    if ! command -v python3 >/dev/null || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+      say "installing python3-venv"
+      as_root apt-get update -qq
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+    fi
+    say "installing the lep CLI ($(grep -m1 '^leptonai==' "$requirements")) into $venv"
+    if ! [ -x "$venv/bin/python" ]; then
+      rm -rf "$venv"
+      python3 -m venv "$venv"
+    fi
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements"
+    cp "$requirements" "$stamp"
   fi
 fi
