@@ -84,13 +84,8 @@ pub fn replica_view(row: &ReplicaRow) -> Replica {
 /// The replicas a queued job will start first, pending with the job's
 /// readiness issue; they are not stored until the job is admitted.
 fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow]) -> Vec<Replica> {
-    let workers = spec.workers.unwrap_or(1).max(1);
-    let (completions, parallelism) = if workers > 1 {
-        (workers, workers)
-    } else {
-        let completions = spec.completions.unwrap_or(1).max(1);
-        (completions, spec.parallelism.unwrap_or(1).clamp(1, completions))
-    };
+    let completions = spec.completions().max(1);
+    let parallelism = spec.parallelism().clamp(1, completions);
     let issue = ReadinessIssue {
         reason: job.runtime.reason.clone().unwrap_or_else(|| "Queueing".into()),
         message: job.runtime.message.clone().unwrap_or_else(|| "waiting in the queue".into()),

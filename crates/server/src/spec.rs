@@ -116,13 +116,13 @@ impl ResolvedSpec {
             .and_then(|a| a.allowed_nodes_in_node_group.clone())
             .unwrap_or_default();
 
-        let workers = spec.workers.unwrap_or(1).max(1);
-        let (completions, parallelism) = if workers > 1 {
-            (workers, workers)
-        } else {
-            let completions = spec.completions.unwrap_or(1).max(1);
-            (completions, spec.parallelism.unwrap_or(1).clamp(1, completions))
-        };
+        // The contract's accessors, so a `lep job create --num-workers N`
+        // payload (completions = parallelism = N with intra-job
+        // communication, no `workers`) runs as N workers with the
+        // rendezvous environment.
+        let workers = spec.workers().max(1);
+        let completions = spec.completions().max(1);
+        let parallelism = spec.parallelism().clamp(1, completions);
         let max_failure_retry = spec.max_failure_retry.filter(|n| *n >= 0);
         let backoff_limit = match (spec.backoff_limit, max_failure_retry) {
             (Some(limit), _) => limit.max(0),
@@ -288,6 +288,21 @@ mod tests {
         let spec = JobSpec { workers: Some(2), completions: Some(7), ..JobSpec::default() };
         let r = ResolvedSpec::resolve(&spec, &config()).unwrap();
         assert_eq!((r.completions, r.parallelism, r.workers), (2, 2, 2));
+    }
+
+    #[test]
+    fn a_lep_num_workers_payload_runs_as_that_many_workers() {
+        let spec = JobSpec {
+            completions: Some(2),
+            parallelism: Some(2),
+            intra_job_communication: Some(true),
+            ..JobSpec::default()
+        };
+        let r = ResolvedSpec::resolve(&spec, &config()).unwrap();
+        assert_eq!((r.completions, r.parallelism, r.workers), (2, 2, 2));
+        let spec = JobSpec { completions: Some(3), parallelism: Some(2), ..JobSpec::default() };
+        let r = ResolvedSpec::resolve(&spec, &config()).unwrap();
+        assert_eq!((r.completions, r.parallelism, r.workers), (3, 2, 1));
     }
 
     #[test]
