@@ -71,17 +71,41 @@ impl Server {
         server
     }
 
+    /// Starts a server on a free port with a fresh data directory, the
+    /// given config file (docs/config.md) and no console: for tests of the
+    /// API alone, which then need no built console.
+    pub fn start_api_with_config(config_toml: &str) -> Server {
+        let temp = tempfile::tempdir().expect("a temporary directory");
+        let config = temp.path().join("jobdeck.toml");
+        std::fs::write(&config, config_toml).expect("the config file is written");
+        let data_dir = temp.path().join("data");
+        let mut command = Command::new(jobdeck_bin());
+        command.arg("serve").args(["--listen", "127.0.0.1:0"]).arg("--data-dir").arg(&data_dir);
+        command.arg("--config").arg(&config);
+        let mut server = Server::spawn(command, &data_dir);
+        server._temp = Some(temp);
+        server
+    }
+
     /// Starts a server on a free port with the given data directory and
     /// extra arguments to `serve`.
     pub fn start_in(data_dir: &Path, extra_args: &[&str]) -> Server {
-        let mut child = Command::new(jobdeck_bin())
+        let mut command = Command::new(jobdeck_bin());
+        command
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .arg("--data-dir")
             .arg(data_dir)
             .arg("--console-dir")
             .arg(console_dir())
-            .args(extra_args)
+            .args(extra_args);
+        Server::spawn(command, data_dir)
+    }
+
+    /// Runs `jobdeck serve` as `command` and waits for its address and
+    /// sign-in link.
+    fn spawn(mut command: Command, data_dir: &Path) -> Server {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
