@@ -66,16 +66,18 @@ if $with_lep; then
   # after pip succeeded, so an interrupted install or a changed pin is
   # installed again and an up-to-date venv costs nothing.
   if ! [ -x "$venv/bin/lep" ] || ! cmp -s "$requirements" "$stamp"; then
-    # Debian ships venv support (ensurepip) in a package of its own.
-    if ! command -v python3 >/dev/null || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-      say "installing python3-venv"
-      as_root apt-get update -qq
-      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
-    fi
     say "installing the lep CLI ($(grep -m1 '^leptonai==' "$requirements")) into $venv"
-    if ! [ -x "$venv/bin/python" ]; then
+    if ! [ -x "$venv/bin/python" ] || ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
       rm -rf "$venv"
-      python3 -m venv "$venv"
+      # Debian ships what a venv needs to get pip (ensurepip) in python3-venv;
+      # without it `python3 -m venv` fails and leaves a venv without pip.
+      if ! command -v python3 >/dev/null || ! python3 -m venv "$venv" >/dev/null 2>&1; then
+        rm -rf "$venv"
+        say "installing python3-venv"
+        as_root apt-get update -qq
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+        python3 -m venv "$venv"
+      fi
     fi
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements"
     cp "$requirements" "$stamp"
