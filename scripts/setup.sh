@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building Jobdeck needs, skipping whatever is already there:
 # the wasm32 target, trunk, wasm-bindgen-cli at the exact version in
-# Cargo.lock, wasm-split-cli and wasm-opt. With --browser it also installs Chromium and
-# chromedriver for the tests. Versions are pinned so no build step ever
-# downloads a tool of its own.
+# Cargo.lock, wasm-split-cli and wasm-opt. With --browser it also installs
+# Chromium and chromedriver for the tests; with --lep the Python virtual
+# environment tests/.venv with the real `lep` CLI (leptonai) at the versions
+# pinned in tests/lep-requirements.txt, for tests/lep_cli.rs. Versions are
+# pinned so no build step ever downloads a tool of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,10 +15,12 @@ WASM_SPLIT_VERSION="0.2.3"
 WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
 
 with_browser=false
+with_lep=false
 for arg in "$@"; do
   case "$arg" in
     --browser) with_browser=true ;;
-    *) echo "usage: scripts/setup.sh [--browser]" >&2; exit 2 ;;
+    --lep) with_lep=true ;;
+    *) echo "usage: scripts/setup.sh [--browser] [--lep]" >&2; exit 2 ;;
   esac
 done
 
@@ -64,5 +68,31 @@ if $with_browser; then
     say "installing Chromium and chromedriver"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  fi
+fi
+
+if $with_lep; then
+  venv=tests/.venv
+  requirements=tests/lep-requirements.txt
+  stamp="$venv/.installed-requirements"
+  # The stamp holds the requirements the venv was filled from, written only
+  # after pip succeeded, so an interrupted install or a changed pin is
+  # installed again and an up-to-date venv costs nothing.
+  if ! [ -x "$venv/bin/lep" ] || ! cmp -s "$requirements" "$stamp"; then
+    say "installing the lep CLI ($(grep -m1 '^leptonai==' "$requirements")) into $venv"
+    if ! [ -x "$venv/bin/python" ] || ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+      rm -rf "$venv"
+      # Debian ships what a venv needs to get pip (ensurepip) in python3-venv;
+      # without it `python3 -m venv` fails and leaves a venv without pip.
+      if ! command -v python3 >/dev/null || ! python3 -m venv "$venv" >/dev/null 2>&1; then
+        rm -rf "$venv"
+        say "installing python3-venv"
+        as_root apt-get update -qq
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+        python3 -m venv "$venv"
+      fi
+    fi
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements"
+    cp "$requirements" "$stamp"
   fi
 fi

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: unit and API tests of each crate, the console's component
 # tests in headless Chromium, and the end-to-end tests (the real server, the
-# real built console, Chromium over WebDriver). Installs what is missing
-# first. The last line is the summary over all suites.
+# real built console, Chromium over WebDriver, the real `lep` CLI from a
+# Python virtual environment). Installs what is missing first. The last line
+# is the summary over all suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --browser || exit 1
@@ -23,6 +24,10 @@ step() {
   return 0
 }
 
+# The real `lep` CLI for tests/lep_cli.rs. A failure here does not stop the
+# run: that test then fails saying the venv is missing, and the summary still
+# comes last.
+step scripts/setup.sh --lep
 step trunk build --release --offline
 step cargo build -p jobdeck-server
 step cargo test --workspace --exclude jobdeck-console

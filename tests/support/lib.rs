@@ -77,33 +77,54 @@ impl Server {
         server
     }
 
+    /// Starts a server on a free port with a fresh data directory, the
+    /// given config file (docs/config.md) and no console: for tests of the
+    /// API alone, which then need no built console.
+    pub fn start_api_with_config(config_toml: &str) -> Server {
+        let temp = tempfile::tempdir().expect("a temporary directory");
+        let config = temp.path().join("jobdeck.toml");
+        std::fs::write(&config, config_toml).expect("the config file is written");
+        let data_dir = temp.path().join("data");
+        let mut command = Server::serve_command(&data_dir);
+        command.arg("--config").arg(&config);
+        let mut server = Server::spawn(command, &data_dir);
+        server._temp = Some(temp);
+        server
+    }
+
     /// Starts a server on a free port with the given data directory and
     /// extra arguments to `serve`.
     pub fn start_in(data_dir: &Path, extra_args: &[&str]) -> Server {
-        Server::spawn(data_dir, Some(&console_dir()), extra_args, &[])
+        let mut command = Server::serve_command(data_dir);
+        command.arg("--console-dir").arg(console_dir()).args(extra_args);
+        Server::spawn(command, data_dir)
     }
 
     /// [`Server::start_in`] without the console: the API only, for tests
     /// that need no browser (and no built console).
     pub fn start_api_in(data_dir: &Path, extra_args: &[&str]) -> Server {
-        Server::spawn(data_dir, None, extra_args, &[])
+        Server::start_api_with_env(data_dir, extra_args, &[])
     }
 
     /// [`Server::start_api_in`] with extra variables in the server's
     /// environment.
     pub fn start_api_with_env(data_dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
-        Server::spawn(data_dir, None, extra_args, env)
+        let mut command = Server::serve_command(data_dir);
+        command.envs(env.iter().copied()).args(extra_args);
+        Server::spawn(command, data_dir)
     }
 
-    fn spawn(data_dir: &Path, console: Option<&Path>, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
+    /// `jobdeck serve` on a free port with `data_dir`.
+    fn serve_command(data_dir: &Path) -> Command {
         let mut command = Command::new(jobdeck_bin());
         command.arg("serve").args(["--listen", "127.0.0.1:0"]).arg("--data-dir").arg(data_dir);
-        command.envs(env.iter().copied());
-        if let Some(console) = console {
-            command.arg("--console-dir").arg(console);
-        }
+        command
+    }
+
+    /// Runs `jobdeck serve` as `command` and waits for its address and
+    /// sign-in link.
+    fn spawn(mut command: Command, data_dir: &Path) -> Server {
         let mut child = command
-            .args(extra_args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

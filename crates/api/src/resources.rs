@@ -95,6 +95,96 @@ pub struct NodeGroup {
     pub status: NodeGroupStatus,
 }
 
+/// A node as `GET /dedicated-node-groups/{id}/nodes` lists it (Lepton's
+/// `Node`). `lep job create --node-id` reads this list to check the ids it is
+/// given, and `lep node list` sums it into its capacity table.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Node {
+    /// `id` and `name` are both the node's name, which is what a job's
+    /// `spec.affinity.allowed_nodes_in_node_group` names.
+    pub metadata: Metadata,
+    pub spec: NodeSpec,
+    pub status: NodeStatus,
+}
+
+/// What a node is and holds (`NodeSpec`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeSpec {
+    /// The node group's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedicated_node_group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    #[serde(default)]
+    pub resource: NodeResource,
+    /// Lepton requires the field; a Jobdeck node always takes work.
+    #[serde(default)]
+    pub unschedulable: bool,
+}
+
+/// A node's capacity (`total`) and what admitted jobs hold of it
+/// (`allocated`), in Lepton's units: CPUs, MiB of memory, GPUs.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeResource {
+    #[serde(default)]
+    pub cpu: NodeAmount<f64>,
+    #[serde(default)]
+    pub memory: NodeAmount<i64>,
+    /// Only on nodes with GPUs, as Lepton leaves it out on CPU nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<NodeGpu>,
+}
+
+/// One resource of a node: what is allocated of the total.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeAmount<T> {
+    pub allocated: T,
+    pub total: T,
+}
+
+/// A node's GPUs (`NodeResourceGPU`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeGpu {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    pub allocated: f64,
+    pub total: f64,
+}
+
+/// A node's condition and what runs on it (`NodeStatus`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// Conditions; `Ready` for every Jobdeck node (Lepton also has
+    /// `NotReady`, `Unhealthy`, …).
+    #[serde(default)]
+    pub status: Vec<String>,
+    /// The running replicas on the node that the caller may see.
+    #[serde(default)]
+    pub workloads: Vec<NodeWorkload>,
+}
+
+/// A replica running on a node (`NodeResourceWorkload`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeWorkload {
+    /// Always `job` here.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The job's name.
+    pub name: String,
+    /// The job's id.
+    pub id: String,
+    pub replica_id: String,
+    /// The workspace's id.
+    pub workspace: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f64>,
+    /// MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_count: Option<f64>,
+}
+
 /// Why a replica is not running yet (`ReplicaReadinessIssue`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ReadinessIssue {

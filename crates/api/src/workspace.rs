@@ -90,3 +90,12 @@ pub struct WorkspaceInfo {
     #[serde(default)]
     pub dedicated_node_group_only: bool,
 }
+
+/// The body of `GET /api/v2` itself: the workspace record `lep workspace
+/// login --workspace-url <url>` reads from the URL it is given, for the name
+/// `lep workspace list` shows.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct WorkspaceRecord {
+    pub id: String,
+    pub display_name: String,
+}

@@ -1,19 +1,22 @@
-//! What jobs run on: `GET /shapes` and `GET /dedicated-node-groups`.
+//! What jobs run on: `GET /shapes`, `GET /dedicated-node-groups` and the
+//! nodes of a group, `GET /dedicated-node-groups/{id}/nodes`.
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
-    Metadata, NodeGroup, NodeGroupSpec, NodeGroupStatus, NodeInfo, ResourceAmounts, Shape, ShapeSpec,
+    Metadata, Node, NodeAmount, NodeGpu, NodeGroup, NodeGroupSpec, NodeGroupStatus, NodeInfo, NodeResource,
+    NodeSpec, NodeStatus, NodeWorkload, ResourceAmounts, Shape, ShapeSpec,
 };
 
 use crate::auth::CurrentUser;
-use crate::config::{Config, ShapeConfig};
+use crate::config::{Config, NodeGroupConfig, ShapeConfig};
 use crate::error::{AppError, AppResult};
-use crate::executor::Placement;
-use crate::store::JobRow;
+use crate::executor::{replica_id, Placement};
+use crate::jobs::query_pairs;
+use crate::store::{JobRow, ReplicaRow};
 use crate::{AppState, Route};
 
 pub fn routes() -> Vec<Route> {
@@ -21,6 +24,7 @@ pub fn routes() -> Vec<Route> {
         ("/shapes", get(list_shapes)),
         ("/dedicated-node-groups", get(list_node_groups)),
         ("/dedicated-node-groups/{id}", get(get_node_group)),
+        ("/dedicated-node-groups/{id}/nodes", get(list_nodes)),
     ]
 }
 
@@ -59,12 +63,7 @@ pub fn usage_by_group(config: &Config, active: &[JobRow]) -> BTreeMap<String, (R
         .map(|g| (g.name.clone(), (ResourceAmounts::default(), 0)))
         .collect();
     for job in active {
-        let spec: jobdeck_api::JobSpec = serde_json::from_str(&job.spec_json).unwrap_or_default();
-        let shape = spec
-            .resource_shape
-            .as_deref()
-            .and_then(|s| config.shape(s))
-            .or(config.shapes.first());
+        let shape = job_shape(config, job);
         match job.runtime.placement_json.as_deref().map(serde_json::from_str::<Placement>) {
             Some(Ok(placement)) => {
                 if let (Some(entry), Some(shape)) = (usage.get_mut(&placement.node_group), shape) {
@@ -152,4 +151,137 @@ async fn get_node_group(
         .find(|g| g.metadata.id.as_deref() == Some(id.as_str()))
         .map(Json)
         .ok_or_else(|| AppError::NotFound(format!("node group '{id}' not found")))
+}
+
+/// The shape a stored job runs with: the one it names, else the first.
+fn job_shape<'a>(config: &'a Config, job: &JobRow) -> Option<&'a ShapeConfig> {
+    let spec: jobdeck_api::JobSpec = serde_json::from_str(&job.spec_json).unwrap_or_default();
+    spec.resource_shape
+        .as_deref()
+        .and_then(|s| config.shape(s))
+        .or(config.shapes.first())
+}
+
+/// The wire form of a group's nodes: each node's capacity, what the admitted
+/// runs placed on it hold (the same accounting as the group's `in_use`), and
+/// the running replicas on it. `running` holds, per job, its replicas that
+/// have not ended; the caller passes only the jobs it may see, so another
+/// user's private job never shows up as a workload, although the resources
+/// it holds are counted.
+pub fn node_views(
+    config: &Config,
+    group: &NodeGroupConfig,
+    active: &[JobRow],
+    running: &[(JobRow, Vec<ReplicaRow>)],
+) -> Vec<Node> {
+    let mut allocated: BTreeMap<String, ResourceAmounts> = BTreeMap::new();
+    for job in active {
+        let Some(Ok(placement)) = job.runtime.placement_json.as_deref().map(serde_json::from_str::<Placement>) else {
+            continue;
+        };
+        let Some(shape) = job_shape(config, job) else { continue };
+        if placement.node_group != group.name {
+            continue;
+        }
+        for slot in &placement.slots {
+            let entry = allocated.entry(slot.node.clone()).or_default();
+            entry.cpu += shape.cpu;
+            entry.memory_in_mb += shape.memory_mb;
+            entry.gpu += shape.gpus;
+        }
+    }
+    group
+        .node_list()
+        .into_iter()
+        .map(|node| {
+            let used = allocated.get(&node.name).copied().unwrap_or_default();
+            let workloads = running
+                .iter()
+                .flat_map(|(job, replicas)| {
+                    let shape = job_shape(config, job);
+                    replicas
+                        .iter()
+                        .filter(|r| r.node.as_deref() == Some(node.name.as_str()))
+                        .filter(|r| r.node_group.as_deref().is_none_or(|g| g == group.name))
+                        .map(move |r| NodeWorkload {
+                            kind: "job".into(),
+                            name: job.name.clone(),
+                            id: job.id.clone(),
+                            replica_id: replica_id(&r.job_id, r.completion_index, r.attempt),
+                            workspace: config.workspace_name.clone(),
+                            cpu: shape.map(|s| s.cpu),
+                            memory: shape.map(|s| s.memory_mb),
+                            gpu_count: shape.map(|s| s.gpus as f64),
+                        })
+                })
+                .collect();
+            Node {
+                metadata: Metadata {
+                    id: Some(node.name.clone()),
+                    name: Some(node.name.clone()),
+                    ..Metadata::default()
+                },
+                spec: NodeSpec {
+                    dedicated_node_group: Some(group.name.clone()),
+                    hostname: Some(node.name.clone()),
+                    resource: NodeResource {
+                        cpu: NodeAmount { allocated: used.cpu, total: node.cpu },
+                        memory: NodeAmount { allocated: used.memory_in_mb, total: node.memory_mb },
+                        gpu: (node.gpus > 0).then(|| NodeGpu {
+                            product: group.gpu_product.clone(),
+                            allocated: used.gpu as f64,
+                            total: node.gpus as f64,
+                        }),
+                    },
+                    unschedulable: false,
+                },
+                status: NodeStatus { status: vec!["Ready".into()], workloads },
+            }
+        })
+        .collect()
+}
+
+/// `GET /dedicated-node-groups/{id}/nodes`; `idle=true` keeps the nodes
+/// nothing is placed on, as Lepton's `list_idle_nodes` asks.
+async fn list_nodes(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> AppResult<Json<Vec<Node>>> {
+    let group = state
+        .config
+        .node_groups
+        .iter()
+        .find(|g| g.name == id)
+        .ok_or_else(|| AppError::NotFound(format!("node group '{id}' not found")))?;
+    let idle_only = query_pairs(raw.as_deref())
+        .iter()
+        .any(|(k, v)| k == "idle" && (v == "true" || v == "1"));
+    let active = state.store.active_jobs().await?;
+    let mut running = Vec::new();
+    for job in &active {
+        let visible = job.visibility == "public" || job.created_by == user.name;
+        if !visible || job.runtime.placement_json.is_none() {
+            continue;
+        }
+        let replicas: Vec<ReplicaRow> = state
+            .store
+            .replicas_of(job.id.clone())
+            .await?
+            .into_iter()
+            .filter(|r| r.run == job.runtime.run && !r.is_finished() && r.node.is_some())
+            .collect();
+        if !replicas.is_empty() {
+            running.push((job.clone(), replicas));
+        }
+    }
+    let mut nodes = node_views(&state.config, group, &active, &running);
+    if idle_only {
+        nodes.retain(|n| {
+            let r = &n.spec.resource;
+            r.cpu.allocated == 0.0 && r.memory.allocated == 0 && r.gpu.as_ref().is_none_or(|g| g.allocated == 0.0)
+        });
+    }
+    Ok(Json(nodes))
 }

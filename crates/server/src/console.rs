@@ -65,6 +65,9 @@ async fn serve_console(files: Arc<ConsoleFiles>, req: Request) -> Response {
     if path == "/api" || path.starts_with("/api/") {
         return crate::error::AppError::NotFound(format!("no API route for {path}")).into_response();
     }
+    if let Some(location) = lepton_dashboard_link(&path) {
+        return with_security_headers(&files, redirect(&location));
+    }
     if accepts_brotli(&req) {
         let body = files.brotli.read().ok().and_then(|m| m.get(&path).cloned());
         if let Some(body) = body {
@@ -109,6 +112,28 @@ async fn serve_console(files: Arc<ConsoleFiles>, req: Request) -> Response {
         },
     };
     with_security_headers(&files, response)
+}
+
+/// Where a Lepton dashboard link to a job lands in the console. `lep job
+/// list` makes each job id a link to `<workspace URL without /api/v2>` +
+/// `/compute/jobs/detail/<id>/replicas/list`, which on Jobdeck is this
+/// server; it opens the job's replicas tab.
+fn lepton_dashboard_link(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("/compute/jobs/detail/")?;
+    let id = rest.split('/').next().filter(|id| !id.is_empty())?;
+    // Job ids are lowercase letters, digits and hyphens; anything else is no
+    // job, and is not echoed into a header.
+    id.bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        .then(|| format!("/jobs/{id}/replicas"))
+}
+
+fn redirect(location: &str) -> Response {
+    let mut res = StatusCode::FOUND.into_response();
+    if let Ok(value) = HeaderValue::from_str(location) {
+        res.headers_mut().insert(header::LOCATION, value);
+    }
+    res
 }
 
 fn with_security_headers(files: &ConsoleFiles, mut response: Response) -> Response {

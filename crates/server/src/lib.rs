@@ -107,7 +107,12 @@ pub fn app(state: AppState) -> Router {
         .fallback(error::api_route_not_found)
         .method_not_allowed_fallback(error::api_method_not_allowed);
 
-    let router = Router::new().nest(jobdeck_api::API_BASE, api);
+    // `/api/v2/` with its slash is the API's root too: nesting matches the
+    // root only without it, and clients write either.
+    let root_with_slash = axum::routing::get(workspace::workspace_record).fallback(error::api_method_not_allowed);
+    let router = Router::new()
+        .nest(jobdeck_api::API_BASE, api)
+        .route(&format!("{}/", jobdeck_api::API_BASE), root_with_slash);
     let router = match state.config.console_dir.clone() {
         Some(dir) => console::serve(router, &dir),
         None => router,

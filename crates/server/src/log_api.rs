@@ -32,7 +32,9 @@ pub const MAX_SEARCH_LENGTH: usize = 1_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogRequest {
     /// The text, streamed (Lepton's behaviour); `download` adds a file name.
-    Text { follow: bool, timestamps: bool, download: bool },
+    /// `follow` is `None` when the request does not say: the handler then
+    /// follows an attempt that is running, as Lepton's endpoint does.
+    Text { follow: Option<bool>, timestamps: bool, download: bool },
     /// Lines `from..=to` as JSON, waiting up to `wait` for line `from` to
     /// exist while the attempt runs.
     Range { from: RangeStart, to: Option<u64>, wait: Duration },
@@ -68,12 +70,12 @@ impl LogRequest {
     /// Reads the query parameters; unknown ones are ignored, as Lepton
     /// clients may send their own.
     pub fn parse(pairs: &[(String, String)]) -> AppResult<LogRequest> {
-        let (mut follow, mut timestamps, mut download) = (false, false, false);
+        let (mut follow, mut timestamps, mut download) = (None, false, false);
         let (mut from, mut to, mut tail, mut wait) = (None, None, None, None);
         let (mut search, mut regex, mut ignore_case, mut limit) = (None, false, false, None);
         for (key, value) in pairs {
             match key.as_str() {
-                "follow" => follow = flag(key, value)?,
+                "follow" => follow = Some(flag(key, value)?),
                 "timestamps" => timestamps = flag(key, value)?,
                 "download" => download = flag(key, value)?,
                 "from" => from = Some(number(key, value, 1, u64::MAX)?),
@@ -89,7 +91,7 @@ impl LogRequest {
         }
         let ranged = from.is_some() || to.is_some() || tail.is_some() || wait.is_some();
         if let Some(text) = search {
-            if ranged || follow || download {
+            if ranged || follow == Some(true) || download {
                 return Err(AppError::BadRequest(
                     "search cannot be combined with from, to, tail, wait, follow or download".into(),
                 ));
@@ -106,7 +108,7 @@ impl LogRequest {
             return Err(AppError::BadRequest("regex, ignore_case and limit need search".into()));
         }
         if ranged {
-            if follow || download || timestamps {
+            if follow == Some(true) || download || timestamps {
                 return Err(AppError::BadRequest(
                     "from, to, tail and wait answer JSON lines (with their times); they cannot be combined with follow, download or timestamps".into(),
                 ));
@@ -129,7 +131,7 @@ impl LogRequest {
             }
             return Ok(LogRequest::Range { from: start, to, wait: Duration::from_secs(wait.unwrap_or(0)) });
         }
-        if download && follow {
+        if download && follow == Some(true) {
             return Err(AppError::BadRequest("download and follow cannot be combined".into()));
         }
         Ok(LogRequest::Text { follow, timestamps, download })
@@ -267,10 +269,11 @@ mod tests {
     #[test]
     fn parameters_name_what_is_asked_for() {
         let cases: Vec<(&str, LogRequest)> = vec![
-            ("", LogRequest::Text { follow: false, timestamps: false, download: false }),
-            ("follow=true&timestamps=1", LogRequest::Text { follow: true, timestamps: true, download: false }),
-            ("download=true&timestamps=true", LogRequest::Text { follow: false, timestamps: true, download: true }),
-            ("unknown=x", LogRequest::Text { follow: false, timestamps: false, download: false }),
+            ("", LogRequest::Text { follow: None, timestamps: false, download: false }),
+            ("follow=true&timestamps=1", LogRequest::Text { follow: Some(true), timestamps: true, download: false }),
+            ("follow=false", LogRequest::Text { follow: Some(false), timestamps: false, download: false }),
+            ("download=true&timestamps=true", LogRequest::Text { follow: None, timestamps: true, download: true }),
+            ("unknown=x", LogRequest::Text { follow: None, timestamps: false, download: false }),
             ("from=10&to=20", LogRequest::Range { from: RangeStart::Line(10), to: Some(20), wait: Duration::ZERO }),
             ("from=11&wait=25", LogRequest::Range { from: RangeStart::Line(11), to: None, wait: Duration::from_secs(25) }),
             ("tail=100", LogRequest::Range { from: RangeStart::Tail(100), to: None, wait: Duration::ZERO }),

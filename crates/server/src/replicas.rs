@@ -291,6 +291,12 @@ async fn replica_log(
             return log_api::search(at, text, regex, ignore_case, limit).await;
         }
     };
+    // Lepton's log endpoint streams a running replica's log until the replica
+    // ends: `lep job log` reads it to the end and only then prints "End of
+    // log", so a request that does not say follows an attempt that has
+    // started and not ended. `follow=false` asks for what is there now; an
+    // attempt still queued or already ended answers at once either way.
+    let follow = follow.unwrap_or_else(|| !download && stored.as_ref().is_some_and(|row| !row.is_finished()));
     let tail = Tail {
         store: state.store.clone(),
         logs: state.logs.clone(),

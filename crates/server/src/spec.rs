@@ -241,6 +241,21 @@ mod tests {
     }
 
     #[test]
+    fn a_lep_num_workers_payload_runs_as_that_many_workers() {
+        let spec = JobSpec {
+            completions: Some(2),
+            parallelism: Some(2),
+            intra_job_communication: Some(true),
+            ..JobSpec::default()
+        };
+        let r = ResolvedSpec::resolve(&spec, &config()).unwrap();
+        assert_eq!((r.completions, r.parallelism, r.workers), (2, 2, 2));
+        let spec = JobSpec { completions: Some(3), parallelism: Some(2), ..JobSpec::default() };
+        let r = ResolvedSpec::resolve(&spec, &config()).unwrap();
+        assert_eq!((r.completions, r.parallelism, r.workers), (3, 2, 1));
+    }
+
+    #[test]
     fn a_per_index_retry_limit_lifts_the_default_total() {
         let spec = JobSpec { max_failure_retry: Some(1), ..JobSpec::default() };
         let r = ResolvedSpec::resolve(&spec, &config()).unwrap();

@@ -6,7 +6,7 @@ use std::path::Path;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Json;
-use jobdeck_api::{ResourceQuota, TotalResource, WorkspaceInfo, WorkspaceShape, Workloads};
+use jobdeck_api::{ResourceQuota, TotalResource, WorkspaceInfo, WorkspaceRecord, WorkspaceShape, Workloads};
 
 use crate::auth::CurrentUser;
 use crate::cluster::usage_by_group;
@@ -14,7 +14,17 @@ use crate::error::{AppError, AppResult};
 use crate::{AppState, Route};
 
 pub fn routes() -> Vec<Route> {
-    vec![("/workspace", get(workspace))]
+    vec![("/workspace", get(workspace)), ("/", get(workspace_record))]
+}
+
+/// `GET /api/v2`: `lep workspace login --workspace-url` asks the URL it is
+/// given for the workspace's `display_name` (Lepton's workspace resolver
+/// answers there); without it `lep workspace list` shows no name.
+pub(crate) async fn workspace_record(State(state): State<AppState>, _user: CurrentUser) -> Json<WorkspaceRecord> {
+    Json(WorkspaceRecord {
+        id: state.config.workspace_name.clone(),
+        display_name: state.config.workspace_name.clone(),
+    })
 }
 
 async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<WorkspaceInfo>> {

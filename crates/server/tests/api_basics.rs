@@ -138,6 +138,18 @@ async fn workspace_names_the_signed_in_user() {
     assert_eq!(body["executor"], "local");
 }
 
+/// `lep workspace login --workspace-url …/api/v2` reads the workspace's
+/// display name from the URL itself.
+#[tokio::test]
+async fn the_api_base_names_the_workspace_as_lep_workspace_login_reads_it() {
+    let app = TestApp::new().await;
+    let res = app.get("/api/v2").await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert_eq!(res.json(), serde_json::json!({"id": "jobdeck", "display_name": "jobdeck"}));
+    let anonymous = app.request(Method::GET, "/api/v2", None, None).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+}
+
 #[tokio::test]
 async fn shapes_list_the_configured_shapes_with_their_shared_memory_default() {
     let app = TestApp::new().await;

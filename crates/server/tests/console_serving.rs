@@ -35,6 +35,19 @@ async fn deep_links_outside_the_api_get_the_console() {
     }
 }
 
+/// `lep job list` links each job id to the Lepton dashboard's job page,
+/// which for Jobdeck is this server: it lands on the job's replicas.
+#[tokio::test]
+async fn lepton_dashboard_job_links_land_on_the_job() {
+    let (app, _dist) = app_with_console().await;
+    let res = app.request(Method::GET, "/compute/jobs/detail/train-4k2x9/replicas/list", None, None).await;
+    assert_eq!(res.status, StatusCode::FOUND);
+    assert_eq!(res.headers[header::LOCATION], "/jobs/train-4k2x9/replicas");
+    let odd = app.request(Method::GET, "/compute/jobs/detail/%0d%0aX:1/replicas/list", None, None).await;
+    assert_eq!(odd.status, StatusCode::OK, "not a job id: the console answers");
+    assert_eq!(odd.text(), INDEX);
+}
+
 #[tokio::test]
 async fn hashed_assets_are_immutable_and_compressed() {
     let (app, _dist) = app_with_console().await;

@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use axum::http::{Method, StatusCode};
 use common::{sh_job, small_cluster, TestApp};
 use serde_json::{json, Value};
@@ -347,6 +349,36 @@ async fn following_a_log_streams_until_the_replica_ends() {
     assert_eq!(foreign.status, StatusCode::NOT_FOUND);
 }
 
+/// `lep job log` sends a plain GET and prints "End of log" when the body
+/// ends, so a plain request on a running attempt streams it to its end, as
+/// Lepton's endpoint does; `follow=false` answers what is there now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_log_request_follows_a_running_replica_as_lepton_does() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let id = app
+        .create_job(&app.admin_token, &sh_job("plain", "echo first; sleep 2; echo second"))
+        .await;
+    let path = format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log");
+    app.wait_until("the first line", || {
+        let (app, path) = (&app, path.clone());
+        async move { app.get(&format!("{path}?follow=false")).await.text() == "first\n" }
+    })
+    .await;
+    // What is there now, at once, although the replica still runs.
+    let asked = Instant::now();
+    assert_eq!(app.get(&format!("{path}?follow=false")).await.text(), "first\n");
+    assert!(asked.elapsed() < Duration::from_secs(1));
+    // The plain request waits for the rest.
+    let res = app.get(&path).await;
+    assert_eq!(res.status, StatusCode::OK);
+    assert_eq!(res.text(), "first\nsecond\n");
+    app.wait_state(&id, "Completed").await;
+    // Once the attempt ended, a plain request answers at once.
+    let asked = Instant::now();
+    assert_eq!(app.get(&path).await.text(), "first\nsecond\n");
+    assert!(asked.elapsed() < Duration::from_secs(1));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_without_log_collection_keep_no_log() {
     let app = TestApp::with_config(small_cluster(2.0)).await;
@@ -493,4 +525,57 @@ async fn preemption_events_name_only_jobs_their_readers_may_see() {
             assert!(high_messages.iter().all(|m| !m.contains(&low)), "{case}: {high_messages:?}");
         }
     }
+}
+
+/// `lep job create --node-id` checks the ids it is given against
+/// `GET /dedicated-node-groups/{id}/nodes`, and `lep node list` sums it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_group_lists_its_nodes_with_what_runs_on_them() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let alice = app.token_for("alice").await;
+    let bob = app.token_for("bob").await;
+    let path = "/api/v2/dedicated-node-groups/local/nodes";
+    let idle = app.call(Method::GET, path, &bob, None).await;
+    assert_eq!(idle.status, StatusCode::OK, "{}", idle.text());
+    let nodes = idle.json();
+    assert_eq!(nodes.as_array().unwrap().len(), 1, "{nodes}");
+    let node = &nodes[0];
+    assert_eq!((node["metadata"]["id"].as_str(), node["metadata"]["name"].as_str()), (Some("node-a"), Some("node-a")));
+    assert_eq!(node["spec"]["dedicated_node_group"], "local");
+    assert_eq!(node["spec"]["unschedulable"], false);
+    assert_eq!(node["spec"]["resource"]["cpu"], json!({"allocated": 0.0, "total": 2.0}));
+    assert_eq!(node["spec"]["resource"]["memory"], json!({"allocated": 0, "total": 16384}));
+    assert!(node["spec"]["resource"].get("gpu").is_none(), "a CPU node has no gpu entry: {node}");
+    assert_eq!(node["status"], json!({"status": ["Ready"], "workloads": []}));
+
+    let mut job = sh_job("secret-work", "sleep 30");
+    job["metadata"]["visibility"] = json!("private");
+    let id = app.create_job(&alice, &job).await;
+    app.wait_until("alice's job to run", || {
+        let (app, alice, id) = (&app, alice.clone(), id.clone());
+        async move {
+            let res = app.call(Method::GET, &format!("/api/v2/jobs/{id}"), &alice, None).await;
+            res.json()["status"]["state"] == "Running"
+        }
+    })
+    .await;
+    let own = app.call(Method::GET, path, &alice, None).await.json();
+    assert_eq!(own[0]["spec"]["resource"]["cpu"]["allocated"], 1.0);
+    assert_eq!(own[0]["spec"]["resource"]["memory"]["allocated"], 1024);
+    let workload = &own[0]["status"]["workloads"][0];
+    assert_eq!(workload["type"], "job");
+    assert_eq!(workload["id"], id.as_str());
+    assert_eq!(workload["name"], "secret-work");
+    assert_eq!(workload["replica_id"], format!("{id}-0-0"));
+    // Bob sees the capacity it takes, not the private job.
+    let others = app.call(Method::GET, path, &bob, None).await.json();
+    assert_eq!(others[0]["spec"]["resource"]["cpu"]["allocated"], 1.0);
+    assert_eq!(others[0]["status"]["workloads"], json!([]));
+    let busy = app.call(Method::GET, &format!("{path}?idle=true"), &bob, None).await.json();
+    assert_eq!(busy, json!([]), "a node with work on it is not idle");
+
+    let missing = app.call(Method::GET, "/api/v2/dedicated-node-groups/nope/nodes", &bob, None).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    let res = app.call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &alice, Some(&json!({"spec": {"stopped": true}}))).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
 }

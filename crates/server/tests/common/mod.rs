@@ -153,8 +153,10 @@ impl TestApp {
         self.get(&format!("/api/v2/jobs/{id}/events")).await.json().as_array().unwrap().clone()
     }
 
+    /// The log as it is now: `follow=false`, because a plain request follows
+    /// a running attempt to its end (as Lepton's does) and tests poll with this.
     pub async fn log(&self, id: &str, replica: &str) -> String {
-        let res = self.get(&format!("/api/v2/jobs/{id}/replicas/{replica}/log")).await;
+        let res = self.get(&format!("/api/v2/jobs/{id}/replicas/{replica}/log?follow=false")).await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
         res.text()
     }
