@@ -30,7 +30,7 @@ step() {
 step scripts/setup.sh --lep
 step trunk build --release --offline
 step cargo build -p jobdeck-server
-step cargo test --workspace --exclude jobdeck-console
+step cargo test --workspace --exclude jobdeck-console --no-fail-fast
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   step cargo test --target wasm32-unknown-unknown -p jobdeck-console --lib
 

@@ -118,9 +118,11 @@ pub struct ListQuery {
     pub text: String,
     /// States to show (`status`, repeatable); empty shows all.
     pub states: Vec<String>,
-    /// Node group (`node_groups`); empty shows all.
+    /// Node group, exactly (`node_group`); empty shows all.
     pub node_groups: Vec<String>,
-    /// Creator (`created_by`); `None` shows everyone's.
+    /// Creator, exactly (`creator`); `None` shows everyone's. (Lepton's
+    /// `created_by` and `node_groups` match by patterns, for `lep`; the
+    /// console's filters are exact.)
     pub created_by: Option<String>,
     /// `alive_only`, `archive_only` or `alive_and_archive` (`job_query_mode`).
     pub mode: Option<String>,
@@ -150,10 +152,10 @@ impl ListQuery {
                 "status" if !value.is_empty() && !query.states.contains(&value) => {
                     query.states.push(value)
                 }
-                "node_groups" if !value.is_empty() && !query.node_groups.contains(&value) => {
+                "node_group" if !value.is_empty() && !query.node_groups.contains(&value) => {
                     query.node_groups.push(value)
                 }
-                "created_by" if !value.is_empty() => query.created_by = Some(value),
+                "creator" if !value.is_empty() => query.created_by = Some(value),
                 "job_query_mode"
                     if ["alive_only", "archive_only", "alive_and_archive"].contains(&value.as_str()) =>
                 {
@@ -181,10 +183,10 @@ impl ListQuery {
             add("status", state);
         }
         for group in &self.node_groups {
-            add("node_groups", group);
+            add("node_group", group);
         }
         if let Some(user) = &self.created_by {
-            add("created_by", user);
+            add("creator", user);
         }
         if let Some(mode) = &self.mode {
             add("job_query_mode", mode);

@@ -32,7 +32,7 @@ fn a_filtered_list_link_survives_sign_in() {
     create_job(&server, &bob, "train-bob", json!({"visibility": "public"}));
 
     let browser = Browser::start();
-    let link = "/jobs?q=train&created_by=admin";
+    let link = "/jobs?q=train&creator=admin";
     browser.goto(&format!("{}{link}", server.base_url));
     browser.wait_until("the sign-in page", || browser.current_url().contains("/login?next=").then_some(()));
     browser.type_text(&browser.find("#token"), &server.admin_token);

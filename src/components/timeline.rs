@@ -188,16 +188,20 @@ impl Chart {
             &self.bars,
             &items,
             || {
-                let g = dom::svg_element("g");
+                // A link, so the keyboard reaches every bar and Enter opens
+                // its log; the chart's click handler routes it in the app.
+                let g = dom::svg_element("a");
                 dom::child(&g, "rect", "", "");
                 dom::child(&g, "title", "", "");
                 g
             },
             |g, (bar, lane), _| {
+                let log = routes::job_logs(job_id, Some(&bar.replica_id));
                 dom::set(g, "class", &format!("bar {}", bar.tone));
                 dom::set(g, "role", "listitem");
                 dom::set(g, "aria-label", &bar.label);
-                dom::set(g, "data-href", &routes::job_logs(job_id, Some(&bar.replica_id)));
+                dom::set(g, "href", &log);
+                dom::set(g, "data-href", &log);
                 if let (Some(rect), Some(title)) = (g.first_element_child(), g.last_element_child()) {
                     dom::set(&rect, "x", &percent(bar.x));
                     dom::set(&rect, "width", &percent(bar.width));
@@ -241,6 +245,7 @@ pub fn ReplicaTimeline(
     // One listener for all bars: a click on a bar opens its attempt's log.
     let open_log = move |ev: leptos::ev::MouseEvent| {
         if let Some(href) = dom::closest_attribute(&ev, "data-href") {
+            ev.prevent_default();
             navigate(&href);
         }
     };
@@ -331,11 +336,11 @@ mod tests {
             <ReplicaTimeline replicas=Signal::stored(retried()) completions=Signal::stored(4) now=Signal::stored(99_000) job_id="job-1".to_string()/>
         });
         crate::components::live::sleep(0).await;
-        let bars = host.query_selector_all("svg g.bar").unwrap();
+        let bars = host.query_selector_all("svg a.bar").unwrap();
         assert_eq!(bars.length(), 5);
         assert_eq!(host.query_selector_all(".lanes li").unwrap().length(), 4);
-        assert_eq!(host.query_selector_all("svg g.bar.bad").unwrap().length(), 1);
-        let failed = host.query_selector("svg g.bar.bad").unwrap().unwrap();
+        assert_eq!(host.query_selector_all("svg a.bar.bad").unwrap().length(), 1);
+        let failed = host.query_selector("svg a.bar.bad").unwrap().unwrap();
         assert_eq!(failed.get_attribute("aria-label").as_deref(), Some("Replica 2, attempt 1: Failed, exit code 3, 2s"));
         assert_eq!(failed.query_selector("title").unwrap().unwrap().text_content().as_deref(), failed.get_attribute("aria-label").as_deref());
         let rect = failed.query_selector("rect").unwrap().unwrap();

@@ -388,6 +388,16 @@ impl Browser {
         self.call("POST", &format!("/element/{}/value", el.0), Some(&json!({ "text": text })));
     }
 
+    /// Focuses `el` and presses `key` (a WebDriver key such as "\u{E007}",
+    /// Enter) on it through WebDriver's input actions, as a keyboard does.
+    pub fn press_key(&self, el: &Element, key: &str) {
+        self.execute("arguments[0].focus();", vec![json!({ ELEMENT_KEY: el.0 })]);
+        let keys = json!({"actions": [{"type": "key", "id": "keyboard", "actions": [
+            {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}
+        ]}]});
+        self.call("POST", "/actions", Some(&keys));
+    }
+
     pub fn clear(&self, el: &Element) {
         self.call("POST", &format!("/element/{}/clear", el.0), Some(&json!({})));
     }

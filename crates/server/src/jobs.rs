@@ -112,12 +112,15 @@ pub fn parse_list_query(viewer: String, raw: Option<&str>) -> AppResult<JobFilte
                     }
                 }
             }
-            "node_groups" | "node_group" => {
-                filter.node_groups.extend(value.split(',').map(str::trim).filter(|v| !v.is_empty()).map(String::from))
-            }
-            "created_by" => {
-                filter.created_by.extend(value.split(',').map(str::trim).filter(|v| !v.is_empty()).map(String::from))
-            }
+            // Lepton's parameters match as `lep job list` documents them:
+            // `node_groups` by a part of the name, `created_by` by its
+            // beginning, both ignoring case. The console's own filters use
+            // Jobdeck's exact `node_group` and `creator`, so "mine" is
+            // exactly the user's jobs.
+            "node_groups" => filter.node_group_patterns.extend(list_values(&value)),
+            "node_group" => filter.node_groups.extend(list_values(&value)),
+            "created_by" => filter.created_by_prefixes.extend(list_values(&value)),
+            "creator" => filter.created_by.extend(list_values(&value)),
             "job_query_mode" => filter.mode = parse_query_mode(&value)?,
             "page" => filter.page = parse_int("page", &value)?,
             "page_size" => filter.page_size = parse_int("page_size", &value)?,
@@ -153,6 +156,11 @@ pub fn parse_list_query(viewer: String, raw: Option<&str>) -> AppResult<JobFilte
     Ok(filter)
 }
 
+/// The values of a list parameter: comma-separated, trimmed, none empty.
+fn list_values(value: &str) -> impl Iterator<Item = String> + '_ {
+    value.split(',').map(str::trim).filter(|v| !v.is_empty()).map(String::from)
+}
+
 async fn list_jobs(
     State(state): State<AppState>,
     user: CurrentUser,
@@ -163,6 +171,10 @@ async fn list_jobs(
     // has, so it belongs in a listing of such a group (not of a name that is
     // no group at all).
     filter.any_group_matches = filter.node_groups.iter().any(|g| state.config.node_group(g).is_some());
+    filter.any_group_pattern_matches = filter.node_group_patterns.iter().any(|pattern| {
+        let pattern = pattern.to_lowercase();
+        state.config.node_groups.iter().any(|g| g.name.to_lowercase().contains(&pattern))
+    });
     let (page, page_size) = (filter.page, filter.page_size);
     let (rows, total) = state.store.list_jobs(filter).await?;
     let jobs = rows.into_iter().map(job_view).collect::<AppResult<Vec<_>>>()?;
@@ -497,13 +509,15 @@ mod tests {
     fn list_queries_are_parsed() {
         let f = parse_list_query(
             "me".into(),
-            Some("q=train&status=run&status=Queueing&node_groups=gpu&created_by=al&job_query_mode=alive_and_archive&page=2&page_size=500&sort=name&order=asc&query=team%3Dnlp,x"),
+            Some("q=train&status=run&status=Queueing&node_groups=gpu&created_by=al&node_group=a,b&creator=bob&job_query_mode=alive_and_archive&page=2&page_size=500&sort=name&order=asc&query=team%3Dnlp,x"),
         )
         .unwrap();
         assert_eq!(f.q.as_deref(), Some("train"));
         assert_eq!(f.states, ["Running", "Queueing"]);
-        assert_eq!(f.node_groups, ["gpu"]);
-        assert_eq!(f.created_by, ["al"]);
+        assert_eq!(f.node_group_patterns, ["gpu"]);
+        assert_eq!(f.created_by_prefixes, ["al"]);
+        assert_eq!(f.node_groups, ["a", "b"]);
+        assert_eq!(f.created_by, ["bob"]);
         assert_eq!(f.mode, QueryMode::AliveAndArchive);
         assert_eq!((f.page, f.page_size), (2, 500));
         assert_eq!((f.sort, f.ascending), (SortKey::Name, true));

@@ -71,12 +71,14 @@ fn job_in(name: &str, groups: &[&str], visibility: &str) -> serde_json::Value {
     job
 }
 
-/// `created_by` names users exactly and `node_groups` names groups exactly;
-/// a job without a group restriction may run in every group of the server,
-/// so it is listed under each of them (and under no name that is not a
-/// group). `lep job list -u alice -ng gpu` sends exactly these parameters.
+/// Jobdeck's `creator` and `node_group` name users and groups exactly;
+/// Lepton's `created_by` and `node_groups` match as `lep job list -u/-ng`
+/// documents: the beginning of the user's name and a part of a group's
+/// name, ignoring case. A job without a group restriction may run in every
+/// group of the server, so it is listed under each of them (and under no
+/// name that matches no group).
 #[tokio::test]
-async fn creator_and_node_group_filters_match_exactly() {
+async fn creator_and_node_group_filters_match_exactly_or_as_lepton_patterns() {
     let app = app_with_groups().await;
     let (al, alice, bob) = (app.token_for("al").await, app.token_for("alice").await, app.token_for("bob").await);
     app.create_job(&alice, &job_in("j1", &["gpu-a"], "public")).await;
@@ -87,23 +89,36 @@ async fn creator_and_node_group_filters_match_exactly() {
 
     // (viewer, query, job names listed)
     let cases: &[(&str, &str, &[&str])] = &[
-        (&al, "created_by=al", &["j2"]),
-        (&al, "created_by=alice", &["j1", "j4"]),
-        (&al, "created_by=al,alice", &["j1", "j2", "j4"]),
-        (&al, "created_by=al&created_by=bob", &["j2", "j3"]),
-        (&al, "created_by=ali", &[]),
-        (&al, "created_by=ALICE", &[]),
+        (&al, "creator=al", &["j2"]),
+        (&al, "creator=alice", &["j1", "j4"]),
+        (&al, "creator=al,alice", &["j1", "j2", "j4"]),
+        (&al, "creator=al&creator=bob", &["j2", "j3"]),
+        (&al, "creator=ali", &[]),
+        (&al, "creator=ALICE", &[]),
+        (&al, "creator=%25", &[]),
+        (&al, "node_group=gpu", &["j2", "j3", "j4"]),
+        (&al, "node_group=gpu-a", &["j1", "j3", "j4"]),
+        (&al, "node_group=gp", &[]),
+        (&al, "node_group=GPU", &[]),
+        (&al, "node_group=%25", &[]),
+        (&al, "node_group=gpu&node_group=gpu-a", &["j1", "j2", "j3", "j4"]),
+        (&al, "node_group=local", &["j4"]),
+        (&al, "node_group=gpu&creator=bob", &["j3"]),
+        (&bob, "node_group=gpu&creator=bob", &["j3", "j5"]),
+        (&alice, "creator=alice&node_group=gpu-a&job_query_mode=alive_only&page=1&page_size=500", &["j1", "j4"]),
+        // Lepton's patterns.
+        (&al, "created_by=al", &["j1", "j2", "j4"]),
+        (&al, "created_by=ALI", &["j1", "j4"]),
+        (&al, "created_by=li", &[]),
         (&al, "created_by=%25", &[]),
-        (&al, "node_groups=gpu", &["j2", "j3", "j4"]),
-        (&al, "node_groups=gpu-a", &["j1", "j3", "j4"]),
-        (&al, "node_groups=gp", &[]),
-        (&al, "node_groups=GPU", &[]),
+        (&al, "created_by=_lice", &[]),
+        (&al, "created_by=al&created_by=bo", &["j1", "j2", "j3", "j4"]),
+        (&al, "node_groups=gpu-", &["j1", "j3", "j4"]),
+        (&al, "node_groups=PU", &["j1", "j2", "j3", "j4"]),
+        (&al, "node_groups=oca", &["j4"]),
+        (&al, "node_groups=nope", &[]),
         (&al, "node_groups=%25", &[]),
-        (&al, "node_groups=gpu&node_groups=gpu-a", &["j1", "j2", "j3", "j4"]),
-        (&al, "node_groups=local", &["j4"]),
-        (&al, "node_groups=gpu&created_by=bob", &["j3"]),
-        (&bob, "node_groups=gpu&created_by=bob", &["j3", "j5"]),
-        (&alice, "created_by=alice&node_groups=gpu-a&job_query_mode=alive_only&page=1&page_size=500", &["j1", "j4"]),
+        (&bob, "node_groups=gpu&created_by=B", &["j3", "j5"]),
     ];
     for (token, query, expected) in cases {
         let res = app.request(axum::http::Method::GET, &format!("/api/v2/jobs?{query}"), Some(token), None).await;

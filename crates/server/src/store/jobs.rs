@@ -273,6 +273,20 @@ impl Store {
 /// by one; above, it walks `jobs_list` (which then finds its page early).
 const SEARCH_INDEX_MAX_MATCHES: i64 = 2000;
 
+/// `text` as a LIKE pattern that matches only itself: `%`, `_` and the
+/// escape character are escaped. (LIKE ignores the case of ASCII letters,
+/// which is what Lepton's patterns do.)
+fn like_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The WHERE clause of a listing and its parameters, in order. `search` is
 /// the name search as a trigram phrase when the index is to narrow it.
 fn where_clause(filter: &JobFilter, search: Option<String>) -> (String, Vec<Value>) {
@@ -311,6 +325,19 @@ fn where_clause(filter: &JobFilter, search: Option<String>) -> (String, Vec<Valu
         }
         clauses.push(format!("({})", any.join(" OR ")));
         values.extend(filter.node_groups.iter().map(|g| Value::Text(format!(",{g},"))));
+    }
+    if !filter.node_group_patterns.is_empty() {
+        let mut any: Vec<&str> = filter.node_group_patterns.iter().map(|_| "node_groups LIKE ? ESCAPE '\\'").collect();
+        if filter.any_group_pattern_matches {
+            any.push("node_groups = ''");
+        }
+        clauses.push(format!("({})", any.join(" OR ")));
+        values.extend(filter.node_group_patterns.iter().map(|p| Value::Text(format!("%{}%", like_literal(p)))));
+    }
+    if !filter.created_by_prefixes.is_empty() {
+        let any: Vec<&str> = filter.created_by_prefixes.iter().map(|_| "created_by LIKE ? ESCAPE '\\'").collect();
+        clauses.push(format!("({})", any.join(" OR ")));
+        values.extend(filter.created_by_prefixes.iter().map(|p| Value::Text(format!("{}%", like_literal(p)))));
     }
     if !filter.created_by.is_empty() {
         clauses.push(format!("created_by IN ({})", vec!["?"; filter.created_by.len()].join(", ")));

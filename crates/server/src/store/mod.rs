@@ -328,7 +328,8 @@ pub struct JobFilter {
     pub q: Option<String>,
     /// Exact state names; empty means any.
     pub states: Vec<String>,
-    /// Node group names; a job matches when it may run in one of them: one
+    /// Node group names (the `node_group` parameter, Jobdeck's own); a job
+    /// matches when it may run in one of them: one
     /// of its allowed groups is exactly that name, or it allows every group
     /// and the name is one of this server's groups ([`JobFilter::any_group_matches`]).
     pub node_groups: Vec<String>,
@@ -338,7 +339,18 @@ pub struct JobFilter {
     /// configuration.
     pub any_group_matches: bool,
     /// Creators' user names, exactly (case-sensitive); any matches.
+    /// (The `creator` parameter, Jobdeck's own.)
     pub created_by: Vec<String>,
+    /// Beginnings of creators' names, ignoring case; any matches. (Lepton's
+    /// `created_by`, as `lep job list -u` sends it.)
+    pub created_by_prefixes: Vec<String>,
+    /// Parts of node group names, ignoring case; a job matches when one of
+    /// its allowed groups contains one, or it allows every group and
+    /// [`JobFilter::any_group_pattern_matches`]. (Lepton's `node_groups`.)
+    pub node_group_patterns: Vec<String>,
+    /// Whether jobs without a node-group restriction match
+    /// `node_group_patterns`: one of this server's groups contains a pattern.
+    pub any_group_pattern_matches: bool,
     /// Label conditions: the key exists, or has this value; all must hold.
     pub labels: Vec<(String, Option<String>)>,
     pub mode: QueryMode,

@@ -1,0 +1,165 @@
+//! The job page and the deployments list end to end, live: attempts of a
+//! retried replica, state changes without a reload, and the actions.
+
+use jobdeck_e2e::{Browser, Server};
+use serde_json::json;
+
+/// A name no other test's job has, so marker files do not collide.
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{prefix}-{}", nanos % 100_000)
+}
+
+fn shell_job(name: &str, script: &str, spec: serde_json::Value) -> serde_json::Value {
+    let mut job = json!({
+        "metadata": {"name": name},
+        "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}}
+    });
+    if let (Some(target), Some(extra)) = (job["spec"].as_object_mut(), spec.as_object()) {
+        target.extend(extra.clone());
+    }
+    job
+}
+
+/// Marks the page so a test can tell it was not reloaded.
+fn mark_page(browser: &Browser) {
+    browser.execute("window.__notReloaded = true;", vec![]);
+}
+
+fn page_was_not_reloaded(browser: &Browser) -> bool {
+    browser.execute("return window.__notReloaded === true;", vec![]) == json!(true)
+}
+
+#[test]
+fn a_retried_replica_shows_every_attempt_in_the_table_and_the_timeline() {
+    let server = Server::start();
+    let name = unique("retry");
+    // Replica 2 fails on its first attempt only (a marker file outside the
+    // attempt's working directory remembers it); the others succeed.
+    let marker = format!("/tmp/jobdeck-e2e-{name}");
+    let script = format!(
+        "if [ \"$JOB_COMPLETION_INDEX\" = 2 ] && [ ! -f {marker} ]; then touch {marker}; echo first try fails; exit 3; fi; echo ok"
+    );
+    let id = server.create_job(
+        &server.admin_token,
+        &shell_job(&name, &script, json!({"completions": 4, "parallelism": 2, "backoff_limit": 2})),
+    );
+    server.wait_for_state(&server.admin_token, &id, "Completed");
+    let _ = std::fs::remove_file(&marker);
+
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/replicas", server.base_url));
+    browser.wait_until("five attempts in the replicas table", || {
+        (browser.find_all("table.replicas tbody tr").len() == 5).then_some(())
+    });
+    browser.wait_until("five bars on four lanes in the timeline", || {
+        (browser.find_all(".timeline-chart .bar").len() == 5).then_some(())
+    });
+    assert_eq!(browser.find_all(".timeline-chart .bar.bad").len(), 1, "the failed first attempt is red");
+    browser.wait_for_text("5 attempts of 4 replicas, 1 failed");
+    let rows = browser.execute(
+        "return [...document.querySelectorAll('table.replicas tbody tr')].map(r => r.innerText.replace(/\\s+/g, ' '));",
+        vec![],
+    );
+    let failed: Vec<&str> = rows.as_array().unwrap().iter().filter_map(|r| r.as_str()).filter(|r| r.contains("Failed")).collect();
+    assert_eq!(failed.len(), 1, "{rows}");
+    assert!(failed[0].contains('3'), "the failed attempt shows its exit code: {}", failed[0]);
+
+    // A bar is a link: the keyboard reaches it and Enter opens that log.
+    let bar = browser.find(".timeline-chart a.bar.bad");
+    browser.press_key(&bar, "\u{E007}");
+    browser.wait_until("the failed attempt's log", || {
+        browser.current_url().contains(&format!("/jobs/{id}/logs?replica={id}-2-0")).then_some(())
+    });
+    browser.wait_for_text("first try fails");
+}
+
+#[test]
+fn state_changes_appear_live_on_the_list_and_the_job_page() {
+    let server = Server::start();
+    let id = server.create_job(&server.admin_token, &shell_job("short", "sleep 4; echo done", json!({})));
+    server.wait_for_state(&server.admin_token, &id, "Running");
+
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.find(&format!("tbody a[href='/jobs/{id}']"));
+    let row_state = |browser: &Browser| {
+        browser
+            .execute(
+                "const a = document.querySelector(`tbody a[href='/jobs/${arguments[0]}']`); \
+                 return a ? a.closest('tr').querySelector('.badge').textContent : null;",
+                vec![json!(id)],
+            )
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(row_state(&browser), "Running");
+    mark_page(&browser);
+    browser.wait_until("the row to say Completed", || (row_state(&browser) == "Completed").then_some(()));
+    assert!(page_was_not_reloaded(&browser), "the list changed in place");
+
+    let second = server.create_job(&server.admin_token, &shell_job("second", "sleep 4; exit 1", json!({"backoff_limit": 0})));
+    server.wait_for_state(&server.admin_token, &second, "Running");
+    browser.goto(&format!("{}/jobs/{second}", server.base_url));
+    browser.find(".job-head .badge");
+    mark_page(&browser);
+    let badge = || browser.text(&browser.find(".job-head .badge"));
+    assert_eq!(badge(), "Running");
+    browser.wait_until("the job page to say Failed", || (badge() == "Failed").then_some(()));
+    assert!(page_was_not_reloaded(&browser), "the job page changed in place");
+}
+
+#[test]
+fn stop_start_and_delete_work_and_the_buttons_follow_the_state() {
+    let server = Server::start();
+    let id = server.create_job(&server.admin_token, &shell_job("long", "exec sleep 600", json!({})));
+    server.wait_for_state(&server.admin_token, &id, "Running");
+
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}", server.base_url));
+    let enabled = |class: &str| {
+        browser.execute(&format!("return !document.querySelector('.actions button.{class}').disabled;"), vec![]) == json!(true)
+    };
+    browser.wait_for_text("Running");
+    browser.wait_until("Stop enabled, Start disabled", || (enabled("stop") && !enabled("start")).then_some(()));
+
+    browser.click(&browser.find(".actions button.stop"));
+    browser.wait_until("the job to stop", || (browser.text(&browser.find(".job-head .badge")) == "Stopped").then_some(()));
+    browser.wait_until("Start enabled, Stop disabled", || (enabled("start") && !enabled("stop")).then_some(()));
+    let (_, job) = server.call("GET", &format!("/jobs/{id}"), &server.admin_token, None);
+    assert_eq!(job["status"]["state"], "Stopped");
+
+    browser.click(&browser.find(".actions button.start"));
+    browser.wait_until("the job to run again", || {
+        (browser.text(&browser.find(".job-head .badge")) == "Running").then_some(())
+    });
+    browser.wait_until("Stop enabled again", || (enabled("stop") && !enabled("start")).then_some(()));
+
+    // Delete asks first; Cancel keeps the job.
+    browser.click(&browser.find(".actions button.delete"));
+    browser.click(&browser.find("dialog.confirm button.cancel"));
+    assert_eq!(server.call("GET", &format!("/jobs/{id}"), &server.admin_token, None).0, 200);
+    browser.click(&browser.find(".actions button.delete"));
+    browser.click(&browser.find("dialog.confirm button.confirm-delete"));
+    browser.wait_until("the deployments list", || browser.current_url().ends_with("/jobs").then_some(()));
+    browser.wait_until("the job to be gone", || {
+        (server.call("GET", &format!("/jobs/{id}"), &server.admin_token, None).0 == 404).then_some(())
+    });
+
+    // Someone else sees a public job's buttons disabled: they may not act.
+    let other = server.create_job(&server.admin_token, &shell_job("theirs", "exec sleep 600", json!({})));
+    server.wait_for_state(&server.admin_token, &other, "Running");
+    let bob = server.token_for("bob");
+    let viewer = Browser::start();
+    viewer.sign_in(&server, &bob);
+    viewer.goto(&format!("{}/jobs/{other}", server.base_url));
+    viewer.wait_for_text("Running");
+    let disabled = viewer.execute(
+        "return ['stop', 'start', 'delete'].map(c => document.querySelector(`.actions button.${c}`).disabled);",
+        vec![],
+    );
+    assert_eq!(disabled, json!([true, true, true]));
+}
