@@ -110,8 +110,9 @@ async fn send<B: Serialize, T: DeserializeOwned>(
     decode(response).await
 }
 
-/// What the console reads of `GET /workspace`: who the token belongs to
-/// and the workspace's log collection default. (The whole answer describes
+/// What the console reads of `GET /workspace`: who the token belongs to,
+/// the workspace's log collection default and what its executor needs of a
+/// job. (The whole answer describes
 /// shapes, quotas and usage; decoding it would put all of that into the
 /// first download.) Also proves the token works.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -119,6 +120,8 @@ pub struct Me {
     pub current_user: String,
     #[serde(default)]
     pub log_collection_default: bool,
+    #[serde(default)]
+    pub job_requirements: jobdeck_api::JobRequirements,
 }
 
 /// `GET /workspace`, read as `Me`.

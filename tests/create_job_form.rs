@@ -13,6 +13,15 @@ fn fill(browser: &Browser, id: &str, text: &str) {
     browser.type_text(&input, "\u{E004}");
 }
 
+/// Picks `value` in the select with `id`, as a person does.
+fn choose(browser: &Browser, id: &str, value: &str) {
+    browser.execute(
+        "const e = document.getElementById(arguments[0]); e.value = arguments[1]; \
+         e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true}));",
+        vec![Value::from(id), Value::from(value)],
+    );
+}
+
 /// The current value of an input or select (its property, not the
 /// attribute it started with).
 fn value_of(browser: &Browser, id: &str) -> Option<String> {
@@ -20,13 +29,24 @@ fn value_of(browser: &Browser, id: &str) -> Option<String> {
     value.as_str().map(String::from)
 }
 
+/// The error the input with `id` is described by (a field's own, or its
+/// list row's), as a screen reader finds it.
 fn error_of(browser: &Browser, id: &str) -> String {
-    browser.text(&browser.find(&format!("#{id}-error")))
+    browser.find(&format!("#{id}"));
+    let text = browser.execute(
+        "const e = document.getElementById(arguments[0]); \
+         const d = (e.getAttribute('aria-describedby') || '').split(' ').find(x => x.endsWith('-error')); \
+         return d ? document.getElementById(d).innerText : '';",
+        vec![Value::from(id)],
+    );
+    text.as_str().unwrap_or_default().to_string()
 }
 
 #[test]
 fn a_job_typed_into_the_form_runs_to_completed() {
     let server = Server::start();
+    let (status, _) = server.call("POST", "/usersecrets", &server.admin_token, Some(&serde_json::json!([{"name": "HF_SECRET", "value": "s3cret"}])));
+    assert_eq!(status, 200);
     let browser = Browser::start();
     browser.goto(&server.sign_in_link);
     browser.wait_for_text("Deployments");
@@ -53,15 +73,36 @@ fn a_job_typed_into_the_form_runs_to_completed() {
     fill(&browser, "parallelism", "2");
     browser.screenshot(&screenshot_path("create-job-form-1280"));
 
-    // This server runs jobs as processes, so it needs a command: its 422
-    // lands on the Command field.
+    // This server runs jobs as processes, so it needs a command: the form
+    // knows (GET /workspace's job_requirements) and sends nothing without.
     browser.click(&browser.find("button[type=submit]"));
-    browser.wait_until("the server's message on Command", || {
+    browser.wait_until("the command rule on Command", || {
         error_of(&browser, "command").contains("a command is required").then_some(())
     });
     let focused = browser.execute("return document.activeElement.id;", vec![]);
-    assert_eq!(focused, "command", "the focus went to the field the server named");
+    assert_eq!(focused, "command", "the focus went to the first problem");
+    let (_, jobs) = server.call("GET", "/jobs", &server.admin_token, None);
+    assert_eq!(jobs["total"], 0, "nothing was sent: {jobs}");
+
+    // A rule only the server can judge at the moment of creation: the
+    // secret a variable references was deleted after the form loaded. The
+    // server's 422 lands on that variable and the form keeps what was typed.
+    browser.click(&browser.find("#envs-add"));
+    fill(&browser, "envs-1-0", "HF_TOKEN");
+    choose(&browser, "envs-1-1", "secret");
+    choose(&browser, "envs-1-2", "HF_SECRET");
+    let (status, _) = server.call("DELETE", "/usersecrets/HF_SECRET", &server.admin_token, None);
+    assert_eq!(status, 200);
+    fill(&browser, "command", "echo \"$GREETING $JOB_COMPLETION_INDEX\"");
+    browser.click(&browser.find("button[type=submit]"));
+    browser.wait_until("the server's message on the variable", || {
+        error_of(&browser, "envs-1-2").contains("no secret named 'HF_SECRET'").then_some(())
+    });
     assert_eq!(value_of(&browser, "job-name").as_deref(), Some("hello-form"), "the form kept what was typed");
+    browser.execute(
+        "[...document.querySelectorAll('button.remove')].find(b => b.textContent.includes('Environment variables row 2')).click();",
+        vec![],
+    );
 
     fill(&browser, "command", "echo \"$GREETING $JOB_COMPLETION_INDEX\"");
     assert_eq!(error_of(&browser, "command"), "");

@@ -120,6 +120,8 @@ pub struct ValidationContext {
     pub node_groups: Vec<crate::NodeGroup>,
     /// Names of the secrets the submitting user may reference.
     pub secret_names: Vec<String>,
+    /// What the server's executor needs of every job.
+    pub requirements: crate::JobRequirements,
 }
 
 impl ValidationContext {
@@ -138,7 +140,9 @@ impl ValidationContext {
 
 /// Every problem with `job`, including the rules that need server data: the
 /// shape exists, the node groups exist, the nodes belong to them, the
-/// referenced secrets exist and shared memory fits in the shape's memory.
+/// referenced secrets exist, shared memory fits in the shape's memory, what
+/// the executor requires (a command, an image, known volumes) and that the
+/// job fits on the chosen nodes at all.
 pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErrors {
     let mut problems = Problems(validate_job(job));
     let spec = &job.spec;
@@ -202,7 +206,122 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
             }
         }
     }
+    check_requirements(spec, &context.requirements, &mut problems);
+    // Whether the job can ever fit is a question about an otherwise valid
+    // job: asked of an out-of-range count it would only add a second message
+    // about the number the user must change anyway.
+    if problems.0.is_empty() {
+        if let Some(shape) = context.shape_for(spec) {
+            problems.0.extend(check_fit(spec, shape, &context.node_groups));
+        }
+    }
     problems.0
+}
+
+/// What the executor requires of every job (`JobRequirements`).
+fn check_requirements(spec: &JobSpec, requirements: &crate::JobRequirements, problems: &mut Problems) {
+    let command_empty =
+        spec.container.command.as_ref().is_none_or(|c| c.is_empty() || c[0].trim().is_empty());
+    if requirements.command_required && command_empty {
+        problems.add(
+            "spec.container.command",
+            "a command is required on this server: it runs replicas as plain processes, and an empty command means the image's own entrypoint, which only a container runs",
+        );
+    }
+    if requirements.image_required && spec.container.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
+        problems.add("spec.container.image", "an image is required on this server: it runs replicas in containers");
+    }
+    if let Some(volumes) = &requirements.volumes {
+        let known: Vec<&str> = volumes.iter().map(String::as_str).collect();
+        for (i, mount) in spec.mounts().iter().enumerate() {
+            if !mount.from.is_empty() && !volumes.contains(&mount.from) {
+                problems.add(
+                    format!("spec.mounts[{i}].from"),
+                    format!("no volume named '{}' on this server; it has {}", mount.from, or_list(&known)),
+                );
+            }
+        }
+    }
+}
+
+/// Whether the job could run at all: `parallelism` replicas of its shape at
+/// once on the nodes of its node groups (the chosen nodes only, when it
+/// names some), with nothing else running. A job that could not would wait
+/// forever, so it is refused with what is too big. The server runs the same
+/// check on its own view of the cluster before it schedules a stored job.
+pub fn check_fit(spec: &JobSpec, shape: &Shape, node_groups: &[crate::NodeGroup]) -> FieldErrors {
+    let mut problems = Problems(FieldErrors::new());
+    let cpu = shape.spec.cpu.unwrap_or(0.0);
+    let memory = shape.spec.memory_in_mb.unwrap_or(0);
+    let gpus = shape.spec.accelerator_num.unwrap_or(0.0).ceil() as i64;
+    let shape_id = shape.metadata.id.as_deref().unwrap_or("");
+    let parallelism = spec.parallelism().clamp(1, spec.completions().max(1));
+    let chosen = spec.node_groups();
+    let nodes = spec.nodes();
+    let per_node = |n: &crate::NodeInfo| {
+        let by_cpu = if cpu > 0.0 { (n.capacity.cpu / cpu + 1e-9).floor() as i64 } else { i64::MAX };
+        let by_memory = if memory > 0 { n.capacity.memory_in_mb / memory } else { i64::MAX };
+        let by_gpu = if gpus > 0 { n.capacity.gpu / gpus } else { i64::MAX };
+        by_cpu.min(by_memory).min(by_gpu)
+    };
+    let mut best: Option<(&str, String)> = None;
+    let mut node_known = nodes.is_empty();
+    for group in node_groups {
+        let name = group.metadata.id.as_deref().unwrap_or("");
+        if !chosen.is_empty() && !chosen.iter().any(|c| c == name) {
+            continue;
+        }
+        let usable: Vec<&crate::NodeInfo> =
+            group.spec.nodes.iter().filter(|n| nodes.is_empty() || nodes.contains(&n.name)).collect();
+        node_known |= !usable.is_empty();
+        let fits = usable.iter().map(|n| per_node(n)).fold(0i64, |a, b| a.saturating_add(b));
+        if fits >= parallelism {
+            return problems.0;
+        }
+        if best.is_none() && !usable.is_empty() {
+            best = Some(match usable.iter().map(|n| per_node(n)).max().unwrap_or(0) {
+                0 => {
+                    let largest = usable
+                        .iter()
+                        .max_by(|a, b| a.capacity.cpu.total_cmp(&b.capacity.cpu))
+                        .map(|n| n.capacity)
+                        .unwrap_or_default();
+                    (
+                        "spec.resource_shape",
+                        format!(
+                            "shape '{shape_id}' needs {} CPU, {memory} MiB memory and {gpus} GPU per replica, more than any node of group '{name}' has ({} CPU, {} MiB, {} GPU)",
+                            decimal(cpu),
+                            decimal(largest.cpu),
+                            largest.memory_in_mb,
+                            largest.gpu
+                        ),
+                    )
+                }
+                _ => (
+                    "spec.parallelism",
+                    format!(
+                        "{parallelism} replicas must run at once, but group '{name}' can hold at most {fits} replicas of shape '{shape_id}'"
+                    ),
+                ),
+            });
+        }
+    }
+    if !node_known {
+        problems.add("spec.affinity.allowed_nodes_in_node_group", "none of these nodes is in the chosen node groups");
+    } else if let Some((path, message)) = best {
+        problems.add(path, message);
+    }
+    problems.0
+}
+
+/// A CPU count as people write it (`2`, `0.5`), without a float printer:
+/// in the console's WebAssembly that printer alone costs kilobytes.
+fn decimal(value: f64) -> String {
+    let tenths = (value * 10.0).round() as i64;
+    match tenths % 10 {
+        0 => (tenths / 10).to_string(),
+        rest => format!("{}.{}", tenths / 10, rest.abs()),
+    }
 }
 
 /// A number that must lie in `min..=max` when it is set.

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::{
-    Affinity, ContainerPort, EnvValue, MountOptions, NodeGroup, NodeGroupSpec, NodeInfo,
+    Affinity, JobRequirements, Mount, ResourceAmounts, ContainerPort, EnvValue, MountOptions, NodeGroup, NodeGroupSpec, NodeInfo,
     QueueConfig, ReservationConfig, SegmentConfig, ShapeSpec, StorageAttachment, TimeSchedule,
     UserSecurityContext,
 };
@@ -434,7 +434,7 @@ fn context() -> ValidationContext {
                 .iter()
                 .map(|n| NodeInfo {
                     name: n.to_string(),
-                    ..Default::default()
+                    capacity: ResourceAmounts { cpu: 4.0, memory_in_mb: 16384, gpu: 0 },
                 })
                 .collect(),
             ..Default::default()
@@ -442,9 +442,10 @@ fn context() -> ValidationContext {
         status: Default::default(),
     };
     ValidationContext {
-        shapes: vec![shape("cpu.small", 4096), shape("cpu.large", 16384)],
+        shapes: vec![shape("cpu.small", 4096), shape("cpu.large", 16384), shape("mem.64g", 65536)],
         node_groups: vec![group("a", &["a1", "a2"]), group("b", &["b1"])],
         secret_names: vec!["hf-token".into()],
+        ..Default::default()
     }
 }
 
@@ -459,7 +460,7 @@ fn server_data_rules() {
     };
     let cases: Vec<(&str, Box<dyn Fn(&mut LeptonJob)>, Option<(&str, &str)>)> = vec![
         ("known shape", Box::new(|j| j.spec.resource_shape = Some("cpu.large".into())), None),
-        ("unknown shape", Box::new(|j| j.spec.resource_shape = Some("gpu.8xh100".into())), Some(("spec.resource_shape", "no resource shape named 'gpu.8xh100'; this workspace has 'cpu.small' or 'cpu.large'"))),
+        ("unknown shape", Box::new(|j| j.spec.resource_shape = Some("gpu.8xh100".into())), Some(("spec.resource_shape", "no resource shape named 'gpu.8xh100'; this workspace has 'cpu.small', 'cpu.large' or 'mem.64g'"))),
         ("shared memory = shape memory", Box::new(|j| j.spec.shared_memory_size = Some(4096)), None),
         ("shared memory > shape memory", Box::new(|j| j.spec.shared_memory_size = Some(4097)), Some(("spec.shared_memory_size", "must be at most the memory of shape 'cpu.small' (4096 MiB)"))),
         ("default shape bounds shared memory", Box::new(|j| { j.spec.resource_shape = None; j.spec.shared_memory_size = Some(4097) }), Some(("spec.shared_memory_size", "must be at most the memory of shape 'cpu.small' (4096 MiB)"))),
@@ -468,6 +469,13 @@ fn server_data_rules() {
         ("node of another group", Box::new(move |j| j.spec.affinity = groups(&["a"], &["b1"])), Some(("spec.affinity.allowed_nodes_in_node_group[0]", "node 'b1' is not in the chosen node groups"))),
         ("known secret", Box::new(|j| set_envs(j, vec![secret_env("HF_TOKEN", "hf-token")])), None),
         ("unknown secret", Box::new(|j| set_envs(j, vec![env("A", "1"), secret_env("HF_TOKEN", "nope")])), Some(("spec.envs[1].value_from.secret_name_ref", "no secret named 'nope'"))),
+        // Whether the job fits at all: group a has two nodes, b one, each
+        // with 16384 MiB; cpu.large takes a whole node.
+        ("two on two nodes", Box::new(move |j| { j.spec.resource_shape = Some("cpu.large".into()); j.spec.completions = Some(2); j.spec.parallelism = Some(2); j.spec.affinity = groups(&["a"], &[]) }), None),
+        ("two on one node", Box::new(move |j| { j.spec.resource_shape = Some("cpu.large".into()); j.spec.completions = Some(2); j.spec.parallelism = Some(2); j.spec.affinity = groups(&["b"], &[]) }), Some(("spec.parallelism", "2 replicas must run at once, but group 'b' can hold at most 1 replicas of shape 'cpu.large'"))),
+        ("two on one chosen node", Box::new(move |j| { j.spec.resource_shape = Some("cpu.large".into()); j.spec.completions = Some(2); j.spec.parallelism = Some(2); j.spec.affinity = groups(&["a"], &["a1"]) }), Some(("spec.parallelism", "2 replicas must run at once, but group 'a' can hold at most 1 replicas of shape 'cpu.large'"))),
+        ("one at a time fits", Box::new(move |j| { j.spec.resource_shape = Some("cpu.large".into()); j.spec.completions = Some(2); j.spec.parallelism = Some(1); j.spec.affinity = groups(&["b"], &[]) }), None),
+        ("larger than any node", Box::new(|j| j.spec.resource_shape = Some("mem.64g".into())), Some(("spec.resource_shape", "shape 'mem.64g' needs 0 CPU, 65536 MiB memory and 0 GPU per replica, more than any node of group 'a' has (4 CPU, 16384 MiB, 0 GPU)"))),
     ];
     let context = context();
     for (rule, change, expected) in cases {
@@ -477,6 +485,31 @@ fn server_data_rules() {
             .iter()
             .map(|(path, message)| (path.to_string(), vec![message.to_string()]))
             .collect();
+        assert_eq!(validate_job_in(&job, &context), expected, "rule: {rule}");
+    }
+}
+
+/// What the executor needs of every job (`GET /workspace`'s
+/// `job_requirements`), checked the same on both sides.
+#[test]
+fn executor_requirements() {
+    let process = JobRequirements { command_required: true, ..Default::default() };
+    let containers = JobRequirements { image_required: true, volumes: Some(vec!["data".into()]), ..Default::default() };
+    let no_command = |j: &mut LeptonJob| j.spec.container.command = None;
+    let cases: Vec<(&str, &JobRequirements, Box<dyn Fn(&mut LeptonJob)>, Option<(&str, &str)>)> = vec![
+        ("process mode, command", &process, Box::new(|_| {}), None),
+        ("process mode, no command", &process, Box::new(no_command), Some(("spec.container.command", "a command is required on this server: it runs replicas as plain processes, and an empty command means the image's own entrypoint, which only a container runs"))),
+        ("process mode, blank command", &process, Box::new(|j| j.spec.container.command = Some(vec![" ".into()])), Some(("spec.container.command", "a command is required on this server: it runs replicas as plain processes, and an empty command means the image's own entrypoint, which only a container runs"))),
+        ("containers, no command", &containers, Box::new(no_command), None),
+        ("containers, no image", &containers, Box::new(|j| j.spec.container.image = None), Some(("spec.container.image", "an image is required on this server: it runs replicas in containers"))),
+        ("containers, known volume", &containers, Box::new(|j| j.spec.mounts = Some(vec![Mount { path: Some("/".into()), mount_path: "/data".into(), from: "data".into(), mount_options: None }])), None),
+        ("containers, unknown volume", &containers, Box::new(|j| j.spec.mounts = Some(vec![Mount { path: Some("/".into()), mount_path: "/data".into(), from: "scratch".into(), mount_options: None }])), Some(("spec.mounts[0].from", "no volume named 'scratch' on this server; it has 'data'"))),
+    ];
+    for (rule, requirements, change, expected) in cases {
+        let context = ValidationContext { requirements: requirements.clone(), ..context() };
+        let mut job = base();
+        change(&mut job);
+        let expected: FieldErrors = expected.iter().map(|(p, m)| (p.to_string(), vec![m.to_string()])).collect();
         assert_eq!(validate_job_in(&job, &context), expected, "rule: {rule}");
     }
 }

@@ -45,6 +45,24 @@ pub struct ResourceQuota {
     pub used: TotalResource,
 }
 
+/// What this server's executor needs of every job, beyond the contract's
+/// own rules (`GET /workspace`'s `job_requirements`). The console validates
+/// with it as the server does, so it cannot send what the server refuses.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobRequirements {
+    /// Replicas run as plain processes: an empty command (the image's
+    /// entrypoint) cannot run.
+    #[serde(default)]
+    pub command_required: bool,
+    /// Replicas run in containers, so a job needs an image.
+    #[serde(default)]
+    pub image_required: bool,
+    /// The volumes a storage mount may name (`spec.mounts[].from`); `None`
+    /// when this server does not check them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volumes: Option<Vec<String>>,
+}
+
 /// The body of `GET /workspace`: Lepton's `WorkspaceInfo` (so `lep` reads it)
 /// plus Jobdeck's extensions.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -60,6 +78,9 @@ pub struct WorkspaceInfo {
     /// Extension: whether logs are collected when a job does not say.
     #[serde(default)]
     pub log_collection_default: bool,
+    /// Extension: what the executor needs of every job.
+    #[serde(default)]
+    pub job_requirements: JobRequirements,
     /// Lepton: when the server was built (RFC 3339, or empty when unknown).
     #[serde(default)]
     pub build_time: String,

@@ -4,7 +4,7 @@
 
 use jobdeck_api::{
     from_json, validate_job, validate_job_in, FieldErrors, LeptonJob, Metadata, NodeGroup,
-    NodeGroupSpec, NodeInfo, Priority, Protocol, Shape, ShapeSpec, ValidationContext, Visibility,
+    NodeGroupSpec, NodeInfo, Priority, Protocol, ResourceAmounts, Shape, ShapeSpec, ValidationContext, Visibility,
 };
 use serde_json::Value;
 
@@ -35,13 +35,14 @@ fn context() -> ValidationContext {
             metadata: Metadata { id: Some("gpu-a".into()), ..Default::default() },
             spec: NodeGroupSpec {
                 nodes: ["node-1", "node-2"]
-                    .map(|n| NodeInfo { name: n.into(), ..Default::default() })
+                    .map(|n| NodeInfo { name: n.into(), capacity: ResourceAmounts { cpu: 8.0, memory_in_mb: 65536, gpu: 0 } })
                     .to_vec(),
                 ..Default::default()
             },
             status: Default::default(),
         }],
         secret_names: vec!["hf-token".into(), "WANDB_API_KEY".into()],
+        ..Default::default()
     }
 }
 

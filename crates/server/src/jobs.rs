@@ -203,6 +203,7 @@ pub async fn validation_context(state: &AppState, user: &str) -> AppResult<Valid
         shapes: state.config.shapes.iter().map(shape_view).collect(),
         node_groups: node_group_views(&state.config, &[]),
         secret_names,
+        requirements: state.executor.requirements(),
     })
 }
 

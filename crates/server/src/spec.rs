@@ -23,6 +23,7 @@
 use jobdeck_api::validate::{DURATION_MAX_SECONDS, MEMORY_MAX_MIB, REPLICAS_MAX, RETRIES_MAX};
 use jobdeck_api::{FieldErrors, JobSpec, Priority};
 
+use crate::cluster::{node_group_views, shape_view};
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
 
 /// A spec with its defaults applied.
@@ -121,8 +122,12 @@ impl ResolvedSpec {
             can_be_preempted: spec.can_be_preempted(),
             log_collection: spec.log_collection(config.log_collection_default),
         };
+        // A job that could not run even on an idle cluster would wait
+        // forever: the contract's rule, asked of this server's own view of
+        // its shapes and node groups.
         if errors.is_empty() {
-            resolved.check_fits(config, &mut errors);
+            let fit = jobdeck_api::check_fit(spec, &shape_view(&resolved.shape), &node_group_views(config, &[]));
+            errors.extend(fit);
         }
         if errors.is_empty() {
             Ok(resolved)
@@ -134,55 +139,6 @@ impl ResolvedSpec {
     /// The groups (with their config) this job may use.
     pub fn groups<'a>(&'a self, config: &'a Config) -> impl Iterator<Item = &'a NodeGroupConfig> + 'a {
         self.node_groups.iter().filter_map(|name| config.node_group(name))
-    }
-
-    /// A job that could not run even on an idle cluster would wait forever:
-    /// refuse it and say what is too big.
-    fn check_fits(&self, config: &Config, errors: &mut FieldErrors) {
-        let shape = &self.shape;
-        let mut best: Option<String> = None;
-        let mut node_known = self.nodes.is_empty();
-        for group in self.groups(config) {
-            let nodes: Vec<_> = group
-                .node_list()
-                .into_iter()
-                .filter(|n| self.nodes.is_empty() || self.nodes.contains(&n.name))
-                .collect();
-            node_known |= !nodes.is_empty();
-            let per_node = |n: &crate::config::NodeConfig| {
-                let by_cpu = (n.cpu / shape.cpu).floor() as i64;
-                let by_memory = n.memory_mb / shape.memory_mb;
-                let by_gpu = if shape.gpus > 0 { n.gpus / shape.gpus } else { i64::MAX };
-                by_cpu.min(by_memory).min(by_gpu)
-            };
-            let fits: i64 = nodes.iter().map(per_node).sum();
-            if fits >= self.parallelism {
-                return;
-            }
-            if best.is_none() {
-                best = Some(match nodes.iter().map(per_node).max().unwrap_or(0) {
-                    0 => format!(
-                        "shape '{}' needs {} CPU, {} MiB memory and {} GPU per replica, more than any node of group '{}' has ({} CPU, {} MiB, {} GPU)",
-                        shape.name, shape.cpu, shape.memory_mb, shape.gpus, group.name, group.cpu, group.memory_mb, group.gpus
-                    ),
-                    _ => format!(
-                        "{} replicas must run at once, but group '{}' can hold at most {fits} replicas of shape '{}'",
-                        self.parallelism, group.name, shape.name
-                    ),
-                });
-            }
-        }
-        if !node_known {
-            errors
-                .entry("spec.affinity.allowed_nodes_in_node_group".into())
-                .or_default()
-                .push("none of these nodes is in the chosen node groups".into());
-            return;
-        }
-        if let Some(message) = best {
-            let path = if message.starts_with("shape") { "spec.resource_shape" } else { "spec.parallelism" };
-            errors.entry(path.into()).or_default().push(message);
-        }
     }
 }
 

@@ -59,6 +59,7 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
         executor: config.executor.kind.as_str().to_string(),
         current_user: user.name,
         log_collection_default: config.log_collection_default,
+        job_requirements: state.executor.requirements(),
         build_time: option_env!("JOBDECK_BUILD_TIME").unwrap_or("").to_string(),
         git_commit: option_env!("JOBDECK_GIT_COMMIT").unwrap_or("").to_string(),
         workspace_name: config.workspace_name.clone(),

@@ -167,6 +167,7 @@ const CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("no reservations", "/spec/reservation_config/reservation_id", r#""res-1""#, "spec.reservation_config.reservation_id", "Jobdeck has no reservations; leave this out"),
     ("unknown field", "/spec/container/entrypoint", r#""sh""#, "spec.container.entrypoint", "is not a field Jobdeck knows; the fields here are image, ports, command, image_tag, registry_username, registry_password"),
     ("wrong type", "/spec/completions", r#""two""#, "spec.completions", "must be a whole number, not string \"two\""),
+    ("command needed by process mode", "/spec/container/command", "[]", "spec.container.command", "a command is required on this server: it runs replicas as plain processes, and an empty command means the image's own entrypoint, which only a container runs"),
     ("beyond i64", "/spec/active_deadline_seconds", "99999999999999999999", "spec.active_deadline_seconds", "must be a whole number, not floating point `1e+20`"),
 ];
 
@@ -224,6 +225,47 @@ async fn the_server_answers_what_the_console_computes() {
     let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
     assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(res.json()["fields"], serde_json::to_value(&local).unwrap());
+}
+
+/// The console builds its `ValidationContext` from `GET /shapes`,
+/// `GET /dedicated-node-groups`, `GET /usersecrets` and `GET /workspace`'s
+/// `job_requirements`; with it, the contract says exactly what the server's
+/// 422 says, executor and capacity rules included, so the form cannot send
+/// a job the server refuses.
+#[tokio::test]
+async fn the_server_answers_what_the_console_computes_with_the_servers_data() {
+    let app = app().await;
+    let get = |path: &'static str| {
+        let app = &app;
+        async move { app.call(axum::http::Method::GET, path, &app.admin_token, None).await.json() }
+    };
+    let workspace: jobdeck_api::WorkspaceInfo = serde_json::from_value(get("/api/v2/workspace").await).unwrap();
+    assert!(workspace.job_requirements.command_required, "process mode needs a command");
+    let context = jobdeck_api::ValidationContext {
+        shapes: serde_json::from_value(get("/api/v2/shapes").await).unwrap(),
+        node_groups: serde_json::from_value(get("/api/v2/dedicated-node-groups").await).unwrap(),
+        secret_names: get("/api/v2/usersecrets").await.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap().to_string()).collect(),
+        requirements: workspace.job_requirements,
+    };
+    let cases: [(&str, Value); 2] = [("no command", json!([])), ("too many at once", json!(null))];
+    for (case, command) in cases {
+        let mut job = rich();
+        if !command.is_null() {
+            set(&mut job, "/spec/container/command", command);
+        }
+        match case {
+            "too many at once" => {
+                set(&mut job, "/spec/completions", json!(64));
+                set(&mut job, "/spec/parallelism", json!(64));
+            }
+            _ => {}
+        }
+        let local = jobdeck_api::validate_job_in(&serde_json::from_value(job.clone()).unwrap(), &context);
+        assert!(!local.is_empty(), "{case}: the contract finds the problem");
+        let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
+        assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{case}: {}", res.text());
+        assert_eq!(res.json()["fields"], serde_json::to_value(&local).unwrap(), "{case}");
+    }
 }
 
 /// The largest value of every duration, at once, is accepted and runs like

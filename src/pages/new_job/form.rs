@@ -135,7 +135,7 @@ pub static FIELDS: [Field; FIELD_COUNT] = [
     f("command", "Command", "The command to run when the container starts, run by /bin/sh -c (lep's --command uses /bin/bash -c), such as python3 train.py.", "the image's entrypoint", Area, "python3 train.py --epochs 10", &["spec.container.command"]),
     f("log-collection", "Log collection", "Whether to collect the logs from the container.", "", Select, "", &["spec.log"]),
     f("shared-memory", "Shared memory", "The size of the shared memory (/dev/shm) allocated to the container, in MiB; the default follows the memory of the resource shape.", "", Number, "", &["spec.shared_memory_size"]),
-    f("max-replica-retry", "Max replica failure retry", "Maximum number of times to retry a failed replica.", "0", Number, "0", &["spec.max_failure_retry"]),
+    f("max-replica-retry", "Max replica failure retry", "Maximum number of times to retry a failed replica.", "no per-replica limit; the backoff limit bounds the retries", Number, "", &["spec.max_failure_retry"]),
     f("max-job-retry", "Max job failure retry", "Maximum number of failure restarts of the entire job.", "0", Number, "0", &["spec.max_job_failure_retry"]),
     f("no-retry-on-program-error", "Disable retry when program error occurs", "If on, the job is not retried when a program error is detected in the logs.", "off", Check, "", &["spec.disable_retry_on_program_error"]),
     f("archive-time", "Archive time", "How long the job's logs and record are kept after it ends, such as 3d, 12h, 90m or 3600 (seconds).", "3d (3 days)", Text, "3d", &["spec.ttl_seconds_after_finished"]),

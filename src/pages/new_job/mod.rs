@@ -341,10 +341,14 @@ async fn load_context(form: JobForm) {
     // Without the secrets list, references cannot be checked here; the
     // server still checks them.
     let secret_names = api::secret_names().await.unwrap_or_default();
-    let log_default = api::me().await.ok().map(|w| w.log_collection_default);
+    let me = api::me().await.ok();
+    let log_default = me.as_ref().map(|w| w.log_collection_default);
+    // What the executor needs (a command in process mode, …): checked here
+    // as the server checks it, so the form never sends what it refuses.
+    let requirements = me.map(|w| w.job_requirements).unwrap_or_default();
     match (shapes, node_groups) {
         (Ok(shapes), Ok(node_groups)) => {
-            form.set_context(ValidationContext { shapes, node_groups, secret_names }, log_default)
+            form.set_context(ValidationContext { shapes, node_groups, secret_names, requirements }, log_default)
         }
         (Err(failure), _) | (_, Err(failure)) => form.banner.set(Some(failure)),
     }

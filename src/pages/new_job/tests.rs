@@ -1,6 +1,9 @@
 //! The form in a real browser: mounted, typed into, left, submitted.
 
-use jobdeck_api::{FieldErrors, LeptonJob, NodeGroup, NodeGroupSpec, NodeInfo, Shape, ShapeSpec, ValidationContext};
+use jobdeck_api::{
+    FieldErrors, JobRequirements, LeptonJob, NodeGroup, NodeGroupSpec, NodeInfo, ResourceAmounts, Shape, ShapeSpec,
+    ValidationContext,
+};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::wasm_bindgen_test;
@@ -22,11 +25,13 @@ fn shape(id: &str, memory_mib: i64) -> Shape {
 fn context() -> ValidationContext {
     let mut group = NodeGroup::default();
     group.metadata.id = Some("local".into());
-    group.spec = NodeGroupSpec { nodes: vec![NodeInfo { name: "box".into(), ..Default::default() }], ..Default::default() };
+    let capacity = ResourceAmounts { cpu: 64.0, memory_in_mb: 1024 * GIB, gpu: 8 };
+    group.spec = NodeGroupSpec { nodes: vec![NodeInfo { name: "box".into(), capacity }], ..Default::default() };
     ValidationContext {
         shapes: vec![shape("cpu.small", 4 * GIB), shape("gpu.big", 128 * GIB), shape("cpu.tiny", GIB)],
         node_groups: vec![group],
         secret_names: vec!["hf-token".into()],
+        requirements: JobRequirements { command_required: true, ..Default::default() },
     }
 }
 
@@ -319,15 +324,32 @@ async fn submit_is_blocked_until_valid_and_focuses_the_first_problem() {
     let m = mount().await;
     m.type_into("backoff-limit", "-1").await;
     m.click("button[type=submit]").await;
-    assert!(m.text().contains("2 problems remain"), "{}", m.text());
-    assert!(m.text().contains("2 problems to fix before the job can be created."), "{}", m.text());
+    assert!(m.text().contains("3 problems remain"), "{}", m.text());
+    assert!(m.text().contains("3 problems to fix before the job can be created."), "{}", m.text());
     assert_eq!(m.focused(), "job-name");
     assert_eq!(m.error("job-name"), "Job name must not be empty");
     assert_eq!(m.navigated.get_untracked(), None);
     m.type_into("job-name", "hello").await;
-    assert!(m.text().contains("1 problem remains"), "{}", m.text());
+    assert!(m.text().contains("2 problems remain"), "{}", m.text());
     m.click("button[type=submit]").await;
     assert_eq!(m.focused(), "backoff-limit");
+}
+
+/// What the server's executor needs (`GET /workspace`'s `job_requirements`)
+/// is a rule like any other: this server runs plain processes, so the form
+/// asks for a command and will not send a job without one.
+#[wasm_bindgen_test]
+async fn the_executors_requirements_are_rules_of_the_form() {
+    let m = mount().await;
+    m.type_into("job-name", "hello").await;
+    m.click("button[type=submit]").await;
+    assert!(m.text().contains("1 problem remains"), "{}", m.text());
+    assert_eq!(m.focused(), "command");
+    assert!(m.error("command").contains("a command is required on this server"), "{}", m.error("command"));
+    assert_eq!(m.navigated.get_untracked(), None);
+    m.type_into("command", "echo hi").await;
+    assert!(!m.text().contains("problem remains"), "{}", m.text());
+    assert_eq!(m.error("command"), "");
 }
 
 #[wasm_bindgen_test]

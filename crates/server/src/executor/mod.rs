@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
-use jobdeck_api::{FieldErrors, JobSpec, ReadinessIssue, ReplicaPhase};
+use jobdeck_api::{FieldErrors, JobRequirements, JobSpec, ReadinessIssue, ReplicaPhase};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
@@ -345,6 +345,13 @@ impl ExecutorHost {
 /// Runs the replicas of admitted jobs. See the module documentation.
 pub trait Executor: Send + Sync + 'static {
     fn kind(&self) -> ExecutorKind;
+
+    /// What this executor needs of every job (a command, an image, known
+    /// volumes). The contract checks it (`validate_job_in`), on the server
+    /// and, through `GET /workspace`, in the console.
+    fn requirements(&self) -> JobRequirements {
+        JobRequirements::default()
+    }
 
     /// Problems that make a job impossible to run on this executor, by field
     /// path (for example an empty command in process mode). Checked when a

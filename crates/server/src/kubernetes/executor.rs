@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobdeck_api::{FieldErrors, JobSpec, ReplicaPhase};
+use jobdeck_api::{FieldErrors, JobRequirements, JobSpec, ReplicaPhase};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -336,6 +336,13 @@ impl KubernetesExecutor {
 impl Executor for KubernetesExecutor {
     fn kind(&self) -> ExecutorKind {
         ExecutorKind::Kubernetes
+    }
+
+    fn requirements(&self) -> JobRequirements {
+        JobRequirements {
+            volumes: Some(self.shared.settings.volumes.keys().cloned().collect()),
+            ..JobRequirements::default()
+        }
     }
 
     fn check_spec(&self, spec: &JobSpec) -> FieldErrors {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jobdeck_api::{FieldErrors, JobSpec, ReadinessIssue, ReplicaPhase};
+use jobdeck_api::{JobRequirements, ReadinessIssue, ReplicaPhase};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
@@ -137,35 +137,15 @@ impl Executor for LocalExecutor {
         ExecutorKind::Local
     }
 
-    fn check_spec(&self, spec: &JobSpec) -> FieldErrors {
-        let mut errors = FieldErrors::new();
+    fn requirements(&self) -> JobRequirements {
         match self.shared.settings.mode {
-            LocalMode::Process => {
-                let empty = spec.container.command.as_ref().is_none_or(|c| c.is_empty() || c[0].trim().is_empty());
-                if empty {
-                    errors.entry("spec.container.command".into()).or_default().push(
-                        "this server runs jobs as plain processes (executor.local.mode = \"process\"), so a command is required; an empty command means the image's own entrypoint, which only container mode can run".into(),
-                    );
-                }
-            }
-            LocalMode::Container => {
-                if spec.container.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
-                    errors
-                        .entry("spec.container.image".into())
-                        .or_default()
-                        .push("container mode needs an image".into());
-                }
-                for (i, mount) in spec.mounts.iter().flatten().enumerate() {
-                    if !self.shared.settings.volumes.contains_key(&mount.from) {
-                        errors
-                            .entry(format!("spec.mounts[{i}].from"))
-                            .or_default()
-                            .push(format!("no volume named '{}' on this server", mount.from));
-                    }
-                }
-            }
+            LocalMode::Process => JobRequirements { command_required: true, ..JobRequirements::default() },
+            LocalMode::Container => JobRequirements {
+                image_required: true,
+                volumes: Some(self.shared.settings.volumes.keys().cloned().collect()),
+                ..JobRequirements::default()
+            },
         }
-        errors
     }
 
     fn notes(&self) -> Vec<String> {
