@@ -203,3 +203,42 @@ fn the_form_follows_the_dark_theme() {
     assert_eq!(background, "rgb(15, 18, 22)", "the dark theme's background");
     browser.screenshot(&screenshot_path("create-job-form-dark"));
 }
+
+/// Usable with the keyboard alone: from the top of the page, Tab reaches
+/// the fields in reading order, typing fills them, and Enter on the submit
+/// button creates the job.
+#[test]
+fn a_job_can_be_created_with_the_keyboard_alone() {
+    let server = Server::start();
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/new", server.base_url));
+    browser.wait_until("the shapes", || (value_of(&browser, "resource-shape")? == "cpu.small").then_some(()));
+    let mut order = Vec::new();
+    let mut tab_to = |wanted: &str| {
+        for _ in 0..300 {
+            browser.keys("\u{E004}");
+            let id = browser.focused_id();
+            order.push(id.clone());
+            let at_submit = wanted == "submit"
+                && browser.execute("return document.activeElement.matches('.job-form button[type=submit]');", vec![]) == Value::Bool(true);
+            if id == wanted || at_submit {
+                return;
+            }
+        }
+        panic!("Tab never reached {wanted}; it went through {order:?}");
+    };
+    tab_to("job-name");
+    browser.keys("keyboard-job");
+    tab_to("command");
+    browser.keys("echo typed by keyboard");
+    tab_to("submit");
+    browser.keys("\u{E007}");
+    browser.wait_until("the job page", || {
+        let url = browser.current_url();
+        (url.contains("/jobs/keyboard-job-") && !url.ends_with("/new")).then_some(())
+    });
+    let id = browser.current_url().rsplit('/').next().unwrap().to_string();
+    let job = server.wait_for_state(&server.admin_token, &id, "Completed");
+    assert_eq!(job["spec"]["container"]["command"][2], "echo typed by keyboard");
+}

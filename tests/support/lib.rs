@@ -398,6 +398,21 @@ impl Browser {
         self.call("POST", "/actions", Some(&keys));
     }
 
+    /// Types `text` into whatever has the focus, key by key, through
+    /// WebDriver's input actions ("\u{E004}" is Tab, "\u{E007}" Enter).
+    pub fn keys(&self, text: &str) {
+        let actions: Vec<Value> = text
+            .chars()
+            .flat_map(|c| [json!({"type": "keyDown", "value": c.to_string()}), json!({"type": "keyUp", "value": c.to_string()})])
+            .collect();
+        self.call("POST", "/actions", Some(&json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})));
+    }
+
+    /// The id of the element that has the focus (empty when it has none).
+    pub fn focused_id(&self) -> String {
+        self.execute("return document.activeElement ? document.activeElement.id : '';", vec![]).as_str().unwrap_or_default().to_string()
+    }
+
     pub fn clear(&self, el: &Element) {
         self.call("POST", &format!("/element/{}/clear", el.0), Some(&json!({})));
     }

@@ -569,6 +569,15 @@ impl FormState {
         s
     }
 
+    /// The form for a copy of an existing job: everything but the registry
+    /// password, which is never copied (the server never returns it either;
+    /// this holds even if a stored job carried one).
+    pub fn for_clone(job: &LeptonJob) -> FormState {
+        let mut job = job.clone();
+        job.spec.container.registry_password = None;
+        FormState::from_job(&job)
+    }
+
     /// The job as a teammate may see it: without the registry password.
     pub fn shareable_job(&self) -> LeptonJob {
         let mut job = self.to_job().0;

@@ -314,7 +314,7 @@ async fn clone_into(form: JobForm, id: String) {
     form.notice.set(Some(format!("Loading job {id} to clone…")));
     match api::job(&id).await {
         Ok(job) => {
-            form.load(FormState::from_job(&job));
+            form.load(FormState::for_clone(&job));
             form.notice.set(Some(format!(
                 "Cloned from {id}. Secret values and the registry password are never copied: type the password again if the image needs one."
             )));

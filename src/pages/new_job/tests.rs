@@ -392,7 +392,7 @@ async fn a_clone_fills_the_form_without_secrets() {
     let m = mount().await;
     let job: LeptonJob = serde_json::from_str(
         r#"{"metadata":{"id":"train-ab12c","name":"train","visibility":"private","labels":{"team":"vision"}},
-            "spec":{"resource_shape":"gpu.big","container":{"image":"busybox","registry_username":"robot",
+            "spec":{"resource_shape":"gpu.big","container":{"image":"busybox","registry_username":"robot","registry_password":"hunter2",
                     "command":["/bin/sh","-c","echo hi"],"ports":[{"container_port":8080,"protocol":"UDP"}]},
                     "affinity":{"allowed_dedicated_node_groups":["local"]},
                     "envs":[{"name":"A","value":"1"},{"name":"HF_TOKEN","value_from":{"secret_name_ref":"hf-token"}}],
@@ -400,8 +400,9 @@ async fn a_clone_fills_the_form_without_secrets() {
             "status":{"state":"Completed"}}"#,
     )
     .unwrap();
-    m.form.load(FormState::from_job(&job));
+    m.form.load(FormState::for_clone(&job));
     settle().await;
+    assert!(!m.host.inner_html().contains("hunter2"), "the password is nowhere on the page");
     assert_eq!(m.value("job-name"), "train");
     assert_eq!(m.value("resource-shape"), "gpu.big");
     assert_eq!(m.value("visibility"), "private");
