@@ -12,6 +12,6 @@ if [ "${1:-}" != "--no-build" ]; then
   trunk build --release --offline >/dev/null
   cargo build --release -q -p jobdeck-server
 fi
-export JOBDECK_BIN="$PWD/target/release/jobdeck"
+export JOBDECK_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/jobdeck"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
 cargo bench -q -p jobdeck-e2e --bench log_viewer 2>&1 | grep -v '^\[jobdeck\]'

@@ -26,16 +26,23 @@ trap 'rm -rf "$work"' EXIT
 features=(--enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
   --enable-mutable-globals --enable-reference-types --enable-multivalue)
 hash16() { sha256sum "$1" | cut -c1-16; }
+# wasm-opt warns about every module's name subsection it does not know (the
+# split step's); those warnings say nothing, anything else is shown.
+optimize() {
+  local out
+  out="$(wasm-opt -Oz "${features[@]}" "$1" -o "$2" 2>&1)" || { echo "$out" >&2; return 1; }
+  grep -v "unknown name subsection" <<<"$out" >&2 || true
+}
 
 wasm-split-cli "$input" "$work/split" --out-name "$stem"
 wasm-bindgen --target web --no-typescript --keep-lld-exports --out-dir "$work/glue" --out-name "$stem" "$work/split/$stem.wasm"
-wasm-opt -Oz "${features[@]}" "$work/glue/${stem}_bg.wasm" -o "$staging/${stem}_bg.wasm"
+optimize "$work/glue/${stem}_bg.wasm" "$staging/${stem}_bg.wasm"
 
 loader="$work/split/__wasm_split.js"
 for module in "$work/split"/*.wasm; do
   name="$(basename "$module" .wasm)"
   [ "$name" = "$stem" ] && continue
-  wasm-opt -Oz "${features[@]}" "$module" -o "$work/$name.wasm"
+  optimize "$module" "$work/$name.wasm"
   hashed="$name-$(hash16 "$work/$name.wasm").wasm"
   mv "$work/$name.wasm" "$staging/$hashed"
   sed -i "s|\"./$name.wasm\"|\"./$hashed\"|" "$loader"
