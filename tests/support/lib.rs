@@ -23,7 +23,7 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-fn jobdeck_bin() -> PathBuf {
+pub fn jobdeck_bin() -> PathBuf {
     // Where cargo put it: `JOBDECK_BIN`, else the `CARGO_TARGET_DIR` the tests
     // were built with, else the workspace's own target directory.
     let target = std::env::var_os("CARGO_TARGET_DIR")
