@@ -579,3 +579,48 @@ async fn a_node_group_lists_its_nodes_with_what_runs_on_them() {
     let res = app.call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &alice, Some(&json!({"spec": {"stopped": true}}))).await;
     assert_eq!(res.status, StatusCode::OK, "{}", res.text());
 }
+
+/// GPUs are handed out as `CUDA_VISIBLE_DEVICES`: two replicas of a
+/// one-GPU shape running at once on a two-GPU node get different GPUs, and a
+/// third job waits for one with a readiness issue that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gpus_are_handed_out_one_replica_at_a_time() {
+    let app = TestApp::with_config(|config| {
+        small_cluster(4.0)(config);
+        config.node_groups[0].gpus = 2;
+        config.shapes.push(jobdeck_server::config::ShapeConfig {
+            name: "gpu.1".into(),
+            cpu: 1.0,
+            memory_mb: 1024,
+            gpus: 1,
+            accelerator_type: Some("test-gpu".into()),
+            accelerator_memory_mb: None,
+            ephemeral_storage_gb: None,
+            description: None,
+        });
+    })
+    .await;
+    let mut pair = sh_job("pair", "echo gpu=[$CUDA_VISIBLE_DEVICES] type=$LEPTON_RESOURCE_ACCELERATOR_TYPE; sleep 3");
+    pair["spec"]["resource_shape"] = json!("gpu.1");
+    pair["spec"]["completions"] = json!(2);
+    pair["spec"]["parallelism"] = json!(2);
+    let pair = app.create_job(&app.admin_token, &pair).await;
+    app.wait_state(&pair, "Running").await;
+    let mut third = sh_job("third", "echo gpu=[$CUDA_VISIBLE_DEVICES]");
+    third["spec"]["resource_shape"] = json!("gpu.1");
+    let third = app.create_job(&app.admin_token, &third).await;
+    let waiting = app.job(&third).await;
+    assert_eq!(waiting["status"]["state"], "Queueing", "{waiting}");
+    app.wait_state(&pair, "Completed").await;
+    let mut seen: Vec<String> = Vec::new();
+    for index in 0..2 {
+        let log = app.log(&pair, &format!("{pair}-{index}-0")).await;
+        assert!(log.ends_with(" type=test-gpu\n"), "{log}");
+        seen.push(log.split_whitespace().next().unwrap().to_string());
+    }
+    seen.sort();
+    assert_eq!(seen, ["gpu=[0]", "gpu=[1]"], "each replica has a GPU of its own");
+    app.wait_state(&third, "Completed").await;
+    let log = app.log(&third, &format!("{third}-0-0")).await;
+    assert!(log == "gpu=[0]\n" || log == "gpu=[1]\n", "{log}");
+}
