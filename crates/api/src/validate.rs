@@ -36,6 +36,13 @@ pub const LABEL_PREFIX_MAX_LEN: usize = 253;
 /// Key prefixes Kubernetes keeps for itself; the Kubernetes executor copies
 /// labels onto pods, so Jobdeck keeps them out of user labels too.
 pub const RESERVED_LABEL_PREFIXES: [&str; 2] = ["kubernetes.io", "k8s.io"];
+/// The key prefix of the labels and annotations Jobdeck puts on what it
+/// creates (`jobdeck.dev/job-id`, `jobdeck.dev/run`, …). The Kubernetes
+/// executor finds a run's Job and pods by them, so a user's key under it
+/// could make Jobdeck adopt or lose objects. It is refused here, when the
+/// job is created, rather than when a run starts on Kubernetes, so every
+/// executor and the console give the same answer.
+pub const JOBDECK_LABEL_PREFIX: &str = "jobdeck.dev";
 /// The most bytes all annotation keys and values may take together
 /// (Kubernetes' limit).
 pub const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
@@ -435,12 +442,19 @@ pub fn check_qualified_name(key: &str) -> Result<(), String> {
     };
     if let Some(prefix) = prefix {
         check_dns_subdomain(prefix).map_err(|m| format!("the key's prefix {m}"))?;
-        if RESERVED_LABEL_PREFIXES
-            .iter()
-            .any(|r| prefix == *r || prefix.strip_suffix(r).is_some_and(|p| p.ends_with('.')))
-        {
+        // A reserved domain covers its subdomains too (`app.kubernetes.io`),
+        // as Kubernetes' own rule does.
+        let under = |domain: &str| {
+            prefix == domain || prefix.strip_suffix(domain).is_some_and(|p| p.ends_with('.'))
+        };
+        if RESERVED_LABEL_PREFIXES.iter().any(|r| under(r)) {
             return Err(format!(
                 "the key's prefix '{prefix}/' is reserved for Kubernetes"
+            ));
+        }
+        if under(JOBDECK_LABEL_PREFIX) {
+            return Err(format!(
+                "the key's prefix '{prefix}/' is reserved for Jobdeck"
             ));
         }
     }

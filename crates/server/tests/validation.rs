@@ -118,6 +118,8 @@ const CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("label key", "/metadata/labels", r#"{"bad key": "x"}"#, "metadata.labels[\"bad key\"]", "the key's name may contain only letters, digits, '-', '_' and '.', not ' '"),
     ("label value", "/metadata/labels", r#"{"team": "a/b"}"#, "metadata.labels[\"team\"]", "the value may contain only letters, digits, '-', '_' and '.', not '/'"),
     ("annotation key", "/metadata/annotations", r#"{"-x": "y"}"#, "metadata.annotations[\"-x\"]", "the key's name must start and end with a letter or digit"),
+    ("Jobdeck's label prefix", "/metadata/labels", r#"{"jobdeck.dev/run": "7"}"#, "metadata.labels[\"jobdeck.dev/run\"]", "the key's prefix 'jobdeck.dev/' is reserved for Jobdeck"),
+    ("Kubernetes' annotation prefix", "/metadata/annotations", r#"{"batch.kubernetes.io/job-completion-index": "3"}"#, "metadata.annotations[\"batch.kubernetes.io/job-completion-index\"]", "the key's prefix 'batch.kubernetes.io/' is reserved for Kubernetes"),
     ("completions ≥ 1", "/spec/completions", "0", "spec.completions", "must be between 1 and 100000"),
     ("completions ≤ 100000", "/spec/completions", "100001", "spec.completions", "must be between 1 and 100000"),
     ("workers ≥ 1", "/spec/workers", "0", "spec.workers", "must be between 1 and 100000"),

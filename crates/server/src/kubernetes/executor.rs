@@ -485,6 +485,14 @@ fn render_launch(
 
 /// The problems with a spec that only the Kubernetes mapping sees (a volume
 /// the cluster does not have, an image missing, a bad pull secret name).
+///
+/// The job's labels and annotations are not rendered here (the trait hands
+/// over the spec alone): their rules, including the prefixes the mapping
+/// reserves (`kubernetes.io/`, `k8s.io/` and `jobdeck.dev/`, with their
+/// subdomains), are the contract's (`jobdeck_api::check_qualified_name`),
+/// which the API and the console apply before a job is created. The
+/// mapping applies the same function, so it cannot refuse metadata the API
+/// accepted.
 fn check_spec(shared: &Shared, spec: &JobSpec) -> FieldErrors {
     let resolved = match ResolvedSpec::resolve(spec, &shared.config) {
         Ok(resolved) => resolved,

@@ -230,16 +230,18 @@ pub fn render(input: &RenderInput<'_>, settings: &KubernetesSettings) -> Result<
         (LABEL_PRIORITY.to_string(), values.priority.clone()),
         (LABEL_PREEMPTIBLE.to_string(), values.can_be_preempted.to_string()),
     ]);
+    // The keys follow the contract's rule (`jobdeck_api::check_qualified_name`,
+    // which also refuses Kubernetes' and Jobdeck's own prefixes), so a job
+    // the API accepted is not refused here for its metadata. They are
+    // checked again because a render may be handed a job that never went
+    // through the API (`jobdeck kube render`).
     for (key, value) in input.labels {
-        let path = format!("metadata.labels.{key}");
-        if let Err(e) = names::check_label_key(key) {
-            fail(&path, format!("is not a valid Kubernetes label key: it {e}"));
-        } else if names::is_reserved_key(key) {
-            fail(&path, "uses a prefix reserved for Kubernetes and Jobdeck".into());
-        } else if let Err(e) = names::check_label_value(value) {
-            fail(&path, format!("is not a valid Kubernetes label value: it {e}"));
-        } else {
-            labels.insert(key.clone(), value.clone());
+        let path = jobdeck_api::entry_path("metadata.labels", key);
+        match jobdeck_api::check_qualified_name(key).and_then(|_| jobdeck_api::check_label_value(value)) {
+            Ok(()) => {
+                labels.insert(key.clone(), value.clone());
+            }
+            Err(e) => fail(&path, e),
         }
     }
     let mut annotations = BTreeMap::new();
@@ -247,13 +249,12 @@ pub fn render(input: &RenderInput<'_>, settings: &KubernetesSettings) -> Result<
         annotations.insert(ANNOTATION_CREATED_BY.to_string(), creator.to_string());
     }
     for (key, value) in input.annotations {
-        let path = format!("metadata.annotations.{key}");
-        if let Err(e) = names::check_label_key(key) {
-            fail(&path, format!("is not a valid Kubernetes annotation key: it {e}"));
-        } else if names::is_reserved_key(key) {
-            fail(&path, "uses a prefix reserved for Kubernetes and Jobdeck".into());
-        } else {
-            annotations.insert(key.clone(), value.clone());
+        let path = jobdeck_api::entry_path("metadata.annotations", key);
+        match jobdeck_api::check_qualified_name(key) {
+            Ok(()) => {
+                annotations.insert(key.clone(), value.clone());
+            }
+            Err(e) => fail(&path, e),
         }
     }
 
