@@ -40,7 +40,13 @@ pub fn render_job_file(
     node_group: Option<&str>,
     namespace: Option<&str>,
 ) -> Result<String, String> {
-    let job: LeptonJob = serde_json::from_str(json).map_err(|e| format!("the job is not valid JSON for a Lepton job: {e}"))?;
+    // Read as the API reads a body, so a mistyped or unknown field is named
+    // by its path (`spec.completions: must be a whole number`), not by a
+    // line and column.
+    let job: LeptonJob = jobdeck_api::from_json(json.as_bytes()).map_err(|e| match e {
+        jobdeck_api::JsonError::Syntax(message) => format!("the job file is not valid JSON: {message}"),
+        jobdeck_api::JsonError::Fields(errors) => describe(&errors),
+    })?;
     let settings = KubernetesSettings::from_table(&config.executor.kubernetes)?;
     let mut errors = jobdeck_api::validate_job(&job);
     if job.metadata.name.is_none() && job.metadata.id.is_some() {
