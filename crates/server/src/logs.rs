@@ -99,6 +99,30 @@ impl LogStore {
     }
 }
 
+/// The stored lines [`LogWriter::append`] makes of one line's text (already
+/// made UTF-8): pieces of at most [`MAX_LINE`] bytes, cut on character
+/// boundaries; an empty line is one empty piece. Whoever must recognise
+/// lines it stored earlier (the Kubernetes log copy, when it resumes)
+/// compares these pieces with what the reader returns.
+pub fn stored_pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        let cut = if current.len() <= MAX_LINE {
+            current.len()
+        } else {
+            let mut cut = MAX_LINE;
+            while !current.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            cut
+        };
+        let (piece, tail) = current.split_at(cut);
+        rest = (!tail.is_empty()).then_some(tail);
+        Some(piece)
+    })
+}
+
 /// Appends lines to one attempt's log; used by the replica supervisor.
 pub struct LogWriter {
     log: BufWriter<File>,
@@ -132,24 +156,10 @@ impl LogWriter {
     /// than [`MAX_LINE`].
     pub fn append(&mut self, stream: Stream, time: i64, text: &[u8]) -> std::io::Result<()> {
         let text = String::from_utf8_lossy(text);
-        let mut rest: &str = &text;
-        loop {
-            let cut = if rest.len() <= MAX_LINE {
-                rest.len()
-            } else {
-                let mut cut = MAX_LINE;
-                while !rest.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                cut
-            };
-            let (piece, tail) = rest.split_at(cut);
+        for piece in stored_pieces(&text) {
             self.append_piece(stream, time, piece)?;
-            if tail.is_empty() {
-                return Ok(());
-            }
-            rest = tail;
         }
+        Ok(())
     }
 
     fn append_piece(&mut self, stream: Stream, time: i64, piece: &str) -> std::io::Result<()> {

@@ -411,11 +411,23 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
         (query.get("container").map(String::as_str), query.get("follow").map(String::as_str), query.get("timestamps").map(String::as_str)),
         (Some("job"), Some("true"), Some("true"))
     );
-    // Once copied, the replica records it so a restart does not copy again.
-    eventually!("the copy recorded in the replica", {
-        let r = h.replica(2, 0).await.unwrap();
-        serde_json::from_str::<Value>(r.executor_state.as_deref().unwrap()).unwrap()["logs_copied"] == json!(true)
+    assert_eq!(query.get("sinceTime"), None, "a first copy reads the log from its start");
+    // Pods that have not started have no log to ask for.
+    for waiting in ["train-ab12c-0-x7k2p", "train-ab12c-1-m9q4z", "train-ab12c-7-h6j3k"] {
+        assert!(h.fake.log_requests(waiting).is_empty(), "{waiting}");
+    }
+
+    // The copy follows the running container: a line it writes later is
+    // copied (and shown) while the stream stays open.
+    h.fake.append_log("train-ab12c-2-b5t8w", "2026-01-10T10:03:00.000000002Z epoch 2 loss 0.31\n");
+    eventually!("the followed line", {
+        h.logs.open(JOB_ID, 2, 0).unwrap().is_some_and(|r| r.line_count().unwrap() == 4)
     });
+    assert_eq!(h.fake.log_requests("train-ab12c-2-b5t8w").len(), 1, "one stream, kept open");
+    let logs_copied = |r: &ReplicaRow| {
+        serde_json::from_str::<Value>(r.executor_state.as_deref().unwrap()).unwrap()["logs_copied"] == json!(true)
+    };
+    assert!(!logs_copied(&h.replica(2, 0).await.unwrap()), "the copy of a running container is not complete");
 
     // Watches carry changes: the running pod finishes.
     h.fake.patch(
@@ -428,6 +440,10 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
     );
     eventually!("the finished replica", h.replica(2, 0).await.unwrap().phase == "succeeded");
     assert_eq!(h.replica(2, 0).await.unwrap().end_time, Some(1_768_039_740_000));
+    // The container ended, so did its followed log: once copied, the
+    // replica records it so a restart does not copy again.
+    eventually!("the copy recorded in the replica", logs_copied(&h.replica(2, 0).await.unwrap()));
+    assert_eq!(h.logs.open(JOB_ID, 2, 0).unwrap().unwrap().line_count().unwrap(), 4);
 
     // Kubernetes events of the Job and its pods become the job's events,
     // pointing at replicas; events of other objects do not.
@@ -840,40 +856,161 @@ async fn a_kubeconfig_file_and_context_point_the_executor_at_a_cluster() {
     assert!(error.contains("namespce"), "{error}");
 }
 
+/// The texts and times of an attempt's stored log.
+fn stored_lines(logs: &LogStore, index: i64, attempt: i64) -> Vec<(i64, String)> {
+    match logs.open(JOB_ID, index, attempt).unwrap() {
+        Some(mut reader) => reader.lines(1, u64::MAX).unwrap().into_iter().map(|l| (l.time, l.text)).collect(),
+        None => Vec::new(),
+    }
+}
+
+fn texts(lines: &[(i64, String)]) -> Vec<&str> {
+    lines.iter().map(|(_, t)| t.as_str()).collect()
+}
+
+/// Unix ms of 2026-01-10T10:00:00Z plus `ms`.
+fn at(ms: i64) -> i64 {
+    1_768_039_200_000 + ms
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_interrupted_log_copy_resumes_after_the_last_stored_line() {
+async fn an_interrupted_log_copy_resumes_with_every_line_of_its_last_second_once() {
     let h = harness("").await;
     h.store_job(&spec(json!({}))).await;
-    let mut pod = fixture_pods()[2].clone();
-    pod["metadata"]["name"] = json!("train-ab12c-2-resume");
+    // A container that has ended, so the followed stream ends too.
+    let mut pod = fixture_pods()[3].clone();
+    pod["metadata"]["name"] = json!("train-ab12c-3-resume");
     h.fake.put(Kind::Pod, pod);
+    // Three lines in one millisecond of 10:00:02 (two the same), one more
+    // in that second, and one in the next.
     h.fake.set_log(
-        "train-ab12c-2-resume",
-        "2026-01-10T10:00:01Z one\n2026-01-10T10:00:02Z two\n2026-01-10T10:00:03Z three\n2026-01-10T10:00:04Z four\n",
+        "train-ab12c-3-resume",
+        "2026-01-10T10:00:01Z one\n\
+         2026-01-10T10:00:02.100000000Z tick\n\
+         2026-01-10T10:00:02.100000500Z tick\n\
+         2026-01-10T10:00:02.100000900Z tock\n\
+         2026-01-10T10:00:02.700000000Z three\n\
+         2026-01-10T10:00:03Z four\n",
     );
-    // An earlier copy stored the first two lines before it broke.
-    let (log, idx) = h.logs.paths(JOB_ID, 2, 0);
+    // An earlier copy stored the first two lines before it was cut.
+    let (log, idx) = h.logs.paths(JOB_ID, 3, 0);
     let mut writer = jobdeck_server::logs::LogWriter::create(&log, &idx).unwrap();
-    for (second, text) in [(1, "one"), (2, "two")] {
-        let time = 1_768_039_200_000 + second * 1000;
+    for (time, text) in [(at(1000), "one"), (at(2100), "tick")] {
         writer.append(jobdeck_server::logs::Stream::Stdout, time, text.as_bytes()).unwrap();
     }
-    writer.flush().unwrap();
     drop(writer);
 
-    let mut kube_config = kube::Config::new(h.fake.url().parse().unwrap());
-    kube_config.default_namespace = NAMESPACE.into();
-    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
-        kube::Api::default_namespaced(kube::Client::try_from(kube_config).unwrap());
-    let stored = jobdeck_server::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-2-resume", &h.logs, JOB_ID, 2, 0)
+    let pods = pods_api(&h.fake);
+    let stored = jobdeck_server::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
         .await
         .unwrap();
-    assert_eq!(stored, 2);
-    let mut reader = h.logs.open(JOB_ID, 2, 0).unwrap().unwrap();
-    let texts: Vec<String> = reader.lines(1, 10).unwrap().into_iter().map(|l| l.text).collect();
-    assert_eq!(texts, ["one", "two", "three", "four"]);
-    let request = h.fake.requests().into_iter().rfind(|r| r.path.ends_with("/train-ab12c-2-resume/log")).unwrap();
+    assert_eq!(stored, 4);
+    let lines = stored_lines(&h.logs, 3, 0);
+    assert_eq!(texts(&lines), ["one", "tick", "tick", "tock", "three", "four"]);
+    assert_eq!(lines[2].0, at(2100), "the kubelet's time, to the millisecond");
+    // It asked from the second of the last stored line: the API server
+    // passes sinceTime on at whole seconds.
+    let request = h.fake.log_requests("train-ab12c-3-resume").pop().unwrap();
     assert_eq!(request.query.get("sinceTime").map(String::as_str), Some("2026-01-10T10:00:02Z"));
+    assert_eq!(request.query.get("timestamps").map(String::as_str), Some("true"));
+
+    // A copy of a log that is complete stores nothing more.
+    let again = jobdeck_server::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
+        .await
+        .unwrap();
+    assert_eq!(again, 0);
+    assert_eq!(stored_lines(&h.logs, 3, 0), lines);
+}
+
+/// A pod-log client of the fake, as the executor's.
+fn pods_api(fake: &FakeKube) -> kube::Api<k8s_openapi::api::core::v1::Pod> {
+    let mut kube_config = kube::Config::new(fake.url().parse().unwrap());
+    kube_config.default_namespace = NAMESPACE.into();
+    kube::Api::default_namespaced(kube::Client::try_from(kube_config).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_copies_the_rest_of_a_running_pods_log_once() {
+    let h = harness("").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    const POD: &str = "train-ab12c-2-b5t8w";
+    h.fake.set_log(
+        POD,
+        "2026-01-10T10:00:05.000000001Z loading data\n\
+         2026-01-10T10:00:06.250000000Z step 1\n\
+         2026-01-10T10:00:06.250000400Z step 1\n",
+    );
+    let mut h = h;
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    h.create_fixture_pods(&[POD]);
+    eventually!("the followed lines", stored_lines(&h.logs, 2, 0).len() == 3);
+
+    // The server stops: its copy ends with it, mid-stream.
+    drop(std::mem::replace(&mut h.executor, executor_for(&h.fake, &h.config, h.host.clone())));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Meanwhile the container writes on, in the same millisecond as the
+    // last stored line (with the same text, as a progress line would) and
+    // after it.
+    h.fake.append_log(
+        POD,
+        "2026-01-10T10:00:06.250000700Z step 1\n\
+         2026-01-10T10:00:06.900000000Z step 2\n\
+         2026-01-10T10:00:07Z saving\n",
+    );
+    assert_eq!(stored_lines(&h.logs, 2, 0).len(), 3, "nothing copies while the server is down");
+
+    h.executor.recover(vec![h.launch(&spec, 0)]).await.unwrap();
+    eventually!("the rest of the log", stored_lines(&h.logs, 2, 0).len() >= 6);
+    // The container ends; so does the followed stream.
+    h.fake.patch(
+        Kind::Pod,
+        POD,
+        json!({"status": {"phase": "Succeeded", "containerStatuses": [{
+            "name": "job", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                "startedAt": "2026-01-10T10:00:05Z", "finishedAt": "2026-01-10T10:00:08Z"}}}]}}),
+    );
+    eventually!("the copy recorded in the replica", {
+        let r = h.replica(2, 0).await.unwrap();
+        serde_json::from_str::<Value>(r.executor_state.as_deref().unwrap()).unwrap()["logs_copied"] == json!(true)
+    });
+    let lines = stored_lines(&h.logs, 2, 0);
+    assert_eq!(texts(&lines), ["loading data", "step 1", "step 1", "step 1", "step 2", "saving"]);
+    assert_eq!(lines[3].0, at(6250));
+
+    let requests = h.fake.log_requests(POD);
+    assert!(requests.len() >= 2, "{requests:?}");
+    assert_eq!(requests[0].query.get("sinceTime"), None);
+    let resumed = &requests[1].query;
+    assert_eq!(resumed.get("sinceTime").map(String::as_str), Some("2026-01-10T10:00:06Z"));
+    assert_eq!((resumed.get("follow").map(String::as_str), resumed.get("timestamps").map(String::as_str)), (Some("true"), Some("true")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_stream_cut_mid_line_is_copied_on_without_a_partial_line() {
+    let h = harness("").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    const POD: &str = "train-ab12c-2-b5t8w";
+    h.fake.set_log(POD, "2026-01-10T10:00:05Z loading data\n");
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    h.create_fixture_pods(&[POD]);
+    eventually!("the first line", stored_lines(&h.logs, 2, 0).len() == 1);
+
+    // A long line takes the fake more than half a second to send, in
+    // pieces; the connection drops while it does.
+    let long = "x".repeat(2000);
+    h.fake.append_log(POD, &format!("2026-01-10T10:00:05.5Z {long}\n2026-01-10T10:00:06Z after\n"));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    h.fake.break_log_streams();
+
+    // The executor copies on after a pause, from the second it stopped in.
+    eventually!("the copy started again", h.fake.log_requests(POD).len() >= 2);
+    eventually!("the rest of the log", stored_lines(&h.logs, 2, 0).len() >= 3);
+    let lines = stored_lines(&h.logs, 2, 0);
+    assert_eq!(texts(&lines), ["loading data", long.as_str(), "after"]);
+    assert_eq!(h.fake.log_requests(POD)[1].query.get("sinceTime").map(String::as_str), Some("2026-01-10T10:00:05Z"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -292,6 +292,14 @@ impl ExecutorHost {
         Ok(())
     }
 
+    /// Replaces the executor's state of an attempt, also once it ended
+    /// (`Store::set_executor_state`).
+    pub async fn executor_state(&self, job_id: &str, completion_index: i64, attempt: i64, state: String) -> AppResult<()> {
+        self.store
+            .set_executor_state(job_id.to_string(), completion_index, attempt, state)
+            .await
+    }
+
     /// Records an event.
     pub async fn event(&self, event: ExecutorEvent) -> AppResult<()> {
         let regarding = match &event.regarding_replica {

@@ -56,6 +56,10 @@ const TICK: Duration = Duration::from_secs(2);
 /// At most this many repetitions of one Kubernetes event are recorded per
 /// observation; the store folds repetitions into a count.
 const MAX_EVENT_REPEATS: i64 = 20;
+/// How long a log copy that broke waits before it is started again; the
+/// pause doubles with each break, up to the maximum.
+const LOG_RETRY_DELAY: Duration = Duration::from_secs(1);
+const LOG_RETRY_MAX_DELAY: Duration = Duration::from_secs(60);
 
 /// The kubernetes executor. Cheap to clone; every clone drives the same
 /// controller.
@@ -682,6 +686,13 @@ struct Tracked {
     /// A copy of the log runs or ran to the end.
     log_started: bool,
     logs_copied: bool,
+    /// When (Unix ms) a copy that broke, or ended while the container
+    /// still ran, is started again.
+    log_retry_at: Option<i64>,
+    /// How many copies of this pod's log broke so far (the pause before the
+    /// next doubles with each, so a lasting error is not retried every
+    /// second).
+    log_failures: u32,
     /// Since when (Unix ms) the pod waits on something that never resolves
     /// by itself.
     stuck_since: Option<i64>,
@@ -734,6 +745,8 @@ impl RunState {
                     finished: k.finished,
                     log_started: k.logs_copied,
                     logs_copied: k.logs_copied,
+                    log_retry_at: None,
+                    log_failures: 0,
                     stuck_since: None,
                 },
             );
@@ -780,6 +793,10 @@ struct Controller {
     events: HashMap<String, Event>,
     /// Kubernetes event uid → the count already recorded.
     event_counts: HashMap<String, i64>,
+    /// The log copies that run: pod uid → (job id, the task). They end with
+    /// the controller, as they would with the server's process, so two
+    /// copies never write one log.
+    copies: HashMap<String, (String, tokio::task::AbortHandle)>,
 }
 
 impl Controller {
@@ -792,6 +809,7 @@ impl Controller {
             pods: HashMap::new(),
             events: HashMap::new(),
             event_counts: HashMap::new(),
+            copies: HashMap::new(),
         }
     }
 
@@ -820,6 +838,9 @@ impl Controller {
         }
         for watcher in watchers {
             watcher.abort();
+        }
+        for (_, (_, copy)) in self.copies.drain() {
+            copy.abort();
         }
     }
 
@@ -865,6 +886,14 @@ impl Controller {
             }
             Command::Forget { job_id } => {
                 self.runs.remove(&job_id);
+                // The job's logs are being removed: its copies must not
+                // write them again.
+                self.copies.retain(|_, (job, copy)| {
+                    if *job == job_id {
+                        copy.abort();
+                    }
+                    *job != job_id
+                });
             }
             Command::LogCopied {
                 job_id,
@@ -872,26 +901,43 @@ impl Controller {
                 uid,
                 complete,
             } => {
+                self.copies.remove(&uid);
                 let Some(state) = self.runs.get_mut(&job_id).filter(|r| r.run == run) else {
                     return;
                 };
                 let Some(tracked) = state.tracked.get_mut(&uid) else {
                     return;
                 };
-                if complete {
+                // The kubelet ends a followed log when the container stops
+                // running; a stream that ends while the pod still reads as
+                // running was cut (an API server restarting, an idle
+                // timeout) and is copied on from where it stopped.
+                let still_running = tracked
+                    .last
+                    .as_ref()
+                    .is_some_and(|a| a.phase == ReplicaPhase::Running && !a.terminating);
+                if complete && !still_running {
                     tracked.logs_copied = true;
                     // Record that the copy is complete, so a restart does not
-                    // copy it again.
-                    if let Some(mut observation) = tracked.reported.clone() {
-                        observation.executor_state = Some(pod_state(tracked));
-                        tracked.reported = Some(observation.clone());
-                        if let Err(e) = self.shared.host.replica(observation).await {
-                            tracing::warn!("kubernetes: cannot record replica of {job_id}: {e:?}");
-                        }
+                    // copy it again. The copy usually ends after the attempt
+                    // was recorded as ended, which a replica report cannot
+                    // change any more; the executor state can.
+                    let state = pod_state(tracked);
+                    if let Some(observation) = tracked.reported.as_mut() {
+                        observation.executor_state = Some(state.clone());
+                    }
+                    let (index, attempt) = (tracked.completion_index, tracked.attempt);
+                    if let Err(e) = self.shared.host.executor_state(&job_id, index, attempt, state).await {
+                        tracing::warn!("kubernetes: cannot record replica of {job_id}: {e:?}");
                     }
                 } else {
-                    // The stream broke; the next pod update starts it again.
+                    // Started again on the next tick after a pause, or on
+                    // the pod's next update, whichever comes first; the
+                    // copy resumes after the last stored line.
                     tracked.log_started = false;
+                    let pause = LOG_RETRY_DELAY.saturating_mul(1 << tracked.log_failures.min(6)).min(LOG_RETRY_MAX_DELAY);
+                    tracked.log_failures += 1;
+                    tracked.log_retry_at = Some(crate::now_millis() + pause.as_millis() as i64);
                 }
             }
         }
@@ -1037,6 +1083,8 @@ impl Controller {
                     finished: false,
                     log_started: false,
                     logs_copied: false,
+                    log_retry_at: None,
+                    log_failures: 0,
                     stuck_since: None,
                 },
             );
@@ -1086,18 +1134,21 @@ impl Controller {
                 .and_then(|s| s.tracked.get_mut(&uid))
                 .expect("tracked above");
             tracked.log_started = true;
+            tracked.log_retry_at = None;
             let (pod, index, number) = (tracked.pod_name.clone(), tracked.completion_index, tracked.attempt);
             self.spawn_log_copy(&job_id, run_number, &uid, pod, index, number);
         }
     }
 
-    fn spawn_log_copy(&self, job_id: &str, run: i64, uid: &str, pod: String, index: i64, attempt: i64) {
+    fn spawn_log_copy(&mut self, job_id: &str, run: i64, uid: &str, pod: String, index: i64, attempt: i64) {
         let pods = self.shared.pods();
         let logs = self.shared.host.logs().clone();
         let commands = self.commands.clone();
+        let owner = job_id.to_string();
         let job_id = job_id.to_string();
+        let key = uid.to_string();
         let uid = uid.to_string();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let result = super::pod_logs::copy_pod_log(&pods, &pod, &logs, &job_id, index, attempt).await;
             if let Err(e) = &result {
                 tracing::warn!("kubernetes: {e}");
@@ -1111,6 +1162,44 @@ impl Controller {
                 });
             }
         });
+        if let Some((_, earlier)) = self.copies.insert(key, (owner, task.abort_handle())) {
+            earlier.abort();
+        }
+    }
+
+    /// Starts again the log copies that broke, once their pause is over,
+    /// for pods that still exist.
+    fn retry_log_copies(&mut self, now: i64) {
+        let mut due = Vec::new();
+        for state in self.runs.values_mut() {
+            if !state.log_collection {
+                continue;
+            }
+            for (uid, tracked) in state.tracked.iter_mut() {
+                if tracked.log_started || tracked.logs_copied || !tracked.log_retry_at.is_some_and(|at| at <= now) {
+                    continue;
+                }
+                if !self.pods.contains_key(uid) {
+                    // The pod is gone, and its log with it: what was copied
+                    // is all there is.
+                    tracked.log_retry_at = None;
+                    continue;
+                }
+                tracked.log_started = true;
+                tracked.log_retry_at = None;
+                due.push((
+                    state.job_id.clone(),
+                    state.run,
+                    uid.clone(),
+                    tracked.pod_name.clone(),
+                    tracked.completion_index,
+                    tracked.attempt,
+                ));
+            }
+        }
+        for (job_id, run, uid, pod, index, attempt) in due {
+            self.spawn_log_copy(&job_id, run, &uid, pod, index, attempt);
+        }
     }
 
     async fn on_job(&mut self, job: &Job) {
@@ -1268,6 +1357,7 @@ impl Controller {
     /// Ends runs whose pods wait on something that never resolves by itself.
     async fn on_tick(&mut self) {
         let now = crate::now_millis();
+        self.retry_log_copies(now);
         let limit = (self.shared.settings.stuck_pod_timeout_seconds as i64).saturating_mul(1000);
         let mut failing = Vec::new();
         for state in self.runs.values_mut() {

@@ -61,6 +61,24 @@ impl Store {
         .await
     }
 
+    /// Replaces what the executor keeps about an attempt, also after the
+    /// attempt ended: [`Self::upsert_replica`] leaves an ended attempt as it
+    /// is, but what the executor knows of it can still change after its end
+    /// (the Kubernetes executor finishes copying a pod's log once the
+    /// container has stopped, and records it here so a restart does not copy
+    /// it again).
+    pub async fn set_executor_state(&self, job_id: String, completion_index: i64, attempt: i64, state: String) -> AppResult<()> {
+        self.write(move |tx| {
+            tx.execute(
+                "UPDATE replicas SET executor_state = ?4, updated_at = ?5
+                 WHERE job_id = ?1 AND completion_index = ?2 AND attempt = ?3",
+                params![job_id, completion_index, attempt, state, crate::now_millis()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Every attempt of a job, by completion index then attempt.
     pub async fn replicas_of(&self, job_id: String) -> AppResult<Vec<ReplicaRow>> {
         self.read(move |conn| {

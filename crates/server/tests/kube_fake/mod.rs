@@ -6,6 +6,19 @@
 //! `data`, the pod log API). It records every request so tests can assert
 //! what the executor sent, and lets tests play the Job controller and the
 //! kubelet by changing pods, Jobs and events.
+//!
+//! The pod log API answers as the API server and the kubelet do together
+//! (`pkg/registry/core/pod/strategy.go` `LogLocation`, and the kubelet's
+//! `kuberuntime/logs`): a pod without a node is `400 "pod … does not have a
+//! host assigned"`, a container that has not started is `400 "container …
+//! is waiting to start: …"`; `timestamps=true` prefixes each line with its
+//! time in RFC 3339 with nine fractional digits; `sinceTime` is cut to whole
+//! seconds (the API server formats it with `time.RFC3339` for the kubelet)
+//! and lines before it are left out; `follow=true` keeps the stream open,
+//! sending lines as they are written, until the container is no longer
+//! running (terminated, the pod finished or gone). Tests write lines with
+//! [`FakeKube::append_log`] and cut open streams with
+//! [`FakeKube::break_log_streams`].
 
 #![allow(dead_code)]
 
@@ -87,6 +100,14 @@ struct Change {
     labels: BTreeMap<String, String>,
 }
 
+/// One line of a container's log, as the container runtime wrote it.
+#[derive(Debug, Clone)]
+struct LogEntry {
+    /// Unix nanoseconds.
+    time: i128,
+    text: String,
+}
+
 #[derive(Default)]
 struct Objects {
     requests: Vec<Recorded>,
@@ -94,7 +115,10 @@ struct Objects {
     next_uid: u64,
     store: BTreeMap<(Kind, String), Value>,
     history: Vec<Change>,
-    logs: BTreeMap<String, String>,
+    logs: BTreeMap<String, Vec<LogEntry>>,
+    /// Bumped by `break_log_streams`: open log streams of an older
+    /// generation fail.
+    log_generation: u64,
 }
 
 struct Shared {
@@ -167,10 +191,75 @@ impl FakeKube {
         self.shared.delete(kind, name)
     }
 
-    /// What the pod log API answers for a pod (lines with their times).
+    /// Replaces a pod's container log: lines of `<RFC 3339 time> <text>`
+    /// (a line without a time gets the previous line's).
     pub fn set_log(&self, pod: &str, text: &str) {
-        self.shared.objects.lock().unwrap().logs.insert(pod.to_string(), text.to_string());
+        let mut objects = self.shared.objects.lock().unwrap();
+        let entries = parse_log(text, 0);
+        objects.logs.insert(pod.to_string(), entries);
     }
+
+    /// Appends lines to a pod's container log, as a running container
+    /// writes them; followed streams send them.
+    pub fn append_log(&self, pod: &str, text: &str) {
+        let mut objects = self.shared.objects.lock().unwrap();
+        let log = objects.logs.entry(pod.to_string()).or_default();
+        let previous = log.last().map_or(0, |e| e.time);
+        log.extend(parse_log(text, previous));
+    }
+
+    /// Cuts every open log stream, as a dropped connection or an API server
+    /// going away would: the response ends with an error, mid-line if so.
+    pub fn break_log_streams(&self) {
+        self.shared.objects.lock().unwrap().log_generation += 1;
+    }
+
+    /// The log requests for one pod, in order.
+    pub fn log_requests(&self, pod: &str) -> Vec<Recorded> {
+        let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/{pod}/log");
+        self.requests().into_iter().filter(|r| r.path == path).collect()
+    }
+}
+
+/// Reads `<RFC 3339 time> <text>` lines.
+fn parse_log(text: &str, mut previous: i128) -> Vec<LogEntry> {
+    text.lines()
+        .map(|line| {
+            let (time, text) = match line.split_once(' ') {
+                Some((time, rest)) => match time.parse::<k8s_openapi::jiff::Timestamp>() {
+                    Ok(time) => (time.as_nanosecond(), rest),
+                    Err(_) => (previous, line),
+                },
+                None => (previous, line),
+            };
+            previous = time;
+            LogEntry { time, text: text.to_string() }
+        })
+        .collect()
+}
+
+/// A time as the kubelet writes it with `timestamps=true`: RFC 3339 with
+/// nine fractional digits, in UTC (Go's `RFC3339NanoFixed`).
+pub fn kubelet_time(nanos: i128) -> String {
+    let time = k8s_openapi::jiff::Timestamp::from_nanosecond(nanos).unwrap();
+    format!("{}.{:09}Z", time.strftime("%Y-%m-%dT%H:%M:%S"), time.subsec_nanosecond())
+}
+
+/// What the pod says of its job container: whether it has started, whether
+/// it still runs.
+fn container_state(pod: &Value) -> (Result<(), String>, bool) {
+    let finished = matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
+    let status = pod["status"]["containerStatuses"]
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["name"] == json!("job")));
+    let state = status.map(|c| &c["state"]);
+    let started = match state {
+        Some(state) if state.get("running").is_some() || state.get("terminated").is_some() => Ok(()),
+        Some(state) => Err(state["waiting"]["reason"].as_str().unwrap_or("ContainerCreating").to_string()),
+        None => Err("ContainerCreating".to_string()),
+    };
+    let terminated = state.is_some_and(|s| s.get("terminated").is_some());
+    (started, finished || terminated)
 }
 
 impl Shared {
@@ -362,7 +451,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     };
     let fake = FakeRef { shared: shared.clone() };
     match (method, name) {
-        (Method::GET, Some(name)) if log => fake.log(&name),
+        (Method::GET, Some(name)) if log => fake.log(&name, &query),
         (Method::GET, None) if query.get("watch").map(String::as_str) == Some("true") => fake.watch(kind, &query),
         (Method::GET, None) => fake.list(kind, &query),
         (Method::GET, Some(name)) => fake.get(kind, &name),
@@ -477,22 +566,119 @@ impl FakeRef {
         axum::Json(object).into_response()
     }
 
-    fn log(&self, pod: &str) -> Response {
-        let objects = self.shared.objects.lock().unwrap();
-        if !objects.store.contains_key(&(Kind::Pod, pod.to_string())) {
-            return not_found(Kind::Pod, pod);
+    fn log(&self, pod: &str, query: &BTreeMap<String, String>) -> Response {
+        let flag = |name: &str| query.get(name).map(String::as_str) == Some("true");
+        let (follow, timestamps) = (flag("follow"), flag("timestamps"));
+        // The API server hands the kubelet `sinceTime` at whole seconds.
+        let since: Option<i128> = match query.get("sinceTime") {
+            Some(text) => match text.parse::<k8s_openapi::jiff::Timestamp>() {
+                Ok(time) => Some(i128::from(time.as_second()) * 1_000_000_000),
+                Err(_) => return status(400, "BadRequest", format!("sinceTime: invalid value {text:?}")),
+            },
+            None => None,
+        };
+        let generation = {
+            let objects = self.shared.objects.lock().unwrap();
+            let Some(object) = objects.store.get(&(Kind::Pod, pod.to_string())) else {
+                return not_found(Kind::Pod, pod);
+            };
+            if let Some(container) = query.get("container") {
+                let known = object["spec"]["containers"]
+                    .as_array()
+                    .is_some_and(|all| all.iter().any(|c| c["name"].as_str() == Some(container.as_str())));
+                if !known {
+                    return status(400, "BadRequest", format!("container {container} is not valid for pod {pod}"));
+                }
+            }
+            if object["spec"]["nodeName"].as_str().unwrap_or("").is_empty() {
+                return status(400, "BadRequest", format!("pod {pod} does not have a host assigned"));
+            }
+            if let (Err(reason), _) = container_state(object) {
+                return status(
+                    400,
+                    "BadRequest",
+                    format!("container \"job\" in pod \"{pod}\" is waiting to start: {reason}"),
+                );
+            }
+            objects.log_generation
+        };
+        struct Cursor {
+            shared: Arc<Shared>,
+            pod: String,
+            next: usize,
+            pending: std::collections::VecDeque<Bytes>,
+            done: bool,
         }
-        let text = objects.logs.get(pod).cloned().unwrap_or_default();
-        drop(objects);
-        // Sent in small pieces, as a followed log arrives, split mid-line.
-        let chunks: Vec<Result<Bytes, std::io::Error>> = text
-            .as_bytes()
-            .chunks(7)
-            .map(|c| Ok(Bytes::copy_from_slice(c)))
-            .collect();
-        let stream = futures_util::stream::iter(chunks).then(|chunk| async move {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-            chunk
+        let cursor = Cursor {
+            shared: self.shared.clone(),
+            pod: pod.to_string(),
+            next: 0,
+            pending: Default::default(),
+            done: false,
+        };
+        let stream = futures_util::stream::unfold(cursor, move |mut cursor| async move {
+            loop {
+                if cursor.done {
+                    return None;
+                }
+                // What to do next, decided under the lock (which a stream
+                // must not hold across an await).
+                enum Next {
+                    Cut,
+                    Send(Bytes),
+                    Read(Vec<LogEntry>, bool),
+                }
+                let next = {
+                    let objects = cursor.shared.objects.lock().unwrap();
+                    if objects.log_generation != generation {
+                        Next::Cut
+                    } else if let Some(chunk) = cursor.pending.pop_front() {
+                        Next::Send(chunk)
+                    } else {
+                        let log = objects.logs.get(&cursor.pod).cloned().unwrap_or_default();
+                        let entries: Vec<LogEntry> = log.get(cursor.next..).unwrap_or_default().to_vec();
+                        let running = objects
+                            .store
+                            .get(&(Kind::Pod, cursor.pod.clone()))
+                            .is_some_and(|pod| !container_state(pod).1);
+                        Next::Read(entries, running)
+                    }
+                };
+                let (entries, running) = match next {
+                    Next::Cut => {
+                        cursor.done = true;
+                        let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the fake cut the log stream");
+                        return Some((Err(cut), cursor));
+                    }
+                    Next::Send(chunk) => {
+                        // Sent in small pieces, as a followed log arrives,
+                        // split mid-line.
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        return Some((Ok(chunk), cursor));
+                    }
+                    Next::Read(entries, running) => (entries, running),
+                };
+                cursor.next += entries.len();
+                let mut text = String::new();
+                for entry in entries.iter().filter(|e| since.is_none_or(|since| e.time >= since)) {
+                    if timestamps {
+                        text.push_str(&kubelet_time(entry.time));
+                        text.push(' ');
+                    }
+                    text.push_str(&entry.text);
+                    text.push('\n');
+                }
+                if !text.is_empty() {
+                    cursor.pending.extend(text.as_bytes().chunks(7).map(Bytes::copy_from_slice));
+                    continue;
+                }
+                // Everything written so far was sent: the kubelet ends the
+                // stream unless it follows a container that still runs.
+                if !follow || !running {
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         });
         Response::builder()
             .header(header::CONTENT_TYPE, "text/plain")
