@@ -1028,3 +1028,103 @@ async fn specs_the_cluster_cannot_run_are_refused_on_their_fields() {
         assert!(errors.keys().all(|k| k.starts_with("spec.")), "{errors:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_failure_analysis_reads_tracebacks_and_cuda_oom_from_pod_logs() {
+    let mut h = harness("").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    // Kubernetes merges standard output and error: the traceback arrives
+    // between the program's progress lines and those of the other ranks
+    // of the pod, all stored as standard output.
+    h.fake.set_log(
+        "train-ab12c-6-y3u5i",
+        "2026-01-10T10:00:04.100000000Z loading data\n\
+         2026-01-10T10:00:30.000000000Z epoch 1 loss 0.91\n\
+         2026-01-10T10:00:59.000000001Z Traceback (most recent call last):\n\
+         2026-01-10T10:00:59.000000002Z   File \"/app/train.py\", line 42, in <module>\n\
+         2026-01-10T10:00:59.000000003Z     main()\n\
+         2026-01-10T10:00:59.000000004Z [rank1] epoch 1 step 120 loss 0.88\n\
+         2026-01-10T10:00:59.000000005Z   File \"/app/train.py\", line 30, in main\n\
+         2026-01-10T10:00:59.000000006Z     configure(lr)\n\
+         2026-01-10T10:00:59.000000007Z ValueError: learning rate must be positive, got -1\n",
+    );
+    // A second replica runs out of GPU memory, later.
+    let mut cuda = fixture_pods().into_iter().find(|p| p["metadata"]["name"] == json!("train-ab12c-6-y3u5i")).unwrap();
+    cuda["metadata"]["name"] = json!("train-ab12c-9-c4d8a");
+    cuda["metadata"]["uid"] = json!("aaaaaaaa-0000-4000-8000-0000000000a9");
+    cuda["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] = json!("9");
+    cuda["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = json!("9");
+    cuda["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = json!("2026-01-10T10:03:00Z");
+    h.fake.set_log(
+        "train-ab12c-9-c4d8a",
+        "2026-01-10T10:02:58Z epoch 1 step 1 loss 2.31\n\
+         2026-01-10T10:02:59.5Z Traceback (most recent call last):\n\
+         2026-01-10T10:02:59.5Z   File \"/app/train.py\", line 77, in forward\n\
+         2026-01-10T10:02:59.5Z     out = self.attn(q, k, v)\n\
+         2026-01-10T10:02:59.5Z torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 3.12 GiB is free.\n",
+    );
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    h.create_fixture_pods(&["train-ab12c-6-y3u5i"]);
+    let job_uid = h.fake.object(Kind::Job, JOB_ID).unwrap()["metadata"]["uid"].clone();
+    cuda["metadata"]["ownerReferences"][0]["uid"] = job_uid;
+    h.fake.put(Kind::Pod, cuda);
+    let copied = |r: &ReplicaRow| {
+        serde_json::from_str::<Value>(r.executor_state.as_deref().unwrap()).unwrap()["logs_copied"] == json!(true)
+    };
+    eventually!("both logs copied", {
+        let replicas = h.replicas().await;
+        replicas.len() == 2 && replicas.iter().all(copied)
+    });
+    let lines = stored_lines(&h.logs, 6, 0);
+    assert_eq!(lines.len(), 9);
+    let mut reader = h.logs.open(JOB_ID, 6, 0).unwrap().unwrap();
+    assert!(
+        reader.lines(1, 9).unwrap().iter().all(|l| l.stream == jobdeck_server::logs::Stream::Stdout),
+        "the pod log API does not say which stream a line came from"
+    );
+
+    h.fake.patch(
+        Kind::Job,
+        JOB_ID,
+        json!({"status": {"failed": 2, "conditions": [{"type": "Failed", "status": "True",
+            "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}]}}),
+    );
+    let (_, _, outcome) = h.outcome().await;
+    assert!(matches!(outcome, RunOutcome::Failed { .. }), "{outcome:?}");
+
+    let facts = jobdeck_server::failure::analysis::JobFacts {
+        job_id: JOB_ID.into(),
+        state: "Failed".into(),
+        reason: Some("BackoffLimitExceeded".into()),
+        shape_name: "gpu.1xh100".into(),
+        memory_mb: 65536,
+        gpus: 1,
+        accelerator_memory_mb: Some(81920),
+        log_collection: true,
+        ..Default::default()
+    };
+    let replicas = h.replicas().await;
+    let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
+    let analysis = jobdeck_server::failure::analysis::analyse(&facts, &replicas, &events, &h.logs);
+
+    // The first failure explains the job: a plain traceback, the program's.
+    assert_eq!(analysis.err_class, "ERR_PROGRAM", "{analysis:#?}");
+    assert!(analysis.program_error);
+    assert!(analysis.summary.contains("ValueError: learning rate must be positive"), "{}", analysis.summary);
+    let classes: Vec<(i64, Option<&str>)> =
+        analysis.failed_replicas.iter().map(|f| (f.completion_index, f.err_class.as_deref())).collect();
+    assert_eq!(classes, [(6, Some("ERR_PROGRAM")), (9, Some("ERR_CUDA_OOM"))]);
+
+    // Each excerpt points at its error line; the other rank's line inside
+    // the traceback does not cut it short.
+    let traceback = &analysis.log_streams[0];
+    assert_eq!((traceback.replica_id.as_str(), traceback.pattern.as_str()), ("train-ab12c-6-0", "Python traceback"));
+    assert_eq!(traceback.error_line, 9);
+    assert_eq!(traceback.lines.first().map(|l| l.line), Some(1), "three lines of context before the header");
+    assert!(traceback.lines.iter().any(|l| l.text == "[rank1] epoch 1 step 120 loss 0.88"));
+    let oom = &analysis.log_streams[1];
+    assert_eq!((oom.replica_id.as_str(), oom.pattern.as_str()), ("train-ab12c-9-0", "CUDA out of memory"));
+    assert_eq!(oom.error_line, 5);
+    assert!(oom.lines.last().unwrap().text.starts_with("torch.OutOfMemoryError: CUDA out of memory"));
+}

@@ -149,7 +149,10 @@ fn clip(text: &str) -> String {
 struct OpenTraceback {
     header: u64,
     /// Whether it is on standard error; lines of the other stream that the
-    /// reader interleaved into it are not part of it.
+    /// reader interleaved into it are not part of it. Logs copied from the
+    /// Kubernetes pod log API have one stream (every line is stored as
+    /// standard output), so there an interleaved line is judged by its shape
+    /// alone (docs/kubernetes.md, "Failure analysis").
     stderr: bool,
     /// The kind the lines inside it suggest (an NCCL frame, …).
     hint: Option<FindingKind>,
