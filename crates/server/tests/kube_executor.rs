@@ -1128,3 +1128,51 @@ async fn the_failure_analysis_reads_tracebacks_and_cuda_oom_from_pod_logs() {
     assert_eq!(oom.error_line, 5);
     assert!(oom.lines.last().unwrap().text.starts_with("torch.OutOfMemoryError: CUDA out of memory"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_are_watched_by_kind_and_one_that_comes_before_its_pod_is_kept() {
+    let h = harness("").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    // The scheduler's event about a pod reaches Jobdeck before the pod
+    // does (the watches of events and of pods are separate streams).
+    h.fake.put(
+        Kind::Event,
+        json!({"metadata": {"name": "train-ab12c-3-q2w6e.1"},
+               "involvedObject": {"kind": "Pod", "name": "train-ab12c-3-q2w6e", "namespace": "ml", "uid": "aaaaaaaa-0000-4000-8000-0000000000a3"},
+               "reason": "Scheduled", "type": "Normal", "count": 1,
+               "message": "Successfully assigned ml/train-ab12c-3-q2w6e to gpu-node-2",
+               "lastTimestamp": now_rfc3339()}),
+    );
+    // Events about other kinds of objects are not sent to Jobdeck at all.
+    h.fake.put(
+        Kind::Event,
+        json!({"metadata": {"name": "gpu-node-2.1"},
+               "involvedObject": {"kind": "Node", "name": "gpu-node-2", "uid": "node-uid"},
+               "reason": "NodeNotReady", "type": "Warning", "count": 1, "message": "node is not ready",
+               "lastTimestamp": now_rfc3339()}),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    h.create_fixture_pods(&["train-ab12c-3-q2w6e"]);
+    eventually!("the early event, recorded once its pod came", {
+        let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
+        events.iter().any(|e| e.reason == "Scheduled" && e.regarding_name == "train-ab12c-3-0")
+    });
+    let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
+    assert_eq!(events.iter().filter(|e| e.reason == "Scheduled").count(), 1);
+    assert!(events.iter().all(|e| e.reason != "NodeNotReady"));
+
+    // Every list and watch of events names the kind it wants.
+    let selectors: std::collections::BTreeSet<Option<String>> = h
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/api/v1/namespaces/ml/events")
+        .map(|r| r.query.get("fieldSelector").cloned())
+        .collect();
+    assert_eq!(
+        selectors,
+        [Some("involvedObject.kind=Job".to_string()), Some("involvedObject.kind=Pod".to_string())].into()
+    );
+}

@@ -10,7 +10,8 @@
 //!   the Job (and its record of completed indexes) until the next start or
 //!   `forget`.
 //! * One controller task keeps the view of the cluster: it watches the
-//!   Jobs and pods Jobdeck manages and the namespace's events, turns pods
+//!   Jobs and pods Jobdeck manages and the namespace's Job and pod events
+//!   (keeping those about its own objects), turns pods
 //!   into replica observations (completion index from the
 //!   `batch.kubernetes.io/job-completion-index` annotation, attempt numbers
 //!   in creation order), copies every replica's log into the log store, ends
@@ -41,7 +42,7 @@ use super::mapping::{
 use super::settings::KubernetesSettings;
 use super::spec_values::SpecValues;
 use super::status::{self, JobEnd, PodAttempt, RunFailure};
-use super::watch::{self, Change};
+use super::watch::{self, Change, Selector};
 use crate::config::{Config, ExecutorKind};
 use crate::executor::{
     replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorEvent, ExecutorHost, JobLaunch,
@@ -56,6 +57,10 @@ const TICK: Duration = Duration::from_secs(2);
 /// At most this many repetitions of one Kubernetes event are recorded per
 /// observation; the store folds repetitions into a count.
 const MAX_EVENT_REPEATS: i64 = 20;
+/// How long an event about an object Jobdeck does not know is kept, in case
+/// its object arrives after it (the watches of events and of pods are
+/// separate streams).
+const EVENT_GRACE: Duration = Duration::from_secs(60);
 /// How long a log copy that broke waits before it is started again; the
 /// pause doubles with each break, up to the maximum.
 const LOG_RETRY_DELAY: Duration = Duration::from_secs(1);
@@ -787,10 +792,12 @@ struct Controller {
     /// after the watchers listed them (a recovery) still sees them.
     jobs: HashMap<String, Job>,
     pods: HashMap<String, Pod>,
-    /// The namespace's current events (Kubernetes keeps them about an
-    /// hour), so a recovered run records what happened while the server
-    /// was down.
-    events: HashMap<String, Event>,
+    /// The current events about Jobdeck's Jobs and pods (Kubernetes keeps
+    /// events about an hour), so a recovered run records what happened while
+    /// the server was down, with when each arrived (Unix ms). Events about
+    /// other objects are dropped once [`EVENT_GRACE`] has passed without
+    /// their object showing up.
+    events: HashMap<String, (Event, i64)>,
     /// Kubernetes event uid → the count already recorded.
     event_counts: HashMap<String, i64>,
     /// The log copies that run: pod uid → (job id, the task). They end with
@@ -814,14 +821,28 @@ impl Controller {
     }
 
     async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        let selector = format!("{LABEL_MANAGED_BY}={MANAGED_BY_VALUE}");
+        let managed = Selector {
+            labels: Some(format!("{LABEL_MANAGED_BY}={MANAGED_BY_VALUE}")),
+            fields: None,
+        };
+        // Events carry no labels of their object, and field selectors
+        // select by one value, so Jobdeck's events cannot be asked for
+        // directly: two watches narrow them to Job and pod events, and the
+        // controller keeps those about its own objects (docs/kubernetes.md,
+        // "Replicas, readiness and events").
+        let events_about = |kind: &str| Selector {
+            labels: None,
+            fields: Some(format!("involvedObject.kind={kind}")),
+        };
         let (job_tx, mut job_rx) = mpsc::unbounded_channel();
         let (pod_tx, mut pod_rx) = mpsc::unbounded_channel();
-        let (event_tx, mut event_rx) = mpsc::unbounded_channel();
+        let (job_event_tx, mut job_event_rx) = mpsc::unbounded_channel();
+        let (pod_event_tx, mut pod_event_rx) = mpsc::unbounded_channel();
         let watchers = [
-            tokio::spawn(watch::run(self.shared.jobs(), Some(selector.clone()), job_tx, "jobs")),
-            tokio::spawn(watch::run(self.shared.pods(), Some(selector), pod_tx, "pods")),
-            tokio::spawn(watch::run(self.shared.events(), None, event_tx, "events")),
+            tokio::spawn(watch::run(self.shared.jobs(), managed.clone(), job_tx, "jobs")),
+            tokio::spawn(watch::run(self.shared.pods(), managed, pod_tx, "pods")),
+            tokio::spawn(watch::run(self.shared.events(), events_about("Job"), job_event_tx, "Job events")),
+            tokio::spawn(watch::run(self.shared.events(), events_about("Pod"), pod_event_tx, "pod events")),
         ];
         let mut tick = tokio::time::interval(TICK);
         loop {
@@ -832,7 +853,8 @@ impl Controller {
                 },
                 Some(change) = pod_rx.recv() => self.on_pods(change).await,
                 Some(change) = job_rx.recv() => self.on_jobs(change).await,
-                Some(change) = event_rx.recv() => self.on_events(change).await,
+                Some(change) = job_event_rx.recv() => self.on_events("Job", change).await,
+                Some(change) = pod_event_rx.recv() => self.on_events("Pod", change).await,
                 _ = tick.tick() => self.on_tick().await,
             }
         }
@@ -955,7 +977,7 @@ impl Controller {
         for pod in pods {
             self.on_pod(&pod, false).await;
         }
-        let mut events: Vec<Event> = self.events.values().cloned().collect();
+        let mut events: Vec<Event> = self.events.values().map(|(e, _)| e.clone()).collect();
         events.sort_by_key(|e| e.metadata.resource_version.clone().and_then(|v| v.parse::<u64>().ok()));
         for event in events {
             self.on_event(&event).await;
@@ -1061,7 +1083,8 @@ impl Controller {
         };
         let now = crate::now_millis();
         let uid = attempt.pod_uid.clone();
-        if !state.tracked.contains_key(&uid) {
+        let newly_tracked = !state.tracked.contains_key(&uid);
+        if newly_tracked {
             if deleted {
                 // A pod we never saw alive: nothing to report.
                 return;
@@ -1137,6 +1160,9 @@ impl Controller {
             tracked.log_retry_at = None;
             let (pod, index, number) = (tracked.pod_name.clone(), tracked.completion_index, tracked.attempt);
             self.spawn_log_copy(&job_id, run_number, &uid, pod, index, number);
+        }
+        if newly_tracked {
+            self.replay_pod_events(&uid, &attempt.pod_name).await;
         }
     }
 
@@ -1358,6 +1384,7 @@ impl Controller {
     async fn on_tick(&mut self) {
         let now = crate::now_millis();
         self.retry_log_copies(now);
+        self.prune_events(now);
         let limit = (self.shared.settings.stuck_pod_timeout_seconds as i64).saturating_mul(1000);
         let mut failing = Vec::new();
         for state in self.runs.values_mut() {
@@ -1389,22 +1416,97 @@ impl Controller {
         }
     }
 
-    async fn on_events(&mut self, change: Change<Event>) {
-        let key = |e: &Event| e.metadata.uid.clone().or_else(|| e.metadata.name.clone()).unwrap_or_default();
+    /// Takes in what one events watch (of Job or of pod events) reports.
+    async fn on_events(&mut self, kind: &str, change: Change<Event>) {
+        let now = crate::now_millis();
         let events = match change {
             Change::Listed(events) => {
-                self.events = events.iter().map(|e| (key(e), e.clone())).collect();
+                // A list replaces what this watch reported before, not
+                // what the other one did.
+                self.events
+                    .retain(|_, (e, _)| e.involved_object.kind.as_deref() != Some(kind));
+                for event in &events {
+                    self.events.insert(event_key(event), (event.clone(), now));
+                }
+                // Repetition counts are kept while their event may come
+                // again; an event in neither list is gone from Kubernetes.
+                let events_now = &self.events;
+                self.event_counts.retain(|key, _| events_now.contains_key(key));
                 events
             }
             Change::Applied(event) => {
-                self.events.insert(key(&event), event.clone());
+                self.events.insert(event_key(&event), (event.clone(), now));
                 vec![event]
             }
             Change::Deleted(event) => {
-                self.events.remove(&key(&event));
+                // Kubernetes deleted it (events live about an hour): no
+                // repetition of it can come any more.
+                let key = event_key(&event);
+                self.events.remove(&key);
+                self.event_counts.remove(&key);
                 return;
             }
         };
+        for event in events {
+            self.on_event(&event).await;
+        }
+    }
+
+    /// Drops cached events about objects that are not Jobdeck's (other
+    /// workloads of the namespace), once an event has had time to be
+    /// matched with an object that arrived after it. Jobdeck's objects are
+    /// the Jobs and pods its label-selected watches see, and those of the
+    /// runs it follows (a deleted pod's events stay while its run is
+    /// followed, so a new list of events does not record them twice).
+    fn prune_events(&mut self, now: i64) {
+        use std::collections::HashSet;
+        let mut pod_uids: HashSet<&str> = self.pods.keys().map(String::as_str).collect();
+        let mut pod_names: HashSet<&str> = self.pods.values().filter_map(|p| p.metadata.name.as_deref()).collect();
+        for state in self.runs.values() {
+            pod_uids.extend(state.tracked.keys().map(String::as_str));
+            pod_names.extend(state.tracked.values().map(|t| t.pod_name.as_str()));
+        }
+        let managed = |event: &Event| {
+            let involved = &event.involved_object;
+            match involved.kind.as_deref() {
+                Some("Job") => involved
+                    .name
+                    .as_ref()
+                    .is_some_and(|name| self.jobs.contains_key(name) || self.runs.contains_key(name)),
+                Some("Pod") => {
+                    involved.uid.as_deref().is_some_and(|uid| pod_uids.contains(uid))
+                        || involved.name.as_deref().is_some_and(|name| pod_names.contains(name))
+                }
+                _ => false,
+            }
+        };
+        let grace = EVENT_GRACE.as_millis() as i64;
+        let stale: Vec<String> = self
+            .events
+            .iter()
+            .filter(|(_, (event, arrived))| now - arrived >= grace && !managed(event))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in stale {
+            self.events.remove(&key);
+            self.event_counts.remove(&key);
+        }
+    }
+
+    /// Records the cached events about a pod that was just given an attempt
+    /// number: an event can arrive before the watch of pods delivers its pod.
+    async fn replay_pod_events(&mut self, uid: &str, name: &str) {
+        let mut events: Vec<Event> = self
+            .events
+            .values()
+            .map(|(e, _)| e)
+            .filter(|e| {
+                e.involved_object.kind.as_deref() == Some("Pod")
+                    && (e.involved_object.uid.as_deref() == Some(uid) || e.involved_object.name.as_deref() == Some(name))
+            })
+            .cloned()
+            .collect();
+        events.sort_by_key(|e| e.metadata.resource_version.clone().and_then(|v| v.parse::<u64>().ok()));
         for event in events {
             self.on_event(&event).await;
         }
@@ -1454,7 +1556,7 @@ impl Controller {
         if observed < state.since_ms.saturating_sub(60_000) {
             return;
         }
-        let uid = event.metadata.uid.clone().unwrap_or_else(|| event.metadata.name.clone().unwrap_or_default());
+        let uid = event_key(event);
         let seen = self.event_counts.get(&uid).copied().unwrap_or(0);
         if translated.count <= seen {
             return;
@@ -1484,6 +1586,16 @@ impl Controller {
             }
         }
     }
+}
+
+/// What identifies a Kubernetes event across its repetitions.
+fn event_key(event: &Event) -> String {
+    event
+        .metadata
+        .uid
+        .clone()
+        .or_else(|| event.metadata.name.clone())
+        .unwrap_or_default()
 }
 
 fn label<'a>(meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str) -> Option<&'a str> {

@@ -29,9 +29,44 @@ pub enum Change<K> {
 /// usually a little longer, so the watch ends on Jobdeck's terms.
 const WATCH_TIMEOUT_SECONDS: u32 = 290;
 
-/// Watches the objects `api` sees that match `label_selector`, sending every
+/// Which objects a watch asks for; the API server filters, so the others
+/// never travel.
+#[derive(Debug, Clone, Default)]
+pub struct Selector {
+    /// A label selector (`app.kubernetes.io/managed-by=jobdeck`).
+    pub labels: Option<String>,
+    /// A field selector (`involvedObject.kind=Pod`); each kind of object
+    /// supports its own few fields.
+    pub fields: Option<String>,
+}
+
+impl Selector {
+    fn list_params(&self) -> ListParams {
+        let mut params = ListParams::default();
+        if let Some(labels) = &self.labels {
+            params = params.labels(labels);
+        }
+        if let Some(fields) = &self.fields {
+            params = params.fields(fields);
+        }
+        params
+    }
+
+    fn watch_params(&self) -> WatchParams {
+        let mut params = WatchParams::default().timeout(WATCH_TIMEOUT_SECONDS);
+        if let Some(labels) = &self.labels {
+            params = params.labels(labels);
+        }
+        if let Some(fields) = &self.fields {
+            params = params.fields(fields);
+        }
+        params
+    }
+}
+
+/// Watches the objects `api` sees that match `selector`, sending every
 /// change to `tx`, until `tx` is closed.
-pub async fn run<K>(api: Api<K>, label_selector: Option<String>, tx: mpsc::UnboundedSender<Change<K>>, what: &'static str)
+pub async fn run<K>(api: Api<K>, selector: Selector, tx: mpsc::UnboundedSender<Change<K>>, what: &'static str)
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
 {
@@ -40,11 +75,7 @@ where
         if tx.is_closed() {
             return;
         }
-        let mut list_params = ListParams::default();
-        if let Some(selector) = &label_selector {
-            list_params = list_params.labels(selector);
-        }
-        let mut version = match api.list(&list_params).await {
+        let mut version = match api.list(&selector.list_params()).await {
             Ok(list) => {
                 backoff = Duration::from_millis(250);
                 let version = list.metadata.resource_version.clone().unwrap_or_default();
@@ -61,11 +92,7 @@ where
             }
         };
         loop {
-            let mut watch_params = WatchParams::default().timeout(WATCH_TIMEOUT_SECONDS);
-            if let Some(selector) = &label_selector {
-                watch_params = watch_params.labels(selector);
-            }
-            let stream = match api.watch(&watch_params, &version).await {
+            let stream = match api.watch(&selector.watch_params(), &version).await {
                 Ok(stream) => stream,
                 Err(e) => {
                     tracing::warn!("kubernetes: cannot watch {what}: {e}");

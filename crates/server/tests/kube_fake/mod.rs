@@ -98,6 +98,7 @@ struct Change {
     kind: Kind,
     line: String,
     labels: BTreeMap<String, String>,
+    object: Value,
 }
 
 /// One line of a container's log, as the container runtime wrote it.
@@ -329,6 +330,7 @@ impl Shared {
             kind,
             line: format!("{}\n", json!({"type": change, "object": object})),
             labels,
+            object,
         };
         objects.history.push(event.clone());
         let _ = self.changes.send(event);
@@ -375,6 +377,71 @@ fn matches_selector(labels: &BTreeMap<String, String>, selector: Option<&String>
         Some((key, value)) => labels.get(key).map(String::as_str) == Some(value.trim_start_matches('=')),
         None => labels.contains_key(term),
     })
+}
+
+/// One term of a field selector: `field=value`, `field==value` or
+/// `field!=value`.
+#[derive(Debug, Clone)]
+struct FieldTerm {
+    field: String,
+    value: String,
+    equal: bool,
+}
+
+/// The value of a selectable field, or `Err` when the API server does not
+/// let this kind be selected by it (each kind registers its own few
+/// fields: `pkg/registry/core/event/strategy.go` for events).
+fn field_value(kind: Kind, object: &Value, field: &str) -> Result<String, ()> {
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    match (kind, field) {
+        (_, "metadata.name") => Ok(text(&object["metadata"]["name"])),
+        (_, "metadata.namespace") => Ok(text(&object["metadata"]["namespace"])),
+        (Kind::Event, "involvedObject.kind") => Ok(text(&object["involvedObject"]["kind"])),
+        (Kind::Event, "involvedObject.namespace") => Ok(text(&object["involvedObject"]["namespace"])),
+        (Kind::Event, "involvedObject.name") => Ok(text(&object["involvedObject"]["name"])),
+        (Kind::Event, "involvedObject.uid") => Ok(text(&object["involvedObject"]["uid"])),
+        (Kind::Event, "involvedObject.apiVersion") => Ok(text(&object["involvedObject"]["apiVersion"])),
+        (Kind::Event, "involvedObject.resourceVersion") => Ok(text(&object["involvedObject"]["resourceVersion"])),
+        (Kind::Event, "involvedObject.fieldPath") => Ok(text(&object["involvedObject"]["fieldPath"])),
+        (Kind::Event, "reason") => Ok(text(&object["reason"])),
+        (Kind::Event, "reportingComponent") => Ok(text(&object["reportingComponent"])),
+        (Kind::Event, "source") => Ok(text(&object["source"]["component"])),
+        (Kind::Event, "type") => Ok(text(&object["type"])),
+        (Kind::Pod, "spec.nodeName") => Ok(text(&object["spec"]["nodeName"])),
+        (Kind::Pod, "status.phase") => Ok(text(&object["status"]["phase"])),
+        _ => Err(()),
+    }
+}
+
+/// Parses a field selector, refusing fields the kind cannot be selected by
+/// with the API server's answer.
+fn field_selector(kind: Kind, query: &BTreeMap<String, String>) -> Result<Vec<FieldTerm>, Response> {
+    let Some(selector) = query.get("fieldSelector") else {
+        return Ok(Vec::new());
+    };
+    let mut terms = Vec::new();
+    for term in selector.split(',').filter(|t| !t.is_empty()) {
+        let (field, value, equal) = if let Some((f, v)) = term.split_once("!=") {
+            (f, v, false)
+        } else if let Some((f, v)) = term.split_once("==") {
+            (f, v, true)
+        } else if let Some((f, v)) = term.split_once('=') {
+            (f, v, true)
+        } else {
+            return Err(status(400, "BadRequest", format!("invalid field selector: '{term}'")));
+        };
+        if field_value(kind, &json!({}), field).is_err() {
+            return Err(status(400, "BadRequest", format!("field label not supported: {field}")));
+        }
+        terms.push(FieldTerm { field: field.to_string(), value: value.to_string(), equal });
+    }
+    Ok(terms)
+}
+
+fn matches_fields(kind: Kind, object: &Value, terms: &[FieldTerm]) -> bool {
+    terms
+        .iter()
+        .all(|t| field_value(kind, object, &t.field).is_ok_and(|v| (v == t.value) == t.equal))
 }
 
 fn status(code: u16, reason: &str, message: String) -> Response {
@@ -478,12 +545,16 @@ impl FakeRef {
     }
 
     fn list(&self, kind: Kind, query: &BTreeMap<String, String>) -> Response {
+        let fields = match field_selector(kind, query) {
+            Ok(fields) => fields,
+            Err(refused) => return refused,
+        };
         let objects = self.shared.objects.lock().unwrap();
         let selector = query.get("labelSelector");
         let items: Vec<Value> = objects
             .store
             .iter()
-            .filter(|((k, _), o)| *k == kind && matches_selector(&labels_of(o), selector))
+            .filter(|((k, _), o)| *k == kind && matches_selector(&labels_of(o), selector) && matches_fields(kind, o, &fields))
             .map(|(_, o)| {
                 // List items carry no apiVersion/kind, as the API server's.
                 let mut item = o.clone();
@@ -689,6 +760,10 @@ impl FakeRef {
     /// A watch from `resourceVersion`: the changes after it, then the live
     /// ones, until `timeoutSeconds`.
     fn watch(&self, kind: Kind, query: &BTreeMap<String, String>) -> Response {
+        let fields = match field_selector(kind, query) {
+            Ok(fields) => fields,
+            Err(refused) => return refused,
+        };
         let from: u64 = query.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
         let selector = query.get("labelSelector").cloned();
         let timeout: u64 = query.get("timeoutSeconds").and_then(|v| v.parse().ok()).unwrap_or(290);
@@ -699,7 +774,9 @@ impl FakeRef {
             (backlog, live)
         };
         let last_backlog = backlog.last().map(|c| c.version).unwrap_or(from);
-        let wanted = move |c: &Change| c.kind == kind && matches_selector(&c.labels, selector.as_ref());
+        let wanted = move |c: &Change| {
+            c.kind == kind && matches_selector(&c.labels, selector.as_ref()) && matches_fields(kind, &c.object, &fields)
+        };
         let wanted_live = wanted.clone();
         let backlog = futures_util::stream::iter(backlog.into_iter().filter(wanted));
         let live = tokio_stream_from(live)
