@@ -12,4 +12,4 @@ echo "==> building the console"
 trunk build --release --offline
 echo "==> building the server"
 cargo build --release -p jobdeck-server
-exec target/release/jobdeck serve --console-dir dist "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/jobdeck" serve --console-dir dist "$@"
