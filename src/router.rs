@@ -167,9 +167,32 @@ fn go(state: RouterState, href: &str, replace: bool) {
     }
 }
 
-/// The current URL, as a signal.
-pub fn use_url() -> RwSignal<Url> {
-    expect_context::<RouterState>().url
+/// The URL as the view asking sees it: the browser's, or, under a
+/// `lazy_switch` (a page, a job tab), the one that view was shown for.
+pub fn use_url() -> Signal<Url> {
+    match use_context::<ShownUrl>() {
+        Some(ShownUrl(url)) => url.into(),
+        None => expect_context::<RouterState>().url.into(),
+    }
+}
+
+/// The URL of a view shown by a `lazy_switch`, provided to that view.
+///
+/// A link to another page changes the address before the next page's module
+/// has arrived, and the old page stays on screen until it has. Through this,
+/// the old page keeps seeing its own address in that time instead of acting
+/// on the next page's (a tab putting its own address back, a list fetching
+/// with another page's query).
+#[derive(Clone, Copy)]
+pub struct ShownUrl(pub Memo<Url>);
+
+/// A URL that follows `url` while `still_shown` holds, and keeps its last
+/// value once it does not.
+pub fn shown_url(url: Signal<Url>, still_shown: impl Fn() -> bool + Send + Sync + 'static) -> Memo<Url> {
+    Memo::new(move |last: Option<&Url>| match last {
+        Some(last) if !still_shown() => last.clone(),
+        _ => url.get(),
+    })
 }
 
 /// Goes to `href` (a path on this site), adding a history entry.

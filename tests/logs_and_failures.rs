@@ -80,6 +80,52 @@ fn a_permalink_opens_the_same_lines_highlighted_and_clicks_make_new_ones() {
 }
 
 #[test]
+fn links_out_of_every_page_and_tab_go_where_they_point() {
+    let server = Server::start();
+    let id = run_script(&server, "leaving", "echo one; echo two; exit 3", "Failed");
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    let top_bar_link = |href: &str| format!("header nav a[href='{href}']");
+    let listed = format!("tbody a[href='/jobs/{id}']");
+    // Each page opened cold loads its own module. A link changes the address
+    // before the old page is taken down; the old page must not act on the
+    // new address meanwhile (the logs tab once put its own address back).
+    let starts = [
+        format!("/jobs/{id}"),
+        format!("/jobs/{id}/replicas"),
+        format!("/jobs/{id}/events"),
+        format!("/jobs/{id}/logs"),
+        format!("/jobs/{id}/failure"),
+        "/jobs/new".to_string(),
+    ];
+    for start in &starts {
+        browser.goto(&format!("{}{start}", server.base_url));
+        browser.wait_until(&format!("{start} to show"), || browser.try_find("h1").map(|_| ()));
+        if start.ends_with("/logs") {
+            // The tab picks a replica into the address.
+            browser.wait_until("the replica in the address", || {
+                browser.current_url().contains(&format!("replica={id}-0-0")).then_some(())
+            });
+            wait_for_line(&browser, 2, "two");
+        }
+        browser.click(&browser.find(&top_bar_link("/jobs")));
+        browser.wait_until(&format!("the deployments list after {start}"), || browser.try_find(&listed).map(|_| ()));
+        assert_eq!(browser.current_url(), format!("{}/jobs", server.base_url), "leaving {start}");
+    }
+    // Within the job page: from the logs tab to another tab, and on to the
+    // form.
+    browser.click(&browser.find(&listed));
+    browser.click(&browser.find("nav.tabs a[href$='/logs']"));
+    wait_for_line(&browser, 2, "two");
+    browser.click(&browser.find("nav.tabs a[href$='/events']"));
+    browser.wait_until("the events tab", || browser.current_url().ends_with("/events").then_some(()));
+    browser.wait_for_text("Events");
+    browser.click(&browser.find(&top_bar_link("/jobs/new")));
+    browser.wait_until("the form", || browser.try_find("#job-name").map(|_| ()));
+    assert_eq!(browser.current_url(), format!("{}/jobs/new", server.base_url));
+}
+
+#[test]
 fn follow_mode_shows_new_lines_as_they_are_written() {
     let server = Server::start();
     let id = run_script(

@@ -11,6 +11,8 @@ use std::future::Future;
 
 use leptos::prelude::*;
 
+use crate::router::{shown_url, use_url, ShownUrl};
+
 /// Shows `show(key)` for the current `key`, once `preload(key)` (the module
 /// download, instant after the first time) has finished.
 pub fn lazy_switch<K, Preload, Loading, Show, Shown>(key: Memo<K>, preload: Preload, show: Show) -> impl IntoView
@@ -22,6 +24,7 @@ where
     Shown: Future<Output = AnyView> + Send + 'static,
 {
     let shown = RwSignal::new(None::<K>);
+    let url = use_url();
     Effect::new(move |_| {
         let next = key.get();
         let loading = preload(next.clone());
@@ -36,7 +39,13 @@ where
     view! {
         <Suspense fallback=loading>
             {move || {
-                let view = shown.get().map(&show);
+                let view = shown.get().map(|shown_key| {
+                    // The view sees the address it was shown for until the
+                    // switch moves on (router::ShownUrl says why).
+                    let own_key = shown_key.clone();
+                    provide_context(ShownUrl(shown_url(url, move || key.with(|k| *k == own_key))));
+                    show(shown_key)
+                });
                 Suspend::new(async move {
                     match view {
                         Some(view) => view.await,

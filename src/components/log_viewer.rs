@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 
 use jobdeck_api::{LogLine, LogRange};
 use leptos::prelude::*;
+use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement};
 
@@ -217,6 +218,13 @@ struct Core {
     /// scrolling is many lines, so while the user has not scrolled since,
     /// the exact position is what is drawn.
     anchor: Option<(i32, f64)>,
+    /// Where the first screen goes (the selected lines, or the end with
+    /// `None`), while the scroll box is not laid out yet: the page may keep
+    /// the viewer out of the document until its other parts have loaded,
+    /// and a box of no height can neither be scrolled nor filled.
+    first_place: Option<Option<u64>>,
+    /// Redraws when the scroll box changes size (laid out, window resized).
+    resize: Option<(web_sys::ResizeObserver, Closure<dyn FnMut()>)>,
 }
 
 impl Core {
@@ -378,6 +386,22 @@ impl Core {
         }
     }
 
+    /// Puts the first screen at `line` (a third down, and the viewer in
+    /// view), or at the end; later if the box has no height yet.
+    fn place_first_screen(&mut self, line: Option<u64>) {
+        if self.geometry().viewport <= 0.0 {
+            self.first_place = Some(line);
+            return;
+        }
+        match line {
+            Some(line) => {
+                self.scroll_to_line(line, JUMP_PLACE);
+                self.bring_into_view();
+            }
+            None => self.scroll_to_end(),
+        }
+    }
+
     fn scroll_to_end(&mut self) {
         self.anchor = None;
         if let Some(scroller) = &self.scroller {
@@ -461,6 +485,8 @@ pub fn LogViewer(job: String, replica: String) -> impl IntoView {
         base_href,
         abort: web_sys::AbortController::new().ok(),
         anchor: None,
+        first_place: None,
+        resize: None,
     });
     let state = RwSignal::new(LogState::Loading);
     let total = RwSignal::new(0u64);
@@ -485,6 +511,9 @@ pub fn LogViewer(job: String, replica: String) -> impl IntoView {
             if let Some(abort) = c.abort.take() {
                 abort.abort();
             }
+            if let Some((observer, _)) = c.resize.take() {
+                observer.disconnect();
+            }
         });
     });
 
@@ -499,7 +528,24 @@ pub fn LogViewer(job: String, replica: String) -> impl IntoView {
         else {
             return false;
         };
+        let on_resize = Closure::<dyn FnMut()>::new(move || {
+            let placed = core.try_update_value(|c| {
+                if c.geometry().viewport > 0.0 {
+                    if let Some(line) = c.first_place.take() {
+                        c.place_first_screen(line);
+                    }
+                }
+            });
+            if placed.is_some() {
+                refresh(core, state);
+            }
+        });
+        let observer = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()).ok();
+        if let Some(observer) = &observer {
+            observer.observe(&scroller);
+        }
         core.update_value(|c| {
+            c.resize = observer.map(|o| (o, on_resize));
             c.scroller = Some(scroller.unchecked_into());
             c.window = Some(window.unchecked_into());
             c.rows = Some(rows.unchecked_into());
@@ -535,13 +581,7 @@ pub fn LogViewer(job: String, replica: String) -> impl IntoView {
             state.set(if ended { LogState::Ended } else { LogState::Live });
             // Size the spacer first, so the scroll position can be set.
             refresh(core, state);
-            core.update_value(|c| match selection {
-                Some((from, _)) => {
-                    c.scroll_to_line(from, JUMP_PLACE);
-                    c.bring_into_view();
-                }
-                None => c.scroll_to_end(),
-            });
+            core.update_value(|c| c.place_first_screen(selection.map(|(from, _)| from)));
             follow.set(selection.is_none() && !ended);
             refresh(core, state);
             follow_log(core, state, total, follow, signal).await;
