@@ -64,6 +64,8 @@ pub fn attempt_choices(replicas: &[Replica], current: &str) -> Vec<(String, Stri
             let mut label = format!("Attempt {} · {}", r.status.attempt + 1, replica_outcome(&r.status).1);
             if let Some(code) = r.status.exit_code.filter(|c| *c != 0) {
                 label.push_str(&format!(" (exit {code})"));
+            } else if let Some(signal) = r.status.signal {
+                label.push_str(&format!(" (signal {signal})"));
             }
             (r.id.clone(), label)
         })
@@ -222,5 +224,10 @@ mod tests {
             [("job-1-1-0".to_string(), "Attempt 1 · Failed (exit 2)".to_string()), ("job-1-1-1".into(), "Attempt 2 · Running".into())]
         );
         assert!(attempt_choices(&list, "gone").is_empty());
+        // An attempt killed by a signal says which.
+        let mut killed = replica(2, 0, Failed, Some(1), Some(3));
+        killed.status.exit_code = None;
+        killed.status.signal = Some(15);
+        assert_eq!(attempt_choices(&[killed], "job-1-2-0")[0].1, "Attempt 1 · Failed (signal 15)");
     }
 }
