@@ -79,6 +79,8 @@ pub fn query_string<'a>(pairs: impl IntoIterator<Item = (&'a str, String)>) -> S
 #[derive(Clone, Copy)]
 struct RouterState {
     url: RwSignal<Url>,
+    /// `url` as a memo, the type every view reads the address through.
+    shown: Memo<Url>,
 }
 
 fn browser_url() -> Url {
@@ -95,9 +97,8 @@ fn browser_url() -> Url {
 /// Starts routing: follows back/forward and intercepts same-origin link
 /// clicks. Call once, at the root.
 pub fn provide_router() {
-    let state = RouterState {
-        url: RwSignal::new(browser_url()),
-    };
+    let url = RwSignal::new(browser_url());
+    let state = RouterState { url, shown: Memo::new(move |_| url.get()) };
     provide_context(state);
     let Some(window) = web_sys::window() else { return };
 
@@ -169,10 +170,10 @@ fn go(state: RouterState, href: &str, replace: bool) {
 
 /// The URL as the view asking sees it: the browser's, or, under a
 /// `lazy_switch` (a page, a job tab), the one that view was shown for.
-pub fn use_url() -> Signal<Url> {
+pub fn use_url() -> Memo<Url> {
     match use_context::<ShownUrl>() {
-        Some(ShownUrl(url)) => url.into(),
-        None => expect_context::<RouterState>().url.into(),
+        Some(ShownUrl(url)) => url,
+        None => expect_context::<RouterState>().shown,
     }
 }
 
@@ -188,7 +189,7 @@ pub struct ShownUrl(pub Memo<Url>);
 
 /// A URL that follows `url` while `still_shown` holds, and keeps its last
 /// value once it does not.
-pub fn shown_url(url: Signal<Url>, still_shown: impl Fn() -> bool + Send + Sync + 'static) -> Memo<Url> {
+pub fn shown_url(url: Memo<Url>, still_shown: impl Fn() -> bool + Send + Sync + 'static) -> Memo<Url> {
     Memo::new(move |last: Option<&Url>| match last {
         Some(last) if !still_shown() => last.clone(),
         _ => url.get(),
