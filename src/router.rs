@@ -190,9 +190,14 @@ pub struct ShownUrl(pub Memo<Url>);
 /// A URL that follows `url` while `still_shown` holds, and keeps its last
 /// value once it does not.
 pub fn shown_url(url: Memo<Url>, still_shown: impl Fn() -> bool + Send + Sync + 'static) -> Memo<Url> {
-    Memo::new(move |last: Option<&Url>| match last {
-        Some(last) if !still_shown() => last.clone(),
-        _ => url.get(),
+    // `still_shown` is read on every run, the first included, so the memo
+    // always depends on it and not only on the address.
+    Memo::new(move |last: Option<&Url>| {
+        let shown = still_shown();
+        match last {
+            Some(last) if !shown => last.clone(),
+            _ => url.get(),
+        }
     })
 }
 
