@@ -78,7 +78,15 @@ fn a_retried_replica_shows_every_attempt_in_the_table_and_the_timeline() {
 #[test]
 fn state_changes_appear_live_on_the_list_and_the_job_page() {
     let server = Server::start();
-    let id = server.create_job(&server.admin_token, &shell_job("short", "sleep 4; echo done", json!({})));
+    // Each job runs until the test creates its release file, so the test
+    // sees it Running for as long as it needs, however slow the machine.
+    let gates = tempfile::tempdir().unwrap();
+    let release = |name: &str| {
+        let path = gates.path().join(name);
+        (format!("until [ -e '{}' ]; do sleep 0.05; done", path.display()), path)
+    };
+    let (wait_first, first_gate) = release("first");
+    let id = server.create_job(&server.admin_token, &shell_job("short", &format!("{wait_first}; echo done"), json!({})));
     server.wait_for_state(&server.admin_token, &id, "Running");
 
     let browser = Browser::start();
@@ -97,16 +105,20 @@ fn state_changes_appear_live_on_the_list_and_the_job_page() {
     };
     assert_eq!(row_state(&browser), "Running");
     mark_page(&browser);
+    std::fs::write(&first_gate, "").unwrap();
     browser.wait_until("the row to say Completed", || (row_state(&browser) == "Completed").then_some(()));
     assert!(page_was_not_reloaded(&browser), "the list changed in place");
 
-    let second = server.create_job(&server.admin_token, &shell_job("second", "sleep 4; exit 1", json!({"backoff_limit": 0})));
+    let (wait_second, second_gate) = release("second");
+    let second =
+        server.create_job(&server.admin_token, &shell_job("second", &format!("{wait_second}; exit 1"), json!({"backoff_limit": 0})));
     server.wait_for_state(&server.admin_token, &second, "Running");
     browser.goto(&format!("{}/jobs/{second}", server.base_url));
     browser.find(".job-head .badge");
     mark_page(&browser);
     let badge = || browser.text(&browser.find(".job-head .badge"));
     assert_eq!(badge(), "Running");
+    std::fs::write(&second_gate, "").unwrap();
     browser.wait_until("the job page to say Failed", || (badge() == "Failed").then_some(()));
     assert!(page_was_not_reloaded(&browser), "the job page changed in place");
 }

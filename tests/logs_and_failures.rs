@@ -128,12 +128,9 @@ fn links_out_of_every_page_and_tab_go_where_they_point() {
 #[test]
 fn follow_mode_shows_new_lines_as_they_are_written() {
     let server = Server::start();
-    let id = run_script(
-        &server,
-        "ticker",
-        "i=1; while [ $i -le 120 ]; do echo \"tick $i\"; i=$((i+1)); sleep 0.25; done",
-        "Running",
-    );
+    // It ticks until the test is over (the harness ends it with the server),
+    // so the log is still growing however long the browser takes to start.
+    let id = run_script(&server, "ticker", "i=1; while true; do echo \"tick $i\"; i=$((i+1)); sleep 0.25; done", "Running");
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
     browser.goto(&format!("{}/jobs/{id}/logs", server.base_url));

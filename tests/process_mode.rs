@@ -64,3 +64,35 @@ fn replicas_get_none_of_the_servers_environment_and_the_data_stays_owner_only() 
     assert!(run_dir.starts_with(&data), "{cwd}");
     assert_eq!(mode(run_dir), 0o700, "{}", run_dir.display());
 }
+
+/// Supervisors outlive a crashed server by design; the test harness must
+/// still end them with the test, or every test that leaves a replica running
+/// would leave it running for the rest of the suite.
+#[test]
+fn a_dropped_test_server_leaves_no_replica_running() {
+    let temp = tempfile::tempdir().unwrap();
+    let data = temp.path().join("data");
+    let server = Server::start_api_in(&data, &[]);
+    let token = server.admin_token.clone();
+    let job = json!({
+        "metadata": {"name": "lingers"},
+        "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", "echo pid=$$; exec sleep 600"]}}
+    });
+    let id = server.create_job(&token, &job);
+    server.wait_for_state(&token, &id, "Running");
+    let pid = loop {
+        let (_, log) = server.call("GET", &format!("/jobs/{id}/replicas/{id}-0-0/log?follow=false"), &token, None);
+        if let Some(pid) = log.as_str().and_then(|l| l.lines().find_map(|l| l.strip_prefix("pid="))) {
+            break pid.to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(Path::new(&format!("/proc/{pid}")).exists(), "the replica runs while its server does");
+    assert_eq!(jobdeck_e2e::live_supervisors(&data).len(), 1);
+
+    drop(server);
+    assert!(jobdeck_e2e::live_supervisors(&data).is_empty(), "a supervisor outlived its test server");
+    // The replica was killed with its session (a zombie until init reaps it).
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(state.is_empty() || state.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')), "{state}");
+}

@@ -247,9 +247,84 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Kills the server, then every replica it started: supervisors outlive
+    /// a server by design (restart safety), but not the test that made them.
     fn drop(&mut self) {
         self.kill();
+        end_replicas(&self.data_dir);
     }
+}
+
+/// Kills every replica supervisor started under `data_dir` together with its
+/// whole session: each supervisor leads a session of its own, and its replica
+/// (and whatever that started) stays in it.
+pub fn end_replicas(data_dir: &Path) {
+    let supervisors = live_supervisors(data_dir);
+    if supervisors.is_empty() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    let mut killed = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if let Some(stat) = proc_stat(pid).filter(|stat| supervisors.contains(&stat.session)) {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).stderr(Stdio::null()).status();
+            killed.push((pid, stat.start_time));
+        }
+    }
+    // SIGKILL is delivered asynchronously: wait until every one has died.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline
+        && killed.iter().any(|&(pid, start)| proc_stat(pid).is_some_and(|s| s.start_time == start && !s.zombie))
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The pids of the supervisors under `data_dir/runs` that still run: each
+/// wrote `supervisor.pid` ("<pid> <start time>"), and the start time tells
+/// it from a later process that got the same pid.
+pub fn live_supervisors(data_dir: &Path) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut dirs = vec![data_dir.join("runs")];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n == "supervisor.pid") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let mut words = text.split_whitespace().map(|w| w.parse::<u64>().ok());
+                if let (Some(Some(pid)), Some(Some(start))) = (words.next(), words.next()) {
+                    let pid = pid as u32;
+                    if proc_stat(pid).is_some_and(|stat| stat.start_time == start && !stat.zombie) {
+                        found.push(pid);
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+struct ProcStat {
+    session: u32,
+    start_time: u64,
+    /// Dead, waiting for its parent to collect its exit status.
+    zombie: bool,
+}
+
+/// The session and start time of a process, from `/proc/<pid>/stat` (the
+/// fields after the command name, which may itself hold spaces or parens).
+fn proc_stat(pid: u32) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(ProcStat {
+        session: fields.get(3)?.parse().ok()?,
+        start_time: fields.get(19)?.parse().ok()?,
+        zombie: *fields.first()? == "Z",
+    })
 }
 
 fn free_port() -> u16 {

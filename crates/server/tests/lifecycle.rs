@@ -5,10 +5,10 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+
 
 use axum::http::{Method, StatusCode};
-use common::{sh_job, small_cluster, TestApp};
+use common::{sh_job, small_cluster, TestApp, PATIENCE};
 use serde_json::{json, Value};
 
 fn state(job: &Value) -> &str {
@@ -104,9 +104,8 @@ async fn the_active_deadline_fails_the_job_and_kills_its_process() {
 
 /// A job that runs until the test creates `release` in the data directory.
 fn held_job(app: &TestApp, name: &str) -> (Value, std::path::PathBuf) {
-    let release = app.data_dir().join(format!("release-{name}"));
-    let script = format!("echo started; while [ ! -e '{}' ]; do sleep 0.1; done; echo released", release.display());
-    (sh_job(name, &script), release)
+    let (wait, release) = app.gate(name);
+    (sh_job(name, &format!("echo started; {wait}; echo released")), release)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -356,27 +355,30 @@ async fn following_a_log_streams_until_the_replica_ends() {
 async fn a_plain_log_request_follows_a_running_replica_as_lepton_does() {
     let app = TestApp::with_config(small_cluster(2.0)).await;
     let id = app
-        .create_job(&app.admin_token, &sh_job("plain", "echo first; sleep 2; echo second"))
+        .create_job(&app.admin_token, &sh_job("plain", &format!("echo first; {}; echo second", app.gate("plain").0)))
         .await;
+    let release = app.gate("plain").1;
     let path = format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log");
     app.wait_until("the first line", || {
         let (app, path) = (&app, path.clone());
         async move { app.get(&format!("{path}?follow=false")).await.text() == "first\n" }
     })
     .await;
-    // What is there now, at once, although the replica still runs.
-    let asked = Instant::now();
-    assert_eq!(app.get(&format!("{path}?follow=false")).await.text(), "first\n");
-    assert!(asked.elapsed() < Duration::from_secs(1));
-    // The plain request waits for the rest.
-    let res = app.get(&path).await;
+    // What is there now, although the replica still runs: the gate stays
+    // shut, so a request that followed would never answer.
+    let now = tokio::time::timeout(PATIENCE, app.get(&format!("{path}?follow=false"))).await;
+    assert_eq!(now.expect("follow=false answers without waiting for the end").text(), "first\n");
+    // The plain request waits for the rest: it is sent first, and the gate
+    // opens only once it waits.
+    let (res, ()) = tokio::join!(app.get(&path), async {
+        tokio::task::yield_now().await;
+        std::fs::write(&release, "").unwrap();
+    });
     assert_eq!(res.status, StatusCode::OK);
     assert_eq!(res.text(), "first\nsecond\n");
     app.wait_state(&id, "Completed").await;
-    // Once the attempt ended, a plain request answers at once.
-    let asked = Instant::now();
+    // Once the attempt ended, a plain request answers with the whole log.
     assert_eq!(app.get(&path).await.text(), "first\nsecond\n");
-    assert!(asked.elapsed() < Duration::from_secs(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -600,7 +602,8 @@ async fn gpus_are_handed_out_one_replica_at_a_time() {
         });
     })
     .await;
-    let mut pair = sh_job("pair", "echo gpu=[$CUDA_VISIBLE_DEVICES] type=$LEPTON_RESOURCE_ACCELERATOR_TYPE; sleep 3");
+    let (wait, release) = app.gate("pair");
+    let mut pair = sh_job("pair", &format!("echo gpu=[$CUDA_VISIBLE_DEVICES] type=$LEPTON_RESOURCE_ACCELERATOR_TYPE; {wait}"));
     pair["spec"]["resource_shape"] = json!("gpu.1");
     pair["spec"]["completions"] = json!(2);
     pair["spec"]["parallelism"] = json!(2);
@@ -611,6 +614,7 @@ async fn gpus_are_handed_out_one_replica_at_a_time() {
     let third = app.create_job(&app.admin_token, &third).await;
     let waiting = app.job(&third).await;
     assert_eq!(waiting["status"]["state"], "Queueing", "{waiting}");
+    std::fs::write(&release, "").unwrap();
     app.wait_state(&pair, "Completed").await;
     let mut seen: Vec<String> = Vec::new();
     for index in 0..2 {

@@ -119,6 +119,14 @@ impl TestApp {
         self._dir.path()
     }
 
+    /// A gate a replica's script waits at until the test opens it: returns
+    /// the shell words that wait and the file whose creation opens it. Tests
+    /// hold a replica in a state this way instead of betting on a `sleep`.
+    pub fn gate(&self, name: &str) -> (String, std::path::PathBuf) {
+        let file = self.data_dir().join(format!("gate-{name}"));
+        (format!("while [ ! -e '{}' ]; do sleep 0.05; done", file.display()), file)
+    }
+
     pub async fn call(&self, method: Method, uri: &str, token: &str, body: Option<&Value>) -> TestResponse {
         let body = body.map(|b| ("application/json", serde_json::to_vec(b).unwrap()));
         self.request(method, uri, Some(token), body).await
