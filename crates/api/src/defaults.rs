@@ -7,7 +7,7 @@
 //! The accessors assume a job that passed validation; on an invalid job they
 //! still return something sensible (the default) rather than panic.
 
-use crate::{Container, ContainerPort, EnvVar, JobSpec, LeptonJob, Mount, Visibility};
+use crate::{Container, ContainerPort, EnvVar, JobSpec, LeptonJob, Mount, Secret, Visibility};
 
 /// Replicas that must succeed for the job to complete.
 pub const COMPLETIONS: i64 = 1;
@@ -34,6 +34,9 @@ pub const TTL_SECONDS_AFTER_FINISHED: i64 = 3 * 24 * 60 * 60;
 /// Who may see a job that does not say: the whole workspace, as in Lepton,
 /// where only a job explicitly set to private is restricted to its creator.
 pub const VISIBILITY: Visibility = Visibility::Public;
+/// A secret is its owner's alone unless made public on purpose: a value
+/// shared by accident reaches other users' replicas and so their logs.
+pub const SECRET_VISIBILITY: Visibility = Visibility::Private;
 /// Log collection of a job that does not say: follow the workspace setting
 /// (`WorkspaceInfo::log_collection_default`).
 pub const LOG_COLLECTION: Option<bool> = None;
@@ -490,6 +493,13 @@ impl LeptonJob {
     /// Who may see the job; public unless set to private.
     pub fn visibility(&self) -> Visibility {
         self.metadata.visibility.unwrap_or(VISIBILITY)
+    }
+}
+
+impl Secret {
+    /// Who may see and use the secret; its owner alone unless set public.
+    pub fn visibility(&self) -> Visibility {
+        self.visibility.unwrap_or(SECRET_VISIBILITY)
     }
 }
 

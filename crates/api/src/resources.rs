@@ -14,6 +14,11 @@ pub struct ShapeSpec {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Lepton: the kinds of workload that may use the shape (`deployment`,
+    /// `job`, `pod`); programs such as the TAO SDK list only shapes usable
+    /// for `deployment`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listable_in: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,6 +73,30 @@ pub struct NodeGroupSpec {
     /// Extension: the sum over the nodes.
     #[serde(default)]
     pub capacity: ResourceAmounts,
+    /// Lepton: the volumes a job in this group may mount, by name (a mount
+    /// names one as `node-nfs:<name>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volumes: Option<Vec<NodeGroupVolume>>,
+}
+
+/// A volume of a node group (Lepton's `Volume`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeGroupVolume {
+    pub name: String,
+    /// Lepton's volume kind: `nfs` for a shared directory.
+    pub from: String,
+    /// Lepton requires it; Jobdeck does not track sizes (0).
+    #[serde(default)]
+    pub size_in_gb: i64,
+}
+
+/// One path prefix of a volume and who may mount it (Lepton's
+/// `/storage-permission/{volume}`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct StoragePermission {
+    pub path_prefix: String,
+    pub allowed_users: Vec<String>,
+    pub nodegroup_id: String,
 }
 
 /// What a node group has in use (`DedicatedNodeGroupStatus`, extended).
@@ -407,6 +436,34 @@ pub struct Secret {
     pub owner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub visibility: Option<Visibility>,
+}
+
+/// A stored image pull secret (Lepton's `/imagepullsecrets`): registry
+/// credentials a job names in `spec.image_pull_secrets`. `password` is
+/// write-only and never returned.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImagePullSecret {
+    /// `name` (or `id`, which Lepton clients send as well) names it; the
+    /// server fills `owner` and `visibility`.
+    pub metadata: crate::Metadata,
+    pub spec: ImagePullSecretSpec,
+}
+
+/// The credentials of an [`ImagePullSecret`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImagePullSecretSpec {
+    /// The registry these credentials are for, such as `https://nvcr.io` or
+    /// `registry.example.com:5000`.
+    #[serde(default)]
+    pub registry_server: String,
+    #[serde(default)]
+    pub username: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
 }
 
 /// Free-form string maps, as labels and annotations are.

@@ -25,8 +25,11 @@ use std::collections::BTreeMap;
 use crate::defaults::{split_image_reference, Priority, Protocol, PRIORITY_CLASSES};
 use crate::{Container, EnvVar, FieldErrors, JobSpec, LeptonJob, Metadata, Mount, Shape};
 
-/// The longest job name the managed-cluster page allows.
-pub const JOB_NAME_MAX_LEN: usize = 20;
+/// The longest job name Lepton allows (the TAO SDK's generated names are
+/// this long), and the default of a workspace's own limit
+/// (`JobRequirements::job_name_max_length`; the managed-cluster page's 20 is
+/// such a setting).
+pub const JOB_NAME_MAX_LEN: usize = 36;
 /// The longest name part of a label or annotation key, and the longest label
 /// value (Kubernetes).
 pub const LABEL_NAME_MAX_LEN: usize = 63;
@@ -111,9 +114,13 @@ pub fn entry_path(map_path: &str, key: &str) -> String {
 /// Every problem with `job` that can be found without the server's data, as
 /// one message per field path. Empty means valid.
 pub fn validate_job(job: &LeptonJob) -> FieldErrors {
+    validate_job_with_name_limit(job, JOB_NAME_MAX_LEN)
+}
+
+fn validate_job_with_name_limit(job: &LeptonJob, name_max_len: usize) -> FieldErrors {
     let mut problems = Problems::default();
     check_ranges(&job.spec, &mut problems);
-    check_metadata(&job.metadata, &mut problems);
+    check_metadata(&job.metadata, name_max_len, &mut problems);
     check_spec(&job.spec, &mut problems);
     problems.0
 }
@@ -129,6 +136,10 @@ pub struct ValidationContext {
     pub secret_names: Vec<String>,
     /// What the server's executor needs of every job.
     pub requirements: crate::JobRequirements,
+    /// Names of the image pull secrets the submitting user may name; `None`
+    /// when they are not checked (on Kubernetes a name Jobdeck does not
+    /// store names a Secret of the namespace).
+    pub image_pull_secret_names: Option<Vec<String>>,
 }
 
 impl ValidationContext {
@@ -151,7 +162,8 @@ impl ValidationContext {
 /// the executor requires (a command, an image, known volumes) and that the
 /// job fits on the chosen nodes at all.
 pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErrors {
-    let mut problems = Problems(validate_job(job));
+    let name_max_len = context.requirements.job_name_max_length.unwrap_or(JOB_NAME_MAX_LEN);
+    let mut problems = Problems(validate_job_with_name_limit(job, name_max_len));
     let spec = &job.spec;
     if let Some(name) = spec.resource_shape.as_deref() {
         if !name.is_empty() && context.shape_for(spec).is_none() {
@@ -203,6 +215,13 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
             );
         }
     }
+    if let Some(known) = &context.image_pull_secret_names {
+        for (i, name) in spec.image_pull_secrets().iter().enumerate() {
+            if !name.is_empty() && !known.contains(name) {
+                problems.add(format!("spec.image_pull_secrets[{i}]"), format!("no image pull secret named '{name}'"));
+            }
+        }
+    }
     for (i, env) in spec.envs().iter().enumerate() {
         if let Some(secret) = env.secret_ref().filter(|s| !s.is_empty()) {
             if !context.secret_names.iter().any(|s| s == secret) {
@@ -241,7 +260,7 @@ fn check_requirements(spec: &JobSpec, requirements: &crate::JobRequirements, pro
     if let Some(volumes) = &requirements.volumes {
         let known: Vec<&str> = volumes.iter().map(String::as_str).collect();
         for (i, mount) in spec.mounts().iter().enumerate() {
-            if !mount.from.is_empty() && !volumes.contains(&mount.from) {
+            if !mount.from.is_empty() && volume_key(&mount.from, volumes).is_none() {
                 problems.add(
                     format!("spec.mounts[{i}].from"),
                     format!("no volume named '{}' on this server; it has {}", mount.from, or_list(&known)),
@@ -400,9 +419,9 @@ fn has_control(s: &str) -> bool {
 // ---------------------------------------------------------------- metadata
 
 /// Checks a job name: starts with a lowercase letter; lowercase letters,
-/// digits and hyphens only; ends with a letter or digit; at most 20
+/// digits and hyphens only; ends with a letter or digit; at most `max_len`
 /// characters. Returns the first broken rule as a sentence.
-pub fn check_job_name(name: &str) -> Result<(), String> {
+pub fn check_job_name(name: &str, max_len: usize) -> Result<(), String> {
     let Some(first) = name.chars().next() else {
         return Err("must not be empty".into());
     };
@@ -421,10 +440,8 @@ pub fn check_job_name(name: &str) -> Result<(), String> {
         return Err("must end with a lowercase letter or a digit".into());
     }
     let len = name.chars().count();
-    if len > JOB_NAME_MAX_LEN {
-        return Err(format!(
-            "must be at most {JOB_NAME_MAX_LEN} characters (it has {len})"
-        ));
+    if len > max_len {
+        return Err(format!("must be at most {max_len} characters (it has {len})"));
     }
     Ok(())
 }
@@ -523,7 +540,7 @@ fn check_dns_subdomain(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn check_metadata(metadata: &Metadata, problems: &mut Problems) {
+fn check_metadata(metadata: &Metadata, name_max_len: usize, problems: &mut Problems) {
     // Lepton clients (`lep job create`) send the name as the id. The name's
     // problems are reported at `metadata.name` either way, as the server,
     // which copies such an id into the name, reports them.
@@ -532,7 +549,7 @@ fn check_metadata(metadata: &Metadata, problems: &mut Problems) {
         .as_deref()
         .or(metadata.id.as_deref())
         .unwrap_or("");
-    if let Err(message) = check_job_name(name) {
+    if let Err(message) = check_job_name(name, name_max_len) {
         problems.add("metadata.name", message);
     }
     for (key, value) in metadata.labels.iter().flatten() {
@@ -1007,6 +1024,22 @@ fn normalize_path(path: &str) -> String {
 
 /// Checks the volume a mount comes `from`: a volume name, `node-local`, or
 /// `node-<type>:<name>` as the lep CLI writes it.
+/// Lepton's form of a node-group volume in a mount's `from`.
+pub const NODE_VOLUME_PREFIX: &str = "node-nfs:";
+
+/// The name Lepton clients know a configured volume by: the volume's key
+/// without [`NODE_VOLUME_PREFIX`]. A mount names the volume by its key or by
+/// `node-nfs:<name>` (as the TAO SDK writes it).
+pub fn volume_display_name(key: &str) -> &str {
+    key.strip_prefix(NODE_VOLUME_PREFIX).unwrap_or(key)
+}
+
+/// The configured volume key a mount's `from` names, among `keys`.
+pub fn volume_key<'a>(from: &str, keys: impl IntoIterator<Item = &'a String>) -> Option<&'a String> {
+    let wanted = volume_display_name(from);
+    keys.into_iter().find(|key| key.as_str() == from || volume_display_name(key) == wanted)
+}
+
 pub fn check_volume(from: &str) -> Result<(), String> {
     if from.trim().is_empty() {
         return Err("must name a volume".into());

@@ -114,9 +114,9 @@ fn the_base_job_and_an_empty_spec_are_valid() {
 fn job_name_rules() {
     run(&[
         ("one letter", |j| set_name(j, "a"), None),
-        ("20 characters", |j| set_name(j, "abcdefghijklmnopqrst"), None),
+        ("36 characters, as the TAO SDK names jobs", |j| set_name(j, "tao-job-0c1f3a9e-5d2b-4e7a-9c1d-2f3e"), None),
         ("digits and hyphens inside", |j| set_name(j, "train-01"), None),
-        ("21 characters", |j| set_name(j, "abcdefghijklmnopqrstu"), Some(("metadata.name", "must be at most 20 characters (it has 21)"))),
+        ("37 characters", |j| set_name(j, "abcdefghijklmnopqrstuvwxyzabcdefghijk"), Some(("metadata.name", "must be at most 36 characters (it has 37)"))),
         ("empty", |j| set_name(j, ""), Some(("metadata.name", "must not be empty"))),
         ("missing", |j| j.metadata.name = None, Some(("metadata.name", "must not be empty"))),
         ("starts with a digit", |j| set_name(j, "1abc"), Some(("metadata.name", "must start with a lowercase letter"))),
@@ -532,4 +532,35 @@ fn server_rules_add_to_the_context_free_ones() {
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(errors.contains_key("metadata.name"));
     assert!(errors.contains_key("spec.resource_shape"));
+}
+
+/// A workspace may lower the limit (the managed-cluster page's 20): the
+/// context carries it, so the console and the server apply the same one.
+#[test]
+fn a_workspace_limit_on_job_names_applies_in_context() {
+    let mut job = LeptonJob::default();
+    job.metadata.name = Some("abcdefghijklmnopqrstu".into());
+    job.spec.container.command = Some(vec!["true".into()]);
+    let mut strict = context();
+    strict.requirements.job_name_max_length = Some(20);
+    let errors = validate_job_in(&job, &strict);
+    assert_eq!(errors.get("metadata.name").map(|m| m[0].as_str()), Some("must be at most 20 characters (it has 21)"));
+    assert!(!validate_job_in(&job, &context()).contains_key("metadata.name"));
+    job.metadata.name = Some("abcdefghijklmnopqrst".into());
+    assert!(!validate_job_in(&job, &strict).contains_key("metadata.name"));
+}
+
+/// Image pull secret names are checked when the server lists them, and left
+/// to the cluster when it does not (`None`).
+#[test]
+fn image_pull_secret_names_are_checked_when_known() {
+    let mut job = LeptonJob::default();
+    job.metadata.name = Some("pull".into());
+    job.spec.image_pull_secrets = Some(vec!["tao-image-pull-secret".into(), "missing".into()]);
+    let mut known = context();
+    known.image_pull_secret_names = Some(vec!["tao-image-pull-secret".into()]);
+    let errors = validate_job_in(&job, &known);
+    assert!(!errors.contains_key("spec.image_pull_secrets[0]"), "{errors:?}");
+    assert_eq!(errors.get("spec.image_pull_secrets[1]").map(|m| m[0].as_str()), Some("no image pull secret named 'missing'"));
+    assert!(!validate_job_in(&job, &context()).contains_key("spec.image_pull_secrets[1]"));
 }

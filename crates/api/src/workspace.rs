@@ -61,6 +61,10 @@ pub struct JobRequirements {
     /// when this server does not check them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volumes: Option<Vec<String>>,
+    /// The longest job name this workspace accepts; `None` means Lepton's
+    /// [`crate::JOB_NAME_MAX_LEN`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_name_max_length: Option<usize>,
 }
 
 /// The body of `GET /workspace`: Lepton's `WorkspaceInfo` (so `lep` reads it)

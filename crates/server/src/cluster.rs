@@ -8,7 +8,7 @@ use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
     Metadata, Node, NodeAmount, NodeGpu, NodeGroup, NodeGroupSpec, NodeGroupStatus, NodeInfo, NodeResource,
-    NodeSpec, NodeStatus, NodeWorkload, ResourceAmounts, Shape, ShapeSpec,
+    NodeGroupVolume, NodeSpec, NodeStatus, NodeWorkload, ResourceAmounts, Shape, ShapeSpec, StoragePermission,
 };
 
 use crate::auth::CurrentUser;
@@ -21,6 +21,7 @@ use crate::{AppState, Route};
 
 pub fn routes() -> Vec<Route> {
     vec![
+        ("/storage-permission/{volume}", get(storage_permission)),
         ("/shapes", get(list_shapes)),
         ("/dedicated-node-groups", get(list_node_groups)),
         ("/dedicated-node-groups/{id}", get(get_node_group)),
@@ -39,6 +40,9 @@ pub fn shape_view(shape: &ShapeConfig) -> Shape {
         spec: ShapeSpec {
             name: Some(shape.name.clone()),
             description: shape.description.clone(),
+            // Every shape runs any kind of Jobdeck workload; Lepton's clients
+            // read this list to find shapes.
+            listable_in: Some(["deployment", "job", "pod"].map(String::from).to_vec()),
             cpu: Some(shape.cpu),
             memory_in_mb: Some(shape.memory_mb),
             ephemeral_storage_in_gb: shape.ephemeral_storage_gb,
@@ -50,8 +54,73 @@ pub fn shape_view(shape: &ShapeConfig) -> Shape {
     }
 }
 
-async fn list_shapes(State(state): State<AppState>, _user: CurrentUser) -> Json<Vec<Shape>> {
-    Json(state.config.shapes.iter().map(shape_view).collect())
+/// `GET /shapes`, or with `node_groups=<id>` (repeated or comma-separated)
+/// the shapes one replica of which fits on a node of one of those groups, as
+/// Lepton answers the TAO SDK's per-group shape query.
+async fn list_shapes(State(state): State<AppState>, _user: CurrentUser, RawQuery(raw): RawQuery) -> AppResult<Json<Vec<Shape>>> {
+    let mut groups = Vec::new();
+    for (key, value) in query_pairs(raw.as_deref()) {
+        if key == "node_groups" || key == "node_group" {
+            for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let group = state
+                    .config
+                    .node_group(name)
+                    .ok_or_else(|| AppError::NotFound(format!("node_groups: no node group named '{name}'")))?;
+                groups.push(group);
+            }
+        }
+    }
+    let fits = |shape: &ShapeConfig| {
+        groups.is_empty()
+            || groups.iter().any(|g| {
+                let product = match (&shape.accelerator_type, &g.gpu_product) {
+                    (Some(wanted), Some(has)) => wanted == has,
+                    _ => true,
+                };
+                g.cpu >= shape.cpu && g.memory_mb >= shape.memory_mb && g.gpus >= shape.gpus && product
+            })
+    };
+    Ok(Json(state.config.shapes.iter().filter(|s| fits(s)).map(shape_view).collect()))
+}
+
+/// The keys of the volumes this server's executor mounts.
+pub fn mountable_volumes(state: &AppState) -> Vec<String> {
+    state.executor.requirements().volumes.unwrap_or_default()
+}
+
+/// `GET /storage-permission/{volume}?nodegroup_id=<group>`: which path
+/// prefixes of a volume may be mounted, and by whom. Jobdeck does not
+/// restrict paths inside a volume: every signed-in user may mount all of it,
+/// so the answer is the whole volume (`/`) for everyone (`*`), in each group
+/// asked about (every group, when none is).
+async fn storage_permission(
+    State(state): State<AppState>,
+    _user: CurrentUser,
+    Path(volume): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> AppResult<Json<Vec<StoragePermission>>> {
+    let volumes = mountable_volumes(&state);
+    if jobdeck_api::volume_key(&volume, &volumes).is_none() {
+        return Err(AppError::NotFound(format!("no volume named '{volume}' on this server")));
+    }
+    let mut groups: Vec<String> = Vec::new();
+    for (key, value) in query_pairs(raw.as_deref()) {
+        if key == "nodegroup_id" && !value.is_empty() {
+            if state.config.node_group(&value).is_none() {
+                return Err(AppError::NotFound(format!("nodegroup_id: no node group named '{value}'")));
+            }
+            groups.push(value);
+        }
+    }
+    if groups.is_empty() {
+        groups = state.config.node_groups.iter().map(|g| g.name.clone()).collect();
+    }
+    Ok(Json(
+        groups
+            .into_iter()
+            .map(|group| StoragePermission { path_prefix: "/".into(), allowed_users: vec!["*".into()], nodegroup_id: group })
+            .collect(),
+    ))
 }
 
 /// What each node group has in use and how many jobs wait for it, from the
@@ -88,7 +157,9 @@ pub fn usage_by_group(config: &Config, active: &[JobRow]) -> BTreeMap<String, (R
 }
 
 /// The wire form of every node group with its usage.
-pub fn node_group_views(config: &Config, active: &[JobRow]) -> Vec<NodeGroup> {
+/// `volumes`: the keys of the volumes the executor can mount (its
+/// requirements); every group offers all of them.
+pub fn node_group_views(config: &Config, active: &[JobRow], volumes: &[String]) -> Vec<NodeGroup> {
     let usage = usage_by_group(config, active);
     config
         .node_groups
@@ -123,6 +194,16 @@ pub fn node_group_views(config: &Config, active: &[JobRow]) -> Vec<NodeGroup> {
                         gpu: group.gpus * count,
                     },
                     nodes,
+                    volumes: Some(
+                        volumes
+                            .iter()
+                            .map(|key| NodeGroupVolume {
+                                name: jobdeck_api::volume_display_name(key).to_string(),
+                                from: "nfs".into(),
+                                size_in_gb: 0,
+                            })
+                            .collect(),
+                    ),
                 },
                 status: NodeGroupStatus {
                     ready_nodes: Some(count),
@@ -137,7 +218,7 @@ pub fn node_group_views(config: &Config, active: &[JobRow]) -> Vec<NodeGroup> {
 
 async fn list_node_groups(State(state): State<AppState>, _user: CurrentUser) -> AppResult<Json<Vec<NodeGroup>>> {
     let active = state.store.active_jobs().await?;
-    Ok(Json(node_group_views(&state.config, &active)))
+    Ok(Json(node_group_views(&state.config, &active, &mountable_volumes(&state))))
 }
 
 async fn get_node_group(
@@ -146,7 +227,7 @@ async fn get_node_group(
     Path(id): Path<String>,
 ) -> AppResult<Json<NodeGroup>> {
     let active = state.store.active_jobs().await?;
-    node_group_views(&state.config, &active)
+    node_group_views(&state.config, &active, &mountable_volumes(&state))
         .into_iter()
         .find(|g| g.metadata.id.as_deref() == Some(id.as_str()))
         .map(Json)

@@ -24,6 +24,9 @@ pub struct Config {
     pub workspace_name: String,
     /// Whether logs are collected when a job does not say.
     pub log_collection_default: bool,
+    /// The longest job name accepted, at most Lepton's 36 (the contract's
+    /// `JOB_NAME_MAX_LEN`); the managed-cluster page's 20 is such a setting.
+    pub job_name_max_length: usize,
     /// Which executor runs replicas, and its settings.
     pub executor: ExecutorConfig,
     /// Where replicas may run; never empty.
@@ -344,6 +347,7 @@ pub fn default_shapes(machine: &MachineInfo) -> Vec<ShapeConfig> {
 struct ConfigFile {
     workspace_name: Option<String>,
     log_collection_default: Option<bool>,
+    job_name_max_length: Option<usize>,
     executor: Option<ExecutorSection>,
     node_groups: Option<Vec<NodeGroupConfig>>,
     shapes: Option<Vec<ShapeConfig>>,
@@ -371,6 +375,7 @@ impl Config {
             console_dir: None,
             workspace_name: "jobdeck".into(),
             log_collection_default: true,
+            job_name_max_length: jobdeck_api::JOB_NAME_MAX_LEN,
             executor: ExecutorConfig::default(),
             node_groups: default_node_groups(machine),
             shapes: default_shapes(machine),
@@ -397,6 +402,9 @@ impl Config {
         if let Some(default) = file.log_collection_default {
             config.log_collection_default = default;
         }
+        if let Some(max) = file.job_name_max_length {
+            config.job_name_max_length = max;
+        }
         if let Some(executor) = file.executor {
             if let Some(kind) = executor.kind {
                 config.executor.kind = kind;
@@ -422,6 +430,12 @@ impl Config {
     pub fn check(&self) -> Result<(), String> {
         if self.workspace_name.trim().is_empty() {
             return Err("workspace_name must not be empty".into());
+        }
+        if !(1..=jobdeck_api::JOB_NAME_MAX_LEN).contains(&self.job_name_max_length) {
+            return Err(format!(
+                "job_name_max_length must be between 1 and {} (Lepton's limit)",
+                jobdeck_api::JOB_NAME_MAX_LEN
+            ));
         }
         if self.node_groups.is_empty() {
             return Err("node_groups must declare at least one node group".into());
@@ -501,6 +515,15 @@ impl Config {
 
     pub fn shape(&self, name: &str) -> Option<&ShapeConfig> {
         self.shapes.iter().find(|s| s.name == name)
+    }
+
+    /// The shape a job's replicas run with: the one it names, else the
+    /// server's first (the contract's default).
+    pub fn shape_of(&self, spec: &jobdeck_api::JobSpec) -> Option<&ShapeConfig> {
+        match spec.resource_shape.as_deref() {
+            Some(name) => self.shape(name),
+            None => self.shapes.first(),
+        }
     }
 
     pub fn node_group(&self, name: &str) -> Option<&NodeGroupConfig> {

@@ -29,6 +29,8 @@ pub enum AppError {
     Validation(FieldErrors),
     /// The request conflicts with what is stored (a duplicate name, …).
     Conflict(String),
+    /// The body is larger than [`MAX_BODY_BYTES`].
+    PayloadTooLarge,
     /// Anything else; the cause is logged and the caller sees a bare 500.
     Internal(String),
 }
@@ -57,6 +59,10 @@ impl AppError {
                 (StatusCode::UNPROCESSABLE_ENTITY, ApiError::validation(fields))
             }
             AppError::Conflict(what) => (StatusCode::CONFLICT, ApiError::new("conflict", what)),
+            AppError::PayloadTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ApiError::new("payload_too_large", format!("the body must be at most {MAX_BODY_BYTES} bytes")),
+            ),
             AppError::Internal(cause) => {
                 tracing::error!(%cause, "internal error");
                 (
@@ -83,6 +89,43 @@ impl From<rusqlite::Error> for AppError {
 
 pub type AppResult<T> = Result<T, AppError>;
 
+/// The largest request body the API reads: room for a job spec with many
+/// environment variables, or a few secrets of up to 1 MiB each.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// How much of an oversized body is read and thrown away after the 413 is
+/// sent. A client that writes its whole body before reading the answer (most
+/// do) would otherwise meet a reset connection instead of the 413; past this
+/// the connection is closed anyway, so nobody can keep the server reading.
+const DISCARD_AT_MOST: u64 = 64 * 1024 * 1024;
+
+/// Middleware: answers 413 to a request whose `Content-Length` is over
+/// [`MAX_BODY_BYTES`] without reading the body first. Bodies without a
+/// length are cut at the same size by axum's `DefaultBodyLimit`, which
+/// [`ApiJson`] answers with the same 413.
+pub async fn refuse_oversized_bodies(request: Request, next: axum::middleware::Next) -> Response {
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let Some(declared) = declared.filter(|&n| n > MAX_BODY_BYTES as u64) else {
+        return next.run(request).await;
+    };
+    if declared <= DISCARD_AT_MOST {
+        let mut body = request.into_body().into_data_stream();
+        tokio::spawn(async move {
+            use futures_util::StreamExt;
+            while let Some(Ok(_)) = body.next().await {}
+        });
+    }
+    let mut response = AppError::PayloadTooLarge.into_response();
+    response
+        .headers_mut()
+        .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    response
+}
+
 /// A JSON body whose rejections become `AppError`s, so a malformed body or a
 /// wrong content type answers with the contract's JSON error, not plain text.
 ///
@@ -105,9 +148,13 @@ where
                 "expected a JSON body: set 'Content-Type: application/json'".into(),
             ));
         }
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|rejection| AppError::BadRequest(rejection.body_text()))?;
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                AppError::PayloadTooLarge
+            } else {
+                AppError::BadRequest(rejection.body_text())
+            }
+        })?;
         match jobdeck_api::from_json(&bytes) {
             Ok(value) => Ok(ApiJson(value)),
             Err(JsonError::Fields(fields)) => Err(AppError::Validation(fields)),

@@ -22,11 +22,9 @@ async fn failure_analysis(
     Path(id): Path<String>,
 ) -> AppResult<Json<FailureAnalysis>> {
     let job = visible_job(&state, &user, &id).await?;
+    let id = job.id.clone();
     let spec = stored_spec(&job)?;
-    let shape = match spec.resource_shape.as_deref() {
-        Some(name) => state.config.shape(name),
-        None => state.config.shapes.first(),
-    };
+    let shape = state.config.shape_of(&spec);
     let facts = JobFacts {
         job_id: job.id.clone(),
         state: job.runtime.state.clone(),

@@ -15,6 +15,7 @@ use crate::auth::CurrentUser;
 use crate::cluster::{node_group_views, shape_view};
 use crate::error::{ApiJson, AppError, AppResult};
 use crate::scheduler::Command;
+use crate::config::ExecutorKind;
 use crate::spec::ResolvedSpec;
 use crate::store::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey};
 use crate::{now_millis, AppState, Route};
@@ -91,6 +92,15 @@ fn parse_label_selector(selector: &str) -> AppResult<Vec<(String, Option<String>
     Ok(out)
 }
 
+/// A search parameter without control characters: no job name or label
+/// holds one, and SQLite's full-text query syntax ends a string at a NUL.
+fn printable(name: &str, value: String) -> AppResult<String> {
+    if value.chars().any(char::is_control) {
+        return Err(AppError::BadRequest(format!("{name} must not contain control characters")));
+    }
+    Ok(value)
+}
+
 /// Builds the listing filter from the query string of `GET /jobs`.
 pub fn parse_list_query(viewer: String, raw: Option<&str>) -> AppResult<JobFilter> {
     let mut filter = JobFilter {
@@ -101,8 +111,8 @@ pub fn parse_list_query(viewer: String, raw: Option<&str>) -> AppResult<JobFilte
     };
     for (key, value) in query_pairs(raw) {
         match key.as_str() {
-            "q" => filter.q = Some(value).filter(|v| !v.is_empty()),
-            "query" => filter.labels.extend(parse_label_selector(&value)?),
+            "q" => filter.q = Some(printable("q", value)?).filter(|v| !v.is_empty()),
+            "query" => filter.labels.extend(parse_label_selector(&printable("query", value)?)?),
             "status" => {
                 for part in value.split(',').filter(|p| !p.trim().is_empty()) {
                     for state in matching_states(part)? {
@@ -199,11 +209,20 @@ pub async fn validation_context(state: &AppState, user: &str) -> AppResult<Valid
         .map(|s| s.name)
         .collect();
     secret_names.dedup();
+    // On Kubernetes a name Jobdeck does not store names a Secret of the
+    // namespace, which only the cluster knows.
+    let image_pull_secret_names = match state.config.executor.kind {
+        ExecutorKind::Kubernetes => None,
+        ExecutorKind::Local => Some(
+            state.store.image_pull_secrets_visible_to(user.to_string()).await?.into_iter().map(|s| s.name).collect(),
+        ),
+    };
     Ok(ValidationContext {
         shapes: state.config.shapes.iter().map(shape_view).collect(),
-        node_groups: node_group_views(&state.config, &[]),
+        node_groups: node_group_views(&state.config, &[], &[]),
         secret_names,
-        requirements: state.executor.requirements(),
+        requirements: state.job_requirements(),
+        image_pull_secret_names,
     })
 }
 
@@ -313,13 +332,31 @@ async fn create_job(
     Ok((StatusCode::OK, Json(job_view(row)?)))
 }
 
-/// A job `user` may see, or the same not-found for missing and hidden.
-pub async fn visible_job(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<JobRow> {
-    state
+/// A job `user` may see, by its id or, as Lepton clients also address jobs,
+/// by its name when exactly one job of that name is visible to them (409
+/// naming the candidates when several are); the same not-found for missing
+/// and hidden.
+pub async fn visible_job(state: &AppState, user: &CurrentUser, id_or_name: &str) -> AppResult<JobRow> {
+    if let Some(row) = state.store.job_visible_to(id_or_name.to_string(), user.name.clone()).await? {
+        return Ok(row);
+    }
+    const CANDIDATES_SHOWN: i64 = 10;
+    let mut named = state
         .store
-        .job_visible_to(id.to_string(), user.name.clone())
-        .await?
-        .ok_or_else(|| AppError::NotFound(format!("job '{id}' not found")))
+        .jobs_named_visible_to(id_or_name.to_string(), user.name.clone(), CANDIDATES_SHOWN + 1)
+        .await?;
+    match named.len() {
+        0 => Err(AppError::NotFound(format!("job '{id_or_name}' not found"))),
+        1 => Ok(named.remove(0)),
+        n => {
+            let ids: Vec<&str> = named.iter().take(CANDIDATES_SHOWN as usize).map(|r| r.id.as_str()).collect();
+            let more = if n as i64 > CANDIDATES_SHOWN { ", …" } else { "" };
+            Err(AppError::Conflict(format!(
+                "several jobs are named '{id_or_name}'; use one of their ids: {}{more}",
+                ids.join(", ")
+            )))
+        }
+    }
 }
 
 async fn get_job(
@@ -409,10 +446,10 @@ async fn patch_job(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> AppResult<Json<LeptonJob>> {
-    changeable_job(&state, &user, &id).await?;
+    let job = changeable_job(&state, &user, &id).await?;
     let stopped = parse_patch(&body)?;
     let command = if stopped { Command::Stop } else { Command::Start };
-    let row = state.scheduler.command(&id, command, &user.name).await?;
+    let row = state.scheduler.command(&job.id, command, &user.name).await?;
     Ok(Json(job_view(row)?))
 }
 
@@ -421,8 +458,8 @@ async fn delete_job(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> AppResult<Json<LeptonJob>> {
-    changeable_job(&state, &user, &id).await?;
-    let row = state.scheduler.command(&id, Command::Delete, &user.name).await?;
+    let job = changeable_job(&state, &user, &id).await?;
+    let row = state.scheduler.command(&job.id, Command::Delete, &user.name).await?;
     Ok(Json(job_view(row)?))
 }
 
@@ -462,10 +499,11 @@ pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
         Visibility::Private
     };
     let r = row.runtime;
+    let job_name = row.id.clone();
     Ok(LeptonJob {
         metadata: Metadata {
             id: Some(row.id),
-            name: Some(row.name.clone()),
+            name: Some(row.name),
             created_at: Some(row.created_at),
             created_by: Some(row.created_by.clone()),
             owner: Some(row.created_by),
@@ -476,7 +514,9 @@ pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
         },
         spec,
         status: Some(JobStatus {
-            job_name: Some(row.name),
+            // Lepton puts the job's id (its name and a random suffix) here,
+            // and its clients address the job's sub-resources with it.
+            job_name: Some(job_name),
             state: JobState::parse(&r.state).or(Some(JobState::Unknown)),
             ready: r.ready,
             active: r.active,
@@ -536,6 +576,10 @@ mod tests {
             ("sort=size", "sort must be created_at, name or state, not 'size'"),
             ("order=up", "order must be asc or desc, not 'up'"),
             ("query=a%22b", "query: 'a\"b' is not a valid label condition"),
+            ("q=a%00b", "q must not contain control characters"),
+            ("q=%1b%5b31m", "q must not contain control characters"),
+            ("query=a%00b", "query must not contain control characters"),
+            ("query=team%3Da%00", "query must not contain control characters"),
         ];
         for (query, expected) in cases {
             match parse_list_query("me".into(), Some(query)) {

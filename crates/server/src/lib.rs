@@ -14,8 +14,11 @@ pub mod error;
 pub mod executor;
 pub mod failure;
 pub mod failure_analysis;
+pub mod gateway;
+pub mod image_pull_secrets;
 pub mod jobs;
 pub mod log_api;
+pub mod log_query;
 pub mod kubernetes;
 pub mod logs;
 pub mod openapi;
@@ -66,6 +69,16 @@ impl AppState {
         })
     }
 
+    /// What every job must satisfy on this server beyond the contract's own
+    /// rules: the executor's needs and the workspace's name limit. Published
+    /// in `GET /workspace`, so the console checks what the server checks.
+    pub fn job_requirements(&self) -> jobdeck_api::JobRequirements {
+        jobdeck_api::JobRequirements {
+            job_name_max_length: Some(self.config.job_name_max_length),
+            ..self.executor.requirements()
+        }
+    }
+
     /// Tells the scheduler that a job was created or changed.
     pub fn job_changed(&self, id: &str) {
         self.scheduler.job_changed(id);
@@ -84,8 +97,10 @@ pub fn api_routes() -> Vec<Route> {
         cluster::routes(),
         jobs::routes(),
         replicas::routes(),
+        log_query::routes(),
         failure_analysis::routes(),
         secrets::routes(),
+        image_pull_secrets::routes(),
         openapi::routes(),
     ]
     .into_iter()
@@ -105,7 +120,9 @@ pub fn app(state: AppState) -> Router {
         .into_iter()
         .fold(Router::new(), |router, (path, handlers)| router.route(path, handlers))
         .fallback(error::api_route_not_found)
-        .method_not_allowed_fallback(error::api_method_not_allowed);
+        .method_not_allowed_fallback(error::api_method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(error::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(error::refuse_oversized_bodies));
 
     // `/api/v2/` with its slash is the API's root too: nesting matches the
     // root only without it, and clients write either.
@@ -117,13 +134,19 @@ pub fn app(state: AppState) -> Router {
         Some(dir) => console::serve(router, &dir),
         None => router,
     };
-    router
+    let workspace: Arc<str> = state.config.workspace_name.as_str().into();
+    let router = router
         .layer(
             tower_http::compression::CompressionLayer::new()
                 .br(true)
                 .gzip(true),
         )
-        .with_state(state)
+        .with_state(state);
+    // The gateway form is rewritten before the router above sees the path,
+    // so this outer router routes nothing itself.
+    Router::new()
+        .fallback_service(router)
+        .layer(axum::middleware::from_fn_with_state(workspace, gateway::workspace_gateway))
 }
 
 /// Milliseconds since the Unix epoch.

@@ -22,6 +22,7 @@ use crate::executor::{parse_replica_id, replica_id};
 use crate::jobs::{query_pairs, stored_spec, visible_job};
 use crate::log_api::{self, LogRequest};
 use crate::logs::LogStore;
+use crate::config::ShapeConfig;
 use crate::store::{JobRow, ReplicaRow, Store};
 use crate::{AppState, Route};
 
@@ -42,8 +43,9 @@ fn phase(name: &str) -> ReplicaPhase {
     }
 }
 
-/// The wire form of a stored attempt.
-pub fn replica_view(row: &ReplicaRow) -> Replica {
+/// The wire form of a stored attempt; `shape` is the job's resource shape,
+/// whose CPU and memory Lepton reports on every replica.
+pub fn replica_view(row: &ReplicaRow, shape: Option<&ShapeConfig>) -> Replica {
     let id = replica_id(&row.job_id, row.completion_index, row.attempt);
     Replica {
         metadata: Metadata {
@@ -76,15 +78,15 @@ pub fn replica_view(row: &ReplicaRow) -> Replica {
             message: row.message.clone(),
             start_time: row.start_time,
             end_time: row.end_time,
-            cpu: None,
-            memory_in_mb: None,
+            cpu: shape.map(|s| s.cpu),
+            memory_in_mb: shape.map(|s| s.memory_mb),
         },
     }
 }
 
 /// The replicas a queued job will start first, pending with the job's
 /// readiness issue; they are not stored until the job is admitted.
-fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow]) -> Vec<Replica> {
+fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow], shape: Option<&ShapeConfig>) -> Vec<Replica> {
     // The contract's counts (workers make completions and parallelism), kept
     // in range for a job stored before the bounds existed.
     let completions = spec.completions().clamp(1, jobdeck_api::validate::REPLICAS_MAX);
@@ -112,10 +114,11 @@ fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow]) -> Vec<R
                 created_at: job.runtime.queued_at.unwrap_or(job.created_at),
                 ..ReplicaRow::default()
             };
-            replica_view(&row)
+            replica_view(&row, shape)
         })
         .collect()
 }
+
 
 async fn list_replicas(
     State(state): State<AppState>,
@@ -123,11 +126,12 @@ async fn list_replicas(
     Path(id): Path<String>,
 ) -> AppResult<Json<Vec<Replica>>> {
     let job = visible_job(&state, &user, &id).await?;
-    let rows = state.store.replicas_of(id).await?;
-    let mut replicas: Vec<Replica> = rows.iter().map(replica_view).collect();
+    let spec = stored_spec(&job)?;
+    let shape = state.config.shape_of(&spec);
+    let rows = state.store.replicas_of(job.id.clone()).await?;
+    let mut replicas: Vec<Replica> = rows.iter().map(|row| replica_view(row, shape)).collect();
     if job.runtime.state == JobState::Queueing.as_str() {
-        let spec = stored_spec(&job)?;
-        replicas.extend(queued_replicas(&job, &spec, &rows));
+        replicas.extend(queued_replicas(&job, &spec, &rows, shape));
         replicas.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
     }
     Ok(Json(replicas))
@@ -143,8 +147,8 @@ async fn list_events(
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> AppResult<Json<Vec<JobEvent>>> {
-    visible_job(&state, &user, &id).await?;
-    let events = state.store.events_of(id).await?;
+    let job = visible_job(&state, &user, &id).await?;
+    let events = state.store.events_of(job.id).await?;
     Ok(Json(
         events
             .into_iter()
@@ -259,6 +263,7 @@ async fn replica_log(
 ) -> AppResult<Response> {
     let request = LogRequest::parse(&query_pairs(raw.as_deref()))?;
     let job = visible_job(&state, &user, &id).await?;
+    let id = job.id.clone();
     let not_found = || AppError::NotFound(format!("replica '{replica}' of job '{id}' not found"));
     let (index, attempt) = parse_replica_id(&id, &replica).ok_or_else(not_found)?;
     let stored = state.store.replica(id.clone(), index, attempt).await?;
@@ -267,7 +272,7 @@ async fn replica_log(
         // log is empty until they start.
         let spec = stored_spec(&job)?;
         let queued = job.runtime.state == JobState::Queueing.as_str()
-            && queued_replicas(&job, &spec, &state.store.replicas_of(id.clone()).await?)
+            && queued_replicas(&job, &spec, &state.store.replicas_of(id.clone()).await?, None)
                 .iter()
                 .any(|r| r.id == replica);
         if !queued {

@@ -62,6 +62,11 @@ fn check(secrets: &[Secret]) -> FieldErrors {
         match secret.value.as_deref() {
             None | Some("") => push(format!("[{i}].value"), "is required".into()),
             Some(v) if v.len() > MAX_VALUE => push(format!("[{i}].value"), "must be at most 1 MiB".into()),
+            // An environment variable cannot hold a NUL: every replica that
+            // used the secret would fail to start.
+            Some(v) if v.contains('\0') => {
+                push(format!("[{i}].value"), "must not contain a NUL character: no environment variable can hold one".into())
+            }
             Some(_) => {}
         }
     }
@@ -93,13 +98,13 @@ async fn create_secrets(
     let rows: Vec<SecretRow> = secrets
         .into_iter()
         .map(|s| SecretRow {
-            owner: user.name.clone(),
-            name: s.name,
-            value: s.value.unwrap_or_default(),
-            visibility: match s.visibility.unwrap_or_default() {
+            visibility: match s.visibility() {
                 Visibility::Public => "public".into(),
                 Visibility::Private => "private".into(),
             },
+            owner: user.name.clone(),
+            name: s.name,
+            value: s.value.unwrap_or_default(),
             tags: s.tags.unwrap_or_default(),
             created_at: now,
             updated_at: now,
@@ -135,6 +140,7 @@ mod tests {
             (vec![secret("1ABC", Some("v"))], "[0].name", "must be 1 to 253 letters"),
             (vec![secret("A-B", Some("v"))], "[0].name", "must be 1 to 253 letters"),
             (vec![secret("A", None)], "[0].value", "is required"),
+            (vec![secret("A", Some("a\0b"))], "[0].value", "must not contain a NUL character"),
             (vec![secret("A", Some("v")), secret("A", Some("w"))], "[1].name", "'A' appears twice"),
             (vec![], "[0]", "at least one secret is required"),
         ];

@@ -29,8 +29,11 @@ pub(crate) async fn workspace_record(State(state): State<AppState>, _user: Curre
 
 async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<WorkspaceInfo>> {
     let config = &state.config;
-    let (_, alive_jobs) = state.store.job_counts().await?;
-    let secrets = state.store.secret_count().await?;
+    // Counts of what the caller may see: another user's private jobs and
+    // secrets are not even counted.
+    let (_, alive_jobs) = state.store.job_counts(user.name.clone()).await?;
+    let secrets = state.store.secrets_visible_to(user.name.clone()).await?.len() as i64;
+    let num_image_pull_secrets = state.store.image_pull_secrets_visible_to(user.name.clone()).await?.len() as i64;
     let active = state.store.active_jobs().await?;
     let running_replicas: i64 = active.iter().map(|j| j.runtime.active).sum();
     let usage = usage_by_group(config, &active);
@@ -59,7 +62,7 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
         executor: config.executor.kind.as_str().to_string(),
         current_user: user.name,
         log_collection_default: config.log_collection_default,
-        job_requirements: state.executor.requirements(),
+        job_requirements: state.job_requirements(),
         build_time: option_env!("JOBDECK_BUILD_TIME").unwrap_or("").to_string(),
         git_commit: option_env!("JOBDECK_GIT_COMMIT").unwrap_or("").to_string(),
         workspace_name: config.workspace_name.clone(),
@@ -87,7 +90,7 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
             num_jobs: alive_jobs,
             num_pods: running_replicas,
             num_secrets: secrets,
-            num_image_pull_secrets: 0,
+            num_image_pull_secrets,
         },
         resource_quota: quota,
         dedicated_node_group_only: false,

@@ -159,7 +159,7 @@ async fn a_host_oom_kill_names_its_victim_where_memory_can_be_limited() {
     assert_eq!(a["err_class"], "ERR_OOM", "{a:#}");
     assert_eq!(a["program_error"], false);
     let event = &a["job_failure_by_node_event"][0];
-    assert_eq!(event["node_event_name"], "OOMKilled");
+    assert_eq!(event["node_event_name"], "OOM", "Lepton's name for the event");
     assert_eq!(event["replica_id"], format!("{id}-0-0"));
     assert!(a["summary"].as_str().unwrap().contains("more memory than the 64 MiB its shape cpu.small allows"), "{a:#}");
     assert!(a["suggestion"].as_str().unwrap().contains("more than 64 MiB"), "{a:#}");

@@ -178,6 +178,7 @@ impl Harness {
             env: vec![("HF_TOKEN".into(), HF_TOKEN.into()), ("EPOCHS".into(), "3".into())],
             first_attempt: 0,
             master_port: 29400,
+            pull_credentials: Vec::new(),
         }
     }
 
@@ -353,7 +354,7 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
     }
     let rows = [
         Row { index: 0, attempt: 0, phase: "pending", readiness: Some(("NoCapacity", "Insufficient nvidia.com/gpu")), reason: None, exit_code: None, node: None },
-        Row { index: 1, attempt: 0, phase: "pending", readiness: Some(("ConfigError", "cannot pull the image (ImagePullBackOff)")), reason: None, exit_code: None, node: Some("gpu-node-1") },
+        Row { index: 1, attempt: 0, phase: "pending", readiness: Some(("Failed", "cannot pull the image (ImagePullBackOff)")), reason: None, exit_code: None, node: Some("gpu-node-1") },
         Row { index: 2, attempt: 0, phase: "running", readiness: None, reason: None, exit_code: None, node: Some("gpu-node-2") },
         Row { index: 3, attempt: 0, phase: "succeeded", readiness: None, reason: Some("Completed"), exit_code: Some(0), node: Some("gpu-node-2") },
         Row { index: 4, attempt: 0, phase: "failed", readiness: None, reason: Some("OOMKilled"), exit_code: Some(137), node: Some("gpu-node-3") },

@@ -8,7 +8,7 @@ mod common;
 use axum::http::StatusCode;
 use common::TestApp;
 use jobdeck_server::config::NodeGroupConfig;
-use jobdeck_server::store::SecretRow;
+use jobdeck_server::store::{ImagePullSecretRow, SecretRow};
 use serde_json::{json, Value};
 
 /// `lep job create --name rich-train … --num-workers 2 --secret HF_TOKEN=hf-token
@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 /// `crates/api/fixtures/lep/README.md`).
 const RICH: &str = include_str!("../../api/fixtures/lep/rich.json");
 
-/// A server with the `gpu-a` group of two nodes and the two secrets the rich
-/// payload references.
+/// A server with the `gpu-a` group of two nodes and the two secrets and the
+/// image pull secret the rich payload references.
 async fn app() -> TestApp {
     let app = TestApp::with_config(|config| {
         config.node_groups.push(NodeGroupConfig {
@@ -43,6 +43,20 @@ async fn app() -> TestApp {
     };
     app.store
         .put_secrets(vec![secret("hf-token"), secret("WANDB_API_KEY")])
+        .await
+        .unwrap();
+    app.store
+        .put_image_pull_secret(ImagePullSecretRow {
+            owner: "admin".into(),
+            name: "my-registry".into(),
+            registry_server: "nvcr.io".into(),
+            username: "$oauthtoken".into(),
+            password: "key".into(),
+            email: String::new(),
+            visibility: "private".into(),
+            created_at: 0,
+            updated_at: 0,
+        })
         .await
         .unwrap();
     app
@@ -114,7 +128,7 @@ async fn a_job_without_visibility_is_public() {
 /// (rule, pointer, value, field path, message)
 const CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("job name characters", "/metadata/id", r#""Rich_Train""#, "metadata.name", "must start with a lowercase letter"),
-    ("job name length", "/metadata/name", r#""abcdefghijklmnopqrstu""#, "metadata.name", "must be at most 20 characters (it has 21)"),
+    ("job name length", "/metadata/name", r#""abcdefghijklmnopqrstuvwxyzabcdefghijk""#, "metadata.name", "must be at most 36 characters (it has 37)"),
     ("label key", "/metadata/labels", r#"{"bad key": "x"}"#, "metadata.labels[\"bad key\"]", "the key's name may contain only letters, digits, '-', '_' and '.', not ' '"),
     ("label value", "/metadata/labels", r#"{"team": "a/b"}"#, "metadata.labels[\"team\"]", "the value may contain only letters, digits, '-', '_' and '.', not '/'"),
     ("annotation key", "/metadata/annotations", r#"{"-x": "y"}"#, "metadata.annotations[\"-x\"]", "the key's name must start and end with a letter or digit"),
@@ -248,6 +262,7 @@ async fn the_server_answers_what_the_console_computes_with_the_servers_data() {
         node_groups: serde_json::from_value(get("/api/v2/dedicated-node-groups").await).unwrap(),
         secret_names: get("/api/v2/usersecrets").await.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap().to_string()).collect(),
         requirements: workspace.job_requirements,
+        image_pull_secret_names: None,
     };
     let cases: [(&str, Value); 2] = [("no command", json!([])), ("too many at once", json!(null))];
     for (case, command) in cases {

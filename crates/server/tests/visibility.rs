@@ -228,3 +228,80 @@ async fn anonymous_callers_get_401_on_every_route() {
     // The job is untouched.
     world.app.wait_state_as(&world.alice, &id, "Failed").await;
 }
+
+/// Secrets are their owner's unless made public on purpose: another user
+/// neither lists nor counts a private one, and a job of theirs cannot use it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_are_private_by_default_and_only_public_ones_are_shared() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let alice = app.token_for("alice").await;
+    let bob = app.token_for("bob").await;
+    let created = app
+        .call(Method::POST, "/api/v2/usersecrets", &alice, Some(&json!([{"name": "MINE", "value": "alice-only"}])))
+        .await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text());
+    assert_eq!(created.json()[0]["visibility"], "private");
+    let shared = app
+        .call(
+            Method::POST,
+            "/api/v2/usersecrets",
+            &alice,
+            Some(&json!({"name": "SHARED", "value": "for-everyone", "visibility": "public"})),
+        )
+        .await;
+    assert_eq!(shared.status, StatusCode::OK, "{}", shared.text());
+
+    let names = |list: Value| -> Vec<String> {
+        list.as_array().unwrap().iter().map(|s| format!("{}:{}", s["name"].as_str().unwrap(), s["visibility"].as_str().unwrap())).collect()
+    };
+    let alices = app.call(Method::GET, "/api/v2/usersecrets", &alice, None).await.json();
+    assert_eq!(names(alices), ["MINE:private", "SHARED:public"]);
+    let bobs = app.call(Method::GET, "/api/v2/usersecrets", &bob, None).await.json();
+    assert_eq!(names(bobs), ["SHARED:public"]);
+    let workspace = app.call(Method::GET, "/api/v2/workspace", &bob, None).await.json();
+    assert_eq!(workspace["workloads"]["num_secrets"], 1, "{workspace}");
+
+    // Bob's job may use the public secret but not Alice's private one.
+    let mut job = sh_job("uses-secret", "echo shared=$SHARED");
+    job["spec"]["envs"] = json!([{"name": "SHARED", "value_from": {"secret_name_ref": "SHARED"}}]);
+    let id = app.create_job(&bob, &job).await;
+    app.wait_state_as(&bob, &id, "Completed").await;
+    let log = app.call(Method::GET, &format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log"), &bob, None).await;
+    assert_eq!(log.text(), "shared=for-everyone\n");
+    job["spec"]["envs"] = json!([{"name": "STOLEN", "value_from": {"secret_name_ref": "MINE"}}]);
+    let refused = app.call(Method::POST, "/api/v2/jobs", &bob, Some(&job)).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+    assert!(refused.json()["fields"]["spec.envs[0].value_from.secret_name_ref"].is_array(), "{}", refused.text());
+
+    // A value no environment variable can hold is refused on its field, and
+    // the secret already stored under that name is kept.
+    let nul = app
+        .call(Method::POST, "/api/v2/usersecrets", &alice, Some(&json!([{"name": "MINE", "value": "a\u{0}b"}])))
+        .await;
+    assert_eq!(nul.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", nul.text());
+    assert!(nul.json()["fields"]["[0].value"][0].as_str().unwrap().contains("NUL"), "{}", nul.text());
+    let mut own = sh_job("own-secret", "echo mine=$MINE");
+    own["spec"]["envs"] = json!([{"name": "MINE", "value_from": {"secret_name_ref": "MINE"}}]);
+    let own = app.create_job(&alice, &own).await;
+    app.wait_state_as(&alice, &own, "Completed").await;
+    let log = app.call(Method::GET, &format!("/api/v2/jobs/{own}/replicas/{own}-0-0/log"), &alice, None).await;
+    assert_eq!(log.text(), "mine=alice-only\n");
+}
+
+/// `GET /workspace` counts only the jobs the caller may see.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workspace_counts_only_the_callers_visible_jobs() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let alice = app.token_for("alice").await;
+    let bob = app.token_for("bob").await;
+    let mut private = sh_job("hidden", "true");
+    private["metadata"]["visibility"] = json!("private");
+    app.create_job(&alice, &private).await;
+    app.create_job(&alice, &sh_job("shown", "true")).await;
+    let count = |token: String| {
+        let app = &app;
+        async move { app.call(Method::GET, "/api/v2/workspace", &token, None).await.json()["workloads"]["num_jobs"].clone() }
+    };
+    assert_eq!(count(alice.clone()).await, 2);
+    assert_eq!(count(bob.clone()).await, 1);
+}

@@ -115,7 +115,7 @@ use Control::*;
 
 /// Every field, in the order of `NAME` … `VISIBILITY`.
 pub static FIELDS: [Field; FIELD_COUNT] = [
-    f("job-name", "Job name", "A name for the job: starts with a lowercase letter; lowercase letters, digits and hyphens; ends with a letter or digit; at most 20 characters.", "none, a name is required", Text, "train-llama", &["metadata.name", "metadata.id"]),
+    f("job-name", "Job name", "A name for the job: starts with a lowercase letter; lowercase letters, digits and hyphens; ends with a letter or digit; at most 36 characters unless the workspace sets fewer.", "none, a name is required", Text, "train-llama", &["metadata.name", "metadata.id"]),
     f("node-groups", "Node group", "Select one or more node groups to determine what resources this job can use.", "any node group", Choices, "", &["spec.affinity.allowed_dedicated_node_groups"]),
     f("nodes", "Nodes", "Launch the job on these nodes of the chosen node groups only.", "no specific nodes", Choices, "", &["spec.affinity.allowed_nodes_in_node_group", "spec.affinity"]),
     f("priority", "Priority", "When the node group has limited resources, higher-priority jobs get them first.", "Medium (4)", Select, "", &["spec.queue_config.priority_class", "spec.queue_config"]),

@@ -348,7 +348,10 @@ async fn load_context(form: JobForm) {
     let requirements = me.map(|w| w.job_requirements).unwrap_or_default();
     match (shapes, node_groups) {
         (Ok(shapes), Ok(node_groups)) => {
-            form.set_context(ValidationContext { shapes, node_groups, secret_names, requirements }, log_default)
+            // Image pull secret names are checked by the server, whose 422
+            // lands on the field; the form does not load them.
+            let context = ValidationContext { shapes, node_groups, secret_names, requirements, image_pull_secret_names: None };
+            form.set_context(context, log_default)
         }
         (Err(failure), _) | (_, Err(failure)) => form.banner.set(Some(failure)),
     }

@@ -32,6 +32,7 @@ fn context() -> ValidationContext {
         node_groups: vec![group],
         secret_names: vec!["hf-token".into()],
         requirements: JobRequirements { command_required: true, ..Default::default() },
+        image_pull_secret_names: None,
     }
 }
 
@@ -148,7 +149,7 @@ async fn each_rule_shows_its_message_after_leaving_and_clears_when_valid() {
     let cases: &[(&str, &str, &str, &str)] = &[
         ("job-name", "Train", "must start with a lowercase letter", "train"),
         ("job-name", "train_1", "may contain only lowercase letters, digits and hyphens", "train-1"),
-        ("job-name", "abcdefghijklmnopqrstu", "must be at most 20 characters (it has 21)", "abcdefghijklmnopqrst"),
+        ("job-name", "abcdefghijklmnopqrstuvwxyzabcdefghijk", "must be at most 36 characters (it has 37)", "abcdefghijklmnopqrst"),
         ("job-name", "", "must not be empty", "x"),
         ("image", "NVIDIA/pytorch", "lowercase", "nvcr.io/nvidia/pytorch"),
         ("workers", "0", "must be between 1 and 100000", "1"),

@@ -36,9 +36,10 @@ impl Engine {
 /// What the supervisor runs for a container replica.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerPlan {
-    /// `<engine> login …` when the job has registry credentials; the password
-    /// goes to its standard input.
-    pub login: Option<Vec<String>>,
+    /// `<engine> login …` and the password for its standard input, when the
+    /// job has registry credentials for its image's registry: its own
+    /// username and password, else a stored image pull secret it names.
+    pub login: Option<(Vec<String>, String)>,
     /// The `<engine> run …` command.
     pub run: Vec<String>,
     /// The environment of the engine process (values of every `-e NAME`).
@@ -138,8 +139,8 @@ pub fn plan(
         }
     }
     for mount in launch.spec.mounts.iter().flatten() {
-        let root = volumes
-            .get(&mount.from)
+        let root = jobdeck_api::volume_key(&mount.from, volumes.keys())
+            .and_then(|key| volumes.get(key))
             .ok_or_else(|| format!("no volume named '{}' in executor.local.volumes", mount.from))?;
         let host = volume_path(root, mount.path.as_deref())?;
         let read_only = mount.mount_options.as_ref().and_then(|o| o.read_only).unwrap_or(false);
@@ -158,15 +159,29 @@ pub fn plan(
         run.extend(args.iter().cloned());
     }
 
-    let login = container.registry_username.as_deref().filter(|u| !u.is_empty()).map(|user| {
-        vec![
+    let registry = registry_of(&image);
+    let own = container
+        .registry_username
+        .as_deref()
+        .filter(|u| !u.is_empty())
+        .map(|user| (user.to_string(), container.registry_password.clone().unwrap_or_default()));
+    let stored = || {
+        launch
+            .pull_credentials
+            .iter()
+            .find(|c| c.registry_host() == registry)
+            .map(|c| (c.username.clone(), c.password.clone()))
+    };
+    let login = own.or_else(stored).map(|(user, password)| {
+        let command = vec![
             engine_binary.to_string(),
             "login".into(),
             "--username".into(),
-            user.to_string(),
+            user,
             "--password-stdin".into(),
-            registry_of(&image),
-        ]
+            registry.clone(),
+        ];
+        (command, password)
     });
     Ok(ContainerPlan {
         login,
@@ -271,11 +286,40 @@ mod tests {
         let line = plan.run.join(" ");
         assert!(line.contains("--device nvidia.com/gpu=1"), "{line}");
         assert!(!line.contains("--gpus"), "{line}");
-        assert_eq!(
-            plan.login.unwrap(),
-            ["/usr/bin/podman", "login", "--username", "bot", "--password-stdin", "nvcr.io"]
-        );
+        let (login, password) = plan.login.unwrap();
+        assert_eq!(login, ["/usr/bin/podman", "login", "--username", "bot", "--password-stdin", "nvcr.io"]);
+        assert_eq!(password, "pw");
         assert!(!line.contains("pw"));
+    }
+
+    /// A stored image pull secret the job names logs in to its registry when
+    /// the job has no credentials of its own; one for another registry does
+    /// not.
+    #[test]
+    fn a_named_image_pull_secret_for_the_images_registry_is_used_to_log_in() {
+        let credential = |name: &str, server: &str| crate::executor::PullCredential {
+            name: name.into(),
+            registry_server: server.into(),
+            username: "$oauthtoken".into(),
+            password: format!("{name}-key"),
+        };
+        let mut launch = sample_launch();
+        launch.pull_credentials = vec![credential("elsewhere", "https://ghcr.io"), credential("ngc", "https://nvcr.io/")];
+        let plan = plan("podman", &launch, "r-0-0", 0, &[], &volumes()).unwrap();
+        let (login, password) = plan.login.unwrap();
+        assert_eq!(login, ["podman", "login", "--username", "$oauthtoken", "--password-stdin", "nvcr.io"]);
+        assert_eq!(password, "ngc-key");
+        assert!(!plan.run.join(" ").contains("ngc-key"));
+
+        launch.pull_credentials = vec![credential("elsewhere", "https://ghcr.io")];
+        assert_eq!(plan_login(&launch), None);
+        launch.spec.container.image = Some("busybox".into());
+        launch.pull_credentials = vec![credential("hub", "https://index.docker.io/v1/")];
+        assert_eq!(plan_login(&launch).map(|(c, _)| c[5].clone()), Some("docker.io".to_string()));
+    }
+
+    fn plan_login(launch: &JobLaunch) -> Option<(Vec<String>, String)> {
+        plan("podman", launch, "r-0-0", 0, &[], &volumes()).unwrap().login
     }
 
     #[test]

@@ -78,6 +78,7 @@ pub(crate) mod tests {
             env: vec![("MY_VAR".into(), "1".into()), ("JOB_COMPLETION_INDEX".into(), "spoofed".into())],
             first_attempt: 0,
             master_port: 29500,
+            pull_credentials: Vec::new(),
         }
     }
 

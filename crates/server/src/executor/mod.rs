@@ -78,6 +78,43 @@ pub struct Placement {
     pub slots: Vec<Slot>,
 }
 
+/// Registry credentials from a stored image pull secret the job names in
+/// `spec.image_pull_secrets`. Never log one: it holds a password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PullCredential {
+    /// The image pull secret's name.
+    pub name: String,
+    /// The registry as the user wrote it (`https://nvcr.io`).
+    pub registry_server: String,
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for PullCredential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PullCredential")
+            .field("name", &self.name)
+            .field("registry_server", &self.registry_server)
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PullCredential {
+    /// The registry host these credentials are for: the server without a
+    /// scheme, path or trailing slash, Docker Hub's aliases as `docker.io`,
+    /// so it compares with the host of an image reference.
+    pub fn registry_host(&self) -> String {
+        let server = self.registry_server.trim();
+        let server = server.split_once("://").map_or(server, |(_, rest)| rest);
+        let host = server.split('/').next().unwrap_or("").to_ascii_lowercase();
+        match host.as_str() {
+            "index.docker.io" | "registry-1.docker.io" | "registry.hub.docker.com" => "docker.io".into(),
+            _ => host,
+        }
+    }
+}
+
 /// Everything an executor needs to run one run of a job. Defaults are already
 /// applied: executors never re-derive them.
 #[derive(Debug, Clone)]
@@ -115,6 +152,10 @@ pub struct JobLaunch {
     pub first_attempt: i64,
     /// The rendezvous port for multi-worker jobs.
     pub master_port: u16,
+    /// The stored image pull secrets the job names, resolved for its
+    /// creator. Names that are not stored are not here: on Kubernetes they
+    /// name Secrets of the namespace.
+    pub pull_credentials: Vec<PullCredential>,
 }
 
 /// Why the scheduler stops a run; it becomes the reason of every replica the

@@ -37,6 +37,15 @@ const COLLATERAL_REASONS: [&str; 6] =
 /// Replica end reasons that are node-level events (design §7).
 const NODE_EVENT_REASONS: [&str; 5] = ["OOMKilled", "Evicted", "Preempted", "NodeLost", "Lost"];
 
+/// Lepton's name for a node event: its failure analysis says `OOM` where the
+/// replica's reason (Kubernetes' word) is `OOMKilled`.
+fn lepton_node_event_name(reason: &str) -> &str {
+    match reason {
+        "OOMKilled" => "OOM",
+        other => other,
+    }
+}
+
 /// What the analysis needs to know about the job besides its attempts.
 #[derive(Debug, Clone, Default)]
 pub struct JobFacts {
@@ -301,7 +310,7 @@ pub fn analyse(facts: &JobFacts, replicas: &[ReplicaRow], events: &[StoredEvent]
                 victim = index.and_then(finding_of).and_then(|f| victim_in(&f.text));
             }
             NodeFailureEvent {
-                node_event_name: row.reason.clone().unwrap_or_default(),
+                node_event_name: lepton_node_event_name(row.reason.as_deref().unwrap_or("")).to_string(),
                 message,
                 replica_id: Some(replica_id(&facts.job_id, row.completion_index, row.attempt)),
                 time: row.end_time,
@@ -470,7 +479,7 @@ mod tests {
         oom.message = Some("the replica used more memory than its shape allows and was killed; the kernel killed python3 (pid 42)".into());
         let a = analyse(&facts("Failed", "BackoffLimitExceeded"), &[oom], &[], &logs);
         assert_eq!(a.err_class, "ERR_OOM");
-        assert_eq!(a.job_failure_by_node_event[0].node_event_name, "OOMKilled");
+        assert_eq!(a.job_failure_by_node_event[0].node_event_name, "OOM");
         assert_eq!(a.job_failure_by_node_event[0].victim.as_deref(), Some("python3 (pid 42)"));
         assert!(a.summary.contains("1024 MiB") && a.summary.contains("python3 (pid 42)"), "{}", a.summary);
 

@@ -486,6 +486,7 @@ fn render_launch(
             node_group: Some(&group),
             namespace: &shared.namespace,
             secrets: SecretValues::Resolved(&secret_values),
+            pull_credentials: &launch.pull_credentials,
         },
         &shared.settings,
     )
@@ -530,6 +531,7 @@ fn check_spec(shared: &Shared, spec: &JobSpec) -> FieldErrors {
         node_group: None,
         namespace: &shared.namespace,
         secrets: SecretValues::Redacted,
+        pull_credentials: &[],
     };
     match mapping::render(&input, &shared.settings) {
         Ok(_) => FieldErrors::new(),

@@ -110,6 +110,9 @@ pub struct RenderInput<'a> {
     /// The namespace the objects go to.
     pub namespace: &'a str,
     pub secrets: SecretValues<'a>,
+    /// The stored image pull secrets the job names (`spec.image_pull_secrets`
+    /// names that are not stored refer to Secrets of the namespace).
+    pub pull_credentials: &'a [crate::executor::PullCredential],
 }
 
 /// The objects of one job, in the order they are created.
@@ -190,7 +193,7 @@ pub fn cpu_quantity(cores: f64) -> String {
 
 /// Renders one run of a job as Kubernetes objects. Every problem is reported
 /// with the job field it comes from, as validation errors are.
-pub fn render(input: &RenderInput<'_>, settings: &KubernetesSettings) -> Result<KubeObjects, FieldErrors> {
+pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Result<KubeObjects, FieldErrors> {
     let mut errors = FieldErrors::new();
     let mut fail = |path: &str, message: String| errors.entry(path.to_string()).or_default().push(message);
 
@@ -265,30 +268,42 @@ pub fn render(input: &RenderInput<'_>, settings: &KubernetesSettings) -> Result<
     }
     let image_ref = spec.container.image_reference().unwrap_or_default();
     let mut image_pull_secrets: Vec<LocalObjectReference> = Vec::new();
-    let registry_secret = match (
+    let redacted = matches!(input.secrets, SecretValues::Redacted);
+    let shown = |password: &'a str| -> &'a str {
+        if redacted {
+            REDACTED
+        } else {
+            password
+        }
+    };
+    // One Secret of the Job's own holds every credential it pulls with: the
+    // form's username and password for the image's registry, then each
+    // stored image pull secret it names, by its registry.
+    let mut auths: Vec<(String, &str, &str)> = Vec::new();
+    match (
         spec.container.registry_username.as_deref().filter(|s| !s.is_empty()),
         spec.container.registry_password.as_deref().filter(|s| !s.is_empty()),
     ) {
-        (Some(user), Some(password)) => {
-            let password = match input.secrets {
-                SecretValues::Resolved(_) => password,
-                SecretValues::Redacted => REDACTED,
-            };
-            let secret_name = registry_secret_name(&id);
-            image_pull_secrets.push(LocalObjectReference { name: secret_name.clone() });
-            Some(registry_secret(&secret_name, input.namespace, &labels, image, user, password))
+        (Some(user), Some(password)) => auths.push((registry_host(image).to_string(), user, shown(password))),
+        (None, None) => {}
+        (Some(_), None) => fail("spec.container.registry_password", "is required with registry_username".into()),
+        (None, Some(_)) => fail("spec.container.registry_username", "is required with registry_password".into()),
+    }
+    for credential in input.pull_credentials {
+        let host = credential.registry_host();
+        if !auths.iter().any(|(h, _, _)| *h == host) {
+            auths.push((host, &credential.username, shown(&credential.password)));
         }
-        (None, None) => None,
-        (Some(_), None) => {
-            fail("spec.container.registry_password", "is required with registry_username".into());
-            None
-        }
-        (None, Some(_)) => {
-            fail("spec.container.registry_username", "is required with registry_password".into());
-            None
-        }
-    };
+    }
+    let registry_secret = (!auths.is_empty()).then(|| {
+        let secret_name = registry_secret_name(&id);
+        image_pull_secrets.push(LocalObjectReference { name: secret_name.clone() });
+        registry_secret(&secret_name, input.namespace, &labels, &auths)
+    });
     for (i, secret) in spec.image_pull_secrets.iter().flatten().enumerate() {
+        if input.pull_credentials.iter().any(|c| &c.name == secret) {
+            continue;
+        }
         match names::check_dns_subdomain(secret) {
             Ok(()) => image_pull_secrets.push(LocalObjectReference { name: secret.clone() }),
             Err(e) => fail(&format!("spec.image_pull_secrets[{i}]"), format!("is not a valid Secret name: it {e}")),
@@ -378,7 +393,7 @@ pub fn render(input: &RenderInput<'_>, settings: &KubernetesSettings) -> Result<
     }
     let mut volume_names: BTreeMap<String, String> = BTreeMap::new();
     for (i, mount) in spec.mounts.iter().flatten().enumerate() {
-        let Some(source) = settings.volumes.get(&mount.from) else {
+        let Some(source) = jobdeck_api::volume_key(&mount.from, settings.volumes.keys()).and_then(|k| settings.volumes.get(k)) else {
             fail(
                 &format!("spec.mounts[{i}].from"),
                 format!("no volume named '{}' is configured for the kubernetes executor", mount.from),
@@ -641,21 +656,18 @@ fn pod_failure_policy(disable_retry_on_program_error: bool) -> PodFailurePolicy 
     PodFailurePolicy { rules }
 }
 
-fn registry_secret(
-    name: &str,
-    namespace: &str,
-    labels: &BTreeMap<String, String>,
-    image: &str,
-    username: &str,
-    password: &str,
-) -> Secret {
+/// A `kubernetes.io/dockerconfigjson` Secret with one entry per registry:
+/// `(registry host, username, password)`.
+fn registry_secret(name: &str, namespace: &str, labels: &BTreeMap<String, String>, auths: &[(String, &str, &str)]) -> Secret {
     use base64::Engine as _;
-    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
-    let config = serde_json::json!({
-        "auths": {
-            registry_host(image): { "username": username, "password": password, "auth": auth }
-        }
-    });
+    let entries: serde_json::Map<String, serde_json::Value> = auths
+        .iter()
+        .map(|(host, username, password)| {
+            let auth = base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
+            (host.clone(), serde_json::json!({ "username": username, "password": password, "auth": auth }))
+        })
+        .collect();
+    let config = serde_json::json!({ "auths": entries });
     Secret {
         metadata: object_meta(name, namespace, labels, BTreeMap::new()),
         type_: Some("kubernetes.io/dockerconfigjson".into()),

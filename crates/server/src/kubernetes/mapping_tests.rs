@@ -117,6 +117,16 @@ struct Case {
 /// Renders run 0 of `job` the way the executor does after the scheduler
 /// placed it in its first allowed node group.
 fn render_job(job: &LeptonJob, secrets: SecretValues<'_>) -> Result<KubeObjects, FieldErrors> {
+    render_job_pulling_with(job, secrets, &[])
+}
+
+/// [`render_job`] for a job whose stored image pull secrets resolved to
+/// `pull_credentials`.
+fn render_job_pulling_with(
+    job: &LeptonJob,
+    secrets: SecretValues<'_>,
+    pull_credentials: &[crate::executor::PullCredential],
+) -> Result<KubeObjects, FieldErrors> {
     let config = config();
     let resolved = ResolvedSpec::resolve(&job.spec, &config).unwrap_or_else(|e| panic!("{e:?}"));
     let values = SpecValues::from_resolved(&resolved, &job.spec);
@@ -153,6 +163,7 @@ fn render_job(job: &LeptonJob, secrets: SecretValues<'_>) -> Result<KubeObjects,
             node_group: group.as_ref(),
             namespace: "ml",
             secrets,
+            pull_credentials,
         },
         &settings(),
     )
@@ -620,4 +631,36 @@ fn priority_classes_in_the_manifests_cover_every_rendered_name() {
         }
     }
     assert_eq!(classes.len(), 18, "only Jobdeck's classes belong in the file");
+}
+
+/// A stored image pull secret the job names joins the job's own registry
+/// Secret under its registry; a name Jobdeck does not store still names a
+/// Secret of the namespace.
+#[test]
+fn stored_image_pull_secrets_join_the_jobs_registry_secret() {
+    let job = job_with(&json!({"spec": {
+        "container": {"image": "nvcr.io/nvidia/pytorch:25.08-py3"},
+        "image_pull_secrets": ["tao-image-pull-secret", "cluster-pull"]}}));
+    let ngc = crate::executor::PullCredential {
+        name: "tao-image-pull-secret".into(),
+        registry_server: "https://nvcr.io".into(),
+        username: "$oauthtoken".into(),
+        password: "ngc-key".into(),
+    };
+    let values = BTreeMap::new();
+    let objects = render_job_pulling_with(&job, SecretValues::Resolved(&values), std::slice::from_ref(&ngc)).unwrap();
+    let rendered = serde_json::to_value(&objects).unwrap();
+    assert_eq!(
+        rendered.pointer("/job/spec/template/spec/imagePullSecrets").unwrap(),
+        &json!([{"name": "train-ab12c-registry"}, {"name": "cluster-pull"}])
+    );
+    let config: Value = serde_json::from_str(
+        rendered.pointer("/registry_secret/stringData/.dockerconfigjson").unwrap().as_str().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(config["auths"]["nvcr.io"]["username"], "$oauthtoken");
+    assert_eq!(config["auths"]["nvcr.io"]["password"], "ngc-key");
+    // Rendered for people, the password is not shown.
+    let shown = render_job_pulling_with(&job, SecretValues::Redacted, &[ngc]).unwrap();
+    assert!(!serde_json::to_string(&shown).unwrap().contains("ngc-key"));
 }

@@ -102,6 +102,7 @@ pub fn render_job_file(
             node_group: Some(&target),
             namespace: &namespace,
             secrets: SecretValues::Redacted,
+            pull_credentials: &[],
         },
         &settings,
     )

@@ -269,7 +269,8 @@ fn pending_issue(pod: &Pod, waiting: Option<(Option<&str>, Option<&str>)>) -> (W
             }
         };
         if IMAGE_PULL_REASONS.contains(&reason) {
-            return (WaitKind::ImagePull, issue("ConfigError", text("cannot pull the image")));
+            // Lepton's readiness reason for a failed pull.
+            return (WaitKind::ImagePull, issue("Failed", text("cannot pull the image")));
         }
         if CONFIG_REASONS.contains(&reason) {
             return (WaitKind::Config, issue("ConfigError", text("cannot create the container")));

@@ -42,7 +42,7 @@ fn pods_read_as_replica_attempts() {
         Expect { pod: "train-ab12c-0-x7k2p", index: 0, phase: Pending,
             issue: Some(("NoCapacity", "2 Insufficient nvidia.com/gpu")), reason: None, exit_code: None, node: None, class: None },
         Expect { pod: "train-ab12c-1-m9q4z", index: 1, phase: Pending,
-            issue: Some(("ConfigError", "cannot pull the image (ImagePullBackOff): Back-off pulling image")), reason: None,
+            issue: Some(("Failed", "cannot pull the image (ImagePullBackOff): Back-off pulling image")), reason: None,
             exit_code: None, node: Some("gpu-node-1"), class: Some(FailureClass::ImagePull) },
         Expect { pod: "train-ab12c-2-b5t8w", index: 2, phase: Running, issue: None, reason: None, exit_code: None,
             node: Some("gpu-node-2"), class: None },

@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 use self::placement::{fit, group_states, occupy, plan_preemption, release, shortage, Candidate};
 use crate::config::Config;
 use crate::error::{AppError, AppResult};
-use crate::executor::{Executor, HostMessage, JobLaunch, Placement, RunOutcome, StopReason};
+use crate::executor::{Executor, HostMessage, JobLaunch, Placement, PullCredential, RunOutcome, StopReason};
 use crate::logs::LogStore;
 use crate::spec::ResolvedSpec;
 use crate::store::{EventRow, JobRow, Store};
@@ -750,6 +750,19 @@ impl Scheduler {
             };
             env.push((var.name.clone(), value));
         }
+        let mut pull_credentials = Vec::new();
+        for name in active.spec.image_pull_secrets() {
+            if let Some(stored) =
+                self.store.resolve_image_pull_secret(active.row.created_by.clone(), name.clone()).await?
+            {
+                pull_credentials.push(PullCredential {
+                    name: stored.name,
+                    registry_server: stored.registry_server,
+                    username: stored.username,
+                    password: stored.password,
+                });
+            }
+        }
         let r = &active.resolved;
         Ok(Ok(JobLaunch {
             job_id: active.row.id.clone(),
@@ -769,6 +782,7 @@ impl Scheduler {
             env,
             first_attempt: 0,
             master_port: active.row.runtime.master_port.clamp(0, u16::MAX as i64) as u16,
+            pull_credentials,
         }))
     }
 

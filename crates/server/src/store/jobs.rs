@@ -83,6 +83,20 @@ impl Store {
         .await
     }
 
+    /// Up to `limit` jobs named `name` that `viewer` may see, newest first
+    /// (Lepton clients address a job by its name as well as by its id).
+    pub async fn jobs_named_visible_to(&self, name: String, viewer: String, limit: i64) -> AppResult<Vec<JobRow>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {JOB_COLUMNS} FROM jobs WHERE name = ?1 AND (visibility = 'public' OR created_by = ?2)
+                 ORDER BY created_at DESC, id DESC LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![name, viewer, limit], job_row)?;
+            rows.collect()
+        })
+        .await
+    }
+
     /// A job by id, if `viewer` may see it.
     pub async fn job_visible_to(&self, id: String, viewer: String) -> AppResult<Option<JobRow>> {
         self.read(move |conn| {
@@ -195,14 +209,15 @@ impl Store {
         .await
     }
 
-    /// How many jobs are stored and how many are not archived.
-    pub async fn job_counts(&self) -> AppResult<(i64, i64)> {
+    /// How many jobs `viewer` may see (public ones and their own private
+    /// ones) and how many of those are not archived.
+    pub async fn job_counts(&self, viewer: String) -> AppResult<(i64, i64)> {
         self.read(move |conn| {
-            conn.query_row(
-                "SELECT COUNT(*), COALESCE(SUM(state != 'Archived'), 0) FROM jobs",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            conn.prepare_cached(
+                "SELECT COALESCE(SUM(n), 0), COALESCE(SUM(CASE WHEN state != 'Archived' THEN n END), 0)
+                 FROM job_counts WHERE visibility = 'public' OR created_by = ?1",
+            )?
+            .query_row(params![viewer], |r| Ok((r.get(0)?, r.get(1)?)))
         })
         .await
     }
@@ -344,17 +359,16 @@ fn where_clause(filter: &JobFilter, search: Option<String>) -> (String, Vec<Valu
         values.extend(filter.created_by.iter().cloned().map(Value::Text));
     }
     for (key, value) in &filter.labels {
-        // The key is quoted as a JSON path member; the handler rejects keys
-        // with a double quote, so it cannot end the quoting.
-        let path = format!("$.labels.\"{key}\"");
+        // Keys and values are compared as values, never written into a JSON
+        // path, whose own syntax a key could otherwise break out of.
         match value {
             None => {
-                clauses.push("json_type(metadata, ?) IS NOT NULL".into());
-                values.push(Value::Text(path));
+                clauses.push("EXISTS (SELECT 1 FROM json_each(metadata, '$.labels') WHERE key = ?)".into());
+                values.push(Value::Text(key.clone()));
             }
             Some(v) => {
-                clauses.push("json_extract(metadata, ?) = ?".into());
-                values.push(Value::Text(path));
+                clauses.push("EXISTS (SELECT 1 FROM json_each(metadata, '$.labels') WHERE key = ? AND value = ?)".into());
+                values.push(Value::Text(key.clone()));
                 values.push(Value::Text(v.clone()));
             }
         }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::Connection;
 
 mod events;
+mod image_pull_secrets;
 pub use jobs::ACTIVE_STATES;
 mod jobs;
 mod replicas;
@@ -161,6 +162,20 @@ const MIGRATIONS: &[&str] = &[
         INSERT INTO job_counts VALUES (NEW.visibility, NEW.created_by, NEW.state, NEW.node_groups, 1)
             ON CONFLICT DO UPDATE SET n = n + 1;
     END;",
+    // 4: image pull secrets (`/imagepullsecrets`): registry credentials a job
+    // names in `spec.image_pull_secrets`; names are unique per owner.
+    "CREATE TABLE image_pull_secrets (
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        registry_server TEXT NOT NULL,
+        username TEXT NOT NULL,
+        password TEXT NOT NULL,
+        email TEXT NOT NULL DEFAULT '',
+        visibility TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (owner, name)
+    );",
 ];
 
 const READERS: usize = 4;
@@ -297,6 +312,20 @@ pub struct SecretRow {
     pub value: String,
     pub visibility: String,
     pub tags: Vec<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Registry credentials as stored (`/imagepullsecrets`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagePullSecretRow {
+    pub owner: String,
+    pub name: String,
+    pub registry_server: String,
+    pub username: String,
+    pub password: String,
+    pub email: String,
+    pub visibility: String,
     pub created_at: i64,
     pub updated_at: i64,
 }

@@ -73,8 +73,4 @@ impl Store {
         })
         .await
     }
-
-    pub async fn secret_count(&self) -> AppResult<i64> {
-        self.read(|conn| conn.query_row("SELECT COUNT(*) FROM secrets", [], |r| r.get(0))).await
-    }
 }

@@ -514,7 +514,6 @@ impl Controller {
                     env.retain(|(n, _)| *n != k);
                     env.push((k, v));
                 }
-                let password = self.launch.spec.container.registry_password.clone().unwrap_or_default();
                 SuperviseSpec {
                     command: plan.run,
                     env,
@@ -523,7 +522,7 @@ impl Controller {
                     // The engine enforces the memory limit of a container.
                     cgroup: None,
                     grace_seconds: grace,
-                    before: plan.login.map(|login| (login, password)),
+                    before: plan.login,
                     kill_command: Some(plan.kill),
                     cleanup_command: Some(plan.cleanup),
                 }

@@ -1,0 +1,403 @@
+//! `GET /logs`: Lepton's log query (what `leptonai`'s `client.log.get_log`,
+//! `lep log get` and the TAO SDK's `get_job_logs` call), served from the log
+//! store.
+//!
+//! Parameters, as `leptonai/api/v2/log.py` sends them: `job` (an id, or a
+//! name that names one job) or `replica`; `start` and `end` in nanoseconds
+//! (both or neither: neither means from the job's creation to now); `limit`
+//! lines (default 5,000, at most 10,000); `q`, a text every returned line
+//! contains; `direction` `backward` (newest first, the default) or
+//! `forward`; `timestamps` and `job_query_mode` are accepted.
+//!
+//! The answer has Loki's shape, which the clients read:
+//! `{"status": "success", "data": {"resultType": "streams", "result":
+//! [{"stream": {"job", "replica"}, "values": [["<ns>", "<line>"], …]}]}}`,
+//! one stream per replica attempt, its values in the asked direction.
+//!
+//! `start` is inclusive and `end` exclusive: `lep log get` pages backwards by
+//! asking again with `end` set to the oldest time it got. So that paging
+//! never skips or repeats a line, every line of an attempt gets a distinct
+//! time: the log store keeps milliseconds, and the k-th line written within
+//! one millisecond is given that millisecond plus k nanoseconds.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{RawQuery, State};
+use axum::routing::get;
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::auth::CurrentUser;
+use crate::error::{AppError, AppResult};
+use crate::executor::{parse_replica_id, replica_id};
+use crate::jobs::{query_pairs, stored_spec, visible_job};
+use crate::logs::{LogReader, LogStore};
+use crate::{now_millis, AppState, Route};
+
+pub fn routes() -> Vec<Route> {
+    vec![("/logs", get(query_logs))]
+}
+
+/// Lines a query answers unless it says otherwise (Lepton's default).
+pub const DEFAULT_LIMIT: usize = 5_000;
+/// The most lines one query answers.
+pub const MAX_LIMIT: usize = 10_000;
+const NANOS_PER_MILLI: i64 = 1_000_000;
+
+/// Which end of the range the lines come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Newest first.
+    Backward,
+    /// Oldest first.
+    Forward,
+}
+
+/// A parsed `GET /logs` query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogQuery {
+    pub job: Option<String>,
+    pub replica: Option<String>,
+    /// `[start, end)` in nanoseconds.
+    pub range: Option<(i64, i64)>,
+    pub limit: usize,
+    pub text: String,
+    pub direction: Direction,
+}
+
+fn bad(message: String) -> AppError {
+    AppError::BadRequest(message)
+}
+
+impl LogQuery {
+    pub fn parse(pairs: &[(String, String)]) -> AppResult<LogQuery> {
+        let mut query = LogQuery {
+            job: None,
+            replica: None,
+            range: None,
+            limit: DEFAULT_LIMIT,
+            text: String::new(),
+            direction: Direction::Backward,
+        };
+        let (mut start, mut end) = (None, None);
+        let nanos = |key: &str, value: &str| -> AppResult<i64> {
+            value
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| bad(format!("{key} must be a time in nanoseconds since 1970, not '{value}'")))
+        };
+        for (key, value) in pairs {
+            match key.as_str() {
+                "job" | "job_history_name" => query.job = Some(value.clone()).filter(|v| !v.is_empty()),
+                "replica" => query.replica = Some(value.clone()).filter(|v| !v.is_empty()),
+                "deployment" | "endpoint" => {
+                    return Err(bad(format!("{key}: Jobdeck runs jobs only; ask for a job's logs with job=<id>")))
+                }
+                "start" => start = Some(nanos(key, value)?),
+                "end" => end = Some(nanos(key, value)?),
+                "limit" => {
+                    query.limit = value
+                        .trim()
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=MAX_LIMIT).contains(n))
+                        .ok_or_else(|| bad(format!("limit must be between 1 and {MAX_LIMIT}, not '{value}'")))?
+                }
+                "q" => {
+                    if value.chars().any(char::is_control) {
+                        return Err(bad("q must not contain control characters".into()));
+                    }
+                    query.text = value.clone();
+                }
+                "direction" => {
+                    query.direction = match value.as_str() {
+                        "backward" => Direction::Backward,
+                        "forward" => Direction::Forward,
+                        other => return Err(bad(format!("direction must be backward or forward, not '{other}'"))),
+                    }
+                }
+                // Every value carries its time anyway; which jobs count is
+                // decided by the job named.
+                "timestamps" | "job_query_mode" | "interval_ms" => {}
+                other => return Err(bad(format!("unknown parameter '{other}'"))),
+            }
+        }
+        query.range = match (start, end) {
+            (Some(start), Some(end)) if end <= start => return Err(bad("end must be after start".into())),
+            (Some(start), Some(end)) => Some((start, end)),
+            (None, None) => None,
+            _ => return Err(bad("start and end go together: give both, or neither for the whole job".into())),
+        };
+        if query.job.is_none() && query.replica.is_none() {
+            return Err(bad("job or replica is required: the logs of one job are searched at a time".into()));
+        }
+        Ok(query)
+    }
+}
+
+/// One line found, with its distinct time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Found {
+    nanos: i64,
+    text: String,
+}
+
+/// The time of line `number` (1-based) in milliseconds.
+fn time_of(reader: &mut LogReader, number: u64) -> std::io::Result<i64> {
+    Ok(reader.lines(number, number)?.first().map(|l| l.time).unwrap_or(i64::MAX))
+}
+
+/// The first line (1-based) whose time is at least `millis`, or `count + 1`.
+/// Lines are stored in the order they were read, so their times rise.
+fn first_at_or_after(reader: &mut LogReader, count: u64, millis: i64) -> std::io::Result<u64> {
+    let (mut lo, mut hi) = (1u64, count + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if time_of(reader, mid)? < millis {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo)
+}
+
+/// Up to `limit` lines of one attempt in `[start, end)` nanoseconds that
+/// contain `text`, in the query's direction.
+fn attempt_lines(reader: &mut LogReader, query: &LogQuery, start: i64, end: i64, limit: usize) -> std::io::Result<Vec<Found>> {
+    const CHUNK: u64 = 2_000;
+    let count = reader.line_count()?;
+    let first = first_at_or_after(reader, count, start.div_euclid(NANOS_PER_MILLI))?;
+    // The first line past the range: its millisecond starts at or after `end`.
+    let past = first_at_or_after(reader, count, end.saturating_add(NANOS_PER_MILLI - 1).div_euclid(NANOS_PER_MILLI))?;
+    let mut found = Vec::new();
+    let keep = |chunk_from: u64, chunk_to: u64, found: &mut Vec<Found>, reader: &mut LogReader| -> std::io::Result<()> {
+        let lines = reader.lines(chunk_from, chunk_to)?;
+        let Some(head) = lines.first() else { return Ok(()) };
+        // The rank of the chunk's first line within its millisecond.
+        let mut rank = (chunk_from - first_at_or_after(reader, count, head.time)?) as i64;
+        let mut millis = head.time;
+        let mut chunk = Vec::new();
+        for line in lines {
+            if line.time != millis {
+                millis = line.time;
+                rank = 0;
+            }
+            let nanos = line.time * NANOS_PER_MILLI + rank.min(NANOS_PER_MILLI - 1);
+            rank += 1;
+            if nanos >= start && nanos < end && line.text.contains(query.text.as_str()) {
+                chunk.push(Found { nanos, text: line.text });
+            }
+        }
+        if query.direction == Direction::Backward {
+            chunk.reverse();
+        }
+        found.extend(chunk);
+        Ok(())
+    };
+    match query.direction {
+        Direction::Forward => {
+            let mut from = first;
+            while from < past && found.len() < limit {
+                let to = (from + CHUNK - 1).min(past - 1);
+                keep(from, to, &mut found, reader)?;
+                from = to + 1;
+            }
+        }
+        Direction::Backward => {
+            let mut to = past;
+            while to > first && found.len() < limit {
+                let from = to.saturating_sub(CHUNK).max(first);
+                keep(from, to - 1, &mut found, reader)?;
+                to = from;
+            }
+        }
+    }
+    found.truncate(limit);
+    Ok(found)
+}
+
+/// The answer to `query` over the attempts `(completion index, attempt)` of
+/// `job_id`, in Loki's shape.
+fn answer(logs: &LogStore, job_id: &str, attempts: &[(i64, i64)], query: &LogQuery, range: (i64, i64)) -> std::io::Result<Value> {
+    let mut all: Vec<(i64, String, String)> = Vec::new();
+    for &(index, attempt) in attempts {
+        let Some(mut reader) = logs.open(job_id, index, attempt)? else { continue };
+        let replica = replica_id(job_id, index, attempt);
+        for line in attempt_lines(&mut reader, query, range.0, range.1, query.limit)? {
+            all.push((line.nanos, replica.clone(), line.text));
+        }
+    }
+    // The newest (or oldest) `limit` lines over every attempt.
+    match query.direction {
+        Direction::Backward => all.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1))),
+        Direction::Forward => all.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1))),
+    }
+    all.truncate(query.limit);
+    let mut streams: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for (nanos, replica, text) in all {
+        streams.entry(replica).or_default().push(json!([nanos.to_string(), text]));
+    }
+    let result: Vec<Value> = streams
+        .into_iter()
+        .map(|(replica, values)| json!({"stream": {"job": job_id, "replica": replica}, "values": values}))
+        .collect();
+    Ok(json!({"status": "success", "data": {"resultType": "streams", "result": result}}))
+}
+
+async fn query_logs(State(state): State<AppState>, user: CurrentUser, RawQuery(raw): RawQuery) -> AppResult<Json<Value>> {
+    let query = LogQuery::parse(&query_pairs(raw.as_deref()))?;
+    // A replica id starts with its job's id, so a query by replica alone
+    // finds its job by trying the prefixes before each '-'.
+    let job = match (&query.job, &query.replica) {
+        (Some(job), _) => visible_job(&state, &user, job).await?,
+        (None, Some(replica)) => {
+            let mut found = None;
+            for (cut, _) in replica.match_indices('-') {
+                let candidate = &replica[..cut];
+                if parse_replica_id(candidate, replica).is_some() {
+                    if let Some(row) = state.store.job_visible_to(candidate.to_string(), user.name.clone()).await? {
+                        found = Some(row);
+                        break;
+                    }
+                }
+            }
+            found.ok_or_else(|| AppError::NotFound(format!("replica '{replica}' not found")))?
+        }
+        (None, None) => unreachable!("parse requires one"),
+    };
+    if !stored_spec(&job)?.log_collection(state.config.log_collection_default) {
+        return Err(AppError::NotFoundCode(
+            "log_collection_disabled",
+            format!("job '{}' does not collect logs (spec.log.enable_collection is false)", job.id),
+        ));
+    }
+    let mut attempts: Vec<(i64, i64)> = state
+        .store
+        .replicas_of(job.id.clone())
+        .await?
+        .iter()
+        .map(|r| (r.completion_index, r.attempt))
+        .collect();
+    if let Some(replica) = &query.replica {
+        let wanted = parse_replica_id(&job.id, replica)
+            .ok_or_else(|| AppError::NotFound(format!("replica '{replica}' of job '{}' not found", job.id)))?;
+        attempts.retain(|a| *a == wanted);
+    }
+    // Without a range: from the job's creation to now (and a little past, so
+    // a line written this millisecond is in).
+    let range = query
+        .range
+        .unwrap_or(((job.created_at - 1) * NANOS_PER_MILLI, (now_millis() + 1) * NANOS_PER_MILLI));
+    let logs = state.logs.clone();
+    let job_id = job.id.clone();
+    let answer = tokio::task::spawn_blocking(move || answer(&logs, &job_id, &attempts, &query, range))
+        .await
+        .map_err(AppError::internal)?
+        .map_err(AppError::internal)?;
+    Ok(Json(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logs::{LogWriter, Stream};
+
+    fn pairs(query: &str) -> Vec<(String, String)> {
+        query_pairs(Some(query))
+    }
+
+    #[test]
+    fn bad_queries_name_the_parameter() {
+        let cases = [
+            ("", "job or replica is required"),
+            ("job=a&start=5", "start and end go together"),
+            ("job=a&start=5&end=5", "end must be after start"),
+            ("job=a&start=x&end=5", "start must be a time in nanoseconds"),
+            ("job=a&start=-1&end=5", "start must be a time in nanoseconds"),
+            ("job=a&limit=0", "limit must be between 1 and 10000"),
+            ("job=a&limit=10001", "limit must be between 1 and 10000"),
+            ("job=a&direction=up", "direction must be backward or forward"),
+            ("job=a&q=a%00b", "q must not contain control characters"),
+            ("deployment=d", "deployment: Jobdeck runs jobs only"),
+            ("job=a&colour=red", "unknown parameter 'colour'"),
+        ];
+        for (raw, expected) in cases {
+            match LogQuery::parse(&pairs(raw)) {
+                Err(AppError::BadRequest(message)) => assert!(message.starts_with(expected), "{raw}: {message}"),
+                other => panic!("{raw}: {other:?}"),
+            }
+        }
+        let query = LogQuery::parse(&pairs(
+            "job=tao-job-1&start=10&end=20&limit=7&q=loss&direction=forward&timestamps=True&job_query_mode=alive_and_archive",
+        ))
+        .unwrap();
+        assert_eq!(query.range, Some((10, 20)));
+        assert_eq!((query.limit, query.text.as_str(), query.direction), (7, "loss", Direction::Forward));
+    }
+
+    /// An attempt's log: `(millisecond, text)` lines.
+    fn attempt(dir: &std::path::Path, lines: &[(i64, &str)]) -> LogReader {
+        let store = LogStore::new(dir);
+        let (log, idx) = store.paths("job-1", 0, 0);
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let mut writer = LogWriter::create(&log, &idx).unwrap();
+        for (time, text) in lines {
+            writer.append(Stream::Stdout, *time, text.as_bytes()).unwrap();
+        }
+        writer.flush().unwrap();
+        store.open("job-1", 0, 0).unwrap().unwrap()
+    }
+
+    fn query(direction: Direction, text: &str) -> LogQuery {
+        LogQuery { job: Some("job-1".into()), replica: None, range: None, limit: 100, text: text.into(), direction }
+    }
+
+    fn texts(found: &[Found]) -> Vec<&str> {
+        found.iter().map(|f| f.text.as_str()).collect()
+    }
+
+    #[test]
+    fn lines_in_one_millisecond_get_distinct_rising_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut reader = attempt(dir.path(), &[(5, "a"), (5, "b"), (5, "c"), (7, "d")]);
+        let found = attempt_lines(&mut reader, &query(Direction::Forward, ""), 0, i64::MAX, 100).unwrap();
+        let times: Vec<i64> = found.iter().map(|f| f.nanos).collect();
+        assert_eq!(times, [5_000_000, 5_000_001, 5_000_002, 7_000_000]);
+        let newest_first = attempt_lines(&mut reader, &query(Direction::Backward, ""), 0, i64::MAX, 100).unwrap();
+        assert_eq!(texts(&newest_first), ["d", "c", "b", "a"]);
+    }
+
+    /// Paging backwards as `lep log get` does (`end` = the oldest time seen)
+    /// returns every line once, even when a page ends inside a millisecond.
+    #[test]
+    fn paging_backwards_by_the_oldest_time_returns_every_line_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines: Vec<(i64, String)> = (0..25).map(|i| (100 + i / 4, format!("line {i}"))).collect();
+        let borrowed: Vec<(i64, &str)> = lines.iter().map(|(t, s)| (*t, s.as_str())).collect();
+        let mut reader = attempt(dir.path(), &borrowed);
+        let mut end = i64::MAX;
+        let mut seen = Vec::new();
+        loop {
+            let page = attempt_lines(&mut reader, &query(Direction::Backward, ""), 0, end, 3).unwrap();
+            let Some(oldest) = page.last() else { break };
+            end = oldest.nanos;
+            seen.extend(page.into_iter().map(|f| f.text));
+        }
+        seen.reverse();
+        let expected: Vec<String> = (0..25).map(|i| format!("line {i}")).collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn ranges_and_text_filter_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut reader = attempt(dir.path(), &[(1, "epoch 1 loss 3"), (2, "saving"), (3, "epoch 2 loss 2"), (4, "epoch 3 loss 1")]);
+        let found = attempt_lines(&mut reader, &query(Direction::Forward, "loss"), 2_000_000, 4_000_000, 100).unwrap();
+        assert_eq!(texts(&found), ["epoch 2 loss 2"]);
+        let found = attempt_lines(&mut reader, &query(Direction::Backward, "loss"), 0, i64::MAX, 2).unwrap();
+        assert_eq!(texts(&found), ["epoch 3 loss 1", "epoch 2 loss 2"]);
+    }
+}

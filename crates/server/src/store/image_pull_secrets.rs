@@ -1,0 +1,89 @@
+//! Image pull secrets: registry credentials, unique per owner by name. A job
+//! uses its creator's own one of a name first, then a public one, as with
+//! secrets.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{ImagePullSecretRow, Store};
+use crate::error::AppResult;
+
+const COLUMNS: &str = "owner, name, registry_server, username, password, email, visibility, created_at, updated_at";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ImagePullSecretRow> {
+    Ok(ImagePullSecretRow {
+        owner: r.get(0)?,
+        name: r.get(1)?,
+        registry_server: r.get(2)?,
+        username: r.get(3)?,
+        password: r.get(4)?,
+        email: r.get(5)?,
+        visibility: r.get(6)?,
+        created_at: r.get(7)?,
+        updated_at: r.get(8)?,
+    })
+}
+
+impl Store {
+    /// Creates or replaces the owner's image pull secret of that name.
+    pub async fn put_image_pull_secret(&self, secret: ImagePullSecretRow) -> AppResult<()> {
+        self.write(move |tx| {
+            tx.execute(
+                &format!(
+                    "INSERT INTO image_pull_secrets ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+                     ON CONFLICT(owner, name) DO UPDATE SET registry_server = excluded.registry_server,
+                        username = excluded.username, password = excluded.password, email = excluded.email,
+                        visibility = excluded.visibility, updated_at = excluded.updated_at"
+                ),
+                params![
+                    secret.owner,
+                    secret.name,
+                    secret.registry_server,
+                    secret.username,
+                    secret.password,
+                    secret.email,
+                    secret.visibility,
+                    secret.updated_at
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The image pull secrets `viewer` may see: their own and public ones.
+    pub async fn image_pull_secrets_visible_to(&self, viewer: String) -> AppResult<Vec<ImagePullSecretRow>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM image_pull_secrets WHERE owner = ?1 OR visibility = 'public' ORDER BY name, owner"
+            ))?;
+            let rows = stmt.query_map(params![viewer], row)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Deletes the owner's own image pull secret; false when there is none.
+    pub async fn delete_image_pull_secret(&self, owner: String, name: String) -> AppResult<bool> {
+        self.write(move |tx| {
+            Ok(tx.execute("DELETE FROM image_pull_secrets WHERE owner = ?1 AND name = ?2", params![owner, name])? > 0)
+        })
+        .await
+    }
+
+    /// The image pull secret a job of `owner` gets for `name`: the owner's
+    /// own, else the newest public one.
+    pub async fn resolve_image_pull_secret(&self, owner: String, name: String) -> AppResult<Option<ImagePullSecretRow>> {
+        self.read(move |conn| {
+            conn.query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM image_pull_secrets WHERE name = ?2 AND (owner = ?1 OR visibility = 'public')
+                     ORDER BY owner = ?1 DESC, updated_at DESC LIMIT 1"
+                ),
+                params![owner, name],
+                row,
+            )
+            .optional()
+        })
+        .await
+    }
+}
