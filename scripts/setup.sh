@@ -4,7 +4,9 @@
 # Cargo.lock, wasm-split-cli and wasm-opt. With --browser it also installs
 # Chromium and chromedriver for the tests; with --lep the Python virtual
 # environment tests/.venv with the real `lep` CLI (leptonai) at the versions
-# pinned in tests/lep-requirements.txt, for tests/lep_cli.rs. Versions are
+# pinned in tests/lep-requirements.txt, for tests/lep_cli.rs; with --tao the
+# virtual environment tests/.tao-venv with NVIDIA's TAO SDK and the leptonai
+# it needs (tests/tao-requirements.txt), for tests/tao_sdk.rs. Versions are
 # pinned so no build step ever downloads a tool of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,11 +18,13 @@ WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version 
 
 with_browser=false
 with_lep=false
+with_tao=false
 for arg in "$@"; do
   case "$arg" in
     --browser) with_browser=true ;;
     --lep) with_lep=true ;;
-    *) echo "usage: scripts/setup.sh [--browser] [--lep]" >&2; exit 2 ;;
+    --tao) with_tao=true ;;
+    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao]" >&2; exit 2 ;;
   esac
 done
 
@@ -71,28 +75,40 @@ if $with_browser; then
   fi
 fi
 
-if $with_lep; then
-  venv=tests/.venv
-  requirements=tests/lep-requirements.txt
-  stamp="$venv/.installed-requirements"
-  # The stamp holds the requirements the venv was filled from, written only
-  # after pip succeeded, so an interrupted install or a changed pin is
-  # installed again and an up-to-date venv costs nothing.
-  if ! [ -x "$venv/bin/lep" ] || ! cmp -s "$requirements" "$stamp"; then
-    say "installing the lep CLI ($(grep -m1 '^leptonai==' "$requirements")) into $venv"
-    if ! [ -x "$venv/bin/python" ] || ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
-      rm -rf "$venv"
-      # Debian ships what a venv needs to get pip (ensurepip) in python3-venv;
-      # without it `python3 -m venv` fails and leaves a venv without pip.
-      if ! command -v python3 >/dev/null || ! python3 -m venv "$venv" >/dev/null 2>&1; then
-        rm -rf "$venv"
-        say "installing python3-venv"
-        as_root apt-get update -qq
-        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
-        python3 -m venv "$venv"
-      fi
-    fi
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements"
-    cp "$requirements" "$stamp"
+# A Python virtual environment `venv` filled from the pinned `requirements`
+# (a marker file `check` in it says it is there). The stamp holds the
+# requirements the venv was filled from, written only after pip succeeded, so
+# an interrupted install or a changed pin is installed again and an
+# up-to-date venv costs nothing.
+python_venv() {
+  local venv="$1" requirements="$2" check="$3" what="$4"
+  local stamp="$venv/.installed-requirements"
+  if [ -e "$venv/$check" ] && cmp -s "$requirements" "$stamp"; then
+    return 0
   fi
+  say "installing $what into $venv"
+  if ! [ -x "$venv/bin/python" ] || ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+    rm -rf "$venv"
+    # Debian ships what a venv needs to get pip (ensurepip) in python3-venv;
+    # without it `python3 -m venv` fails and leaves a venv without pip.
+    if ! command -v python3 >/dev/null || ! python3 -m venv "$venv" >/dev/null 2>&1; then
+      rm -rf "$venv"
+      say "installing python3-venv"
+      as_root apt-get update -qq
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+      python3 -m venv "$venv"
+    fi
+  fi
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements"
+  cp "$requirements" "$stamp"
+}
+
+if $with_lep; then
+  python_venv tests/.venv tests/lep-requirements.txt bin/lep \
+    "the lep CLI ($(grep -m1 '^leptonai==' tests/lep-requirements.txt))"
+fi
+
+if $with_tao; then
+  python_venv tests/.tao-venv tests/tao-requirements.txt bin/python \
+    "the TAO SDK ($(grep -m1 '^nvidia-tao-sdk==' tests/tao-requirements.txt), $(grep -m1 '^leptonai==' tests/tao-requirements.txt))"
 fi

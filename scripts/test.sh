@@ -24,10 +24,11 @@ step() {
   return 0
 }
 
-# The real `lep` CLI for tests/lep_cli.rs. A failure here does not stop the
-# run: that test then fails saying the venv is missing, and the summary still
-# comes last.
+# The real `lep` CLI for tests/lep_cli.rs and the TAO SDK for
+# tests/tao_sdk.rs. A failure here does not stop the run: those tests then
+# fail saying the venv is missing, and the summary still comes last.
 step scripts/setup.sh --lep
+step scripts/setup.sh --tao
 step trunk build --release --offline
 step cargo build -p jobdeck-server
 step cargo test --workspace --exclude jobdeck-console --no-fail-fast

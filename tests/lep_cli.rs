@@ -313,6 +313,20 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     assert!(out.contains("hello from 1 of 2 (rank 1 of 2): hi there"), "{out}");
     assert!(out.contains(api_log(&server, &token, &hello, &second).trim()), "{out}");
 
+    // `lep log get` asks Lepton's log query (GET /logs) for the job's whole
+    // run, every replica's lines with their times.
+    let out = lep.ok(&["log", "get", "--job", &hello]);
+    for rank in 0..2 {
+        assert!(out.contains(&format!("hello from {rank} of 2 (rank {rank} of 2): hi there")), "{out}");
+    }
+    assert!(out.contains("total 2 lines"), "{out}");
+
+    // A secret is private unless made public, and `lep secret list` says so.
+    lep.ok(&["secret", "create", "-n", "LEP_TOKEN", "-v", "not-shown"]);
+    let out = lep.ok(&["secret", "list"]);
+    let row = out.lines().find(|l| l.contains("LEP_TOKEN")).unwrap_or_else(|| panic!("{out}"));
+    assert!(row.contains("private") && !row.contains("not-shown"), "{out}");
+
     // Events: every reason the API lists, the newest first.
     let out = lep.ok(&["job", "events", "-i", &hello]);
     let events = get(&server, &token, &format!("/jobs/{hello}/events"));

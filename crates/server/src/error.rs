@@ -99,26 +99,64 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// the connection is closed anyway, so nobody can keep the server reading.
 const DISCARD_AT_MOST: u64 = 64 * 1024 * 1024;
 
-/// Middleware: answers 413 to a request whose `Content-Length` is over
-/// [`MAX_BODY_BYTES`] without reading the body first. Bodies without a
-/// length are cut at the same size by axum's `DefaultBodyLimit`, which
-/// [`ApiJson`] answers with the same 413.
+/// Middleware: answers 413 to a request whose body is over
+/// [`MAX_BODY_BYTES`]: from its `Content-Length` without reading the body,
+/// or, for a body sent without a length (chunked), once that much has
+/// arrived. Either way the rest is read and thrown away in the background
+/// (up to [`DISCARD_AT_MOST`]) so the client can finish sending and read the
+/// answer.
 pub async fn refuse_oversized_bodies(request: Request, next: axum::middleware::Next) -> Response {
-    let declared = request
-        .headers()
+    use futures_util::StreamExt;
+    let headers = request.headers();
+    let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let Some(declared) = declared.filter(|&n| n > MAX_BODY_BYTES as u64) else {
-        return next.run(request).await;
-    };
-    if declared <= DISCARD_AT_MOST {
-        let mut body = request.into_body().into_data_stream();
-        tokio::spawn(async move {
-            use futures_util::StreamExt;
-            while let Some(Ok(_)) = body.next().await {}
-        });
+    let chunked = declared.is_none() && headers.contains_key(axum::http::header::TRANSFER_ENCODING);
+    if let Some(declared) = declared {
+        if declared <= MAX_BODY_BYTES as u64 {
+            return next.run(request).await;
+        }
+        let body = request.into_body().into_data_stream();
+        if declared <= DISCARD_AT_MOST {
+            tokio::spawn(discard(body, DISCARD_AT_MOST));
+        }
+        return too_large();
     }
+    if !chunked {
+        return next.run(request).await;
+    }
+    // Read a body of unknown length up to the limit; past it, refuse.
+    let (parts, body) = request.into_parts();
+    let mut stream = body.into_data_stream();
+    let mut buffer = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let Ok(chunk) = chunk else {
+            return AppError::BadRequest("the request body could not be read".into()).into_response();
+        };
+        buffer.extend_from_slice(&chunk);
+        if buffer.len() > MAX_BODY_BYTES {
+            tokio::spawn(discard(stream, DISCARD_AT_MOST - buffer.len() as u64));
+            return too_large();
+        }
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(buffer))).await
+}
+
+/// Reads and drops up to `at_most` more bytes of a refused body.
+async fn discard(mut body: axum::body::BodyDataStream, at_most: u64) {
+    use futures_util::StreamExt;
+    let mut read = 0u64;
+    while let Some(Ok(chunk)) = body.next().await {
+        read += chunk.len() as u64;
+        if read > at_most {
+            break;
+        }
+    }
+}
+
+/// The 413 answer, closing the connection after it.
+fn too_large() -> Response {
     let mut response = AppError::PayloadTooLarge.into_response();
     response
         .headers_mut()

@@ -523,7 +523,11 @@ pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
             failed: r.failed,
             succeeded: r.succeeded,
             creation_time: Some(row.created_at / 1000),
-            completion_time: r.completed_at.map(|t| t / 1000),
+            // The first whole second after the job completed: Lepton's
+            // clients ask for a finished job's logs from its creation second
+            // to this one, end excluded, so even a job that ran within one
+            // second has a range that holds every line it wrote.
+            completion_time: r.completed_at.map(|t| t / 1000 + 1),
             reason: r.reason,
             message: r.message,
         }),

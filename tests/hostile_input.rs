@@ -1,0 +1,41 @@
+//! Hostile input against the real server over real sockets (issue 20): what
+//! an in-process router test cannot show, such as how a client that writes a
+//! whole oversized body before reading sees the answer.
+
+use jobdeck_e2e::Server;
+
+/// Over the 4 MiB limit.
+const TEN_MB: usize = 10 * 1000 * 1000;
+
+/// Posts `body` to `/jobs`, with a Content-Length when `sized`, else chunked.
+fn post(server: &Server, body: &[u8], sized: bool) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let request = agent
+        .post(&server.api_url("/jobs"))
+        .header("Authorization", &format!("Bearer {}", server.admin_token))
+        .header("Content-Type", "application/json");
+    let mut reader = body;
+    let response = if sized { request.send(body) } else { request.send(ureq::SendBody::from_reader(&mut reader)) }
+        .unwrap_or_else(|e| panic!("sized={sized}: the client must read an answer, not a broken connection: {e}"));
+    let status = response.status().as_u16();
+    (status, response.into_body().read_to_string().unwrap_or_default())
+}
+
+/// A body over the limit is refused with 413 from its `Content-Length`,
+/// before it is read, and the client (which writes the whole body before it
+/// reads) still gets that answer; one without a length is cut at the limit
+/// with the same answer. The server keeps serving.
+#[test]
+fn an_oversized_body_gets_a_413_the_client_can_read() {
+    let server = Server::start_api_with_config("");
+    let body = vec![b'a'; TEN_MB];
+    // With a Content-Length.
+    let (status, text) = post(&server, &body, true);
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("\"code\":\"payload_too_large\"") && text.contains("4194304"), "{text}");
+    // Chunked, with no length to go by.
+    let (status, text) = post(&server, &body, false);
+    assert_eq!(status, 413, "{text}");
+    let (status, _) = server.call("GET", "/jobs", &server.admin_token, None);
+    assert_eq!(status, 200, "the server still answers");
+}
