@@ -290,15 +290,20 @@ pub async fn node_groups() -> ApiResult<Vec<NodeGroup>> {
     get("/dedicated-node-groups").await
 }
 
-/// The names of the secrets an environment variable may reference
-/// (`GET /usersecrets`). Values are never returned; only the names are read.
-pub async fn secret_names() -> ApiResult<Vec<String>> {
-    #[derive(serde::Deserialize)]
-    struct Named {
-        name: String,
-    }
-    let secrets: Vec<Named> = get("/usersecrets").await?;
-    Ok(secrets.into_iter().map(|s| s.name).collect())
+/// A secret an environment variable may reference, without its value.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct SecretChoice {
+    pub name: String,
+    #[serde(default)]
+    pub owner: String,
+    #[serde(default)]
+    pub visibility: Option<jobdeck_api::Visibility>,
+}
+
+/// The secrets an environment variable may reference (`GET /usersecrets`):
+/// the caller's own and public ones. Values are never returned.
+pub async fn secrets() -> ApiResult<Vec<SecretChoice>> {
+    get("/usersecrets").await
 }
 
 fn log_path(job: &str, replica: &str) -> String {

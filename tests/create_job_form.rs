@@ -47,6 +47,9 @@ fn a_job_typed_into_the_form_runs_to_completed() {
     let server = Server::start();
     let (status, _) = server.call("POST", "/usersecrets", &server.admin_token, Some(&serde_json::json!([{"name": "HF_SECRET", "value": "s3cret"}])));
     assert_eq!(status, 200);
+    let bob = server.token_for("bob");
+    let shared = serde_json::json!({"name": "TEAM_KEY", "value": "shared", "visibility": "public"});
+    assert_eq!(server.call("POST", "/usersecrets", &bob, Some(&shared)).0, 200);
     let browser = Browser::start();
     browser.goto(&server.sign_in_link);
     browser.wait_for_text("Deployments");
@@ -56,6 +59,13 @@ fn a_job_typed_into_the_form_runs_to_completed() {
     browser.wait_until("the shapes", || (value_of(&browser, "resource-shape")? == "cpu.small").then_some(()));
     assert!(browser.try_find("#node-groups input[value='local']").is_some());
     browser.wait_for_text("2048 MiB (2 GiB) for cpu.small");
+    // The secrets a variable may reference say who may see them: the user's
+    // own private one, and another user's public one as theirs.
+    let labels = browser.execute(
+        "return [...document.querySelectorAll('#secret-names option')].map(o => o.value + ': ' + o.label);",
+        vec![],
+    );
+    assert_eq!(labels, serde_json::json!(["HF_SECRET: private", "TEAM_KEY: public, bob's"]));
 
     // A wrong name shows its rule once the field is left, and clears when
     // fixed.

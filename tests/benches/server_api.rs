@@ -276,6 +276,51 @@ fn main() {
         (lines * 80) as f64 / 1e6 / took.as_secs_f64()
     );
 
+    // 5. Lepton's log query (GET /logs) over that 1,000,000-line log: the
+    // newest lines as `get_job_logs(tail)` reads them, the TAO SDK's default
+    // 5,000, a text search that must read every line, and paging backwards
+    // through the whole log 10,000 lines at a time as `lep log get` does.
+    let timed = |path: &str, runs: usize| -> Vec<Duration> {
+        let mut took: Vec<Duration> = (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                let (status, body) = client.get(path, &tokens[0]);
+                assert_eq!(status, 200, "{path}: {body}");
+                start.elapsed()
+            })
+            .collect();
+        took.sort();
+        took
+    };
+    for (what, path, runs) in [
+        ("newest 50 lines", format!("/logs?job={printer}&limit=50"), 200),
+        ("newest 5,000 lines (the TAO SDK's default)", format!("/logs?job={printer}&limit=5000"), 20),
+        ("text search over every line (one match)", format!("/logs?job={printer}&q=00777777%20the&limit=50"), 10),
+    ] {
+        let took = timed(&path, runs);
+        println!("== GET /logs, {what}: p50 {} p99 {} ({runs} runs)", ms(percentile(&took, 0.5)), ms(percentile(&took, 0.99)));
+    }
+    let start = Instant::now();
+    let (mut end, mut seen, mut pages) = (i64::MAX, 0usize, 0);
+    loop {
+        let range = if end == i64::MAX { String::new() } else { format!("&start=1&end={end}") };
+        let (status, body) = client.get(&format!("/logs?job={printer}&limit=10000{range}"), &tokens[0]);
+        assert_eq!(status, 200, "{body}");
+        let page: Value = serde_json::from_str(&body).unwrap();
+        let values = page["data"]["result"][0]["values"].as_array().cloned().unwrap_or_default();
+        let Some(oldest) = values.last() else { break };
+        end = oldest[0].as_str().unwrap().parse().unwrap();
+        seen += values.len();
+        pages += 1;
+    }
+    assert_eq!(seen, lines, "paging backwards returned every line once");
+    let took = start.elapsed();
+    println!(
+        "== GET /logs, paging backwards through {lines} lines, 10,000 a page: {pages} pages in {:.2} s = {:.0} lines/s",
+        took.as_secs_f64(),
+        lines as f64 / took.as_secs_f64()
+    );
+
     // Leave nothing running: stop the queued jobs, then the holder, whose
     // replicas outlive the server otherwise.
     let stop = json!({"spec": {"stopped": true}});

@@ -31,6 +31,8 @@ pub enum AppError {
     Conflict(String),
     /// The body is larger than [`MAX_BODY_BYTES`].
     PayloadTooLarge,
+    /// The data directory's disk is full: nothing was stored.
+    StorageFull,
     /// Anything else; the cause is logged and the caller sees a bare 500.
     Internal(String),
 }
@@ -59,6 +61,13 @@ impl AppError {
                 (StatusCode::UNPROCESSABLE_ENTITY, ApiError::validation(fields))
             }
             AppError::Conflict(what) => (StatusCode::CONFLICT, ApiError::new("conflict", what)),
+            AppError::StorageFull => (
+                StatusCode::INSUFFICIENT_STORAGE,
+                ApiError::new(
+                    "storage_full",
+                    "the server's disk is full, so nothing was stored; what was stored before is kept and readable. Ask the administrator to free space in the data directory",
+                ),
+            ),
             AppError::PayloadTooLarge => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 ApiError::new("payload_too_large", format!("the body must be at most {MAX_BODY_BYTES} bytes")),
@@ -83,7 +92,13 @@ impl IntoResponse for AppError {
 
 impl From<rusqlite::Error> for AppError {
     fn from(e: rusqlite::Error) -> Self {
-        AppError::internal(format!("database: {e}"))
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => {
+                tracing::error!(error = %e, "the data directory's disk is full");
+                AppError::StorageFull
+            }
+            _ => AppError::internal(format!("database: {e}")),
+        }
     }
 }
 

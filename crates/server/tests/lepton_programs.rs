@@ -14,7 +14,10 @@ use serde_json::{json, Value};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_form_answers_as_the_direct_path_for_this_workspace_only() {
     let app = TestApp::with_config(small_cluster(2.0)).await;
-    let id = app.create_job(&app.admin_token, &sh_job("gated", "echo hi")).await;
+    // Created stopped, so nothing changes between the two reads compared.
+    let mut job = sh_job("gated", "echo hi");
+    job["spec"]["stopped"] = json!(true);
+    let id = app.create_job(&app.admin_token, &job).await;
     for path in ["/jobs", &format!("/jobs/{id}"), "/shapes", "/workspace", "/dedicated-node-groups"] {
         let direct = app.get(&format!("/api/v2{path}")).await;
         let gateway = app.get(&format!("/api/v2/workspaces/jobdeck{path}")).await;

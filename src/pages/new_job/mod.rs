@@ -13,7 +13,7 @@ mod tests;
 
 use jobdeck_api::{
     shared_memory_default_mib, validate_job, validate_job_in, JobSpec, LeptonJob,
-    ValidationContext,
+    ValidationContext, Visibility,
 };
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -41,6 +41,8 @@ pub struct JobForm {
     pub context: RwSignal<Option<ValidationContext>>,
     /// The workspace's log collection setting, once loaded.
     pub log_default: RwSignal<Option<bool>>,
+    /// The secrets a variable may reference, each with who may see it.
+    pub secret_labels: RwSignal<Vec<(String, String)>>,
     /// Inputs the user has left: their problems show.
     pub touched: RwSignal<Vec<String>>,
     /// Every problem shows: after a submit attempt, an import or a draft.
@@ -86,6 +88,7 @@ impl JobForm {
             state,
             context,
             log_default: RwSignal::new(None),
+            secret_labels: RwSignal::new(Vec::new()),
             touched: RwSignal::new(Vec::new()),
             show_all: RwSignal::new(false),
             server: RwSignal::new(Placed::default()),
@@ -340,8 +343,26 @@ async fn load_context(form: JobForm) {
     let node_groups = api::node_groups().await;
     // Without the secrets list, references cannot be checked here; the
     // server still checks them.
-    let secret_names = api::secret_names().await.unwrap_or_default();
+    let secrets = api::secrets().await.unwrap_or_default();
     let me = api::me().await.ok();
+    let user = me.as_ref().map(|w| w.current_user.clone()).unwrap_or_default();
+    // Who may see each secret, next to its name in the list: a public one is
+    // a choice its owner made, and worth seeing before using it.
+    form.secret_labels.set(
+        secrets
+            .iter()
+            .map(|s| {
+                let label = match s.visibility {
+                    Some(Visibility::Public) if s.owner != user => format!("public, {}'s", s.owner),
+                    Some(Visibility::Public) => "public".to_string(),
+                    _ => "private".to_string(),
+                };
+                (s.name.clone(), label)
+            })
+            .collect(),
+    );
+    let mut secret_names: Vec<String> = secrets.into_iter().map(|s| s.name).collect();
+    secret_names.dedup();
     let log_default = me.as_ref().map(|w| w.log_collection_default);
     // What the executor needs (a command in process mode, …): checked here
     // as the server checks it, so the form never sends what it refuses.
@@ -371,10 +392,10 @@ pub fn job_form(form: JobForm, navigate: impl Fn(&str) + Clone + 'static) -> Any
         other
     };
     let secret_options = move || {
-        form.context.with(|c| {
-            c.iter()
-                .flat_map(|c| c.secret_names.clone())
-                .map(|name| view! { <option value=name></option> })
+        form.secret_labels.with(|secrets| {
+            secrets
+                .iter()
+                .map(|(name, label)| view! { <option value=name.clone() label=label.clone()></option> })
                 .collect_view()
         })
     };

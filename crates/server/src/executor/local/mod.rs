@@ -584,7 +584,7 @@ impl Controller {
         let tx = self.tx.clone();
         tokio::spawn(async move {
             let _ = child.wait().await;
-            let record = read_exit(&run_dir).unwrap_or_else(|| claim_end(&run_dir, |r| r.lost = true));
+            let record = read_exit(&run_dir).unwrap_or_else(|| claim_lost(&run_dir));
             let _ = tx.send(ControlMsg::Ended { index, attempt, record });
         });
     }
@@ -730,6 +730,19 @@ fn claim_end(run_dir: &Path, describe: impl FnOnce(&mut ExitRecord)) -> ExitReco
     record
 }
 
+/// Declares the attempt of a supervisor that vanished lost, and kills what it
+/// left running: the replica is in the supervisor's session, and without
+/// its supervisor nothing would ever stop it.
+fn claim_lost(run_dir: &Path) -> ExitRecord {
+    if let Some((pid, start)) = read_pid_file(run_dir) {
+        let killed = process::kill_orphaned_session(pid, start);
+        if killed > 0 {
+            tracing::warn!(run_dir = %run_dir.display(), killed, "killed the processes a vanished supervisor left");
+        }
+    }
+    claim_end(run_dir, |r| r.lost = true)
+}
+
 /// Asks an attempt's supervisor to stop: the stop file (which it also polls)
 /// then SIGTERM, if the recorded process is still that supervisor.
 fn request_stop(run_dir: &Path, state: &AttemptState) {
@@ -763,7 +776,7 @@ async fn watch_detached(run_dir: &Path) -> ExitRecord {
             if run_dir.join(PID_FILE).exists() {
                 // The supervisor ran and is gone; it may have written
                 // exit.json just before releasing the lock.
-                return claim_end(run_dir, |r| r.lost = true);
+                return claim_lost(run_dir);
             }
             // No supervisor has started yet: one may be starting right now
             // (the server died just after spawning it). Give it a moment,

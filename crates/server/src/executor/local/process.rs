@@ -52,6 +52,36 @@ pub fn signal_group(pgid: i32, signal: i32) {
     }
 }
 
+/// The session of a process (field 6 of `/proc/<pid>/stat`).
+fn session_of(stat: &str) -> Option<i32> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// Sends SIGKILL to every process of the session `sid` whose leader is gone
+/// (a supervisor killed or crashed): its replica and whatever that started
+/// run on otherwise, unsupervised. Does nothing while the leader lives. The
+/// kernel does not hand a session id out again while any process is in that
+/// session, so the processes found are the leader's own.
+pub fn kill_orphaned_session(sid: i32, leader_start: u64) -> usize {
+    if sid <= 1 || process_alive(sid, leader_start) {
+        return 0;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+    let mut killed = 0;
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        if session_of(&stat) == Some(sid) {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+                killed += 1;
+            }
+        }
+    }
+    killed
+}
+
 /// Takes the exclusive advisory lock on `path` without waiting. `Some` holds
 /// the lock until the file is dropped (or the process ends, however it ends).
 pub fn try_lock(path: &Path) -> std::io::Result<Option<File>> {
@@ -113,6 +143,15 @@ mod tests {
     fn start_times_survive_odd_command_names() {
         let stat = "1234 (a) b (c)) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(parse_start_time(stat), Some(987654));
+    }
+
+    #[test]
+    fn sessions_are_read_from_stat_lines_with_odd_command_names() {
+        let stat = "4242 (a (b) c) S 1 4242 4200 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 12345 0 0";
+        assert_eq!(session_of(stat), Some(4200));
+        // A live leader's session is left alone.
+        let me = std::process::id() as i32;
+        assert_eq!(kill_orphaned_session(me, pid_start_time(me).unwrap()), 0);
     }
 
     #[test]
