@@ -6,7 +6,9 @@
 # environment tests/.venv with the real `lep` CLI (leptonai) at the versions
 # pinned in tests/lep-requirements.txt, for tests/lep_cli.rs; with --tao the
 # virtual environment tests/.tao-venv with NVIDIA's TAO SDK and the leptonai
-# it needs (tests/tao-requirements.txt), for tests/tao_sdk.rs. Versions are
+# it needs (tests/tao-requirements.txt), for tests/tao_sdk.rs; with --fuzz
+# tests/.fuzz-venv with Schemathesis (tests/fuzz-requirements.txt), for
+# scripts/fuzz.sh. Versions are
 # pinned so no build step ever downloads a tool of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,12 +21,14 @@ WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version 
 with_browser=false
 with_lep=false
 with_tao=false
+with_fuzz=false
 for arg in "$@"; do
   case "$arg" in
     --browser) with_browser=true ;;
     --lep) with_lep=true ;;
     --tao) with_tao=true ;;
-    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao]" >&2; exit 2 ;;
+    --fuzz) with_fuzz=true ;;
+    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao] [--fuzz]" >&2; exit 2 ;;
   esac
 done
 
@@ -111,4 +115,9 @@ fi
 if $with_tao; then
   python_venv tests/.tao-venv tests/tao-requirements.txt bin/python \
     "the TAO SDK ($(grep -m1 '^nvidia-tao-sdk==' tests/tao-requirements.txt), $(grep -m1 '^leptonai==' tests/tao-requirements.txt))"
+fi
+
+if $with_fuzz; then
+  python_venv tests/.fuzz-venv tests/fuzz-requirements.txt bin/schemathesis \
+    "Schemathesis ($(grep -m1 '^schemathesis==' tests/fuzz-requirements.txt))"
 fi

@@ -29,11 +29,14 @@ step() {
 # fail saying the venv is missing, and the summary still comes last.
 step scripts/setup.sh --lep
 step scripts/setup.sh --tao
+step scripts/setup.sh --fuzz
 step trunk build --release --offline
 step cargo build -p jobdeck-server
 step cargo test --workspace --exclude jobdeck-console --no-fail-fast
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   step cargo test --target wasm32-unknown-unknown -p jobdeck-console --lib
+# Schemathesis against the real server, from its openapi.json.
+step scripts/fuzz.sh
 
 read -r passed failed < <(awk '/^test result:/ {
     for (i = 1; i <= NF; i++) {

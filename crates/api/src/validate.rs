@@ -357,26 +357,50 @@ fn check_range(problems: &mut Problems, path: &str, value: Option<i64>, min: i64
     }
 }
 
+/// The ranges of a spec's top-level numbers: `(field, least, most)`. The
+/// checks below and the server's OpenAPI document both read this table.
+pub const SPEC_RANGES: [(&str, i64, i64); 10] = [
+    ("completions", 1, REPLICAS_MAX),
+    ("parallelism", 1, REPLICAS_MAX),
+    ("workers", 1, REPLICAS_MAX),
+    ("backoff_limit", 0, RETRIES_MAX),
+    ("active_deadline_seconds", 1, DURATION_MAX_SECONDS),
+    ("max_queued_duration_seconds", 1, DURATION_MAX_SECONDS),
+    ("max_failure_retry", 0, RETRIES_MAX),
+    ("max_job_failure_retry", 0, RETRIES_MAX),
+    ("ttl_seconds_after_finished", 0, DURATION_MAX_SECONDS),
+    ("shared_memory_size", 0, MEMORY_MAX_MIB),
+];
+
+/// The value of a field of [`SPEC_RANGES`].
+fn spec_number(spec: &JobSpec, field: &str) -> Option<i64> {
+    match field {
+        "completions" => spec.completions,
+        "parallelism" => spec.parallelism,
+        "workers" => spec.workers,
+        "backoff_limit" => spec.backoff_limit,
+        "active_deadline_seconds" => spec.active_deadline_seconds,
+        "max_queued_duration_seconds" => spec.max_queued_duration_seconds,
+        "max_failure_retry" => spec.max_failure_retry,
+        "max_job_failure_retry" => spec.max_job_failure_retry,
+        "ttl_seconds_after_finished" => spec.ttl_seconds_after_finished,
+        "shared_memory_size" => spec.shared_memory_size,
+        other => unreachable!("{other} is not in SPEC_RANGES"),
+    }
+}
+
+/// A job name as a regular expression (the length is [`check_job_name`]'s
+/// limit), for schemas: what [`check_job_name`] accepts.
+pub const JOB_NAME_PATTERN: &str = "^[a-z]([-a-z0-9]*[a-z0-9])?$";
+
 /// Every single-field range of a spec. These run first, so a number out of
 /// range is what its field reports. Every number has an upper bound as well
 /// as a lower one: the server turns seconds into milliseconds and counts
 /// replicas into loops and Kubernetes `int32` fields, and a bound here keeps
 /// all of that far from overflowing.
 fn check_ranges(spec: &JobSpec, problems: &mut Problems) {
-    let ranges: [(&str, Option<i64>, i64, i64); 10] = [
-        ("spec.completions", spec.completions, 1, REPLICAS_MAX),
-        ("spec.parallelism", spec.parallelism, 1, REPLICAS_MAX),
-        ("spec.workers", spec.workers, 1, REPLICAS_MAX),
-        ("spec.backoff_limit", spec.backoff_limit, 0, RETRIES_MAX),
-        ("spec.active_deadline_seconds", spec.active_deadline_seconds, 1, DURATION_MAX_SECONDS),
-        ("spec.max_queued_duration_seconds", spec.max_queued_duration_seconds, 1, DURATION_MAX_SECONDS),
-        ("spec.max_failure_retry", spec.max_failure_retry, 0, RETRIES_MAX),
-        ("spec.max_job_failure_retry", spec.max_job_failure_retry, 0, RETRIES_MAX),
-        ("spec.ttl_seconds_after_finished", spec.ttl_seconds_after_finished, 0, DURATION_MAX_SECONDS),
-        ("spec.shared_memory_size", spec.shared_memory_size, 0, MEMORY_MAX_MIB),
-    ];
-    for (path, value, min, max) in ranges {
-        check_range(problems, path, value, min, max);
+    for (field, min, max) in SPEC_RANGES {
+        check_range(problems, &format!("spec.{field}"), spec_number(spec, field), min, max);
     }
     let start_at = spec.time_schedule.as_ref().and_then(|t| t.start_at);
     check_range(problems, "spec.time_schedule.start_at", start_at, 0, START_AT_MAX);

@@ -336,9 +336,16 @@ async fn list_nodes(
         .iter()
         .find(|g| g.name == id)
         .ok_or_else(|| AppError::NotFound(format!("node group '{id}' not found")))?;
-    let idle_only = query_pairs(raw.as_deref())
-        .iter()
-        .any(|(k, v)| k == "idle" && (v == "true" || v == "1"));
+    let mut idle_only = false;
+    for (key, value) in query_pairs(raw.as_deref()) {
+        if key == "idle" {
+            idle_only = match value.as_str() {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                other => return Err(AppError::BadRequest(format!("idle must be true or false, not '{other}'"))),
+            };
+        }
+    }
     let active = state.store.active_jobs().await?;
     let mut running = Vec::new();
     for job in &active {

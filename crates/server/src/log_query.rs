@@ -120,7 +120,10 @@ impl LogQuery {
                 }
                 // Every value carries its time anyway; which jobs count is
                 // decided by the job named.
-                "timestamps" | "job_query_mode" | "interval_ms" => {}
+                "job_query_mode" => {
+                    crate::jobs::parse_query_mode(value)?;
+                }
+                "timestamps" | "interval_ms" => {}
                 other => return Err(bad(format!("unknown parameter '{other}'"))),
             }
         }

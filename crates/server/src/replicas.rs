@@ -124,7 +124,15 @@ async fn list_replicas(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
 ) -> AppResult<Json<Vec<Replica>>> {
+    // Accepted as Lepton's clients send it (every attempt is listed anyway),
+    // but only with one of its values.
+    for (key, value) in query_pairs(raw.as_deref()) {
+        if key == "job_query_mode" {
+            crate::jobs::parse_query_mode(&value)?;
+        }
+    }
     let job = visible_job(&state, &user, &id).await?;
     let spec = stored_spec(&job)?;
     let shape = state.config.shape_of(&spec);
