@@ -3,6 +3,7 @@
 # pages' calls (each asking again a second after its answer, as the console's
 # live views do) and 20 log followers (the log viewer's long poll) for
 # LOAD_SECONDS (default 60) on loopback; p50/p99 per call and every error.
+# LOAD_THINK_MS=0 makes the page clients ask again at once (saturation).
 # The figures are in docs/measurements.md. Usage: bench/load.sh [--no-build]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,7 +3,8 @@
 //! `LOAD_SECONDS` (default 60) on loopback.
 //!
 //! * 100 clients on the deployments list: `GET /jobs?page_size=50` (the
-//!   list's call), again every second as the console's live list does;
+//!   list's call), again a second after each answer as the console's live
+//!   list does (`LOAD_THINK_MS` changes the pause; 0 saturates the server);
 //! * 100 clients on a job page: `GET /jobs/{id}`, `/replicas` and `/events`,
 //!   every second;
 //! * 20 log followers: the log viewer's long poll `GET …/log?from=<next>&wait=25`
@@ -43,8 +44,12 @@ const STORED_JOBS: usize = 2_000;
 const LIST_CLIENTS: usize = 100;
 const JOB_PAGE_CLIENTS: usize = 100;
 const FOLLOWERS: usize = 20;
-/// The console's live views ask again this long after an answer.
-const POLL_INTERVAL: Duration = Duration::from_millis(1000);
+/// The console's live views ask again this long after an answer
+/// (`LOAD_THINK_MS` changes it: 0 makes every client ask again at once, the
+/// most the server can be asked).
+fn poll_interval() -> Duration {
+    Duration::from_millis(std::env::var("LOAD_THINK_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000))
+}
 
 type Samples = Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>>;
 type Errors = Arc<Mutex<Vec<String>>>;
@@ -124,17 +129,20 @@ fn main() {
     let errors: Errors = Arc::new(Mutex::new(Vec::new()));
     let until = Instant::now() + Duration::from_secs(seconds);
     let base = server.api_url("");
-    println!("== {LIST_CLIENTS} list clients, {JOB_PAGE_CLIENTS} job page clients, {FOLLOWERS} log followers for {seconds} s");
+    println!(
+        "== {LIST_CLIENTS} list clients, {JOB_PAGE_CLIENTS} job page clients (asking again {} ms after each answer), {FOLLOWERS} log followers for {seconds} s",
+        poll_interval().as_millis()
+    );
     let mut threads = Vec::new();
     for c in 0..LIST_CLIENTS {
         let (base, token, samples, errors) = (base.clone(), tokens[c % USERS].clone(), samples.clone(), errors.clone());
         threads.push(std::thread::spawn(move || {
             let agent = agent();
             // Spread the clients over the first second, as users arrive.
-            std::thread::sleep(POLL_INTERVAL * c as u32 / LIST_CLIENTS as u32);
+            std::thread::sleep(poll_interval() * c as u32 / LIST_CLIENTS as u32);
             while Instant::now() < until {
                 timed_get(&agent, &format!("{base}/jobs?page=1&page_size=50"), &token, "list: GET /jobs", &samples, &errors);
-                std::thread::sleep(POLL_INTERVAL);
+                std::thread::sleep(poll_interval());
             }
         }));
     }
@@ -143,12 +151,12 @@ fn main() {
         let id = ids[(c * 7919) % ids.len()].clone();
         threads.push(std::thread::spawn(move || {
             let agent = agent();
-            std::thread::sleep(POLL_INTERVAL * c as u32 / JOB_PAGE_CLIENTS as u32);
+            std::thread::sleep(poll_interval() * c as u32 / JOB_PAGE_CLIENTS as u32);
             while Instant::now() < until {
                 timed_get(&agent, &format!("{base}/jobs/{id}"), &token, "job page: GET /jobs/{id}", &samples, &errors);
                 timed_get(&agent, &format!("{base}/jobs/{id}/replicas"), &token, "job page: GET /jobs/{id}/replicas", &samples, &errors);
                 timed_get(&agent, &format!("{base}/jobs/{id}/events"), &token, "job page: GET /jobs/{id}/events", &samples, &errors);
-                std::thread::sleep(POLL_INTERVAL);
+                std::thread::sleep(poll_interval());
             }
         }));
     }
@@ -162,7 +170,7 @@ fn main() {
             while Instant::now() < until {
                 let url = format!("{base}/jobs/{id}/replicas/{id}-0-0/log?from={next}&wait=25");
                 let Some(range) = timed_get(&agent, &url, &token, "log follower: long poll", &samples, &errors) else {
-                    std::thread::sleep(POLL_INTERVAL);
+                    std::thread::sleep(poll_interval());
                     continue;
                 };
                 let got = range["lines"].as_array().map_or(0, |l| l.len()) as u64;
