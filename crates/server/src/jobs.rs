@@ -457,13 +457,7 @@ async fn delete_job(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    RawQuery(raw): RawQuery,
 ) -> AppResult<Json<LeptonJob>> {
-    for (key, value) in query_pairs(raw.as_deref()) {
-        if key == "job_query_mode" {
-            parse_query_mode(&value)?;
-        }
-    }
     let job = changeable_job(&state, &user, &id).await?;
     let row = state.scheduler.command(&job.id, Command::Delete, &user.name).await?;
     Ok(Json(job_view(row)?))

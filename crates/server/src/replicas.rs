@@ -124,15 +124,10 @@ async fn list_replicas(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    RawQuery(raw): RawQuery,
 ) -> AppResult<Json<Vec<Replica>>> {
-    // Accepted as Lepton's clients send it (every attempt is listed anyway),
-    // but only with one of its values.
-    for (key, value) in query_pairs(raw.as_deref()) {
-        if key == "job_query_mode" {
-            crate::jobs::parse_query_mode(&value)?;
-        }
-    }
+    // `job_query_mode` is accepted with any value and ignored (every attempt
+    // is listed): the TAO SDK sends `archive_and_live`, which is none of
+    // Lepton's listing modes.
     let job = visible_job(&state, &user, &id).await?;
     let spec = stored_spec(&job)?;
     let shape = state.config.shape_of(&spec);

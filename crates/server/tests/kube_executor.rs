@@ -446,6 +446,26 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
     eventually!("the copy recorded in the replica", logs_copied(&h.replica(2, 0).await.unwrap()));
     assert_eq!(h.logs.open(JOB_ID, 2, 0).unwrap().unwrap().line_count().unwrap(), 4);
 
+    // While the kubelet pulls a pending pod's image (a `Pulling` event, no
+    // `Pulled` yet), its replica says so in Lepton's words.
+    let pull_event = |reason: &str, n: u32| {
+        json!({"metadata": {"name": format!("train-ab12c-7-h6j3k.{reason}")},
+               "involvedObject": {"kind": "Pod", "name": "train-ab12c-7-h6j3k", "namespace": "ml", "uid": "aaaaaaaa-0000-4000-8000-0000000000a8"},
+               "reason": reason, "type": "Normal", "count": n,
+               "message": format!("{reason} image \"nvcr.io/nvidia/pytorch:25.08-py3\""),
+               "lastTimestamp": now_rfc3339()})
+    };
+    h.fake.put(Kind::Event, pull_event("Pulling", 1));
+    eventually!("the pulling replica", {
+        let r = h.replica(7, 0).await.unwrap();
+        r.readiness_reason.as_deref() == Some("InProgress") && r.readiness_message.as_deref() == Some("Pulling image")
+    });
+    h.fake.put(Kind::Event, pull_event("Pulled", 1));
+    eventually!("the pulled replica back to its pod's word", {
+        let r = h.replica(7, 0).await.unwrap();
+        r.readiness_message.as_deref().is_some_and(|m| m.contains("ContainerCreating"))
+    });
+
     // Kubernetes events of the Job and its pods become the job's events,
     // pointing at replicas; events of other objects do not.
     h.fake.put(

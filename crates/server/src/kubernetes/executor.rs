@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobdeck_api::{FieldErrors, JobRequirements, JobSpec, ReplicaPhase};
+use jobdeck_api::{FieldErrors, JobRequirements, JobSpec, ReadinessIssue, ReplicaPhase};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -700,6 +700,10 @@ struct Tracked {
     /// next doubles with each, so a lasting error is not retried every
     /// second).
     log_failures: u32,
+    /// The kubelet said it is pulling the pod's image (a `Pulling` event,
+    /// not yet followed by `Pulled` or a failure): a pending replica then
+    /// says "Pulling image", as Lepton's do.
+    pulling: bool,
     /// Since when (Unix ms) the pod waits on something that never resolves
     /// by itself.
     stuck_since: Option<i64>,
@@ -754,6 +758,7 @@ impl RunState {
                     logs_copied: k.logs_copied,
                     log_retry_at: None,
                     log_failures: 0,
+                    pulling: false,
                     stuck_since: None,
                 },
             );
@@ -1110,6 +1115,7 @@ impl Controller {
                     logs_copied: false,
                     log_retry_at: None,
                     log_failures: 0,
+                    pulling: false,
                     stuck_since: None,
                 },
             );
@@ -1536,10 +1542,13 @@ impl Controller {
                         .tracked
                         .iter()
                         .find(|(uid, t)| Some(uid.as_str()) == involved.uid.as_deref() || t.pod_name == name)
-                        .map(|(_, t)| (state.job_id.clone(), state.replica_id(t)))
+                        .map(|(uid, t)| (state.job_id.clone(), uid.clone(), state.replica_id(t)))
                 });
                 match tracked {
-                    Some((job_id, replica)) => (job_id, Some(replica)),
+                    Some((job_id, uid, replica)) => {
+                        self.note_image_pull(&job_id, &uid, event.reason.as_deref()).await;
+                        (job_id, Some(replica))
+                    }
                     None => return,
                 }
             }
@@ -1585,6 +1594,33 @@ impl Controller {
             if let Err(e) = result {
                 tracing::warn!("kubernetes: cannot record an event of {job_id}: {e:?}");
                 break;
+            }
+        }
+    }
+}
+
+impl Controller {
+    /// Follows the kubelet's image pull of a tracked pod from its events and
+    /// reports a pending replica's readiness as "Pulling image" meanwhile.
+    async fn note_image_pull(&mut self, job_id: &str, uid: &str, reason: Option<&str>) {
+        let pulling = match reason {
+            Some("Pulling") => true,
+            Some("Pulled" | "Failed" | "BackOff" | "ErrImageNeverPull" | "InspectFailed") => false,
+            _ => return,
+        };
+        let Some(state) = self.runs.get_mut(job_id) else { return };
+        let (run, node_group) = (state.run, state.node_group.clone());
+        let Some(tracked) = state.tracked.get_mut(uid) else { return };
+        if tracked.pulling == pulling || tracked.finished {
+            return;
+        }
+        tracked.pulling = pulling;
+        let Some(attempt) = tracked.last.clone() else { return };
+        let observation = observation(job_id, run, &node_group, tracked, &attempt);
+        if tracked.reported.as_ref() != Some(&observation) {
+            tracked.reported = Some(observation.clone());
+            if let Err(e) = self.shared.host.replica(observation).await {
+                tracing::warn!("kubernetes: cannot record replica of {job_id}: {e:?}");
             }
         }
     }
@@ -1636,7 +1672,13 @@ fn observation(job_id: &str, run: i64, node_group: &str, tracked: &Tracked, atte
         completion_index: tracked.completion_index,
         attempt: tracked.attempt,
         phase: attempt.phase,
-        readiness_issue: attempt.readiness_issue.clone(),
+        readiness_issue: match &attempt.readiness_issue {
+            // Lepton's words for a replica whose image is being pulled.
+            Some(issue) if tracked.pulling && attempt.phase == ReplicaPhase::Pending && issue.reason == "InProgress" => {
+                Some(ReadinessIssue { reason: "InProgress".into(), message: "Pulling image".into() })
+            }
+            other => other.clone(),
+        },
         node: attempt.node.clone(),
         node_group: attempt.node.as_ref().map(|_| node_group.to_string()),
         gpu_ids: Vec::new(),
