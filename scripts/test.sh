@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs every test: unit and API tests of each crate, the console's component
-# tests in headless Chromium, and the end-to-end tests (the real server, the
-# real built console, Chromium over WebDriver, the real `lep` CLI from a
-# Python virtual environment). Installs what is missing first. The last line
-# is the summary over all suites.
+# Checks the formatting and lints, then runs every test: unit and API tests
+# of each crate, the console's component tests in headless Chromium, the
+# end-to-end tests (the real server, the real built console, Chromium over
+# WebDriver, the real `lep` CLI and TAO SDK from Python virtual
+# environments) and Schemathesis fuzzing the server. Installs what is missing
+# first. The last line is the summary over all suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --browser || exit 1
@@ -30,6 +31,11 @@ step() {
 step scripts/setup.sh --lep
 step scripts/setup.sh --tao
 step scripts/setup.sh --fuzz
+# The code's form and lints (rustfmt.toml, [workspace.lints] in Cargo.toml):
+# a formatting difference or a clippy warning fails the run.
+step cargo fmt --all -- --check
+step cargo clippy --workspace --exclude jobdeck-console --all-targets -- -D warnings
+step cargo clippy --target wasm32-unknown-unknown -p jobdeck-console --lib --tests -- -D warnings
 step trunk build --release --offline
 step cargo build -p jobdeck-server
 step cargo test --workspace --exclude jobdeck-console --no-fail-fast

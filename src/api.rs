@@ -58,10 +58,7 @@ fn authorized(builder: RequestBuilder) -> ApiResult<RequestBuilder> {
 /// Turns a response into `T`, or its error body into an `ApiFailure`.
 async fn decode<T: DeserializeOwned>(response: Response) -> ApiResult<T> {
     let response = check(response).await?;
-    response
-        .json::<T>()
-        .await
-        .map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")))
+    response.json::<T>().await.map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")))
 }
 
 /// Passes a 2xx response through; turns any other into an `ApiFailure`.
@@ -71,17 +68,11 @@ async fn check(response: Response) -> ApiResult<Response> {
         return Ok(response);
     }
     let body = response.json::<ApiError>().await.ok();
-    let message = body
-        .as_ref()
-        .map(|b| b.message.clone())
-        .unwrap_or_else(|| response.status_text());
+    let message = body.as_ref().map(|b| b.message.clone()).unwrap_or_else(|| response.status_text());
     Err(match status {
         401 => ApiFailure::Unauthorized,
         404 => ApiFailure::NotFound(message),
-        422 => ApiFailure::Invalid {
-            message,
-            fields: body.and_then(|b| b.fields).unwrap_or_default(),
-        },
+        422 => ApiFailure::Invalid { message, fields: body.and_then(|b| b.fields).unwrap_or_default() },
         _ => ApiFailure::Server { status, message },
     })
 }
@@ -91,16 +82,10 @@ async fn get<T: DeserializeOwned>(path: &str) -> ApiResult<T> {
 }
 
 async fn fetch(builder: RequestBuilder) -> ApiResult<Response> {
-    authorized(builder)?
-        .send()
-        .await
-        .map_err(|e| ApiFailure::Network(e.to_string()))
+    authorized(builder)?.send().await.map_err(|e| ApiFailure::Network(e.to_string()))
 }
 
-async fn send<B: Serialize, T: DeserializeOwned>(
-    builder: RequestBuilder,
-    body: &B,
-) -> ApiResult<T> {
+async fn send<B: Serialize, T: DeserializeOwned>(builder: RequestBuilder, body: &B) -> ApiResult<T> {
     let response = authorized(builder)?
         .json(body)
         .map_err(|e| ApiFailure::Network(e.to_string()))?
@@ -136,7 +121,8 @@ pub async fn me() -> ApiResult<Me> {
 /// default: decoding every field of every job would put the whole job
 /// decoder into the list page's download.
 pub async fn list_jobs(query: &str) -> ApiResult<JobList> {
-    let page: listed::Jobs = if query.is_empty() { get("/jobs").await? } else { get(&format!("/jobs?{query}")).await? };
+    let page: listed::Jobs =
+        if query.is_empty() { get("/jobs").await? } else { get(&format!("/jobs?{query}")).await? };
     Ok(page.into())
 }
 
@@ -324,7 +310,13 @@ async fn log_json<T: DeserializeOwned>(
 
 /// `GET …/log?from=&to=`: lines `from..=to` of one attempt, with the log's
 /// total line count.
-pub async fn log_range(job: &str, replica: &str, from: u64, to: u64, abort: Option<&web_sys::AbortSignal>) -> ApiResult<LogRange> {
+pub async fn log_range(
+    job: &str,
+    replica: &str,
+    from: u64,
+    to: u64,
+    abort: Option<&web_sys::AbortSignal>,
+) -> ApiResult<LogRange> {
     log_json(job, replica, &format!("from={from}&to={to}"), abort).await
 }
 
@@ -362,9 +354,7 @@ pub async fn download_log(job: &str, replica: &str, timestamps: bool) -> ApiResu
     let response = check(fetch(Request::get(&url(&path))).await?).await?;
     let unreadable = |e: wasm_bindgen::JsValue| ApiFailure::Network(format!("{e:?}"));
     let raw = web_sys::Response::from(response);
-    let blob = wasm_bindgen_futures::JsFuture::from(raw.blob().map_err(unreadable)?)
-        .await
-        .map_err(unreadable)?;
+    let blob = wasm_bindgen_futures::JsFuture::from(raw.blob().map_err(unreadable)?).await.map_err(unreadable)?;
     let href = web_sys::Url::create_object_url_with_blob(blob.unchecked_ref()).map_err(unreadable)?;
     let link: web_sys::HtmlAnchorElement = crate::components::dom::element("a").unchecked_into();
     link.set_href(&href);

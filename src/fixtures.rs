@@ -3,8 +3,8 @@
 //! read the DOM back.
 
 use jobdeck_api::{
-    JobSpec, JobState, JobStatus, LeptonJob, Metadata, ReadinessIssue, Replica, ReplicaNode,
-    ReplicaPhase, ReplicaStatus,
+    JobSpec, JobState, JobStatus, LeptonJob, Metadata, ReadinessIssue, Replica, ReplicaNode, ReplicaPhase,
+    ReplicaStatus,
 };
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -21,10 +21,7 @@ pub fn mount<V: IntoView + 'static>(view: impl Fn() -> V + Send + Sync + 'static
     let host: web_sys::HtmlElement = document.create_element("div").unwrap().unchecked_into();
     document.body().unwrap().append_child(&host).unwrap();
     let handle = leptos::mount::mount_to(host.clone(), move || {
-        provide_context(Session {
-            token: RwSignal::new(Some("jd_test".into())),
-            user: RwSignal::new(Some(ME.into())),
-        });
+        provide_context(Session { token: RwSignal::new(Some("jd_test".into())), user: RwSignal::new(Some(ME.into())) });
         crate::router::provide_router();
         view()
     });
@@ -39,11 +36,8 @@ pub fn text_of(element: &web_sys::Element) -> String {
 
 /// Clicks the first element matching `css` under `host`.
 pub fn click(host: &web_sys::Element, css: &str) {
-    let element: web_sys::HtmlElement = host
-        .query_selector(css)
-        .unwrap()
-        .unwrap_or_else(|| panic!("nothing matches {css}"))
-        .unchecked_into();
+    let element: web_sys::HtmlElement =
+        host.query_selector(css).unwrap().unwrap_or_else(|| panic!("nothing matches {css}")).unchecked_into();
     element.click();
 }
 

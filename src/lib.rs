@@ -17,7 +17,9 @@ use leptos::prelude::*;
 
 use crate::components::lazy_view::{lazy_switch, load};
 use crate::components::top_bar::TopBar;
-use crate::pages::{job::JobPage, jobs_list::JobsListPage, login::LoginPage, new_job::NewJobPage, not_found::NotFoundPage};
+use crate::pages::{
+    job::JobPage, jobs_list::JobsListPage, login::LoginPage, new_job::NewJobPage, not_found::NotFoundPage,
+};
 use crate::routes::Route;
 use crate::session::Session;
 

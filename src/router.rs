@@ -28,11 +28,7 @@ impl Url {
     pub fn parse(href: &str) -> Url {
         let (rest, hash) = href.split_once('#').unwrap_or((href, ""));
         let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
-        Url {
-            path: if path.is_empty() { "/".into() } else { path.into() },
-            query: query.into(),
-            hash: hash.into(),
-        }
+        Url { path: if path.is_empty() { "/".into() } else { path.into() }, query: query.into(), hash: hash.into() }
     }
 
     /// The first value of query parameter `name`, decoded.
@@ -135,7 +131,10 @@ fn link_to_follow(ev: &web_sys::MouseEvent) -> Option<String> {
     }
     let target: web_sys::Element = ev.target()?.dyn_into().ok()?;
     let anchor: web_sys::HtmlAnchorElement = target.closest("a[href]").ok()??.dyn_into().ok()?;
-    if !anchor.target().is_empty() || anchor.has_attribute("download") || anchor.get_attribute("rel").as_deref() == Some("external") {
+    if !anchor.target().is_empty()
+        || anchor.has_attribute("download")
+        || anchor.get_attribute("rel").as_deref() == Some("external")
+    {
         return None;
     }
     let location = web_sys::window()?.location();
@@ -144,7 +143,10 @@ fn link_to_follow(ev: &web_sys::MouseEvent) -> Option<String> {
     }
     // A link to the same page's fragment is left to the browser (skip links).
     let href = format!("{}{}{}", anchor.pathname(), anchor.search(), anchor.hash());
-    if anchor.pathname() == location.pathname().ok()? && anchor.search() == location.search().ok()? && !anchor.hash().is_empty() {
+    if anchor.pathname() == location.pathname().ok()?
+        && anchor.search() == location.search().ok()?
+        && !anchor.hash().is_empty()
+    {
         return None;
     }
     Some(href)

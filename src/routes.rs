@@ -27,7 +27,10 @@ pub enum Route {
     Jobs,
     NewJob,
     /// The job page; `tab` is one of `JOB_TABS` (`overview` when absent).
-    Job { id: String, tab: String },
+    Job {
+        id: String,
+        tab: String,
+    },
     NotFound,
 }
 
@@ -99,9 +102,7 @@ pub fn login_then(next: &str) -> String {
 /// cannot send a freshly signed-in user to another origin.
 pub fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") => {
-            n.to_string()
-        }
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") => n.to_string(),
         _ => JOBS.to_string(),
     }
 }
@@ -149,16 +150,12 @@ impl ListQuery {
             let value = decode_component(value);
             match decode_component(key).as_str() {
                 "q" => query.text = value,
-                "status" if !value.is_empty() && !query.states.contains(&value) => {
-                    query.states.push(value)
-                }
+                "status" if !value.is_empty() && !query.states.contains(&value) => query.states.push(value),
                 "node_group" if !value.is_empty() && !query.node_groups.contains(&value) => {
                     query.node_groups.push(value)
                 }
                 "creator" if !value.is_empty() => query.created_by = Some(value),
-                "job_query_mode"
-                    if ["alive_only", "archive_only", "alive_and_archive"].contains(&value.as_str()) =>
-                {
+                "job_query_mode" if ["alive_only", "archive_only", "alive_and_archive"].contains(&value.as_str()) => {
                     query.mode = Some(value)
                 }
                 "sort" if LIST_SORTS.contains(&value.as_str()) => query.sort = Some(value),
@@ -260,9 +257,7 @@ pub fn encode_component(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }

@@ -20,18 +20,12 @@ fn storage() -> Option<web_sys::Storage> {
 
 /// The token kept in the browser, if any.
 pub fn stored_token() -> Option<String> {
-    storage()?
-        .get_item(TOKEN_KEY)
-        .ok()?
-        .filter(|t| !t.is_empty())
+    storage()?.get_item(TOKEN_KEY).ok()?.filter(|t| !t.is_empty())
 }
 
 impl Session {
     pub fn from_storage() -> Self {
-        Self {
-            token: RwSignal::new(stored_token()),
-            user: RwSignal::new(None),
-        }
+        Self { token: RwSignal::new(stored_token()), user: RwSignal::new(None) }
     }
 
     pub fn sign_in(&self, token: &str) {

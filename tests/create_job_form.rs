@@ -25,7 +25,8 @@ fn choose(browser: &Browser, id: &str, value: &str) {
 /// The current value of an input or select (its property, not the
 /// attribute it started with).
 fn value_of(browser: &Browser, id: &str) -> Option<String> {
-    let value = browser.execute("const e = document.getElementById(arguments[0]); return e ? e.value : null;", vec![Value::from(id)]);
+    let value = browser
+        .execute("const e = document.getElementById(arguments[0]); return e ? e.value : null;", vec![Value::from(id)]);
     value.as_str().map(String::from)
 }
 
@@ -45,7 +46,12 @@ fn error_of(browser: &Browser, id: &str) -> String {
 #[test]
 fn a_job_typed_into_the_form_runs_to_completed() {
     let server = Server::start();
-    let (status, _) = server.call("POST", "/usersecrets", &server.admin_token, Some(&serde_json::json!([{"name": "HF_SECRET", "value": "s3cret"}])));
+    let (status, _) = server.call(
+        "POST",
+        "/usersecrets",
+        &server.admin_token,
+        Some(&serde_json::json!([{"name": "HF_SECRET", "value": "s3cret"}])),
+    );
     assert_eq!(status, 200);
     let bob = server.token_for("bob");
     let shared = serde_json::json!({"name": "TEAM_KEY", "value": "shared", "visibility": "public"});
@@ -139,7 +145,8 @@ fn a_job_typed_into_the_form_runs_to_completed() {
     let mut seen = Vec::new();
     for replica in replicas.as_array().unwrap() {
         let replica_id = replica["id"].as_str().unwrap();
-        let (status, log) = server.call("GET", &format!("/jobs/{id}/replicas/{replica_id}/log"), &server.admin_token, None);
+        let (status, log) =
+            server.call("GET", &format!("/jobs/{id}/replicas/{replica_id}/log"), &server.admin_token, None);
         assert_eq!(status, 200, "{log}");
         seen.push(log.as_str().unwrap_or_default().trim().to_string());
     }
@@ -149,9 +156,7 @@ fn a_job_typed_into_the_form_runs_to_completed() {
     // Cloning it fills the form again.
     browser.goto(&format!("{}/jobs/new?clone={id}", server.base_url));
     browser.wait_for_text(&format!("Cloned from {id}"));
-    browser.wait_until("the cloned name", || {
-        (value_of(&browser, "job-name")? == "hello-form").then_some(())
-    });
+    browser.wait_until("the cloned name", || (value_of(&browser, "job-name")? == "hello-form").then_some(()));
     assert_eq!(value_of(&browser, "envs-0-0").as_deref(), Some("GREETING"));
     assert_eq!(value_of(&browser, "completions").as_deref(), Some("2"));
 }
@@ -182,9 +187,7 @@ fn the_form_reads_well_at_phone_width_and_shares_drafts() {
     assert!(!link.contains("hunter2"), "{link}");
     browser.goto(&link);
     browser.wait_for_text("shared as a draft");
-    browser.wait_until("the draft's name", || {
-        (value_of(&browser, "job-name")? == "phone-draft").then_some(())
-    });
+    browser.wait_until("the draft's name", || (value_of(&browser, "job-name")? == "phone-draft").then_some(()));
     assert_eq!(value_of(&browser, "registry-password").as_deref(), Some(""));
     // The password is needed again: the form says so on submit.
     browser.click(&browser.find("button[type=submit]"));
@@ -231,7 +234,8 @@ fn a_job_can_be_created_with_the_keyboard_alone() {
             let id = browser.focused_id();
             order.push(id.clone());
             let at_submit = wanted == "submit"
-                && browser.execute("return document.activeElement.matches('.job-form button[type=submit]');", vec![]) == Value::Bool(true);
+                && browser.execute("return document.activeElement.matches('.job-form button[type=submit]');", vec![])
+                    == Value::Bool(true);
             if id == wanted || at_submit {
                 return;
             }

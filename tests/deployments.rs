@@ -37,9 +37,7 @@ fn a_filtered_list_link_survives_sign_in() {
     browser.wait_until("the sign-in page", || browser.current_url().contains("/login?next=").then_some(()));
     browser.type_text(&browser.find("#token"), &server.admin_token);
     browser.click(&browser.find("form button[type=submit]"));
-    browser.wait_until("the same filtered list after sign-in", || {
-        browser.current_url().ends_with(link).then_some(())
-    });
+    browser.wait_until("the same filtered list after sign-in", || browser.current_url().ends_with(link).then_some(()));
     browser.find(&format!("tbody a[href='/jobs/{train}']"));
     browser.wait_for_text("Showing 1–1 of 1 jobs");
     let text = browser.page_text();

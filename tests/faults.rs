@@ -62,7 +62,12 @@ fn stopped_job(name: &str) -> Value {
 fn all_job_ids(server: &Server, token: &str) -> Vec<String> {
     let mut ids = Vec::new();
     for page in 1.. {
-        let (status, list) = server.call("GET", &format!("/jobs?page={page}&page_size=500&job_query_mode=alive_and_archive"), token, None);
+        let (status, list) = server.call(
+            "GET",
+            &format!("/jobs?page={page}&page_size=500&job_query_mode=alive_and_archive"),
+            token,
+            None,
+        );
         assert_eq!(status, 200, "{list}");
         let jobs = list["jobs"].as_array().unwrap();
         if jobs.is_empty() {
@@ -154,7 +159,10 @@ fn a_sigkill_during_a_burst_of_creations_loses_no_acknowledged_job() {
                     }
                     let name = format!("burst-{client}-{i}");
                     sent.lock().unwrap().insert(name.clone());
-                    let answer = agent.post(&api).header("Authorization", &format!("Bearer {token}")).send_json(stopped_job(&name));
+                    let answer = agent
+                        .post(&api)
+                        .header("Authorization", &format!("Bearer {token}"))
+                        .send_json(stopped_job(&name));
                     match answer {
                         Ok(response) if response.status().as_u16() == 200 => {
                             let body: Value = response.into_body().read_json().unwrap();

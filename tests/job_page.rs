@@ -62,7 +62,8 @@ fn a_retried_replica_shows_every_attempt_in_the_table_and_the_timeline() {
         "return [...document.querySelectorAll('table.replicas tbody tr')].map(r => r.innerText.replace(/\\s+/g, ' '));",
         vec![],
     );
-    let failed: Vec<&str> = rows.as_array().unwrap().iter().filter_map(|r| r.as_str()).filter(|r| r.contains("Failed")).collect();
+    let failed: Vec<&str> =
+        rows.as_array().unwrap().iter().filter_map(|r| r.as_str()).filter(|r| r.contains("Failed")).collect();
     assert_eq!(failed.len(), 1, "{rows}");
     assert!(failed[0].contains('3'), "the failed attempt shows its exit code: {}", failed[0]);
 
@@ -86,7 +87,8 @@ fn state_changes_appear_live_on_the_list_and_the_job_page() {
         (format!("until [ -e '{}' ]; do sleep 0.05; done", path.display()), path)
     };
     let (wait_first, first_gate) = release("first");
-    let id = server.create_job(&server.admin_token, &shell_job("short", &format!("{wait_first}; echo done"), json!({})));
+    let id =
+        server.create_job(&server.admin_token, &shell_job("short", &format!("{wait_first}; echo done"), json!({})));
     server.wait_for_state(&server.admin_token, &id, "Running");
 
     let browser = Browser::start();
@@ -110,8 +112,10 @@ fn state_changes_appear_live_on_the_list_and_the_job_page() {
     assert!(page_was_not_reloaded(&browser), "the list changed in place");
 
     let (wait_second, second_gate) = release("second");
-    let second =
-        server.create_job(&server.admin_token, &shell_job("second", &format!("{wait_second}; exit 1"), json!({"backoff_limit": 0})));
+    let second = server.create_job(
+        &server.admin_token,
+        &shell_job("second", &format!("{wait_second}; exit 1"), json!({"backoff_limit": 0})),
+    );
     server.wait_for_state(&server.admin_token, &second, "Running");
     browser.goto(&format!("{}/jobs/{second}", server.base_url));
     browser.find(".job-head .badge");
@@ -133,13 +137,15 @@ fn stop_start_and_delete_work_and_the_buttons_follow_the_state() {
     browser.sign_in(&server, &server.admin_token);
     browser.goto(&format!("{}/jobs/{id}", server.base_url));
     let enabled = |class: &str| {
-        browser.execute(&format!("return !document.querySelector('.actions button.{class}').disabled;"), vec![]) == json!(true)
+        browser.execute(&format!("return !document.querySelector('.actions button.{class}').disabled;"), vec![])
+            == json!(true)
     };
     browser.wait_for_text("Running");
     browser.wait_until("Stop enabled, Start disabled", || (enabled("stop") && !enabled("start")).then_some(()));
 
     browser.click(&browser.find(".actions button.stop"));
-    browser.wait_until("the job to stop", || (browser.text(&browser.find(".job-head .badge")) == "Stopped").then_some(()));
+    browser
+        .wait_until("the job to stop", || (browser.text(&browser.find(".job-head .badge")) == "Stopped").then_some(()));
     browser.wait_until("Start enabled, Stop disabled", || (enabled("start") && !enabled("stop")).then_some(()));
     let (_, job) = server.call("GET", &format!("/jobs/{id}"), &server.admin_token, None);
     assert_eq!(job["status"]["state"], "Stopped");

@@ -35,9 +35,8 @@ node_names = ["lep-node"]
 /// (never passes silently) when it is missing or holds another version than
 /// the pinned one.
 fn lep_venv() -> PathBuf {
-    let venv = std::env::var_os("JOBDECK_LEP_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("tests/.venv"));
+    let venv =
+        std::env::var_os("JOBDECK_LEP_VENV").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("tests/.venv"));
     let requirements = workspace_root().join("tests/lep-requirements.txt");
     let pinned = std::fs::read_to_string(&requirements)
         .expect("tests/lep-requirements.txt pins the leptonai version")
@@ -57,7 +56,8 @@ fn lep_venv() -> PathBuf {
         .expect("the venv's python runs");
     let installed = String::from_utf8_lossy(&out.stdout).trim().to_string();
     assert_eq!(
-        installed, pinned,
+        installed,
+        pinned,
         "{} holds leptonai {installed:?}, but tests/lep-requirements.txt pins {pinned}; {install}",
         venv.display()
     );
@@ -119,10 +119,7 @@ impl Lep {
 
     fn run(&self, args: &[&str]) -> (Output, String) {
         let started = Instant::now();
-        let out = self
-            .command(args)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run lep {args:?}: {e}"));
+        let out = self.command(args).output().unwrap_or_else(|e| panic!("cannot run lep {args:?}: {e}"));
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         println!("$ lep {} ({} ms, {})\n{text}", args.join(" "), started.elapsed().as_millis(), out.status);
         (out, text)
@@ -252,10 +249,25 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     // Create with every flag a user reaches for first. `--command` runs under
     // /bin/bash -c, `--num-workers 2` is two indexed replicas that talk to
     // each other, `--queue-priority` needs `--node-group`.
-    let command = r#"echo "hello from $JOB_COMPLETION_INDEX of $JOB_COMPLETIONS (rank $NODE_RANK of $WORLD_SIZE): $GREETING""#;
+    let command =
+        r#"echo "hello from $JOB_COMPLETION_INDEX of $JOB_COMPLETIONS (rank $NODE_RANK of $WORLD_SIZE): $GREETING""#;
     let out = lep.ok(&[
-        "job", "create", "--name", "hello", "--resource-shape", "cpu.small", "--command", command,
-        "--env", "GREETING=hi there", "--num-workers", "2", "--node-group", "local", "--queue-priority", "high",
+        "job",
+        "create",
+        "--name",
+        "hello",
+        "--resource-shape",
+        "cpu.small",
+        "--command",
+        command,
+        "--env",
+        "GREETING=hi there",
+        "--num-workers",
+        "2",
+        "--node-group",
+        "local",
+        "--queue-priority",
+        "high",
     ]);
     let hello = created_id(&out);
     assert!(hello.starts_with("hello-"), "{hello}");
@@ -343,15 +355,35 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     // A long job pinned to a node: `--node-id` is checked against the
     // group's node list.
     let out = lep.ok(&[
-        "job", "create", "--name", "sleeper", "--resource-shape", "cpu.small",
-        "--command", "echo started; sleep 300", "--node-group", "local", "--node-id", "lep-node",
+        "job",
+        "create",
+        "--name",
+        "sleeper",
+        "--resource-shape",
+        "cpu.small",
+        "--command",
+        "echo started; sleep 300",
+        "--node-group",
+        "local",
+        "--node-id",
+        "lep-node",
     ]);
     let sleeper = created_id(&out);
     let job = get(&server, &token, &format!("/jobs/{sleeper}"));
     assert_eq!(job["spec"]["affinity"]["allowed_nodes_in_node_group"], json!(["lep-node"]));
     let out = lep.fails(&[
-        "job", "create", "--name", "nowhere", "--resource-shape", "cpu.small", "--command", "true",
-        "--node-group", "local", "--node-id", "no-such-node",
+        "job",
+        "create",
+        "--name",
+        "nowhere",
+        "--resource-shape",
+        "cpu.small",
+        "--command",
+        "true",
+        "--node-group",
+        "local",
+        "--node-id",
+        "no-such-node",
     ]);
     assert!(out.contains("Invalid node ids: no-such-node"), "{out}");
     server.wait_for_state(&token, &sleeper, "Running");
@@ -391,8 +423,18 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     // A job that does not fit next to it waits in the queue; its log is
     // empty and ends at once; stopping it needs no replica to end.
     let out = lep.ok(&[
-        "job", "create", "--name", "big", "--resource-shape", "cpu.small", "--command", "echo never",
-        "--num-workers", "2", "--node-group", "local",
+        "job",
+        "create",
+        "--name",
+        "big",
+        "--resource-shape",
+        "cpu.small",
+        "--command",
+        "echo never",
+        "--num-workers",
+        "2",
+        "--node-group",
+        "local",
     ]);
     let big = created_id(&out);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -454,7 +496,16 @@ fn lep_workspace_login_keeps_jobdeck_as_the_current_workspace() {
     assert_eq!(out.matches("│ jobdeck ").count(), 2, "the workspace has its display name:\n{out}");
 
     // Every later command uses the stored workspace.
-    let out = lep.ok(&["job", "create", "--name", "after-login", "--resource-shape", "cpu.small", "--command", "echo logged in"]);
+    let out = lep.ok(&[
+        "job",
+        "create",
+        "--name",
+        "after-login",
+        "--resource-shape",
+        "cpu.small",
+        "--command",
+        "echo logged in",
+    ]);
     let id = created_id(&out);
     server.wait_for_state(&server.admin_token, &id, "Completed");
     let out = lep.ok(&["job", "log", "-i", &id]);

@@ -40,7 +40,12 @@ fn wait_for_line(browser: &Browser, number: u64, text: &str) {
 #[test]
 fn a_permalink_opens_the_same_lines_highlighted_and_clicks_make_new_ones() {
     let server = Server::start();
-    let id = run_script(&server, "many-lines", "i=1; while [ $i -le 3000 ]; do echo \"line $i\"; i=$((i+1)); done", "Completed");
+    let id = run_script(
+        &server,
+        "many-lines",
+        "i=1; while [ $i -le 3000 ]; do echo \"line $i\"; i=$((i+1)); done",
+        "Completed",
+    );
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
 
@@ -130,7 +135,8 @@ fn follow_mode_shows_new_lines_as_they_are_written() {
     let server = Server::start();
     // It ticks until the test is over (the harness ends it with the server),
     // so the log is still growing however long the browser takes to start.
-    let id = run_script(&server, "ticker", "i=1; while true; do echo \"tick $i\"; i=$((i+1)); sleep 0.25; done", "Running");
+    let id =
+        run_script(&server, "ticker", "i=1; while true; do echo \"tick $i\"; i=$((i+1)); sleep 0.25; done", "Running");
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
     browser.goto(&format!("{}/jobs/{id}/logs", server.base_url));
@@ -217,7 +223,9 @@ fn the_failure_view_says_why_and_links_the_first_error_to_its_line() {
     browser.goto(&format!("{}/jobs/{id}/failure", server.base_url));
     browser.wait_for_text("What to do:");
     let text = browser.page_text();
-    for expected in ["ERR_PROGRAM", "The program failed", "Replica 0 (attempt 1) failed first", "Python traceback on line 404"] {
+    for expected in
+        ["ERR_PROGRAM", "The program failed", "Replica 0 (attempt 1) failed first", "Python traceback on line 404"]
+    {
         assert!(text.contains(expected), "{expected:?} in:\n{text}");
     }
     let error_line = browser.find(".log-excerpt .error-line");

@@ -94,5 +94,8 @@ fn a_dropped_test_server_leaves_no_replica_running() {
     assert!(jobdeck_e2e::live_supervisors(&data).is_empty(), "a supervisor outlived its test server");
     // The replica was killed with its session (a zombie until init reaps it).
     let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    assert!(state.is_empty() || state.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')), "{state}");
+    assert!(
+        state.is_empty() || state.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        "{state}"
+    );
 }

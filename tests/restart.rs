@@ -108,9 +108,8 @@ fn replicas(server: &Server, token: &str, id: &str) -> Vec<Value> {
 }
 
 /// The replica of completion `index`, attempt `attempt`.
-fn replica<'a>(list: &'a [Value], index: i64, attempt: i64) -> Option<&'a Value> {
-    list.iter()
-        .find(|r| r["status"]["completion_index"] == index && r["status"]["attempt"] == attempt)
+fn replica(list: &[Value], index: i64, attempt: i64) -> Option<&Value> {
+    list.iter().find(|r| r["status"]["completion_index"] == index && r["status"]["attempt"] == attempt)
 }
 
 #[test]
@@ -153,7 +152,8 @@ fn a_server_killed_with_sigkill_loses_no_job_and_runs_no_replica_twice() {
     // No job is lost.
     let (status, list) = second.call("GET", "/jobs", &token, None);
     assert_eq!(status, 200, "{list}");
-    let mut ids: Vec<&str> = list["jobs"].as_array().unwrap().iter().map(|j| j["metadata"]["id"].as_str().unwrap()).collect();
+    let mut ids: Vec<&str> =
+        list["jobs"].as_array().unwrap().iter().map(|j| j["metadata"]["id"].as_str().unwrap()).collect();
     ids.sort();
     let mut expected = vec![steady.as_str(), fails.as_str()];
     expected.sort();

@@ -56,9 +56,7 @@ fn a_deep_link_opened_signed_out_returns_there_after_sign_in() {
     let input = browser.find("#token");
     browser.type_text(&input, &server.admin_token);
     browser.click(&browser.find("form button[type=submit]"));
-    browser.wait_until("the list after sign-in", || {
-        browser.current_url().ends_with("/jobs?page=1").then_some(())
-    });
+    browser.wait_until("the list after sign-in", || browser.current_url().ends_with("/jobs?page=1").then_some(()));
     browser.wait_for_text("No jobs yet.");
 }
 

@@ -179,7 +179,10 @@ fn the_tao_sdk_creates_follows_analyses_and_cancels_jobs_unchanged() {
     let replicas = done["get_job_replicas"].as_array().unwrap();
     assert_eq!(replicas.len(), 1, "{replicas:?}");
     let status = &replicas[0]["status"];
-    assert_eq!((status["node"]["name"].as_str(), status["node"]["node_group_id"].as_str()), (Some("tao-node"), Some("local")));
+    assert_eq!(
+        (status["node"]["name"].as_str(), status["node"]["node_group_id"].as_str()),
+        (Some("tao-node"), Some("local"))
+    );
     assert_eq!((status["cpu"].as_f64(), status["memory_in_mb"].as_i64()), (Some(1.0), Some(2048)));
     assert!(status.get("readiness_issue").is_none(), "{status}");
     // What the server holds: the SDK's 36-character name, private, with the
@@ -193,7 +196,10 @@ fn the_tao_sdk_creates_follows_analyses_and_cancels_jobs_unchanged() {
     let secrets = api(&server, &token, "/imagepullsecrets");
     assert_eq!(secrets.as_array().unwrap().len(), 1, "{secrets}");
     assert_eq!(secrets[0]["metadata"]["name"], "tao-image-pull-secret");
-    assert_eq!((secrets[0]["spec"]["registry_server"].as_str(), secrets[0]["spec"]["username"].as_str()), (Some("https://nvcr.io"), Some("$oauthtoken")));
+    assert_eq!(
+        (secrets[0]["spec"]["registry_server"].as_str(), secrets[0]["spec"]["username"].as_str()),
+        (Some("https://nvcr.io"), Some("$oauthtoken"))
+    );
     assert_eq!(secrets[0]["metadata"]["visibility"], "private");
     assert!(!secrets.to_string().contains(NGC_KEY), "the password is write-only: {secrets}");
     let other = server.token_for("someone-else");
@@ -201,7 +207,8 @@ fn the_tao_sdk_creates_follows_analyses_and_cancels_jobs_unchanged() {
 
     // Two nodes: completions = parallelism = 2 with the rendezvous variables
     // on each replica; the bootstrap's wget fails on the closed proxy.
-    let multi = tao.run(&["multinode", "echo \"rank=$NODE_RANK world=$WORLD_SIZE master=$MASTER_ADDR gpus=$NUM_GPU_PER_NODE\""]);
+    let multi = tao
+        .run(&["multinode", "echo \"rank=$NODE_RANK world=$WORLD_SIZE master=$MASTER_ADDR gpus=$NUM_GPU_PER_NODE\""]);
     assert_eq!(multi["status"], "Complete");
     let log = multi["get_job_logs"].as_str().unwrap();
     for rank in 0..2 {
@@ -218,13 +225,15 @@ fn the_tao_sdk_creates_follows_analyses_and_cancels_jobs_unchanged() {
     assert_eq!(analysis["err_class"], "ERR_PROGRAM", "{analysis}");
     assert!(analysis["suggestion"].as_str().is_some_and(|s| !s.is_empty()), "{analysis}");
     assert!(analysis["log_streams"][0]["lines"].to_string().contains("Traceback"), "{analysis}");
-    let oom = tao.run(&["fail", "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; exit 1"]);
+    let oom =
+        tao.run(&["fail", "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2; exit 1"]);
     assert_eq!(oom["get_failure_analysis"]["err_class"], "ERR_CUDA_OOM", "{}", oom["get_failure_analysis"]);
     assert!(oom["get_failure_analysis"]["suggestion"].as_str().unwrap().contains("GPU memory"));
 
     // Cancel a running job: the SDK deletes it by its status.job_name.
     let started = tao.dir.path().join("started");
-    let cancel = tao.run(&["cancel", &format!("touch '{}'; exec sleep 600", started.display()), started.to_str().unwrap()]);
+    let cancel =
+        tao.run(&["cancel", &format!("touch '{}'; exec sleep 600", started.display()), started.to_str().unwrap()]);
     assert_eq!(cancel["status"], "Running");
     assert_eq!(cancel["cancel_job"], true);
     let cancelled = cancel["create_job"]["backend_job_id"].as_str().unwrap();

@@ -121,7 +121,12 @@ impl Style {
         if self.inverse {
             classes.push("ansi-inverse".into());
         }
-        for (on, class) in [(self.bold, "ansi-bold"), (self.dim, "ansi-dim"), (self.italic, "ansi-italic"), (self.underline, "ansi-underline")] {
+        for (on, class) in [
+            (self.bold, "ansi-bold"),
+            (self.dim, "ansi-dim"),
+            (self.italic, "ansi-italic"),
+            (self.underline, "ansi-underline"),
+        ] {
             if on {
                 classes.push(class.into());
             }

@@ -63,7 +63,12 @@ pub fn DataTable(class: &'static str, caption: &'static str, head: Vec<Head>, ro
         let Some(body) = body.get() else { return };
         rows.with(|rows| {
             keyed.update_value(|keyed| {
-                keyed.sync(&body, rows, || dom::element("tr"), |tr, cells, previous| update_row(tr, &labels, cells, previous))
+                keyed.sync(
+                    &body,
+                    rows,
+                    || dom::element("tr"),
+                    |tr, cells, previous| update_row(tr, &labels, cells, previous),
+                )
             })
         });
     });
@@ -121,7 +126,12 @@ fn draw_cell(slot: &Element, cell: &Cell) {
             }
         }
         Cell::Counts([succeeded, running, failed, of]) => {
-            dom::child(slot, "span", "sr-only", &format!("{succeeded} succeeded, {running} running, {failed} failed of {of}"));
+            dom::child(
+                slot,
+                "span",
+                "sr-only",
+                &format!("{succeeded} succeeded, {running} running, {failed} failed of {of}"),
+            );
             let counts = dom::child(slot, "span", "counts", "");
             dom::set(&counts, "aria-hidden", "true");
             for (class, text) in [

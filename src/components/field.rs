@@ -66,10 +66,7 @@ pub fn event_value(ev: &web_sys::Event) -> String {
     if let Some(area) = target.dyn_ref::<web_sys::HtmlTextAreaElement>() {
         return area.value();
     }
-    target
-        .dyn_ref::<web_sys::HtmlSelectElement>()
-        .map(|s| s.value())
-        .unwrap_or_default()
+    target.dyn_ref::<web_sys::HtmlSelectElement>().map(|s| s.value()).unwrap_or_default()
 }
 
 /// Whether `key` is one of the comma-joined `keys`.

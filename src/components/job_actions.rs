@@ -128,9 +128,8 @@ pub fn JobActions(
         let href = window.location().href().unwrap_or_default();
         let navigator = window.navigator();
         // Outside a secure context the browser offers no clipboard at all.
-        let has_clipboard = js_sys::Reflect::get(&navigator, &"clipboard".into())
-            .map(|c| !c.is_undefined())
-            .unwrap_or(false);
+        let has_clipboard =
+            js_sys::Reflect::get(&navigator, &"clipboard".into()).map(|c| !c.is_undefined()).unwrap_or(false);
         if !has_clipboard {
             notice.set(format!("Copying is not allowed here; the link is {href}"));
             return;
@@ -176,12 +175,14 @@ pub fn JobActions(
         </div>
         <p class="action-note" role="status">
             {move || {
-                (!allowed())
-                    .then(|| match owner() {
+                if allowed() {
+                    String::new()
+                } else {
+                    match owner() {
                         Some(o) => format!("Only {o} can stop, start or delete this job."),
                         None => "You cannot stop, start or delete this job.".to_string(),
-                    })
-                    .unwrap_or_default()
+                    }
+                }
             }}
             " "
             {move || notice.get()}
@@ -264,7 +265,9 @@ mod tests {
     #[wasm_bindgen_test::wasm_bindgen_test]
     async fn the_buttons_follow_the_state_and_the_user() {
         let current = RwSignal::new(job("train-1", "train", ME, JobState::Running));
-        let host = mount(move || view! { <JobActions job=current user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> });
+        let host = mount(
+            move || view! { <JobActions job=current user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
+        );
         assert_eq!(enabled(&host), ["stop", "delete"]);
         let clone = host.query_selector("a.clone").unwrap().unwrap();
         assert_eq!(clone.get_attribute("href").as_deref(), Some("/jobs/new?clone=train-1"));
@@ -277,7 +280,9 @@ mod tests {
         assert_eq!(enabled(&host), ["start", "delete"]);
 
         let theirs = job("eval-1", "eval", "bob", JobState::Running);
-        let host = mount(move || view! { <JobActions job=Signal::stored(theirs.clone()) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> });
+        let host = mount(
+            move || view! { <JobActions job=Signal::stored(theirs.clone()) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
+        );
         assert!(enabled(&host).is_empty());
         assert!(host.text_content().unwrap().contains("Only bob can stop, start or delete this job."));
         let copy = host.query_selector("button.copy-link").unwrap().unwrap();
@@ -287,7 +292,9 @@ mod tests {
     #[wasm_bindgen_test::wasm_bindgen_test]
     fn delete_asks_first() {
         let current = job("train-2", "train", ME, JobState::Failed);
-        let host = mount(move || view! { <JobActions job=Signal::stored(current.clone()) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> });
+        let host = mount(
+            move || view! { <JobActions job=Signal::stored(current.clone()) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
+        );
         let dialog: web_sys::HtmlDialogElement =
             wasm_bindgen::JsCast::unchecked_into(host.query_selector("dialog").unwrap().unwrap());
         assert!(!dialog.open());

@@ -68,7 +68,24 @@ pub fn focus(id: &str) {
 
 /// Renders one list.
 pub fn list_editor(p: ListProps) -> AnyView {
-    let ListProps { id, label, help, default, add_label, columns, len, cell, cell_label, cell_list, set, add, remove, touch, error, list_error } = p;
+    let ListProps {
+        id,
+        label,
+        help,
+        default,
+        add_label,
+        columns,
+        len,
+        cell,
+        cell_label,
+        cell_list,
+        set,
+        add,
+        remove,
+        touch,
+        error,
+        list_error,
+    } = p;
     let help_id = format!("{id}-help");
     let add_id = format!("{id}-add");
     let on_add = move |_| {

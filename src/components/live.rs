@@ -26,10 +26,7 @@ pub async fn sleep(ms: i32) {
 
 /// Whether the browser tab is in the background, where nobody reads updates.
 fn page_hidden() -> bool {
-    web_sys::window()
-        .and_then(|w| w.document())
-        .map(|d| d.hidden())
-        .unwrap_or(false)
+    web_sys::window().and_then(|w| w.document()).map(|d| d.hidden()).unwrap_or(false)
 }
 
 /// What a polling round hands back: the change to make, applied only if the

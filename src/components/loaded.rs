@@ -19,6 +19,10 @@ use crate::routes::ListQuery;
 
 /// What a page loads.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a page holds one at a time; boxing the job would cost the console code and an allocation for nothing"
+)]
 pub enum Data {
     List(ListQuery, JobList),
     Job(LeptonJob),

@@ -153,7 +153,7 @@ pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -238,10 +238,7 @@ impl Core {
     }
 
     fn at_bottom(&self) -> bool {
-        self.scroller
-            .as_ref()
-            .map(|s| s.scroll_top() + s.client_height() >= s.scroll_height() - 2)
-            .unwrap_or(true)
+        self.scroller.as_ref().map(|s| s.scroll_top() + s.client_height() >= s.scroll_height() - 2).unwrap_or(true)
     }
 
     /// Lines `first..=last` (1-based) to draw for the current scroll.
@@ -431,7 +428,8 @@ fn fill_row(row: &Element, item: &Row, previous: Option<&Row>) {
         dom::set(&number, "href", &item.href);
         dom::set(&number, "data-ln", &item.line.to_string());
     }
-    let stamp = if item.timestamps && item.text.is_some() { time::format_time_millis(item.time) } else { String::new() };
+    let stamp =
+        if item.timestamps && item.text.is_some() { time::format_time_millis(item.time) } else { String::new() };
     time.set_text_content(Some(&stamp));
     if previous.map(|p| &p.text) != Some(&item.text) {
         dom::clear(&text);
@@ -554,9 +552,9 @@ pub fn LogViewer(job: String, replica: String) -> impl IntoView {
         });
         let sign_in_again = sign_in_again.clone();
         leptos::task::spawn_local(async move {
-            let Some((job, replica, selection, signal)) =
-                core.try_with_value(|c| (c.job.clone(), c.replica.clone(), c.selection, c.abort.as_ref().map(|a| a.signal())))
-            else {
+            let Some((job, replica, selection, signal)) = core.try_with_value(|c| {
+                (c.job.clone(), c.replica.clone(), c.selection, c.abort.as_ref().map(|a| a.signal()))
+            }) else {
                 return;
             };
             let first = match selection {

@@ -55,12 +55,7 @@ pub struct Layout {
 /// `now`; one that is pending without a start time begins where the lane's
 /// previous attempt ended.
 pub fn layout(replicas: &[Replica], completions: i64, now: i64) -> Layout {
-    let lanes = replicas
-        .iter()
-        .map(|r| r.status.completion_index + 1)
-        .max()
-        .unwrap_or(0)
-        .max(completions);
+    let lanes = replicas.iter().map(|r| r.status.completion_index + 1).max().unwrap_or(0).max(completions);
     let mut attempts: Vec<&Replica> = replicas.iter().collect();
     attempts.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
     let live = |r: &Replica| matches!(r.status.phase, ReplicaPhase::Pending | ReplicaPhase::Running);
@@ -332,8 +327,10 @@ mod tests {
 
     #[wasm_bindgen_test::wasm_bindgen_test]
     async fn the_chart_names_every_bar() {
-        let host = mount(|| view! {
-            <ReplicaTimeline replicas=Signal::stored(retried()) completions=Signal::stored(4) now=Signal::stored(99_000) job_id="job-1".to_string()/>
+        let host = mount(|| {
+            view! {
+                <ReplicaTimeline replicas=Signal::stored(retried()) completions=Signal::stored(4) now=Signal::stored(99_000) job_id="job-1".to_string()/>
+            }
         });
         crate::components::live::sleep(0).await;
         let bars = host.query_selector_all("svg a.bar").unwrap();
@@ -341,8 +338,14 @@ mod tests {
         assert_eq!(host.query_selector_all(".lanes li").unwrap().length(), 4);
         assert_eq!(host.query_selector_all("svg a.bar.bad").unwrap().length(), 1);
         let failed = host.query_selector("svg a.bar.bad").unwrap().unwrap();
-        assert_eq!(failed.get_attribute("aria-label").as_deref(), Some("Replica 2, attempt 1: Failed, exit code 3, 2s"));
-        assert_eq!(failed.query_selector("title").unwrap().unwrap().text_content().as_deref(), failed.get_attribute("aria-label").as_deref());
+        assert_eq!(
+            failed.get_attribute("aria-label").as_deref(),
+            Some("Replica 2, attempt 1: Failed, exit code 3, 2s")
+        );
+        assert_eq!(
+            failed.query_selector("title").unwrap().unwrap().text_content().as_deref(),
+            failed.get_attribute("aria-label").as_deref()
+        );
         let rect = failed.query_selector("rect").unwrap().unwrap();
         assert_eq!(rect.namespace_uri().as_deref(), Some("http://www.w3.org/2000/svg"));
         assert_eq!(rect.get_attribute("x").as_deref(), Some("0.00%"));

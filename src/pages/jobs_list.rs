@@ -106,13 +106,15 @@ fn FilterSelect(
 fn ListFilters(query: Memo<ListQuery>) -> impl IntoView {
     let session = use_session();
     let (push, replace) = (use_navigate(), use_navigate_replace());
-    let go = Callback::new(move |(next, replacing): (ListQuery, bool)| {
-        if replacing {
-            replace(&next.href())
-        } else {
-            push(&next.href())
-        }
-    });
+    let go = Callback::new(
+        move |(next, replacing): (ListQuery, bool)| {
+            if replacing {
+                replace(&next.href())
+            } else {
+                push(&next.href())
+            }
+        },
+    );
     let pick = move |change: fn(&mut ListQuery, String)| {
         Callback::new(move |value: String| {
             let mut next = query.get_untracked();
@@ -288,7 +290,11 @@ pub fn job_cells(job: &LeptonJob, now: i64) -> Vec<Cell> {
             text: job.metadata.name.clone().unwrap_or_else(|| job.id().to_string()),
             label: None,
         },
-        Cell::Badge { tone: state_tone(state), text: state.as_str().to_string(), note: status.reason.unwrap_or_default() },
+        Cell::Badge {
+            tone: state_tone(state),
+            text: state.as_str().to_string(),
+            note: status.reason.unwrap_or_default(),
+        },
         Cell::text(job.metadata.created_by.clone().unwrap_or_default()),
         Cell::text(node_groups_of(job)),
         Cell::mono(job.spec.resource_shape.clone().unwrap_or_default()),
@@ -493,7 +499,9 @@ mod tests {
 
     #[wasm_bindgen_test::wasm_bindgen_test]
     async fn a_state_change_patches_the_row_in_place() {
-        let (host, rows, _) = table("", vec![job("a-1", "a", "alice", JobState::Queueing), job("b-1", "b", "bob", JobState::Running)], 2).await;
+        let (host, rows, _) =
+            table("", vec![job("a-1", "a", "alice", JobState::Queueing), job("b-1", "b", "bob", JobState::Running)], 2)
+                .await;
         let row_b = host.query_selector("tbody tr:nth-child(2)").unwrap().unwrap();
         let link_a: web_sys::HtmlElement =
             wasm_bindgen::JsCast::unchecked_into(host.query_selector("tbody tr a").unwrap().unwrap());

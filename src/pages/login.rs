@@ -24,11 +24,7 @@ pub fn token_from_fragment(fragment: &str) -> Option<String> {
 fn forget_fragment() {
     let Some(window) = web_sys::window() else { return };
     let location = window.location();
-    let path = format!(
-        "{}{}",
-        location.pathname().unwrap_or_default(),
-        location.search().unwrap_or_default()
-    );
+    let path = format!("{}{}", location.pathname().unwrap_or_default(), location.search().unwrap_or_default());
     if let Ok(history) = window.history() {
         let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&path));
     }
@@ -71,9 +67,7 @@ pub fn LoginPage() -> impl IntoView {
 
     // A sign-in link carries the token in the fragment, which never reaches
     // the server's logs.
-    let from_link = web_sys::window()
-        .and_then(|w| w.location().hash().ok())
-        .and_then(|h| token_from_fragment(&h));
+    let from_link = web_sys::window().and_then(|w| w.location().hash().ok()).and_then(|h| token_from_fragment(&h));
     if let Some(token) = from_link {
         forget_fragment();
         try_token(token);

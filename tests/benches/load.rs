@@ -63,7 +63,14 @@ fn agent() -> ureq::Agent {
 }
 
 /// Sends one GET; records its time under `kind`, or an error.
-fn timed_get(agent: &ureq::Agent, url: &str, token: &str, kind: &'static str, samples: &Samples, errors: &Errors) -> Option<Value> {
+fn timed_get(
+    agent: &ureq::Agent,
+    url: &str,
+    token: &str,
+    kind: &'static str,
+    samples: &Samples,
+    errors: &Errors,
+) -> Option<Value> {
     let start = Instant::now();
     let answer = agent.get(url).header("Authorization", &format!("Bearer {token}")).call();
     let took = start.elapsed();
@@ -141,7 +148,14 @@ fn main() {
             // Spread the clients over the first second, as users arrive.
             std::thread::sleep(poll_interval() * c as u32 / LIST_CLIENTS as u32);
             while Instant::now() < until {
-                timed_get(&agent, &format!("{base}/jobs?page=1&page_size=50"), &token, "list: GET /jobs", &samples, &errors);
+                timed_get(
+                    &agent,
+                    &format!("{base}/jobs?page=1&page_size=50"),
+                    &token,
+                    "list: GET /jobs",
+                    &samples,
+                    &errors,
+                );
                 std::thread::sleep(poll_interval());
             }
         }));
@@ -154,8 +168,22 @@ fn main() {
             std::thread::sleep(poll_interval() * c as u32 / JOB_PAGE_CLIENTS as u32);
             while Instant::now() < until {
                 timed_get(&agent, &format!("{base}/jobs/{id}"), &token, "job page: GET /jobs/{id}", &samples, &errors);
-                timed_get(&agent, &format!("{base}/jobs/{id}/replicas"), &token, "job page: GET /jobs/{id}/replicas", &samples, &errors);
-                timed_get(&agent, &format!("{base}/jobs/{id}/events"), &token, "job page: GET /jobs/{id}/events", &samples, &errors);
+                timed_get(
+                    &agent,
+                    &format!("{base}/jobs/{id}/replicas"),
+                    &token,
+                    "job page: GET /jobs/{id}/replicas",
+                    &samples,
+                    &errors,
+                );
+                timed_get(
+                    &agent,
+                    &format!("{base}/jobs/{id}/events"),
+                    &token,
+                    "job page: GET /jobs/{id}/events",
+                    &samples,
+                    &errors,
+                );
                 std::thread::sleep(poll_interval());
             }
         }));
@@ -217,7 +245,8 @@ fn main() {
 
     // Leave nothing running.
     for id in &printers {
-        let (status, body) = server.call("PATCH", &format!("/jobs/{id}"), &tokens[0], Some(&json!({"spec": {"stopped": true}})));
+        let (status, body) =
+            server.call("PATCH", &format!("/jobs/{id}"), &tokens[0], Some(&json!({"spec": {"stopped": true}})));
         assert_eq!(status, 200, "{body}");
     }
 }

@@ -48,7 +48,8 @@ fn main() {
     let ingest_seconds = started.elapsed().as_secs_f64();
     eprintln!("{lines} lines stored in {ingest_seconds:.1} s");
     let replica = format!("{id}-0-0");
-    let (_, total) = server.call("GET", &format!("/jobs/{id}/replicas/{replica}/log?from=1&to=0"), &server.admin_token, None);
+    let (_, total) =
+        server.call("GET", &format!("/jobs/{id}/replicas/{replica}/log?from=1&to=0"), &server.admin_token, None);
     assert_eq!(total["total_lines"], json!(lines), "{total}");
 
     let browser = Browser::start();
@@ -94,7 +95,8 @@ fn main() {
         .execute("return document.querySelector('.log-viewer').querySelectorAll('*').length;", vec![])
         .as_u64()
         .unwrap();
-    let rows = browser.execute("return document.querySelectorAll('.log-rows .log-line').length;", vec![]).as_u64().unwrap();
+    let rows =
+        browser.execute("return document.querySelectorAll('.log-rows .log-line').length;", vec![]).as_u64().unwrap();
 
     eprintln!("search");
     // Search for one line in the middle of the log.

@@ -92,7 +92,7 @@ fn seed_job(k: usize) -> (usize, Value) {
     let mut job = json!({
         "metadata": {
             "name": name,
-            "visibility": if k % 5 == 0 { "private" } else { "public" },
+            "visibility": if k.is_multiple_of(5) { "private" } else { "public" },
             "labels": {"team": team}
         },
         "spec": {
@@ -179,7 +179,8 @@ fn main() {
     std::fs::write(&config, CONFIG).unwrap();
     // `BENCH_DATA_DIR` keeps the data directory (and its database) for a
     // look at the queries afterwards.
-    let data = std::env::var_os("BENCH_DATA_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| temp.path().join("data"));
+    let data =
+        std::env::var_os("BENCH_DATA_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| temp.path().join("data"));
     let server = Server::start_api_in(&data, &["--config", config.to_str().unwrap()]);
     let tokens: Vec<String> = (0..USERS).map(|u| server.token_for(&format!("user{u}"))).collect();
 
@@ -264,7 +265,8 @@ fn main() {
     let (_, replicas) = client.get(&format!("/jobs/{printer}/replicas"), &tokens[0]);
     let replicas: Value = serde_json::from_str(&replicas).unwrap();
     let status = &replicas[0]["status"];
-    let took = Duration::from_millis((status["end_time"].as_i64().unwrap() - status["start_time"].as_i64().unwrap()) as u64);
+    let took =
+        Duration::from_millis((status["end_time"].as_i64().unwrap() - status["start_time"].as_i64().unwrap()) as u64);
     let (_, tail) = client.get(&format!("/jobs/{printer}/replicas/{printer}-0-0/log?tail=1"), &tokens[0]);
     let tail: Value = serde_json::from_str(&tail).unwrap();
     assert_eq!(tail["total_lines"], lines, "not every line was stored: {tail}");
@@ -298,7 +300,11 @@ fn main() {
         ("text search over every line (one match)", format!("/logs?job={printer}&q=00777777%20the&limit=50"), 10),
     ] {
         let took = timed(&path, runs);
-        println!("== GET /logs, {what}: p50 {} p99 {} ({runs} runs)", ms(percentile(&took, 0.5)), ms(percentile(&took, 0.99)));
+        println!(
+            "== GET /logs, {what}: p50 {} p99 {} ({runs} runs)",
+            ms(percentile(&took, 0.5)),
+            ms(percentile(&took, 0.99))
+        );
     }
     let start = Instant::now();
     let (mut end, mut seen, mut pages) = (i64::MAX, 0usize, 0);

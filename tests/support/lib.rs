@@ -17,10 +17,7 @@ use serde_json::{json, Value};
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ sits in the workspace")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the workspace").to_path_buf()
 }
 
 pub fn jobdeck_bin() -> PathBuf {
@@ -30,9 +27,7 @@ pub fn jobdeck_bin() -> PathBuf {
         .map(PathBuf::from)
         .map(|dir| if dir.is_absolute() { dir } else { workspace_root().join(dir) })
         .unwrap_or_else(|| workspace_root().join("target"));
-    let bin = std::env::var_os("JOBDECK_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| target.join("debug/jobdeck"));
+    let bin = std::env::var_os("JOBDECK_BIN").map(PathBuf::from).unwrap_or_else(|| target.join("debug/jobdeck"));
     assert!(
         bin.is_file(),
         "{} is missing: build it with `cargo build -p jobdeck-server` (scripts/test.sh does)",
@@ -43,9 +38,8 @@ pub fn jobdeck_bin() -> PathBuf {
 
 /// The built console directory.
 pub fn console_dir() -> PathBuf {
-    let dir = std::env::var_os("JOBDECK_CONSOLE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("dist"));
+    let dir =
+        std::env::var_os("JOBDECK_CONSOLE_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("dist"));
     assert!(
         dir.join("index.html").is_file(),
         "{} has no index.html: build the console with `trunk build --release` (scripts/test.sh does)",
@@ -124,11 +118,7 @@ impl Server {
     /// Runs `jobdeck serve` as `command` and waits for its address and
     /// sign-in link.
     fn spawn(mut command: Command, data_dir: &Path) -> Server {
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("jobdeck starts");
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("jobdeck starts");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -161,18 +151,8 @@ impl Server {
             }
         }
         let base_url = base_url.expect("jobdeck printed its address within 30 s");
-        let admin_token = sign_in_link
-            .split_once("#token=")
-            .map(|(_, t)| t.to_string())
-            .unwrap_or_default();
-        Server {
-            child,
-            base_url,
-            sign_in_link,
-            admin_token,
-            data_dir: data_dir.to_path_buf(),
-            _temp: None,
-        }
+        let admin_token = sign_in_link.split_once("#token=").map(|(_, t)| t.to_string()).unwrap_or_default();
+        Server { child, base_url, sign_in_link, admin_token, data_dir: data_dir.to_path_buf(), _temp: None }
     }
 
     pub fn api_url(&self, path: &str) -> String {
@@ -192,10 +172,7 @@ impl Server {
 
     /// Sends a request with a bearer token; returns status and JSON body.
     pub fn call(&self, method: &str, path: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build()
-            .into();
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
         let url = self.api_url(path);
         let auth = format!("Bearer {token}");
         let response = match (method, body) {
@@ -328,10 +305,7 @@ fn proc_stat(pid: u32) -> Option<ProcStat> {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
 /// Headless Chromium under chromedriver, one WebDriver session.
@@ -478,14 +452,23 @@ impl Browser {
     pub fn keys(&self, text: &str) {
         let actions: Vec<Value> = text
             .chars()
-            .flat_map(|c| [json!({"type": "keyDown", "value": c.to_string()}), json!({"type": "keyUp", "value": c.to_string()})])
+            .flat_map(|c| {
+                [json!({"type": "keyDown", "value": c.to_string()}), json!({"type": "keyUp", "value": c.to_string()})]
+            })
             .collect();
-        self.call("POST", "/actions", Some(&json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})));
+        self.call(
+            "POST",
+            "/actions",
+            Some(&json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
+        );
     }
 
     /// The id of the element that has the focus (empty when it has none).
     pub fn focused_id(&self) -> String {
-        self.execute("return document.activeElement ? document.activeElement.id : '';", vec![]).as_str().unwrap_or_default().to_string()
+        self.execute("return document.activeElement ? document.activeElement.id : '';", vec![])
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     }
 
     pub fn clear(&self, el: &Element) {
@@ -499,9 +482,7 @@ impl Browser {
 
     /// Waits up to 10 s for the page to show `needle`.
     pub fn wait_for_text(&self, needle: &str) {
-        self.wait_until(&format!("the page to show {needle:?}"), || {
-            self.page_text().contains(needle).then_some(())
-        })
+        self.wait_until(&format!("the page to show {needle:?}"), || self.page_text().contains(needle).then_some(()))
     }
 
     /// Polls `probe` every 50 ms for up to 10 s.
@@ -549,9 +530,7 @@ impl Browser {
     /// violations, warnings), as text.
     pub fn console_messages(&self) -> Vec<String> {
         let v = self.call("POST", "/se/log", Some(&json!({"type": "browser"})));
-        v.as_array()
-            .map(|a| a.iter().map(|m| format!("{} {}", m["level"], m["message"])).collect())
-            .unwrap_or_default()
+        v.as_array().map(|a| a.iter().map(|m| format!("{} {}", m["level"], m["message"])).collect()).unwrap_or_default()
     }
 
     /// Saves a PNG screenshot of the viewport.

@@ -81,10 +81,8 @@ pub fn shared_memory_default_mib(shape_memory_mib: i64) -> i64 {
 pub struct Priority(u8);
 
 /// Lepton's priority classes, lowest first; index + 1 is the level.
-pub const PRIORITY_CLASSES: [&str; 9] = [
-    "low-1000", "low-2000", "low-3000", "mid-4000", "mid-5000", "mid-6000", "high-7000",
-    "high-8000", "high-9000",
-];
+pub const PRIORITY_CLASSES: [&str; 9] =
+    ["low-1000", "low-2000", "low-3000", "mid-4000", "mid-5000", "mid-6000", "high-7000", "high-8000", "high-9000"];
 
 impl Priority {
     pub const LOWEST: Priority = Priority(1);
@@ -123,10 +121,7 @@ impl Priority {
     /// The priority of a canonical priority class (`mid-4000`); the wire
     /// accepts only these.
     pub fn from_class(class: &str) -> Option<Priority> {
-        PRIORITY_CLASSES
-            .iter()
-            .position(|c| *c == class)
-            .map(|i| Priority(i as u8 + 1))
+        PRIORITY_CLASSES.iter().position(|c| *c == class).map(|i| Priority(i as u8 + 1))
     }
 
     /// Reads what a person types, as `lep --queue-priority` accepts it: a
@@ -213,9 +208,7 @@ impl Protocol {
 
     /// Reads a protocol in any case, as Lepton accepts it (`tcp`, `Udp`).
     pub fn parse(input: &str) -> Option<Protocol> {
-        Protocol::ALL
-            .into_iter()
-            .find(|p| p.as_str().eq_ignore_ascii_case(input))
+        Protocol::ALL.into_iter().find(|p| p.as_str().eq_ignore_ascii_case(input))
     }
 }
 
@@ -308,13 +301,11 @@ impl JobSpec {
 
     /// The archive time in seconds.
     pub fn ttl_seconds_after_finished(&self) -> i64 {
-        self.ttl_seconds_after_finished
-            .unwrap_or(TTL_SECONDS_AFTER_FINISHED)
+        self.ttl_seconds_after_finished.unwrap_or(TTL_SECONDS_AFTER_FINISHED)
     }
 
     pub fn disable_retry_on_program_error(&self) -> bool {
-        self.disable_retry_on_program_error
-            .unwrap_or(DISABLE_RETRY_ON_PROGRAM_ERROR)
+        self.disable_retry_on_program_error.unwrap_or(DISABLE_RETRY_ON_PROGRAM_ERROR)
     }
 
     /// The queue priority; Medium (4) when unset (or, on an invalid job, not
@@ -328,33 +319,22 @@ impl JobSpec {
     }
 
     pub fn can_preempt(&self) -> bool {
-        self.queue_config
-            .as_ref()
-            .and_then(|q| q.can_preempt)
-            .unwrap_or(CAN_PREEMPT)
+        self.queue_config.as_ref().and_then(|q| q.can_preempt).unwrap_or(CAN_PREEMPT)
     }
 
     pub fn can_be_preempted(&self) -> bool {
-        self.queue_config
-            .as_ref()
-            .and_then(|q| q.can_be_preempted)
-            .unwrap_or(CAN_BE_PREEMPTED)
+        self.queue_config.as_ref().and_then(|q| q.can_be_preempted).unwrap_or(CAN_BE_PREEMPTED)
     }
 
     /// Whether logs are collected, given the workspace's default.
     pub fn log_collection(&self, workspace_default: bool) -> bool {
-        self.log
-            .as_ref()
-            .and_then(|l| l.enable_collection)
-            .or(LOG_COLLECTION)
-            .unwrap_or(workspace_default)
+        self.log.as_ref().and_then(|l| l.enable_collection).or(LOG_COLLECTION).unwrap_or(workspace_default)
     }
 
     /// Shared memory in MiB on a shape with `shape_memory_mib` of memory:
     /// `spec.shared_memory_size` when set, else the table's default.
     pub fn shared_memory_mib(&self, shape_memory_mib: i64) -> i64 {
-        self.shared_memory_size
-            .unwrap_or_else(|| shared_memory_default_mib(shape_memory_mib))
+        self.shared_memory_size.unwrap_or_else(|| shared_memory_default_mib(shape_memory_mib))
     }
 
     /// Whether the job is stopped on request (`PATCH {"spec":{"stopped":true}}`).
@@ -364,18 +344,12 @@ impl JobSpec {
 
     /// The node groups the job may run in; empty means any.
     pub fn node_groups(&self) -> &[String] {
-        self.affinity
-            .as_ref()
-            .and_then(|a| a.allowed_dedicated_node_groups.as_deref())
-            .unwrap_or(&[])
+        self.affinity.as_ref().and_then(|a| a.allowed_dedicated_node_groups.as_deref()).unwrap_or(&[])
     }
 
     /// The nodes within those groups the job may run on; empty means any.
     pub fn nodes(&self) -> &[String] {
-        self.affinity
-            .as_ref()
-            .and_then(|a| a.allowed_nodes_in_node_group.as_deref())
-            .unwrap_or(&[])
+        self.affinity.as_ref().and_then(|a| a.allowed_nodes_in_node_group.as_deref()).unwrap_or(&[])
     }
 
     pub fn envs(&self) -> &[EnvVar] {
@@ -446,36 +420,23 @@ pub fn split_image_reference(image: &str) -> ImageReference<'_> {
     match rest[last_slash..].rfind(':') {
         Some(colon) => {
             let at = last_slash + colon;
-            ImageReference {
-                name: &rest[..at],
-                tag: Some(&rest[at + 1..]),
-                digest,
-            }
+            ImageReference { name: &rest[..at], tag: Some(&rest[at + 1..]), digest }
         }
-        None => ImageReference {
-            name: rest,
-            tag: None,
-            digest,
-        },
+        None => ImageReference { name: rest, tag: None, digest },
     }
 }
 
 impl ContainerPort {
     /// The port's protocol; TCP when unset (or, on an invalid job, unknown).
     pub fn protocol(&self) -> Protocol {
-        self.protocol
-            .as_deref()
-            .and_then(Protocol::parse)
-            .unwrap_or(PORT_PROTOCOL)
+        self.protocol.as_deref().and_then(Protocol::parse).unwrap_or(PORT_PROTOCOL)
     }
 }
 
 impl EnvVar {
     /// The secret the value comes from, if it comes from one.
     pub fn secret_ref(&self) -> Option<&str> {
-        self.value_from
-            .as_ref()
-            .and_then(|v| v.secret_name_ref.as_deref())
+        self.value_from.as_ref().and_then(|v| v.secret_name_ref.as_deref())
     }
 }
 
@@ -483,11 +444,7 @@ impl LeptonJob {
     /// The job's name: `metadata.name`, or `metadata.id` for Lepton clients
     /// such as `lep job create`, which send the name as the id.
     pub fn name(&self) -> &str {
-        self.metadata
-            .name
-            .as_deref()
-            .or(self.metadata.id.as_deref())
-            .unwrap_or("")
+        self.metadata.name.as_deref().or(self.metadata.id.as_deref()).unwrap_or("")
     }
 
     /// Who may see the job; public unless set to private.
@@ -639,19 +596,13 @@ mod tests {
             max_failure_retry: Some(5),
             ttl_seconds_after_finished: Some(60),
             shared_memory_size: Some(0),
-            log: Some(LogConfig {
-                enable_collection: Some(false),
-                ..Default::default()
-            }),
+            log: Some(LogConfig { enable_collection: Some(false), ..Default::default() }),
             queue_config: Some(QueueConfig {
                 priority_class: Some("high-9000".into()),
                 can_preempt: Some(true),
                 can_be_preempted: Some(true),
             }),
-            affinity: Some(Affinity {
-                allowed_dedicated_node_groups: Some(vec!["gpu".into()]),
-                ..Default::default()
-            }),
+            affinity: Some(Affinity { allowed_dedicated_node_groups: Some(vec!["gpu".into()]), ..Default::default() }),
             ..Default::default()
         };
         assert_eq!((spec.completions(), spec.parallelism(), spec.workers()), (8, 2, 1));
@@ -688,10 +639,7 @@ mod tests {
 
     #[test]
     fn more_than_one_worker_sets_completions_parallelism_and_communication() {
-        let spec = JobSpec {
-            workers: Some(4),
-            ..Default::default()
-        };
+        let spec = JobSpec { workers: Some(4), ..Default::default() };
         assert_eq!((spec.completions(), spec.parallelism()), (4, 4));
         assert!(spec.intra_job_communication());
 
@@ -705,11 +653,7 @@ mod tests {
         assert_eq!((lep.workers(), lep.completions(), lep.parallelism()), (3, 3, 3));
 
         // Indexed work without communication is not "workers".
-        let indexed = JobSpec {
-            completions: Some(3),
-            parallelism: Some(3),
-            ..Default::default()
-        };
+        let indexed = JobSpec { completions: Some(3), parallelism: Some(3), ..Default::default() };
         assert_eq!(indexed.workers(), 1);
         assert!(!indexed.intra_job_communication());
     }
@@ -726,11 +670,8 @@ mod tests {
             ("app@sha256:abc", None, None, "app@sha256:abc"),
         ];
         for (image, tag, effective_tag, reference) in cases {
-            let container = Container {
-                image: Some(image.to_string()),
-                image_tag: tag.map(String::from),
-                ..Default::default()
-            };
+            let container =
+                Container { image: Some(image.to_string()), image_tag: tag.map(String::from), ..Default::default() };
             assert_eq!(container.image_tag(), *effective_tag, "{image}");
             assert_eq!(container.image_reference().as_deref(), Some(*reference), "{image}");
         }

@@ -23,11 +23,7 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            code: code.into(),
-            message: message.into(),
-            fields: None,
-        }
+        Self { code: code.into(), message: message.into(), fields: None }
     }
 
     /// A validation failure carrying one message per broken rule and field.
@@ -37,11 +33,7 @@ impl ApiError {
             1 => "the request has 1 invalid field".to_string(),
             n => format!("the request has {n} invalid fields"),
         };
-        Self {
-            code: "validation_failed".into(),
-            message,
-            fields: Some(fields),
-        }
+        Self { code: "validation_failed".into(), message, fields: Some(fields) }
     }
 }
 
@@ -61,10 +53,7 @@ mod tests {
     fn validation_error_counts_every_message() {
         let mut fields = FieldErrors::new();
         fields.insert("metadata.name".into(), vec!["must not be empty".into()]);
-        fields.insert(
-            "spec.completions".into(),
-            vec!["must be at least 1".into(), "other".into()],
-        );
+        fields.insert("spec.completions".into(), vec!["must be at least 1".into(), "other".into()]);
         let err = ApiError::validation(fields);
         assert_eq!(err.code, "validation_failed");
         assert_eq!(err.message, "the request has 3 invalid fields");

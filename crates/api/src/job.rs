@@ -411,11 +411,7 @@ impl JobState {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            JobState::Completed
-                | JobState::Failed
-                | JobState::Stopped
-                | JobState::Deleted
-                | JobState::Archived
+            JobState::Completed | JobState::Failed | JobState::Stopped | JobState::Deleted | JobState::Archived
         )
     }
 }
@@ -471,11 +467,7 @@ pub struct LeptonJob {
 impl LeptonJob {
     /// The job's id, falling back to its name.
     pub fn id(&self) -> &str {
-        self.metadata
-            .id
-            .as_deref()
-            .or(self.metadata.name.as_deref())
-            .unwrap_or("")
+        self.metadata.id.as_deref().or(self.metadata.name.as_deref()).unwrap_or("")
     }
 
     pub fn state(&self) -> Option<JobState> {

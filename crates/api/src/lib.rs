@@ -20,8 +20,7 @@ pub mod wire;
 pub mod workspace;
 
 pub use defaults::{
-    shared_memory_default_mib, split_image_reference, ImageReference, Priority, Protocol,
-    PRIORITY_CLASSES,
+    shared_memory_default_mib, split_image_reference, ImageReference, Priority, Protocol, PRIORITY_CLASSES,
 };
 pub use error::{ApiError, FieldErrors};
 pub use job::*;

@@ -80,15 +80,35 @@ pub const RESERVED_ENV_PREFIX: &str = "LEPTON_";
 /// Lepton's list (`leptonai/api/v2/job_validation.py`) plus `/var/run`,
 /// `/lib32` and `/libx32`.
 pub const RESERVED_MOUNT_PATHS: [&str; 24] = [
-    "/", "/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/opt",
-    "/run", "/sbin", "/srv", "/usr", "/usr/bin", "/usr/lib", "/usr/local", "/usr/sbin", "/var",
-    "/var/run", "/sys", "/proc", "/dev", "/dev/shm",
+    "/",
+    "/bin",
+    "/boot",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/media",
+    "/opt",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/usr/sbin",
+    "/var",
+    "/var/run",
+    "/sys",
+    "/proc",
+    "/dev",
+    "/dev/shm",
 ];
 /// Trees nothing may be mounted into: the kernel's file systems, the devices,
 /// the shared memory Jobdeck mounts at `/dev/shm`, and where Kubernetes puts
 /// service-account secrets.
-pub const RESERVED_MOUNT_TREES: [&str; 5] =
-    ["/proc", "/sys", "/dev", "/run/secrets", "/var/run/secrets"];
+pub const RESERVED_MOUNT_TREES: [&str; 5] = ["/proc", "/sys", "/dev", "/run/secrets", "/var/run/secrets"];
 
 /// Problems found so far: one message per field path, the first one found.
 #[derive(Default)]
@@ -147,10 +167,7 @@ impl ValidationContext {
     /// the server's first shape (the server's default).
     pub fn shape_for(&self, spec: &JobSpec) -> Option<&Shape> {
         match spec.resource_shape.as_deref() {
-            Some(name) => self
-                .shapes
-                .iter()
-                .find(|s| s.metadata.id.as_deref() == Some(name)),
+            Some(name) => self.shapes.iter().find(|s| s.metadata.id.as_deref() == Some(name)),
             None => self.shapes.first(),
         }
     }
@@ -167,17 +184,10 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
     let spec = &job.spec;
     if let Some(name) = spec.resource_shape.as_deref() {
         if !name.is_empty() && context.shape_for(spec).is_none() {
-            let known: Vec<&str> = context
-                .shapes
-                .iter()
-                .filter_map(|s| s.metadata.id.as_deref())
-                .collect();
+            let known: Vec<&str> = context.shapes.iter().filter_map(|s| s.metadata.id.as_deref()).collect();
             problems.add(
                 "spec.resource_shape",
-                format!(
-                    "no resource shape named '{name}'; this workspace has {}",
-                    or_list(&known)
-                ),
+                format!("no resource shape named '{name}'; this workspace has {}", or_list(&known)),
             );
         }
     }
@@ -225,10 +235,8 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
     for (i, env) in spec.envs().iter().enumerate() {
         if let Some(secret) = env.secret_ref().filter(|s| !s.is_empty()) {
             if !context.secret_names.iter().any(|s| s == secret) {
-                problems.add(
-                    format!("spec.envs[{i}].value_from.secret_name_ref"),
-                    format!("no secret named '{secret}'"),
-                );
+                problems
+                    .add(format!("spec.envs[{i}].value_from.secret_name_ref"), format!("no secret named '{secret}'"));
             }
         }
     }
@@ -246,8 +254,7 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
 
 /// What the executor requires of every job (`JobRequirements`).
 fn check_requirements(spec: &JobSpec, requirements: &crate::JobRequirements, problems: &mut Problems) {
-    let command_empty =
-        spec.container.command.as_ref().is_none_or(|c| c.is_empty() || c[0].trim().is_empty());
+    let command_empty = spec.container.command.as_ref().is_none_or(|c| c.is_empty() || c[0].trim().is_empty());
     if requirements.command_required && command_empty {
         problems.add(
             "spec.container.command",
@@ -452,13 +459,8 @@ pub fn check_job_name(name: &str, max_len: usize) -> Result<(), String> {
     if !first.is_ascii_lowercase() {
         return Err("must start with a lowercase letter".into());
     }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
-    {
-        return Err(format!(
-            "may contain only lowercase letters, digits and hyphens, not {bad:?}",
-        ));
+    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')) {
+        return Err(format!("may contain only lowercase letters, digits and hyphens, not {bad:?}",));
     }
     if name.ends_with('-') {
         return Err("must end with a lowercase letter or a digit".into());
@@ -485,18 +487,12 @@ pub fn check_qualified_name(key: &str) -> Result<(), String> {
         check_dns_subdomain(prefix).map_err(|m| format!("the key's prefix {m}"))?;
         // A reserved domain covers its subdomains too (`app.kubernetes.io`),
         // as Kubernetes' own rule does.
-        let under = |domain: &str| {
-            prefix == domain || prefix.strip_suffix(domain).is_some_and(|p| p.ends_with('.'))
-        };
+        let under = |domain: &str| prefix == domain || prefix.strip_suffix(domain).is_some_and(|p| p.ends_with('.'));
         if RESERVED_LABEL_PREFIXES.iter().any(|r| under(r)) {
-            return Err(format!(
-                "the key's prefix '{prefix}/' is reserved for Kubernetes"
-            ));
+            return Err(format!("the key's prefix '{prefix}/' is reserved for Kubernetes"));
         }
         if under(JOBDECK_LABEL_PREFIX) {
-            return Err(format!(
-                "the key's prefix '{prefix}/' is reserved for Jobdeck"
-            ));
+            return Err(format!("the key's prefix '{prefix}/' is reserved for Jobdeck"));
         }
     }
     check_label_token(name, LABEL_NAME_MAX_LEN).map_err(|m| format!("the key's name {m}"))
@@ -519,13 +515,8 @@ fn check_label_token(token: &str, max: usize) -> Result<(), String> {
     if len > max {
         return Err(format!("must be at most {max} characters (it has {len})"));
     }
-    if let Some(bad) = token
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
-    {
-        return Err(format!(
-            "may contain only letters, digits, '-', '_' and '.', not {bad:?}",
-        ));
+    if let Some(bad) = token.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))) {
+        return Err(format!("may contain only letters, digits, '-', '_' and '.', not {bad:?}",));
     }
     let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     if !alnum(token.chars().next()) || !alnum(token.chars().last()) {
@@ -542,17 +533,12 @@ fn check_dns_subdomain(name: &str) -> Result<(), String> {
         return Err("must not be empty".into());
     }
     if name.len() > LABEL_PREFIX_MAX_LEN {
-        return Err(format!(
-            "must be at most {LABEL_PREFIX_MAX_LEN} characters (it has {})",
-            name.len()
-        ));
+        return Err(format!("must be at most {LABEL_PREFIX_MAX_LEN} characters (it has {})", name.len()));
     }
     for label in name.split('.') {
         let ok = !label.is_empty()
             && label.len() <= 63
-            && label
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && label.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
             && !label.starts_with('-')
             && !label.ends_with('-');
         if !ok {
@@ -568,11 +554,7 @@ fn check_metadata(metadata: &Metadata, name_max_len: usize, problems: &mut Probl
     // Lepton clients (`lep job create`) send the name as the id. The name's
     // problems are reported at `metadata.name` either way, as the server,
     // which copies such an id into the name, reports them.
-    let name = metadata
-        .name
-        .as_deref()
-        .or(metadata.id.as_deref())
-        .unwrap_or("");
+    let name = metadata.name.as_deref().or(metadata.id.as_deref()).unwrap_or("");
     if let Err(message) = check_job_name(name, name_max_len) {
         problems.add("metadata.name", message);
     }
@@ -628,10 +610,7 @@ fn check_spec(spec: &JobSpec, problems: &mut Problems) {
             };
             problems.add(
                 "spec.queue_config.priority_class",
-                format!(
-                    "must be one of {} (priority 1 to 9){hint}",
-                    PRIORITY_CLASSES.join(", ")
-                ),
+                format!("must be one of {} (priority 1 to 9){hint}", PRIORITY_CLASSES.join(", ")),
             );
         }
     }
@@ -642,16 +621,10 @@ fn check_spec(spec: &JobSpec, problems: &mut Problems) {
         );
     }
     if spec.user_security_context.as_ref().and_then(|c| c.privileged) == Some(true) {
-        problems.add(
-            "spec.user_security_context.privileged",
-            "Jobdeck does not run privileged containers",
-        );
+        problems.add("spec.user_security_context.privileged", "Jobdeck does not run privileged containers");
     }
     if spec.reservation_config.as_ref().and_then(|r| r.reservation_id.as_ref()).is_some() {
-        problems.add(
-            "spec.reservation_config.reservation_id",
-            "Jobdeck has no reservations; leave this out",
-        );
+        problems.add("spec.reservation_config.reservation_id", "Jobdeck has no reservations; leave this out");
     }
     if let Some(segment) = &spec.segment_config {
         let workers = spec.workers();
@@ -678,15 +651,9 @@ fn check_replica_counts(spec: &JobSpec, problems: &mut Problems) {
         return;
     }
     if let Some(workers) = spec.workers.filter(|w| *w > 1) {
-        for (path, value) in [
-            ("spec.completions", spec.completions),
-            ("spec.parallelism", spec.parallelism),
-        ] {
+        for (path, value) in [("spec.completions", spec.completions), ("spec.parallelism", spec.parallelism)] {
             if value.is_some_and(|v| v != workers) {
-                problems.add(
-                    path,
-                    format!("must equal the number of workers ({workers}) or be left out"),
-                );
+                problems.add(path, format!("must equal the number of workers ({workers}) or be left out"));
             }
         }
         if spec.intra_job_communication == Some(false) {
@@ -700,10 +667,7 @@ fn check_replica_counts(spec: &JobSpec, problems: &mut Problems) {
     let completions = spec.completions();
     if let Some(parallelism) = spec.parallelism {
         if in_range(&completions) && parallelism > completions {
-            problems.add(
-                "spec.parallelism",
-                format!("must be less than or equal to completions ({completions})"),
-            );
+            problems.add("spec.parallelism", format!("must be less than or equal to completions ({completions})"));
         }
     }
 }
@@ -744,9 +708,7 @@ pub fn check_image(image: &str) -> Result<(), String> {
         _ => parts.name,
     };
     if repository.chars().any(|c| c.is_ascii_uppercase()) {
-        return Err(format!(
-            "must be lowercase in its repository path ('{repository}')"
-        ));
+        return Err(format!("must be lowercase in its repository path ('{repository}')"));
     }
     if let Some(tag) = parts.tag {
         check_image_tag(tag).map_err(|m| format!("has an invalid tag: it {m}"))?;
@@ -756,9 +718,7 @@ pub fn check_image(image: &str) -> Result<(), String> {
             !algorithm.is_empty() && !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit())
         });
         if !valid {
-            return Err(format!(
-                "has an invalid digest '{digest}': it must look like 'sha256:<hex>'"
-            ));
+            return Err(format!("has an invalid digest '{digest}': it must look like 'sha256:<hex>'"));
         }
     }
     Ok(())
@@ -772,20 +732,13 @@ pub fn check_image_tag(tag: &str) -> Result<(), String> {
     };
     let len = tag.chars().count();
     if len > IMAGE_TAG_MAX_LEN {
-        return Err(format!(
-            "must be at most {IMAGE_TAG_MAX_LEN} characters (it has {len})"
-        ));
+        return Err(format!("must be at most {IMAGE_TAG_MAX_LEN} characters (it has {len})"));
     }
     if !(first.is_ascii_alphanumeric() || first == '_') {
         return Err("must start with a letter, a digit or '_'".into());
     }
-    if let Some(bad) = tag
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
-    {
-        return Err(format!(
-            "may contain only letters, digits, '_', '.' and '-', not {bad:?}",
-        ));
+    if let Some(bad) = tag.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))) {
+        return Err(format!("may contain only letters, digits, '_', '.' and '-', not {bad:?}",));
     }
     Ok(())
 }
@@ -798,17 +751,10 @@ pub fn check_port_name(name: &str) -> Result<(), String> {
     }
     let len = name.chars().count();
     if len > PORT_NAME_MAX_LEN {
-        return Err(format!(
-            "must be at most {PORT_NAME_MAX_LEN} characters (it has {len})"
-        ));
+        return Err(format!("must be at most {PORT_NAME_MAX_LEN} characters (it has {len})"));
     }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
-    {
-        return Err(format!(
-            "may contain only lowercase letters, digits and '-', not {bad:?}",
-        ));
+    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')) {
+        return Err(format!("may contain only lowercase letters, digits and '-', not {bad:?}",));
     }
     if !name.chars().any(|c| c.is_ascii_lowercase()) {
         return Err("must contain at least one letter".into());
@@ -830,9 +776,7 @@ fn check_container(container: &Container, problems: &mut Problems) {
         let embedded = image.map(split_image_reference);
         let message = match embedded {
             None => Err("needs an image (spec.container.image)".to_string()),
-            Some(parts) if parts.digest.is_some() => {
-                Err("must be left out when the image pins a digest".to_string())
-            }
+            Some(parts) if parts.digest.is_some() => Err("must be left out when the image pins a digest".to_string()),
             Some(parts) if parts.tag.is_some() => Err(format!(
                 "must be left out when the image already names a tag ('{}')",
                 parts.tag.unwrap_or_default()
@@ -845,31 +789,25 @@ fn check_container(container: &Container, problems: &mut Problems) {
     }
     let username = container.registry_username.as_deref();
     let password = container.registry_password.as_deref();
-    for (path, value) in [
-        ("spec.container.registry_username", username),
-        ("spec.container.registry_password", password),
-    ] {
+    for (path, value) in
+        [("spec.container.registry_username", username), ("spec.container.registry_password", password)]
+    {
         if value.is_some_and(str::is_empty) {
             problems.add(path, "must not be empty; leave it out for a public image");
         }
     }
     match (username, password) {
-        (Some(_), None) => problems.add(
-            "spec.container.registry_password",
-            "is required when a registry username is set",
-        ),
-        (None, Some(_)) => problems.add(
-            "spec.container.registry_username",
-            "is required when a registry password is set",
-        ),
+        (Some(_), None) => {
+            problems.add("spec.container.registry_password", "is required when a registry username is set")
+        }
+        (None, Some(_)) => {
+            problems.add("spec.container.registry_username", "is required when a registry password is set")
+        }
         _ => {}
     }
     for (i, arg) in container.command().iter().enumerate() {
         if arg.contains('\0') {
-            problems.add(
-                format!("spec.container.command[{i}]"),
-                "must not contain a NUL character",
-            );
+            problems.add(format!("spec.container.command[{i}]"), "must not contain a NUL character");
         }
     }
     let mut seen_ports: BTreeMap<(i64, Protocol), usize> = BTreeMap::new();
@@ -888,10 +826,7 @@ fn check_container(container: &Container, problems: &mut Problems) {
             if let Some(first) = seen_ports.get(&key) {
                 problems.add(
                     format!("{path}.container_port"),
-                    format!(
-                        "{}/{protocol} is already listed at spec.container.ports[{first}]",
-                        port.container_port
-                    ),
+                    format!("{}/{protocol} is already listed at spec.container.ports[{first}]", port.container_port),
                 );
             } else {
                 seen_ports.insert(key, i);
@@ -901,20 +836,15 @@ fn check_container(container: &Container, problems: &mut Problems) {
             if let Err(message) = check_port_name(name) {
                 problems.add(format!("{path}.name"), message);
             } else if let Some(first) = seen_names.get(name) {
-                problems.add(
-                    format!("{path}.name"),
-                    format!("'{name}' is already used by spec.container.ports[{first}]"),
-                );
+                problems
+                    .add(format!("{path}.name"), format!("'{name}' is already used by spec.container.ports[{first}]"));
             } else {
                 seen_names.insert(name, i);
             }
         }
         for (j, strategy) in port.expose_strategies.iter().flatten().enumerate() {
             if !matches!(strategy.as_str(), "HostPortMapping" | "IngressProxy") {
-                problems.add(
-                    format!("{path}.expose_strategies[{j}]"),
-                    "must be HostPortMapping or IngressProxy",
-                );
+                problems.add(format!("{path}.expose_strategies[{j}]"), "must be HostPortMapping or IngressProxy");
             }
         }
     }
@@ -931,18 +861,11 @@ pub fn check_env_name(name: &str) -> Result<(), String> {
     if !(first.is_ascii_alphabetic() || first == '_') {
         return Err("must start with a letter or '_'".into());
     }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
-    {
-        return Err(format!(
-            "may contain only letters, digits and '_', not {bad:?}",
-        ));
+    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
+        return Err(format!("may contain only letters, digits and '_', not {bad:?}",));
     }
     if RESERVED_ENV_NAMES.contains(&name) {
-        return Err(format!(
-            "'{name}' is reserved: Jobdeck sets it in every replica"
-        ));
+        return Err(format!("'{name}' is reserved: Jobdeck sets it in every replica"));
     }
     if name.starts_with(RESERVED_ENV_PREFIX) {
         return Err(format!(
@@ -959,10 +882,7 @@ fn check_envs(envs: &[EnvVar], problems: &mut Problems) {
         if let Err(message) = check_env_name(&env.name) {
             problems.add(format!("{path}.name"), message);
         } else if let Some(first) = seen.get(env.name.as_str()) {
-            problems.add(
-                format!("{path}.name"),
-                format!("'{}' is already set by spec.envs[{first}]", env.name),
-            );
+            problems.add(format!("{path}.name"), format!("'{}' is already set by spec.envs[{first}]", env.name));
         } else {
             seen.insert(&env.name, i);
         }
@@ -1004,13 +924,10 @@ pub fn check_mount_path(path: &str) -> Result<(), String> {
     if RESERVED_MOUNT_PATHS.contains(&normal.as_str()) {
         return Err(format!("'{normal}' is a system path and cannot be a mount path"));
     }
-    if let Some(tree) = RESERVED_MOUNT_TREES
-        .iter()
-        .find(|t| normal.strip_prefix(*t).is_some_and(|rest| rest.starts_with('/')))
+    if let Some(tree) =
+        RESERVED_MOUNT_TREES.iter().find(|t| normal.strip_prefix(*t).is_some_and(|rest| rest.starts_with('/')))
     {
-        return Err(format!(
-            "'{normal}' is inside '{tree}', which nothing may be mounted into"
-        ));
+        return Err(format!("'{normal}' is inside '{tree}', which nothing may be mounted into"));
     }
     if path.contains(':') {
         return Err("must not contain ':'".into());
@@ -1076,9 +993,7 @@ pub fn check_volume(from: &str) -> Result<(), String> {
             .split_once(':')
             .is_some_and(|(kind, name)| kind.len() > "node-".len() && !name.is_empty() && !name.contains(':'));
         if !valid {
-            return Err(
-                "must be 'node-local' or 'node-<type>:<name>', such as 'node-nfs:my-nfs'".into(),
-            );
+            return Err("must be 'node-local' or 'node-<type>:<name>', such as 'node-nfs:my-nfs'".into());
         }
     }
     Ok(())
@@ -1104,10 +1019,7 @@ fn check_mounts(mounts: &[Mount], problems: &mut Problems) {
         } else if let Some(first) = seen.get(mount.mount_path.as_str()) {
             problems.add(
                 format!("{path}.mount_path"),
-                format!(
-                    "'{}' is already used by spec.mounts[{first}]",
-                    mount.mount_path
-                ),
+                format!("'{}' is already used by spec.mounts[{first}]", mount.mount_path),
             );
         } else {
             seen.insert(&mount.mount_path, i);

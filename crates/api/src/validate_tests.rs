@@ -4,18 +4,15 @@
 
 use super::*;
 use crate::{
-    Affinity, JobRequirements, Mount, ResourceAmounts, ContainerPort, EnvValue, MountOptions, NodeGroup, NodeGroupSpec, NodeInfo,
-    QueueConfig, ReservationConfig, SegmentConfig, ShapeSpec, StorageAttachment, TimeSchedule,
+    Affinity, ContainerPort, EnvValue, JobRequirements, Mount, MountOptions, NodeGroup, NodeGroupSpec, NodeInfo,
+    QueueConfig, ReservationConfig, ResourceAmounts, SegmentConfig, ShapeSpec, StorageAttachment, TimeSchedule,
     UserSecurityContext,
 };
 
 /// A valid job every case starts from.
 fn base() -> LeptonJob {
     LeptonJob {
-        metadata: Metadata {
-            name: Some("train".into()),
-            ..Default::default()
-        },
+        metadata: Metadata { name: Some("train".into()), ..Default::default() },
         spec: JobSpec {
             resource_shape: Some("cpu.small".into()),
             container: Container {
@@ -32,21 +29,11 @@ fn base() -> LeptonJob {
 type Case = (&'static str, fn(&mut LeptonJob), Option<(&'static str, &'static str)>);
 
 fn env(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value: Some(value.into()),
-        value_from: None,
-    }
+    EnvVar { name: name.into(), value: Some(value.into()), value_from: None }
 }
 
 fn secret_env(name: &str, secret: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value: None,
-        value_from: Some(EnvValue {
-            secret_name_ref: Some(secret.into()),
-        }),
-    }
+    EnvVar { name: name.into(), value: None, value_from: Some(EnvValue { secret_name_ref: Some(secret.into()) }) }
 }
 
 fn mount(mount_path: &str) -> Mount {
@@ -59,11 +46,7 @@ fn mount(mount_path: &str) -> Mount {
 }
 
 fn port(number: i64, protocol: Option<&str>) -> ContainerPort {
-    ContainerPort {
-        container_port: number,
-        protocol: protocol.map(String::from),
-        ..Default::default()
-    }
+    ContainerPort { container_port: number, protocol: protocol.map(String::from), ..Default::default() }
 }
 
 fn set_name(job: &mut LeptonJob, name: &str) {
@@ -83,10 +66,7 @@ fn set_label(job: &mut LeptonJob, key: &str, value: &str) {
 }
 
 fn set_priority(job: &mut LeptonJob, class: &str) {
-    job.spec.queue_config = Some(QueueConfig {
-        priority_class: Some(class.into()),
-        ..Default::default()
-    });
+    job.spec.queue_config = Some(QueueConfig { priority_class: Some(class.into()), ..Default::default() });
 }
 
 fn run(cases: &[Case]) {
@@ -94,10 +74,8 @@ fn run(cases: &[Case]) {
         let mut job = base();
         change(&mut job);
         let errors = validate_job(&job);
-        let expected: FieldErrors = expected
-            .iter()
-            .map(|(path, message)| (path.to_string(), vec![message.to_string()]))
-            .collect();
+        let expected: FieldErrors =
+            expected.iter().map(|(path, message)| (path.to_string(), vec![message.to_string()])).collect();
         assert_eq!(errors, expected, "rule: {rule}");
     }
 }
@@ -116,19 +94,57 @@ fn job_name_rules() {
         ("one letter", |j| set_name(j, "a"), None),
         ("36 characters, as the TAO SDK names jobs", |j| set_name(j, "tao-job-0c1f3a9e-5d2b-4e7a-9c1d-2f3e"), None),
         ("digits and hyphens inside", |j| set_name(j, "train-01"), None),
-        ("37 characters", |j| set_name(j, "abcdefghijklmnopqrstuvwxyzabcdefghijk"), Some(("metadata.name", "must be at most 36 characters (it has 37)"))),
+        (
+            "37 characters",
+            |j| set_name(j, "abcdefghijklmnopqrstuvwxyzabcdefghijk"),
+            Some(("metadata.name", "must be at most 36 characters (it has 37)")),
+        ),
         ("empty", |j| set_name(j, ""), Some(("metadata.name", "must not be empty"))),
         ("missing", |j| j.metadata.name = None, Some(("metadata.name", "must not be empty"))),
         ("starts with a digit", |j| set_name(j, "1abc"), Some(("metadata.name", "must start with a lowercase letter"))),
-        ("starts with a hyphen", |j| set_name(j, "-abc"), Some(("metadata.name", "must start with a lowercase letter"))),
+        (
+            "starts with a hyphen",
+            |j| set_name(j, "-abc"),
+            Some(("metadata.name", "must start with a lowercase letter")),
+        ),
         ("starts uppercase", |j| set_name(j, "Abc"), Some(("metadata.name", "must start with a lowercase letter"))),
-        ("uppercase inside", |j| set_name(j, "aBc"), Some(("metadata.name", "may contain only lowercase letters, digits and hyphens, not 'B'"))),
-        ("underscore", |j| set_name(j, "a_b"), Some(("metadata.name", "may contain only lowercase letters, digits and hyphens, not '_'"))),
-        ("newline", |j| set_name(j, "a\nb"), Some(("metadata.name", "may contain only lowercase letters, digits and hyphens, not '\\n'"))),
-        ("ends with a hyphen", |j| set_name(j, "abc-"), Some(("metadata.name", "must end with a lowercase letter or a digit"))),
+        (
+            "uppercase inside",
+            |j| set_name(j, "aBc"),
+            Some(("metadata.name", "may contain only lowercase letters, digits and hyphens, not 'B'")),
+        ),
+        (
+            "underscore",
+            |j| set_name(j, "a_b"),
+            Some(("metadata.name", "may contain only lowercase letters, digits and hyphens, not '_'")),
+        ),
+        (
+            "newline",
+            |j| set_name(j, "a\nb"),
+            Some(("metadata.name", "may contain only lowercase letters, digits and hyphens, not '\\n'")),
+        ),
+        (
+            "ends with a hyphen",
+            |j| set_name(j, "abc-"),
+            Some(("metadata.name", "must end with a lowercase letter or a digit")),
+        ),
         ("ends with a digit", |j| set_name(j, "abc9"), None),
-        ("lep sends the id only", |j| { j.metadata.name = None; j.metadata.id = Some("hello".into()) }, None),
-        ("a bad id is reported as the name", |j| { j.metadata.name = None; j.metadata.id = Some("Hello".into()) }, Some(("metadata.name", "must start with a lowercase letter"))),
+        (
+            "lep sends the id only",
+            |j| {
+                j.metadata.name = None;
+                j.metadata.id = Some("hello".into())
+            },
+            None,
+        ),
+        (
+            "a bad id is reported as the name",
+            |j| {
+                j.metadata.name = None;
+                j.metadata.id = Some("Hello".into())
+            },
+            Some(("metadata.name", "must start with a lowercase letter")),
+        ),
     ]);
 }
 
@@ -139,18 +155,81 @@ fn replica_count_rules() {
         ("completions 0", |j| j.spec.completions = Some(0), Some(("spec.completions", "must be between 1 and 100000"))),
         ("parallelism 1", |j| j.spec.parallelism = Some(1), None),
         ("parallelism 0", |j| j.spec.parallelism = Some(0), Some(("spec.parallelism", "must be between 1 and 100000"))),
-        ("parallelism = completions", |j| { j.spec.completions = Some(4); j.spec.parallelism = Some(4) }, None),
-        ("parallelism > completions", |j| { j.spec.completions = Some(4); j.spec.parallelism = Some(5) }, Some(("spec.parallelism", "must be less than or equal to completions (4)"))),
-        ("parallelism > default completions", |j| j.spec.parallelism = Some(2), Some(("spec.parallelism", "must be less than or equal to completions (1)"))),
+        (
+            "parallelism = completions",
+            |j| {
+                j.spec.completions = Some(4);
+                j.spec.parallelism = Some(4)
+            },
+            None,
+        ),
+        (
+            "parallelism > completions",
+            |j| {
+                j.spec.completions = Some(4);
+                j.spec.parallelism = Some(5)
+            },
+            Some(("spec.parallelism", "must be less than or equal to completions (4)")),
+        ),
+        (
+            "parallelism > default completions",
+            |j| j.spec.parallelism = Some(2),
+            Some(("spec.parallelism", "must be less than or equal to completions (1)")),
+        ),
         ("workers 1", |j| j.spec.workers = Some(1), None),
         ("workers 0", |j| j.spec.workers = Some(0), Some(("spec.workers", "must be between 1 and 100000"))),
         ("workers 4 alone", |j| j.spec.workers = Some(4), None),
-        ("workers 4 with matching counts", |j| { j.spec.workers = Some(4); j.spec.completions = Some(4); j.spec.parallelism = Some(4); j.spec.intra_job_communication = Some(true) }, None),
-        ("workers 4, completions 3", |j| { j.spec.workers = Some(4); j.spec.completions = Some(3) }, Some(("spec.completions", "must equal the number of workers (4) or be left out"))),
-        ("workers 4, parallelism 5", |j| { j.spec.workers = Some(4); j.spec.parallelism = Some(5) }, Some(("spec.parallelism", "must equal the number of workers (4) or be left out"))),
-        ("workers 4, communication off", |j| { j.spec.workers = Some(4); j.spec.intra_job_communication = Some(false) }, Some(("spec.intra_job_communication", "must be on (or left out) with more than one worker (4)"))),
-        ("workers 1, communication off", |j| { j.spec.workers = Some(1); j.spec.intra_job_communication = Some(false) }, None),
-        ("too many workers report only their own range", |j| { j.spec.workers = Some(100_001); j.spec.completions = Some(2); j.spec.parallelism = Some(2) }, Some(("spec.workers", "must be between 1 and 100000"))),
+        (
+            "workers 4 with matching counts",
+            |j| {
+                j.spec.workers = Some(4);
+                j.spec.completions = Some(4);
+                j.spec.parallelism = Some(4);
+                j.spec.intra_job_communication = Some(true)
+            },
+            None,
+        ),
+        (
+            "workers 4, completions 3",
+            |j| {
+                j.spec.workers = Some(4);
+                j.spec.completions = Some(3)
+            },
+            Some(("spec.completions", "must equal the number of workers (4) or be left out")),
+        ),
+        (
+            "workers 4, parallelism 5",
+            |j| {
+                j.spec.workers = Some(4);
+                j.spec.parallelism = Some(5)
+            },
+            Some(("spec.parallelism", "must equal the number of workers (4) or be left out")),
+        ),
+        (
+            "workers 4, communication off",
+            |j| {
+                j.spec.workers = Some(4);
+                j.spec.intra_job_communication = Some(false)
+            },
+            Some(("spec.intra_job_communication", "must be on (or left out) with more than one worker (4)")),
+        ),
+        (
+            "workers 1, communication off",
+            |j| {
+                j.spec.workers = Some(1);
+                j.spec.intra_job_communication = Some(false)
+            },
+            None,
+        ),
+        (
+            "too many workers report only their own range",
+            |j| {
+                j.spec.workers = Some(100_001);
+                j.spec.completions = Some(2);
+                j.spec.parallelism = Some(2)
+            },
+            Some(("spec.workers", "must be between 1 and 100000")),
+        ),
     ]);
 }
 
@@ -158,19 +237,47 @@ fn replica_count_rules() {
 fn retry_deadline_and_archive_rules() {
     run(&[
         ("backoff 0", |j| j.spec.backoff_limit = Some(0), None),
-        ("backoff -1", |j| j.spec.backoff_limit = Some(-1), Some(("spec.backoff_limit", "must be between 0 and 2147483647"))),
+        (
+            "backoff -1",
+            |j| j.spec.backoff_limit = Some(-1),
+            Some(("spec.backoff_limit", "must be between 0 and 2147483647")),
+        ),
         ("deadline 1", |j| j.spec.active_deadline_seconds = Some(1), None),
-        ("deadline 0", |j| j.spec.active_deadline_seconds = Some(0), Some(("spec.active_deadline_seconds", "must be between 1 and 315360000"))),
+        (
+            "deadline 0",
+            |j| j.spec.active_deadline_seconds = Some(0),
+            Some(("spec.active_deadline_seconds", "must be between 1 and 315360000")),
+        ),
         ("queue limit 1", |j| j.spec.max_queued_duration_seconds = Some(1), None),
-        ("queue limit 0", |j| j.spec.max_queued_duration_seconds = Some(0), Some(("spec.max_queued_duration_seconds", "must be between 1 and 315360000"))),
+        (
+            "queue limit 0",
+            |j| j.spec.max_queued_duration_seconds = Some(0),
+            Some(("spec.max_queued_duration_seconds", "must be between 1 and 315360000")),
+        ),
         ("replica retry 0", |j| j.spec.max_failure_retry = Some(0), None),
-        ("replica retry -1", |j| j.spec.max_failure_retry = Some(-1), Some(("spec.max_failure_retry", "must be between 0 and 2147483647"))),
+        (
+            "replica retry -1",
+            |j| j.spec.max_failure_retry = Some(-1),
+            Some(("spec.max_failure_retry", "must be between 0 and 2147483647")),
+        ),
         ("job retry 0", |j| j.spec.max_job_failure_retry = Some(0), None),
-        ("job retry -1", |j| j.spec.max_job_failure_retry = Some(-1), Some(("spec.max_job_failure_retry", "must be between 0 and 2147483647"))),
+        (
+            "job retry -1",
+            |j| j.spec.max_job_failure_retry = Some(-1),
+            Some(("spec.max_job_failure_retry", "must be between 0 and 2147483647")),
+        ),
         ("archive 0", |j| j.spec.ttl_seconds_after_finished = Some(0), None),
-        ("archive -1", |j| j.spec.ttl_seconds_after_finished = Some(-1), Some(("spec.ttl_seconds_after_finished", "must be between 0 and 315360000"))),
+        (
+            "archive -1",
+            |j| j.spec.ttl_seconds_after_finished = Some(-1),
+            Some(("spec.ttl_seconds_after_finished", "must be between 0 and 315360000")),
+        ),
         ("shared memory 0", |j| j.spec.shared_memory_size = Some(0), None),
-        ("shared memory -1", |j| j.spec.shared_memory_size = Some(-1), Some(("spec.shared_memory_size", "must be between 0 and 1073741824"))),
+        (
+            "shared memory -1",
+            |j| j.spec.shared_memory_size = Some(-1),
+            Some(("spec.shared_memory_size", "must be between 0 and 1073741824")),
+        ),
     ]);
 }
 
@@ -179,7 +286,15 @@ fn retry_deadline_and_archive_rules() {
 /// valid at both ends (a parallelism needs completions as large).
 const NUMBER_RANGES: &[(&str, fn(&mut LeptonJob, i64), i64, i64)] = &[
     ("spec.completions", |j, v| j.spec.completions = Some(v), 1, 100_000),
-    ("spec.parallelism", |j, v| { j.spec.completions = Some(REPLICAS_MAX); j.spec.parallelism = Some(v) }, 1, 100_000),
+    (
+        "spec.parallelism",
+        |j, v| {
+            j.spec.completions = Some(REPLICAS_MAX);
+            j.spec.parallelism = Some(v)
+        },
+        1,
+        100_000,
+    ),
     ("spec.workers", |j, v| j.spec.workers = Some(v), 1, 100_000),
     ("spec.backoff_limit", |j, v| j.spec.backoff_limit = Some(v), 0, 2_147_483_647),
     ("spec.max_failure_retry", |j, v| j.spec.max_failure_retry = Some(v), 0, 2_147_483_647),
@@ -188,11 +303,39 @@ const NUMBER_RANGES: &[(&str, fn(&mut LeptonJob, i64), i64, i64)] = &[
     ("spec.max_queued_duration_seconds", |j, v| j.spec.max_queued_duration_seconds = Some(v), 1, 315_360_000),
     ("spec.ttl_seconds_after_finished", |j, v| j.spec.ttl_seconds_after_finished = Some(v), 0, 315_360_000),
     ("spec.shared_memory_size", |j, v| j.spec.shared_memory_size = Some(v), 0, 1_073_741_824),
-    ("spec.time_schedule.start_at", |j, v| j.spec.time_schedule = Some(TimeSchedule { start_at: Some(v) }), 0, 253_402_300_799),
-    ("spec.segment_config.count_per_segment", |j, v| { j.spec.workers = Some(REPLICAS_MAX); j.spec.segment_config = Some(SegmentConfig { count_per_segment: v }) }, 1, 100_000),
+    (
+        "spec.time_schedule.start_at",
+        |j, v| j.spec.time_schedule = Some(TimeSchedule { start_at: Some(v) }),
+        0,
+        253_402_300_799,
+    ),
+    (
+        "spec.segment_config.count_per_segment",
+        |j, v| {
+            j.spec.workers = Some(REPLICAS_MAX);
+            j.spec.segment_config = Some(SegmentConfig { count_per_segment: v })
+        },
+        1,
+        100_000,
+    ),
     ("spec.container.ports[0].container_port", |j, v| j.spec.container.ports = Some(vec![port(v, None)]), 1, 65_535),
-    ("spec.container.ports[0].host_port", |j, v| j.spec.container.ports = Some(vec![ContainerPort { host_port: Some(v), ..port(80, None) }]), 1, 65_535),
-    ("spec.mounts[0].mount_options.local_cache_size_mib", |j, v| j.spec.mounts = Some(vec![Mount { mount_options: Some(MountOptions { local_cache_size_mib: Some(v), read_only: None }), ..mount("/a") }]), 0, 1_073_741_824),
+    (
+        "spec.container.ports[0].host_port",
+        |j, v| j.spec.container.ports = Some(vec![ContainerPort { host_port: Some(v), ..port(80, None) }]),
+        1,
+        65_535,
+    ),
+    (
+        "spec.mounts[0].mount_options.local_cache_size_mib",
+        |j, v| {
+            j.spec.mounts = Some(vec![Mount {
+                mount_options: Some(MountOptions { local_cache_size_mib: Some(v), read_only: None }),
+                ..mount("/a")
+            }])
+        },
+        0,
+        1_073_741_824,
+    ),
 ];
 
 #[test]
@@ -211,10 +354,7 @@ fn every_number_is_bounded_on_both_sides() {
             let mut job = base();
             set(&mut job, value);
             let errors = validate_job(&job);
-            let expected: FieldErrors = expected
-                .iter()
-                .map(|m| (path.to_string(), vec![m.to_string()]))
-                .collect();
+            let expected: FieldErrors = expected.iter().map(|m| (path.to_string(), vec![m.to_string()])).collect();
             assert_eq!(errors, expected, "{path} = {value}");
         }
     }
@@ -237,26 +377,109 @@ fn image_and_registry_rules() {
     run(&[
         ("registry host with port", |j| j.spec.container.image = Some("registry:5000/team/app:v1".into()), None),
         ("digest", |j| j.spec.container.image = Some("busybox@sha256:0123abcd".into()), None),
-        ("empty image", |j| j.spec.container.image = Some("".into()), Some(("spec.container.image", "must not be empty; leave it out for the default"))),
-        ("space in image", |j| j.spec.container.image = Some("busy box".into()), Some(("spec.container.image", "must not contain spaces or control characters"))),
-        ("uppercase repository", |j| j.spec.container.image = Some("nvcr.io/NVIDIA/pytorch".into()), Some(("spec.container.image", "must be lowercase in its repository path ('NVIDIA/pytorch')"))),
+        (
+            "empty image",
+            |j| j.spec.container.image = Some("".into()),
+            Some(("spec.container.image", "must not be empty; leave it out for the default")),
+        ),
+        (
+            "space in image",
+            |j| j.spec.container.image = Some("busy box".into()),
+            Some(("spec.container.image", "must not contain spaces or control characters")),
+        ),
+        (
+            "uppercase repository",
+            |j| j.spec.container.image = Some("nvcr.io/NVIDIA/pytorch".into()),
+            Some(("spec.container.image", "must be lowercase in its repository path ('NVIDIA/pytorch')")),
+        ),
         ("uppercase host is fine", |j| j.spec.container.image = Some("Registry.example.com/team/app".into()), None),
-        ("bad embedded tag", |j| j.spec.container.image = Some("busybox:-x".into()), Some(("spec.container.image", "has an invalid tag: it must start with a letter, a digit or '_'"))),
-        ("bad digest", |j| j.spec.container.image = Some("busybox@sha256".into()), Some(("spec.container.image", "has an invalid digest 'sha256': it must look like 'sha256:<hex>'"))),
+        (
+            "bad embedded tag",
+            |j| j.spec.container.image = Some("busybox:-x".into()),
+            Some(("spec.container.image", "has an invalid tag: it must start with a letter, a digit or '_'")),
+        ),
+        (
+            "bad digest",
+            |j| j.spec.container.image = Some("busybox@sha256".into()),
+            Some(("spec.container.image", "has an invalid digest 'sha256': it must look like 'sha256:<hex>'")),
+        ),
         ("tag 128 characters", |j| j.spec.container.image_tag = Some("a".repeat(128)), None),
-        ("tag 129 characters", |j| j.spec.container.image_tag = Some("a".repeat(129)), Some(("spec.container.image_tag", "must be at most 128 characters (it has 129)"))),
+        (
+            "tag 129 characters",
+            |j| j.spec.container.image_tag = Some("a".repeat(129)),
+            Some(("spec.container.image_tag", "must be at most 128 characters (it has 129)")),
+        ),
         ("tag with dots and dashes", |j| j.spec.container.image_tag = Some("25.08-py3".into()), None),
-        ("tag starting with '.'", |j| j.spec.container.image_tag = Some(".x".into()), Some(("spec.container.image_tag", "must start with a letter, a digit or '_'"))),
-        ("tag with '/'", |j| j.spec.container.image_tag = Some("a/b".into()), Some(("spec.container.image_tag", "may contain only letters, digits, '_', '.' and '-', not '/'"))),
-        ("empty tag", |j| j.spec.container.image_tag = Some("".into()), Some(("spec.container.image_tag", "must not be empty"))),
-        ("tag twice", |j| { j.spec.container.image = Some("busybox:1.36".into()); j.spec.container.image_tag = Some("1.37".into()) }, Some(("spec.container.image_tag", "must be left out when the image already names a tag ('1.36')"))),
-        ("tag and digest", |j| { j.spec.container.image = Some("busybox@sha256:ab".into()); j.spec.container.image_tag = Some("1".into()) }, Some(("spec.container.image_tag", "must be left out when the image pins a digest"))),
-        ("tag without image", |j| { j.spec.container.image = None; j.spec.container.image_tag = Some("1".into()) }, Some(("spec.container.image_tag", "needs an image (spec.container.image)"))),
-        ("registry user and password", |j| { j.spec.container.registry_username = Some("u".into()); j.spec.container.registry_password = Some("p".into()) }, None),
-        ("registry user only", |j| j.spec.container.registry_username = Some("u".into()), Some(("spec.container.registry_password", "is required when a registry username is set"))),
-        ("registry password only", |j| j.spec.container.registry_password = Some("p".into()), Some(("spec.container.registry_username", "is required when a registry password is set"))),
-        ("empty registry user", |j| { j.spec.container.registry_username = Some("".into()); j.spec.container.registry_password = Some("p".into()) }, Some(("spec.container.registry_username", "must not be empty; leave it out for a public image"))),
-        ("NUL in the command", |j| j.spec.container.command = Some(vec!["a\0b".into()]), Some(("spec.container.command[0]", "must not contain a NUL character"))),
+        (
+            "tag starting with '.'",
+            |j| j.spec.container.image_tag = Some(".x".into()),
+            Some(("spec.container.image_tag", "must start with a letter, a digit or '_'")),
+        ),
+        (
+            "tag with '/'",
+            |j| j.spec.container.image_tag = Some("a/b".into()),
+            Some(("spec.container.image_tag", "may contain only letters, digits, '_', '.' and '-', not '/'")),
+        ),
+        (
+            "empty tag",
+            |j| j.spec.container.image_tag = Some("".into()),
+            Some(("spec.container.image_tag", "must not be empty")),
+        ),
+        (
+            "tag twice",
+            |j| {
+                j.spec.container.image = Some("busybox:1.36".into());
+                j.spec.container.image_tag = Some("1.37".into())
+            },
+            Some(("spec.container.image_tag", "must be left out when the image already names a tag ('1.36')")),
+        ),
+        (
+            "tag and digest",
+            |j| {
+                j.spec.container.image = Some("busybox@sha256:ab".into());
+                j.spec.container.image_tag = Some("1".into())
+            },
+            Some(("spec.container.image_tag", "must be left out when the image pins a digest")),
+        ),
+        (
+            "tag without image",
+            |j| {
+                j.spec.container.image = None;
+                j.spec.container.image_tag = Some("1".into())
+            },
+            Some(("spec.container.image_tag", "needs an image (spec.container.image)")),
+        ),
+        (
+            "registry user and password",
+            |j| {
+                j.spec.container.registry_username = Some("u".into());
+                j.spec.container.registry_password = Some("p".into())
+            },
+            None,
+        ),
+        (
+            "registry user only",
+            |j| j.spec.container.registry_username = Some("u".into()),
+            Some(("spec.container.registry_password", "is required when a registry username is set")),
+        ),
+        (
+            "registry password only",
+            |j| j.spec.container.registry_password = Some("p".into()),
+            Some(("spec.container.registry_username", "is required when a registry password is set")),
+        ),
+        (
+            "empty registry user",
+            |j| {
+                j.spec.container.registry_username = Some("".into());
+                j.spec.container.registry_password = Some("p".into())
+            },
+            Some(("spec.container.registry_username", "must not be empty; leave it out for a public image")),
+        ),
+        (
+            "NUL in the command",
+            |j| j.spec.container.command = Some(vec!["a\0b".into()]),
+            Some(("spec.container.command[0]", "must not contain a NUL character")),
+        ),
         ("empty command means the entrypoint", |j| j.spec.container.command = Some(vec![]), None),
     ]);
 }
@@ -266,20 +489,95 @@ fn port_rules() {
     run(&[
         ("port 1", |j| j.spec.container.ports = Some(vec![port(1, None)]), None),
         ("port 65535", |j| j.spec.container.ports = Some(vec![port(65535, None)]), None),
-        ("port 0", |j| j.spec.container.ports = Some(vec![port(0, None)]), Some(("spec.container.ports[0].container_port", "must be between 1 and 65535"))),
-        ("port 65536", |j| j.spec.container.ports = Some(vec![port(65536, None)]), Some(("spec.container.ports[0].container_port", "must be between 1 and 65535"))),
-        ("host port 0", |j| j.spec.container.ports = Some(vec![ContainerPort { host_port: Some(0), ..port(80, None) }]), Some(("spec.container.ports[0].host_port", "must be between 1 and 65535"))),
-        ("host port 65536", |j| j.spec.container.ports = Some(vec![ContainerPort { host_port: Some(65536), ..port(80, None) }]), Some(("spec.container.ports[0].host_port", "must be between 1 and 65535"))),
-        ("protocols in any case", |j| j.spec.container.ports = Some(vec![port(80, Some("tcp")), port(81, Some("Udp")), port(82, Some("SCTP"))]), None),
-        ("unknown protocol", |j| j.spec.container.ports = Some(vec![port(80, Some("HTTP"))]), Some(("spec.container.ports[0].protocol", "must be TCP, UDP or SCTP"))),
-        ("same port, two protocols", |j| j.spec.container.ports = Some(vec![port(53, Some("TCP")), port(53, Some("udp"))]), None),
-        ("same port and protocol", |j| j.spec.container.ports = Some(vec![port(8080, None), port(8080, Some("tcp"))]), Some(("spec.container.ports[1].container_port", "8080/TCP is already listed at spec.container.ports[0]"))),
-        ("port name 15 characters", |j| j.spec.container.ports = Some(vec![ContainerPort { name: Some("abcdefghijklmno".into()), ..port(80, None) }]), None),
-        ("port name 16 characters", |j| j.spec.container.ports = Some(vec![ContainerPort { name: Some("abcdefghijklmnop".into()), ..port(80, None) }]), Some(("spec.container.ports[0].name", "must be at most 15 characters (it has 16)"))),
-        ("port name digits only", |j| j.spec.container.ports = Some(vec![ContainerPort { name: Some("8080".into()), ..port(80, None) }]), Some(("spec.container.ports[0].name", "must contain at least one letter"))),
-        ("port name with '--'", |j| j.spec.container.ports = Some(vec![ContainerPort { name: Some("a--b".into()), ..port(80, None) }]), Some(("spec.container.ports[0].name", "must not start or end with '-' or contain '--'"))),
-        ("port name twice", |j| j.spec.container.ports = Some(vec![ContainerPort { name: Some("http".into()), ..port(80, None) }, ContainerPort { name: Some("http".into()), ..port(81, None) }]), Some(("spec.container.ports[1].name", "'http' is already used by spec.container.ports[0]"))),
-        ("expose strategies", |j| j.spec.container.ports = Some(vec![ContainerPort { expose_strategies: Some(vec!["IngressProxy".into(), "Magic".into()]), ..port(80, None) }]), Some(("spec.container.ports[0].expose_strategies[1]", "must be HostPortMapping or IngressProxy"))),
+        (
+            "port 0",
+            |j| j.spec.container.ports = Some(vec![port(0, None)]),
+            Some(("spec.container.ports[0].container_port", "must be between 1 and 65535")),
+        ),
+        (
+            "port 65536",
+            |j| j.spec.container.ports = Some(vec![port(65536, None)]),
+            Some(("spec.container.ports[0].container_port", "must be between 1 and 65535")),
+        ),
+        (
+            "host port 0",
+            |j| j.spec.container.ports = Some(vec![ContainerPort { host_port: Some(0), ..port(80, None) }]),
+            Some(("spec.container.ports[0].host_port", "must be between 1 and 65535")),
+        ),
+        (
+            "host port 65536",
+            |j| j.spec.container.ports = Some(vec![ContainerPort { host_port: Some(65536), ..port(80, None) }]),
+            Some(("spec.container.ports[0].host_port", "must be between 1 and 65535")),
+        ),
+        (
+            "protocols in any case",
+            |j| {
+                j.spec.container.ports =
+                    Some(vec![port(80, Some("tcp")), port(81, Some("Udp")), port(82, Some("SCTP"))])
+            },
+            None,
+        ),
+        (
+            "unknown protocol",
+            |j| j.spec.container.ports = Some(vec![port(80, Some("HTTP"))]),
+            Some(("spec.container.ports[0].protocol", "must be TCP, UDP or SCTP")),
+        ),
+        (
+            "same port, two protocols",
+            |j| j.spec.container.ports = Some(vec![port(53, Some("TCP")), port(53, Some("udp"))]),
+            None,
+        ),
+        (
+            "same port and protocol",
+            |j| j.spec.container.ports = Some(vec![port(8080, None), port(8080, Some("tcp"))]),
+            Some(("spec.container.ports[1].container_port", "8080/TCP is already listed at spec.container.ports[0]")),
+        ),
+        (
+            "port name 15 characters",
+            |j| {
+                j.spec.container.ports =
+                    Some(vec![ContainerPort { name: Some("abcdefghijklmno".into()), ..port(80, None) }])
+            },
+            None,
+        ),
+        (
+            "port name 16 characters",
+            |j| {
+                j.spec.container.ports =
+                    Some(vec![ContainerPort { name: Some("abcdefghijklmnop".into()), ..port(80, None) }])
+            },
+            Some(("spec.container.ports[0].name", "must be at most 15 characters (it has 16)")),
+        ),
+        (
+            "port name digits only",
+            |j| j.spec.container.ports = Some(vec![ContainerPort { name: Some("8080".into()), ..port(80, None) }]),
+            Some(("spec.container.ports[0].name", "must contain at least one letter")),
+        ),
+        (
+            "port name with '--'",
+            |j| j.spec.container.ports = Some(vec![ContainerPort { name: Some("a--b".into()), ..port(80, None) }]),
+            Some(("spec.container.ports[0].name", "must not start or end with '-' or contain '--'")),
+        ),
+        (
+            "port name twice",
+            |j| {
+                j.spec.container.ports = Some(vec![
+                    ContainerPort { name: Some("http".into()), ..port(80, None) },
+                    ContainerPort { name: Some("http".into()), ..port(81, None) },
+                ])
+            },
+            Some(("spec.container.ports[1].name", "'http' is already used by spec.container.ports[0]")),
+        ),
+        (
+            "expose strategies",
+            |j| {
+                j.spec.container.ports = Some(vec![ContainerPort {
+                    expose_strategies: Some(vec!["IngressProxy".into(), "Magic".into()]),
+                    ..port(80, None)
+                }])
+            },
+            Some(("spec.container.ports[0].expose_strategies[1]", "must be HostPortMapping or IngressProxy")),
+        ),
     ]);
 }
 
@@ -287,21 +585,71 @@ fn port_rules() {
 fn env_rules() {
     run(&[
         ("C identifiers", |j| set_envs(j, vec![env("A", "1"), env("_b9", "2"), env("HF_TOKEN", "")]), None),
-        ("no value at all", |j| set_envs(j, vec![EnvVar { name: "EMPTY".into(), value: None, value_from: None }]), None),
+        (
+            "no value at all",
+            |j| set_envs(j, vec![EnvVar { name: "EMPTY".into(), value: None, value_from: None }]),
+            None,
+        ),
         ("empty name", |j| set_envs(j, vec![env("", "1")]), Some(("spec.envs[0].name", "must not be empty"))),
-        ("starts with a digit", |j| set_envs(j, vec![env("1A", "1")]), Some(("spec.envs[0].name", "must start with a letter or '_'"))),
-        ("hyphen", |j| set_envs(j, vec![env("A-B", "1")]), Some(("spec.envs[0].name", "may contain only letters, digits and '_', not '-'"))),
-        ("dot", |j| set_envs(j, vec![env("A.B", "1")]), Some(("spec.envs[0].name", "may contain only letters, digits and '_', not '.'"))),
-        ("JOB_COMPLETION_INDEX", |j| set_envs(j, vec![env("JOB_COMPLETION_INDEX", "1")]), Some(("spec.envs[0].name", "'JOB_COMPLETION_INDEX' is reserved: Jobdeck sets it in every replica"))),
-        ("JOB_COMPLETIONS", |j| set_envs(j, vec![env("JOB_COMPLETIONS", "1")]), Some(("spec.envs[0].name", "'JOB_COMPLETIONS' is reserved: Jobdeck sets it in every replica"))),
+        (
+            "starts with a digit",
+            |j| set_envs(j, vec![env("1A", "1")]),
+            Some(("spec.envs[0].name", "must start with a letter or '_'")),
+        ),
+        (
+            "hyphen",
+            |j| set_envs(j, vec![env("A-B", "1")]),
+            Some(("spec.envs[0].name", "may contain only letters, digits and '_', not '-'")),
+        ),
+        (
+            "dot",
+            |j| set_envs(j, vec![env("A.B", "1")]),
+            Some(("spec.envs[0].name", "may contain only letters, digits and '_', not '.'")),
+        ),
+        (
+            "JOB_COMPLETION_INDEX",
+            |j| set_envs(j, vec![env("JOB_COMPLETION_INDEX", "1")]),
+            Some(("spec.envs[0].name", "'JOB_COMPLETION_INDEX' is reserved: Jobdeck sets it in every replica")),
+        ),
+        (
+            "JOB_COMPLETIONS",
+            |j| set_envs(j, vec![env("JOB_COMPLETIONS", "1")]),
+            Some(("spec.envs[0].name", "'JOB_COMPLETIONS' is reserved: Jobdeck sets it in every replica")),
+        ),
         ("JOB_COMPLETIONS_X is not reserved", |j| set_envs(j, vec![env("JOB_COMPLETIONS_X", "1")]), None),
-        ("LEPTON_ prefix", |j| set_envs(j, vec![env("LEPTON_X", "1")]), Some(("spec.envs[0].name", "must not start with 'LEPTON_': that prefix is reserved for variables Jobdeck sets"))),
+        (
+            "LEPTON_ prefix",
+            |j| set_envs(j, vec![env("LEPTON_X", "1")]),
+            Some((
+                "spec.envs[0].name",
+                "must not start with 'LEPTON_': that prefix is reserved for variables Jobdeck sets",
+            )),
+        ),
         ("LEPTON without underscore is not reserved", |j| set_envs(j, vec![env("LEPTONX", "1")]), None),
-        ("duplicate", |j| set_envs(j, vec![env("A", "1"), env("B", "2"), env("A", "3")]), Some(("spec.envs[2].name", "'A' is already set by spec.envs[0]"))),
+        (
+            "duplicate",
+            |j| set_envs(j, vec![env("A", "1"), env("B", "2"), env("A", "3")]),
+            Some(("spec.envs[2].name", "'A' is already set by spec.envs[0]")),
+        ),
         ("secret reference", |j| set_envs(j, vec![secret_env("HF_TOKEN", "hf-token")]), None),
-        ("value and secret", |j| set_envs(j, vec![EnvVar { value: Some("x".into()), ..secret_env("A", "s") }]), Some(("spec.envs[0].value_from", "must be left out when a value is given: a variable has either a value or a secret reference, not both"))),
-        ("empty secret reference", |j| set_envs(j, vec![secret_env("A", "")]), Some(("spec.envs[0].value_from.secret_name_ref", "must name a secret"))),
-        ("NUL in a value", |j| set_envs(j, vec![env("A", "x\0y")]), Some(("spec.envs[0].value", "must not contain a NUL character"))),
+        (
+            "value and secret",
+            |j| set_envs(j, vec![EnvVar { value: Some("x".into()), ..secret_env("A", "s") }]),
+            Some((
+                "spec.envs[0].value_from",
+                "must be left out when a value is given: a variable has either a value or a secret reference, not both",
+            )),
+        ),
+        (
+            "empty secret reference",
+            |j| set_envs(j, vec![secret_env("A", "")]),
+            Some(("spec.envs[0].value_from.secret_name_ref", "must name a secret")),
+        ),
+        (
+            "NUL in a value",
+            |j| set_envs(j, vec![env("A", "x\0y")]),
+            Some(("spec.envs[0].value", "must not contain a NUL character")),
+        ),
     ]);
 }
 
@@ -312,30 +660,115 @@ fn mount_rules() {
         ("below a reserved path", |j| set_mount_path(j, "/usr/share/data"), None),
         ("home cache", |j| set_mount_path(j, "/root/.cache/huggingface"), None),
         ("empty", |j| set_mount_path(j, ""), Some(("spec.mounts[0].mount_path", "must not be empty"))),
-        ("relative", |j| set_mount_path(j, "data"), Some(("spec.mounts[0].mount_path", "must be an absolute path (start with '/')"))),
-        ("'..'", |j| set_mount_path(j, "/data/../x"), Some(("spec.mounts[0].mount_path", "must not contain '..' segments"))),
-        ("'.'", |j| set_mount_path(j, "/data/./x"), Some(("spec.mounts[0].mount_path", "must not contain '.' segments"))),
+        (
+            "relative",
+            |j| set_mount_path(j, "data"),
+            Some(("spec.mounts[0].mount_path", "must be an absolute path (start with '/')")),
+        ),
+        (
+            "'..'",
+            |j| set_mount_path(j, "/data/../x"),
+            Some(("spec.mounts[0].mount_path", "must not contain '..' segments")),
+        ),
+        (
+            "'.'",
+            |j| set_mount_path(j, "/data/./x"),
+            Some(("spec.mounts[0].mount_path", "must not contain '.' segments")),
+        ),
         ("'//'", |j| set_mount_path(j, "/data//x"), Some(("spec.mounts[0].mount_path", "must not contain '//'"))),
         ("trailing '/'", |j| set_mount_path(j, "/data/"), Some(("spec.mounts[0].mount_path", "must not end with '/'"))),
         ("':'", |j| set_mount_path(j, "/data:ro"), Some(("spec.mounts[0].mount_path", "must not contain ':'"))),
-        ("control character", |j| set_mount_path(j, "/da\tta"), Some(("spec.mounts[0].mount_path", "must not contain control characters"))),
-        ("root", |j| set_mount_path(j, "/"), Some(("spec.mounts[0].mount_path", "'/' is a system path and cannot be a mount path"))),
-        ("/etc", |j| set_mount_path(j, "/etc"), Some(("spec.mounts[0].mount_path", "'/etc' is a system path and cannot be a mount path"))),
-        ("/etc/ is still /etc", |j| set_mount_path(j, "/etc/"), Some(("spec.mounts[0].mount_path", "'/etc' is a system path and cannot be a mount path"))),
-        ("climbing to /usr", |j| set_mount_path(j, "/data/../usr"), Some(("spec.mounts[0].mount_path", "'/usr' is a system path and cannot be a mount path"))),
-        ("//proc", |j| set_mount_path(j, "//proc"), Some(("spec.mounts[0].mount_path", "'/proc' is a system path and cannot be a mount path"))),
-        ("/dev/shm", |j| set_mount_path(j, "/dev/shm"), Some(("spec.mounts[0].mount_path", "'/dev/shm' is a system path and cannot be a mount path"))),
-        ("inside /proc", |j| set_mount_path(j, "/proc/sys"), Some(("spec.mounts[0].mount_path", "'/proc/sys' is inside '/proc', which nothing may be mounted into"))),
-        ("inside /var/run/secrets", |j| set_mount_path(j, "/var/run/secrets/x"), Some(("spec.mounts[0].mount_path", "'/var/run/secrets/x' is inside '/var/run/secrets', which nothing may be mounted into"))),
+        (
+            "control character",
+            |j| set_mount_path(j, "/da\tta"),
+            Some(("spec.mounts[0].mount_path", "must not contain control characters")),
+        ),
+        (
+            "root",
+            |j| set_mount_path(j, "/"),
+            Some(("spec.mounts[0].mount_path", "'/' is a system path and cannot be a mount path")),
+        ),
+        (
+            "/etc",
+            |j| set_mount_path(j, "/etc"),
+            Some(("spec.mounts[0].mount_path", "'/etc' is a system path and cannot be a mount path")),
+        ),
+        (
+            "/etc/ is still /etc",
+            |j| set_mount_path(j, "/etc/"),
+            Some(("spec.mounts[0].mount_path", "'/etc' is a system path and cannot be a mount path")),
+        ),
+        (
+            "climbing to /usr",
+            |j| set_mount_path(j, "/data/../usr"),
+            Some(("spec.mounts[0].mount_path", "'/usr' is a system path and cannot be a mount path")),
+        ),
+        (
+            "//proc",
+            |j| set_mount_path(j, "//proc"),
+            Some(("spec.mounts[0].mount_path", "'/proc' is a system path and cannot be a mount path")),
+        ),
+        (
+            "/dev/shm",
+            |j| set_mount_path(j, "/dev/shm"),
+            Some(("spec.mounts[0].mount_path", "'/dev/shm' is a system path and cannot be a mount path")),
+        ),
+        (
+            "inside /proc",
+            |j| set_mount_path(j, "/proc/sys"),
+            Some(("spec.mounts[0].mount_path", "'/proc/sys' is inside '/proc', which nothing may be mounted into")),
+        ),
+        (
+            "inside /var/run/secrets",
+            |j| set_mount_path(j, "/var/run/secrets/x"),
+            Some((
+                "spec.mounts[0].mount_path",
+                "'/var/run/secrets/x' is inside '/var/run/secrets', which nothing may be mounted into",
+            )),
+        ),
         ("/procfs is not /proc", |j| set_mount_path(j, "/procfs"), None),
-        ("duplicate", |j| j.spec.mounts = Some(vec![mount("/a"), mount("/b"), mount("/a")]), Some(("spec.mounts[2].mount_path", "'/a' is already used by spec.mounts[0]"))),
+        (
+            "duplicate",
+            |j| j.spec.mounts = Some(vec![mount("/a"), mount("/b"), mount("/a")]),
+            Some(("spec.mounts[2].mount_path", "'/a' is already used by spec.mounts[0]")),
+        ),
         ("named volume", |j| j.spec.mounts = Some(vec![Mount { from: "node-nfs:my-nfs".into(), ..mount("/a") }]), None),
         ("plain volume name", |j| j.spec.mounts = Some(vec![Mount { from: "shared".into(), ..mount("/a") }]), None),
-        ("empty volume", |j| j.spec.mounts = Some(vec![Mount { from: "".into(), ..mount("/a") }]), Some(("spec.mounts[0].from", "must name a volume"))),
-        ("volume without a name", |j| j.spec.mounts = Some(vec![Mount { from: "node-nfs".into(), ..mount("/a") }]), Some(("spec.mounts[0].from", "must be 'node-local' or 'node-<type>:<name>', such as 'node-nfs:my-nfs'"))),
-        ("path climbing out of the volume", |j| j.spec.mounts = Some(vec![Mount { path: Some("/a/../../etc".into()), ..mount("/a") }]), Some(("spec.mounts[0].path", "must not contain '..' segments: a mount stays inside its volume"))),
-        ("cache size 0", |j| j.spec.mounts = Some(vec![Mount { mount_options: Some(MountOptions { local_cache_size_mib: Some(0), read_only: None }), ..mount("/a") }]), None),
-        ("cache size -1", |j| j.spec.mounts = Some(vec![Mount { mount_options: Some(MountOptions { local_cache_size_mib: Some(-1), read_only: None }), ..mount("/a") }]), Some(("spec.mounts[0].mount_options.local_cache_size_mib", "must be between 0 and 1073741824"))),
+        (
+            "empty volume",
+            |j| j.spec.mounts = Some(vec![Mount { from: "".into(), ..mount("/a") }]),
+            Some(("spec.mounts[0].from", "must name a volume")),
+        ),
+        (
+            "volume without a name",
+            |j| j.spec.mounts = Some(vec![Mount { from: "node-nfs".into(), ..mount("/a") }]),
+            Some(("spec.mounts[0].from", "must be 'node-local' or 'node-<type>:<name>', such as 'node-nfs:my-nfs'")),
+        ),
+        (
+            "path climbing out of the volume",
+            |j| j.spec.mounts = Some(vec![Mount { path: Some("/a/../../etc".into()), ..mount("/a") }]),
+            Some(("spec.mounts[0].path", "must not contain '..' segments: a mount stays inside its volume")),
+        ),
+        (
+            "cache size 0",
+            |j| {
+                j.spec.mounts = Some(vec![Mount {
+                    mount_options: Some(MountOptions { local_cache_size_mib: Some(0), read_only: None }),
+                    ..mount("/a")
+                }])
+            },
+            None,
+        ),
+        (
+            "cache size -1",
+            |j| {
+                j.spec.mounts = Some(vec![Mount {
+                    mount_options: Some(MountOptions { local_cache_size_mib: Some(-1), read_only: None }),
+                    ..mount("/a")
+                }])
+            },
+            Some(("spec.mounts[0].mount_options.local_cache_size_mib", "must be between 0 and 1073741824")),
+        ),
     ]);
 }
 
@@ -411,33 +844,18 @@ fn every_problem_is_reported_at_once_with_one_message_per_field() {
     let paths: Vec<&str> = errors.keys().map(String::as_str).collect();
     assert_eq!(
         paths,
-        [
-            "metadata.name",
-            "spec.completions",
-            "spec.envs[0].name",
-            "spec.envs[1].name",
-            "spec.parallelism"
-        ]
+        ["metadata.name", "spec.completions", "spec.envs[0].name", "spec.envs[1].name", "spec.parallelism"]
     );
     assert!(errors.values().all(|m| m.len() == 1), "{errors:?}");
 }
 
 fn context() -> ValidationContext {
     let shape = |id: &str, memory: i64| Shape {
-        metadata: Metadata {
-            id: Some(id.into()),
-            ..Default::default()
-        },
-        spec: ShapeSpec {
-            memory_in_mb: Some(memory),
-            ..Default::default()
-        },
+        metadata: Metadata { id: Some(id.into()), ..Default::default() },
+        spec: ShapeSpec { memory_in_mb: Some(memory), ..Default::default() },
     };
     let group = |id: &str, nodes: &[&str]| NodeGroup {
-        metadata: Metadata {
-            id: Some(id.into()),
-            ..Default::default()
-        },
+        metadata: Metadata { id: Some(id.into()), ..Default::default() },
         spec: NodeGroupSpec {
             nodes: nodes
                 .iter()
@@ -490,10 +908,8 @@ fn server_data_rules() {
     for (rule, change, expected) in cases {
         let mut job = base();
         change(&mut job);
-        let expected: FieldErrors = expected
-            .iter()
-            .map(|(path, message)| (path.to_string(), vec![message.to_string()]))
-            .collect();
+        let expected: FieldErrors =
+            expected.iter().map(|(path, message)| (path.to_string(), vec![message.to_string()])).collect();
         assert_eq!(validate_job_in(&job, &context), expected, "rule: {rule}");
     }
 }
@@ -561,6 +977,9 @@ fn image_pull_secret_names_are_checked_when_known() {
     known.image_pull_secret_names = Some(vec!["tao-image-pull-secret".into()]);
     let errors = validate_job_in(&job, &known);
     assert!(!errors.contains_key("spec.image_pull_secrets[0]"), "{errors:?}");
-    assert_eq!(errors.get("spec.image_pull_secrets[1]").map(|m| m[0].as_str()), Some("no image pull secret named 'missing'"));
+    assert_eq!(
+        errors.get("spec.image_pull_secrets[1]").map(|m| m[0].as_str()),
+        Some("no image pull secret named 'missing'")
+    );
     assert!(!validate_job_in(&job, &context()).contains_key("spec.image_pull_secrets[1]"));
 }

@@ -27,10 +27,8 @@ impl std::fmt::Display for JsonError {
         match self {
             JsonError::Syntax(message) => f.write_str(message),
             JsonError::Fields(fields) => {
-                let parts: Vec<String> = fields
-                    .iter()
-                    .map(|(path, messages)| format!("{path}: {}", messages.join("; ")))
-                    .collect();
+                let parts: Vec<String> =
+                    fields.iter().map(|(path, messages)| format!("{path}: {}", messages.join("; "))).collect();
                 f.write_str(&parts.join(", "))
             }
         }
@@ -56,9 +54,7 @@ pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
             });
         }
     };
-    deserializer
-        .end()
-        .map_err(|e| JsonError::Syntax(e.to_string()))?;
+    deserializer.end().map_err(|e| JsonError::Syntax(e.to_string()))?;
     Ok(value)
 }
 
@@ -91,11 +87,7 @@ fn field_message(path: &str, message: &str) -> (String, String) {
     if let Some(rest) = message.strip_prefix("unknown field `") {
         let field = rest.split('`').next().unwrap_or("");
         let known: Vec<&str> = rest.split('`').skip(2).step_by(2).collect();
-        let hint = if known.is_empty() {
-            String::new()
-        } else {
-            format!("; the fields here are {}", known.join(", "))
-        };
+        let hint = if known.is_empty() { String::new() } else { format!("; the fields here are {}", known.join(", ")) };
         // serde_path_to_error already ends the path with the unknown field.
         let path = if path.ends_with(field) { path.to_string() } else { join(field) };
         return (path, format!("is not a field Jobdeck knows{hint}"));
@@ -108,18 +100,12 @@ fn field_message(path: &str, message: &str) -> (String, String) {
         let mut parts = rest.split('`');
         let got = parts.next().unwrap_or("");
         let allowed: Vec<&str> = parts.skip(1).step_by(2).collect();
-        return (
-            path_or_root(),
-            format!("must be one of {}, not '{got}'", allowed.join(", ")),
-        );
+        return (path_or_root(), format!("must be one of {}, not '{got}'", allowed.join(", ")));
     }
     for prefix in ["invalid type: ", "invalid value: ", "invalid length "] {
         if let Some(rest) = message.strip_prefix(prefix) {
             if let Some((got, expected)) = rest.split_once(", expected ") {
-                return (
-                    path_or_root(),
-                    format!("must be {}, not {got}", describe_expected(expected)),
-                );
+                return (path_or_root(), format!("must be {}, not {got}", describe_expected(expected)));
             }
         }
     }
@@ -183,16 +169,8 @@ mod tests {
                 "metadata.visibility",
                 "must be one of public, private, not 'secret'",
             ),
-            (
-                r#"{"metadata":{"name":"a"},"spec":{"mounts":{"a":1}}}"#,
-                "spec.mounts",
-                "must be a list, not map",
-            ),
-            (
-                r#"{"spec":{}}"#,
-                "metadata",
-                "is required",
-            ),
+            (r#"{"metadata":{"name":"a"},"spec":{"mounts":{"a":1}}}"#, "spec.mounts", "must be a list, not map"),
+            (r#"{"spec":{}}"#, "metadata", "is required"),
         ];
         for (json, path, message) in cases {
             let expected: FieldErrors = [(path.to_string(), vec![message.to_string()])].into();
@@ -218,10 +196,7 @@ mod tests {
     #[test]
     fn syntax_errors_have_no_field() {
         for json in [r#"{"metadata": "#, r#"{"metadata": {"name": "a""#, r#"{"metadata":{"name":"a"}} trailing"#, ""] {
-            assert!(
-                matches!(from_json::<LeptonJob>(json.as_bytes()), Err(JsonError::Syntax(_))),
-                "{json}"
-            );
+            assert!(matches!(from_json::<LeptonJob>(json.as_bytes()), Err(JsonError::Syntax(_))), "{json}");
         }
     }
 

@@ -3,8 +3,8 @@
 //! so no field a Lepton client sends is lost.
 
 use jobdeck_api::{
-    from_json, validate_job, validate_job_in, FieldErrors, LeptonJob, Metadata, NodeGroup,
-    NodeGroupSpec, NodeInfo, Priority, Protocol, ResourceAmounts, Shape, ShapeSpec, ValidationContext, Visibility,
+    from_json, validate_job, validate_job_in, FieldErrors, LeptonJob, Metadata, NodeGroup, NodeGroupSpec, NodeInfo,
+    Priority, Protocol, ResourceAmounts, Shape, ShapeSpec, ValidationContext, Visibility,
 };
 use serde_json::Value;
 
@@ -35,7 +35,10 @@ fn context() -> ValidationContext {
             metadata: Metadata { id: Some("gpu-a".into()), ..Default::default() },
             spec: NodeGroupSpec {
                 nodes: ["node-1", "node-2"]
-                    .map(|n| NodeInfo { name: n.into(), capacity: ResourceAmounts { cpu: 8.0, memory_in_mb: 65536, gpu: 0 } })
+                    .map(|n| NodeInfo {
+                        name: n.into(),
+                        capacity: ResourceAmounts { cpu: 8.0, memory_in_mb: 65536, gpu: 0 },
+                    })
                     .to_vec(),
                 ..Default::default()
             },
@@ -122,18 +125,12 @@ fn lepton_only_features_round_trip_but_are_refused_by_name() {
     assert_round_trips("lepton-only", &raw, &job);
     let errors = validate_job(&job);
     let expected: FieldErrors = [
-        (
-            "spec.reservation_config.reservation_id",
-            "Jobdeck has no reservations; leave this out",
-        ),
+        ("spec.reservation_config.reservation_id", "Jobdeck has no reservations; leave this out"),
         (
             "spec.storage_attachments",
             "Jobdeck has no object-storage data sources; mount a volume with spec.mounts instead",
         ),
-        (
-            "spec.user_security_context.privileged",
-            "Jobdeck does not run privileged containers",
-        ),
+        ("spec.user_security_context.privileged", "Jobdeck does not run privileged containers"),
     ]
     .into_iter()
     .map(|(p, m)| (p.to_string(), vec![m.to_string()]))

@@ -6,12 +6,11 @@
 use std::collections::BTreeMap;
 
 use jobdeck_api::{
-    from_json, validate_job, Affinity, Container, ContainerPort, EnvValue, EnvVar, JobSpec,
-    LeptonJob, LogConfig, Metadata, Mount, MountOptions, QueueConfig, SegmentConfig,
-    TimeSchedule, Visibility,
+    from_json, validate_job, Affinity, Container, ContainerPort, EnvValue, EnvVar, JobSpec, LeptonJob, LogConfig,
+    Metadata, Mount, MountOptions, QueueConfig, SegmentConfig, TimeSchedule, Visibility,
 };
-use proptest::prelude::*;
 use proptest::collection::vec;
+use proptest::prelude::*;
 
 /// `Some` a quarter of the time: with every field set half the time, almost
 /// no generated job would be valid and the property would say little.
@@ -22,17 +21,13 @@ fn of<S: Strategy>(inner: S) -> impl Strategy<Value = Option<S::Value>> {
 /// Strings over an alphabet that hits every rule's edge: lowercase, upper,
 /// digits, separators, slashes, spaces, non-ASCII and NUL.
 fn text() -> impl Strategy<Value = String> {
-    vec(
-        prop::sample::select(vec!['a', 'b', 'z', '0', '9', '-', '_', '.', '/', ':', 'A', ' ', 'é', '\0']),
-        0..12,
-    )
-    .prop_map(String::from_iter)
+    vec(prop::sample::select(vec!['a', 'b', 'z', '0', '9', '-', '_', '.', '/', ':', 'A', ' ', 'é', '\0']), 0..12)
+        .prop_map(String::from_iter)
 }
 
 /// Text a rule rarely objects to: no NUL, no spaces.
 fn plain() -> impl Strategy<Value = String> {
-    vec(prop::sample::select(vec!['a', 'b', 'z', '0', '9', '-', '_', '.', 'A', 'é']), 0..12)
-        .prop_map(String::from_iter)
+    vec(prop::sample::select(vec!['a', 'b', 'z', '0', '9', '-', '_', '.', 'A', 'é']), 0..12).prop_map(String::from_iter)
 }
 
 /// Mostly `plain`, sometimes anything.
@@ -62,12 +57,11 @@ fn small() -> impl Strategy<Value = Option<i64>> {
 }
 
 fn env() -> impl Strategy<Value = EnvVar> {
-    (env_name(), of(value()), proptest::option::weighted(0.15, of(value())))
-        .prop_map(|(name, value, secret)| EnvVar {
-            name,
-            value,
-            value_from: secret.map(|secret_name_ref| EnvValue { secret_name_ref }),
-        })
+    (env_name(), of(value()), proptest::option::weighted(0.15, of(value()))).prop_map(|(name, value, secret)| EnvVar {
+        name,
+        value,
+        value_from: secret.map(|secret_name_ref| EnvValue { secret_name_ref }),
+    })
 }
 
 fn mount() -> impl Strategy<Value = Mount> {
@@ -115,7 +109,14 @@ fn port() -> impl Strategy<Value = ContainerPort> {
 
 fn container() -> impl Strategy<Value = Container> {
     (
-        of(prop::sample::select(vec!["busybox", "busybox:1.36", "nvcr.io/nvidia/pytorch:25.08-py3", "Bad Image", "app@sha256:ab"]).prop_map(String::from)),
+        of(prop::sample::select(vec![
+            "busybox",
+            "busybox:1.36",
+            "nvcr.io/nvidia/pytorch:25.08-py3",
+            "Bad Image",
+            "app@sha256:ab",
+        ])
+        .prop_map(String::from)),
         of(vec(port(), 0..3)),
         of(vec(value(), 0..4)),
         proptest::option::weighted(0.1, prop::sample::select(vec!["latest", "1.0", "-x"]).prop_map(String::from)),
@@ -149,47 +150,74 @@ fn spec() -> impl Strategy<Value = JobSpec> {
         of(prop::sample::select(vec!["cpu.small", "gpu.1xh100", ""]).prop_map(String::from)),
         of(any::<bool>()),
         of(any::<bool>()),
-        of((of(prop::sample::select(vec!["mid-4000", "high-9000", "mid", "low-0"]).prop_map(String::from)), of(any::<bool>()), of(any::<bool>()))),
+        of((
+            of(prop::sample::select(vec!["mid-4000", "high-9000", "mid", "low-0"]).prop_map(String::from)),
+            of(any::<bool>()),
+            of(any::<bool>()),
+        )),
         of((of(any::<bool>()), of(any::<bool>()))),
         of(any::<bool>()),
         of(small().prop_map(|s| TimeSchedule { start_at: s })),
         proptest::option::weighted(0.05, (-1i64..5).prop_map(|count_per_segment| SegmentConfig { count_per_segment })),
     );
-    (container(), counts, lists, switches).prop_map(
-        |(container, counts, lists, switches)| {
-            let (completions, parallelism, workers, backoff_limit, active_deadline_seconds, max_failure_retry, shared_memory_size, ttl_seconds_after_finished) = counts;
-            let (envs, mounts, groups, nodes, image_pull_secrets) = lists;
-            let (resource_shape, intra_job_communication, stopped, queue, log, disable_retry_on_program_error, time_schedule, segment_config) = switches;
-            JobSpec {
-                resource_shape,
-                affinity: (groups.is_some() || nodes.is_some()).then(|| Affinity {
-                    allowed_dedicated_node_groups: groups,
-                    allowed_nodes_in_node_group: nodes,
-                    allowed_providers: None,
-                }),
-                container,
-                shared_memory_size,
-                completions,
-                parallelism,
-                max_failure_retry,
-                envs,
-                mounts,
-                image_pull_secrets,
-                ttl_seconds_after_finished,
-                intra_job_communication,
-                log: log.map(|(save_termination_logs, enable_collection)| LogConfig { save_termination_logs, enable_collection }),
-                queue_config: queue.map(|(priority_class, can_be_preempted, can_preempt)| QueueConfig { priority_class, can_be_preempted, can_preempt }),
-                stopped,
-                time_schedule,
-                segment_config,
-                workers,
-                backoff_limit,
-                active_deadline_seconds,
-                disable_retry_on_program_error,
-                ..Default::default()
-            }
-        },
-    )
+    (container(), counts, lists, switches).prop_map(|(container, counts, lists, switches)| {
+        let (
+            completions,
+            parallelism,
+            workers,
+            backoff_limit,
+            active_deadline_seconds,
+            max_failure_retry,
+            shared_memory_size,
+            ttl_seconds_after_finished,
+        ) = counts;
+        let (envs, mounts, groups, nodes, image_pull_secrets) = lists;
+        let (
+            resource_shape,
+            intra_job_communication,
+            stopped,
+            queue,
+            log,
+            disable_retry_on_program_error,
+            time_schedule,
+            segment_config,
+        ) = switches;
+        JobSpec {
+            resource_shape,
+            affinity: (groups.is_some() || nodes.is_some()).then_some(Affinity {
+                allowed_dedicated_node_groups: groups,
+                allowed_nodes_in_node_group: nodes,
+                allowed_providers: None,
+            }),
+            container,
+            shared_memory_size,
+            completions,
+            parallelism,
+            max_failure_retry,
+            envs,
+            mounts,
+            image_pull_secrets,
+            ttl_seconds_after_finished,
+            intra_job_communication,
+            log: log.map(|(save_termination_logs, enable_collection)| LogConfig {
+                save_termination_logs,
+                enable_collection,
+            }),
+            queue_config: queue.map(|(priority_class, can_be_preempted, can_preempt)| QueueConfig {
+                priority_class,
+                can_be_preempted,
+                can_preempt,
+            }),
+            stopped,
+            time_schedule,
+            segment_config,
+            workers,
+            backoff_limit,
+            active_deadline_seconds,
+            disable_retry_on_program_error,
+            ..Default::default()
+        }
+    })
 }
 
 fn labels() -> impl Strategy<Value = Option<BTreeMap<String, String>>> {
@@ -201,16 +229,22 @@ fn labels() -> impl Strategy<Value = Option<BTreeMap<String, String>>> {
 }
 
 fn job() -> impl Strategy<Value = LeptonJob> {
-    (job_name(), any::<bool>(), of(prop_oneof![Just(Visibility::Public), Just(Visibility::Private)]), labels(), labels(), spec()).prop_map(
-        |(name, as_id, visibility, labels, annotations, spec)| {
+    (
+        job_name(),
+        any::<bool>(),
+        of(prop_oneof![Just(Visibility::Public), Just(Visibility::Private)]),
+        labels(),
+        labels(),
+        spec(),
+    )
+        .prop_map(|(name, as_id, visibility, labels, annotations, spec)| {
             let (id, name) = if as_id { (Some(name), None) } else { (None, Some(name)) };
             LeptonJob {
                 metadata: Metadata { id, name, visibility, labels, annotations, ..Default::default() },
                 spec,
                 status: None,
             }
-        },
-    )
+        })
 }
 
 proptest! {
@@ -237,9 +271,8 @@ fn the_generator_produces_valid_jobs() {
     use proptest::test_runner::TestRunner;
     let mut runner = TestRunner::deterministic();
     let strategy = job();
-    let valid = (0..2000)
-        .filter(|_| validate_job(&strategy.new_tree(&mut runner).unwrap().current()).is_empty())
-        .count();
+    let valid =
+        (0..2000).filter(|_| validate_job(&strategy.new_tree(&mut runner).unwrap().current()).is_empty()).count();
     println!("{valid} of 2000 generated jobs are valid");
     assert!(valid >= 200, "only {valid} of 2000 generated jobs were valid");
 }

@@ -69,15 +69,8 @@ impl FromRequestParts<AppState> for CurrentUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
         let token = bearer_token(parts).ok_or(AppError::Unauthorized)?;
-        let user = state
-            .store
-            .user_by_token_hash(hash_token(token))
-            .await?
-            .ok_or(AppError::Unauthorized)?;
-        Ok(CurrentUser {
-            id: user.id,
-            name: user.name,
-        })
+        let user = state.store.user_by_token_hash(hash_token(token)).await?.ok_or(AppError::Unauthorized)?;
+        Ok(CurrentUser { id: user.id, name: user.name })
     }
 }
 
@@ -96,19 +89,13 @@ mod tests {
 
     #[test]
     fn hashes_are_sha256_hex() {
-        assert_eq!(
-            hash_token("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(hash_token("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
     #[test]
     fn bearer_scheme_is_case_insensitive_and_required() {
         let parts = |value: &str| {
-            let req = axum::http::Request::builder()
-                .header("authorization", value)
-                .body(())
-                .unwrap();
+            let req = axum::http::Request::builder().header("authorization", value).body(()).unwrap();
             req.into_parts().0
         };
         assert_eq!(bearer_token(&parts("Bearer abc")), Some("abc"));

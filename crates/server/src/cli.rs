@@ -115,12 +115,10 @@ pub fn run() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve(args).await,
-            Command::Token {
-                command: TokenCommand::Create { user, data },
-            } => token_create(&user, &data.data_dir).await,
-            Command::Kube {
-                command: KubeCommand::Render(args),
-            } => kube_render(args),
+            Command::Token { command: TokenCommand::Create { user, data } } => {
+                token_create(&user, &data.data_dir).await
+            }
+            Command::Kube { command: KubeCommand::Render(args) } => kube_render(args),
             Command::Supervise { .. } => unreachable!("handled before the runtime starts"),
         }
     });
@@ -136,10 +134,7 @@ pub fn run() -> ExitCode {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("JOBDECK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
 /// Creates the data directory if needed and proves it is writable, so a bad
@@ -164,8 +159,7 @@ fn prepare_data_dir(dir: &Path) -> Result<(), String> {
         tracing::warn!(dir = %dir.display(), "the data directory was readable by others; it is now owner-only (0700)");
     }
     let probe = dir.join(".write-test");
-    std::fs::write(&probe, b"ok")
-        .map_err(|e| format!("the data directory {} is not writable: {e}", dir.display()))?;
+    std::fs::write(&probe, b"ok").map_err(|e| format!("the data directory {} is not writable: {e}", dir.display()))?;
     let _ = std::fs::remove_file(probe);
     Ok(())
 }
@@ -199,20 +193,15 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| format!("cannot read the listening address: {e}"))?;
+    let local = listener.local_addr().map_err(|e| format!("cannot read the listening address: {e}"))?;
     let base = format!("http://{}", printable_addr(local));
 
-    let (_, created) = store
-        .ensure_user("admin", now_millis())
-        .await
-        .map_err(|e| format!("cannot create the admin user: {e:?}"))?;
+    let (_, created) =
+        store.ensure_user("admin", now_millis()).await.map_err(|e| format!("cannot create the admin user: {e:?}"))?;
     println!("Jobdeck is listening on {base}/");
     if created {
-        let token = auth::issue_token(&store, "admin")
-            .await
-            .map_err(|e| format!("cannot create the admin token: {e:?}"))?;
+        let token =
+            auth::issue_token(&store, "admin").await.map_err(|e| format!("cannot create the admin token: {e:?}"))?;
         println!("Sign in as admin: {base}/login#token={token}");
     } else {
         println!(
@@ -261,9 +250,7 @@ async fn token_create(user: &str, data_dir: &Path) -> Result<(), String> {
         return Err("--user must be 1 to 64 printable characters".into());
     }
     let store = open_store(data_dir)?;
-    let token = auth::issue_token(&store, user)
-        .await
-        .map_err(|e| format!("cannot create the token: {e:?}"))?;
+    let token = auth::issue_token(&store, user).await.map_err(|e| format!("cannot create the token: {e:?}"))?;
     println!("{token}");
     Ok(())
 }
@@ -274,14 +261,9 @@ fn kube_render(args: RenderArgs) -> Result<(), String> {
         Some(path) => Config::from_file(path, Path::new("."))?,
         None => Config::for_data_dir("."),
     };
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
-    let yaml = crate::kubernetes::render_job_file(
-        &text,
-        &config,
-        args.node_group.as_deref(),
-        args.namespace.as_deref(),
-    )?;
+    let text = std::fs::read_to_string(&args.file).map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+    let yaml =
+        crate::kubernetes::render_job_file(&text, &config, args.node_group.as_deref(), args.namespace.as_deref())?;
     print!("{yaml}");
     Ok(())
 }

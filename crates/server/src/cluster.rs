@@ -7,8 +7,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
-    Metadata, Node, NodeAmount, NodeGpu, NodeGroup, NodeGroupSpec, NodeGroupStatus, NodeInfo, NodeResource,
-    NodeGroupVolume, NodeSpec, NodeStatus, NodeWorkload, ResourceAmounts, Shape, ShapeSpec, StoragePermission,
+    Metadata, Node, NodeAmount, NodeGpu, NodeGroup, NodeGroupSpec, NodeGroupStatus, NodeGroupVolume, NodeInfo,
+    NodeResource, NodeSpec, NodeStatus, NodeWorkload, ResourceAmounts, Shape, ShapeSpec, StoragePermission,
 };
 
 use crate::auth::CurrentUser;
@@ -32,11 +32,7 @@ pub fn routes() -> Vec<Route> {
 /// The wire form of a configured shape.
 pub fn shape_view(shape: &ShapeConfig) -> Shape {
     Shape {
-        metadata: Metadata {
-            id: Some(shape.name.clone()),
-            name: Some(shape.name.clone()),
-            ..Metadata::default()
-        },
+        metadata: Metadata { id: Some(shape.name.clone()), name: Some(shape.name.clone()), ..Metadata::default() },
         spec: ShapeSpec {
             name: Some(shape.name.clone()),
             description: shape.description.clone(),
@@ -57,7 +53,11 @@ pub fn shape_view(shape: &ShapeConfig) -> Shape {
 /// `GET /shapes`, or with `node_groups=<id>` (repeated or comma-separated)
 /// the shapes one replica of which fits on a node of one of those groups, as
 /// Lepton answers the TAO SDK's per-group shape query.
-async fn list_shapes(State(state): State<AppState>, _user: CurrentUser, RawQuery(raw): RawQuery) -> AppResult<Json<Vec<Shape>>> {
+async fn list_shapes(
+    State(state): State<AppState>,
+    _user: CurrentUser,
+    RawQuery(raw): RawQuery,
+) -> AppResult<Json<Vec<Shape>>> {
     let mut groups = Vec::new();
     for (key, value) in query_pairs(raw.as_deref()) {
         if key == "node_groups" || key == "node_group" {
@@ -118,7 +118,11 @@ async fn storage_permission(
     Ok(Json(
         groups
             .into_iter()
-            .map(|group| StoragePermission { path_prefix: "/".into(), allowed_users: vec!["*".into()], nodegroup_id: group })
+            .map(|group| StoragePermission {
+                path_prefix: "/".into(),
+                allowed_users: vec!["*".into()],
+                nodegroup_id: group,
+            })
             .collect(),
     ))
 }
@@ -126,11 +130,8 @@ async fn storage_permission(
 /// What each node group has in use and how many jobs wait for it, from the
 /// jobs that hold a placement or are queued.
 pub fn usage_by_group(config: &Config, active: &[JobRow]) -> BTreeMap<String, (ResourceAmounts, i64)> {
-    let mut usage: BTreeMap<String, (ResourceAmounts, i64)> = config
-        .node_groups
-        .iter()
-        .map(|g| (g.name.clone(), (ResourceAmounts::default(), 0)))
-        .collect();
+    let mut usage: BTreeMap<String, (ResourceAmounts, i64)> =
+        config.node_groups.iter().map(|g| (g.name.clone(), (ResourceAmounts::default(), 0))).collect();
     for job in active {
         let shape = job_shape(config, job);
         match job.runtime.placement_json.as_deref().map(serde_json::from_str::<Placement>) {
@@ -170,11 +171,7 @@ pub fn node_group_views(config: &Config, active: &[JobRow], volumes: &[String]) 
                 .into_iter()
                 .map(|n| NodeInfo {
                     name: n.name,
-                    capacity: ResourceAmounts {
-                        cpu: n.cpu,
-                        memory_in_mb: n.memory_mb,
-                        gpu: n.gpus,
-                    },
+                    capacity: ResourceAmounts { cpu: n.cpu, memory_in_mb: n.memory_mb, gpu: n.gpus },
                 })
                 .collect();
             let count = nodes.len() as i64;
@@ -205,12 +202,7 @@ pub fn node_group_views(config: &Config, active: &[JobRow], volumes: &[String]) 
                             .collect(),
                     ),
                 },
-                status: NodeGroupStatus {
-                    ready_nodes: Some(count),
-                    quota_enabled: Some(true),
-                    in_use,
-                    queued_jobs,
-                },
+                status: NodeGroupStatus { ready_nodes: Some(count), quota_enabled: Some(true), in_use, queued_jobs },
             }
         })
         .collect()
@@ -237,10 +229,7 @@ async fn get_node_group(
 /// The shape a stored job runs with: the one it names, else the first.
 fn job_shape<'a>(config: &'a Config, job: &JobRow) -> Option<&'a ShapeConfig> {
     let spec: jobdeck_api::JobSpec = serde_json::from_str(&job.spec_json).unwrap_or_default();
-    spec.resource_shape
-        .as_deref()
-        .and_then(|s| config.shape(s))
-        .or(config.shapes.first())
+    spec.resource_shape.as_deref().and_then(|s| config.shape(s)).or(config.shapes.first())
 }
 
 /// The wire form of a group's nodes: each node's capacity, what the admitted

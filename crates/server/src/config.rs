@@ -71,11 +71,7 @@ pub struct ExecutorConfig {
 
 impl Default for ExecutorConfig {
     fn default() -> Self {
-        Self {
-            kind: ExecutorKind::Local,
-            local: LocalExecutorConfig::default(),
-            kubernetes: toml::Table::new(),
-        }
+        Self { kind: ExecutorKind::Local, local: LocalExecutorConfig::default(), kubernetes: toml::Table::new() }
     }
 }
 
@@ -165,12 +161,7 @@ impl NodeGroupConfig {
         };
         names
             .into_iter()
-            .map(|name| NodeConfig {
-                name,
-                cpu: self.cpu,
-                memory_mb: self.memory_mb,
-                gpus: self.gpus,
-            })
+            .map(|name| NodeConfig { name, cpu: self.cpu, memory_mb: self.memory_mb, gpus: self.gpus })
             .collect()
     }
 }
@@ -221,14 +212,7 @@ impl MachineInfo {
             .filter(|h| !h.is_empty())
             .unwrap_or_else(|| "localhost".into());
         let (gpus, gpu_product, gpu_memory_mb) = detect_nvidia_gpus();
-        MachineInfo {
-            hostname,
-            cpus,
-            memory_mb,
-            gpus,
-            gpu_product,
-            gpu_memory_mb,
-        }
+        MachineInfo { hostname, cpus, memory_mb, gpus, gpu_product, gpu_memory_mb }
     }
 }
 
@@ -262,11 +246,7 @@ fn parse_nvidia_smi(text: &str) -> (i64, Option<String>, Option<i64>) {
         })
         .collect();
     let first = rows.first().cloned();
-    (
-        rows.len() as i64,
-        first.as_ref().map(|(n, _)| n.replace(' ', "-")),
-        first.and_then(|(_, m)| m),
-    )
+    (rows.len() as i64, first.as_ref().map(|(n, _)| n.replace(' ', "-")), first.and_then(|(_, m)| m))
 }
 
 /// A lowercase slug of a GPU product for shape names: `NVIDIA-H100-80GB-HBM3`
@@ -274,10 +254,7 @@ fn parse_nvidia_smi(text: &str) -> (i64, Option<String>, Option<i64>) {
 fn gpu_slug(product: &str) -> String {
     let lower = product.to_ascii_lowercase();
     let trimmed = lower.strip_prefix("nvidia-").unwrap_or(&lower);
-    let slug: String = trimmed
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
+    let slug: String = trimmed.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
     let slug = slug.trim_matches('-').to_string();
     if slug.is_empty() {
         "gpu".into()
@@ -314,11 +291,8 @@ pub fn default_shapes(machine: &MachineInfo) -> Vec<ShapeConfig> {
         ephemeral_storage_gb: None,
         description: Some(format!("{cpu} CPU, {} GiB memory", memory_mb / 1024)),
     };
-    let mut shapes = vec![
-        cpu_shape("cpu.small", 1.0, 4096),
-        cpu_shape("cpu.medium", 2.0, 8192),
-        cpu_shape("cpu.large", 4.0, 16384),
-    ];
+    let mut shapes =
+        vec![cpu_shape("cpu.small", 1.0, 4096), cpu_shape("cpu.medium", 2.0, 8192), cpu_shape("cpu.large", 4.0, 16384)];
     if machine.gpus > 0 {
         let product = machine.gpu_product.clone().unwrap_or_else(|| "GPU".into());
         let slug = gpu_slug(&product);
@@ -534,9 +508,7 @@ impl Config {
 fn is_resource_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
 }
 
 #[cfg(test)]

@@ -74,33 +74,20 @@ async fn serve_console(files: Arc<ConsoleFiles>, req: Request) -> Response {
             return with_security_headers(&files, precompressed_response(&path, body));
         }
     }
-    let served = ServeDir::new(&files.dir)
-        .append_index_html_on_directories(false)
-        .oneshot(req)
-        .await;
+    let served = ServeDir::new(&files.dir).append_index_html_on_directories(false).oneshot(req).await;
     let response = match served {
         Ok(res) if res.status() != StatusCode::NOT_FOUND && path != "/" => {
             let mut res = res.map(Body::new);
-            let cache = if is_hashed_asset(&path) {
-                "public, max-age=31536000, immutable"
-            } else {
-                "no-cache"
-            };
-            res.headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+            let cache = if is_hashed_asset(&path) { "public, max-age=31536000, immutable" } else { "no-cache" };
+            res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
             res
         }
-        _ if looks_like_asset(&path) => {
-            (StatusCode::NOT_FOUND, "not found").into_response()
-        }
+        _ if looks_like_asset(&path) => (StatusCode::NOT_FOUND, "not found").into_response(),
         _ => match &files.index_html {
             Some(html) => {
                 let mut res = (StatusCode::OK, html.clone()).into_response();
                 let headers = res.headers_mut();
-                headers.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/html; charset=utf-8"),
-                );
+                headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
                 headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
                 res
             }
@@ -139,10 +126,7 @@ fn redirect(location: &str) -> Response {
 fn with_security_headers(files: &ConsoleFiles, mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, files.csp.clone());
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
@@ -176,11 +160,7 @@ fn precompress(files: &ConsoleFiles) {
 
 /// The encoder settings for precompressed assets.
 pub fn brotli_params() -> brotli::enc::BrotliEncoderParams {
-    brotli::enc::BrotliEncoderParams {
-        quality: BROTLI_QUALITY as i32,
-        lgwin: 22,
-        ..Default::default()
-    }
+    brotli::enc::BrotliEncoderParams { quality: BROTLI_QUALITY as i32, lgwin: 22, ..Default::default() }
 }
 
 fn accepts_brotli(req: &Request) -> bool {
@@ -209,10 +189,7 @@ fn precompressed_response(path: &str, body: bytes::Bytes) -> Response {
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("br"));
     headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=31536000, immutable"),
-    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
     response
 }
 

@@ -173,9 +173,7 @@ async fn discard(mut body: axum::body::BodyDataStream, at_most: u64) {
 /// The 413 answer, closing the connection after it.
 fn too_large() -> Response {
     let mut response = AppError::PayloadTooLarge.into_response();
-    response
-        .headers_mut()
-        .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
     response
 }
 
@@ -197,9 +195,7 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         if !has_json_content_type(req.headers()) {
-            return Err(AppError::BadRequest(
-                "expected a JSON body: set 'Content-Type: application/json'".into(),
-            ));
+            return Err(AppError::BadRequest("expected a JSON body: set 'Content-Type: application/json'".into()));
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -211,24 +207,18 @@ where
         match jobdeck_api::from_json(&bytes) {
             Ok(value) => Ok(ApiJson(value)),
             Err(JsonError::Fields(fields)) => Err(AppError::Validation(fields)),
-            Err(JsonError::Syntax(e)) => {
-                Err(AppError::BadRequest(format!("the body is not valid JSON: {e}")))
-            }
+            Err(JsonError::Syntax(e)) => Err(AppError::BadRequest(format!("the body is not valid JSON: {e}"))),
         }
     }
 }
 
 /// `application/json` or any `application/*+json`, as axum's `Json` accepts.
 fn has_json_content_type(headers: &axum::http::HeaderMap) -> bool {
-    let Some(value) = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
+    let Some(value) = headers.get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
         return false;
     };
     let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// A query string whose rejections become `AppError`s.
@@ -244,9 +234,9 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(value)) => Ok(ApiQuery(value)),
-            Err(QueryRejection::FailedToDeserializeQueryString(e)) => Err(AppError::BadRequest(
-                format!("invalid query string: {}", e.body_text()),
-            )),
+            Err(QueryRejection::FailedToDeserializeQueryString(e)) => {
+                Err(AppError::BadRequest(format!("invalid query string: {}", e.body_text())))
+            }
             Err(other) => Err(AppError::BadRequest(other.body_text())),
         }
     }
@@ -258,13 +248,7 @@ pub async fn api_route_not_found(OriginalUri(uri): OriginalUri) -> AppError {
 }
 
 /// The answer to a known API path called with the wrong method.
-pub async fn api_method_not_allowed(
-    method: axum::http::Method,
-    OriginalUri(uri): OriginalUri,
-) -> Response {
-    let body = ApiError::new(
-        "method_not_allowed",
-        format!("{method} is not allowed on {}", uri.path()),
-    );
+pub async fn api_method_not_allowed(method: axum::http::Method, OriginalUri(uri): OriginalUri) -> Response {
+    let body = ApiError::new("method_not_allowed", format!("{method} is not allowed on {}", uri.path()));
     (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
 }

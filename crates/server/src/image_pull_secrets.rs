@@ -16,10 +16,7 @@ use crate::store::ImagePullSecretRow;
 use crate::{now_millis, AppState, Route};
 
 pub fn routes() -> Vec<Route> {
-    vec![
-        ("/imagepullsecrets", get(list).post(create)),
-        ("/imagepullsecrets/{name}", delete(remove)),
-    ]
+    vec![("/imagepullsecrets", get(list).post(create)), ("/imagepullsecrets/{name}", delete(remove))]
 }
 
 /// The longest password accepted (registry tokens are a few KiB at most).
@@ -64,7 +61,10 @@ fn check(secret: &ImagePullSecret) -> FieldErrors {
         && !name.starts_with('-')
         && !name.ends_with('-');
     if !valid_name {
-        push("metadata.name", "must be 1 to 63 lowercase letters, digits and '-', starting and ending with a letter or digit");
+        push(
+            "metadata.name",
+            "must be 1 to 63 lowercase letters, digits and '-', starting and ending with a letter or digit",
+        );
     }
     if let (Some(name), Some(id)) = (&secret.metadata.name, &secret.metadata.id) {
         if name != id {

@@ -13,18 +13,15 @@ use jobdeck_api::{
 
 use crate::auth::CurrentUser;
 use crate::cluster::{node_group_views, shape_view};
+use crate::config::ExecutorKind;
 use crate::error::{ApiJson, AppError, AppResult};
 use crate::scheduler::Command;
-use crate::config::ExecutorKind;
 use crate::spec::ResolvedSpec;
 use crate::store::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey};
 use crate::{now_millis, AppState, Route};
 
 pub fn routes() -> Vec<Route> {
-    vec![
-        ("/jobs", get(list_jobs).post(create_job)),
-        ("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job)),
-    ]
+    vec![("/jobs", get(list_jobs).post(create_job)), ("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job))]
 }
 
 pub const DEFAULT_PAGE_SIZE: i64 = 50;
@@ -32,16 +29,11 @@ pub const MAX_PAGE_SIZE: i64 = 500;
 
 /// The pairs of a query string, decoded.
 pub fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
-    form_urlencoded::parse(raw.unwrap_or("").as_bytes())
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
+    form_urlencoded::parse(raw.unwrap_or("").as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
 }
 
 fn parse_int(name: &str, value: &str) -> AppResult<i64> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| AppError::BadRequest(format!("{name} must be a whole number, not '{value}'")))
+    value.trim().parse().map_err(|_| AppError::BadRequest(format!("{name} must be a whole number, not '{value}'")))
 }
 
 /// Reads `job_query_mode`.
@@ -80,7 +72,8 @@ fn matching_states(value: &str) -> AppResult<Vec<String>> {
 fn parse_label_selector(selector: &str) -> AppResult<Vec<(String, Option<String>)>> {
     let mut out = Vec::new();
     for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = match part.split_once("==").or_else(|| part.split_once('=')).or_else(|| part.split_once(':')) {
+        let (key, value) = match part.split_once("==").or_else(|| part.split_once('=')).or_else(|| part.split_once(':'))
+        {
             Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
             None => (part, None),
         };
@@ -103,12 +96,7 @@ fn printable(name: &str, value: String) -> AppResult<String> {
 
 /// Builds the listing filter from the query string of `GET /jobs`.
 pub fn parse_list_query(viewer: String, raw: Option<&str>) -> AppResult<JobFilter> {
-    let mut filter = JobFilter {
-        viewer,
-        page: 1,
-        page_size: DEFAULT_PAGE_SIZE,
-        ..JobFilter::default()
-    };
+    let mut filter = JobFilter { viewer, page: 1, page_size: DEFAULT_PAGE_SIZE, ..JobFilter::default() };
     for (key, value) in query_pairs(raw) {
         match key.as_str() {
             "q" => filter.q = Some(printable("q", value)?).filter(|v| !v.is_empty()),
@@ -188,12 +176,7 @@ async fn list_jobs(
     let (page, page_size) = (filter.page, filter.page_size);
     let (rows, total) = state.store.list_jobs(filter).await?;
     let jobs = rows.into_iter().map(job_view).collect::<AppResult<Vec<_>>>()?;
-    Ok(Json(JobList {
-        jobs,
-        total,
-        page,
-        page_size,
-    }))
+    Ok(Json(JobList { jobs, total, page, page_size }))
 }
 
 /// What the job rules need to know about this server: its shapes, its node
@@ -201,13 +184,8 @@ async fn list_jobs(
 /// active jobs are not read: that read grew with the queue and slowed every
 /// creation) and the secrets `user` may reference.
 pub async fn validation_context(state: &AppState, user: &str) -> AppResult<ValidationContext> {
-    let mut secret_names: Vec<String> = state
-        .store
-        .secrets_visible_to(user.to_string())
-        .await?
-        .into_iter()
-        .map(|s| s.name)
-        .collect();
+    let mut secret_names: Vec<String> =
+        state.store.secrets_visible_to(user.to_string()).await?.into_iter().map(|s| s.name).collect();
     secret_names.dedup();
     // On Kubernetes a name Jobdeck does not store names a Secret of the
     // namespace, which only the cluster knows.
@@ -230,9 +208,8 @@ fn merge(into: &mut FieldErrors, more: FieldErrors) {
     for (path, messages) in more {
         // The contract gives one message per field, and the contract's own
         // wins, also over a message about a list whose items it already named.
-        let covered = into.keys().any(|p| {
-            p == &path || p.starts_with(&format!("{path}[")) || p.starts_with(&format!("{path}."))
-        });
+        let covered =
+            into.keys().any(|p| p == &path || p.starts_with(&format!("{path}[")) || p.starts_with(&format!("{path}.")));
         if covered {
             continue;
         }
@@ -300,11 +277,7 @@ async fn create_job(
         metadata_json: serde_json::to_string(&StoredMetadata::from(&job.metadata)).map_err(AppError::internal)?,
         spec_json: serde_json::to_string(&job.spec).map_err(AppError::internal)?,
         priority: resolved.priority,
-        node_groups: if allowed_groups.is_empty() {
-            String::new()
-        } else {
-            format!(",{},", allowed_groups.join(","))
-        },
+        node_groups: if allowed_groups.is_empty() { String::new() } else { format!(",{},", allowed_groups.join(",")) },
         runtime: JobRuntime {
             state: state_name.as_str().into(),
             reason: Some(reason.into()),
@@ -323,10 +296,7 @@ async fn create_job(
         regarding_name: id.clone(),
         time: now,
     };
-    let events = vec![
-        event("Created", format!("job created by {}", user.name)),
-        event(reason, message),
-    ];
+    let events = vec![event("Created", format!("job created by {}", user.name)), event(reason, message)];
     state.store.insert_job(row.clone(), events).await?;
     state.job_changed(&id);
     Ok((StatusCode::OK, Json(job_view(row)?)))
@@ -341,10 +311,8 @@ pub async fn visible_job(state: &AppState, user: &CurrentUser, id_or_name: &str)
         return Ok(row);
     }
     const CANDIDATES_SHOWN: i64 = 10;
-    let mut named = state
-        .store
-        .jobs_named_visible_to(id_or_name.to_string(), user.name.clone(), CANDIDATES_SHOWN + 1)
-        .await?;
+    let mut named =
+        state.store.jobs_named_visible_to(id_or_name.to_string(), user.name.clone(), CANDIDATES_SHOWN + 1).await?;
     match named.len() {
         0 => Err(AppError::NotFound(format!("job '{id_or_name}' not found"))),
         1 => Ok(named.remove(0)),
@@ -409,7 +377,9 @@ fn parse_patch(body: &serde_json::Value) -> AppResult<bool> {
     let mut errors = FieldErrors::new();
     let mut stopped = None;
     let Some(top) = body.as_object() else {
-        return Err(AppError::BadRequest("the body must be a JSON object such as {\"spec\": {\"stopped\": true}}".into()));
+        return Err(AppError::BadRequest(
+            "the body must be a JSON object such as {\"spec\": {\"stopped\": true}}".into(),
+        ));
     };
     for (key, value) in top {
         if key != "spec" {
@@ -432,7 +402,10 @@ fn parse_patch(body: &serde_json::Value) -> AppResult<bool> {
         }
     }
     if stopped.is_none() && errors.is_empty() {
-        errors.entry("spec.stopped".into()).or_default().push("is required: true stops the job, false starts it".into());
+        errors
+            .entry("spec.stopped".into())
+            .or_default()
+            .push("is required: true stops the job, false starts it".into());
     }
     if !errors.is_empty() {
         return Err(AppError::Validation(errors));
@@ -474,10 +447,7 @@ struct StoredMetadata {
 
 impl From<&Metadata> for StoredMetadata {
     fn from(m: &Metadata) -> Self {
-        Self {
-            labels: m.labels.clone(),
-            annotations: m.annotations.clone(),
-        }
+        Self { labels: m.labels.clone(), annotations: m.annotations.clone() }
     }
 }
 
@@ -493,11 +463,7 @@ pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
     let stored: StoredMetadata = serde_json::from_str(&row.metadata_json).map_err(AppError::internal)?;
     let mut spec = stored_spec(&row)?;
     spec.container.registry_password = None;
-    let visibility = if row.visibility == "public" {
-        Visibility::Public
-    } else {
-        Visibility::Private
-    };
+    let visibility = if row.visibility == "public" { Visibility::Public } else { Visibility::Private };
     let r = row.runtime;
     let job_name = row.id.clone();
     Ok(LeptonJob {
@@ -540,10 +506,7 @@ fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let mut bytes = [0u8; 5];
     getrandom::fill(&mut bytes).expect("the operating system has no random source");
-    bytes
-        .iter()
-        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
-        .collect()
+    bytes.iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
 }
 
 #[cfg(test)]
@@ -600,8 +563,16 @@ mod tests {
         assert!(!parse_patch(&json!({"spec": {"stopped": false}})).unwrap());
         let cases = [
             (json!({"spec": {"stopped": "yes"}}), "spec.stopped", "must be true or false"),
-            (json!({"spec": {"completions": 3, "stopped": true}}), "spec.completions", "cannot be changed after creation"),
-            (json!({"metadata": {"name": "x"}, "spec": {"stopped": true}}), "metadata", "cannot be changed after creation"),
+            (
+                json!({"spec": {"completions": 3, "stopped": true}}),
+                "spec.completions",
+                "cannot be changed after creation",
+            ),
+            (
+                json!({"metadata": {"name": "x"}, "spec": {"stopped": true}}),
+                "metadata",
+                "cannot be changed after creation",
+            ),
             (json!({"spec": {}}), "spec.stopped", "is required: true stops the job, false starts it"),
         ];
         for (body, path, message) in cases {

@@ -17,9 +17,9 @@ pub mod failure_analysis;
 pub mod gateway;
 pub mod image_pull_secrets;
 pub mod jobs;
+pub mod kubernetes;
 pub mod log_api;
 pub mod log_query;
-pub mod kubernetes;
 pub mod logs;
 pub mod openapi;
 pub mod replicas;
@@ -60,13 +60,7 @@ impl AppState {
         }
         let scheduler =
             scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx).await?;
-        Ok(Self {
-            store,
-            config,
-            logs,
-            executor,
-            scheduler,
-        })
+        Ok(Self { store, config, logs, executor, scheduler })
     }
 
     /// What every job must satisfy on this server beyond the contract's own
@@ -127,21 +121,14 @@ pub fn app(state: AppState) -> Router {
     // `/api/v2/` with its slash is the API's root too: nesting matches the
     // root only without it, and clients write either.
     let root_with_slash = axum::routing::get(workspace::workspace_record).fallback(error::api_method_not_allowed);
-    let router = Router::new()
-        .nest(jobdeck_api::API_BASE, api)
-        .route(&format!("{}/", jobdeck_api::API_BASE), root_with_slash);
+    let router =
+        Router::new().nest(jobdeck_api::API_BASE, api).route(&format!("{}/", jobdeck_api::API_BASE), root_with_slash);
     let router = match state.config.console_dir.clone() {
         Some(dir) => console::serve(router, &dir),
         None => router,
     };
     let workspace: Arc<str> = state.config.workspace_name.as_str().into();
-    let router = router
-        .layer(
-            tower_http::compression::CompressionLayer::new()
-                .br(true)
-                .gzip(true),
-        )
-        .with_state(state);
+    let router = router.layer(tower_http::compression::CompressionLayer::new().br(true).gzip(true)).with_state(state);
     // The gateway form is rewritten before the router above sees the path,
     // so this outer router routes nothing itself.
     Router::new()
@@ -151,8 +138,5 @@ pub fn app(state: AppState) -> Router {
 
 /// Milliseconds since the Unix epoch.
 pub fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }

@@ -126,7 +126,10 @@ impl LogRequest {
             };
             if let (RangeStart::Line(first), Some(last)) = (start, to) {
                 if last >= first && last - first >= MAX_RANGE_LINES {
-                    return Err(AppError::BadRequest(format!("a range holds at most {MAX_RANGE_LINES} lines (from {first} to {last} is {})", last - first + 1)));
+                    return Err(AppError::BadRequest(format!(
+                        "a range holds at most {MAX_RANGE_LINES} lines (from {first} to {last} is {})",
+                        last - first + 1
+                    )));
                 }
             }
             return Ok(LogRequest::Range { from: start, to, wait: Duration::from_secs(wait.unwrap_or(0)) });
@@ -178,7 +181,8 @@ pub async fn range(attempt: Attempt, from: RangeStart, to: Option<u64>, wait: Du
     let mut ended = attempt.ended().await;
     if let RangeStart::Line(first) = from {
         loop {
-            let (logs, job, index, number) = (attempt.logs.clone(), attempt.job_id.clone(), attempt.index, attempt.attempt);
+            let (logs, job, index, number) =
+                (attempt.logs.clone(), attempt.job_id.clone(), attempt.index, attempt.attempt);
             let count = blocking(move || line_count(&logs, &job, index, number)).await?;
             if count >= first || ended || Instant::now() >= deadline {
                 break;
@@ -230,7 +234,13 @@ pub fn matcher(text: &str, regex: bool, ignore_case: bool) -> AppResult<regex::b
 }
 
 /// Answers a search over every line of the log.
-pub async fn search(attempt: Attempt, text: String, regex: bool, ignore_case: bool, limit: usize) -> AppResult<Response> {
+pub async fn search(
+    attempt: Attempt,
+    text: String,
+    regex: bool,
+    ignore_case: bool,
+    limit: usize,
+) -> AppResult<Response> {
     let pattern = matcher(&text, regex, ignore_case)?;
     let (logs, job, index, number) = (attempt.logs, attempt.job_id, attempt.index, attempt.attempt);
     let (total_lines, matches, truncated) = blocking(move || match logs.open(&job, index, number)? {
@@ -251,7 +261,8 @@ pub fn attachment(replica: &str) -> HeaderValue {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
         .collect();
-    HeaderValue::from_str(&format!("attachment; filename=\"{name}.log\"")).unwrap_or(HeaderValue::from_static("attachment"))
+    HeaderValue::from_str(&format!("attachment; filename=\"{name}.log\""))
+        .unwrap_or(HeaderValue::from_static("attachment"))
 }
 
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> std::io::Result<T> + Send + 'static) -> AppResult<T> {
@@ -275,14 +286,20 @@ mod tests {
             ("download=true&timestamps=true", LogRequest::Text { follow: None, timestamps: true, download: true }),
             ("unknown=x", LogRequest::Text { follow: None, timestamps: false, download: false }),
             ("from=10&to=20", LogRequest::Range { from: RangeStart::Line(10), to: Some(20), wait: Duration::ZERO }),
-            ("from=11&wait=25", LogRequest::Range { from: RangeStart::Line(11), to: None, wait: Duration::from_secs(25) }),
+            (
+                "from=11&wait=25",
+                LogRequest::Range { from: RangeStart::Line(11), to: None, wait: Duration::from_secs(25) },
+            ),
             ("tail=100", LogRequest::Range { from: RangeStart::Tail(100), to: None, wait: Duration::ZERO }),
             ("to=0", LogRequest::Range { from: RangeStart::Line(1), to: Some(0), wait: Duration::ZERO }),
             (
                 "search=a%2Bb&regex=true&ignore_case=true&limit=5",
                 LogRequest::Search { text: "a+b".into(), regex: true, ignore_case: true, limit: 5 },
             ),
-            ("search=x", LogRequest::Search { text: "x".into(), regex: false, ignore_case: false, limit: DEFAULT_SEARCH_LIMIT }),
+            (
+                "search=x",
+                LogRequest::Search { text: "x".into(), regex: false, ignore_case: false, limit: DEFAULT_SEARCH_LIMIT },
+            ),
         ];
         for (query, expected) in cases {
             assert_eq!(parse(query).unwrap(), expected, "{query}");

@@ -169,37 +169,44 @@ fn first_at_or_after(reader: &mut LogReader, count: u64, millis: i64) -> std::io
 
 /// Up to `limit` lines of one attempt in `[start, end)` nanoseconds that
 /// contain `text`, in the query's direction.
-fn attempt_lines(reader: &mut LogReader, query: &LogQuery, start: i64, end: i64, limit: usize) -> std::io::Result<Vec<Found>> {
+fn attempt_lines(
+    reader: &mut LogReader,
+    query: &LogQuery,
+    start: i64,
+    end: i64,
+    limit: usize,
+) -> std::io::Result<Vec<Found>> {
     const CHUNK: u64 = 2_000;
     let count = reader.line_count()?;
     let first = first_at_or_after(reader, count, start.div_euclid(NANOS_PER_MILLI))?;
     // The first line past the range: its millisecond starts at or after `end`.
     let past = first_at_or_after(reader, count, end.saturating_add(NANOS_PER_MILLI - 1).div_euclid(NANOS_PER_MILLI))?;
     let mut found = Vec::new();
-    let keep = |chunk_from: u64, chunk_to: u64, found: &mut Vec<Found>, reader: &mut LogReader| -> std::io::Result<()> {
-        let lines = reader.lines(chunk_from, chunk_to)?;
-        let Some(head) = lines.first() else { return Ok(()) };
-        // The rank of the chunk's first line within its millisecond.
-        let mut rank = (chunk_from - first_at_or_after(reader, count, head.time)?) as i64;
-        let mut millis = head.time;
-        let mut chunk = Vec::new();
-        for line in lines {
-            if line.time != millis {
-                millis = line.time;
-                rank = 0;
+    let keep =
+        |chunk_from: u64, chunk_to: u64, found: &mut Vec<Found>, reader: &mut LogReader| -> std::io::Result<()> {
+            let lines = reader.lines(chunk_from, chunk_to)?;
+            let Some(head) = lines.first() else { return Ok(()) };
+            // The rank of the chunk's first line within its millisecond.
+            let mut rank = (chunk_from - first_at_or_after(reader, count, head.time)?) as i64;
+            let mut millis = head.time;
+            let mut chunk = Vec::new();
+            for line in lines {
+                if line.time != millis {
+                    millis = line.time;
+                    rank = 0;
+                }
+                let nanos = line.time * NANOS_PER_MILLI + rank.min(NANOS_PER_MILLI - 1);
+                rank += 1;
+                if nanos >= start && nanos < end && line.text.contains(query.text.as_str()) {
+                    chunk.push(Found { nanos, text: line.text });
+                }
             }
-            let nanos = line.time * NANOS_PER_MILLI + rank.min(NANOS_PER_MILLI - 1);
-            rank += 1;
-            if nanos >= start && nanos < end && line.text.contains(query.text.as_str()) {
-                chunk.push(Found { nanos, text: line.text });
+            if query.direction == Direction::Backward {
+                chunk.reverse();
             }
-        }
-        if query.direction == Direction::Backward {
-            chunk.reverse();
-        }
-        found.extend(chunk);
-        Ok(())
-    };
+            found.extend(chunk);
+            Ok(())
+        };
     match query.direction {
         Direction::Forward => {
             let mut from = first;
@@ -224,7 +231,13 @@ fn attempt_lines(reader: &mut LogReader, query: &LogQuery, start: i64, end: i64,
 
 /// The answer to `query` over the attempts `(completion index, attempt)` of
 /// `job_id`, in Loki's shape.
-fn answer(logs: &LogStore, job_id: &str, attempts: &[(i64, i64)], query: &LogQuery, range: (i64, i64)) -> std::io::Result<Value> {
+fn answer(
+    logs: &LogStore,
+    job_id: &str,
+    attempts: &[(i64, i64)],
+    query: &LogQuery,
+    range: (i64, i64),
+) -> std::io::Result<Value> {
     let mut all: Vec<(i64, String, String)> = Vec::new();
     for &(index, attempt) in attempts {
         let Some(mut reader) = logs.open(job_id, index, attempt)? else { continue };
@@ -250,7 +263,11 @@ fn answer(logs: &LogStore, job_id: &str, attempts: &[(i64, i64)], query: &LogQue
     Ok(json!({"status": "success", "data": {"resultType": "streams", "result": result}}))
 }
 
-async fn query_logs(State(state): State<AppState>, user: CurrentUser, RawQuery(raw): RawQuery) -> AppResult<Json<Value>> {
+async fn query_logs(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    RawQuery(raw): RawQuery,
+) -> AppResult<Json<Value>> {
     let query = LogQuery::parse(&query_pairs(raw.as_deref()))?;
     // A replica id starts with its job's id, so a query by replica alone
     // finds its job by trying the prefixes before each '-'.
@@ -277,13 +294,8 @@ async fn query_logs(State(state): State<AppState>, user: CurrentUser, RawQuery(r
             format!("job '{}' does not collect logs (spec.log.enable_collection is false)", job.id),
         ));
     }
-    let mut attempts: Vec<(i64, i64)> = state
-        .store
-        .replicas_of(job.id.clone())
-        .await?
-        .iter()
-        .map(|r| (r.completion_index, r.attempt))
-        .collect();
+    let mut attempts: Vec<(i64, i64)> =
+        state.store.replicas_of(job.id.clone()).await?.iter().map(|r| (r.completion_index, r.attempt)).collect();
     if let Some(replica) = &query.replica {
         let wanted = parse_replica_id(&job.id, replica)
             .ok_or_else(|| AppError::NotFound(format!("replica '{replica}' of job '{}' not found", job.id)))?;
@@ -291,9 +303,7 @@ async fn query_logs(State(state): State<AppState>, user: CurrentUser, RawQuery(r
     }
     // Without a range: from the job's creation to now (and a little past, so
     // a line written this millisecond is in).
-    let range = query
-        .range
-        .unwrap_or(((job.created_at - 1) * NANOS_PER_MILLI, (now_millis() + 1) * NANOS_PER_MILLI));
+    let range = query.range.unwrap_or(((job.created_at - 1) * NANOS_PER_MILLI, (now_millis() + 1) * NANOS_PER_MILLI));
     let logs = state.logs.clone();
     let job_id = job.id.clone();
     let answer = tokio::task::spawn_blocking(move || answer(&logs, &job_id, &attempts, &query, range))
@@ -397,7 +407,8 @@ mod tests {
     #[test]
     fn ranges_and_text_filter_lines() {
         let dir = tempfile::tempdir().unwrap();
-        let mut reader = attempt(dir.path(), &[(1, "epoch 1 loss 3"), (2, "saving"), (3, "epoch 2 loss 2"), (4, "epoch 3 loss 1")]);
+        let mut reader =
+            attempt(dir.path(), &[(1, "epoch 1 loss 3"), (2, "saving"), (3, "epoch 2 loss 2"), (4, "epoch 3 loss 1")]);
         let found = attempt_lines(&mut reader, &query(Direction::Forward, "loss"), 2_000_000, 4_000_000, 100).unwrap();
         assert_eq!(texts(&found), ["epoch 2 loss 2"]);
         let found = attempt_lines(&mut reader, &query(Direction::Backward, "loss"), 0, i64::MAX, 2).unwrap();

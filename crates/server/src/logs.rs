@@ -68,10 +68,7 @@ impl LogStore {
     /// The `.log` and `.idx` paths of an attempt.
     pub fn paths(&self, job_id: &str, completion_index: i64, attempt: i64) -> (PathBuf, PathBuf) {
         let dir = self.job_dir(job_id);
-        (
-            dir.join(format!("{completion_index}-{attempt}.log")),
-            dir.join(format!("{completion_index}-{attempt}.idx")),
-        )
+        (dir.join(format!("{completion_index}-{attempt}.log")), dir.join(format!("{completion_index}-{attempt}.idx")))
     }
 
     /// Where the failure analysis keeps what it found in an ended attempt's
@@ -364,12 +361,7 @@ fn parse_line(number: u64, raw: &str) -> Option<LogLine> {
         b'e' => (Stream::Stderr, rest.get(2..).unwrap_or("")),
         _ => return None,
     };
-    Some(LogLine {
-        number,
-        time,
-        stream,
-        text: text.to_string(),
-    })
+    Some(LogLine { number, time, stream, text: text.to_string() })
 }
 
 /// Splits a byte stream into lines, keeping an unfinished line until its
@@ -431,12 +423,23 @@ mod tests {
     #[test]
     fn lines_are_read_back_by_number_with_time_and_stream() {
         let (_dir, store) = store();
-        write(&store, &[(Stream::Stdout, "first"), (Stream::Stderr, "second \u{1b}[31mred"), (Stream::Stdout, ""), (Stream::Stdout, "<b>4</b>")]);
+        write(
+            &store,
+            &[
+                (Stream::Stdout, "first"),
+                (Stream::Stderr, "second \u{1b}[31mred"),
+                (Stream::Stdout, ""),
+                (Stream::Stdout, "<b>4</b>"),
+            ],
+        );
         let mut reader = store.open("job-1", 0, 0).unwrap().unwrap();
         assert_eq!(reader.line_count().unwrap(), 4);
         let lines = reader.lines(2, 4).unwrap();
         assert_eq!(lines.len(), 3);
-        assert_eq!(lines[0], LogLine { number: 2, time: 1001, stream: Stream::Stderr, text: "second \u{1b}[31mred".into() });
+        assert_eq!(
+            lines[0],
+            LogLine { number: 2, time: 1001, stream: Stream::Stderr, text: "second \u{1b}[31mred".into() }
+        );
         assert_eq!(lines[1].text, "");
         assert_eq!(lines[2].text, "<b>4</b>");
         assert_eq!(reader.lines(4, 100).unwrap().len(), 1);
@@ -526,7 +529,11 @@ mod tests {
         reader
             .visit(1, |number, _, _, _| {
                 first.push(number);
-                if number == 3 { std::ops::ControlFlow::Break(()) } else { std::ops::ControlFlow::Continue(()) }
+                if number == 3 {
+                    std::ops::ControlFlow::Break(())
+                } else {
+                    std::ops::ControlFlow::Continue(())
+                }
             })
             .unwrap();
         assert_eq!(first, [1, 2, 3]);
@@ -536,7 +543,15 @@ mod tests {
     #[test]
     fn searching_finds_line_numbers_and_stops_at_the_limit() {
         let (_dir, store) = store();
-        write(&store, &[(Stream::Stdout, "alpha"), (Stream::Stdout, "Beta"), (Stream::Stderr, "beta gamma"), (Stream::Stdout, "1003 o beta")]);
+        write(
+            &store,
+            &[
+                (Stream::Stdout, "alpha"),
+                (Stream::Stdout, "Beta"),
+                (Stream::Stderr, "beta gamma"),
+                (Stream::Stdout, "1003 o beta"),
+            ],
+        );
         let mut reader = store.open("job-1", 0, 0).unwrap().unwrap();
         let exact = regex::bytes::Regex::new("beta").unwrap();
         assert_eq!(reader.search(&exact, 10).unwrap(), (4, vec![3, 4], false));

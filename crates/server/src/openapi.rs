@@ -55,9 +55,7 @@ pub fn document(config: &Config) -> Value {
 
 async fn openapi(State(state): State<AppState>) -> Response {
     let mut response = document(&state.config).to_string().into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 

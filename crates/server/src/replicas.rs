@@ -17,12 +17,12 @@ use jobdeck_api::{
 };
 
 use crate::auth::CurrentUser;
+use crate::config::ShapeConfig;
 use crate::error::{AppError, AppResult};
 use crate::executor::{parse_replica_id, replica_id};
 use crate::jobs::{query_pairs, stored_spec, visible_job};
 use crate::log_api::{self, LogRequest};
 use crate::logs::LogStore;
-use crate::config::ShapeConfig;
 use crate::store::{JobRow, ReplicaRow, Store};
 use crate::{AppState, Route};
 
@@ -66,10 +66,9 @@ pub fn replica_view(row: &ReplicaRow, shape: Option<&ShapeConfig>) -> Replica {
             attempt: row.attempt,
             phase: phase(&row.phase),
             readiness_issue: match (&row.readiness_reason, &row.readiness_message) {
-                (Some(reason), message) if row.phase == "pending" => Some(ReadinessIssue {
-                    reason: reason.clone(),
-                    message: message.clone().unwrap_or_default(),
-                }),
+                (Some(reason), message) if row.phase == "pending" => {
+                    Some(ReadinessIssue { reason: reason.clone(), message: message.clone().unwrap_or_default() })
+                }
                 _ => None,
             },
             exit_code: row.exit_code.map(|c| c as i32),
@@ -97,12 +96,8 @@ fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow], shape: O
     };
     (0..parallelism.min(completions))
         .map(|index| {
-            let attempt = stored
-                .iter()
-                .filter(|r| r.completion_index == index)
-                .map(|r| r.attempt + 1)
-                .max()
-                .unwrap_or(0);
+            let attempt =
+                stored.iter().filter(|r| r.completion_index == index).map(|r| r.attempt + 1).max().unwrap_or(0);
             let row = ReplicaRow {
                 job_id: job.id.clone(),
                 completion_index: index,
@@ -118,7 +113,6 @@ fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow], shape: O
         })
         .collect()
 }
-
 
 async fn list_replicas(
     State(state): State<AppState>,
@@ -291,11 +285,13 @@ async fn replica_log(
     let (follow, timestamps, download) = match request {
         LogRequest::Text { follow, timestamps, download } => (follow, timestamps, download),
         LogRequest::Range { from, to, wait } => {
-            let at = log_api::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
+            let at =
+                log_api::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
             return log_api::range(at, from, to, wait).await;
         }
         LogRequest::Search { text, regex, ignore_case, limit } => {
-            let at = log_api::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
+            let at =
+                log_api::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
             return log_api::search(at, text, regex, ignore_case, limit).await;
         }
     };
@@ -316,9 +312,8 @@ async fn replica_log(
         timestamps,
         done: false,
     };
-    let stream = futures_util::stream::unfold(tail, |mut tail| async move {
-        tail.next().await.map(|item| (item, tail))
-    });
+    let stream =
+        futures_util::stream::unfold(tail, |mut tail| async move { tail.next().await.map(|item| (item, tail)) });
     let mut response = (StatusCode::OK, Body::from_stream(stream)).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));

@@ -13,10 +13,7 @@ use crate::store::SecretRow;
 use crate::{now_millis, AppState, Route};
 
 pub fn routes() -> Vec<Route> {
-    vec![
-        ("/usersecrets", get(list_secrets).post(create_secrets)),
-        ("/usersecrets/{name}", delete(delete_secret)),
-    ]
+    vec![("/usersecrets", get(list_secrets).post(create_secrets)), ("/usersecrets/{name}", delete(delete_secret))]
 }
 
 /// The longest secret name and value accepted.
@@ -64,9 +61,10 @@ fn check(secrets: &[Secret]) -> FieldErrors {
             Some(v) if v.len() > MAX_VALUE => push(format!("[{i}].value"), "must be at most 1 MiB".into()),
             // An environment variable cannot hold a NUL: every replica that
             // used the secret would fail to start.
-            Some(v) if v.contains('\0') => {
-                push(format!("[{i}].value"), "must not contain a NUL character: no environment variable can hold one".into())
-            }
+            Some(v) if v.contains('\0') => push(
+                format!("[{i}].value"),
+                "must not contain a NUL character: no environment variable can hold one".into(),
+            ),
             Some(_) => {}
         }
     }

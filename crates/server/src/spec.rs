@@ -164,7 +164,13 @@ mod tests {
 
     #[test]
     fn priorities_are_the_contracts() {
-        let cases = [(None, 4000), (Some("low-1000"), 1000), (Some("high-9000"), 9000), (Some("weird"), 4000), (Some("x-99999"), 4000)];
+        let cases = [
+            (None, 4000),
+            (Some("low-1000"), 1000),
+            (Some("high-9000"), 9000),
+            (Some("weird"), 4000),
+            (Some("x-99999"), 4000),
+        ];
         for (class, expected) in cases {
             let spec = JobSpec {
                 queue_config: Some(QueueConfig { priority_class: class.map(String::from), ..QueueConfig::default() }),
@@ -232,9 +238,17 @@ mod tests {
             JobSpec { max_failure_retry: Some(2), ..JobSpec::default() },
             JobSpec { ttl_seconds_after_finished: Some(0), ..JobSpec::default() },
             // What `lep job create --num-workers 2` sends: two workers.
-            JobSpec { completions: Some(2), parallelism: Some(2), intra_job_communication: Some(true), ..JobSpec::default() },
+            JobSpec {
+                completions: Some(2),
+                parallelism: Some(2),
+                intra_job_communication: Some(true),
+                ..JobSpec::default()
+            },
             JobSpec { completions: Some(3), parallelism: Some(2), ..JobSpec::default() },
-            JobSpec { log: Some(jobdeck_api::LogConfig { enable_collection: Some(false), ..Default::default() }), ..JobSpec::default() },
+            JobSpec {
+                log: Some(jobdeck_api::LogConfig { enable_collection: Some(false), ..Default::default() }),
+                ..JobSpec::default()
+            },
         ];
         let config = config();
         for spec in specs {
@@ -245,7 +259,11 @@ mod tests {
                 (spec.workers(), spec.completions(), spec.parallelism()),
                 "{spec:?}"
             );
-            assert_eq!((r.backoff_limit, r.max_failure_retry), (spec.backoff_limit(), spec.max_failure_retry()), "{spec:?}");
+            assert_eq!(
+                (r.backoff_limit, r.max_failure_retry),
+                (spec.backoff_limit(), spec.max_failure_retry()),
+                "{spec:?}"
+            );
             assert_eq!(r.max_job_failure_retry, spec.max_job_failure_retry(), "{spec:?}");
             assert_eq!(r.ttl_seconds_after_finished, spec.ttl_seconds_after_finished(), "{spec:?}");
             assert_eq!(r.shared_memory_mb, spec.shared_memory_mib(memory), "{spec:?}");
@@ -280,14 +298,26 @@ mod tests {
     fn jobs_that_can_never_fit_are_refused_on_the_field_at_fault() {
         let cases: Vec<(JobSpec, &str, &str)> = vec![
             (
-                JobSpec { resource_shape: Some("cpu.large".into()), parallelism: Some(2), completions: Some(2), ..JobSpec::default() },
+                JobSpec {
+                    resource_shape: Some("cpu.large".into()),
+                    parallelism: Some(2),
+                    completions: Some(2),
+                    ..JobSpec::default()
+                },
                 "spec.parallelism",
                 "2 replicas must run at once, but group 'local' can hold at most 1 replicas of shape 'cpu.large'",
             ),
-            (JobSpec { resource_shape: Some("gpu.8x".into()), ..JobSpec::default() }, "spec.resource_shape", "no resource shape named 'gpu.8x'"),
+            (
+                JobSpec { resource_shape: Some("gpu.8x".into()), ..JobSpec::default() },
+                "spec.resource_shape",
+                "no resource shape named 'gpu.8x'",
+            ),
             (
                 JobSpec {
-                    affinity: Some(Affinity { allowed_dedicated_node_groups: Some(vec!["h100".into()]), ..Affinity::default() }),
+                    affinity: Some(Affinity {
+                        allowed_dedicated_node_groups: Some(vec!["h100".into()]),
+                        ..Affinity::default()
+                    }),
                     ..JobSpec::default()
                 },
                 "spec.affinity.allowed_dedicated_node_groups[0]",
@@ -295,7 +325,10 @@ mod tests {
             ),
             (
                 JobSpec {
-                    affinity: Some(Affinity { allowed_nodes_in_node_group: Some(vec!["elsewhere".into()]), ..Affinity::default() }),
+                    affinity: Some(Affinity {
+                        allowed_nodes_in_node_group: Some(vec!["elsewhere".into()]),
+                        ..Affinity::default()
+                    }),
                     ..JobSpec::default()
                 },
                 "spec.affinity.allowed_nodes_in_node_group",
@@ -316,7 +349,11 @@ mod tests {
     #[test]
     fn queue_settings_are_read() {
         let spec = JobSpec {
-            queue_config: Some(QueueConfig { priority_class: Some("high-8000".into()), can_preempt: Some(true), can_be_preempted: None }),
+            queue_config: Some(QueueConfig {
+                priority_class: Some("high-8000".into()),
+                can_preempt: Some(true),
+                can_be_preempted: None,
+            }),
             ..JobSpec::default()
         };
         let r = ResolvedSpec::resolve(&spec, &config()).unwrap();

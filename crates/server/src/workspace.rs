@@ -6,7 +6,7 @@ use std::path::Path;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Json;
-use jobdeck_api::{ResourceQuota, TotalResource, WorkspaceInfo, WorkspaceRecord, WorkspaceShape, Workloads};
+use jobdeck_api::{ResourceQuota, TotalResource, Workloads, WorkspaceInfo, WorkspaceRecord, WorkspaceShape};
 
 use crate::auth::CurrentUser;
 use crate::cluster::usage_by_group;
@@ -21,10 +21,7 @@ pub fn routes() -> Vec<Route> {
 /// given for the workspace's `display_name` (Lepton's workspace resolver
 /// answers there); without it `lep workspace list` shows no name.
 pub(crate) async fn workspace_record(State(state): State<AppState>, _user: CurrentUser) -> Json<WorkspaceRecord> {
-    Json(WorkspaceRecord {
-        id: state.config.workspace_name.clone(),
-        display_name: state.config.workspace_name.clone(),
-    })
+    Json(WorkspaceRecord { id: state.config.workspace_name.clone(), display_name: state.config.workspace_name.clone() })
 }
 
 async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<WorkspaceInfo>> {
@@ -52,9 +49,7 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
         }
     }
     let data_dir = config.data_dir.clone();
-    let disk = tokio::task::spawn_blocking(move || disk_usage(&data_dir))
-        .await
-        .map_err(AppError::internal)?;
+    let disk = tokio::task::spawn_blocking(move || disk_usage(&data_dir)).await.map_err(AppError::internal)?;
     Ok(Json(WorkspaceInfo {
         id: config.workspace_name.clone(),
         name: config.workspace_name.clone(),

@@ -122,9 +122,7 @@ async fn private_jobs_are_hidden_from_other_users_as_not_found() {
         .unwrap()
         .to_string();
     let bob = app.token_for("bob").await;
-    let res = app
-        .request(Method::GET, &format!("/api/v2/jobs/{id}"), Some(&bob), None)
-        .await;
+    let res = app.request(Method::GET, &format!("/api/v2/jobs/{id}"), Some(&bob), None).await;
     assert_eq!(res.status, StatusCode::NOT_FOUND);
     let list = app.request(Method::GET, "/api/v2/jobs", Some(&bob), None).await.json();
     assert_eq!(list["total"], 0);

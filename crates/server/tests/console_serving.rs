@@ -11,11 +11,8 @@ const INDEX: &str = r#"<!doctype html><html><head><script type="module">import i
 async fn app_with_console() -> (TestApp, tempfile::TempDir) {
     let dist = tempfile::tempdir().unwrap();
     std::fs::write(dist.path().join("index.html"), INDEX).unwrap();
-    std::fs::write(
-        dist.path().join("app-0123456789abcdef.js"),
-        "export default function init() {}\n".repeat(200),
-    )
-    .unwrap();
+    std::fs::write(dist.path().join("app-0123456789abcdef.js"), "export default function init() {}\n".repeat(200))
+        .unwrap();
     let dir = dist.path().to_path_buf();
     let app = TestApp::with_config(move |c| c.console_dir = Some(dir)).await;
     (app, dist)
@@ -51,14 +48,9 @@ async fn lepton_dashboard_job_links_land_on_the_job() {
 #[tokio::test]
 async fn hashed_assets_are_immutable_and_compressed() {
     let (app, _dist) = app_with_console().await;
-    let res = app
-        .request(Method::GET, "/app-0123456789abcdef.js", None, None)
-        .await;
+    let res = app.request(Method::GET, "/app-0123456789abcdef.js", None, None).await;
     assert_eq!(res.status, StatusCode::OK);
-    assert_eq!(
-        res.headers[header::CACHE_CONTROL],
-        "public, max-age=31536000, immutable"
-    );
+    assert_eq!(res.headers[header::CACHE_CONTROL], "public, max-age=31536000, immutable");
 
     let request = axum::http::Request::builder()
         .uri("/app-0123456789abcdef.js")

@@ -69,7 +69,10 @@ async fn a_python_traceback_is_a_program_error_that_stops_retries() {
     assert!(lines.contains(&"epoch 1 loss 0.9".to_string()), "context before the error: {lines:?}");
     // The error line is the exception, by its number in the real log.
     let error_line = stream["error_line"].as_u64().unwrap();
-    assert_eq!(line_text(&app, &id, &format!("{id}-0-0"), error_line).await, "ValueError: learning rate must be positive, got -1");
+    assert_eq!(
+        line_text(&app, &id, &format!("{id}-0-0"), error_line).await,
+        "ValueError: learning rate must be positive, got -1"
+    );
     assert_eq!(a["failed_replicas"][0]["exit_code"], 1);
     assert_eq!(a["failed_replicas"][0]["err_class"], "ERR_PROGRAM");
     assert_eq!(a["timeline"].as_array().unwrap().len(), 1);
@@ -112,7 +115,8 @@ async fn an_nccl_error_is_infrastructure_so_it_is_retried_even_with_program_retr
     assert_eq!((a["err_class"].as_str(), a["program_error"].as_bool()), (Some("ERR_NCCL"), Some(false)));
     assert!(a["suggestion"].as_str().unwrap().contains("NCCL_DEBUG=INFO"), "{a:#}");
     // Both failed attempts are listed, first failure first, each explained.
-    let failed: Vec<&str> = a["failed_replicas"].as_array().unwrap().iter().map(|f| f["replica_id"].as_str().unwrap()).collect();
+    let failed: Vec<&str> =
+        a["failed_replicas"].as_array().unwrap().iter().map(|f| f["replica_id"].as_str().unwrap()).collect();
     assert_eq!(failed, [format!("{id}-0-0"), format!("{id}-0-1")]);
     assert_eq!(a["log_streams"].as_array().unwrap().len(), 2);
     let replica = &app.replicas(&id).await[0];
@@ -122,7 +126,8 @@ async fn an_nccl_error_is_infrastructure_so_it_is_retried_even_with_program_retr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_shows_what_each_replica_was_doing() {
     let app = TestApp::with_config(small_cluster(2.0)).await;
-    let mut job = sh_job("slowpoke", "echo starting; i=0; while true; do i=$((i+1)); echo \"step $i\"; sleep 0.2; done");
+    let mut job =
+        sh_job("slowpoke", "echo starting; i=0; while true; do i=$((i+1)); echo \"step $i\"; sleep 0.2; done");
     job["spec"]["active_deadline_seconds"] = json!(2);
     let id = app.create_job(&app.admin_token, &job).await;
     let failed = app.wait_state(&id, "Failed").await;
@@ -147,7 +152,10 @@ async fn a_host_oom_kill_names_its_victim_where_memory_can_be_limited() {
     let id = app.create_job(&app.admin_token, &python_job("hungry", program)).await;
     app.wait_job(&id, "finished", |j| matches!(j["status"]["state"].as_str(), Some("Failed" | "Completed"))).await;
     let events = app.events(&id).await;
-    let note = events.iter().find(|e| e["reason"] == "Executor").expect("an executor event")["message"].as_str().unwrap().to_string();
+    let note = events.iter().find(|e| e["reason"] == "Executor").expect("an executor event")["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let a = analysis(&app, &id).await;
     if !note.contains("is limited to its shape's") {
         // Without cgroups Python raises MemoryError itself, or succeeds in
@@ -173,7 +181,10 @@ async fn a_host_oom_kill_names_its_victim_where_memory_can_be_limited() {
     assert_eq!(stream["pattern"], "Out of host memory");
     let error_line = stream["error_line"].as_u64().unwrap();
     let text = line_text(&app, &id, &format!("{id}-0-0"), error_line).await;
-    assert!(text.starts_with("jobdeck: the replica was killed (OOM): it used more memory than the 64 MiB its shape allows"), "{text}");
+    assert!(
+        text.starts_with("jobdeck: the replica was killed (OOM): it used more memory than the 64 MiB its shape allows"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -209,7 +220,14 @@ async fn a_queue_timeout_says_what_the_job_waited_for() {
     assert!(a["summary"].as_str().unwrap().contains("waiting for capacity"), "{a:#}");
     assert!(a["suggestion"].as_str().unwrap().contains("smaller shape"), "{a:#}");
     assert_eq!(a["log_streams"], json!([]));
-    let res = app.call(axum::http::Method::PATCH, &format!("/api/v2/jobs/{blocker}"), &app.admin_token, Some(&json!({"spec": {"stopped": true}}))).await;
+    let res = app
+        .call(
+            axum::http::Method::PATCH,
+            &format!("/api/v2/jobs/{blocker}"),
+            &app.admin_token,
+            Some(&json!({"spec": {"stopped": true}})),
+        )
+        .await;
     assert_eq!(res.status, StatusCode::OK);
 }
 

@@ -124,7 +124,8 @@ async fn creator_and_node_group_filters_match_exactly_or_as_lepton_patterns() {
         let res = app.request(axum::http::Method::GET, &format!("/api/v2/jobs?{query}"), Some(token), None).await;
         assert_eq!(res.status, StatusCode::OK, "{query}: {}", res.text());
         let body = res.json();
-        let mut names: Vec<&str> = body["jobs"].as_array().unwrap().iter().map(|j| j["metadata"]["name"].as_str().unwrap()).collect();
+        let mut names: Vec<&str> =
+            body["jobs"].as_array().unwrap().iter().map(|j| j["metadata"]["name"].as_str().unwrap()).collect();
         names.sort();
         assert_eq!(names, *expected, "{query}");
         assert_eq!(body["total"], expected.len(), "{query}");

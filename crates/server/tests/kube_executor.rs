@@ -84,16 +84,7 @@ async fn harness(extra_settings: &str) -> Harness {
     let host = ExecutorHost::new(store.clone(), logs.clone(), tx);
     let fake = FakeKube::start().await;
     let executor = executor_for(&fake, &config, host.clone());
-    Harness {
-        fake,
-        executor,
-        store,
-        logs,
-        host,
-        host_rx,
-        config,
-        _dir: dir,
-    }
+    Harness { fake, executor, store, logs, host, host_rx, config, _dir: dir }
 }
 
 /// An executor whose kube-rs client talks to the fake, as a kubeconfig
@@ -144,10 +135,7 @@ impl Harness {
                     spec_json: serde_json::to_string(spec).unwrap(),
                     priority: 4000,
                     node_groups: ",h100,".into(),
-                    runtime: JobRuntime {
-                        state: "Starting".into(),
-                        ..JobRuntime::default()
-                    },
+                    runtime: JobRuntime { state: "Starting".into(), ..JobRuntime::default() },
                 },
                 Vec::new(),
             )
@@ -163,10 +151,7 @@ impl Harness {
             run,
             spec: spec.clone(),
             shape: resolved.shape.clone(),
-            placement: Placement {
-                node_group: "h100".into(),
-                slots: Vec::new(),
-            },
+            placement: Placement { node_group: "h100".into(), slots: Vec::new() },
             completions: resolved.completions,
             parallelism: resolved.parallelism,
             workers: resolved.workers,
@@ -187,10 +172,7 @@ impl Harness {
     }
 
     async fn replica(&self, index: i64, attempt: i64) -> Option<ReplicaRow> {
-        self.replicas()
-            .await
-            .into_iter()
-            .find(|r| r.completion_index == index && r.attempt == attempt)
+        self.replicas().await.into_iter().find(|r| r.completion_index == index && r.attempt == attempt)
     }
 
     /// Waits for the next run outcome the executor reports.
@@ -246,7 +228,6 @@ macro_rules! eventually {
 fn now_rfc3339() -> String {
     k8s_openapi::jiff::Timestamp::now().to_string()
 }
-
 
 const JOBS: &str = "/apis/batch/v1/namespaces/ml/jobs";
 const SECRETS: &str = "/api/v1/namespaces/ml/secrets";
@@ -353,19 +334,102 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
         node: Option<&'static str>,
     }
     let rows = [
-        Row { index: 0, attempt: 0, phase: "pending", readiness: Some(("NoCapacity", "Insufficient nvidia.com/gpu")), reason: None, exit_code: None, node: None },
-        Row { index: 1, attempt: 0, phase: "pending", readiness: Some(("Failed", "cannot pull the image (ImagePullBackOff)")), reason: None, exit_code: None, node: Some("gpu-node-1") },
-        Row { index: 2, attempt: 0, phase: "running", readiness: None, reason: None, exit_code: None, node: Some("gpu-node-2") },
-        Row { index: 3, attempt: 0, phase: "succeeded", readiness: None, reason: Some("Completed"), exit_code: Some(0), node: Some("gpu-node-2") },
-        Row { index: 4, attempt: 0, phase: "failed", readiness: None, reason: Some("OOMKilled"), exit_code: Some(137), node: Some("gpu-node-3") },
-        Row { index: 5, attempt: 0, phase: "failed", readiness: None, reason: Some("Evicted"), exit_code: Some(137), node: Some("gpu-node-3") },
-        Row { index: 6, attempt: 0, phase: "failed", readiness: None, reason: Some("Error"), exit_code: Some(1), node: Some("gpu-node-1") },
-        Row { index: 6, attempt: 1, phase: "pending", readiness: Some(("ConfigError", "CreateContainerConfigError")), reason: None, exit_code: None, node: Some("gpu-node-1") },
-        Row { index: 7, attempt: 0, phase: "pending", readiness: Some(("InProgress", "ContainerCreating")), reason: None, exit_code: None, node: Some("gpu-node-2") },
-        Row { index: 8, attempt: 0, phase: "failed", readiness: None, reason: Some("Preempted"), exit_code: Some(143), node: Some("gpu-node-2") },
+        Row {
+            index: 0,
+            attempt: 0,
+            phase: "pending",
+            readiness: Some(("NoCapacity", "Insufficient nvidia.com/gpu")),
+            reason: None,
+            exit_code: None,
+            node: None,
+        },
+        Row {
+            index: 1,
+            attempt: 0,
+            phase: "pending",
+            readiness: Some(("Failed", "cannot pull the image (ImagePullBackOff)")),
+            reason: None,
+            exit_code: None,
+            node: Some("gpu-node-1"),
+        },
+        Row {
+            index: 2,
+            attempt: 0,
+            phase: "running",
+            readiness: None,
+            reason: None,
+            exit_code: None,
+            node: Some("gpu-node-2"),
+        },
+        Row {
+            index: 3,
+            attempt: 0,
+            phase: "succeeded",
+            readiness: None,
+            reason: Some("Completed"),
+            exit_code: Some(0),
+            node: Some("gpu-node-2"),
+        },
+        Row {
+            index: 4,
+            attempt: 0,
+            phase: "failed",
+            readiness: None,
+            reason: Some("OOMKilled"),
+            exit_code: Some(137),
+            node: Some("gpu-node-3"),
+        },
+        Row {
+            index: 5,
+            attempt: 0,
+            phase: "failed",
+            readiness: None,
+            reason: Some("Evicted"),
+            exit_code: Some(137),
+            node: Some("gpu-node-3"),
+        },
+        Row {
+            index: 6,
+            attempt: 0,
+            phase: "failed",
+            readiness: None,
+            reason: Some("Error"),
+            exit_code: Some(1),
+            node: Some("gpu-node-1"),
+        },
+        Row {
+            index: 6,
+            attempt: 1,
+            phase: "pending",
+            readiness: Some(("ConfigError", "CreateContainerConfigError")),
+            reason: None,
+            exit_code: None,
+            node: Some("gpu-node-1"),
+        },
+        Row {
+            index: 7,
+            attempt: 0,
+            phase: "pending",
+            readiness: Some(("InProgress", "ContainerCreating")),
+            reason: None,
+            exit_code: None,
+            node: Some("gpu-node-2"),
+        },
+        Row {
+            index: 8,
+            attempt: 0,
+            phase: "failed",
+            readiness: None,
+            reason: Some("Preempted"),
+            exit_code: Some(143),
+            node: Some("gpu-node-2"),
+        },
     ];
     for row in rows {
-        let r = h.replica(row.index, row.attempt).await.unwrap_or_else(|| panic!("no replica {}-{}", row.index, row.attempt));
+        let r = h
+            .replica(row.index, row.attempt)
+            .await
+            .unwrap_or_else(|| panic!("no replica {}-{}", row.index, row.attempt));
         let at = format!("replica {}-{}", row.index, row.attempt);
         assert_eq!(r.run, 0, "{at}");
         assert_eq!(r.phase, row.phase, "{at}");
@@ -401,15 +465,15 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
     eventually!("the OOM-killed replica's log", {
         h.logs.open(JOB_ID, 4, 0).unwrap().is_some_and(|r| r.line_count().unwrap() == 1)
     });
-    let log_requests: Vec<_> = h
-        .fake
-        .requests()
-        .into_iter()
-        .filter(|r| r.path.ends_with("/train-ab12c-2-b5t8w/log"))
-        .collect();
+    let log_requests: Vec<_> =
+        h.fake.requests().into_iter().filter(|r| r.path.ends_with("/train-ab12c-2-b5t8w/log")).collect();
     let query = &log_requests[0].query;
     assert_eq!(
-        (query.get("container").map(String::as_str), query.get("follow").map(String::as_str), query.get("timestamps").map(String::as_str)),
+        (
+            query.get("container").map(String::as_str),
+            query.get("follow").map(String::as_str),
+            query.get("timestamps").map(String::as_str)
+        ),
         (Some("job"), Some("true"), Some("true"))
     );
     assert_eq!(query.get("sinceTime"), None, "a first copy reads the log from its start");
@@ -497,7 +561,10 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
     });
     let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
     let pull = events.iter().find(|e| e.reason == "Failed").unwrap();
-    assert_eq!((pull.kind.as_str(), pull.regarding_kind.as_str(), pull.regarding_name.as_str()), ("Warning", "Replica", "train-ab12c-1-0"));
+    assert_eq!(
+        (pull.kind.as_str(), pull.regarding_kind.as_str(), pull.regarding_name.as_str()),
+        ("Warning", "Replica", "train-ab12c-1-0")
+    );
     assert_eq!(pull.count, 3, "a repeated Kubernetes event keeps its count");
     assert!(pull.message.contains("401 Unauthorized"));
     let created = events.iter().find(|e| e.reason == "SuccessfulCreate").unwrap();
@@ -538,7 +605,11 @@ async fn stop_suspends_the_job_and_ends_its_replicas_as_stopped() {
     assert_eq!((pending.phase.as_str(), pending.reason.as_deref()), ("failed", Some("Preempted")));
     assert_eq!(pending.readiness_reason, None);
     let done = h.replica(3, 0).await.unwrap();
-    assert_eq!((done.phase.as_str(), done.reason.as_deref()), ("succeeded", Some("Completed")), "finished replicas keep their end");
+    assert_eq!(
+        (done.phase.as_str(), done.reason.as_deref()),
+        ("succeeded", Some("Completed")),
+        "finished replicas keep their end"
+    );
 
     // Stopping a run the executor does not drive reports it stopped at once.
     h.executor.stop("unknown-job", 3, StopReason::Stopped).await.unwrap();
@@ -576,10 +647,9 @@ async fn a_failed_job_is_explained_by_its_first_failed_replica() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_program_error_rule_and_the_deadline_end_a_run_with_their_reasons() {
-    for (condition_reason, expected_reason, program_error) in [
-        ("PodFailurePolicy", "ProgramError", true),
-        ("DeadlineExceeded", "DeadlineExceeded", false),
-    ] {
+    for (condition_reason, expected_reason, program_error) in
+        [("PodFailurePolicy", "ProgramError", true), ("DeadlineExceeded", "DeadlineExceeded", false)]
+    {
         let mut h = harness("").await;
         let spec = spec(json!({"disable_retry_on_program_error": true, "active_deadline_seconds": 600}));
         h.store_job(&spec).await;
@@ -650,10 +720,8 @@ async fn a_new_run_replaces_the_job_of_the_last_and_forget_deletes_it() {
     let mut next = h.launch(&spec, 1);
     next.first_attempt = 1;
     h.executor.start(next).await.unwrap();
-    let writes: Vec<(String, String)> = h.fake.writes()[before..]
-        .iter()
-        .map(|w| (w.method.clone(), w.path.clone()))
-        .collect();
+    let writes: Vec<(String, String)> =
+        h.fake.writes()[before..].iter().map(|w| (w.method.clone(), w.path.clone())).collect();
     let job_path = format!("{JOBS}/{JOB_ID}");
     assert_eq!(writes[0], ("POST".to_string(), JOBS.to_string()), "the name is taken: 409");
     assert_eq!(writes[1], ("DELETE".to_string(), job_path.clone()));
@@ -715,9 +783,7 @@ async fn a_restarted_server_picks_up_its_runs_where_they_are() {
         let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
         events.iter().any(|e| e.reason == "Started" && e.regarding_name == "train-ab12c-6-1")
     });
-    eventually!("the retry seen running after the restart", {
-        h.replica(6, 1).await.unwrap().phase == "running"
-    });
+    eventually!("the retry seen running after the restart", h.replica(6, 1).await.unwrap().phase == "running");
     let new_writes: Vec<_> = h.fake.writes()[writes_before..].to_vec();
     assert!(new_writes.iter().all(|w| w.method != "POST"), "nothing is created again: {new_writes:?}");
     assert_eq!(h.replicas().await.len(), 3, "attempt numbers are kept, not handed out again");
@@ -794,14 +860,24 @@ async fn the_role_allows_exactly_what_the_executor_does() {
     h.store_job(&spec).await;
     // Objects a deleted Job of the same name left behind, owned by it.
     let stale_owner = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": JOB_ID, "uid": "deleted-job-uid", "controller": true}]);
-    h.fake.put(Kind::Secret, json!({"metadata": {"name": "train-ab12c-env", "ownerReferences": stale_owner}, "type": "Opaque"}));
-    h.fake.put(Kind::Service, json!({"metadata": {"name": JOB_ID, "ownerReferences": stale_owner}, "spec": {"clusterIP": "None"}}));
+    h.fake.put(
+        Kind::Secret,
+        json!({"metadata": {"name": "train-ab12c-env", "ownerReferences": stale_owner}, "type": "Opaque"}),
+    );
+    h.fake.put(
+        Kind::Service,
+        json!({"metadata": {"name": JOB_ID, "ownerReferences": stale_owner}, "spec": {"clusterIP": "None"}}),
+    );
     h.fake.set_log("train-ab12c-3-q2w6e", "2026-01-10T10:04:59Z done\n");
 
     // A whole life: start, pods, logs, events, stop, a new run, a restart, deletion.
     h.executor.start(h.launch(&spec, 0)).await.unwrap();
     let secret = h.fake.object(Kind::Secret, "train-ab12c-env").unwrap();
-    assert_ne!(secret["metadata"]["ownerReferences"][0]["uid"], json!("deleted-job-uid"), "the stale Secret was replaced");
+    assert_ne!(
+        secret["metadata"]["ownerReferences"][0]["uid"],
+        json!("deleted-job-uid"),
+        "the stale Secret was replaced"
+    );
     h.create_fixture_pods(&["train-ab12c-3-q2w6e"]);
     eventually!("the log copy", h.logs.open(JOB_ID, 3, 0).unwrap().is_some());
     h.executor.stop(JOB_ID, 0, StopReason::Stopped).await.unwrap();
@@ -863,10 +939,8 @@ async fn a_kubeconfig_file_and_context_point_the_executor_at_a_cluster() {
     assert_eq!(create.path, JOBS);
 
     // A kubeconfig that is not there is an error that says so.
-    let missing = config_text("").replace(
-        &format!("namespace = \"{NAMESPACE}\""),
-        "kubeconfig = \"/nonexistent/kubeconfig\"",
-    );
+    let missing =
+        config_text("").replace(&format!("namespace = \"{NAMESPACE}\""), "kubeconfig = \"/nonexistent/kubeconfig\"");
     let config = Config::from_toml(&missing, h._dir.path(), &machine).unwrap();
     let error = KubernetesExecutor::from_config(&config, h.host.clone()).err().unwrap();
     assert!(error.contains("cannot read the kubeconfig /nonexistent/kubeconfig"), "{error}");
@@ -922,9 +996,10 @@ async fn an_interrupted_log_copy_resumes_with_every_line_of_its_last_second_once
     drop(writer);
 
     let pods = pods_api(&h.fake);
-    let stored = jobdeck_server::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
-        .await
-        .unwrap();
+    let stored =
+        jobdeck_server::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
+            .await
+            .unwrap();
     assert_eq!(stored, 4);
     let lines = stored_lines(&h.logs, 3, 0);
     assert_eq!(texts(&lines), ["one", "tick", "tick", "tock", "three", "four"]);
@@ -936,9 +1011,10 @@ async fn an_interrupted_log_copy_resumes_with_every_line_of_its_last_second_once
     assert_eq!(request.query.get("timestamps").map(String::as_str), Some("true"));
 
     // A copy of a log that is complete stores nothing more.
-    let again = jobdeck_server::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
-        .await
-        .unwrap();
+    let again =
+        jobdeck_server::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
+            .await
+            .unwrap();
     assert_eq!(again, 0);
     assert_eq!(stored_lines(&h.logs, 3, 0), lines);
 }
@@ -1005,7 +1081,10 @@ async fn a_restarted_server_copies_the_rest_of_a_running_pods_log_once() {
     assert_eq!(requests[0].query.get("sinceTime"), None);
     let resumed = &requests[1].query;
     assert_eq!(resumed.get("sinceTime").map(String::as_str), Some("2026-01-10T10:00:06Z"));
-    assert_eq!((resumed.get("follow").map(String::as_str), resumed.get("timestamps").map(String::as_str)), (Some("true"), Some("true")));
+    assert_eq!(
+        (resumed.get("follow").map(String::as_str), resumed.get("timestamps").map(String::as_str)),
+        (Some("true"), Some("true"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,26 +19,23 @@ fn manifests() -> BTreeMap<String, Vec<Value>> {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
-            .unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()));
+        let documents: Vec<Value> =
+            serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()));
         files.insert(path.file_name().unwrap().to_string_lossy().into_owned(), documents);
     }
     files
 }
 
 fn find<'a>(files: &'a BTreeMap<String, Vec<Value>>, kind: &str) -> &'a Value {
-    files
-        .values()
-        .flatten()
-        .find(|d| d["kind"] == kind)
-        .unwrap_or_else(|| panic!("no {kind}"))
+    files.values().flatten().find(|d| d["kind"] == kind).unwrap_or_else(|| panic!("no {kind}"))
 }
 
 #[test]
 fn the_kustomization_lists_every_namespaced_manifest() {
     let files = manifests();
     let kustomization = find(&files, "Kustomization");
-    let listed: Vec<&str> = kustomization["resources"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    let listed: Vec<&str> =
+        kustomization["resources"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
     for (name, documents) in &files {
         let cluster_wide = documents.iter().all(|d| d["kind"] == "PriorityClass");
         if name == "kustomization.yaml" || cluster_wide {
@@ -66,7 +63,8 @@ fn the_deployment_uses_what_the_other_manifests_declare() {
     assert!(volumes.iter().any(|v| v["persistentVolumeClaim"]["claimName"] == claim));
     let config_map = find(&files, "ConfigMap")["metadata"]["name"].clone();
     assert!(volumes.iter().any(|v| v["configMap"]["name"] == config_map));
-    let args: Vec<&str> = pod["containers"][0]["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let args: Vec<&str> =
+        pod["containers"][0]["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert!(args.contains(&"--data-dir=/data") && args.contains(&"--config=/etc/jobdeck/jobdeck.toml"), "{args:?}");
     let service = find(&files, "Service");
     assert_eq!(service["spec"]["selector"], deployment["spec"]["selector"]["matchLabels"]);

@@ -117,14 +117,9 @@ fn a_multi_worker_job_renders_its_secrets_service_and_job_with_secrets_redacted(
     let files = Files::new();
     let output = render_job(&files, &job(), &[]);
     let docs = documents(&output);
-    let kinds: Vec<(&str, &str)> = docs
-        .iter()
-        .map(|d| (d["kind"].as_str().unwrap(), d["metadata"]["name"].as_str().unwrap()))
-        .collect();
-    assert_eq!(
-        kinds,
-        [("Secret", "train-env"), ("Secret", "train-registry"), ("Service", "train"), ("Job", "train")]
-    );
+    let kinds: Vec<(&str, &str)> =
+        docs.iter().map(|d| (d["kind"].as_str().unwrap(), d["metadata"]["name"].as_str().unwrap())).collect();
+    assert_eq!(kinds, [("Secret", "train-env"), ("Secret", "train-registry"), ("Service", "train"), ("Job", "train")]);
     for doc in &docs {
         assert_eq!(doc["metadata"]["namespace"], json!("ml"), "{doc}");
         assert_eq!(doc["metadata"]["labels"]["app.kubernetes.io/managed-by"], json!("jobdeck"), "{doc}");
@@ -139,7 +134,8 @@ fn a_multi_worker_job_renders_its_secrets_service_and_job_with_secrets_redacted(
     assert_eq!(env_secret["stringData"], json!({"HF_TOKEN": REDACTED}));
     let registry = &docs[1];
     assert_eq!(registry["type"], json!("kubernetes.io/dockerconfigjson"));
-    let docker_config: Value = serde_json::from_str(registry["stringData"][".dockerconfigjson"].as_str().unwrap()).unwrap();
+    let docker_config: Value =
+        serde_json::from_str(registry["stringData"][".dockerconfigjson"].as_str().unwrap()).unwrap();
     assert_eq!(docker_config["auths"]["registry.example.com"]["username"], json!("bot"));
     assert_eq!(docker_config["auths"]["registry.example.com"]["password"], json!(REDACTED));
 
@@ -154,7 +150,10 @@ fn a_multi_worker_job_renders_its_secrets_service_and_job_with_secrets_redacted(
     assert_eq!(rendered["apiVersion"], json!("batch/v1"));
     assert_eq!(rendered["metadata"]["labels"]["team"], json!("vision"));
     assert_eq!(rendered["spec"]["completionMode"], json!("Indexed"));
-    assert_eq!((rendered["spec"]["completions"].clone(), rendered["spec"]["parallelism"].clone()), (json!(2), json!(2)));
+    assert_eq!(
+        (rendered["spec"]["completions"].clone(), rendered["spec"]["parallelism"].clone()),
+        (json!(2), json!(2))
+    );
     let pod = &rendered["spec"]["template"]["spec"];
     assert_eq!(pod["subdomain"], json!("train"));
     assert_eq!(pod["nodeSelector"], json!({"nodepool": "h100"}));
@@ -165,11 +164,15 @@ fn a_multi_worker_job_renders_its_secrets_service_and_job_with_secrets_redacted(
     assert_eq!(container["resources"]["limits"]["nvidia.com/gpu"], json!("1"));
     let env: Vec<&Value> = container["env"].as_array().unwrap().iter().collect();
     let var = |name: &str| *env.iter().find(|e| e["name"] == json!(name)).unwrap_or_else(|| panic!("no {name}"));
-    assert_eq!(var("HF_TOKEN")["valueFrom"]["secretKeyRef"], json!({"name": "train-env", "key": "HF_TOKEN", "optional": false}));
+    assert_eq!(
+        var("HF_TOKEN")["valueFrom"]["secretKeyRef"],
+        json!({"name": "train-env", "key": "HF_TOKEN", "optional": false})
+    );
     assert_eq!(var("EPOCHS")["value"], json!("3"));
     assert_eq!(var("MASTER_ADDR")["value"], json!("train-0.train"));
     assert_eq!(var("WORLD_SIZE")["value"], json!("2"));
-    let mount = container["volumeMounts"].as_array().unwrap().iter().find(|m| m["mountPath"] == json!("/data")).unwrap();
+    let mount =
+        container["volumeMounts"].as_array().unwrap().iter().find(|m| m["mountPath"] == json!("/data")).unwrap();
     assert_eq!(mount["subPath"], json!("datasets"));
     let volume = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == mount["name"]).unwrap();
     assert_eq!(volume["persistentVolumeClaim"]["claimName"], json!("team-data"));
@@ -194,7 +197,10 @@ fn a_single_worker_job_without_secrets_is_only_a_job() {
     assert_eq!(docs.len(), 1, "{docs:?}");
     let rendered = &docs[0];
     assert_eq!(rendered["kind"], json!("Job"));
-    assert_eq!((rendered["spec"]["completions"].clone(), rendered["spec"]["parallelism"].clone()), (json!(4), json!(2)));
+    assert_eq!(
+        (rendered["spec"]["completions"].clone(), rendered["spec"]["parallelism"].clone()),
+        (json!(4), json!(2))
+    );
     let pod = &rendered["spec"]["template"]["spec"];
     assert!(pod.get("subdomain").is_none() && pod.get("imagePullSecrets").is_none(), "{pod}");
 }
@@ -215,8 +221,16 @@ fn a_job_that_cannot_run_is_refused_with_its_fields() {
     no_image["spec"]["container"].as_object_mut().unwrap().remove("image");
     no_image["spec"]["container"].as_object_mut().unwrap().remove("image_tag");
     let cases: [(&str, Value, &str); 5] = [
-        ("a reserved label", reserved, "  metadata.labels[\"jobdeck.dev/run\"]: the key's prefix 'jobdeck.dev/' is reserved for Jobdeck"),
-        ("a volume the executor lacks", unknown_volume, "  spec.mounts[0].from: no volume named 'nfs-home' is configured for the kubernetes executor"),
+        (
+            "a reserved label",
+            reserved,
+            "  metadata.labels[\"jobdeck.dev/run\"]: the key's prefix 'jobdeck.dev/' is reserved for Jobdeck",
+        ),
+        (
+            "a volume the executor lacks",
+            unknown_volume,
+            "  spec.mounts[0].from: no volume named 'nfs-home' is configured for the kubernetes executor",
+        ),
         ("a mistyped field", mistyped, "  spec.completions: "),
         ("an unknown field", unknown_field, "  spec.complétions: "),
         ("no image", no_image, "  spec.container.image: "),

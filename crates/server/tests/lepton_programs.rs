@@ -30,7 +30,8 @@ async fn the_gateway_form_answers_as_the_direct_path_for_this_workspace_only() {
     // The query string travels along; a write works too.
     let listed = app.get("/api/v2/workspaces/jobdeck/jobs?q=gated").await.json();
     assert_eq!(listed["total"], 1);
-    let created = app.post_json("/api/v2/workspaces/jobdeck/jobs", &app.admin_token, &sh_job("via-gateway", "true")).await;
+    let created =
+        app.post_json("/api/v2/workspaces/jobdeck/jobs", &app.admin_token, &sh_job("via-gateway", "true")).await;
     assert_eq!(created.status, StatusCode::OK, "{}", created.text());
     // Another workspace is not here, whoever asks and whatever the route.
     for path in ["/api/v2/workspaces/other/jobs", "/api/v2/workspaces/jobdeck2/shapes", "/api/v2/workspaces/other"] {
@@ -83,7 +84,9 @@ async fn a_job_is_found_by_its_name_when_the_name_is_unique_to_the_caller() {
     assert_eq!(app.call(Method::DELETE, &format!("/api/v2/jobs/{second}"), &alice, None).await.status, StatusCode::OK);
     app.wait_until("the second job to be gone", || {
         let (app, alice, second) = (&app, &alice, &second);
-        async move { app.call(Method::GET, &format!("/api/v2/jobs/{second}"), alice, None).await.status == StatusCode::NOT_FOUND }
+        async move {
+            app.call(Method::GET, &format!("/api/v2/jobs/{second}"), alice, None).await.status == StatusCode::NOT_FOUND
+        }
     })
     .await;
     let deleted = app.call(Method::DELETE, "/api/v2/jobs/shared-name", &alice, None).await;
@@ -150,7 +153,12 @@ async fn image_pull_secrets_are_write_only_private_by_default_and_checked_on_job
         async move {
             let list = app.call(Method::GET, "/api/v2/imagepullsecrets", &token, None).await;
             assert!(!list.text().contains("s3cret-key"), "{}", list.text());
-            list.json().as_array().unwrap().iter().map(|s| s["metadata"]["name"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+            list.json()
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["metadata"]["name"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
         }
     };
     assert_eq!(names(&alice).await, ["ngc", "team-ngc"]);
@@ -180,8 +188,14 @@ async fn image_pull_secrets_are_write_only_private_by_default_and_checked_on_job
     app.create_job(&alice, &job).await;
 
     // Only the owner deletes.
-    assert_eq!(app.call(Method::DELETE, "/api/v2/imagepullsecrets/team-ngc", &bob, None).await.status, StatusCode::NOT_FOUND);
-    assert_eq!(app.call(Method::DELETE, "/api/v2/imagepullsecrets/team-ngc", &alice, None).await.status, StatusCode::OK);
+    assert_eq!(
+        app.call(Method::DELETE, "/api/v2/imagepullsecrets/team-ngc", &bob, None).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.call(Method::DELETE, "/api/v2/imagepullsecrets/team-ngc", &alice, None).await.status,
+        StatusCode::OK
+    );
     assert_eq!(names(&bob).await, Vec::<String>::new());
 }
 
@@ -192,7 +206,11 @@ fn values(answer: &Value) -> Vec<(String, String)> {
         .iter()
         .flat_map(|stream| {
             let replica = stream["stream"]["replica"].as_str().unwrap().to_string();
-            stream["values"].as_array().unwrap().iter().map(move |v| (replica.clone(), v[1].as_str().unwrap().to_string()))
+            stream["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |v| (replica.clone(), v[1].as_str().unwrap().to_string()))
         })
         .collect()
 }
@@ -286,7 +304,10 @@ async fn shapes_are_listable_and_filtered_by_what_fits_a_node_group() {
     let id = app.create_job(&app.admin_token, &sh_job("sized", "true")).await;
     app.wait_state(&id, "Completed").await;
     let replica = &app.replicas(&id).await[0];
-    assert_eq!((replica["status"]["cpu"].as_f64(), replica["status"]["memory_in_mb"].as_i64()), (Some(1.0), Some(1024)));
+    assert_eq!(
+        (replica["status"]["cpu"].as_f64(), replica["status"]["memory_in_mb"].as_i64()),
+        (Some(1.0), Some(1024))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -314,7 +335,13 @@ async fn node_groups_offer_the_executors_volumes_and_every_path_of_them() {
         job["spec"]["mounts"] = json!([{"from": from, "path": "/", "mount_path": "/mnt/lustre"}]);
         let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
         assert_eq!(res.status, StatusCode::OK, "{from}: {}", res.text());
-        app.call(Method::DELETE, &format!("/api/v2/jobs/{}", res.json()["metadata"]["id"].as_str().unwrap()), &app.admin_token, None).await;
+        app.call(
+            Method::DELETE,
+            &format!("/api/v2/jobs/{}", res.json()["metadata"]["id"].as_str().unwrap()),
+            &app.admin_token,
+            None,
+        )
+        .await;
     }
 }
 

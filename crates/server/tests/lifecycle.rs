@@ -5,8 +5,6 @@
 
 mod common;
 
-
-
 use axum::http::{Method, StatusCode};
 use common::{sh_job, small_cluster, TestApp, PATIENCE};
 use serde_json::{json, Value};
@@ -48,7 +46,8 @@ async fn three_completions_with_parallelism_two_print_their_indexes() {
         let overlapping = spans.iter().filter(|(s, e)| s <= start && start < e).count();
         assert!(overlapping <= 2, "more than two replicas ran at once: {spans:?}");
     }
-    let reasons: Vec<String> = app.events(&id).await.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
+    let reasons: Vec<String> =
+        app.events(&id).await.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
     for expected in ["Created", "Scheduled", "Started", "Running", "Succeeded", "Completed"] {
         assert!(reasons.iter().any(|r| r == expected), "no {expected} event in {reasons:?}");
     }
@@ -116,9 +115,7 @@ async fn a_full_node_group_queues_the_next_job_with_its_readiness_issue() {
     app.wait_state(&first, "Running").await;
 
     let second = app.create_job(&app.admin_token, &sh_job("second", "echo second")).await;
-    let queued = app
-        .wait_job(&second, "queued for capacity", |j| j["status"]["reason"] == "NoCapacity")
-        .await;
+    let queued = app.wait_job(&second, "queued for capacity", |j| j["status"]["reason"] == "NoCapacity").await;
     assert_eq!(state(&queued), "Queueing");
     assert_eq!(queued["status"]["message"], "waiting for capacity: needs 1 CPU, 0 free in group local");
     let pending = app.replicas(&second).await;
@@ -156,7 +153,8 @@ async fn a_job_that_may_preempt_evicts_a_lower_priority_job_which_queues_again()
     let low_replicas = app.replicas(&low).await;
     assert_eq!(low_replicas[0]["status"]["reason"], "Preempted");
     assert_eq!(low_replicas[0]["status"]["phase"], "failed");
-    let reasons: Vec<String> = app.events(&low).await.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
+    let reasons: Vec<String> =
+        app.events(&low).await.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
     assert!(reasons.contains(&"Preempted".to_string()), "{reasons:?}");
 
     std::fs::write(&release, b"").unwrap();
@@ -165,7 +163,12 @@ async fn a_job_that_may_preempt_evicts_a_lower_priority_job_which_queues_again()
     let again = app.replicas(&low).await;
     assert_eq!(replica_ids(&again), [format!("{low}-0-0"), format!("{low}-0-1")]);
     let stopped = app
-        .call(Method::PATCH, &format!("/api/v2/jobs/{low}"), &app.admin_token, Some(&json!({"spec": {"stopped": true}})))
+        .call(
+            Method::PATCH,
+            &format!("/api/v2/jobs/{low}"),
+            &app.admin_token,
+            Some(&json!({"spec": {"stopped": true}})),
+        )
         .await;
     assert_eq!(stopped.status, StatusCode::OK, "{}", stopped.text());
     app.wait_state(&low, "Stopped").await;
@@ -230,7 +233,12 @@ async fn ended_jobs_cannot_be_stopped_and_running_jobs_cannot_be_started_twice()
     assert_eq!(res.status, StatusCode::CONFLICT);
     assert!(res.json()["message"].as_str().unwrap().contains("already ended (Completed)"));
     let bad = app
-        .call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &app.admin_token, Some(&json!({"spec": {"completions": 2}})))
+        .call(
+            Method::PATCH,
+            &format!("/api/v2/jobs/{id}"),
+            &app.admin_token,
+            Some(&json!({"spec": {"completions": 2}})),
+        )
         .await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(bad.json()["fields"]["spec.completions"][0], "cannot be changed after creation");
@@ -277,7 +285,8 @@ async fn a_program_error_stops_retries_when_asked_and_job_retries_restart_the_ru
     assert_eq!(failed["status"]["reason"], "BackoffLimitExceeded");
     let replicas = app.replicas(&retried).await;
     assert_eq!(replica_ids(&replicas), [format!("{retried}-0-0"), format!("{retried}-0-1")]);
-    let reasons: Vec<String> = app.events(&retried).await.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
+    let reasons: Vec<String> =
+        app.events(&retried).await.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
     assert!(reasons.contains(&"PendingRetry".to_string()), "{reasons:?}");
 }
 
@@ -324,7 +333,10 @@ async fn replicas_get_the_platform_environment_and_resolved_secrets() {
 async fn following_a_log_streams_until_the_replica_ends() {
     let app = TestApp::with_config(small_cluster(2.0)).await;
     let id = app
-        .create_job(&app.admin_token, &sh_job("talker", "for i in 1 2 3 4 5; do echo line $i; sleep 0.2; done; echo '<b>done</b>' >&2"))
+        .create_job(
+            &app.admin_token,
+            &sh_job("talker", "for i in 1 2 3 4 5; do echo line $i; sleep 0.2; done; echo '<b>done</b>' >&2"),
+        )
         .await;
     app.wait_state(&id, "Running").await;
     let res = app.get(&format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log?follow=true&timestamps=true")).await;
@@ -487,7 +499,9 @@ async fn preemption_between(
     };
     let low_messages = messages(low.clone(), low_token.clone()).await;
     let high_messages = messages(high.clone(), high_token).await;
-    let stop = app.call(Method::PATCH, &format!("/api/v2/jobs/{low}"), &low_token, Some(&json!({"spec": {"stopped": true}}))).await;
+    let stop = app
+        .call(Method::PATCH, &format!("/api/v2/jobs/{low}"), &low_token, Some(&json!({"spec": {"stopped": true}})))
+        .await;
     assert_eq!(stop.status, StatusCode::OK, "{}", stop.text());
     app.wait_state_as(&low_token, &low, "Stopped").await;
     (low, high, low_messages, high_messages)
@@ -509,12 +523,25 @@ async fn preemption_events_name_only_jobs_their_readers_may_see() {
         let case = format!("{low_owner}/{low_visibility} preempted by {high_owner}/{high_visibility}");
         let (low, high, low_messages, high_messages) =
             preemption_between(&app, low_owner, low_visibility, high_owner, high_visibility).await;
-        let preempted = low_messages.iter().find(|m| m.starts_with("preempted by")).unwrap_or_else(|| panic!("{case}: {low_messages:?}"));
-        let waiting = high_messages.iter().find(|m| m.starts_with("waiting for 1 preempted job(s) to stop")).unwrap_or_else(|| panic!("{case}: {high_messages:?}"));
+        let preempted = low_messages
+            .iter()
+            .find(|m| m.starts_with("preempted by"))
+            .unwrap_or_else(|| panic!("{case}: {low_messages:?}"));
+        let waiting = high_messages
+            .iter()
+            .find(|m| m.starts_with("waiting for 1 preempted job(s) to stop"))
+            .unwrap_or_else(|| panic!("{case}: {high_messages:?}"));
         if named {
-            assert_eq!(preempted, &format!("preempted by job {high} (priority 9000) which needs its resources in node group local"), "{case}");
+            assert_eq!(
+                preempted,
+                &format!("preempted by job {high} (priority 9000) which needs its resources in node group local"),
+                "{case}"
+            );
         } else {
-            assert_eq!(preempted, "preempted by a higher-priority job which needs its resources in node group local", "{case}");
+            assert_eq!(
+                preempted, "preempted by a higher-priority job which needs its resources in node group local",
+                "{case}"
+            );
             assert!(low_messages.iter().all(|m| !m.contains(&high)), "{case}: {low_messages:?}");
         }
         // The victim is named to the preemptor's readers only when they may
@@ -578,7 +605,8 @@ async fn a_node_group_lists_its_nodes_with_what_runs_on_them() {
 
     let missing = app.call(Method::GET, "/api/v2/dedicated-node-groups/nope/nodes", &bob, None).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
-    let res = app.call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &alice, Some(&json!({"spec": {"stopped": true}}))).await;
+    let res =
+        app.call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &alice, Some(&json!({"spec": {"stopped": true}}))).await;
     assert_eq!(res.status, StatusCode::OK, "{}", res.text());
 }
 
@@ -603,7 +631,8 @@ async fn gpus_are_handed_out_one_replica_at_a_time() {
     })
     .await;
     let (wait, release) = app.gate("pair");
-    let mut pair = sh_job("pair", &format!("echo gpu=[$CUDA_VISIBLE_DEVICES] type=$LEPTON_RESOURCE_ACCELERATOR_TYPE; {wait}"));
+    let mut pair =
+        sh_job("pair", &format!("echo gpu=[$CUDA_VISIBLE_DEVICES] type=$LEPTON_RESOURCE_ACCELERATOR_TYPE; {wait}"));
     pair["spec"]["resource_shape"] = json!("gpu.1");
     pair["spec"]["completions"] = json!(2);
     pair["spec"]["parallelism"] = json!(2);

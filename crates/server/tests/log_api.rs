@@ -4,8 +4,6 @@
 
 mod common;
 
-
-
 use axum::http::{header, Method, StatusCode};
 use common::{sh_job, small_cluster, TestApp, PATIENCE};
 use serde_json::{json, Value};
@@ -72,9 +70,16 @@ async fn ranges_are_read_by_line_number_with_the_total() {
     let past = log("from=40000".into()).await.json();
     assert_eq!((past["total_lines"].as_u64(), past["lines"].as_array().map(Vec::len)), (Some(30_004), Some(0)));
     let count_only = log("from=1&to=0".into()).await.json();
-    assert_eq!((count_only["total_lines"].as_u64(), count_only["lines"].as_array().map(Vec::len)), (Some(30_004), Some(0)));
+    assert_eq!(
+        (count_only["total_lines"].as_u64(), count_only["lines"].as_array().map(Vec::len)),
+        (Some(30_004), Some(0))
+    );
 
-    for (query, message) in [("from=0", "from must be"), ("from=1&to=9000", "at most 5000 lines"), ("from=1&follow=true", "cannot be combined")] {
+    for (query, message) in [
+        ("from=0", "from must be"),
+        ("from=1&to=9000", "at most 5000 lines"),
+        ("from=1&follow=true", "cannot be combined"),
+    ] {
         let res = log(query.into()).await;
         assert_eq!(res.status, StatusCode::BAD_REQUEST, "{query}");
         assert!(res.json()["message"].as_str().unwrap().contains(message), "{query}: {}", res.text());
@@ -103,7 +108,10 @@ async fn searches_return_matching_line_numbers_over_the_whole_log() {
     assert_eq!(search("search=needle&ignore_case=true").await.json()["matches"], json!([20_003]));
     // A literal search does not read its text as a pattern.
     assert_eq!(search("search=line%201.000").await.json()["matches"], json!([]));
-    assert_eq!(search("search=%5Eline%201.000%24&regex=true").await.json()["matches"], json!([10000, 11000, 12000, 13000, 14000, 15000, 16000, 17000, 18000, 19000]));
+    assert_eq!(
+        search("search=%5Eline%201.000%24&regex=true").await.json()["matches"],
+        json!([10000, 11000, 12000, 13000, 14000, 15000, 16000, 17000, 18000, 19000])
+    );
     assert_eq!(search("search=%3Cscript%3E").await.json()["matches"], json!([20_002]));
 
     let limited = search("search=line&limit=3").await.json();
@@ -111,7 +119,11 @@ async fn searches_return_matching_line_numbers_over_the_whole_log() {
 
     let bad = search("search=(unclosed&regex=true").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
-    assert!(bad.json()["message"].as_str().unwrap().starts_with("search is not a valid regular expression"), "{}", bad.text());
+    assert!(
+        bad.json()["message"].as_str().unwrap().starts_with("search is not a valid regular expression"),
+        "{}",
+        bad.text()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -124,7 +136,8 @@ async fn downloads_are_the_whole_log_as_a_named_file() {
     assert_eq!(res.headers[header::CONTENT_TYPE], "text/plain; charset=utf-8");
     assert_eq!(res.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
     assert_eq!(res.text(), app.log(&id, &format!("{id}-0-0")).await);
-    let stamped = app.get(&format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log?download=true&timestamps=true")).await.text();
+    let stamped =
+        app.get(&format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log?download=true&timestamps=true")).await.text();
     let first = stamped.lines().next().unwrap();
     assert!(first.ends_with("Z line 1") && first.starts_with("20"), "{first}");
 }
@@ -135,7 +148,10 @@ async fn a_waiting_range_returns_as_soon_as_new_lines_are_written() {
     let id = app
         .create_job(
             &app.admin_token,
-            &sh_job("slow", &format!("echo first; {}; echo second; {}; echo third", app.gate("second").0, app.gate("third").0)),
+            &sh_job(
+                "slow",
+                &format!("echo first; {}; echo second; {}; echo third", app.gate("second").0, app.gate("third").0),
+            ),
         )
         .await;
     let path = format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log");

@@ -55,7 +55,8 @@ async fn every_documented_method_is_served_and_no_other() {
             .collect();
         let uri = format!("/api/v2{}", concrete(path));
         for method in METHODS {
-            let body = matches!(method, Method::POST | Method::PUT | Method::PATCH).then(|| ("application/json", b"{}".to_vec()));
+            let body = matches!(method, Method::POST | Method::PUT | Method::PATCH)
+                .then(|| ("application/json", b"{}".to_vec()));
             let res = app.request(method.clone(), &uri, None, body).await;
             let listed = documented.contains(method.as_str());
             let public = PUBLIC.iter().any(|(p, m)| p == path && *m == method);

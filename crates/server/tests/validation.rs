@@ -41,10 +41,7 @@ async fn app() -> TestApp {
         created_at: 0,
         updated_at: 0,
     };
-    app.store
-        .put_secrets(vec![secret("hf-token"), secret("WANDB_API_KEY")])
-        .await
-        .unwrap();
+    app.store.put_secrets(vec![secret("hf-token"), secret("WANDB_API_KEY")]).await.unwrap();
     app.store
         .put_image_pull_secret(ImagePullSecretRow {
             owner: "admin".into(),
@@ -73,11 +70,7 @@ fn set(job: &mut Value, pointer: &str, value: Value) {
     for part in &parts[..parts.len() - 1] {
         at = match at {
             Value::Array(items) => &mut items[part.parse::<usize>().unwrap()],
-            other => other
-                .as_object_mut()
-                .unwrap()
-                .entry(part.to_string())
-                .or_insert_with(|| json!({})),
+            other => other.as_object_mut().unwrap().entry(part.to_string()).or_insert_with(|| json!({})),
         };
     }
     let last = parts[parts.len() - 1];
@@ -218,12 +211,7 @@ async fn every_problem_comes_back_at_once() {
     let paths: Vec<&String> = body["fields"].as_object().unwrap().keys().collect();
     assert_eq!(
         paths,
-        [
-            "metadata.name",
-            "spec.container.ports[0].container_port",
-            "spec.envs[0].name",
-            "spec.mounts[0].mount_path"
-        ]
+        ["metadata.name", "spec.container.ports[0].container_port", "spec.envs[0].name", "spec.mounts[0].mount_path"]
     );
     assert_eq!(body["message"], "the request has 4 invalid fields");
     assert_eq!(stored_jobs(&app).await, 0);
@@ -260,7 +248,13 @@ async fn the_server_answers_what_the_console_computes_with_the_servers_data() {
     let context = jobdeck_api::ValidationContext {
         shapes: serde_json::from_value(get("/api/v2/shapes").await).unwrap(),
         node_groups: serde_json::from_value(get("/api/v2/dedicated-node-groups").await).unwrap(),
-        secret_names: get("/api/v2/usersecrets").await.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap().to_string()).collect(),
+        secret_names: get("/api/v2/usersecrets")
+            .await
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect(),
         requirements: workspace.job_requirements,
         image_pull_secret_names: None,
     };
@@ -270,12 +264,9 @@ async fn the_server_answers_what_the_console_computes_with_the_servers_data() {
         if !command.is_null() {
             set(&mut job, "/spec/container/command", command);
         }
-        match case {
-            "too many at once" => {
-                set(&mut job, "/spec/completions", json!(64));
-                set(&mut job, "/spec/parallelism", json!(64));
-            }
-            _ => {}
+        if case == "too many at once" {
+            set(&mut job, "/spec/completions", json!(64));
+            set(&mut job, "/spec/parallelism", json!(64));
         }
         let local = jobdeck_api::validate_job_in(&serde_json::from_value(job.clone()).unwrap(), &context);
         assert!(!local.is_empty(), "{case}: the contract finds the problem");

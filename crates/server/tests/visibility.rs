@@ -39,7 +39,13 @@ struct Endpoint {
 }
 
 fn endpoints() -> Vec<Endpoint> {
-    let read = |path: &'static str, shows_log: bool| Endpoint { method: Method::GET, path, body: None, creator_gets: StatusCode::OK, shows_log };
+    let read = |path: &'static str, shows_log: bool| Endpoint {
+        method: Method::GET,
+        path,
+        body: None,
+        creator_gets: StatusCode::OK,
+        shows_log,
+    };
     let patch = |stopped: bool| Endpoint {
         method: Method::PATCH,
         path: "/jobs/{id}",
@@ -142,7 +148,9 @@ async fn private_jobs_are_the_creators_public_jobs_everyones_and_anonymous_calle
                 }
                 if res.status == StatusCode::NOT_FOUND {
                     // Exactly what a job that does not exist answers.
-                    let gone = world.call(viewer, endpoint.method.clone(), &fill(endpoint.path, missing), endpoint.body.as_ref()).await;
+                    let gone = world
+                        .call(viewer, endpoint.method.clone(), &fill(endpoint.path, missing), endpoint.body.as_ref())
+                        .await;
                     assert_eq!(gone.status, StatusCode::NOT_FOUND, "{case}");
                     assert_eq!(text.replace(id.as_str(), missing), gone.text(), "{case}: hidden and missing differ");
                 }
@@ -160,7 +168,8 @@ async fn private_jobs_are_the_creators_public_jobs_everyones_and_anonymous_calle
             let res = world.call(viewer, Method::GET, &format!("/jobs{query}"), None).await;
             assert_eq!(res.status, StatusCode::OK, "{viewer:?} {query}");
             let body = res.json();
-            let ids: Vec<&str> = body["jobs"].as_array().unwrap().iter().map(|j| j["metadata"]["id"].as_str().unwrap()).collect();
+            let ids: Vec<&str> =
+                body["jobs"].as_array().unwrap().iter().map(|j| j["metadata"]["id"].as_str().unwrap()).collect();
             assert_eq!(ids.contains(&private.as_str()), sees_private, "{viewer:?} {query}: {ids:?}");
             let total = body["total"].as_i64().unwrap() as usize;
             assert_eq!(total, ids.len(), "{viewer:?} {query}: the total counts hidden jobs");
@@ -252,7 +261,11 @@ async fn secrets_are_private_by_default_and_only_public_ones_are_shared() {
     assert_eq!(shared.status, StatusCode::OK, "{}", shared.text());
 
     let names = |list: Value| -> Vec<String> {
-        list.as_array().unwrap().iter().map(|s| format!("{}:{}", s["name"].as_str().unwrap(), s["visibility"].as_str().unwrap())).collect()
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| format!("{}:{}", s["name"].as_str().unwrap(), s["visibility"].as_str().unwrap()))
+            .collect()
     };
     let alices = app.call(Method::GET, "/api/v2/usersecrets", &alice, None).await.json();
     assert_eq!(names(alices), ["MINE:private", "SHARED:public"]);

@@ -66,17 +66,12 @@ const EVENT_HEAD: [Head; 6] = [
 /// newest event, which then updates in place, and new events arrive on top.
 pub fn event_rows(events: &[JobEvent]) -> Vec<(String, Vec<Cell>)> {
     let count = events.len();
-    events
-        .iter()
-        .enumerate()
-        .map(|(i, event)| ((count - i).to_string(), event_cells(event)))
-        .collect()
+    events.iter().enumerate().map(|(i, event)| ((count - i).to_string(), event_cells(event))).collect()
 }
 
 fn event_cells(event: &JobEvent) -> Vec<Cell> {
-    let time = parse_time(&event.last_observed_time)
-        .map(format_time)
-        .unwrap_or_else(|| event.last_observed_time.clone());
+    let time =
+        parse_time(&event.last_observed_time).map(format_time).unwrap_or_else(|| event.last_observed_time.clone());
     let tone = if event.kind == "Warning" { "bad" } else { "neutral" };
     vec![
         Cell::text(time),
@@ -130,7 +125,13 @@ mod tests {
         assert_eq!(host.query_selector_all("tbody tr").unwrap().length(), 2);
         let first = host.query_selector("tbody tr").unwrap().unwrap();
         let text = first.text_content().unwrap();
-        assert!(text.contains("BackOff") && text.contains("retrying") && text.contains("×2") && text.contains("Replica job-1-2-0"), "{text}");
+        assert!(
+            text.contains("BackOff")
+                && text.contains("retrying")
+                && text.contains("×2")
+                && text.contains("Replica job-1-2-0"),
+            "{text}"
+        );
         assert_eq!(first.query_selector(".badge").unwrap().unwrap().class_name(), "badge bad");
         // The newest event repeats (folded), then a new one arrives on top.
         events[0].count = 3;

@@ -21,10 +21,16 @@ pub fn class_words(class: &str) -> (&'static str, &'static str) {
     match class {
         "ERR_PROGRAM" => ("The program failed", "a program error: retrying the same code and data fails the same way"),
         "ERR_CUDA_OOM" => ("Out of GPU memory", "a program error: the same batch needs the same memory"),
-        "ERR_CONFIG" => ("The job cannot start as configured", "a configuration error: change the job, then run it again"),
+        "ERR_CONFIG" => {
+            ("The job cannot start as configured", "a configuration error: change the job, then run it again")
+        }
         "ERR_OOM" => ("Out of host memory", "a resource error: the replica needed more memory than it had"),
-        "ERR_NCCL" => ("Communication between workers failed", "usually the network or another worker; a retry may succeed"),
-        "ERR_IMAGE_PULL" => ("The container image could not be pulled", "check the image name, tag and registry credentials"),
+        "ERR_NCCL" => {
+            ("Communication between workers failed", "usually the network or another worker; a retry may succeed")
+        }
+        "ERR_IMAGE_PULL" => {
+            ("The container image could not be pulled", "check the image name, tag and registry credentials")
+        }
         "ERR_DEADLINE" => ("The job ran past its deadline", "the active deadline ended it"),
         "ERR_QUEUE_TIMEOUT" => ("The job waited too long for capacity", "the maximum queueing time ended it"),
         "ERR_INFRA" => ("Ended from outside the program", "an infrastructure error: a retry may succeed"),
@@ -271,10 +277,15 @@ mod tests {
                 attempt: 0,
                 error_line: 4,
                 pattern: "CUDA out of memory".into(),
-                lines: [(2, "step 1"), (3, "Traceback (most recent call last):"), (4, "\u{1b}[31mtorch.OutOfMemoryError: <CUDA>\u{1b}[0m"), (9, "exit")]
-                    .into_iter()
-                    .map(|(line, text)| ExcerptLine { line, text: text.into() })
-                    .collect(),
+                lines: [
+                    (2, "step 1"),
+                    (3, "Traceback (most recent call last):"),
+                    (4, "\u{1b}[31mtorch.OutOfMemoryError: <CUDA>\u{1b}[0m"),
+                    (9, "exit"),
+                ]
+                .into_iter()
+                .map(|(line, text)| ExcerptLine { line, text: text.into() })
+                .collect(),
             }],
             timeline: vec![ReplicaSpan {
                 replica_id: "job-1-1-0".into(),
@@ -299,7 +310,17 @@ mod tests {
 
     #[wasm_bindgen_test::wasm_bindgen_test]
     fn every_class_has_words() {
-        for class in ["ERR_PROGRAM", "ERR_CUDA_OOM", "ERR_CONFIG", "ERR_OOM", "ERR_NCCL", "ERR_IMAGE_PULL", "ERR_DEADLINE", "ERR_QUEUE_TIMEOUT", "ERR_INFRA"] {
+        for class in [
+            "ERR_PROGRAM",
+            "ERR_CUDA_OOM",
+            "ERR_CONFIG",
+            "ERR_OOM",
+            "ERR_NCCL",
+            "ERR_IMAGE_PULL",
+            "ERR_DEADLINE",
+            "ERR_QUEUE_TIMEOUT",
+            "ERR_INFRA",
+        ] {
             assert_ne!(class_words(class).0, class_words("ERR_UNKNOWN").0, "{class}");
         }
     }
@@ -309,7 +330,12 @@ mod tests {
         let host = crate::fixtures::mount(|| view! { <Analysis analysis=analysis() job_id="job-1".to_string()/> });
         crate::components::live::sleep(0).await;
         let text = host.text_content().unwrap();
-        for expected in ["ERR_CUDA_OOM", "Out of GPU memory", "What to do: Lower the batch size.", "Replica 1 (attempt 1) failed first"] {
+        for expected in [
+            "ERR_CUDA_OOM",
+            "Out of GPU memory",
+            "What to do: Lower the batch size.",
+            "Replica 1 (attempt 1) failed first",
+        ] {
             assert!(text.contains(expected), "{expected} in {text}");
         }
         let first_row = host.query_selector("table.failed-replicas tbody tr").unwrap().unwrap();

@@ -12,8 +12,8 @@ use super::replicas::{in_order, load_replicas};
 use super::use_job;
 use crate::api;
 use crate::components::api_error::{use_sign_in_again, LiveNote};
-use crate::components::loaded::{Data, Loaded};
 use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
+use crate::components::loaded::{Data, Loaded};
 use crate::components::log_viewer::LogViewer;
 use crate::components::state_badge::replica_outcome;
 use crate::router::{use_navigate, use_navigate_replace, use_url};
@@ -23,10 +23,7 @@ use crate::routes;
 /// latest failed one (the one people come to read), else the latest.
 pub fn default_replica(replicas: &[Replica]) -> Option<String> {
     let latest = |phase: ReplicaPhase| {
-        replicas
-            .iter()
-            .filter(|r| r.status.phase == phase)
-            .max_by_key(|r| r.status.start_time.unwrap_or(0))
+        replicas.iter().filter(|r| r.status.phase == phase).max_by_key(|r| r.status.start_time.unwrap_or(0))
     };
     latest(ReplicaPhase::Running)
         .or_else(|| latest(ReplicaPhase::Failed))
@@ -217,11 +214,17 @@ mod tests {
         let list = [replica(0, 0, Succeeded, Some(0), Some(5)), failed, replica(1, 1, Running, Some(4), None)];
         assert_eq!(
             replica_choices(&list),
-            [("job-1-0-0".to_string(), "Replica 0 · Succeeded".to_string()), ("job-1-1-1".into(), "Replica 1 · Running".into())]
+            [
+                ("job-1-0-0".to_string(), "Replica 0 · Succeeded".to_string()),
+                ("job-1-1-1".into(), "Replica 1 · Running".into())
+            ]
         );
         assert_eq!(
             attempt_choices(&list, "job-1-1-0"),
-            [("job-1-1-0".to_string(), "Attempt 1 · Failed (exit 2)".to_string()), ("job-1-1-1".into(), "Attempt 2 · Running".into())]
+            [
+                ("job-1-1-0".to_string(), "Attempt 1 · Failed (exit 2)".to_string()),
+                ("job-1-1-1".into(), "Attempt 2 · Running".into())
+            ]
         );
         assert!(attempt_choices(&list, "gone").is_empty());
         // An attempt killed by a signal says which.

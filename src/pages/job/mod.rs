@@ -243,7 +243,13 @@ mod tests {
             .collect();
         assert_eq!(
             hrefs,
-            ["/jobs/train-1", "/jobs/train-1/replicas", "/jobs/train-1/events", "/jobs/train-1/logs", "/jobs/train-1/failure"]
+            [
+                "/jobs/train-1",
+                "/jobs/train-1/replicas",
+                "/jobs/train-1/events",
+                "/jobs/train-1/logs",
+                "/jobs/train-1/failure"
+            ]
         );
         let current = host.query_selector("[aria-current=page]").unwrap().unwrap();
         assert_eq!(current.text_content().as_deref(), Some("Replicas"));

@@ -65,10 +65,7 @@ pub fn spec_facts(job: &LeptonJob) -> Vec<(&'static str, String)> {
     add("Node groups", Some(node_groups_of(job)));
     add(
         "Nodes",
-        spec.affinity
-            .as_ref()
-            .and_then(|a| a.allowed_nodes_in_node_group.as_ref())
-            .map(|nodes| nodes.join(", ")),
+        spec.affinity.as_ref().and_then(|a| a.allowed_nodes_in_node_group.as_ref()).map(|nodes| nodes.join(", ")),
     );
     add("Workers", spec.workers.map(|w| w.to_string()));
     add(
@@ -85,13 +82,10 @@ pub fn spec_facts(job: &LeptonJob) -> Vec<(&'static str, String)> {
     };
     add("Preemption", preemption);
     add("Backoff limit", Some(spec.backoff_limit.unwrap_or(3).to_string()));
-    add("Deadline", spec.active_deadline_seconds.map(|s| format_duration(s)));
+    add("Deadline", spec.active_deadline_seconds.map(format_duration));
     add("Replica failure retries", spec.max_failure_retry.map(|n| n.to_string()));
     add("Job failure retries", spec.max_job_failure_retry.map(|n| n.to_string()));
-    add(
-        "Retry on program error",
-        (spec.disable_retry_on_program_error == Some(true)).then(|| "disabled".to_string()),
-    );
+    add("Retry on program error", (spec.disable_retry_on_program_error == Some(true)).then(|| "disabled".to_string()));
     add("Shared memory", spec.shared_memory_size.map(|mib| format!("{mib} MiB")));
     add(
         "Ports",
@@ -135,8 +129,7 @@ pub fn spec_facts(job: &LeptonJob) -> Vec<(&'static str, String)> {
         }),
     );
     let pairs = |map: &Option<std::collections::BTreeMap<String, String>>| {
-        map.as_ref()
-            .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "))
+        map.as_ref().map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "))
     };
     add("Labels", pairs(&job.metadata.labels));
     add("Annotations", pairs(&job.metadata.annotations));
@@ -145,10 +138,7 @@ pub fn spec_facts(job: &LeptonJob) -> Vec<(&'static str, String)> {
 }
 
 fn fact_list(facts: Vec<(&'static str, String)>) -> impl IntoView {
-    facts
-        .into_iter()
-        .map(|(label, value)| view! { <dt>{label}</dt><dd>{value}</dd> })
-        .collect_view()
+    facts.into_iter().map(|(label, value)| view! { <dt>{label}</dt><dd>{value}</dd> }).collect_view()
 }
 
 #[component]

@@ -172,7 +172,9 @@ mod tests {
         crate::components::live::sleep(0).await;
         let trs = host.query_selector_all("tbody tr").unwrap();
         assert_eq!(trs.length(), 4);
-        let row = |i: u32| wasm_bindgen::JsCast::unchecked_into::<web_sys::Element>(trs.get(i).unwrap()).text_content().unwrap();
+        let row = |i: u32| {
+            wasm_bindgen::JsCast::unchecked_into::<web_sys::Element>(trs.get(i).unwrap()).text_content().unwrap()
+        };
         assert!(row(0).starts_with("#01Succeeded"), "{}", row(0));
         assert!(row(1).contains("#21Failed") && row(1).contains("exit code 3") && row(1).contains("2s"), "{}", row(1));
         assert!(row(2).contains("#22Running") && row(2).contains("5s"), "{}", row(2));

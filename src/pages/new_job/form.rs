@@ -13,8 +13,8 @@
 use std::collections::BTreeMap;
 
 use jobdeck_api::{
-    defaults, ContainerPort, EnvValue, EnvVar, FieldErrors, LeptonJob, LogConfig, Mount, Priority,
-    Protocol, QueueConfig, Visibility,
+    defaults, ContainerPort, EnvValue, EnvVar, FieldErrors, LeptonJob, LogConfig, Mount, Priority, Protocol,
+    QueueConfig, Visibility,
 };
 
 use crate::components::field::Control;
@@ -317,8 +317,7 @@ pub fn format_duration(seconds: i64) -> String {
 
 /// Quotes an argument for a POSIX shell when it needs it.
 pub fn shell_quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    let plain = !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
     if plain {
         arg.to_string()
     } else {
@@ -433,15 +432,13 @@ impl FormState {
                 })
                 .collect(),
         );
-        spec.shared_memory_size = if self.shared_memory_typed {
-            int!(SHARED_MEMORY, "spec.shared_memory_size")
-        } else {
-            None
-        };
+        spec.shared_memory_size =
+            if self.shared_memory_typed { int!(SHARED_MEMORY, "spec.shared_memory_size") } else { None };
         spec.max_failure_retry = int!(MAX_REPLICA_RETRY, "spec.max_failure_retry");
         spec.max_job_failure_retry = int!(MAX_JOB_RETRY, "spec.max_job_failure_retry");
         spec.disable_retry_on_program_error = (!v[NO_RETRY_ON_PROGRAM_ERROR].is_empty()).then_some(true);
-        spec.ttl_seconds_after_finished = note(parse_duration(&v[ARCHIVE_TIME]), "spec.ttl_seconds_after_finished", &mut problems);
+        spec.ttl_seconds_after_finished =
+            note(parse_duration(&v[ARCHIVE_TIME]), "spec.ttl_seconds_after_finished", &mut problems);
 
         let metadata = &mut job.metadata;
         metadata.name = some_text(&v[NAME]);
@@ -455,7 +452,10 @@ impl FormState {
                 if map.insert(key.clone(), row[1].trim().to_string()).is_some() {
                     // A map cannot hold a key twice; the second row would be
                     // lost without a word.
-                    problems.insert(format!("{}[{i}]", LISTS[list].path), vec![format!("the key '{key}' is already listed above")]);
+                    problems.insert(
+                        format!("{}[{i}]", LISTS[list].path),
+                        vec![format!("the key '{key}' is already listed above")],
+                    );
                 }
             }
             *target = (!map.is_empty()).then_some(map);
@@ -535,7 +535,8 @@ impl FormState {
             .iter()
             .map(|p| {
                 let protocol = p.protocol.as_deref().map_or(Some(Protocol::Tcp), Protocol::parse);
-                let protocol = protocol.map_or_else(|| p.protocol.clone().unwrap_or_default(), |p| p.as_str().to_string());
+                let protocol =
+                    protocol.map_or_else(|| p.protocol.clone().unwrap_or_default(), |p| p.as_str().to_string());
                 [p.container_port.to_string(), protocol, p.name.clone().unwrap_or_default()]
             })
             .collect();
@@ -592,7 +593,11 @@ impl FormState {
 }
 
 fn check(flag: Option<bool>) -> String {
-    if flag == Some(true) { "1".into() } else { String::new() }
+    if flag == Some(true) {
+        "1".into()
+    } else {
+        String::new()
+    }
 }
 
 /// The input a problem of a field path is shown at.
@@ -639,11 +644,8 @@ pub fn target_of(path: &str, state: &FormState) -> Option<Target> {
                 .ok()
                 .and_then(|key| state.lists[l].iter().position(|r| r[0].trim() == key)),
         };
-        let col = list
-            .column_paths
-            .iter()
-            .position(|suffixes| suffixes.iter().any(|s| suffix.starts_with(s)))
-            .unwrap_or(0);
+        let col =
+            list.column_paths.iter().position(|suffixes| suffixes.iter().any(|s| suffix.starts_with(s))).unwrap_or(0);
         return Some(match row {
             Some(row) if row < state.lists[l].len() => Target::Cell(l, row, col),
             _ => Target::List(l),
@@ -848,10 +850,7 @@ mod tests {
             (VISIBILITY, "private"),
         ]);
         s.shared_memory_typed = true;
-        s.lists[ENVS] = vec![
-            ["A".into(), "value".into(), "1".into()],
-            ["TOKEN".into(), "secret".into(), "hf".into()],
-        ];
+        s.lists[ENVS] = vec![["A".into(), "value".into(), "1".into()], ["TOKEN".into(), "secret".into(), "hf".into()]];
         s.lists[PORTS] = vec![["8080".into(), "UDP".into(), String::new()]];
         s.lists[MOUNTS] = vec![["node-local".into(), "/d".into(), "/mnt/d".into()]];
         s.lists[LABELS] = vec![["team".into(), "vision".into(), String::new()]];
@@ -951,7 +950,8 @@ mod tests {
     fn paths_land_on_their_inputs() {
         let mut s = FormState::default();
         s.lists[ENVS] = vec![Default::default(); 3];
-        s.lists[LABELS] = vec![["a".into(), String::new(), String::new()], ["example.com/team".into(), String::new(), String::new()]];
+        s.lists[LABELS] =
+            vec![["a".into(), String::new(), String::new()], ["example.com/team".into(), String::new(), String::new()]];
         let cases: &[(&str, Option<&str>)] = &[
             ("metadata.name", Some("job-name")),
             ("metadata.id", Some("job-name")),

@@ -12,8 +12,7 @@ pub mod form;
 mod tests;
 
 use jobdeck_api::{
-    shared_memory_default_mib, validate_job, validate_job_in, JobSpec, LeptonJob,
-    ValidationContext, Visibility,
+    shared_memory_default_mib, validate_job, validate_job_in, JobSpec, LeptonJob, ValidationContext, Visibility,
 };
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -371,7 +370,8 @@ async fn load_context(form: JobForm) {
         (Ok(shapes), Ok(node_groups)) => {
             // Image pull secret names are checked by the server, whose 422
             // lands on the field; the form does not load them.
-            let context = ValidationContext { shapes, node_groups, secret_names, requirements, image_pull_secret_names: None };
+            let context =
+                ValidationContext { shapes, node_groups, secret_names, requirements, image_pull_secret_names: None };
             form.set_context(context, log_default)
         }
         (Err(failure), _) | (_, Err(failure)) => form.banner.set(Some(failure)),
@@ -545,11 +545,9 @@ fn options_for(form: JobForm, index: usize) -> Options {
     let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
     let mut options: Options = match index {
         PRIORITY => priority_options(),
-        LOG_COLLECTION => vec![
-            (String::new(), format!("Follow {}", log_default_text(form))),
-            pair("on", "On"),
-            pair("off", "Off"),
-        ],
+        LOG_COLLECTION => {
+            vec![(String::new(), format!("Follow {}", log_default_text(form))), pair("on", "On"), pair("off", "Off")]
+        }
         VISIBILITY => vec![pair("public", "Public"), pair("private", "Private")],
         SHAPE => form.context.with(|c| {
             c.iter()

@@ -18,7 +18,11 @@ const GIB: i64 = 1024;
 fn shape(id: &str, memory_mib: i64) -> Shape {
     let mut shape = Shape::default();
     shape.metadata.id = Some(id.into());
-    shape.spec = ShapeSpec { memory_in_mb: Some(memory_mib), description: Some(format!("{memory_mib} MiB")), ..Default::default() };
+    shape.spec = ShapeSpec {
+        memory_in_mb: Some(memory_mib),
+        description: Some(format!("{memory_mib} MiB")),
+        ..Default::default()
+    };
     shape
 }
 
@@ -50,8 +54,10 @@ async fn mount() -> Mounted {
     let form = JobForm::new();
     form.set_context(context(), Some(true));
     let navigated = RwSignal::new(None::<String>);
-    leptos::mount::mount_to(host.clone(), move || super::job_form(form, move |href: &str| navigated.set(Some(href.into()))))
-        .forget();
+    leptos::mount::mount_to(host.clone(), move || {
+        super::job_form(form, move |href: &str| navigated.set(Some(href.into())))
+    })
+    .forget();
     settle().await;
     Mounted { form, host, navigated }
 }
@@ -59,9 +65,7 @@ async fn mount() -> Mounted {
 /// Lets the effects the last change scheduled run, and a frame pass.
 async fn settle() {
     let promise = web_sys::js_sys::Promise::new(&mut |resolve, _| {
-        let _ = web_sys::window()
-            .unwrap()
-            .set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 40);
+        let _ = web_sys::window().unwrap().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 40);
     });
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
@@ -122,7 +126,8 @@ impl Mounted {
     fn error(&self, id: &str) -> String {
         let input = self.element(id);
         let described = input.get_attribute("aria-describedby").unwrap_or_default();
-        let error_id = described.split(' ').find(|d| d.ends_with("-error")).expect("an error element described by").to_string();
+        let error_id =
+            described.split(' ').find(|d| d.ends_with("-error")).expect("an error element described by").to_string();
         let text = self.element(&error_id).text_content().unwrap_or_default();
         // A row's error element speaks for all its cells; a field's for
         // the field alone.
@@ -130,7 +135,11 @@ impl Mounted {
         if invalid || error_id == format!("{id}-error") {
             assert_eq!(invalid, !text.is_empty(), "aria-invalid of #{id} with error {text:?}");
         }
-        if invalid { text } else { String::new() }
+        if invalid {
+            text
+        } else {
+            String::new()
+        }
     }
 
     fn text(&self) -> String {
@@ -149,7 +158,12 @@ async fn each_rule_shows_its_message_after_leaving_and_clears_when_valid() {
     let cases: &[(&str, &str, &str, &str)] = &[
         ("job-name", "Train", "must start with a lowercase letter", "train"),
         ("job-name", "train_1", "may contain only lowercase letters, digits and hyphens", "train-1"),
-        ("job-name", "abcdefghijklmnopqrstuvwxyzabcdefghijk", "must be at most 36 characters (it has 37)", "abcdefghijklmnopqrst"),
+        (
+            "job-name",
+            "abcdefghijklmnopqrstuvwxyzabcdefghijk",
+            "must be at most 36 characters (it has 37)",
+            "abcdefghijklmnopqrst",
+        ),
         ("job-name", "", "must not be empty", "x"),
         ("image", "NVIDIA/pytorch", "lowercase", "nvcr.io/nvidia/pytorch"),
         ("workers", "0", "must be between 1 and 100000", "1"),
@@ -245,7 +259,11 @@ async fn cross_field_rules_show_on_the_right_field() {
     m.leave("registry-username").await;
     assert_eq!(m.error("registry-username"), "");
     m.leave("registry-password").await;
-    assert!(m.error("registry-password").contains("is required when a registry username is set"), "{}", m.error("registry-password"));
+    assert!(
+        m.error("registry-password").contains("is required when a registry username is set"),
+        "{}",
+        m.error("registry-password")
+    );
     m.type_into("registry-password", "s3cret").await;
     assert_eq!(m.error("registry-password"), "");
 
@@ -308,11 +326,37 @@ async fn defaults_are_shown() {
     ] {
         assert!(text.contains(shown), "{shown:?} missing");
     }
-    for label in ["Job name", "Node group", "Priority", "Resource shape", "Workers", "Completions", "Parallelism", "Backoff limit",
-        "Active deadline seconds", "Container image", "Container tag", "Registry username", "Registry password", "Command",
-        "Container ports", "Log collection", "Environment variables", "Storage", "Shared memory", "Max replica failure retry",
-        "Max job failure retry", "Archive time", "Visibility", "Labels", "Annotations", "Nodes",
-        "Can preempt lower priority workload", "Can be preempted by higher priority workload", "Disable retry when program error occurs"] {
+    for label in [
+        "Job name",
+        "Node group",
+        "Priority",
+        "Resource shape",
+        "Workers",
+        "Completions",
+        "Parallelism",
+        "Backoff limit",
+        "Active deadline seconds",
+        "Container image",
+        "Container tag",
+        "Registry username",
+        "Registry password",
+        "Command",
+        "Container ports",
+        "Log collection",
+        "Environment variables",
+        "Storage",
+        "Shared memory",
+        "Max replica failure retry",
+        "Max job failure retry",
+        "Archive time",
+        "Visibility",
+        "Labels",
+        "Annotations",
+        "Nodes",
+        "Can preempt lower priority workload",
+        "Can be preempted by higher priority workload",
+        "Disable retry when program error occurs",
+    ] {
         assert!(text.contains(label), "label {label:?} missing");
     }
     // Node groups and their nodes come from the server.
@@ -416,7 +460,8 @@ async fn a_clone_fills_the_form_without_secrets() {
     assert_eq!(m.value("envs-1-2"), "hf-token");
     assert_eq!(m.value("ports-0-1"), "UDP");
     assert_eq!(m.value("labels-0-0"), "team");
-    let group: HtmlInputElement = m.host.query_selector("#node-groups input[value='local']").unwrap().unwrap().unchecked_into();
+    let group: HtmlInputElement =
+        m.host.query_selector("#node-groups input[value='local']").unwrap().unwrap().unchecked_into();
     assert!(group.checked());
     // The password is needed again before the clone can be created.
     m.click("button[type=submit]").await;

@@ -235,7 +235,12 @@ mod tests {
         launch.spec.container.command = Some(vec!["/bin/bash".into(), "-c".into(), "python train.py".into()]);
         launch.spec.container.ports = Some(vec![
             ContainerPort { container_port: 8080, ..Default::default() },
-            ContainerPort { container_port: 9000, protocol: Some("UDP".into()), host_port: Some(19000), ..Default::default() },
+            ContainerPort {
+                container_port: 9000,
+                protocol: Some("UDP".into()),
+                host_port: Some(19000),
+                ..Default::default()
+            },
         ]);
         launch.spec.mounts = Some(vec![Mount {
             path: Some("/datasets".into()),
@@ -304,7 +309,8 @@ mod tests {
             password: format!("{name}-key"),
         };
         let mut launch = sample_launch();
-        launch.pull_credentials = vec![credential("elsewhere", "https://ghcr.io"), credential("ngc", "https://nvcr.io/")];
+        launch.pull_credentials =
+            vec![credential("elsewhere", "https://ghcr.io"), credential("ngc", "https://nvcr.io/")];
         let plan = plan("podman", &launch, "r-0-0", 0, &[], &volumes()).unwrap();
         let (login, password) = plan.login.unwrap();
         assert_eq!(login, ["podman", "login", "--username", "$oauthtoken", "--password-stdin", "nvcr.io"]);

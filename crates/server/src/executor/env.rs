@@ -21,10 +21,7 @@ pub fn replica_env(launch: &JobLaunch, completion_index: i64, gpu_ids: &[u32]) -
     set(JOB_COMPLETION_INDEX, completion_index.to_string());
     set(JOB_COMPLETIONS, launch.completions.to_string());
     set("LEPTON_JOB_NAME", launch.job_name.clone());
-    set(
-        "LEPTON_RESOURCE_ACCELERATOR_TYPE",
-        launch.shape.accelerator_type.clone().unwrap_or_default(),
-    );
+    set("LEPTON_RESOURCE_ACCELERATOR_TYPE", launch.shape.accelerator_type.clone().unwrap_or_default());
     set("LEPTON_RESOURCE_ACCELERATOR_NUM", launch.shape.gpus.to_string());
     set("LEPTON_JOB_WORKER_INDEX", completion_index.to_string());
     set("LEPTON_JOB_TOTAL_WORKERS", launch.workers.max(1).to_string());

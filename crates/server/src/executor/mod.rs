@@ -26,7 +26,6 @@ pub mod container;
 pub mod env;
 pub mod local;
 
-
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -335,10 +334,14 @@ impl ExecutorHost {
 
     /// Replaces the executor's state of an attempt, also once it ended
     /// (`Store::set_executor_state`).
-    pub async fn executor_state(&self, job_id: &str, completion_index: i64, attempt: i64, state: String) -> AppResult<()> {
-        self.store
-            .set_executor_state(job_id.to_string(), completion_index, attempt, state)
-            .await
+    pub async fn executor_state(
+        &self,
+        job_id: &str,
+        completion_index: i64,
+        attempt: i64,
+        state: String,
+    ) -> AppResult<()> {
+        self.store.set_executor_state(job_id.to_string(), completion_index, attempt, state).await
     }
 
     /// Records an event.
@@ -362,11 +365,7 @@ impl ExecutorHost {
 
     /// Reports the end of a run.
     pub fn outcome(&self, job_id: &str, run: i64, outcome: RunOutcome) {
-        let _ = self.tx.send(HostMessage::Outcome {
-            job_id: job_id.to_string(),
-            run,
-            outcome,
-        });
+        let _ = self.tx.send(HostMessage::Outcome { job_id: job_id.to_string(), run, outcome });
     }
 
     /// Every recorded attempt of a job, oldest first.
@@ -448,9 +447,9 @@ pub type StringMap = BTreeMap<String, String>;
 pub fn build(config: &crate::config::Config, host: ExecutorHost) -> Result<std::sync::Arc<dyn Executor>, String> {
     match config.executor.kind {
         ExecutorKind::Local => Ok(std::sync::Arc::new(local::LocalExecutor::new(host, config))),
-        ExecutorKind::Kubernetes => Ok(std::sync::Arc::new(crate::kubernetes::KubernetesExecutor::from_config(
-            config, host,
-        )?)),
+        ExecutorKind::Kubernetes => {
+            Ok(std::sync::Arc::new(crate::kubernetes::KubernetesExecutor::from_config(config, host)?))
+        }
     }
 }
 
@@ -463,7 +462,15 @@ mod tests {
         let id = replica_id("train-ab12c", 3, 1);
         assert_eq!(id, "train-ab12c-3-1");
         assert_eq!(parse_replica_id("train-ab12c", &id), Some((3, 1)));
-        let cases = ["train-ab12c", "train-ab12c-3", "train-ab12c-x-1", "train-ab12c-3-", "other-3-1", "train-ab12c-3-1-2", "train-ab12c--3-1"];
+        let cases = [
+            "train-ab12c",
+            "train-ab12c-3",
+            "train-ab12c-x-1",
+            "train-ab12c-3-",
+            "other-3-1",
+            "train-ab12c-3-1-2",
+            "train-ab12c--3-1",
+        ];
         for bad in cases {
             assert_eq!(parse_replica_id("train-ab12c", bad), None, "{bad}");
         }

@@ -115,7 +115,9 @@ fn excerpt(logs: &LogStore, job_id: &str, row: &ReplicaRow, finding: Option<&Fin
             };
             (ranges, f.error_line, f.kind.label().to_string())
         }
-        None => (vec![(total.saturating_sub(LAST_LINES - 1).max(1), total)], total, "Last lines of the log".to_string()),
+        None => {
+            (vec![(total.saturating_sub(LAST_LINES - 1).max(1), total)], total, "Last lines of the log".to_string())
+        }
     };
     let mut lines = Vec::new();
     for (from, to) in ranges {
@@ -164,9 +166,8 @@ fn explain(
         None => "The job".to_string(),
     };
     let found = first.and_then(|(_, f)| f);
-    let evidence = found
-        .map(|f| format!(" The log shows {} on line {}.", quote(&f.text), f.error_line))
-        .unwrap_or_default();
+    let evidence =
+        found.map(|f| format!(" The log shows {} on line {}.", quote(&f.text), f.error_line)).unwrap_or_default();
     let exit = first
         .and_then(|(row, _)| match (row.exit_code, row.signal) {
             (Some(code), _) => Some(format!("exited with code {code}")),
@@ -347,13 +348,16 @@ pub fn analyse(facts: &JobFacts, replicas: &[ReplicaRow], events: &[StoredEvent]
     };
     let class = job_class
         .or_else(|| first.map(|(row, finding)| classify(&end_of(row), finding.map(|f| f.kind))))
-        .or_else(|| job_failed.then(|| classify(&AttemptEnd { reason: facts.reason.as_deref(), ..AttemptEnd::default() }, None)));
+        .or_else(|| {
+            job_failed.then(|| classify(&AttemptEnd { reason: facts.reason.as_deref(), ..AttemptEnd::default() }, None))
+        });
 
     let Some(class) = class else {
         return FailureAnalysis { timeline, job_failure_by_node_event: node_events, ..FailureAnalysis::default() };
     };
     // A deadline or queue timeout is the job's, not one replica's.
-    let first_for_words = first.filter(|_| job_class.is_none() || class == FailureClass::ImagePull || class == FailureClass::Config);
+    let first_for_words =
+        first.filter(|_| job_class.is_none() || class == FailureClass::ImagePull || class == FailureClass::Config);
     let victim = node_events.iter().find_map(|e| e.victim.clone());
     let capacity = last_capacity_message(events);
     let (mut summary, suggestion) = explain(class, facts, first_for_words, victim.as_deref(), capacity.as_deref());
@@ -422,7 +426,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let logs = LogStore::new(dir.path());
         let mut lines: Vec<String> = (1..=50).map(|i| format!("step {i}")).collect();
-        lines.extend(["Traceback (most recent call last):".into(), "  File \"train.py\", line 9".into(), "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB".into()]);
+        lines.extend([
+            "Traceback (most recent call last):".into(),
+            "  File \"train.py\", line 9".into(),
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB".into(),
+        ]);
         write_log(&logs, 1, 0, &lines.iter().map(String::as_str).collect::<Vec<_>>());
         write_log(&logs, 0, 0, &["NCCL error: remote process exited"]);
         let replicas = vec![
@@ -442,7 +450,10 @@ mod tests {
         assert_eq!(order, ["job-1-1-0", "job-1-0-0"]);
         assert_eq!(a.failed_replicas[1].err_class.as_deref(), Some("ERR_NCCL"));
         let stream = &a.log_streams[0];
-        assert_eq!((stream.replica_id.as_str(), stream.error_line, stream.pattern.as_str()), ("job-1-1-0", 53, "CUDA out of memory"));
+        assert_eq!(
+            (stream.replica_id.as_str(), stream.error_line, stream.pattern.as_str()),
+            ("job-1-1-0", 53, "CUDA out of memory")
+        );
         let numbers: Vec<i64> = stream.lines.iter().map(|l| l.line).collect();
         assert_eq!(numbers, (48..=53).collect::<Vec<_>>());
         assert_eq!(a.timeline.len(), 4);
@@ -452,8 +463,23 @@ mod tests {
     fn job_level_reasons_and_node_events() {
         let dir = tempfile::tempdir().unwrap();
         let logs = LogStore::new(dir.path());
-        write_log(&logs, 0, 0, &(1..=40).map(|i| format!("working {i}")).collect::<Vec<_>>().iter().map(String::as_str).collect::<Vec<_>>());
-        let deadline = analyse(&facts("Failed", "DeadlineExceeded"), &[row(0, 0, "failed", "DeadlineExceeded", None, 6_000)], &[], &logs);
+        write_log(
+            &logs,
+            0,
+            0,
+            &(1..=40)
+                .map(|i| format!("working {i}"))
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        let deadline = analyse(
+            &facts("Failed", "DeadlineExceeded"),
+            &[row(0, 0, "failed", "DeadlineExceeded", None, 6_000)],
+            &[],
+            &logs,
+        );
         assert_eq!((deadline.err_class.as_str(), deadline.program_error), ("ERR_DEADLINE", false));
         assert!(deadline.summary.contains("active deadline of 5 s"), "{}", deadline.summary);
         // Without an error in the log, the excerpt is the log's end.
@@ -476,7 +502,10 @@ mod tests {
         assert!(queued.summary.contains("needs 8 GPUs"), "{}", queued.summary);
 
         let mut oom = row(0, 1, "failed", "OOMKilled", None, 7_000);
-        oom.message = Some("the replica used more memory than its shape allows and was killed; the kernel killed python3 (pid 42)".into());
+        oom.message = Some(
+            "the replica used more memory than its shape allows and was killed; the kernel killed python3 (pid 42)"
+                .into(),
+        );
         let a = analyse(&facts("Failed", "BackoffLimitExceeded"), &[oom], &[], &logs);
         assert_eq!(a.err_class, "ERR_OOM");
         assert_eq!(a.job_failure_by_node_event[0].node_event_name, "OOM");
@@ -495,7 +524,8 @@ mod tests {
         lines.extend((0..100).map(|i| format!("  File \"f{i}.py\"")));
         lines.push("RecursionError: maximum recursion depth exceeded".into());
         write_log(&logs, 0, 0, &lines.iter().map(String::as_str).collect::<Vec<_>>());
-        let a = analyse(&facts("Failed", "BackoffLimitExceeded"), &[row(0, 0, "failed", "Error", Some(1), 2)], &[], &logs);
+        let a =
+            analyse(&facts("Failed", "BackoffLimitExceeded"), &[row(0, 0, "failed", "Error", Some(1), 2)], &[], &logs);
         let numbers: Vec<i64> = a.log_streams[0].lines.iter().map(|l| l.line).collect();
         assert_eq!(numbers.first(), Some(&1));
         assert_eq!(numbers.last(), Some(&102));

@@ -91,7 +91,8 @@ pub const NOT_PROGRAM_ERROR_EXIT_CODES: [i32; 3] = [0, 137, 143];
 /// Signals a program raises against itself when it crashes; an attempt ended
 /// by one of them failed because of the program. Every other signal
 /// (SIGKILL, SIGTERM, …) came from outside.
-pub const CRASH_SIGNALS: [i32; 6] = [libc::SIGSEGV, libc::SIGABRT, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGSYS];
+pub const CRASH_SIGNALS: [i32; 6] =
+    [libc::SIGSEGV, libc::SIGABRT, libc::SIGBUS, libc::SIGFPE, libc::SIGILL, libc::SIGSYS];
 
 /// What an executor knows about how an attempt ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -115,9 +116,9 @@ pub fn classify(end: &AttemptEnd<'_>, finding: Option<FindingKind>) -> FailureCl
         Some("MaxQueuedDurationExceeded") => return FailureClass::QueueTimeout,
         Some("Evicted" | "Preempted" | "NodeLost" | "Lost" | "Stopped" | "Deleted") => return FailureClass::Infra,
         Some("ImagePullFailed" | "ErrImagePull" | "ImagePullBackOff") => return FailureClass::ImagePull,
-        Some("StartError" | "ContainerCannotRun" | "ConfigError" | "CreateContainerConfigError" | "CreateContainerError") => {
-            return FailureClass::Config
-        }
+        Some(
+            "StartError" | "ContainerCannotRun" | "ConfigError" | "CreateContainerConfigError" | "CreateContainerError",
+        ) => return FailureClass::Config,
         _ => {}
     }
     match finding {
@@ -173,7 +174,12 @@ mod tests {
             (end(Some("OOMKilled"), None, Some(libc::SIGKILL)), Some(FindingKind::Nccl), Oom, false),
             (end(Some("StartError"), Some(127), None), None, Config, true),
             (end(Some("ContainerCannotRun"), Some(128), None), None, Config, true),
-            (end(Some("DeadlineExceeded"), None, Some(libc::SIGTERM)), Some(FindingKind::PythonTraceback), Deadline, false),
+            (
+                end(Some("DeadlineExceeded"), None, Some(libc::SIGTERM)),
+                Some(FindingKind::PythonTraceback),
+                Deadline,
+                false,
+            ),
             (end(Some("Preempted"), None, Some(libc::SIGTERM)), None, Infra, false),
             (end(Some("Evicted"), None, None), None, Infra, false),
             (end(Some("Lost"), None, None), None, Infra, false),
@@ -189,7 +195,9 @@ mod tests {
     #[test]
     fn class_names_are_the_designs() {
         let names: Vec<&str> = FailureClass::ALL.iter().map(|c| c.as_str()).collect();
-        for name in ["ERR_PROGRAM", "ERR_OOM", "ERR_IMAGE_PULL", "ERR_DEADLINE", "ERR_INFRA", "ERR_CONFIG", "ERR_QUEUE_TIMEOUT"] {
+        for name in
+            ["ERR_PROGRAM", "ERR_OOM", "ERR_IMAGE_PULL", "ERR_DEADLINE", "ERR_INFRA", "ERR_CONFIG", "ERR_QUEUE_TIMEOUT"]
+        {
             assert!(names.contains(&name), "{name}");
         }
     }

@@ -73,13 +73,34 @@ pub const MAX_TEXT: usize = 500;
 /// find image … locally" comes before a pull that may well succeed, and
 /// NCCL's `WARN` lines are common in healthy runs, so neither is here.
 const PATTERNS: &[(FindingKind, &str)] = &[
-    (FindingKind::CudaOom, r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|RESOURCE_EXHAUSTED: Out of memory"),
-    (FindingKind::Nccl, r"NCCL error|NCCL Error|nccl(System|Internal|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error|Watchdog caught collective operation timeout|NCCL communicator was aborted|NCCL timeout|DistBackendError"),
-    (FindingKind::HostOom, r"Killed process \d+ \(|Out of memory: Kill|oom-kill:|^MemoryError\b|^\w+(\.\w+)*\.MemoryError\b|std::bad_alloc|memory allocation of \d+ bytes failed|jobdeck: the replica was killed \(OOM\)"),
-    (FindingKind::CommandNotFound, r"(?i:: command not found)$|^(\S*sh|bash|dash|zsh): (line )?\d+: .*: not found$|executable file not found in \$PATH|jobdeck: cannot start '.*': No such file or directory|can't open file .*No such file or directory|exec format error|: Permission denied$"),
-    (FindingKind::ImagePull, r"pull access denied|manifest unknown|manifest for \S+ not found|repository does not exist|ErrImagePull|ImagePullBackOff|failed to resolve reference|Error: (initializing source|reading manifest|unable to pull)|unable to pull image|toomanyrequests: |Error response from daemon: (Get|Head) "),
-    (FindingKind::Crash, r"Segmentation fault|core dumped|Fatal Python error|^thread '.*' panicked at|panicked at |terminate called after throwing|Bus error|Illegal instruction|Floating point exception|\*\*\* stack smashing detected|double free or corruption"),
-    (FindingKind::ErrorLine, r"(?i:^\s*(\[?error\]?|fatal|exception)\b)|\b(ERROR|FATAL|CRITICAL)\b|^\w+(\.\w+)*(Error|Exception): "),
+    (
+        FindingKind::CudaOom,
+        r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|RESOURCE_EXHAUSTED: Out of memory",
+    ),
+    (
+        FindingKind::Nccl,
+        r"NCCL error|NCCL Error|nccl(System|Internal|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error|Watchdog caught collective operation timeout|NCCL communicator was aborted|NCCL timeout|DistBackendError",
+    ),
+    (
+        FindingKind::HostOom,
+        r"Killed process \d+ \(|Out of memory: Kill|oom-kill:|^MemoryError\b|^\w+(\.\w+)*\.MemoryError\b|std::bad_alloc|memory allocation of \d+ bytes failed|jobdeck: the replica was killed \(OOM\)",
+    ),
+    (
+        FindingKind::CommandNotFound,
+        r"(?i:: command not found)$|^(\S*sh|bash|dash|zsh): (line )?\d+: .*: not found$|executable file not found in \$PATH|jobdeck: cannot start '.*': No such file or directory|can't open file .*No such file or directory|exec format error|: Permission denied$",
+    ),
+    (
+        FindingKind::ImagePull,
+        r"pull access denied|manifest unknown|manifest for \S+ not found|repository does not exist|ErrImagePull|ImagePullBackOff|failed to resolve reference|Error: (initializing source|reading manifest|unable to pull)|unable to pull image|toomanyrequests: |Error response from daemon: (Get|Head) ",
+    ),
+    (
+        FindingKind::Crash,
+        r"Segmentation fault|core dumped|Fatal Python error|^thread '.*' panicked at|panicked at |terminate called after throwing|Bus error|Illegal instruction|Floating point exception|\*\*\* stack smashing detected|double free or corruption",
+    ),
+    (
+        FindingKind::ErrorLine,
+        r"(?i:^\s*(\[?error\]?|fatal|exception)\b)|\b(ERROR|FATAL|CRITICAL)\b|^\w+(\.\w+)*(Error|Exception): ",
+    ),
 ];
 
 const TRACEBACK_HEADER: &str = "Traceback (most recent call last):";
@@ -224,10 +245,18 @@ impl Scanner {
                 // exception (CUDA out of memory, NCCL, MemoryError) names
                 // the finding; otherwise it is a plain traceback.
                 let kind = match match_line(text) {
-                    Some(FindingKind::ErrorLine) | Some(FindingKind::Crash) | None => open.hint.unwrap_or(FindingKind::PythonTraceback),
+                    Some(FindingKind::ErrorLine) | Some(FindingKind::Crash) | None => {
+                        open.hint.unwrap_or(FindingKind::PythonTraceback)
+                    }
                     Some(kind) => kind,
                 };
-                self.strong = Some(Finding { kind, first_line: open.header, error_line: number, last_line: number, text: clip(text) });
+                self.strong = Some(Finding {
+                    kind,
+                    first_line: open.header,
+                    error_line: number,
+                    last_line: number,
+                    text: clip(text),
+                });
                 self.traceback = None;
                 return;
             }
@@ -426,7 +455,8 @@ mod tests {
 
     #[test]
     fn specific_errors_win_over_earlier_generic_lines_and_the_first_specific_one_wins() {
-        let f = scan(&["ERROR: retrying download", "ok", "Segmentation fault (core dumped)", "NCCL error: unhandled"]).unwrap();
+        let f = scan(&["ERROR: retrying download", "ok", "Segmentation fault (core dumped)", "NCCL error: unhandled"])
+            .unwrap();
         assert_eq!((f.kind, f.error_line), (FindingKind::Crash, 3));
         let g = scan(&["hello", "ERROR something odd"]).unwrap();
         assert_eq!((g.kind, g.error_line), (FindingKind::ErrorLine, 2));
@@ -435,7 +465,12 @@ mod tests {
 
     #[test]
     fn colour_codes_do_not_hide_errors() {
-        let f = scan(&["\u{1b}[31mTraceback (most recent call last):\u{1b}[0m", "  x", "\u{1b}[1;31mValueError\u{1b}[0m: nope"]).unwrap();
+        let f = scan(&[
+            "\u{1b}[31mTraceback (most recent call last):\u{1b}[0m",
+            "  x",
+            "\u{1b}[1;31mValueError\u{1b}[0m: nope",
+        ])
+        .unwrap();
         assert_eq!((f.kind, f.error_line), (FindingKind::PythonTraceback, 3));
         assert_eq!(f.text, "ValueError: nope");
         assert_eq!(strip_ansi("\u{1b}]0;title\u{7}plain \u{1b}[38;5;196mred"), "plain red");
@@ -458,9 +493,17 @@ mod tests {
         let f = scanner.finish().unwrap();
         assert_eq!((f.kind, f.first_line, f.error_line), (FindingKind::CudaOom, 1, 4));
         // On one stream, a line that is not an exception does not end it.
-        let f = scan(&["Traceback (most recent call last):", "  File \"a.py\"", "worker 3: step 9", "ValueError: x"]).unwrap();
+        let f = scan(&["Traceback (most recent call last):", "  File \"a.py\"", "worker 3: step 9", "ValueError: x"])
+            .unwrap();
         assert_eq!(f.error_line, 4);
-        for (line, is) in [("KeyError: 'lr'", true), ("KeyboardInterrupt", true), ("a.b.C:", true), ("step 10 loss 2.31", false), ("worker 3: x", false), (".x: y", false)] {
+        for (line, is) in [
+            ("KeyError: 'lr'", true),
+            ("KeyboardInterrupt", true),
+            ("a.b.C:", true),
+            ("step 10 loss 2.31", false),
+            ("worker 3: x", false),
+            (".x: y", false),
+        ] {
             assert_eq!(is_exception_line(line), is, "{line}");
         }
     }

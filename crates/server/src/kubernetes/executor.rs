@@ -104,10 +104,7 @@ impl Shared {
 /// when one is named, else the in-cluster service account, else
 /// `$KUBECONFIG` or `~/.kube/config`.
 pub async fn kube_config(settings: &KubernetesSettings) -> Result<kube::Config, String> {
-    let options = kube::config::KubeConfigOptions {
-        context: settings.context.clone(),
-        ..Default::default()
-    };
+    let options = kube::config::KubeConfigOptions { context: settings.context.clone(), ..Default::default() };
     let config = match &settings.kubeconfig {
         Some(path) => {
             let file = kube::config::Kubeconfig::read_from(path)
@@ -162,18 +159,9 @@ impl KubernetesExecutor {
         host: ExecutorHost,
     ) -> Result<Self, String> {
         settings.check()?;
-        let namespace = settings
-            .namespace
-            .clone()
-            .unwrap_or_else(|| kube_config.default_namespace.clone());
+        let namespace = settings.namespace.clone().unwrap_or_else(|| kube_config.default_namespace.clone());
         let client = Client::try_from(kube_config).map_err(|e| format!("cannot build the Kubernetes client: {e}"))?;
-        let shared = Arc::new(Shared {
-            client,
-            namespace,
-            settings,
-            config,
-            host,
-        });
+        let shared = Arc::new(Shared { client, namespace, settings, config, host });
         let (commands, command_rx) = mpsc::unbounded_channel();
         let controller = Controller::new(shared.clone(), commands.downgrade());
         tokio::spawn(controller.run(command_rx));
@@ -199,11 +187,8 @@ impl KubernetesExecutor {
 
     async fn send<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ExecutorError> {
         let (tx, rx) = oneshot::channel();
-        self.commands
-            .send(make(tx))
-            .map_err(|_| ExecutorError("the kubernetes controller has stopped".into()))?;
-        rx.await
-            .map_err(|_| ExecutorError("the kubernetes controller has stopped".into()))
+        self.commands.send(make(tx)).map_err(|_| ExecutorError("the kubernetes controller has stopped".into()))?;
+        rx.await.map_err(|_| ExecutorError("the kubernetes controller has stopped".into()))
     }
 
     async fn start_run(&self, launch: JobLaunch) -> Result<(), ExecutorError> {
@@ -240,24 +225,14 @@ impl KubernetesExecutor {
                 Ok(())
             }
             Err(e) => {
-                let _ = self.commands.send(Command::Unregister {
-                    job_id: launch.job_id.clone(),
-                    run: launch.run,
-                });
+                let _ = self.commands.send(Command::Unregister { job_id: launch.job_id.clone(), run: launch.run });
                 Err(e)
             }
         }
     }
 
     async fn stop_run(&self, job_id: &str, run: i64, reason: StopReason) -> Result<(), ExecutorError> {
-        let known = self
-            .send(|reply| Command::Stop {
-                job_id: job_id.to_string(),
-                run,
-                reason,
-                reply,
-            })
-            .await?;
+        let known = self.send(|reply| Command::Stop { job_id: job_id.to_string(), run, reason, reply }).await?;
         if !known {
             self.shared.host.outcome(job_id, run, RunOutcome::Stopped);
             return Ok(());
@@ -266,10 +241,7 @@ impl KubernetesExecutor {
             Ok(()) => Ok(()),
             Err(e) if e.is_not_found() => {
                 // Nothing runs: the run is stopped already.
-                let _ = self.commands.send(Command::JobGone {
-                    job_id: job_id.to_string(),
-                    run,
-                });
+                let _ = self.commands.send(Command::JobGone { job_id: job_id.to_string(), run });
                 Ok(())
             }
             Err(e) => Err(ExecutorError(format!("cannot suspend Kubernetes Job {job_id}: {e}"))),
@@ -303,11 +275,7 @@ impl KubernetesExecutor {
             let current = job.as_ref().is_some_and(|j| job_run(j) == Some(launch.run));
             if current {
                 // The watchers deliver the Job and its pods to the run.
-                self.send(|reply| Command::Register {
-                    run: Box::new(RunState::new(&launch, known, 0)),
-                    reply,
-                })
-                .await?;
+                self.send(|reply| Command::Register { run: Box::new(RunState::new(&launch, known, 0)), reply }).await?;
             } else if had_replicas {
                 self.shared.host.outcome(
                     &launch.job_id,
@@ -331,9 +299,7 @@ impl KubernetesExecutor {
     }
 
     async fn forget_job(&self, job_id: &str) -> Result<(), ExecutorError> {
-        let _ = self.commands.send(Command::Forget {
-            job_id: job_id.to_string(),
-        });
+        let _ = self.commands.send(Command::Forget { job_id: job_id.to_string() });
         match self.shared.jobs().delete(job_id, &DeleteParams::background()).await {
             Ok(_) => Ok(()),
             Err(e) if e.is_not_found() => Ok(()),
@@ -445,14 +411,8 @@ fn render_launch(
     let group = shared
         .config
         .node_group(&launch.placement.node_group)
-        .map(|g| NodeGroupTarget {
-            name: g.name.clone(),
-            node_labels: g.node_selector.clone(),
-        })
-        .unwrap_or_else(|| NodeGroupTarget {
-            name: launch.placement.node_group.clone(),
-            node_labels: BTreeMap::new(),
-        });
+        .map(|g| NodeGroupTarget { name: g.name.clone(), node_labels: g.node_selector.clone() })
+        .unwrap_or_else(|| NodeGroupTarget { name: launch.placement.node_group.clone(), node_labels: BTreeMap::new() });
     // The launch carries the job's environment with secrets resolved; only
     // the variables that reference a secret go into the Secret.
     let secret_values: BTreeMap<String, String> = launch
@@ -462,11 +422,7 @@ fn render_launch(
         .flatten()
         .filter(|e| e.value_from.as_ref().and_then(|v| v.secret_name_ref.as_ref()).is_some())
         .filter_map(|e| {
-            launch
-                .env
-                .iter()
-                .find(|(name, _)| *name == e.name)
-                .map(|(name, value)| (name.clone(), value.clone()))
+            launch.env.iter().find(|(name, _)| *name == e.name).map(|(name, value)| (name.clone(), value.clone()))
         })
         .collect();
     let mut spec = launch.spec.clone();
@@ -553,10 +509,7 @@ fn owner_reference(job: &Job) -> OwnerReference {
 }
 
 fn owned_by(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, uid: &str) -> bool {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.uid == uid)
+    meta.owner_references.iter().flatten().any(|o| o.uid == uid)
 }
 
 /// Creates one object owned by the Job; one left from an interrupted start
@@ -643,20 +596,14 @@ async fn create_objects(shared: &Shared, objects: &KubeObjects, run: i64) -> Res
     }
     if resume {
         let patch = serde_json::json!({"spec": {"suspend": false}});
-        jobs.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(kube_error)?;
+        jobs.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(kube_error)?;
     }
     Ok(created)
 }
 
 async fn suspend(shared: &Shared, job_id: &str) -> Result<(), kube::Error> {
     let patch = serde_json::json!({"spec": {"suspend": true}});
-    shared
-        .jobs()
-        .patch(job_id, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map(|_| ())
+    shared.jobs().patch(job_id, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ())
 }
 
 /// What a replica's `executor_state` holds.
@@ -773,9 +720,15 @@ impl RunState {
 
 enum Command {
     /// Starts following a run; replies false when it is followed already.
-    Register { run: Box<RunState>, reply: oneshot::Sender<bool> },
+    Register {
+        run: Box<RunState>,
+        reply: oneshot::Sender<bool>,
+    },
     /// Forgets a run whose objects could not be created.
-    Unregister { job_id: String, run: i64 },
+    Unregister {
+        job_id: String,
+        run: i64,
+    },
     /// A stop was asked; replies whether the run is known.
     Stop {
         job_id: String,
@@ -784,10 +737,20 @@ enum Command {
         reply: oneshot::Sender<bool>,
     },
     /// The run's Job no longer exists.
-    JobGone { job_id: String, run: i64 },
-    Forget { job_id: String },
+    JobGone {
+        job_id: String,
+        run: i64,
+    },
+    Forget {
+        job_id: String,
+    },
     /// A log copy ended.
-    LogCopied { job_id: String, run: i64, uid: String, complete: bool },
+    LogCopied {
+        job_id: String,
+        run: i64,
+        uid: String,
+        complete: bool,
+    },
 }
 
 /// The single task that owns the view of the cluster.
@@ -828,19 +791,13 @@ impl Controller {
     }
 
     async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        let managed = Selector {
-            labels: Some(format!("{LABEL_MANAGED_BY}={MANAGED_BY_VALUE}")),
-            fields: None,
-        };
+        let managed = Selector { labels: Some(format!("{LABEL_MANAGED_BY}={MANAGED_BY_VALUE}")), fields: None };
         // Events carry no labels of their object, and field selectors
         // select by one value, so Jobdeck's events cannot be asked for
         // directly: two watches narrow them to Job and pod events, and the
         // controller keeps those about its own objects (docs/kubernetes.md,
         // "Replicas, readiness and events").
-        let events_about = |kind: &str| Selector {
-            labels: None,
-            fields: Some(format!("involvedObject.kind={kind}")),
-        };
+        let events_about = |kind: &str| Selector { labels: None, fields: Some(format!("involvedObject.kind={kind}")) };
         let (job_tx, mut job_rx) = mpsc::unbounded_channel();
         let (pod_tx, mut pod_rx) = mpsc::unbounded_channel();
         let (job_event_tx, mut job_event_rx) = mpsc::unbounded_channel();
@@ -876,10 +833,7 @@ impl Controller {
     async fn on_command(&mut self, command: Command) {
         match command {
             Command::Register { run, reply } => {
-                let known = self
-                    .runs
-                    .get(&run.job_id)
-                    .is_some_and(|existing| existing.run == run.run);
+                let known = self.runs.get(&run.job_id).is_some_and(|existing| existing.run == run.run);
                 if known {
                     let _ = reply.send(false);
                     return;
@@ -894,12 +848,7 @@ impl Controller {
                     self.runs.remove(&job_id);
                 }
             }
-            Command::Stop {
-                job_id,
-                run,
-                reason,
-                reply,
-            } => match self.runs.get_mut(&job_id).filter(|r| r.run == run) {
+            Command::Stop { job_id, run, reason, reply } => match self.runs.get_mut(&job_id).filter(|r| r.run == run) {
                 Some(state) => {
                     state.stop.get_or_insert(reason);
                     let _ = reply.send(true);
@@ -924,12 +873,7 @@ impl Controller {
                     *job != job_id
                 });
             }
-            Command::LogCopied {
-                job_id,
-                run,
-                uid,
-                complete,
-            } => {
+            Command::LogCopied { job_id, run, uid, complete } => {
                 self.copies.remove(&uid);
                 let Some(state) = self.runs.get_mut(&job_id).filter(|r| r.run == run) else {
                     return;
@@ -941,10 +885,8 @@ impl Controller {
                 // running; a stream that ends while the pod still reads as
                 // running was cut (an API server restarting, an idle
                 // timeout) and is copied on from where it stopped.
-                let still_running = tracked
-                    .last
-                    .as_ref()
-                    .is_some_and(|a| a.phase == ReplicaPhase::Running && !a.terminating);
+                let still_running =
+                    tracked.last.as_ref().is_some_and(|a| a.phase == ReplicaPhase::Running && !a.terminating);
                 if complete && !still_running {
                     tracked.logs_copied = true;
                     // Record that the copy is complete, so a restart does not
@@ -964,7 +906,8 @@ impl Controller {
                     // the pod's next update, whichever comes first; the
                     // copy resumes after the last stored line.
                     tracked.log_started = false;
-                    let pause = LOG_RETRY_DELAY.saturating_mul(1 << tracked.log_failures.min(6)).min(LOG_RETRY_MAX_DELAY);
+                    let pause =
+                        LOG_RETRY_DELAY.saturating_mul(1 << tracked.log_failures.min(6)).min(LOG_RETRY_MAX_DELAY);
                     tracked.log_failures += 1;
                     tracked.log_retry_at = Some(crate::now_millis() + pause.as_millis() as i64);
                 }
@@ -974,12 +917,8 @@ impl Controller {
 
     /// Feeds a newly registered run what the watchers already know.
     async fn replay(&mut self, job_id: &str) {
-        let mut pods: Vec<Pod> = self
-            .pods
-            .values()
-            .filter(|p| label(&p.metadata, LABEL_JOB_ID) == Some(job_id))
-            .cloned()
-            .collect();
+        let mut pods: Vec<Pod> =
+            self.pods.values().filter(|p| label(&p.metadata, LABEL_JOB_ID) == Some(job_id)).cloned().collect();
         pods.sort_by_key(creation_order);
         for pod in pods {
             self.on_pod(&pod, false).await;
@@ -1000,12 +939,8 @@ impl Controller {
                 pods.sort_by_key(creation_order);
                 let present: std::collections::HashSet<String> =
                     pods.iter().filter_map(|p| p.metadata.uid.clone()).collect();
-                let vanished: Vec<Pod> = self
-                    .pods
-                    .iter()
-                    .filter(|(uid, _)| !present.contains(*uid))
-                    .map(|(_, p)| p.clone())
-                    .collect();
+                let vanished: Vec<Pod> =
+                    self.pods.iter().filter(|(uid, _)| !present.contains(*uid)).map(|(_, p)| p.clone()).collect();
                 for pod in vanished {
                     self.forget_pod(&pod);
                     self.on_pod(&pod, true).await;
@@ -1096,10 +1031,7 @@ impl Controller {
                 // A pod we never saw alive: nothing to report.
                 return;
             }
-            let next = state
-                .next_attempt
-                .entry(attempt.completion_index)
-                .or_insert(state.first_attempt);
+            let next = state.next_attempt.entry(attempt.completion_index).or_insert(state.first_attempt);
             let number = *next;
             *next += 1;
             state.tracked.insert(
@@ -1159,11 +1091,7 @@ impl Controller {
             }
         }
         if start_log {
-            let tracked = self
-                .runs
-                .get_mut(&job_id)
-                .and_then(|s| s.tracked.get_mut(&uid))
-                .expect("tracked above");
+            let tracked = self.runs.get_mut(&job_id).and_then(|s| s.tracked.get_mut(&uid)).expect("tracked above");
             tracked.log_started = true;
             tracked.log_retry_at = None;
             let (pod, index, number) = (tracked.pod_name.clone(), tracked.completion_index, tracked.attempt);
@@ -1188,12 +1116,7 @@ impl Controller {
                 tracing::warn!("kubernetes: {e}");
             }
             if let Some(commands) = commands.upgrade() {
-                let _ = commands.send(Command::LogCopied {
-                    job_id,
-                    run,
-                    uid,
-                    complete: result.is_ok(),
-                });
+                let _ = commands.send(Command::LogCopied { job_id, run, uid, complete: result.is_ok() });
             }
         });
         if let Some((_, earlier)) = self.copies.insert(key, (owner, task.abort_handle())) {
@@ -1210,7 +1133,7 @@ impl Controller {
                 continue;
             }
             for (uid, tracked) in state.tracked.iter_mut() {
-                if tracked.log_started || tracked.logs_copied || !tracked.log_retry_at.is_some_and(|at| at <= now) {
+                if tracked.log_started || tracked.logs_copied || tracked.log_retry_at.is_none_or(|at| at > now) {
                     continue;
                 }
                 if !self.pods.contains_key(uid) {
@@ -1407,10 +1330,8 @@ impl Controller {
                 .min_by_key(|a| a.completion_index)
                 .and_then(status::stuck_failure);
             if let Some(mut failure) = stuck {
-                failure.message = format!(
-                    "{} (for more than {} s)",
-                    failure.message, self.shared.settings.stuck_pod_timeout_seconds
-                );
+                failure.message =
+                    format!("{} (for more than {} s)", failure.message, self.shared.settings.stuck_pod_timeout_seconds);
                 state.failure = Some(failure);
                 failing.push(state.job_id.clone());
             }
@@ -1431,8 +1352,7 @@ impl Controller {
             Change::Listed(events) => {
                 // A list replaces what this watch reported before, not
                 // what the other one did.
-                self.events
-                    .retain(|_, (e, _)| e.involved_object.kind.as_deref() != Some(kind));
+                self.events.retain(|_, (e, _)| e.involved_object.kind.as_deref() != Some(kind));
                 for event in &events {
                     self.events.insert(event_key(event), (event.clone(), now));
                 }
@@ -1510,7 +1430,8 @@ impl Controller {
             .map(|(e, _)| e)
             .filter(|e| {
                 e.involved_object.kind.as_deref() == Some("Pod")
-                    && (e.involved_object.uid.as_deref() == Some(uid) || e.involved_object.name.as_deref() == Some(name))
+                    && (e.involved_object.uid.as_deref() == Some(uid)
+                        || e.involved_object.name.as_deref() == Some(name))
             })
             .cloned()
             .collect();
@@ -1574,11 +1495,7 @@ impl Controller {
         }
         self.event_counts.insert(uid, translated.count);
         let repeats = (translated.count - seen).min(MAX_EVENT_REPEATS);
-        let kind = if translated.kind == "Warning" {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        };
+        let kind = if translated.kind == "Warning" { EventType::Warning } else { EventType::Normal };
         for _ in 0..repeats {
             let result = self
                 .shared
@@ -1628,12 +1545,7 @@ impl Controller {
 
 /// What identifies a Kubernetes event across its repetitions.
 fn event_key(event: &Event) -> String {
-    event
-        .metadata
-        .uid
-        .clone()
-        .or_else(|| event.metadata.name.clone())
-        .unwrap_or_default()
+    event.metadata.uid.clone().or_else(|| event.metadata.name.clone()).unwrap_or_default()
 }
 
 fn label<'a>(meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str) -> Option<&'a str> {
@@ -1642,30 +1554,24 @@ fn label<'a>(meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMet
 
 fn creation_order(pod: &Pod) -> (i64, String) {
     (
-        pod.metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|t| t.0.as_millisecond())
-            .unwrap_or(0),
+        pod.metadata.creation_timestamp.as_ref().map(|t| t.0.as_millisecond()).unwrap_or(0),
         pod.metadata.name.clone().unwrap_or_default(),
     )
 }
 
 fn pod_state(tracked: &Tracked) -> String {
-    let uid = tracked
-        .last
-        .as_ref()
-        .map(|a| a.pod_uid.clone())
-        .unwrap_or_default();
-    serde_json::to_string(&PodState {
-        pod: tracked.pod_name.clone(),
-        uid,
-        logs_copied: tracked.logs_copied,
-    })
-    .unwrap_or_default()
+    let uid = tracked.last.as_ref().map(|a| a.pod_uid.clone()).unwrap_or_default();
+    serde_json::to_string(&PodState { pod: tracked.pod_name.clone(), uid, logs_copied: tracked.logs_copied })
+        .unwrap_or_default()
 }
 
-fn observation(job_id: &str, run: i64, node_group: &str, tracked: &Tracked, attempt: &PodAttempt) -> ReplicaObservation {
+fn observation(
+    job_id: &str,
+    run: i64,
+    node_group: &str,
+    tracked: &Tracked,
+    attempt: &PodAttempt,
+) -> ReplicaObservation {
     ReplicaObservation {
         job_id: job_id.to_string(),
         run,
@@ -1674,7 +1580,9 @@ fn observation(job_id: &str, run: i64, node_group: &str, tracked: &Tracked, atte
         phase: attempt.phase,
         readiness_issue: match &attempt.readiness_issue {
             // Lepton's words for a replica whose image is being pulled.
-            Some(issue) if tracked.pulling && attempt.phase == ReplicaPhase::Pending && issue.reason == "InProgress" => {
+            Some(issue)
+                if tracked.pulling && attempt.phase == ReplicaPhase::Pending && issue.reason == "InProgress" =>
+            {
                 Some(ReadinessIssue { reason: "InProgress".into(), message: "Pulling image".into() })
             }
             other => other.clone(),

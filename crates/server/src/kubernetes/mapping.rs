@@ -17,10 +17,10 @@ use k8s_openapi::api::batch::v1::{
 };
 use k8s_openapi::api::core::v1::{
     Affinity as KubeAffinity, Container as KubeContainer, ContainerPort as KubePort, EmptyDirVolumeSource,
-    EnvVar as KubeEnvVar, EnvVarSource, HostPathVolumeSource, LocalObjectReference, NFSVolumeSource,
-    NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, ObjectFieldSelector,
-    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, ResourceRequirements, Secret,
-    SecretKeySelector, Service, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
+    EnvVar as KubeEnvVar, EnvVarSource, HostPathVolumeSource, LocalObjectReference, NFSVolumeSource, NodeAffinity,
+    NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, ObjectFieldSelector, PersistentVolumeClaimVolumeSource,
+    PodSpec, PodTemplateSpec, ResourceRequirements, Secret, SecretKeySelector, Service, ServicePort, ServiceSpec,
+    Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -214,12 +214,8 @@ pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Res
     let completions = to_i32(values.completions, "spec.completions", &mut fail);
     let parallelism = to_i32(values.parallelism, "spec.parallelism", &mut fail);
     let backoff_limit = values.backoff_limit.map(|n| to_i32(n, "spec.backoff_limit", &mut fail));
-    let per_index_retries = values
-        .max_failure_retry
-        .map(|n| to_i32(n, "spec.max_failure_retry", &mut fail));
-    let ttl = values
-        .ttl_seconds_after_finished
-        .map(|n| to_i32(n, "spec.ttl_seconds_after_finished", &mut fail));
+    let per_index_retries = values.max_failure_retry.map(|n| to_i32(n, "spec.max_failure_retry", &mut fail));
+    let ttl = values.ttl_seconds_after_finished.map(|n| to_i32(n, "spec.ttl_seconds_after_finished", &mut fail));
     let multi_worker = workers > 1;
     let needs_service = multi_worker || spec.intra_job_communication == Some(true);
 
@@ -385,15 +381,13 @@ pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Res
             }),
             ..Default::default()
         });
-        mounts.push(VolumeMount {
-            name: "shm".into(),
-            mount_path: "/dev/shm".into(),
-            ..Default::default()
-        });
+        mounts.push(VolumeMount { name: "shm".into(), mount_path: "/dev/shm".into(), ..Default::default() });
     }
     let mut volume_names: BTreeMap<String, String> = BTreeMap::new();
     for (i, mount) in spec.mounts.iter().flatten().enumerate() {
-        let Some(source) = jobdeck_api::volume_key(&mount.from, settings.volumes.keys()).and_then(|k| settings.volumes.get(k)) else {
+        let Some(source) =
+            jobdeck_api::volume_key(&mount.from, settings.volumes.keys()).and_then(|k| settings.volumes.get(k))
+        else {
             fail(
                 &format!("spec.mounts[{i}].from"),
                 format!("no volume named '{}' is configured for the kubernetes executor", mount.from),
@@ -537,12 +531,7 @@ pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Res
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(KubeObjects {
-        job: job_object,
-        env_secret,
-        registry_secret,
-        service,
-    })
+    Ok(KubeObjects { job: job_object, env_secret, registry_secret, service })
 }
 
 fn to_i32(value: i64, path: &str, fail: &mut impl FnMut(&str, String)) -> i32 {
@@ -571,11 +560,7 @@ fn object_meta(
 }
 
 fn literal_env(name: &str, value: String) -> KubeEnvVar {
-    KubeEnvVar {
-        name: name.to_string(),
-        value: Some(value),
-        ..Default::default()
-    }
+    KubeEnvVar { name: name.to_string(), value: Some(value), ..Default::default() }
 }
 
 /// A variable whose value is the pod's completion index.
@@ -608,10 +593,7 @@ fn platform_env(
     let mut env = vec![
         literal_env("JOB_COMPLETIONS", values.completions.to_string()),
         literal_env("LEPTON_JOB_NAME", name.to_string()),
-        literal_env(
-            "LEPTON_RESOURCE_ACCELERATOR_TYPE",
-            shape.accelerator_type.clone().unwrap_or_default(),
-        ),
+        literal_env("LEPTON_RESOURCE_ACCELERATOR_TYPE", shape.accelerator_type.clone().unwrap_or_default()),
         literal_env("LEPTON_RESOURCE_ACCELERATOR_NUM", shape.gpus.to_string()),
         completion_index_env("LEPTON_JOB_WORKER_INDEX"),
         literal_env("LEPTON_JOB_TOTAL_WORKERS", values.workers.to_string()),
@@ -658,7 +640,12 @@ fn pod_failure_policy(disable_retry_on_program_error: bool) -> PodFailurePolicy 
 
 /// A `kubernetes.io/dockerconfigjson` Secret with one entry per registry:
 /// `(registry host, username, password)`.
-fn registry_secret(name: &str, namespace: &str, labels: &BTreeMap<String, String>, auths: &[(String, &str, &str)]) -> Secret {
+fn registry_secret(
+    name: &str,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    auths: &[(String, &str, &str)],
+) -> Secret {
     use base64::Engine as _;
     let entries: serde_json::Map<String, serde_json::Value> = auths
         .iter()
@@ -678,29 +665,17 @@ fn registry_secret(name: &str, namespace: &str, labels: &BTreeMap<String, String
 }
 
 fn kube_volume(name: &str, source: &VolumeSource) -> Volume {
-    let mut volume = Volume {
-        name: name.to_string(),
-        ..Default::default()
-    };
+    let mut volume = Volume { name: name.to_string(), ..Default::default() };
     match source {
         VolumeSource::PersistentVolumeClaim { claim_name } => {
-            volume.persistent_volume_claim = Some(PersistentVolumeClaimVolumeSource {
-                claim_name: claim_name.clone(),
-                read_only: None,
-            })
+            volume.persistent_volume_claim =
+                Some(PersistentVolumeClaimVolumeSource { claim_name: claim_name.clone(), read_only: None })
         }
         VolumeSource::Nfs { server, path } => {
-            volume.nfs = Some(NFSVolumeSource {
-                server: server.clone(),
-                path: path.clone(),
-                read_only: None,
-            })
+            volume.nfs = Some(NFSVolumeSource { server: server.clone(), path: path.clone(), read_only: None })
         }
         VolumeSource::HostPath { path } => {
-            volume.host_path = Some(HostPathVolumeSource {
-                path: path.clone(),
-                type_: Some("Directory".into()),
-            })
+            volume.host_path = Some(HostPathVolumeSource { path: path.clone(), type_: Some("Directory".into()) })
         }
     }
     volume
@@ -713,9 +688,7 @@ type Placement = (Option<BTreeMap<String, String>>, Option<KubeAffinity>, Option
 /// tolerations the pod's, and chosen nodes a required node-affinity term on
 /// `node_name_label`.
 fn placement(group: Option<&NodeGroupTarget>, nodes: &[String], settings: &KubernetesSettings) -> Placement {
-    let node_selector = group
-        .map(|g| g.node_labels.clone())
-        .filter(|labels| !labels.is_empty());
+    let node_selector = group.map(|g| g.node_labels.clone()).filter(|labels| !labels.is_empty());
     let tolerations: Vec<Toleration> = group
         .and_then(|g| settings.node_groups.get(&g.name))
         .map(|p| {

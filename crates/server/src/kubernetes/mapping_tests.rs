@@ -8,8 +8,8 @@ use jobdeck_api::LeptonJob;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::kubernetes::settings::{NodeGroupPlacement, TolerationSetting, VolumeSource};
 use crate::config::{Config, MachineInfo};
+use crate::kubernetes::settings::{NodeGroupPlacement, TolerationSetting, VolumeSource};
 use crate::kubernetes::spec_values::SpecValues;
 use crate::spec::ResolvedSpec;
 
@@ -85,12 +85,7 @@ fn settings() -> KubernetesSettings {
             }],
         },
     );
-    s.volumes.insert(
-        "shared".into(),
-        VolumeSource::PersistentVolumeClaim {
-            claim_name: "team-data".into(),
-        },
-    );
+    s.volumes.insert("shared".into(), VolumeSource::PersistentVolumeClaim { claim_name: "team-data".into() });
     s
 }
 
@@ -143,10 +138,7 @@ fn render_job_pulling_with(
         .and_then(|a| a.allowed_dedicated_node_groups.as_ref())
         .and_then(|g| g.first())
         .and_then(|g| config.node_group(g))
-        .map(|g| NodeGroupTarget {
-            name: g.name.clone(),
-            node_labels: g.node_selector.clone(),
-        });
+        .map(|g| NodeGroupTarget { name: g.name.clone(), node_labels: g.node_selector.clone() });
     let shape = &shape;
     let empty = BTreeMap::new();
     render(
@@ -457,8 +449,8 @@ fn rendered_objects_match_the_table() {
     let secrets = BTreeMap::from([("HF_TOKEN".to_string(), SECRET_VALUE.to_string())]);
     for case in cases() {
         let job = job_on(case.shape, &case.patch);
-        let rendered = render_value(&job, SecretValues::Resolved(&secrets))
-            .unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
+        let rendered =
+            render_value(&job, SecretValues::Resolved(&secrets)).unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
         for (pointer, expected) in &case.expect {
             let actual = rendered.pointer(pointer).cloned().unwrap_or(Value::Null);
             assert_eq!(&actual, expected, "case '{}', {pointer}", case.name);
@@ -468,10 +460,13 @@ fn rendered_objects_match_the_table() {
 
 #[test]
 fn platform_environment_single_and_multi_worker() {
-    let index_ref = json!({"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}});
+    let index_ref =
+        json!({"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}});
     let none = BTreeMap::new();
 
-    let single = render_value(&job_on("cpu.small", &json!({"spec": {"completions": 5}})), SecretValues::Resolved(&none)).unwrap();
+    let single =
+        render_value(&job_on("cpu.small", &json!({"spec": {"completions": 5}})), SecretValues::Resolved(&none))
+            .unwrap();
     let env = env_of(&single);
     assert_eq!(env["JOB_COMPLETIONS"], json!("5"));
     assert_eq!(env["LEPTON_JOB_NAME"], json!("train"));
@@ -483,7 +478,8 @@ fn platform_environment_single_and_multi_worker() {
         assert!(!env.contains_key(absent), "{absent} must not be set for one worker");
     }
 
-    let multi = render_value(&job_on("gpu.1xh100", &json!({"spec": {"workers": 3}})), SecretValues::Resolved(&none)).unwrap();
+    let multi =
+        render_value(&job_on("gpu.1xh100", &json!({"spec": {"workers": 3}})), SecretValues::Resolved(&none)).unwrap();
     let env = env_of(&multi);
     assert_eq!(env["JOB_COMPLETIONS"], json!("3"));
     assert_eq!(env["LEPTON_RESOURCE_ACCELERATOR_TYPE"], json!("H100"));
@@ -515,9 +511,7 @@ fn registry_config_names_the_registry_and_encodes_the_credentials() {
     assert_eq!(entry["username"], json!("bob"));
     assert_eq!(entry["password"], json!(PASSWORD));
     use base64::Engine as _;
-    let auth = base64::engine::general_purpose::STANDARD
-        .decode(entry["auth"].as_str().unwrap())
-        .unwrap();
+    let auth = base64::engine::general_purpose::STANDARD.decode(entry["auth"].as_str().unwrap()).unwrap();
     assert_eq!(String::from_utf8(auth).unwrap(), format!("bob:{PASSWORD}"));
 
     assert_eq!(registry_host("busybox"), DOCKER_HUB_AUTH_KEY);
@@ -538,15 +532,15 @@ fn render_for_people_never_shows_secret_values_or_the_password() {
     assert!(yaml.contains("kind: Secret"), "{yaml}");
     // A secret's value is not in the job spec at all, so redaction is the
     // only value the env Secret can have here.
-    assert_eq!(
-        objects.env_secret.unwrap().string_data.unwrap()["HF_TOKEN"],
-        REDACTED
-    );
+    assert_eq!(objects.env_secret.unwrap().string_data.unwrap()["HF_TOKEN"], REDACTED);
 }
 
 #[test]
 fn yaml_round_trips_into_kubernetes_types_in_creation_order() {
-    let job = job_on("gpu.1xh100", &json!({"spec": {"workers": 2, "envs": [{"name": "T", "value_from": {"secret_name_ref": "tok"}}]}}));
+    let job = job_on(
+        "gpu.1xh100",
+        &json!({"spec": {"workers": 2, "envs": [{"name": "T", "value_from": {"secret_name_ref": "tok"}}]}}),
+    );
     let objects = render_job(&job, SecretValues::Redacted).unwrap();
     let yaml = objects.to_yaml().unwrap();
     let documents: Vec<Value> = serde_saphyr::from_multiple(&yaml).unwrap();
@@ -560,32 +554,80 @@ fn yaml_round_trips_into_kubernetes_types_in_creation_order() {
 #[test]
 fn problems_name_the_job_field() {
     let cases: Vec<(&str, Value, &str, &str)> = vec![
-        ("unknown volume", json!({"spec": {"mounts": [{"from": "nope", "mount_path": "/data"}]}}),
-            "cpu.small", "spec.mounts[0].from"),
-        ("escaping sub path", json!({"spec": {"mounts": [{"from": "shared", "path": "a/../../etc", "mount_path": "/data"}]}}),
-            "cpu.small", "spec.mounts[0].path"),
+        (
+            "unknown volume",
+            json!({"spec": {"mounts": [{"from": "nope", "mount_path": "/data"}]}}),
+            "cpu.small",
+            "spec.mounts[0].from",
+        ),
+        (
+            "escaping sub path",
+            json!({"spec": {"mounts": [{"from": "shared", "path": "a/../../etc", "mount_path": "/data"}]}}),
+            "cpu.small",
+            "spec.mounts[0].path",
+        ),
         ("no image", json!({"spec": {"container": {"image": ""}}}), "cpu.small", "spec.container.image"),
         ("job id Kubernetes cannot name", json!({"metadata": {"id": "Train_1"}}), "cpu.small", "metadata.id"),
-        ("user without password", json!({"spec": {"container": {"registry_username": "bob"}}}),
-            "cpu.small", "spec.container.registry_password"),
-        ("password without user", json!({"spec": {"container": {"registry_password": "x"}}}),
-            "cpu.small", "spec.container.registry_username"),
-        ("unknown secret", json!({"spec": {"envs": [{"name": "A", "value_from": {"secret_name_ref": "missing"}}]}}),
-            "cpu.small", "spec.envs[0].value_from.secret_name_ref"),
-        ("variable name Kubernetes cannot key", json!({"spec": {"envs": [{"name": "A/B", "value_from": {"secret_name_ref": "hf-token"}}]}}),
-            "cpu.small", "spec.envs[0].name"),
-        ("reserved label key", json!({"metadata": {"labels": {"jobdeck.dev/job-id": "other"}}}),
-            "cpu.small", "metadata.labels[\"jobdeck.dev/job-id\"]"),
-        ("label value with a space", json!({"metadata": {"labels": {"team": "computer vision"}}}),
-            "cpu.small", "metadata.labels[\"team\"]"),
-        ("bad annotation key", json!({"metadata": {"annotations": {"not a key": "x"}}}),
-            "cpu.small", "metadata.annotations[\"not a key\"]"),
-        ("unknown priority", json!({"spec": {"queue_config": {"priority_class": "urgent"}}}),
-            "cpu.small", "spec.queue_config.priority_class"),
-        ("port out of range", json!({"spec": {"container": {"ports": [{"container_port": 70000}]}}}),
-            "cpu.small", "spec.container.ports[0].container_port"),
-        ("bad pull secret name", json!({"spec": {"image_pull_secrets": ["Not_Valid"]}}),
-            "cpu.small", "spec.image_pull_secrets[0]"),
+        (
+            "user without password",
+            json!({"spec": {"container": {"registry_username": "bob"}}}),
+            "cpu.small",
+            "spec.container.registry_password",
+        ),
+        (
+            "password without user",
+            json!({"spec": {"container": {"registry_password": "x"}}}),
+            "cpu.small",
+            "spec.container.registry_username",
+        ),
+        (
+            "unknown secret",
+            json!({"spec": {"envs": [{"name": "A", "value_from": {"secret_name_ref": "missing"}}]}}),
+            "cpu.small",
+            "spec.envs[0].value_from.secret_name_ref",
+        ),
+        (
+            "variable name Kubernetes cannot key",
+            json!({"spec": {"envs": [{"name": "A/B", "value_from": {"secret_name_ref": "hf-token"}}]}}),
+            "cpu.small",
+            "spec.envs[0].name",
+        ),
+        (
+            "reserved label key",
+            json!({"metadata": {"labels": {"jobdeck.dev/job-id": "other"}}}),
+            "cpu.small",
+            "metadata.labels[\"jobdeck.dev/job-id\"]",
+        ),
+        (
+            "label value with a space",
+            json!({"metadata": {"labels": {"team": "computer vision"}}}),
+            "cpu.small",
+            "metadata.labels[\"team\"]",
+        ),
+        (
+            "bad annotation key",
+            json!({"metadata": {"annotations": {"not a key": "x"}}}),
+            "cpu.small",
+            "metadata.annotations[\"not a key\"]",
+        ),
+        (
+            "unknown priority",
+            json!({"spec": {"queue_config": {"priority_class": "urgent"}}}),
+            "cpu.small",
+            "spec.queue_config.priority_class",
+        ),
+        (
+            "port out of range",
+            json!({"spec": {"container": {"ports": [{"container_port": 70000}]}}}),
+            "cpu.small",
+            "spec.container.ports[0].container_port",
+        ),
+        (
+            "bad pull secret name",
+            json!({"spec": {"image_pull_secrets": ["Not_Valid"]}}),
+            "cpu.small",
+            "spec.image_pull_secrets[0]",
+        ),
     ];
     let resolved = BTreeMap::from([("A/B".to_string(), "v".to_string())]);
     for (name, patch, shape, path) in cases {
@@ -605,7 +647,10 @@ fn numbers_beyond_int32_are_refused_not_truncated() {
     let mut fail = |path: &str, message: String| problems.push((path.to_string(), message));
     assert_eq!(to_i32(100_000, "spec.completions", &mut fail), 100_000);
     assert_eq!(to_i32(3_000_000_000, "spec.completions", &mut fail), 0);
-    assert_eq!(problems, [("spec.completions".to_string(), "3000000000 is larger than Kubernetes allows (2147483647)".to_string())]);
+    assert_eq!(
+        problems,
+        [("spec.completions".to_string(), "3000000000 is larger than Kubernetes allows (2147483647)".to_string())]
+    );
     let huge = job_on("cpu.small", &json!({"spec": {"completions": 3_000_000_000i64}}));
     let rendered = render_job(&huge, SecretValues::Resolved(&BTreeMap::new())).unwrap();
     assert_eq!(rendered.job.spec.unwrap().completions, Some(100_000));
@@ -615,10 +660,8 @@ fn numbers_beyond_int32_are_refused_not_truncated() {
 fn priority_classes_in_the_manifests_cover_every_rendered_name() {
     let manifest = include_str!("../../../../deploy/kubernetes/priority-classes.yaml");
     let documents: Vec<Value> = serde_saphyr::from_multiple(manifest).unwrap();
-    let classes: BTreeMap<String, &Value> = documents
-        .iter()
-        .map(|d| (d["metadata"]["name"].as_str().unwrap().to_string(), d))
-        .collect();
+    let classes: BTreeMap<String, &Value> =
+        documents.iter().map(|d| (d["metadata"]["name"].as_str().unwrap().to_string(), d)).collect();
     let settings = KubernetesSettings::default();
     for (rank, priority) in jobdeck_api::defaults::PRIORITY_CLASSES.iter().enumerate() {
         for can_preempt in [false, true] {

@@ -58,20 +58,14 @@ pub fn render_job_file(
     }
     let resolved = ResolvedSpec::resolve(&job.spec, config).map_err(|e| describe(&e))?;
     let values = spec_values::SpecValues::from_resolved(&resolved, &job.spec);
-    let group_name = node_group
-        .map(String::from)
-        .or_else(|| resolved.node_groups.first().cloned())
-        .unwrap_or_default();
+    let group_name = node_group.map(String::from).or_else(|| resolved.node_groups.first().cloned()).unwrap_or_default();
     let Some(group) = config.node_group(&group_name) else {
         return Err(format!("--node-group: no node group named '{group_name}'"));
     };
     if !resolved.node_groups.contains(&group.name) {
         return Err(format!("--node-group: the job may not run in node group '{group_name}'"));
     }
-    let target = mapping::NodeGroupTarget {
-        name: group.name.clone(),
-        node_labels: group.node_selector.clone(),
-    };
+    let target = mapping::NodeGroupTarget { name: group.name.clone(), node_labels: group.node_selector.clone() };
     let shape = mapping::ShapeResources {
         cpu: resolved.shape.cpu,
         memory_mib: resolved.shape.memory_mb,
@@ -81,10 +75,8 @@ pub fn render_job_file(
     let id = job.id().to_string();
     let name = job.metadata.name.clone().unwrap_or_else(|| id.clone());
     let empty = BTreeMap::new();
-    let namespace = namespace
-        .map(String::from)
-        .or_else(|| settings.namespace.clone())
-        .unwrap_or_else(|| "default".into());
+    let namespace =
+        namespace.map(String::from).or_else(|| settings.namespace.clone()).unwrap_or_else(|| "default".into());
     if let Err(e) = names::check_dns_label(&namespace) {
         return Err(format!("--namespace: '{namespace}' {e}"));
     }
@@ -112,9 +104,7 @@ pub fn render_job_file(
 
 /// Field errors as lines, `path: message`.
 fn describe(errors: &FieldErrors) -> String {
-    let lines: Vec<String> = errors
-        .iter()
-        .flat_map(|(path, messages)| messages.iter().map(move |m| format!("  {path}: {m}")))
-        .collect();
+    let lines: Vec<String> =
+        errors.iter().flat_map(|(path, messages)| messages.iter().map(move |m| format!("  {path}: {m}"))).collect();
     format!("the job cannot run on Kubernetes:\n{}", lines.join("\n"))
 }

@@ -77,11 +77,8 @@ impl Resume {
         let Some(last) = reader.lines(count, count)?.pop() else {
             return Ok(None);
         };
-        let mut resume = Resume {
-            from_ms: last.time.div_euclid(1000) * 1000,
-            last_ms: last.time,
-            stored: HashMap::new(),
-        };
+        let mut resume =
+            Resume { from_ms: last.time.div_euclid(1000) * 1000, last_ms: last.time, stored: HashMap::new() };
         // Walk back from the end until a line before that second: the lines
         // of one second are usually one page.
         let mut to = count;
@@ -127,8 +124,8 @@ pub async fn copy_pod_log(
     index: i64,
     attempt: i64,
 ) -> Result<u64, String> {
-    let resume = Resume::read(store, job_id, index, attempt)
-        .map_err(|e| format!("cannot read the stored log of {pod}: {e}"))?;
+    let resume =
+        Resume::read(store, job_id, index, attempt).map_err(|e| format!("cannot read the stored log of {pod}: {e}"))?;
     let params = LogParams {
         container: Some(CONTAINER_NAME.into()),
         follow: true,
@@ -136,10 +133,7 @@ pub async fn copy_pod_log(
         since_time: resume.as_ref().and_then(Resume::since_time),
         ..LogParams::default()
     };
-    let stream = pods
-        .log_stream(pod, &params)
-        .await
-        .map_err(|e| format!("cannot read the log of pod {pod}: {e}"))?;
+    let stream = pods.log_stream(pod, &params).await.map_err(|e| format!("cannot read the log of pod {pod}: {e}"))?;
     let (log_path, idx_path) = store.paths(job_id, index, attempt);
     let writer = LogWriter::create(&log_path, &idx_path).map_err(|e| format!("cannot write the log of {pod}: {e}"))?;
     let mut sink = Sink {
@@ -156,11 +150,7 @@ pub async fn copy_pod_log(
     let broken = loop {
         // While lines wait to be flushed, wait for more only until they are
         // due, so a quiet container's last lines do not stay invisible.
-        let wait = if sink.unflushed {
-            FLUSH_EVERY.saturating_sub(last_flush.elapsed())
-        } else {
-            Duration::MAX
-        };
+        let wait = if sink.unflushed { FLUSH_EVERY.saturating_sub(last_flush.elapsed()) } else { Duration::MAX };
         let chunk = match tokio::time::timeout(wait, stream.as_mut().fill_buf()).await {
             Ok(Ok(chunk)) => chunk.to_vec(),
             // The connection dropped: keep the complete lines that arrived;

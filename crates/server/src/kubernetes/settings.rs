@@ -120,10 +120,8 @@ impl KubernetesSettings {
     /// Reads `[executor.kubernetes]` as the config file wrote it; an unknown
     /// key or a bad value is an error naming it.
     pub fn from_table(table: &toml::Table) -> Result<Self, String> {
-        let settings: KubernetesSettings = table
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("executor.kubernetes: {}", e.message()))?;
+        let settings: KubernetesSettings =
+            table.clone().try_into().map_err(|e: toml::de::Error| format!("executor.kubernetes: {}", e.message()))?;
         settings.check()?;
         Ok(settings)
     }
@@ -192,10 +190,7 @@ mod tests {
         assert_eq!(settings.gpu_resource, "nvidia.com/gpu");
         assert_eq!(settings.master_port, 29400);
         assert_eq!(settings.node_groups["h100"].tolerations[0].effect.as_deref(), Some("NoSchedule"));
-        assert_eq!(
-            settings.volumes["shared"],
-            VolumeSource::PersistentVolumeClaim { claim_name: "team-data".into() }
-        );
+        assert_eq!(settings.volumes["shared"], VolumeSource::PersistentVolumeClaim { claim_name: "team-data".into() });
         settings.check().unwrap();
     }
 
@@ -217,7 +212,10 @@ mod tests {
             ("namespace = \"Bad_NS\"", "executor.kubernetes.namespace"),
             ("image_pull_policy = \"Sometimes\"", "executor.kubernetes.image_pull_policy"),
             ("master_port = 0", "executor.kubernetes.master_port"),
-            ("[node_groups.a]\ntolerations = [{ operator = \"Maybe\" }]", "executor.kubernetes.node_groups.a.tolerations[0].operator"),
+            (
+                "[node_groups.a]\ntolerations = [{ operator = \"Maybe\" }]",
+                "executor.kubernetes.node_groups.a.tolerations[0].operator",
+            ),
         ];
         for (toml_text, key) in cases {
             let settings: KubernetesSettings = toml::from_str(toml_text).unwrap();

@@ -7,7 +7,6 @@ use jobdeck_api::JobSpec;
 
 use crate::spec::ResolvedSpec;
 
-
 /// A job's values with defaults applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpecValues {
@@ -70,12 +69,7 @@ impl SpecValues {
 
 /// The class name of a resolved priority number (`4000` is `mid-4000`).
 pub fn priority_class_of(priority: i64) -> String {
-    u8::try_from(priority / 1000)
-        .ok()
-        .and_then(Priority::new)
-        .unwrap_or_default()
-        .class()
-        .to_string()
+    u8::try_from(priority / 1000).ok().and_then(Priority::new).unwrap_or_default().class().to_string()
 }
 
 #[cfg(test)]
@@ -93,7 +87,8 @@ mod tests {
 
     #[test]
     fn an_unlimited_backoff_is_left_to_kubernetes() {
-        let spec = |backoff_limit, max_failure_retry| JobSpec { backoff_limit, max_failure_retry, ..JobSpec::default() };
+        let spec =
+            |backoff_limit, max_failure_retry| JobSpec { backoff_limit, max_failure_retry, ..JobSpec::default() };
         let cases = [
             (spec(None, None), Some(3)),
             (spec(Some(0), None), Some(0)),

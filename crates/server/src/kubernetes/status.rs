@@ -11,13 +11,8 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod, PodCondition};
 use super::mapping::{COMPLETION_INDEX_ANNOTATION, CONTAINER_NAME, LABEL_RUN};
 
 /// Container waiting reasons that mean the image cannot be pulled.
-pub const IMAGE_PULL_REASONS: [&str; 5] = [
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "InvalidImageName",
-    "ErrImageNeverPull",
-    "RegistryUnavailable",
-];
+pub const IMAGE_PULL_REASONS: [&str; 5] =
+    ["ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable"];
 /// Container waiting reasons that mean the pod's configuration is wrong (a
 /// missing Secret key, an unusable command).
 pub const CONFIG_REASONS: [&str; 3] = ["CreateContainerConfigError", "CreateContainerError", "RunContainerError"];
@@ -106,21 +101,11 @@ fn millis(time: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
 }
 
 fn condition<'a>(pod: &'a Pod, kind: &str) -> Option<&'a PodCondition> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == kind)
+    pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == kind)
 }
 
 fn job_container(pod: &Pod) -> Option<&ContainerStatus> {
-    pod.status
-        .as_ref()?
-        .container_statuses
-        .as_ref()?
-        .iter()
-        .find(|c| c.name == CONTAINER_NAME)
+    pod.status.as_ref()?.container_statuses.as_ref()?.iter().find(|c| c.name == CONTAINER_NAME)
 }
 
 /// The completion index of a pod of an Indexed Job, from the annotation
@@ -147,12 +132,7 @@ pub fn pod_attempt(pod: &Pod) -> Option<PodAttempt> {
     let mut attempt = PodAttempt {
         pod_name: pod.metadata.name.clone().unwrap_or_default(),
         pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
-        run: pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(LABEL_RUN))
-            .and_then(|r| r.parse().ok()),
+        run: pod.metadata.labels.as_ref().and_then(|l| l.get(LABEL_RUN)).and_then(|r| r.parse().ok()),
         completion_index,
         created_ms: pod.metadata.creation_timestamp.as_ref().map(millis).unwrap_or(0),
         phase: ReplicaPhase::Pending,
@@ -183,9 +163,7 @@ pub fn pod_attempt(pod: &Pod) -> Option<PodAttempt> {
             attempt.reason = Some(reason);
             attempt.message = message;
             if attempt.end_time.is_none() {
-                attempt.end_time = condition(pod, "Ready")
-                    .and_then(|c| c.last_transition_time.as_ref())
-                    .map(millis);
+                attempt.end_time = condition(pod, "Ready").and_then(|c| c.last_transition_time.as_ref()).map(millis);
             }
         }
         Some("Running") => attempt.phase = ReplicaPhase::Running,
@@ -255,10 +233,7 @@ fn failed_reason(
 
 /// Why a pending pod is not running yet.
 fn pending_issue(pod: &Pod, waiting: Option<(Option<&str>, Option<&str>)>) -> (WaitKind, ReadinessIssue) {
-    let issue = |reason: &str, message: String| ReadinessIssue {
-        reason: reason.into(),
-        message,
-    };
+    let issue = |reason: &str, message: String| ReadinessIssue { reason: reason.into(), message };
     if let Some((Some(reason), message)) = waiting {
         let detail = message.unwrap_or("").trim();
         let text = |what: &str| {
@@ -283,17 +258,12 @@ fn pending_issue(pod: &Pod, waiting: Option<(Option<&str>, Option<&str>)>) -> (W
                 WaitKind::NoCapacity,
                 issue(
                     "NoCapacity",
-                    if message.is_empty() {
-                        "no node has room for this replica".into()
-                    } else {
-                        message
-                    },
+                    if message.is_empty() { "no node has room for this replica".into() } else { message },
                 ),
             ),
-            Some("SchedulingGated") => (
-                WaitKind::Queueing,
-                issue("Queueing", "waiting for its scheduling gates to be lifted".into()),
-            ),
+            Some("SchedulingGated") => {
+                (WaitKind::Queueing, issue("Queueing", "waiting for its scheduling gates to be lifted".into()))
+            }
             _ => (WaitKind::InProgress, issue("InProgress", "being scheduled".into())),
         };
     }
@@ -358,12 +328,7 @@ pub fn run_failure(reason: &str, message: &str, attempts: &[PodAttempt]) -> RunF
         "DeadlineExceeded" => (FailureClass::Deadline, "DeadlineExceeded".to_string()),
         // The only FailJob rule Jobdeck writes is the program-error rule.
         "PodFailurePolicy" => (FailureClass::Program, "ProgramError".to_string()),
-        other => (
-            first_failed
-                .and_then(PodAttempt::failure_class)
-                .unwrap_or(FailureClass::Infra),
-            other.to_string(),
-        ),
+        other => (first_failed.and_then(PodAttempt::failure_class).unwrap_or(FailureClass::Infra), other.to_string()),
     };
     let message = match first_failed {
         Some(a) if !message.is_empty() => format!(
@@ -374,12 +339,7 @@ pub fn run_failure(reason: &str, message: &str, attempts: &[PodAttempt]) -> RunF
         ),
         _ => message.to_string(),
     };
-    RunFailure {
-        reason,
-        message,
-        class,
-        program_error: class.is_program_error(),
-    }
+    RunFailure { reason, message, class, program_error: class.is_program_error() }
 }
 
 /// The failure of a run whose pods cannot start at all (an image that
@@ -397,11 +357,7 @@ pub fn stuck_failure(attempt: &PodAttempt) -> Option<RunFailure> {
     };
     Some(RunFailure {
         reason: reason.into(),
-        message: attempt
-            .readiness_issue
-            .as_ref()
-            .map(|i| i.message.clone())
-            .unwrap_or_default(),
+        message: attempt.readiness_issue.as_ref().map(|i| i.message.clone()).unwrap_or_default(),
         class,
         program_error: class.is_program_error(),
     })
@@ -414,10 +370,7 @@ pub fn job_event(event: &Event, replica_of: impl Fn(&str) -> Option<String>) -> 
     let kind = involved.kind.clone().unwrap_or_default();
     let name = involved.name.clone().unwrap_or_default();
     let regarding = match kind.as_str() {
-        "Pod" => jobdeck_api::EventSubject {
-            kind: "Replica".into(),
-            name: replica_of(&name).unwrap_or(name),
-        },
+        "Pod" => jobdeck_api::EventSubject { kind: "Replica".into(), name: replica_of(&name).unwrap_or(name) },
         _ => jobdeck_api::EventSubject { kind, name },
     };
     let last = event
@@ -433,13 +386,7 @@ pub fn job_event(event: &Event, replica_of: impl Fn(&str) -> Option<String>) -> 
         kind: event.type_.clone().unwrap_or_else(|| "Normal".into()),
         reason: event.reason.clone().unwrap_or_default(),
         regarding: Some(regarding),
-        count: event
-            .series
-            .as_ref()
-            .and_then(|s| s.count)
-            .or(event.count)
-            .map(i64::from)
-            .unwrap_or(1),
+        count: event.series.as_ref().and_then(|s| s.count).or(event.count).map(i64::from).unwrap_or(1),
         last_observed_time: last.map(|t| t.to_string()).unwrap_or_default(),
         message: event.message.clone().unwrap_or_default(),
     }

@@ -39,28 +39,109 @@ struct Expect {
 fn pods_read_as_replica_attempts() {
     use ReplicaPhase::*;
     let table = [
-        Expect { pod: "train-ab12c-0-x7k2p", index: 0, phase: Pending,
-            issue: Some(("NoCapacity", "2 Insufficient nvidia.com/gpu")), reason: None, exit_code: None, node: None, class: None },
-        Expect { pod: "train-ab12c-1-m9q4z", index: 1, phase: Pending,
-            issue: Some(("Failed", "cannot pull the image (ImagePullBackOff): Back-off pulling image")), reason: None,
-            exit_code: None, node: Some("gpu-node-1"), class: Some(FailureClass::ImagePull) },
-        Expect { pod: "train-ab12c-2-b5t8w", index: 2, phase: Running, issue: None, reason: None, exit_code: None,
-            node: Some("gpu-node-2"), class: None },
-        Expect { pod: "train-ab12c-3-q2w6e", index: 3, phase: Succeeded, issue: None, reason: Some("Completed"),
-            exit_code: Some(0), node: Some("gpu-node-2"), class: None },
-        Expect { pod: "train-ab12c-4-z8x1c", index: 4, phase: Failed, issue: None, reason: Some("OOMKilled"),
-            exit_code: Some(137), node: Some("gpu-node-3"), class: Some(FailureClass::Oom) },
-        Expect { pod: "train-ab12c-5-e4r7t", index: 5, phase: Failed, issue: None, reason: Some("Evicted"),
-            exit_code: Some(137), node: Some("gpu-node-3"), class: Some(FailureClass::Infra) },
-        Expect { pod: "train-ab12c-6-y3u5i", index: 6, phase: Failed, issue: None, reason: Some("Error"),
-            exit_code: Some(1), node: Some("gpu-node-1"), class: Some(FailureClass::Program) },
-        Expect { pod: "train-ab12c-6-p0o9l", index: 6, phase: Pending,
-            issue: Some(("ConfigError", "cannot create the container (CreateContainerConfigError): secret \"train-ab12c-env\" not found")),
-            reason: None, exit_code: None, node: Some("gpu-node-1"), class: Some(FailureClass::Config) },
-        Expect { pod: "train-ab12c-7-h6j3k", index: 7, phase: Pending, issue: Some(("InProgress", "starting (ContainerCreating)")),
-            reason: None, exit_code: None, node: Some("gpu-node-2"), class: None },
-        Expect { pod: "train-ab12c-8-n1m2b", index: 8, phase: Failed, issue: None, reason: Some("Preempted"),
-            exit_code: Some(143), node: Some("gpu-node-2"), class: Some(FailureClass::Infra) },
+        Expect {
+            pod: "train-ab12c-0-x7k2p",
+            index: 0,
+            phase: Pending,
+            issue: Some(("NoCapacity", "2 Insufficient nvidia.com/gpu")),
+            reason: None,
+            exit_code: None,
+            node: None,
+            class: None,
+        },
+        Expect {
+            pod: "train-ab12c-1-m9q4z",
+            index: 1,
+            phase: Pending,
+            issue: Some(("Failed", "cannot pull the image (ImagePullBackOff): Back-off pulling image")),
+            reason: None,
+            exit_code: None,
+            node: Some("gpu-node-1"),
+            class: Some(FailureClass::ImagePull),
+        },
+        Expect {
+            pod: "train-ab12c-2-b5t8w",
+            index: 2,
+            phase: Running,
+            issue: None,
+            reason: None,
+            exit_code: None,
+            node: Some("gpu-node-2"),
+            class: None,
+        },
+        Expect {
+            pod: "train-ab12c-3-q2w6e",
+            index: 3,
+            phase: Succeeded,
+            issue: None,
+            reason: Some("Completed"),
+            exit_code: Some(0),
+            node: Some("gpu-node-2"),
+            class: None,
+        },
+        Expect {
+            pod: "train-ab12c-4-z8x1c",
+            index: 4,
+            phase: Failed,
+            issue: None,
+            reason: Some("OOMKilled"),
+            exit_code: Some(137),
+            node: Some("gpu-node-3"),
+            class: Some(FailureClass::Oom),
+        },
+        Expect {
+            pod: "train-ab12c-5-e4r7t",
+            index: 5,
+            phase: Failed,
+            issue: None,
+            reason: Some("Evicted"),
+            exit_code: Some(137),
+            node: Some("gpu-node-3"),
+            class: Some(FailureClass::Infra),
+        },
+        Expect {
+            pod: "train-ab12c-6-y3u5i",
+            index: 6,
+            phase: Failed,
+            issue: None,
+            reason: Some("Error"),
+            exit_code: Some(1),
+            node: Some("gpu-node-1"),
+            class: Some(FailureClass::Program),
+        },
+        Expect {
+            pod: "train-ab12c-6-p0o9l",
+            index: 6,
+            phase: Pending,
+            issue: Some((
+                "ConfigError",
+                "cannot create the container (CreateContainerConfigError): secret \"train-ab12c-env\" not found",
+            )),
+            reason: None,
+            exit_code: None,
+            node: Some("gpu-node-1"),
+            class: Some(FailureClass::Config),
+        },
+        Expect {
+            pod: "train-ab12c-7-h6j3k",
+            index: 7,
+            phase: Pending,
+            issue: Some(("InProgress", "starting (ContainerCreating)")),
+            reason: None,
+            exit_code: None,
+            node: Some("gpu-node-2"),
+            class: None,
+        },
+        Expect {
+            pod: "train-ab12c-8-n1m2b",
+            index: 8,
+            phase: Failed,
+            issue: None,
+            reason: Some("Preempted"),
+            exit_code: Some(143),
+            node: Some("gpu-node-2"),
+            class: Some(FailureClass::Infra),
+        },
     ];
     assert_eq!(pods().len(), table.len(), "every pod of the fixture has a row");
     for row in table {
@@ -123,11 +204,21 @@ fn job_with_conditions(conditions: serde_json::Value, active: i64) -> Job {
 fn job_conditions_say_how_a_run_ended() {
     let cond = |t: &str, reason: &str| json!({"type": t, "status": "True", "reason": reason, "message": format!("{reason} message")});
     let cases = [
-        (json!([cond("SuccessCriteriaMet", "CompletionsReached"), cond("Complete", "CompletionsReached")]), Some(JobEnd::Succeeded)),
-        (json!([cond("FailureTarget", "BackoffLimitExceeded")]),
-            Some(JobEnd::Failed { reason: "BackoffLimitExceeded".into(), message: "BackoffLimitExceeded message".into() })),
-        (json!([cond("Failed", "DeadlineExceeded")]),
-            Some(JobEnd::Failed { reason: "DeadlineExceeded".into(), message: "DeadlineExceeded message".into() })),
+        (
+            json!([cond("SuccessCriteriaMet", "CompletionsReached"), cond("Complete", "CompletionsReached")]),
+            Some(JobEnd::Succeeded),
+        ),
+        (
+            json!([cond("FailureTarget", "BackoffLimitExceeded")]),
+            Some(JobEnd::Failed {
+                reason: "BackoffLimitExceeded".into(),
+                message: "BackoffLimitExceeded message".into(),
+            }),
+        ),
+        (
+            json!([cond("Failed", "DeadlineExceeded")]),
+            Some(JobEnd::Failed { reason: "DeadlineExceeded".into(), message: "DeadlineExceeded message".into() }),
+        ),
         (json!([{"type": "Failed", "status": "False"}]), None),
         (json!([cond("Suspended", "JobSuspended")]), None),
         (json!([]), None),
@@ -151,7 +242,13 @@ fn run_failures_are_classified() {
         ("DeadlineExceeded", only(&["train-ab12c-2-b5t8w"]), FailureClass::Deadline, "DeadlineExceeded", false),
         ("PodFailurePolicy", only(&["train-ab12c-6-y3u5i"]), FailureClass::Program, "ProgramError", true),
         // The OOM kill (10:02:30) came before the eviction (10:03:00).
-        ("BackoffLimitExceeded", only(&["train-ab12c-4-z8x1c", "train-ab12c-5-e4r7t"]), FailureClass::Oom, "BackoffLimitExceeded", false),
+        (
+            "BackoffLimitExceeded",
+            only(&["train-ab12c-4-z8x1c", "train-ab12c-5-e4r7t"]),
+            FailureClass::Oom,
+            "BackoffLimitExceeded",
+            false,
+        ),
         // The exit code 1 (10:01:00) came first.
         ("BackoffLimitExceeded", all.clone(), FailureClass::Program, "BackoffLimitExceeded", true),
         ("BackoffLimitExceeded", only(&["train-ab12c-8-n1m2b"]), FailureClass::Infra, "BackoffLimitExceeded", false),
@@ -170,7 +267,10 @@ fn run_failures_are_classified() {
 #[test]
 fn pods_that_can_never_start_fail_the_run() {
     let pull = stuck_failure(&attempt("train-ab12c-1-m9q4z")).unwrap();
-    assert_eq!((pull.class, pull.reason.as_str(), pull.program_error), (FailureClass::ImagePull, "ImagePullFailed", false));
+    assert_eq!(
+        (pull.class, pull.reason.as_str(), pull.program_error),
+        (FailureClass::ImagePull, "ImagePullFailed", false)
+    );
     assert!(pull.message.contains("401 Unauthorized"));
     let config = stuck_failure(&attempt("train-ab12c-6-p0o9l")).unwrap();
     assert_eq!(config.class, FailureClass::Config);

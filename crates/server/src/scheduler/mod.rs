@@ -41,12 +41,7 @@ pub enum Command {
 
 enum Msg {
     JobChanged(String),
-    Command {
-        id: String,
-        command: Command,
-        by: String,
-        reply: oneshot::Sender<AppResult<JobRow>>,
-    },
+    Command { id: String, command: Command, by: String, reply: oneshot::Sender<AppResult<JobRow>> },
 }
 
 /// How handlers reach the scheduler; cheap to clone.
@@ -155,10 +150,7 @@ fn name_jobs(subject: &JobRow, others: &[&JobRow]) -> String {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(29500)
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(29500)
 }
 
 /// Starts the scheduler: loads the jobs that need attention, lets the
@@ -190,6 +182,10 @@ pub async fn start(
 }
 
 impl Scheduler {
+    #[allow(
+        clippy::result_large_err,
+        reason = "the error hands the row back to the caller, who stores it failed; it is moved, not copied"
+    )]
     fn activate(&self, row: JobRow) -> Result<Active, (JobRow, String)> {
         let spec: JobSpec = match serde_json::from_str(&row.spec_json) {
             Ok(spec) => spec,
@@ -198,7 +194,8 @@ impl Scheduler {
         match ResolvedSpec::resolve(&spec, &self.config) {
             Ok(resolved) => Ok(Active { row, spec, resolved }),
             Err(errors) => {
-                let problems: Vec<String> = errors.iter().map(|(path, m)| format!("{path}: {}", m.join("; "))).collect();
+                let problems: Vec<String> =
+                    errors.iter().map(|(path, m)| format!("{path}: {}", m.join("; "))).collect();
                 Err((row, format!("the job no longer fits this server's configuration: {}", problems.join("; "))))
             }
         }
@@ -234,7 +231,9 @@ impl Scheduler {
                     runtime.message = Some(message.clone());
                     runtime.placement_json = None;
                     runtime.completed_at = Some(crate::now_millis());
-                    self.store.update_job_runtime(id.clone(), runtime, vec![event(&id, "Warning", "ConfigError", message)]).await?;
+                    self.store
+                        .update_job_runtime(id.clone(), runtime, vec![event(&id, "Warning", "ConfigError", message)])
+                        .await?;
                 }
             }
         }
@@ -361,10 +360,7 @@ impl Scheduler {
         if let Some(active) = self.jobs.get(id) {
             return Ok(active.row.clone());
         }
-        self.store
-            .job(id.to_string())
-            .await?
-            .ok_or_else(|| AppError::NotFound(format!("job '{id}' not found")))
+        self.store.job(id.to_string()).await?.ok_or_else(|| AppError::NotFound(format!("job '{id}' not found")))
     }
 
     async fn set_stopped_flag(&mut self, row: &mut JobRow, stopped: bool) -> AppResult<()> {
@@ -399,7 +395,11 @@ impl Scheduler {
                     r.completed_at = Some(now);
                     r.queued_at = None;
                     let row = active.row.clone();
-                    self.save(id, vec![event(id, "Normal", "Stopped", format!("stopped by {by} while waiting in the queue"))]).await?;
+                    self.save(
+                        id,
+                        vec![event(id, "Normal", "Stopped", format!("stopped by {by} while waiting in the queue"))],
+                    )
+                    .await?;
                     self.dirty = true;
                     Ok(row)
                 }
@@ -413,7 +413,9 @@ impl Scheduler {
                     Ok(row)
                 }
                 "Deleting" => Err(AppError::Conflict(format!("job '{id}' is being deleted"))),
-                other => Err(AppError::Conflict(format!("job '{id}' has already ended ({other}); there is nothing to stop"))),
+                other => {
+                    Err(AppError::Conflict(format!("job '{id}' has already ended ({other}); there is nothing to stop")))
+                }
             },
             Command::Start => match state.as_str() {
                 "Stopped" => {
@@ -443,9 +445,9 @@ impl Scheduler {
                     self.set_stopped_flag(&mut row, false).await?;
                     Ok(row)
                 }
-                "Stopping" => Err(AppError::Conflict(format!(
-                    "job '{id}' is still stopping; start it again once it is Stopped"
-                ))),
+                "Stopping" => {
+                    Err(AppError::Conflict(format!("job '{id}' is still stopping; start it again once it is Stopped")))
+                }
                 "Deleting" => Err(AppError::Conflict(format!("job '{id}' is being deleted"))),
                 other => Err(AppError::Conflict(format!(
                     "job '{id}' has ended ({other}); only a stopped job can be started again"
@@ -540,12 +542,11 @@ impl Scheduler {
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let current: Vec<_> = rows.iter().filter(|r| r.run == run).collect();
         let running = current.iter().filter(|r| r.phase == "running").count() as i64;
-        let mut succeeded: Vec<i64> = current.iter().filter(|r| r.phase == "succeeded").map(|r| r.completion_index).collect();
+        let mut succeeded: Vec<i64> =
+            current.iter().filter(|r| r.phase == "succeeded").map(|r| r.completion_index).collect();
         succeeded.dedup();
-        let failed = current
-            .iter()
-            .filter(|r| r.phase == "failed" && r.reason.as_deref() != Some("NotStarted"))
-            .count() as i64;
+        let failed =
+            current.iter().filter(|r| r.phase == "failed" && r.reason.as_deref() != Some("NotStarted")).count() as i64;
         let r = &mut active.row.runtime;
         let before = (r.active, r.ready, r.succeeded, r.failed, r.state.clone());
         r.active = running;
@@ -600,8 +601,16 @@ impl Scheduler {
                 r.message = Some("preempted by a job of higher priority; waiting in the queue again".into());
                 r.queued_at = Some(now);
                 r.started_at = None;
-                self.save(id, vec![event(id, "Warning", "Requeued", "its replicas stopped after a preemption; back in the queue")])
-                    .await
+                self.save(
+                    id,
+                    vec![event(
+                        id,
+                        "Warning",
+                        "Requeued",
+                        "its replicas stopped after a preemption; back in the queue",
+                    )],
+                )
+                .await
             }
             (Some(StopReason::DeadlineExceeded), _) => {
                 let limit = active.resolved.active_deadline_seconds.unwrap_or(0);
@@ -715,7 +724,9 @@ impl Scheduler {
                     now.saturating_sub(finished) / 1000
                 ));
                 let message = row.runtime.message.clone().unwrap_or_default();
-                self.store.update_job_runtime(id.clone(), row.runtime, vec![event(&id, "Normal", "Archived", message)]).await?;
+                self.store
+                    .update_job_runtime(id.clone(), row.runtime, vec![event(&id, "Normal", "Archived", message)])
+                    .await?;
                 if let Err(e) = self.executor.forget(&id).await {
                     tracing::warn!(job = %id, error = %e, "cannot clean up after an archived job");
                 }
@@ -788,11 +799,8 @@ impl Scheduler {
 
     /// One admission pass over the queue.
     async fn schedule(&mut self) -> AppResult<()> {
-        let held: Vec<(Placement, crate::config::ShapeConfig)> = self
-            .jobs
-            .values()
-            .filter_map(|a| a.placement().map(|p| (p, a.resolved.shape.clone())))
-            .collect();
+        let held: Vec<(Placement, crate::config::ShapeConfig)> =
+            self.jobs.values().filter_map(|a| a.placement().map(|p| (p, a.resolved.shape.clone()))).collect();
         let mut groups = group_states(&self.config, held.iter().map(|(p, s)| (p, s)));
         let mut queue: Vec<(i64, i64, String)> = self
             .jobs
@@ -868,7 +876,9 @@ impl Scheduler {
                 }
             }
             let scratch_group = scratch.get(group).unwrap_or(state);
-            if !stopping.is_empty() && fit(scratch_group, &resolved.shape, resolved.parallelism, &resolved.nodes).is_some() {
+            if !stopping.is_empty()
+                && fit(scratch_group, &resolved.shape, resolved.parallelism, &resolved.nodes).is_some()
+            {
                 return Ok(("Preempting".into(), Some(self.waiting_for_victims(id, &stopping))));
             }
             let candidates: Vec<Candidate> = self
@@ -886,11 +896,15 @@ impl Scheduler {
                     })
                 })
                 .collect();
-            if let Some(victims) = plan_preemption(scratch_group, &resolved.shape, resolved.parallelism, &resolved.nodes, candidates) {
+            if let Some(victims) =
+                plan_preemption(scratch_group, &resolved.shape, resolved.parallelism, &resolved.nodes, candidates)
+            {
                 let preemptor = self.jobs.get(id).map(|a| a.row.clone());
                 for victim in &victims {
                     let named = match (self.jobs.get(victim), &preemptor) {
-                        (Some(v), Some(p)) if may_name(&v.row, p) => format!("job {id} (priority {})", resolved.priority),
+                        (Some(v), Some(p)) if may_name(&v.row, p) => {
+                            format!("job {id} (priority {})", resolved.priority)
+                        }
                         _ => "a higher-priority job".to_string(),
                     };
                     let message = format!("preempted by {named} which needs its resources in node group {group}");
@@ -951,7 +965,8 @@ impl Scheduler {
         match self.build_launch(active).await? {
             Ok(launch) => {
                 if let Err(e) = self.executor.start(launch).await {
-                    self.finish_failed(id, "ExecutorError", format!("the executor could not start the job: {e}")).await?;
+                    self.finish_failed(id, "ExecutorError", format!("the executor could not start the job: {e}"))
+                        .await?;
                 }
             }
             Err(message) => self.finish_failed(id, "SecretNotFound", message).await?,
@@ -965,12 +980,7 @@ mod tests {
     use super::*;
 
     fn row(id: &str, created_by: &str, visibility: &str) -> JobRow {
-        JobRow {
-            id: id.into(),
-            created_by: created_by.into(),
-            visibility: visibility.into(),
-            ..JobRow::default()
-        }
+        JobRow { id: id.into(), created_by: created_by.into(), visibility: visibility.into(), ..JobRow::default() }
     }
 
     #[test]

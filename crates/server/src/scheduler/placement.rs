@@ -143,11 +143,8 @@ fn plural(n: f64, one: &str, many: &str) -> String {
 /// Why `count` replicas of `shape` do not fit in `group`, in the words of
 /// a readiness issue: "needs 2 GPUs, 0 free in group local".
 pub fn shortage(group: &GroupState, shape: &ShapeConfig, count: i64, allowed_nodes: &[String]) -> String {
-    let nodes: Vec<&NodeState> = group
-        .nodes
-        .iter()
-        .filter(|n| allowed_nodes.is_empty() || allowed_nodes.contains(&n.name))
-        .collect();
+    let nodes: Vec<&NodeState> =
+        group.nodes.iter().filter(|n| allowed_nodes.is_empty() || allowed_nodes.contains(&n.name)).collect();
     let free_cpu: f64 = nodes.iter().map(|n| n.free_cpu().max(0.0)).sum();
     let free_memory: i64 = nodes.iter().map(|n| n.free_memory().max(0)).sum();
     let free_gpus: usize = nodes.iter().map(|n| n.free_gpus()).sum();
@@ -263,7 +260,14 @@ mod tests {
     fn config(nodes: u32, cpu: f64, memory_mb: i64, gpus: i64) -> Config {
         let mut config = Config::for_machine(
             "/tmp/x",
-            &MachineInfo { hostname: "h".into(), cpus: 1.0, memory_mb: 1, gpus: 0, gpu_product: None, gpu_memory_mb: None },
+            &MachineInfo {
+                hostname: "h".into(),
+                cpus: 1.0,
+                memory_mb: 1,
+                gpus: 0,
+                gpu_product: None,
+                gpu_memory_mb: None,
+            },
         );
         config.node_groups = vec![NodeGroupConfig {
             name: "g".into(),
@@ -291,9 +295,8 @@ mod tests {
             (5, None),
         ];
         for (count, expected) in cases {
-            let got = fit(g, &gpu2, count, &[]).map(|slots| {
-                slots.into_iter().map(|s| (s.node, s.gpu_ids)).collect::<Vec<_>>()
-            });
+            let got = fit(g, &gpu2, count, &[])
+                .map(|slots| slots.into_iter().map(|s| (s.node, s.gpu_ids)).collect::<Vec<_>>());
             let expected = expected.map(|e| e.into_iter().map(|(n, g)| (n.to_string(), g)).collect::<Vec<_>>());
             assert_eq!(got, expected, "{count} replicas");
         }
@@ -304,7 +307,8 @@ mod tests {
     #[test]
     fn held_placements_reduce_what_is_free() {
         let config = config(1, 4.0, 16384, 2);
-        let held = Placement { node_group: "g".into(), slots: vec![Slot { node: "g-node-1".into(), gpu_ids: vec![0] }] };
+        let held =
+            Placement { node_group: "g".into(), slots: vec![Slot { node: "g-node-1".into(), gpu_ids: vec![0] }] };
         let gpu1 = shape("gpu.1", 1.0, 4096, 1);
         let groups = group_states(&config, [(&held, &gpu1)]);
         let slots = fit(&groups["g"], &gpu1, 1, &[]).unwrap();
@@ -351,11 +355,24 @@ mod tests {
             slots: (0..slots).map(|_| Slot { node: "g-node-1".into(), gpu_ids: vec![] }).collect(),
         };
         let candidates = vec![
-            Candidate { job_id: "old-low".into(), priority: 1000, started_at: 1, placement: placed(1), shape: one.clone() },
-            Candidate { job_id: "new-low".into(), priority: 1000, started_at: 5, placement: placed(1), shape: one.clone() },
+            Candidate {
+                job_id: "old-low".into(),
+                priority: 1000,
+                started_at: 1,
+                placement: placed(1),
+                shape: one.clone(),
+            },
+            Candidate {
+                job_id: "new-low".into(),
+                priority: 1000,
+                started_at: 5,
+                placement: placed(1),
+                shape: one.clone(),
+            },
             Candidate { job_id: "mid".into(), priority: 4000, started_at: 2, placement: placed(2), shape: one.clone() },
         ];
-        let held: Vec<(Placement, ShapeConfig)> = candidates.iter().map(|c| (c.placement.clone(), c.shape.clone())).collect();
+        let held: Vec<(Placement, ShapeConfig)> =
+            candidates.iter().map(|c| (c.placement.clone(), c.shape.clone())).collect();
         let groups = group_states(&config, held.iter().map(|(p, s)| (p, s)));
         let g = &groups["g"];
         let cases: Vec<(i64, Option<Vec<&str>>)> = vec![

@@ -72,7 +72,11 @@ impl Store {
 
     /// The image pull secret a job of `owner` gets for `name`: the owner's
     /// own, else the newest public one.
-    pub async fn resolve_image_pull_secret(&self, owner: String, name: String) -> AppResult<Option<ImagePullSecretRow>> {
+    pub async fn resolve_image_pull_secret(
+        &self,
+        owner: String,
+        name: String,
+    ) -> AppResult<Option<ImagePullSecretRow>> {
         self.read(move |conn| {
             conn.query_row(
                 &format!(

@@ -77,8 +77,7 @@ impl Store {
     /// A job by id, whoever may see it (for the scheduler).
     pub async fn job(&self, id: String) -> AppResult<Option<JobRow>> {
         self.read(move |conn| {
-            conn.query_row(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"), params![id], job_row)
-                .optional()
+            conn.query_row(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"), params![id], job_row).optional()
         })
         .await
     }
@@ -101,9 +100,7 @@ impl Store {
     pub async fn job_visible_to(&self, id: String, viewer: String) -> AppResult<Option<JobRow>> {
         self.read(move |conn| {
             conn.query_row(
-                &format!(
-                    "SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1 AND (visibility = 'public' OR created_by = ?2)"
-                ),
+                &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1 AND (visibility = 'public' OR created_by = ?2)"),
                 params![id, viewer],
                 job_row,
             )
@@ -242,7 +239,9 @@ impl Store {
                 Some(q) if q.chars().count() >= 3 => {
                     let phrase = format!("\"{}\"", q.replace('"', "\"\""));
                     let candidates: i64 = conn
-                        .prepare_cached("SELECT COUNT(*) FROM (SELECT 1 FROM job_search WHERE job_search MATCH ?1 LIMIT ?2)")?
+                        .prepare_cached(
+                            "SELECT COUNT(*) FROM (SELECT 1 FROM job_search WHERE job_search MATCH ?1 LIMIT ?2)",
+                        )?
                         .query_row(params![phrase, SEARCH_INDEX_MAX_MATCHES + 1], |r| r.get(0))?;
                     (candidates <= SEARCH_INDEX_MAX_MATCHES).then_some(phrase)
                 }
@@ -275,9 +274,8 @@ impl Store {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {JOB_COLUMNS} FROM jobs WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?"
             ))?;
-            let rows = stmt
-                .query_map(params_from_iter(values.iter()), job_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let rows =
+                stmt.query_map(params_from_iter(values.iter()), job_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
             Ok((rows, total))
         })
         .await
@@ -367,7 +365,8 @@ fn where_clause(filter: &JobFilter, search: Option<String>) -> (String, Vec<Valu
                 values.push(Value::Text(key.clone()));
             }
             Some(v) => {
-                clauses.push("EXISTS (SELECT 1 FROM json_each(metadata, '$.labels') WHERE key = ? AND value = ?)".into());
+                clauses
+                    .push("EXISTS (SELECT 1 FROM json_each(metadata, '$.labels') WHERE key = ? AND value = ?)".into());
                 values.push(Value::Text(key.clone()));
                 values.push(Value::Text(v.clone()));
             }

@@ -426,12 +426,10 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
 impl Store {
     /// Opens (creating if needed) the database at `path` and migrates it.
     pub fn open(path: &Path) -> Result<Store, String> {
-        let mut writer = open_connection(path)
-            .map_err(|e| format!("cannot open database {}: {e}", path.display()))?;
+        let mut writer = open_connection(path).map_err(|e| format!("cannot open database {}: {e}", path.display()))?;
         // The database holds secret values: only the server's user may read it.
         restrict_to_owner(path);
-        migrate(&mut writer)
-            .map_err(|e| format!("cannot migrate database {}: {e}", path.display()))?;
+        migrate(&mut writer).map_err(|e| format!("cannot migrate database {}: {e}", path.display()))?;
         let readers = (0..READERS)
             .map(|_| open_connection(path).map(Mutex::new))
             .collect::<rusqlite::Result<Vec<_>>>()
@@ -529,10 +527,7 @@ pub(crate) mod tests {
             let (user, created) = store.ensure_user("admin", 2).await.unwrap();
             assert!(!created, "the admin user survived a reopen");
             assert_eq!(user.name, "admin");
-            let version: i64 = store
-                .read(|c| c.pragma_query_value(None, "user_version", |r| r.get(0)))
-                .await
-                .unwrap();
+            let version: i64 = store.read(|c| c.pragma_query_value(None, "user_version", |r| r.get(0))).await.unwrap();
             assert_eq!(version, MIGRATIONS.len() as i64);
         });
     }
@@ -549,9 +544,11 @@ pub(crate) mod tests {
                 conn.execute_batch(step).unwrap();
             }
             conn.pragma_update(None, "user_version", 2).unwrap();
-            for (id, owner, visibility, state) in
-                [("train-aaaaa", "alice", "public", "Running"), ("eval-bbbbb", "bob", "private", "Completed"), ("train-ccccc", "bob", "public", "Archived")]
-            {
+            for (id, owner, visibility, state) in [
+                ("train-aaaaa", "alice", "public", "Running"),
+                ("eval-bbbbb", "bob", "private", "Completed"),
+                ("train-ccccc", "bob", "public", "Archived"),
+            ] {
                 conn.execute(
                     "INSERT INTO jobs (id, name, created_by, visibility, created_at, state, metadata, spec) VALUES (?1, ?1, ?2, ?3, 1, ?4, '{}', '{}')",
                     rusqlite::params![id, owner, visibility, state],
@@ -598,7 +595,13 @@ pub(crate) mod tests {
         let groups = ["", ",gpu-a,", ",gpu-b,", ",gpu-a,gpu-b,"];
         let states = ["Queueing", "Running", "Completed", "Archived"];
         for k in 0..60usize {
-            let mut row = job_row(&format!("job-{k:02}"), owners[k % 3], if k % 4 == 0 { "private" } else { "public" }, k as i64, states[k % 4]);
+            let mut row = job_row(
+                &format!("job-{k:02}"),
+                owners[k % 3],
+                if k % 4 == 0 { "private" } else { "public" },
+                k as i64,
+                states[k % 4],
+            );
             row.node_groups = groups[k % 4].into();
             store.insert_job(row, vec![]).await.unwrap();
         }
@@ -606,9 +609,13 @@ pub(crate) mod tests {
             let mut filters = Vec::new();
             for viewer in owners {
                 for mode in [QueryMode::AliveOnly, QueryMode::ArchiveOnly, QueryMode::AliveAndArchive] {
-                    for states in [vec![], vec!["Running".to_string()], vec!["Completed".to_string(), "Queueing".to_string()]] {
+                    for states in
+                        [vec![], vec!["Running".to_string()], vec!["Completed".to_string(), "Queueing".to_string()]]
+                    {
                         for created_by in [vec![], vec!["bob".to_string()]] {
-                            for (node_groups, any_group_matches) in [(vec![], false), (vec!["gpu-a".to_string()], true), (vec!["gpu-b".to_string()], false)] {
+                            for (node_groups, any_group_matches) in
+                                [(vec![], false), (vec!["gpu-a".to_string()], true), (vec!["gpu-b".to_string()], false)]
+                            {
                                 filters.push(JobFilter {
                                     viewer: viewer.into(),
                                     mode,
@@ -651,12 +658,21 @@ pub(crate) mod tests {
         }
         check("after deletions").await;
         // A deleted job leaves the name index too.
-        let search = |q: &str| JobFilter { viewer: "alice".into(), q: Some(q.into()), mode: QueryMode::AliveAndArchive, page: 1, page_size: 500, ..JobFilter::default() };
+        let search = |q: &str| JobFilter {
+            viewer: "alice".into(),
+            q: Some(q.into()),
+            mode: QueryMode::AliveAndArchive,
+            page: 1,
+            page_size: 500,
+            ..JobFilter::default()
+        };
         assert_eq!(store.list_jobs(search("job-07")).await.unwrap().1, 0);
         assert_eq!(store.list_jobs(search("job-09")).await.unwrap().1, 1);
-        let indexed: i64 = store.read(|c| c.query_row("SELECT COUNT(*) FROM job_search", [], |r| r.get(0))).await.unwrap();
+        let indexed: i64 =
+            store.read(|c| c.query_row("SELECT COUNT(*) FROM job_search", [], |r| r.get(0))).await.unwrap();
         assert_eq!(indexed, 60 - 9);
-        let counted: i64 = store.read(|c| c.query_row("SELECT SUM(n) FROM job_counts", [], |r| r.get(0))).await.unwrap();
+        let counted: i64 =
+            store.read(|c| c.query_row("SELECT SUM(n) FROM job_counts", [], |r| r.get(0))).await.unwrap();
         assert_eq!(counted, 60 - 9);
     }
 
@@ -690,7 +706,11 @@ pub(crate) mod tests {
         let cases: Vec<(JobFilter, Vec<&str>, i64)> = vec![
             (page("x"), vec!["eval-d", "train-b", "train-a"], 3),
             (JobFilter { mode: QueryMode::ArchiveOnly, ..page("x") }, vec!["eval-c"], 1),
-            (JobFilter { mode: QueryMode::AliveAndArchive, ..page("x") }, vec!["eval-d", "eval-c", "train-b", "train-a"], 4),
+            (
+                JobFilter { mode: QueryMode::AliveAndArchive, ..page("x") },
+                vec!["eval-d", "eval-c", "train-b", "train-a"],
+                4,
+            ),
             (JobFilter { q: Some("TRAIN".into()), ..page("x") }, vec!["train-b", "train-a"], 2),
             (JobFilter { q: Some("%".into()), ..page("x") }, vec![], 0),
             // Three characters or more go through the trigram index, fewer
@@ -700,13 +720,34 @@ pub(crate) mod tests {
             (JobFilter { q: Some("val-d".into()), ..page("x") }, vec!["eval-d"], 1),
             (JobFilter { q: Some("\"al".into()), ..page("x") }, vec![], 0),
             (JobFilter { q: Some("train-a-x".into()), ..page("x") }, vec![], 0),
-            (JobFilter { states: vec!["Running".into(), "Queueing".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
+            (
+                JobFilter { states: vec!["Running".into(), "Queueing".into()], ..page("x") },
+                vec!["eval-d", "train-a"],
+                2,
+            ),
             (JobFilter { node_groups: vec!["gpu".into()], ..page("x") }, vec![], 0),
             (JobFilter { node_groups: vec!["gpu-a".into()], ..page("x") }, vec!["train-a"], 1),
-            (JobFilter { node_groups: vec!["gpu-a".into(), "gpu-b".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
-            (JobFilter { node_groups: vec!["cpu".into()], any_group_matches: true, mode: QueryMode::AliveAndArchive, ..page("x") }, vec!["eval-c", "train-b"], 2),
+            (
+                JobFilter { node_groups: vec!["gpu-a".into(), "gpu-b".into()], ..page("x") },
+                vec!["eval-d", "train-a"],
+                2,
+            ),
+            (
+                JobFilter {
+                    node_groups: vec!["cpu".into()],
+                    any_group_matches: true,
+                    mode: QueryMode::AliveAndArchive,
+                    ..page("x")
+                },
+                vec!["eval-c", "train-b"],
+                2,
+            ),
             (JobFilter { created_by: vec!["al".into()], ..page("x") }, vec![], 0),
-            (JobFilter { created_by: vec!["alice".into(), "albert".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
+            (
+                JobFilter { created_by: vec!["alice".into(), "albert".into()], ..page("x") },
+                vec!["eval-d", "train-a"],
+                2,
+            ),
             (JobFilter { created_by: vec!["ALICE".into()], ..page("x") }, vec![], 0),
             (JobFilter { labels: vec![("team".into(), Some("cv".into()))], ..page("x") }, vec!["train-b"], 1),
             (JobFilter { labels: vec![("team".into(), None)], ..page("x") }, vec!["train-b", "train-a"], 2),

@@ -67,7 +67,13 @@ impl Store {
     /// (the Kubernetes executor finishes copying a pod's log once the
     /// container has stopped, and records it here so a restart does not copy
     /// it again).
-    pub async fn set_executor_state(&self, job_id: String, completion_index: i64, attempt: i64, state: String) -> AppResult<()> {
+    pub async fn set_executor_state(
+        &self,
+        job_id: String,
+        completion_index: i64,
+        attempt: i64,
+        state: String,
+    ) -> AppResult<()> {
         self.write(move |tx| {
             tx.execute(
                 "UPDATE replicas SET executor_state = ?4, updated_at = ?5

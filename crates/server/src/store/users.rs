@@ -15,11 +15,9 @@ impl Store {
                 "INSERT INTO users (name, created_at) VALUES (?1, ?2) ON CONFLICT(name) DO NOTHING",
                 params![name, now],
             )? == 1;
-            let user = tx.query_row(
-                "SELECT id, name FROM users WHERE name = ?1",
-                params![name],
-                |r| Ok(UserRow { id: r.get(0)?, name: r.get(1)? }),
-            )?;
+            let user = tx.query_row("SELECT id, name FROM users WHERE name = ?1", params![name], |r| {
+                Ok(UserRow { id: r.get(0)?, name: r.get(1)? })
+            })?;
             Ok((user, created))
         })
         .await
@@ -47,5 +45,4 @@ impl Store {
         })
         .await
     }
-
 }

@@ -25,9 +25,8 @@ pub struct TestResponse {
 
 impl TestResponse {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!("body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body))
-        })
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
 
     pub fn text(&self) -> String {
@@ -46,7 +45,10 @@ impl TestApp {
 
     /// A server whose store already holds `jobs` when it starts, as after a
     /// restart (or an upgrade: rows written by an older version).
-    pub async fn with_stored_jobs(adjust: impl FnOnce(&mut Config), jobs: Vec<jobdeck_server::store::JobRow>) -> TestApp {
+    pub async fn with_stored_jobs(
+        adjust: impl FnOnce(&mut Config),
+        jobs: Vec<jobdeck_server::store::JobRow>,
+    ) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
         for job in jobs {
@@ -58,12 +60,7 @@ impl TestApp {
         let admin_token = auth::issue_token(&store, "admin").await.unwrap();
         let state = AppState::start(store.clone(), config).await.unwrap();
         let router = app(state);
-        TestApp {
-            router,
-            store,
-            admin_token,
-            _dir: dir,
-        }
+        TestApp { router, store, admin_token, _dir: dir }
     }
 
     pub async fn token_for(&self, user: &str) -> String {
@@ -82,10 +79,9 @@ impl TestApp {
             builder = builder.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
         let request = match body {
-            Some((content_type, bytes)) => builder
-                .header(header::CONTENT_TYPE, content_type)
-                .body(Body::from(bytes))
-                .unwrap(),
+            Some((content_type, bytes)) => {
+                builder.header(header::CONTENT_TYPE, content_type).body(Body::from(bytes)).unwrap()
+            }
             None => builder.body(Body::empty()).unwrap(),
         };
         let response = self.router.clone().oneshot(request).await.unwrap();
@@ -100,13 +96,8 @@ impl TestApp {
     }
 
     pub async fn post_json(&self, uri: &str, token: &str, body: &Value) -> TestResponse {
-        self.request(
-            Method::POST,
-            uri,
-            Some(token),
-            Some(("application/json", serde_json::to_vec(body).unwrap())),
-        )
-        .await
+        self.request(Method::POST, uri, Some(token), Some(("application/json", serde_json::to_vec(body).unwrap())))
+            .await
     }
 }
 
@@ -185,7 +176,8 @@ impl TestApp {
                 return job;
             }
             if std::time::Instant::now() > deadline {
-                let events = self.request(Method::GET, &format!("/api/v2/jobs/{id}/events"), Some(token), None).await.text();
+                let events =
+                    self.request(Method::GET, &format!("/api/v2/jobs/{id}/events"), Some(token), None).await.text();
                 panic!("job {id} never became {what}; last seen: {}\nevents: {events}", job["status"]);
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;

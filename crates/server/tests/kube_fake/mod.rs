@@ -143,13 +143,7 @@ impl Drop for FakeKube {
 impl FakeKube {
     pub async fn start() -> FakeKube {
         let (changes, _) = broadcast::channel(1024);
-        let shared = Arc::new(Shared {
-            objects: Mutex::new(Objects {
-                version: 100,
-                ..Objects::default()
-            }),
-            changes,
-        });
+        let shared = Arc::new(Shared { objects: Mutex::new(Objects { version: 100, ..Objects::default() }), changes });
         let router = Router::new().fallback(handle).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -250,9 +244,8 @@ pub fn kubelet_time(nanos: i128) -> String {
 /// it still runs.
 fn container_state(pod: &Value) -> (Result<(), String>, bool) {
     let finished = matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
-    let status = pod["status"]["containerStatuses"]
-        .as_array()
-        .and_then(|all| all.iter().find(|c| c["name"] == json!("job")));
+    let status =
+        pod["status"]["containerStatuses"].as_array().and_then(|all| all.iter().find(|c| c["name"] == json!("job")));
     let state = status.map(|c| &c["state"]);
     let started = match state {
         Some(state) if state.get("running").is_some() || state.get("terminated").is_some() => Ok(()),
@@ -269,12 +262,7 @@ impl Shared {
     }
 
     pub fn object(&self, kind: Kind, name: &str) -> Option<Value> {
-        self.objects
-            .lock()
-            .unwrap()
-            .store
-            .get(&(kind, name.to_string()))
-            .cloned()
+        self.objects.lock().unwrap().store.get(&(kind, name.to_string())).cloned()
     }
 
     /// Creates or replaces an object, as a controller would, and tells the
@@ -308,7 +296,6 @@ impl Shared {
         }
     }
 
-
     fn commit(&self, objects: &mut Objects, kind: Kind, name: String, mut object: Value, change: &str) {
         objects.version += 1;
         object["metadata"]["resourceVersion"] = json!(objects.version.to_string());
@@ -340,11 +327,7 @@ impl Shared {
 fn labels_of(object: &Value) -> BTreeMap<String, String> {
     object["metadata"]["labels"]
         .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                .collect()
-        })
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect())
         .unwrap_or_default()
 }
 
@@ -415,6 +398,7 @@ fn field_value(kind: Kind, object: &Value, field: &str) -> Result<String, ()> {
 
 /// Parses a field selector, refusing fields the kind cannot be selected by
 /// with the API server's answer.
+#[allow(clippy::result_large_err, reason = "the error is the HTTP answer itself, sent once")]
 fn field_selector(kind: Kind, query: &BTreeMap<String, String>) -> Result<Vec<FieldTerm>, Response> {
     let Some(selector) = query.get("fieldSelector") else {
         return Ok(Vec::new());
@@ -439,9 +423,7 @@ fn field_selector(kind: Kind, query: &BTreeMap<String, String>) -> Result<Vec<Fi
 }
 
 fn matches_fields(kind: Kind, object: &Value, terms: &[FieldTerm]) -> bool {
-    terms
-        .iter()
-        .all(|t| field_value(kind, object, &t.field).is_ok_and(|v| (v == t.value) == t.equal))
+    terms.iter().all(|t| field_value(kind, object, &t.field).is_ok_and(|v| (v == t.value) == t.equal))
 }
 
 fn status(code: u16, reason: &str, message: String) -> Response {
@@ -454,11 +436,7 @@ fn status(code: u16, reason: &str, message: String) -> Response {
 
 fn parse_query(query: Option<&str>) -> BTreeMap<String, String> {
     query
-        .map(|q| {
-            form_urlencoded::parse(q.as_bytes())
-                .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                .collect()
-        })
+        .map(|q| form_urlencoded::parse(q.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
         .unwrap_or_default()
 }
 
@@ -492,11 +470,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let query = parse_query(request.uri().query());
-    let content_type = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(String::from);
+    let content_type = request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(String::from);
     let bytes: Bytes = axum::body::to_bytes(request.into_body(), 16 * 1024 * 1024).await.unwrap_or_default();
     let body: Value = if bytes.is_empty() {
         Value::Null
@@ -554,7 +528,9 @@ impl FakeRef {
         let items: Vec<Value> = objects
             .store
             .iter()
-            .filter(|((k, _), o)| *k == kind && matches_selector(&labels_of(o), selector) && matches_fields(kind, o, &fields))
+            .filter(|((k, _), o)| {
+                *k == kind && matches_selector(&labels_of(o), selector) && matches_fields(kind, o, &fields)
+            })
             .map(|(_, o)| {
                 // List items carry no apiVersion/kind, as the API server's.
                 let mut item = o.clone();
@@ -718,7 +694,8 @@ impl FakeRef {
                 let (entries, running) = match next {
                     Next::Cut => {
                         cursor.done = true;
-                        let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the fake cut the log stream");
+                        let cut =
+                            std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the fake cut the log stream");
                         return Some((Err(cut), cursor));
                     }
                     Next::Send(chunk) => {
@@ -751,10 +728,7 @@ impl FakeRef {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         });
-        Response::builder()
-            .header(header::CONTENT_TYPE, "text/plain")
-            .body(Body::from_stream(stream))
-            .unwrap()
+        Response::builder().header(header::CONTENT_TYPE, "text/plain").body(Body::from_stream(stream)).unwrap()
     }
 
     /// A watch from `resourceVersion`: the changes after it, then the live
@@ -779,16 +753,13 @@ impl FakeRef {
         };
         let wanted_live = wanted.clone();
         let backlog = futures_util::stream::iter(backlog.into_iter().filter(wanted));
-        let live = tokio_stream_from(live)
-            .filter(move |c| std::future::ready(c.version > last_backlog && wanted_live(c)));
+        let live =
+            tokio_stream_from(live).filter(move |c| std::future::ready(c.version > last_backlog && wanted_live(c)));
         let stream = backlog
             .chain(live)
             .map(|c| Ok::<Bytes, std::io::Error>(Bytes::from(c.line)))
             .take_until(tokio::time::sleep(Duration::from_secs(timeout)));
-        Response::builder()
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from_stream(stream))
-            .unwrap()
+        Response::builder().header(header::CONTENT_TYPE, "application/json").body(Body::from_stream(stream)).unwrap()
     }
 }
 

@@ -47,7 +47,9 @@ impl MemoryLimits {
     /// created, proving it by creating and removing a probe group.
     pub fn detect(enabled: bool) -> MemoryLimits {
         if !enabled {
-            return MemoryLimits::Unavailable("memory limits are turned off (executor.local.memory_limits = false)".into());
+            return MemoryLimits::Unavailable(
+                "memory limits are turned off (executor.local.memory_limits = false)".into(),
+            );
         }
         let proc_cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let mut reasons = Vec::new();
@@ -127,11 +129,8 @@ impl MemoryLimits {
 
 /// Creates a replica-like group with a limit and removes it again.
 fn probe(base: &Path, version: u8) -> Result<(), String> {
-    let spec = CgroupSpec {
-        version,
-        dir: base.join(format!("probe-{}", std::process::id())),
-        memory_bytes: 64 * 1024 * 1024,
-    };
+    let spec =
+        CgroupSpec { version, dir: base.join(format!("probe-{}", std::process::id())), memory_bytes: 64 * 1024 * 1024 };
     let result = create(&spec);
     let _ = std::fs::remove_dir(&spec.dir);
     result
@@ -157,10 +156,7 @@ pub fn create(spec: &CgroupSpec) -> Result<(), String> {
 pub fn oom_kills(spec: &CgroupSpec) -> u64 {
     let file = if spec.version == 2 { "memory.events" } else { "memory.oom_control" };
     let text = std::fs::read_to_string(spec.dir.join(file)).unwrap_or_default();
-    text.lines()
-        .find_map(|l| l.strip_prefix("oom_kill "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+    text.lines().find_map(|l| l.strip_prefix("oom_kill ")).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
 }
 
 /// The process the kernel OOM-killed in this group, as `name (pid N)`, read

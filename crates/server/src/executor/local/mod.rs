@@ -80,7 +80,8 @@ pub struct LocalExecutor {
 
 /// The variables of the server's own environment a replica inherits; the
 /// rest (tokens, the server's settings) stays out.
-const INHERITED_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "TERM"];
+const INHERITED_ENV: &[&str] =
+    &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL", "TERM"];
 
 /// What a replica inherits of the server's environment `vars`: the
 /// variables of [`INHERITED_ENV`] and nothing else (no `JOBDECK_*` setting,
@@ -199,7 +200,9 @@ impl Executor for LocalExecutor {
         let dir = self.shared.runs_dir.join(job_id);
         Box::pin(async move {
             tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(ExecutorError(format!("cannot remove {}: {e}", dir.display()))),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(ExecutorError(format!("cannot remove {}: {e}", dir.display())))
+                }
                 _ => Ok(()),
             })
             .await
@@ -325,11 +328,10 @@ impl Controller {
     /// Takes over the attempts of this run a previous server left running.
     async fn reattach(&mut self, rows: &[ReplicaRow]) {
         for row in rows.iter().filter(|r| r.run == self.launch.run && !r.is_finished()) {
-            let state: AttemptState = row
-                .executor_state
-                .as_deref()
-                .and_then(|s| serde_json::from_str(s).ok())
-                .unwrap_or_else(|| AttemptState { run_dir: self.run_dir(row.completion_index, row.attempt), ..AttemptState::default() });
+            let state: AttemptState =
+                row.executor_state.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_else(|| {
+                    AttemptState { run_dir: self.run_dir(row.completion_index, row.attempt), ..AttemptState::default() }
+                });
             let (index, attempt) = (row.completion_index, row.attempt);
             self.pending.remove(&index);
             self.free_slots.retain(|s| *s != state.slot);
@@ -358,16 +360,32 @@ impl Controller {
         let limits = self.limits();
         let worst_index = self.failures_by_index.values().copied().max().unwrap_or(0);
         let ending = if program_error && limits.disable_retry_on_program_error {
-            Some(("ProgramError", "a replica failed with a program error and retry on program error is disabled".to_string()))
+            Some((
+                "ProgramError",
+                "a replica failed with a program error and retry on program error is disabled".to_string(),
+            ))
         } else if self.failures_total > limits.backoff_limit {
-            Some(("BackoffLimitExceeded", format!("{} attempts failed, more than the backoff limit of {}", self.failures_total, limits.backoff_limit)))
+            Some((
+                "BackoffLimitExceeded",
+                format!(
+                    "{} attempts failed, more than the backoff limit of {}",
+                    self.failures_total, limits.backoff_limit
+                ),
+            ))
         } else if limits.max_failure_retry.is_some_and(|m| worst_index > m) {
-            Some(("MaxFailureRetryExceeded", format!("a replica failed {worst_index} times, more than the retries allowed per replica")))
+            Some((
+                "MaxFailureRetryExceeded",
+                format!("a replica failed {worst_index} times, more than the retries allowed per replica"),
+            ))
         } else {
             None
         };
         if let Some((reason, message)) = ending {
-            self.begin_ending(Ending::Fail { reason: reason.into(), message, program_error: program_error && reason == "ProgramError" });
+            self.begin_ending(Ending::Fail {
+                reason: reason.into(),
+                message,
+                program_error: program_error && reason == "ProgramError",
+            });
         }
     }
 
@@ -536,7 +554,8 @@ impl Controller {
         let run_dir = self.run_dir(index, attempt);
         let mut state = AttemptState { run_dir: run_dir.clone(), slot, pid: None, pid_start: None };
         let mut pending = self.observation(index, attempt, slot);
-        pending.readiness_issue = Some(ReadinessIssue { reason: "Starting".into(), message: "the replica is starting".into() });
+        pending.readiness_issue =
+            Some(ReadinessIssue { reason: "Starting".into(), message: "the replica is starting".into() });
         pending.executor_state = serde_json::to_string(&state).ok();
         // Durable before the supervisor exists: a restarted server finds the
         // attempt and its run directory either way.
@@ -576,8 +595,13 @@ impl Controller {
             tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record a running replica");
         }
         let node = self.launch.placement.slots.get(slot).map(|s| s.node.clone()).unwrap_or_default();
-        self.event(EventType::Normal, "Started", format!("replica {replica} (attempt {attempt}) started on node {node}"), Some(replica.clone()))
-            .await;
+        self.event(
+            EventType::Normal,
+            "Started",
+            format!("replica {replica} (attempt {attempt}) started on node {node}"),
+            Some(replica.clone()),
+        )
+        .await;
         if self.ending.is_some() {
             request_stop(&run_dir, &state);
         }
@@ -599,7 +623,8 @@ impl Controller {
         }
         let logs = self.shared.host.logs().clone();
         let job = self.launch.job_id.clone();
-        let scan = tokio::task::spawn_blocking(move || crate::failure::scan::first_error(&logs, &job, index, attempt, true));
+        let scan =
+            tokio::task::spawn_blocking(move || crate::failure::scan::first_error(&logs, &job, index, attempt, true));
         match scan.await {
             Ok(Ok(finding)) => finding.map(|f| f.kind),
             Ok(Err(e)) => {
@@ -638,8 +663,13 @@ impl Controller {
             self.event(EventType::Normal, "Succeeded", format!("replica {replica} succeeded"), Some(replica)).await;
             return;
         }
-        self.event(EventType::Warning, &verdict.reason, format!("replica {replica}: {}", verdict.message), Some(replica.clone()))
-            .await;
+        self.event(
+            EventType::Warning,
+            &verdict.reason,
+            format!("replica {replica}: {}", verdict.message),
+            Some(replica.clone()),
+        )
+        .await;
         if self.ending.is_some() {
             return;
         }
@@ -666,10 +696,7 @@ impl Controller {
 
 /// Whether a stored ended attempt counted against the limits.
 fn counts_as_failure(row: &ReplicaRow) -> bool {
-    matches!(
-        row.reason.as_deref(),
-        Some("Error" | "Signaled" | "OOMKilled" | "StartError" | "Lost")
-    )
+    matches!(row.reason.as_deref(), Some("Error" | "Signaled" | "OOMKilled" | "StartError" | "Lost"))
 }
 
 fn prepare_run_dir(run_dir: &Path, spec: &SuperviseSpec) -> Result<(), String> {
@@ -682,11 +709,13 @@ fn prepare_run_dir(run_dir: &Path, spec: &SuperviseSpec) -> Result<(), String> {
     let bytes = serde_json::to_vec(spec).map_err(|e| e.to_string())?;
     // The spec holds secret values: owner-only, and the supervisor deletes
     // it once read.
-    process::write_atomic(&run_dir.join(SPEC_FILE), &bytes, 0o600).map_err(|e| format!("cannot write the replica spec: {e}"))
+    process::write_atomic(&run_dir.join(SPEC_FILE), &bytes, 0o600)
+        .map_err(|e| format!("cannot write the replica spec: {e}"))
 }
 
 fn spawn_supervisor(bin: &Path, run_dir: &Path) -> Result<tokio::process::Child, String> {
-    let log = std::fs::File::create(run_dir.join("supervisor.log")).map_err(|e| format!("cannot create the supervisor log: {e}"))?;
+    let log = std::fs::File::create(run_dir.join("supervisor.log"))
+        .map_err(|e| format!("cannot create the supervisor log: {e}"))?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
     let mut command = tokio::process::Command::new(bin);
     command
@@ -810,10 +839,11 @@ mod tests {
         ];
         let vars = server_env.iter().map(|(n, v)| (n.into(), v.into()));
         let got = inherited_env(vars);
-        let expected: Vec<(String, String)> = [("HOME", "/home/jobdeck"), ("LANG", "C.UTF-8"), ("PATH", "/usr/bin:/bin")]
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect();
+        let expected: Vec<(String, String)> =
+            [("HOME", "/home/jobdeck"), ("LANG", "C.UTF-8"), ("PATH", "/usr/bin:/bin")]
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect();
         assert_eq!(got, expected);
         // A server without PATH still gives its replicas a usable one.
         let bare = inherited_env(std::iter::once(("JOBDECK_TOKEN".into(), "x".into())));

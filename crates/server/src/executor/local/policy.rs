@@ -79,7 +79,13 @@ pub fn classify(record: &ExitRecord, ending: Option<&str>, finding: Option<Findi
         return verdict(ReplicaPhase::Failed, reason, format!("stopped ({reason}); the command {how}"), false, false);
     }
     if let Some(error) = &record.start_error {
-        return verdict(ReplicaPhase::Failed, "StartError", error.clone(), true, class("StartError").is_program_error());
+        return verdict(
+            ReplicaPhase::Failed,
+            "StartError",
+            error.clone(),
+            true,
+            class("StartError").is_program_error(),
+        );
     }
     if record.lost {
         return verdict(
@@ -138,7 +144,13 @@ pub enum Decision {
 
 /// Decides after a failure, with the failure already counted in
 /// `failures_total` and `failures_of_index`.
-pub fn decide(limits: RetryLimits, failures_total: i64, failures_of_index: i64, replica: &str, verdict: &Verdict) -> Decision {
+pub fn decide(
+    limits: RetryLimits,
+    failures_total: i64,
+    failures_of_index: i64,
+    replica: &str,
+    verdict: &Verdict,
+) -> Decision {
     if verdict.program_error && limits.disable_retry_on_program_error {
         return Decision::Fail {
             reason: "ProgramError".into(),
@@ -185,7 +197,8 @@ mod tests {
     #[test]
     fn ended_attempts_are_classified() {
         let oom = ExitRecord { oom_killed: true, ..record(None, Some(9)) };
-        let start = ExitRecord { start_error: Some("cannot start 'nope': No such file".into()), ..record(Some(127), None) };
+        let start =
+            ExitRecord { start_error: Some("cannot start 'nope': No such file".into()), ..record(Some(127), None) };
         let lost = ExitRecord { lost: true, ..record(None, None) };
         let stopped = ExitRecord { stop_requested: true, ..record(None, Some(15)) };
         let not_started = ExitRecord { not_started: true, ..record(None, None) };
@@ -201,7 +214,14 @@ mod tests {
             (lost.clone(), None, ReplicaPhase::Failed, "Lost", true, false),
             (lost, Some("Stopped"), ReplicaPhase::Failed, "Lost", true, false),
             (stopped.clone(), Some("DeadlineExceeded"), ReplicaPhase::Failed, "DeadlineExceeded", false, false),
-            (record(Some(1), None), Some("BackoffLimitExceeded"), ReplicaPhase::Failed, "BackoffLimitExceeded", false, false),
+            (
+                record(Some(1), None),
+                Some("BackoffLimitExceeded"),
+                ReplicaPhase::Failed,
+                "BackoffLimitExceeded",
+                false,
+                false,
+            ),
             (not_started, None, ReplicaPhase::Failed, "NotStarted", false, false),
         ];
         for (record, ending, phase, reason, counts, program) in cases {
@@ -212,7 +232,10 @@ mod tests {
                 "{record:?} ending {ending:?}"
             );
         }
-        assert_eq!(classify(&stopped, Some("Stopped"), None).message, "stopped (Stopped); the command ended by SIGTERM");
+        assert_eq!(
+            classify(&stopped, Some("Stopped"), None).message,
+            "stopped (Stopped); the command ended by SIGTERM"
+        );
     }
 
     #[test]

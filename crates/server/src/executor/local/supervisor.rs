@@ -138,12 +138,17 @@ pub fn run(run_dir: &Path) -> i32 {
         return 1;
     }
     let spec_path = run_dir.join(SPEC_FILE);
-    let spec: SuperviseSpec = match std::fs::read(&spec_path).map_err(|e| e.to_string()).and_then(|b| {
-        serde_json::from_slice(&b).map_err(|e| e.to_string())
-    }) {
+    let spec: SuperviseSpec = match std::fs::read(&spec_path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
         Ok(spec) => spec,
         Err(e) => {
-            let record = ExitRecord { start_error: Some(format!("cannot read the replica spec: {e}")), ended_at: now_millis(), ..ExitRecord::default() };
+            let record = ExitRecord {
+                start_error: Some(format!("cannot read the replica spec: {e}")),
+                ended_at: now_millis(),
+                ..ExitRecord::default()
+            };
             finish(run_dir, &record);
             return 1;
         }
@@ -186,7 +191,11 @@ fn install_signal_handlers() {
     }
 }
 
-fn run_quietly(command: &[String], env: &[(String, String)], stdin: Option<&str>) -> Result<std::process::ExitStatus, String> {
+fn run_quietly(
+    command: &[String],
+    env: &[(String, String)],
+    stdin: Option<&str>,
+) -> Result<std::process::ExitStatus, String> {
     let (program, args) = command.split_first().ok_or("empty command")?;
     let mut cmd = Command::new(program);
     cmd.args(args).env_clear().envs(env.iter().cloned()).stdout(Stdio::null()).stderr(Stdio::piped());
@@ -240,9 +249,9 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     } else {
         command.stdout(Stdio::null()).stderr(Stdio::null());
     }
-    let procs_file = cgroup.as_ref().map(|g| {
-        std::ffi::CString::new(g.dir.join("cgroup.procs").as_os_str().as_encoded_bytes()).unwrap_or_default()
-    });
+    let procs_file = cgroup
+        .as_ref()
+        .map(|g| std::ffi::CString::new(g.dir.join("cgroup.procs").as_os_str().as_encoded_bytes()).unwrap_or_default());
     // SAFETY: the closure runs between fork and exec and only calls
     // async-signal-safe functions (setpgid, signal, open, write, close) on
     // memory prepared before the fork.
@@ -377,7 +386,11 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     record
 }
 
-fn spawn_reader(mut pipe: impl Read + Send + 'static, stream: Stream, log: Arc<Mutex<LogWriter>>) -> std::thread::JoinHandle<()> {
+fn spawn_reader(
+    mut pipe: impl Read + Send + 'static,
+    stream: Stream,
+    log: Arc<Mutex<LogWriter>>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut splitter = LineSplitter::default();
         let mut buffer = vec![0u8; 64 * 1024];
