@@ -32,7 +32,9 @@ fail() {
 [ -x "$bin" ] || fail "$bin is missing: build it with cargo build -p jobdeck-server"
 [ -x "$venv/bin/schemathesis" ] || fail "$venv has no schemathesis: run scripts/setup.sh --fuzz"
 
-"$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" >"$work/server.log" 2>&1 &
+# Process mode: a fuzzed image name must never reach a container engine,
+# which would try to pull it from the internet.
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --local-mode process >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 100); do
   grep -q "^Sign in as admin: " "$work/server.log" && break

@@ -8,7 +8,9 @@
 # virtual environment tests/.tao-venv with NVIDIA's TAO SDK and the leptonai
 # it needs (tests/tao-requirements.txt), for tests/tao_sdk.rs; with --fuzz
 # tests/.fuzz-venv with Schemathesis (tests/fuzz-requirements.txt), for
-# scripts/fuzz.sh. Versions are
+# scripts/fuzz.sh; with --containers podman with runc, busybox-static (the
+# test image's applets), Debian's docker-registry and htpasswd, for
+# tests/containers.rs. Versions are
 # pinned so no build step ever downloads a tool of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,13 +24,15 @@ with_browser=false
 with_lep=false
 with_tao=false
 with_fuzz=false
+with_containers=false
 for arg in "$@"; do
   case "$arg" in
     --browser) with_browser=true ;;
     --lep) with_lep=true ;;
     --tao) with_tao=true ;;
     --fuzz) with_fuzz=true ;;
-    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao] [--fuzz]" >&2; exit 2 ;;
+    --containers) with_containers=true ;;
+    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao] [--fuzz] [--containers]" >&2; exit 2 ;;
   esac
 done
 
@@ -84,6 +88,30 @@ if $with_browser; then
     say "installing Chromium and chromedriver"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  fi
+fi
+
+if $with_containers; then
+  missing=()
+  for tool in podman:podman runc:runc /bin/busybox:busybox-static docker-registry:docker-registry htpasswd:apache2-utils; do
+    command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
+  done
+  if [ "${#missing[@]}" != 0 ]; then
+    say "installing ${missing[*]} (container mode's tests)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  # crun fails on setrlimit in some VMs, and podman's default ulimits ask
+  # for more than an unprivileged hard limit allows there: runc, and the
+  # limits this machine has. Only written where the machine has no
+  # containers.conf of its own.
+  if [ ! -e /etc/containers/containers.conf ]; then
+    say "writing /etc/containers/containers.conf (runc, this machine's ulimits)"
+    nofile="$(ulimit -Hn)"
+    nproc="$(ulimit -Hu)"
+    [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ] && nproc=32768
+    printf '[containers]\ndefault_ulimits = ["nofile=%s:%s", "nproc=%s:%s"]\n\n[engine]\nruntime = "runc"\n' \
+      "$nofile" "$nofile" "$nproc" "$nproc" | as_root tee /etc/containers/containers.conf >/dev/null
   fi
 fi
 

@@ -112,6 +112,8 @@ pub fn replica(index: i64, attempt: i64, phase: ReplicaPhase, start: Option<i64>
             end_time: end,
             cpu: None,
             memory_in_mb: None,
+            retry_at: None,
+            executor_id: None,
         },
     }
 }

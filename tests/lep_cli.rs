@@ -22,6 +22,8 @@ use serde_json::{json, Value};
 /// the test can make a job queue. A short grace period makes stops quick.
 const CONFIG: &str = r#"
 [executor.local]
+mode = "process"
+retry_backoff_seconds = 0
 grace_period_seconds = 2
 
 [[node_groups]]

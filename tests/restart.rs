@@ -28,6 +28,8 @@ exit "$EXIT_CODE""#;
 /// grace period.
 const CONFIG: &str = r#"
 [executor.local]
+mode = "process"
+retry_backoff_seconds = 0
 grace_period_seconds = 2
 
 [[node_groups]]

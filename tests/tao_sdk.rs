@@ -28,6 +28,8 @@ use serde_json::Value;
 /// a GPU is an index in `CUDA_VISIBLE_DEVICES`.
 const CONFIG: &str = r#"
 [executor.local]
+mode = "process"
+retry_backoff_seconds = 0
 grace_period_seconds = 2
 
 [[node_groups]]

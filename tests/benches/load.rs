@@ -25,6 +25,8 @@ use serde_json::{json, Value};
 
 const CONFIG: &str = r#"
 [executor.local]
+mode = "process"
+retry_backoff_seconds = 0
 grace_period_seconds = 1
 
 [[node_groups]]

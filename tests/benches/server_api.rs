@@ -31,6 +31,8 @@ const NAMES: [&str; 5] = ["train", "eval", "prep", "sweep", "finetune"];
 
 const CONFIG: &str = r#"
 [executor.local]
+mode = "process"
+retry_backoff_seconds = 0
 grace_period_seconds = 2
 
 [[node_groups]]

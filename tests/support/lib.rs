@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod containers;
+
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the workspace").to_path_buf()
@@ -48,6 +50,12 @@ pub fn console_dir() -> PathBuf {
     dir
 }
 
+/// The local executor as most tests want it: shell commands run as
+/// processes whatever container engine the machine has, and a failed replica
+/// is retried at once instead of after Kubernetes' 10 s back-off. Tests of
+/// container mode and of the back-off say so in their own config.
+pub const TEST_EXECUTOR: &str = "[executor.local]\nmode = \"process\"\nretry_backoff_seconds = 0\n";
+
 /// A running `jobdeck serve`, killed when dropped.
 pub struct Server {
     child: Child,
@@ -77,7 +85,14 @@ impl Server {
     pub fn start_api_with_config(config_toml: &str) -> Server {
         let temp = tempfile::tempdir().expect("a temporary directory");
         let config = temp.path().join("jobdeck.toml");
-        std::fs::write(&config, config_toml).expect("the config file is written");
+        // A config that says nothing of the local executor gets the tests'
+        // settings for it (TEST_EXECUTOR).
+        let text = if config_toml.contains("[executor.local]") {
+            config_toml.to_string()
+        } else {
+            format!("{TEST_EXECUTOR}\n{config_toml}")
+        };
+        std::fs::write(&config, text).expect("the config file is written");
         let data_dir = temp.path().join("data");
         let mut command = Server::serve_command(&data_dir);
         command.arg("--config").arg(&config);
@@ -90,6 +105,7 @@ impl Server {
     /// extra arguments to `serve`.
     pub fn start_in(data_dir: &Path, extra_args: &[&str]) -> Server {
         let mut command = Server::serve_command(data_dir);
+        Server::default_config(&mut command, data_dir, extra_args);
         command.arg("--console-dir").arg(console_dir()).args(extra_args);
         Server::spawn(command, data_dir)
     }
@@ -104,8 +120,21 @@ impl Server {
     /// environment.
     pub fn start_api_with_env(data_dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut command = Server::serve_command(data_dir);
+        Server::default_config(&mut command, data_dir, extra_args);
         command.envs(env.iter().copied()).args(extra_args);
         Server::spawn(command, data_dir)
+    }
+
+    /// Without a `--config` in `extra_args`, gives the server one with the
+    /// tests' executor settings ([`TEST_EXECUTOR`]), next to its data
+    /// directory.
+    fn default_config(command: &mut Command, data_dir: &Path, extra_args: &[&str]) {
+        if extra_args.contains(&"--config") {
+            return;
+        }
+        let config = data_dir.with_extension("toml");
+        std::fs::write(&config, TEST_EXECUTOR).expect("the test config is written");
+        command.arg("--config").arg(config);
     }
 
     /// `jobdeck serve` on a free port with `data_dir`.
@@ -229,6 +258,8 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
         end_replicas(&self.data_dir);
+        // A container runs under its engine, not its supervisor's session.
+        containers::remove_containers(&containers::attempt_containers(&self.data_dir));
     }
 }
 

@@ -280,6 +280,14 @@ pub struct ReplicaStatus {
     pub cpu: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_in_mb: Option<i64>,
+    /// Extension: Unix milliseconds; a pending attempt waiting out its retry
+    /// back-off starts then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<i64>,
+    /// Extension: what the executor calls this attempt (a container name, a
+    /// Slurm job id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor_id: Option<String>,
 }
 
 /// One replica attempt (`Replica`): `id` and `metadata.id` name it for the

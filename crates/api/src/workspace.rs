@@ -57,6 +57,10 @@ pub struct JobRequirements {
     /// Replicas run in containers, so a job needs an image.
     #[serde(default)]
     pub image_required: bool,
+    /// Replicas run as plain processes: the image (and with it ports and
+    /// storage mounts) is not used; the form says so next to the image.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub image_ignored: bool,
     /// The volumes a storage mount may name (`spec.mounts[].from`); `None`
     /// when this server does not check them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,6 +81,13 @@ pub struct WorkspaceInfo {
     pub build_version: String,
     /// Extension: the executor kind, `local` or `kubernetes`.
     pub executor: String,
+    /// Extension: how the local executor runs replicas, `process` or
+    /// `container`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor_mode: Option<String>,
+    /// Extension: the container engine replicas run with (`/usr/bin/podman`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_engine: Option<String>,
     /// Extension: the user the request's token belongs to.
     pub current_user: String,
     /// Extension: whether logs are collected when a job does not say.

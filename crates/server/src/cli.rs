@@ -81,6 +81,11 @@ struct ServeArgs {
     /// The built console (trunk's output) to serve.
     #[arg(long)]
     console_dir: Option<PathBuf>,
+    /// How the local executor runs replicas, over the config's
+    /// `[executor.local] mode`: `auto` (containers when a working docker or
+    /// podman is installed), `process` or `container`.
+    #[arg(long, value_parser = ["auto", "process", "container"])]
+    local_mode: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -173,6 +178,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let mut config = match &args.config {
         Some(path) => Config::from_file(path, &args.data.data_dir)?,
         None => Config::for_data_dir(&args.data.data_dir),
+    };
+    config.executor.local.mode = match args.local_mode.as_deref() {
+        Some("process") => crate::config::LocalMode::Process,
+        Some("container") => crate::config::LocalMode::Container,
+        Some(_) => crate::config::LocalMode::Auto,
+        None => config.executor.local.mode,
     };
     config.console_dir = match args.console_dir {
         Some(dir) if dir.join("index.html").is_file() => Some(dir),

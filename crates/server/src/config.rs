@@ -5,8 +5,9 @@
 //! every key. Without a file, or for a section the file leaves out, the
 //! defaults of design §10 apply: one node group `local` sized from this
 //! machine, the shapes `cpu.small`, `cpu.medium`, `cpu.large` and one GPU
-//! shape per GPU count the machine has, and the local executor in process
-//! mode.
+//! shape per GPU count the machine has, and the local executor in container
+//! mode when a working docker or podman is installed (process mode
+//! otherwise).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -79,21 +80,49 @@ impl Default for ExecutorConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LocalMode {
-    /// The job's command runs as a plain process (what tests use).
+    /// Container mode when a working docker or podman is installed, process
+    /// mode otherwise; decided once at start by [`crate::executor::engine::probe`].
+    Auto,
+    /// The job's command runs as a plain process; the image is ignored.
     Process,
     /// The job's image runs under a container engine (docker or podman).
     Container,
+}
+
+impl LocalMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocalMode::Auto => "auto",
+            LocalMode::Process => "process",
+            LocalMode::Container => "container",
+        }
+    }
+}
+
+/// When container mode pulls a replica's image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PullPolicy {
+    /// Only when the engine does not have the image yet, as `docker run`
+    /// does.
+    Missing,
+    /// Before every attempt, so every user's credentials are checked
+    /// against the registry even when another job pulled the image before
+    /// (Kubernetes' `AlwaysPullImages` for a shared machine).
+    Always,
 }
 
 /// `[executor.local]`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LocalExecutorConfig {
-    /// `process` (default) or `container`.
+    /// `auto` (default), `process` or `container`.
     pub mode: LocalMode,
-    /// The container engine binary in container mode: `docker`, `podman` or
-    /// a path to either.
+    /// The container engine binary: `docker`, `podman` or a path to either.
+    /// Empty (the default) means podman, else docker, whichever is on `PATH`.
     pub engine: String,
+    /// When images are pulled in container mode.
+    pub pull_policy: PullPolicy,
     /// Seconds between SIGTERM and SIGKILL when a replica is stopped.
     pub grace_period_seconds: u64,
     /// Whether to limit each replica's memory to its shape (cgroups) when the
@@ -101,17 +130,57 @@ pub struct LocalExecutorConfig {
     pub memory_limits: bool,
     /// Host directories behind the volume names jobs mount (`spec.mounts[].from`).
     pub volumes: BTreeMap<String, PathBuf>,
+    /// The wait before a failed replica's first retry, doubled for each
+    /// further failure of the same replica, as Kubernetes' Job controller
+    /// does (10 s, 20 s, 40 s, …).
+    pub retry_backoff_seconds: u64,
+    /// The longest wait between retries (Kubernetes: 6 minutes).
+    pub retry_backoff_max_seconds: u64,
+    /// Variables for the container engine's process (`CONTAINERS_CONF`,
+    /// `CONTAINERS_REGISTRIES_CONF`, `DOCKER_HOST`, …), over those of the
+    /// server's own environment; containers never see them.
+    pub engine_environment: BTreeMap<String, String>,
 }
 
 impl Default for LocalExecutorConfig {
     fn default() -> Self {
         Self {
-            mode: LocalMode::Process,
-            engine: "docker".into(),
+            mode: LocalMode::Auto,
+            engine: String::new(),
+            pull_policy: PullPolicy::Missing,
             grace_period_seconds: 30,
             memory_limits: true,
             volumes: BTreeMap::new(),
+            retry_backoff_seconds: 10,
+            retry_backoff_max_seconds: 360,
+            engine_environment: BTreeMap::new(),
         }
+    }
+}
+
+impl LocalExecutorConfig {
+    /// The environment of the container engine's process beyond the
+    /// inherited basics: the engine settings of the server's environment
+    /// `vars`, then `engine_environment`.
+    pub fn engine_env(
+        &self,
+        vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    ) -> Vec<(String, String)> {
+        let mut env = crate::executor::engine::engine_settings(vars);
+        for (name, value) in &self.engine_environment {
+            env.retain(|(n, _)| n != name);
+            env.push((name.clone(), value.clone()));
+        }
+        env
+    }
+
+    /// The wait before the retry that follows a replica's `failures`-th
+    /// failed attempt (1 for the first): the base doubled per earlier
+    /// failure, capped.
+    pub fn retry_backoff(&self, failures: i64) -> std::time::Duration {
+        let doublings = (failures.max(1) - 1).min(32) as u32;
+        let seconds = self.retry_backoff_seconds.saturating_mul(1u64 << doublings);
+        std::time::Duration::from_secs(seconds.min(self.retry_backoff_max_seconds))
     }
 }
 
@@ -481,8 +550,8 @@ impl Config {
                 return Err(format!("{key}.gpus must be 0 or more"));
             }
         }
-        if self.executor.local.mode == LocalMode::Container && self.executor.local.engine.trim().is_empty() {
-            return Err("executor.local.engine must name docker or podman in container mode".into());
+        if self.executor.local.retry_backoff_max_seconds < self.executor.local.retry_backoff_seconds {
+            return Err("executor.local.retry_backoff_max_seconds must be at least retry_backoff_seconds".into());
         }
         Ok(())
     }

@@ -66,7 +66,10 @@ pub fn replica_view(row: &ReplicaRow, shape: Option<&ShapeConfig>) -> Replica {
             attempt: row.attempt,
             phase: phase(&row.phase),
             readiness_issue: match (&row.readiness_reason, &row.readiness_message) {
-                (Some(reason), message) if row.phase == "pending" => {
+                // A pending attempt says what it waits for; an ended one
+                // keeps Lepton's `Failed` issue (an image that cannot be
+                // pulled).
+                (Some(reason), message) if row.phase == "pending" || reason == "Failed" => {
                     Some(ReadinessIssue { reason: reason.clone(), message: message.clone().unwrap_or_default() })
                 }
                 _ => None,
@@ -79,6 +82,8 @@ pub fn replica_view(row: &ReplicaRow, shape: Option<&ShapeConfig>) -> Replica {
             end_time: row.end_time,
             cpu: shape.map(|s| s.cpu),
             memory_in_mb: shape.map(|s| s.memory_mb),
+            retry_at: row.retry_at.filter(|_| row.phase == "pending"),
+            executor_id: row.executor_id.clone(),
         },
     }
 }

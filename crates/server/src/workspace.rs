@@ -55,6 +55,8 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
         name: config.workspace_name.clone(),
         build_version: env!("CARGO_PKG_VERSION").to_string(),
         executor: config.executor.kind.as_str().to_string(),
+        executor_mode: state.executor.mode(),
+        container_engine: state.executor.engine(),
         current_user: user.name,
         log_collection_default: config.log_collection_default,
         job_requirements: state.job_requirements(),

@@ -34,6 +34,9 @@ pub fn class_words(class: &str) -> (&'static str, &'static str) {
         "ERR_DEADLINE" => ("The job ran past its deadline", "the active deadline ended it"),
         "ERR_QUEUE_TIMEOUT" => ("The job waited too long for capacity", "the maximum queueing time ended it"),
         "ERR_INFRA" => ("Ended from outside the program", "an infrastructure error: a retry may succeed"),
+        "ERR_ENGINE" => {
+            ("The container engine failed", "an infrastructure error: the machine's engine, not the job, is at fault")
+        }
         _ => ("The job failed", "no more specific cause was recognised"),
     }
 }
@@ -60,6 +63,8 @@ pub fn spans_as_replicas(spans: &[ReplicaSpan]) -> Vec<Replica> {
                 message: None,
                 cpu: None,
                 memory_in_mb: None,
+                retry_at: None,
+                executor_id: None,
             },
         })
         .collect()
@@ -320,6 +325,7 @@ mod tests {
             "ERR_DEADLINE",
             "ERR_QUEUE_TIMEOUT",
             "ERR_INFRA",
+            "ERR_ENGINE",
         ] {
             assert_ne!(class_words(class).0, class_words("ERR_UNKNOWN").0, "{class}");
         }

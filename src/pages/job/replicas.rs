@@ -121,7 +121,12 @@ pub fn replica_cells(replica: &Replica, job_id: &str, now: i64) -> Vec<Cell> {
         Cell::text((s.attempt + 1).to_string()),
         Cell::Badge { tone, text: word.to_string(), note: String::new() },
         Cell::Text {
-            text: s.readiness_issue.as_ref().map(|i| format!("{}: {}", i.reason, i.message)).unwrap_or_default(),
+            text: match (&s.readiness_issue, s.retry_at) {
+                // A failed replica's next attempt counts down its back-off.
+                (Some(_), Some(at)) => format!("BackOff: retrying in {}", format_duration((at - now).max(0) / 1000)),
+                (Some(i), None) => format!("{}: {}", i.reason, i.message),
+                (None, _) => String::new(),
+            },
             class: "issue",
         },
         Cell::text(s.node.as_ref().map(|n| n.name.clone()).unwrap_or_default()),
@@ -161,17 +166,22 @@ mod tests {
 
     #[wasm_bindgen_test::wasm_bindgen_test]
     async fn every_attempt_is_a_row_with_its_story() {
+        // A failed replica waiting out its back-off; the table is drawn at
+        // 8 s, the retry starts at 20 s.
+        let mut backing_off = replica(4, 1, Pending, None, None);
+        backing_off.status.retry_at = Some(20_000);
         let attempts = in_order(vec![
             replica(2, 1, Running, Some(3_000), None),
             replica(0, 0, Succeeded, Some(0), Some(10_000)),
             replica(2, 0, Failed, Some(0), Some(2_000)),
             replica(3, 0, Pending, None, None),
+            backing_off,
         ]);
         let rows = RwSignal::new(replica_rows(&attempts, "job-1", 8_000));
         let host = mount(move || view! { <ReplicaTable rows/> });
         crate::components::live::sleep(0).await;
         let trs = host.query_selector_all("tbody tr").unwrap();
-        assert_eq!(trs.length(), 4);
+        assert_eq!(trs.length(), 5);
         let row = |i: u32| {
             wasm_bindgen::JsCast::unchecked_into::<web_sys::Element>(trs.get(i).unwrap()).text_content().unwrap()
         };
@@ -179,6 +189,7 @@ mod tests {
         assert!(row(1).contains("#21Failed") && row(1).contains("exit code 3") && row(1).contains("2s"), "{}", row(1));
         assert!(row(2).contains("#22Running") && row(2).contains("5s"), "{}", row(2));
         assert!(row(3).contains("NoCapacity: waiting for 1 CPU"), "{}", row(3));
+        assert!(row(4).contains("#42Pending") && row(4).contains("BackOff: retrying in 12s"), "{}", row(4));
         let log = host.query_selector("tbody tr:nth-child(2) a").unwrap().unwrap();
         assert_eq!(log.get_attribute("href").as_deref(), Some("/jobs/job-1/logs?replica=job-1-2-0"));
         assert_eq!(log.get_attribute("aria-label").as_deref(), Some("Log of replica 2, attempt 1"));

@@ -499,6 +499,13 @@ fn field_view(form: JobForm, index: usize) -> AnyView {
             None => "from the memory of the resource shape".into(),
         },
         LOG_COLLECTION => log_default_text(form),
+        // In process mode the server runs the command on its own machine:
+        // say so where the image is typed, not after the job failed to use it.
+        IMAGE if form.context.with(|c| c.as_ref().is_some_and(|c| c.requirements.image_ignored)) => {
+            "not used on this server: it runs the command as a process on its own machine, without the image, \
+             its ports or its storage mounts"
+                .into()
+        }
         COMPLETIONS | PARALLELISM if many_workers() => "the number of workers".into(),
         _ => def.default.to_string(),
     });

@@ -1,54 +1,150 @@
-//! Container mode of the local executor: the exact `docker run` / `podman
-//! run` command line of a replica.
+//! Container mode of the local executor: what the replica supervisor runs
+//! for one replica attempt, built here as data and unit-tested.
 //!
-//! The command is built here as data and unit-tested; the replica supervisor
-//! runs it like any other command. Secret values never appear on the command
-//! line (where `ps` would show them): every variable is passed as `-e NAME`
-//! and its value reaches the engine through the engine process's own
+//! A container replica is four engine commands, run by the supervisor
+//! (`supervisor::run_container`): pull the image when needed (with the
+//! registry credentials in an auth file inside the run directory, removed
+//! after the pull), `create` the container, `start --attach` it (the
+//! attached output is the replica's log), then `inspect` how it ended and
+//! remove it. Keeping the steps apart lets the replica say what it waits for
+//! ("Pulling image"), and tells an image that cannot be pulled, an engine
+//! that cannot create or start a container, and a program that failed apart.
+//!
+//! Secret values never appear on a command line (where `ps` would show
+//! them): the environment goes to the engine in an env file (0600, removed
+//! once the container exists); a value with a line break, which an env file
+//! cannot hold, goes as `-e NAME` with its value in the engine process's
 //! environment.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
+pub use super::engine::Engine;
 use super::env::replica_env;
 use super::JobLaunch;
+use crate::config::PullPolicy;
 
-/// Which engine's flags to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
-    Docker,
-    Podman,
+/// Registry credentials for a pull. Never logged: it holds a password.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegistryLogin {
+    /// The registry host, as in the image reference (`nvcr.io`,
+    /// `127.0.0.1:5000`, `docker.io`).
+    pub registry: String,
+    pub username: String,
+    pub password: String,
 }
 
-impl Engine {
-    /// The engine a configured binary is: anything whose file name contains
-    /// `podman` is podman, everything else speaks docker's flags.
-    pub fn from_binary(binary: &str) -> Engine {
-        let name = Path::new(binary).file_name().and_then(|n| n.to_str()).unwrap_or(binary);
-        if name.contains("podman") {
-            Engine::Podman
-        } else {
-            Engine::Docker
-        }
+impl std::fmt::Debug for RegistryLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryLogin")
+            .field("registry", &self.registry)
+            .field("username", &self.username)
+            .finish_non_exhaustive()
     }
 }
 
-/// What the supervisor runs for a container replica.
+impl RegistryLogin {
+    /// The auth file the engine reads: `{"auths": {<registry>: {"auth":
+    /// base64(user:password)}}}`, the format of both podman's `--authfile`
+    /// and docker's `config.json`. Docker Hub is keyed as docker expects it.
+    pub fn auth_file(&self) -> String {
+        use base64::Engine as _;
+        let key = match self.registry.as_str() {
+            "docker.io" => "https://index.docker.io/v1/",
+            other => other,
+        };
+        let auth = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", self.username, self.password));
+        serde_json::json!({ "auths": { key: { "auth": auth } } }).to_string()
+    }
+}
+
+/// What the supervisor does for a container replica (part of its spec).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerSteps {
+    /// The engine binary.
+    pub engine: String,
+    /// The container's name (`jobdeck-<replica id>`).
+    pub name: String,
+    /// The image reference with its tag.
+    pub image: String,
+    /// Pull before every attempt, not only when the engine lacks the image.
+    pub always_pull: bool,
+    /// Credentials for the image's registry, if the job has any.
+    pub login: Option<RegistryLogin>,
+    /// The options of `<engine> create`, before the image.
+    pub create_options: Vec<String>,
+    /// What follows the image: the command's arguments.
+    pub args: Vec<String>,
+    /// The container's environment, written to an env file.
+    pub env_file: Vec<(String, String)>,
+}
+
+impl ContainerSteps {
+    pub fn engine_kind(&self) -> Engine {
+        Engine::from_binary(&self.engine)
+    }
+
+    fn command(&self, args: &[&str]) -> Vec<String> {
+        std::iter::once(self.engine.clone()).chain(args.iter().map(|a| a.to_string())).collect()
+    }
+
+    /// Succeeds when the engine has the image.
+    pub fn image_present(&self) -> Vec<String> {
+        self.command(&["image", "inspect", &self.image])
+    }
+
+    /// The pull, with credentials from `auth` when there are any: podman's
+    /// `--authfile <file>`; docker reads `config.json` in the directory its
+    /// `DOCKER_CONFIG` variable names (set by the caller).
+    pub fn pull(&self, auth: Option<&Path>) -> Vec<String> {
+        let mut command = self.command(&["pull"]);
+        if let (Some(file), Engine::Podman) = (auth, self.engine_kind()) {
+            command.push("--authfile".into());
+            command.push(file.to_string_lossy().into_owned());
+        }
+        command.push(self.image.clone());
+        command
+    }
+
+    pub fn create(&self, env_file: &Path) -> Vec<String> {
+        let mut command = self.command(&["create"]);
+        command.extend(self.create_options.iter().cloned());
+        command.push("--env-file".into());
+        command.push(env_file.to_string_lossy().into_owned());
+        command.push(self.image.clone());
+        command.extend(self.args.iter().cloned());
+        command
+    }
+
+    /// Runs the created container with its output attached; the engine
+    /// passes SIGTERM on to the container.
+    pub fn start(&self) -> Vec<String> {
+        self.command(&["start", "--attach", &self.name])
+    }
+
+    /// How the container ended, as the engine's `State` object in JSON.
+    pub fn inspect(&self) -> Vec<String> {
+        self.command(&["inspect", "--format", "{{json .State}}", &self.name])
+    }
+
+    pub fn kill(&self) -> Vec<String> {
+        self.command(&["kill", &self.name])
+    }
+
+    pub fn remove(&self) -> Vec<String> {
+        self.command(&["rm", "-f", &self.name])
+    }
+}
+
+/// A container replica: the supervisor's steps and the variables its
+/// engine process needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerPlan {
-    /// `<engine> login …` and the password for its standard input, when the
-    /// job has registry credentials for its image's registry: its own
-    /// username and password, else a stored image pull secret it names.
-    pub login: Option<(Vec<String>, String)>,
-    /// The `<engine> run …` command.
-    pub run: Vec<String>,
-    /// The environment of the engine process (values of every `-e NAME`).
-    pub env: Vec<(String, String)>,
-    /// What stops the container when the grace period is over, since killing
-    /// the engine client alone would leave the container running.
-    pub kill: Vec<String>,
-    /// Removes the container once it ended.
-    pub cleanup: Vec<String>,
+    pub steps: ContainerSteps,
+    /// Values passed as `-e NAME` (those an env file cannot hold).
+    pub engine_env: Vec<(String, String)>,
 }
 
 /// The registry host of an image reference (`docker.io` when it names none).
@@ -62,6 +158,12 @@ pub fn registry_of(image: &str) -> String {
 /// The container name of a replica attempt.
 pub fn container_name(replica_id: &str) -> String {
     format!("jobdeck-{replica_id}")
+}
+
+/// The label every container of a job carries, so the server finds them
+/// again (`<engine> ps --filter label=…`).
+pub fn job_label(job_id: &str) -> String {
+    format!("jobdeck.job={job_id}")
 }
 
 /// Resolves `path` inside the volume directory `root`, refusing anything
@@ -80,16 +182,22 @@ pub fn volume_path(root: &Path, path: Option<&str>) -> Result<PathBuf, String> {
     Ok(out)
 }
 
-/// Builds the commands of one replica attempt.
+/// What the plan needs beyond the launch.
+pub struct ContainerSettings<'a> {
+    pub engine: &'a str,
+    pub pull_policy: PullPolicy,
+    pub volumes: &'a BTreeMap<String, PathBuf>,
+}
+
+/// Builds the steps of one replica attempt.
 pub fn plan(
-    engine_binary: &str,
+    settings: &ContainerSettings<'_>,
     launch: &JobLaunch,
     replica_id: &str,
     completion_index: i64,
     gpu_ids: &[u32],
-    volumes: &BTreeMap<String, PathBuf>,
 ) -> Result<ContainerPlan, String> {
-    let engine = Engine::from_binary(engine_binary);
+    let engine = Engine::from_binary(settings.engine);
     let container = &launch.spec.container;
     // The tag (explicit, embedded or `latest`) is the contract's business.
     let image = container
@@ -99,10 +207,10 @@ pub fn plan(
     let name = container_name(replica_id);
     let env = replica_env(launch, completion_index, gpu_ids);
 
-    let mut run: Vec<String> = vec![engine_binary.into(), "run".into(), "--rm".into()];
-    let mut push = |args: &[&str]| run.extend(args.iter().map(|a| a.to_string()));
+    let mut options: Vec<String> = Vec::new();
+    let mut push = |args: &[&str]| options.extend(args.iter().map(|a| a.to_string()));
     push(&["--name", &name]);
-    push(&["--label", &format!("jobdeck.job={}", launch.job_id)]);
+    push(&["--label", &job_label(&launch.job_id)]);
     push(&["--label", &format!("jobdeck.replica={replica_id}")]);
     push(&["--cpus", &format_cpus(launch.shape.cpu)]);
     push(&["--memory", &format!("{}m", launch.shape.memory_mb)]);
@@ -139,25 +247,23 @@ pub fn plan(
         }
     }
     for mount in launch.spec.mounts.iter().flatten() {
-        let root = jobdeck_api::volume_key(&mount.from, volumes.keys())
-            .and_then(|key| volumes.get(key))
+        let root = jobdeck_api::volume_key(&mount.from, settings.volumes.keys())
+            .and_then(|key| settings.volumes.get(key))
             .ok_or_else(|| format!("no volume named '{}' in executor.local.volumes", mount.from))?;
         let host = volume_path(root, mount.path.as_deref())?;
         let read_only = mount.mount_options.as_ref().and_then(|o| o.read_only).unwrap_or(false);
         let suffix = if read_only { ":ro" } else { "" };
         push(&["-v", &format!("{}:{}{suffix}", host.display(), mount.mount_path)]);
     }
-    for (key, _) in &env {
+    let (multi_line, single_line): (Vec<_>, Vec<_>) = env.into_iter().partition(|(_, v)| v.contains(['\n', '\r']));
+    for (key, _) in &multi_line {
         push(&["-e", key]);
     }
     let command = container.command.as_deref().unwrap_or(&[]);
     if let Some((entrypoint, _)) = command.split_first() {
         push(&["--entrypoint", entrypoint]);
     }
-    push(&[&image]);
-    if let Some((_, args)) = command.split_first() {
-        run.extend(args.iter().cloned());
-    }
+    let args = command.split_first().map(|(_, args)| args.to_vec()).unwrap_or_default();
 
     let registry = registry_of(&image);
     let own = container
@@ -172,23 +278,19 @@ pub fn plan(
             .find(|c| c.registry_host() == registry)
             .map(|c| (c.username.clone(), c.password.clone()))
     };
-    let login = own.or_else(stored).map(|(user, password)| {
-        let command = vec![
-            engine_binary.to_string(),
-            "login".into(),
-            "--username".into(),
-            user,
-            "--password-stdin".into(),
-            registry.clone(),
-        ];
-        (command, password)
-    });
+    let login = own.or_else(stored).map(|(username, password)| RegistryLogin { registry, username, password });
     Ok(ContainerPlan {
-        login,
-        run,
-        env,
-        kill: vec![engine_binary.into(), "kill".into(), name.clone()],
-        cleanup: vec![engine_binary.into(), "rm".into(), "-f".into(), name],
+        steps: ContainerSteps {
+            engine: settings.engine.to_string(),
+            name,
+            image,
+            always_pull: settings.pull_policy == PullPolicy::Always,
+            login,
+            create_options: options,
+            args,
+            env_file: single_line,
+        },
+        engine_env: multi_line,
     })
 }
 
@@ -248,7 +350,7 @@ mod tests {
             mount_path: "/data".into(),
             mount_options: Some(MountOptions { local_cache_size_mib: None, read_only: Some(true) }),
         }]);
-        launch.env = vec![("HF_TOKEN".into(), "s3cret".into())];
+        launch.env = vec![("HF_TOKEN".into(), "s3cret".into()), ("PEM".into(), "-----BEGIN\nkey\n-----END".into())];
         launch
     }
 
@@ -256,52 +358,76 @@ mod tests {
         BTreeMap::from([("shared".to_string(), PathBuf::from("/srv/shared"))])
     }
 
+    fn plan_with(engine: &str, launch: &JobLaunch, gpus: &[u32]) -> ContainerPlan {
+        let volumes = volumes();
+        let settings = ContainerSettings { engine, pull_policy: PullPolicy::Missing, volumes: &volumes };
+        plan(&settings, launch, "train-abcde-0-0", 0, gpus).unwrap()
+    }
+
     #[test]
-    fn docker_run_has_every_part_of_the_spec_and_no_secret_values() {
-        let plan = plan("docker", &sample_launch(), "train-abcde-0-0", 0, &[0, 2], &volumes()).unwrap();
-        let line = plan.run.join(" ");
+    fn docker_create_has_every_part_of_the_spec_and_no_secret_values() {
+        let plan = plan_with("docker", &sample_launch(), &[0, 2]);
+        let steps = &plan.steps;
+        let line = steps.create(Path::new("/run/r/env")).join(" ");
         let expected_parts = [
-            "docker run --rm --name jobdeck-train-abcde-0-0",
-            "--label jobdeck.job=train-abcde",
+            "docker create --name jobdeck-train-abcde-0-0",
+            "--label jobdeck.job=train-abcde --label jobdeck.replica=train-abcde-0-0",
             "--cpus 4 --memory 8192m --shm-size 2048m",
             "--gpus \"device=0,2\"",
             "-p 8080/tcp -p 19000:9000/udp",
             "-v /srv/shared/datasets:/data:ro",
-            "-e HF_TOKEN -e JOB_COMPLETION_INDEX -e JOB_COMPLETIONS",
-            "--entrypoint /bin/bash nvcr.io/nvidia/pytorch:25.08-py3 -c python train.py",
+            "-e PEM --entrypoint /bin/bash --env-file /run/r/env nvcr.io/nvidia/pytorch:25.08-py3 -c python train.py",
         ];
         for part in expected_parts {
             assert!(line.contains(part), "missing {part:?} in {line}");
         }
-        assert!(!line.contains("s3cret"), "{line}");
-        assert!(plan.env.contains(&("HF_TOKEN".to_string(), "s3cret".to_string())));
-        assert!(plan.env.contains(&("CUDA_VISIBLE_DEVICES".to_string(), "0,2".to_string())));
-        assert_eq!(plan.kill, ["docker", "kill", "jobdeck-train-abcde-0-0"]);
-        assert_eq!(plan.cleanup, ["docker", "rm", "-f", "jobdeck-train-abcde-0-0"]);
-        assert_eq!(plan.login, None);
-        assert!(plan.run.last().unwrap() == "python train.py");
+        assert!(!line.contains("s3cret") && !line.contains("BEGIN"), "{line}");
+        // Single-line values go to the env file, the multi-line one to the
+        // engine's environment.
+        assert!(steps.env_file.contains(&("HF_TOKEN".to_string(), "s3cret".to_string())));
+        assert!(steps.env_file.contains(&("CUDA_VISIBLE_DEVICES".to_string(), "0,2".to_string())));
+        assert!(steps.env_file.iter().all(|(name, _)| name != "PEM"));
+        assert_eq!(plan.engine_env, [("PEM".to_string(), "-----BEGIN\nkey\n-----END".to_string())]);
+        assert_eq!(steps.start(), ["docker", "start", "--attach", "jobdeck-train-abcde-0-0"]);
+        assert_eq!(steps.kill(), ["docker", "kill", "jobdeck-train-abcde-0-0"]);
+        assert_eq!(steps.remove(), ["docker", "rm", "-f", "jobdeck-train-abcde-0-0"]);
+        assert_eq!(steps.inspect(), ["docker", "inspect", "--format", "{{json .State}}", "jobdeck-train-abcde-0-0"]);
+        assert_eq!(steps.image_present(), ["docker", "image", "inspect", "nvcr.io/nvidia/pytorch:25.08-py3"]);
+        assert_eq!(steps.login, None);
+        // Docker reads credentials from DOCKER_CONFIG, not from a flag.
+        assert_eq!(steps.pull(Some(Path::new("/run/r/auth"))), ["docker", "pull", "nvcr.io/nvidia/pytorch:25.08-py3"]);
     }
 
     #[test]
-    fn podman_uses_cdi_devices_and_logs_in_with_stdin() {
+    fn podman_uses_cdi_devices_and_an_auth_file() {
         let mut launch = sample_launch();
         launch.spec.container.registry_username = Some("bot".into());
         launch.spec.container.registry_password = Some("pw".into());
-        let plan = plan("/usr/bin/podman", &launch, "r-0-0", 0, &[1], &volumes()).unwrap();
-        let line = plan.run.join(" ");
+        let plan = plan_with("/usr/bin/podman", &launch, &[1]);
+        let line = plan.steps.create(Path::new("env")).join(" ");
         assert!(line.contains("--device nvidia.com/gpu=1"), "{line}");
         assert!(!line.contains("--gpus"), "{line}");
-        let (login, password) = plan.login.unwrap();
-        assert_eq!(login, ["/usr/bin/podman", "login", "--username", "bot", "--password-stdin", "nvcr.io"]);
-        assert_eq!(password, "pw");
-        assert!(!line.contains("pw"));
+        let login = plan.steps.login.clone().unwrap();
+        assert_eq!(
+            (login.registry.as_str(), login.username.as_str(), login.password.as_str()),
+            ("nvcr.io", "bot", "pw")
+        );
+        assert!(!format!("{:?}", plan.steps).contains("pw\""), "the password is not in Debug output");
+        assert_eq!(
+            plan.steps.pull(Some(Path::new("/run/r/auth.json"))),
+            ["/usr/bin/podman", "pull", "--authfile", "/run/r/auth.json", "nvcr.io/nvidia/pytorch:25.08-py3"]
+        );
+        let file: serde_json::Value = serde_json::from_str(&login.auth_file()).unwrap();
+        assert_eq!(file["auths"]["nvcr.io"]["auth"], "Ym90OnB3"); // base64("bot:pw")
+        let hub = RegistryLogin { registry: "docker.io".into(), username: "u".into(), password: "p".into() };
+        assert!(hub.auth_file().contains("https://index.docker.io/v1/"));
     }
 
-    /// A stored image pull secret the job names logs in to its registry when
-    /// the job has no credentials of its own; one for another registry does
-    /// not.
+    /// A stored image pull secret the job names is used for its image's
+    /// registry when the job has no credentials of its own; one for another
+    /// registry is not.
     #[test]
-    fn a_named_image_pull_secret_for_the_images_registry_is_used_to_log_in() {
+    fn a_named_image_pull_secret_for_the_images_registry_is_used() {
         let credential = |name: &str, server: &str| crate::executor::PullCredential {
             name: name.into(),
             registry_server: server.into(),
@@ -311,21 +437,14 @@ mod tests {
         let mut launch = sample_launch();
         launch.pull_credentials =
             vec![credential("elsewhere", "https://ghcr.io"), credential("ngc", "https://nvcr.io/")];
-        let plan = plan("podman", &launch, "r-0-0", 0, &[], &volumes()).unwrap();
-        let (login, password) = plan.login.unwrap();
-        assert_eq!(login, ["podman", "login", "--username", "$oauthtoken", "--password-stdin", "nvcr.io"]);
-        assert_eq!(password, "ngc-key");
-        assert!(!plan.run.join(" ").contains("ngc-key"));
+        let login = plan_with("podman", &launch, &[]).steps.login.unwrap();
+        assert_eq!((login.registry.as_str(), login.password.as_str()), ("nvcr.io", "ngc-key"));
 
         launch.pull_credentials = vec![credential("elsewhere", "https://ghcr.io")];
-        assert_eq!(plan_login(&launch), None);
+        assert_eq!(plan_with("podman", &launch, &[]).steps.login, None);
         launch.spec.container.image = Some("busybox".into());
         launch.pull_credentials = vec![credential("hub", "https://index.docker.io/v1/")];
-        assert_eq!(plan_login(&launch).map(|(c, _)| c[5].clone()), Some("docker.io".to_string()));
-    }
-
-    fn plan_login(launch: &JobLaunch) -> Option<(Vec<String>, String)> {
-        plan("podman", launch, "r-0-0", 0, &[], &volumes()).unwrap().login
+        assert_eq!(plan_with("podman", &launch, &[]).steps.login.map(|l| l.registry), Some("docker.io".to_string()));
     }
 
     #[test]
@@ -333,13 +452,14 @@ mod tests {
         let mut launch = sample_launch();
         launch.workers = 2;
         launch.spec.container.command = None;
-        let plan = plan("docker", &launch, "r-1-0", 1, &[], &volumes()).unwrap();
-        let line = plan.run.join(" ");
+        let plan = plan_with("docker", &launch, &[]);
+        let line = plan.steps.create(Path::new("env")).join(" ");
         assert!(line.contains("--network host"), "{line}");
         assert!(!line.contains("-p "), "{line}");
         assert!(!line.contains("--entrypoint"), "{line}");
         assert!(!line.contains("--gpus"), "{line}");
         assert!(line.ends_with("nvcr.io/nvidia/pytorch:25.08-py3"), "{line}");
+        assert!(plan.steps.env_file.contains(&("WORLD_SIZE".to_string(), "2".to_string())));
     }
 
     #[test]
@@ -357,9 +477,10 @@ mod tests {
             launch.spec.container.image = Some(image.into());
             launch.spec.container.image_tag = tag.map(String::from);
             launch.shared_memory_mb = shm;
-            let plan = plan("docker", &launch, "r-0-0", 0, &[], &volumes()).unwrap();
-            assert!(plan.run.iter().any(|a| a == expected_image), "{image} {tag:?}: {:?}", plan.run);
-            let flag = plan.run.iter().position(|a| a == "--shm-size").map(|i| plan.run[i + 1].as_str());
+            let plan = plan_with("docker", &launch, &[]);
+            assert_eq!(plan.steps.image, expected_image, "{image} {tag:?}");
+            let options = &plan.steps.create_options;
+            let flag = options.iter().position(|a| a == "--shm-size").map(|i| options[i + 1].as_str());
             assert_eq!(flag, expected_shm, "{image} with {shm} MiB");
         }
     }
@@ -367,9 +488,13 @@ mod tests {
     #[test]
     fn unknown_volumes_and_missing_images_are_errors() {
         let mut launch = sample_launch();
-        let err = plan("docker", &launch, "r-0-0", 0, &[], &BTreeMap::new()).unwrap_err();
+        let none = BTreeMap::new();
+        let settings = ContainerSettings { engine: "docker", pull_policy: PullPolicy::Always, volumes: &none };
+        let err = plan(&settings, &launch, "r-0-0", 0, &[]).unwrap_err();
         assert_eq!(err, "no volume named 'shared' in executor.local.volumes");
+        launch.spec.mounts = None;
+        assert!(plan(&settings, &launch, "r-0-0", 0, &[]).unwrap().steps.always_pull);
         launch.spec.container.image = None;
-        assert!(plan("docker", &launch, "r-0-0", 0, &[], &volumes()).unwrap_err().contains("image"));
+        assert!(plan(&settings, &launch, "r-0-0", 0, &[]).unwrap_err().contains("image"));
     }
 }

@@ -23,6 +23,7 @@
 //! containers on this machine) and the Kubernetes executor of issue 8.
 
 pub mod container;
+pub mod engine;
 pub mod env;
 pub mod local;
 
@@ -230,6 +231,12 @@ pub struct ReplicaObservation {
     /// Opaque state the executor wants back after a restart (a process id,
     /// a pod uid, …), as JSON text. Never shown to users.
     pub executor_state: Option<String>,
+    /// Unix milliseconds: when a pending attempt waiting out its retry
+    /// back-off starts.
+    pub retry_at: Option<i64>,
+    /// What the executor calls this attempt (a container name, a Slurm job
+    /// id), shown to users.
+    pub executor_id: Option<String>,
 }
 
 impl ReplicaObservation {
@@ -252,6 +259,8 @@ impl ReplicaObservation {
             start_time: None,
             end_time: None,
             executor_state: None,
+            retry_at: None,
+            executor_id: None,
         }
     }
 }
@@ -413,6 +422,17 @@ pub trait Executor: Send + Sync + 'static {
     /// limits, container engine, …), shown at start-up and in events.
     fn notes(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// How replicas run, for executors with modes: the local executor's
+    /// `process` or `container`.
+    fn mode(&self) -> Option<String> {
+        None
+    }
+
+    /// The container engine replicas run with, when one is used here.
+    fn engine(&self) -> Option<String> {
+        None
     }
 
     /// Starts a run. Must return promptly; everything after the start is

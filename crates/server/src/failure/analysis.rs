@@ -245,6 +245,20 @@ fn explain(
              this machine) and be executable, and any script it runs must be at that path."
                 .to_string(),
         ),
+        FailureClass::Engine => {
+            let why = first
+                .and_then(|(row, _)| row.message.clone())
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
+            (
+                format!(
+                    "The container engine could not create or start the container of {}{why}.",
+                    who.replacen("Replica", "replica", 1).replacen("The job", "the job", 1)
+                ),
+                "The job itself is not at fault: the machine's container engine is. Ask the administrator to look at the                  engine (its runtime, storage and daemon, for example with `podman info` or `docker info`); the job is                  retried within its backoff limit, and can be started again once the engine works."
+                    .to_string(),
+            )
+        }
         FailureClass::Infra => {
             let why = first
                 .and_then(|(row, _)| row.message.clone().or(row.reason.clone()))

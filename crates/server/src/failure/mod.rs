@@ -40,12 +40,15 @@ pub enum FailureClass {
     /// supervisor, an eviction, a preemption.
     Infra,
     /// The job's configuration cannot work: a command that does not exist, a
-    /// container the engine cannot create.
+    /// container whose command cannot run.
     Config,
+    /// The container engine could not create or start the container for
+    /// reasons of its own (its runtime, its storage, its daemon).
+    Engine,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 9] = [
+    pub const ALL: [FailureClass; 10] = [
         FailureClass::Program,
         FailureClass::CudaOom,
         FailureClass::Oom,
@@ -55,6 +58,7 @@ impl FailureClass {
         FailureClass::QueueTimeout,
         FailureClass::Infra,
         FailureClass::Config,
+        FailureClass::Engine,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -68,6 +72,7 @@ impl FailureClass {
             FailureClass::QueueTimeout => "ERR_QUEUE_TIMEOUT",
             FailureClass::Infra => "ERR_INFRA",
             FailureClass::Config => "ERR_CONFIG",
+            FailureClass::Engine => "ERR_ENGINE",
         }
     }
 
@@ -116,6 +121,7 @@ pub fn classify(end: &AttemptEnd<'_>, finding: Option<FindingKind>) -> FailureCl
         Some("MaxQueuedDurationExceeded") => return FailureClass::QueueTimeout,
         Some("Evicted" | "Preempted" | "NodeLost" | "Lost" | "Stopped" | "Deleted") => return FailureClass::Infra,
         Some("ImagePullFailed" | "ErrImagePull" | "ImagePullBackOff") => return FailureClass::ImagePull,
+        Some("EngineError") => return FailureClass::Engine,
         Some(
             "StartError" | "ContainerCannotRun" | "ConfigError" | "CreateContainerConfigError" | "CreateContainerError",
         ) => return FailureClass::Config,
@@ -184,6 +190,7 @@ mod tests {
             (end(Some("Evicted"), None, None), None, Infra, false),
             (end(Some("Lost"), None, None), None, Infra, false),
             (end(Some("ImagePullFailed"), None, None), None, ImagePull, false),
+            (end(Some("EngineError"), Some(125), None), None, Engine, false),
             (end(None, None, None), None, Infra, false),
         ];
         for (attempt, finding, class, program) in cases {

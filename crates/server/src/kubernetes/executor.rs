@@ -1597,6 +1597,8 @@ fn observation(
         start_time: attempt.start_time,
         end_time: attempt.end_time,
         executor_state: Some(pod_state(tracked)),
+        retry_at: None,
+        executor_id: Some(attempt.pod_name.clone()),
     }
 }
 

@@ -176,6 +176,10 @@ const MIGRATIONS: &[&str] = &[
         updated_at INTEGER NOT NULL,
         PRIMARY KEY (owner, name)
     );",
+    // 5: when a replica waiting out its retry back-off starts (Unix ms), and
+    // what the executor calls an attempt (a container, a Slurm job).
+    "ALTER TABLE replicas ADD COLUMN retry_at INTEGER;
+    ALTER TABLE replicas ADD COLUMN executor_id TEXT;",
 ];
 
 const READERS: usize = 4;
@@ -274,6 +278,12 @@ pub struct ReplicaRow {
     pub end_time: Option<i64>,
     pub executor_state: Option<String>,
     pub updated_at: i64,
+    /// Unix milliseconds: when a pending attempt waiting out its retry
+    /// back-off starts.
+    pub retry_at: Option<i64>,
+    /// What the executor calls the attempt (a container name, a Slurm job
+    /// id), shown to users.
+    pub executor_id: Option<String>,
 }
 
 /// An event to record.

@@ -7,7 +7,7 @@ use crate::error::AppResult;
 
 const REPLICA_COLUMNS: &str = "job_id, completion_index, attempt, run, phase, readiness_reason, readiness_message,
     node, node_group, gpu_ids, exit_code, signal, reason, message, created_at, start_time, end_time,
-    executor_state, updated_at";
+    executor_state, updated_at, retry_at, executor_id";
 
 impl Store {
     /// Inserts an attempt or updates it. An attempt that already ended
@@ -18,7 +18,7 @@ impl Store {
             tx.execute(
                 &format!(
                     "INSERT INTO replicas ({REPLICA_COLUMNS})
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
                      ON CONFLICT(job_id, completion_index, attempt) DO UPDATE SET
                         run = excluded.run, phase = excluded.phase,
                         readiness_reason = excluded.readiness_reason,
@@ -31,7 +31,9 @@ impl Store {
                         start_time = COALESCE(excluded.start_time, start_time),
                         end_time = excluded.end_time,
                         executor_state = COALESCE(excluded.executor_state, executor_state),
-                        updated_at = excluded.updated_at
+                        updated_at = excluded.updated_at,
+                        retry_at = excluded.retry_at,
+                        executor_id = COALESCE(excluded.executor_id, executor_id)
                      WHERE phase NOT IN ('succeeded', 'failed')"
                 ),
                 params![
@@ -54,6 +56,8 @@ impl Store {
                     row.end_time,
                     row.executor_state,
                     row.updated_at,
+                    row.retry_at,
+                    row.executor_id,
                 ],
             )?;
             Ok(())
@@ -134,6 +138,8 @@ fn replica_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplicaRow> {
         end_time: r.get(16)?,
         executor_state: r.get(17)?,
         updated_at: r.get(18)?,
+        retry_at: r.get(19)?,
+        executor_id: r.get(20)?,
     })
 }
 
@@ -166,6 +172,8 @@ impl ReplicaRow {
             end_time: o.end_time,
             executor_state: o.executor_state,
             updated_at: now,
+            retry_at: o.retry_at,
+            executor_id: o.executor_id,
         }
     }
 

@@ -56,6 +56,11 @@ impl TestApp {
         }
         let mut config = Config::for_data_dir(dir.path());
         config.supervisor_bin = Some(env!("CARGO_BIN_EXE_jobdeck").into());
+        // The API tests run shell commands as processes (container mode has
+        // its own tests, `container_mode.rs`) and retry failed replicas at
+        // once (the back-off has its own test).
+        config.executor.local.mode = jobdeck_server::config::LocalMode::Process;
+        config.executor.local.retry_backoff_seconds = 0;
         adjust(&mut config);
         let admin_token = auth::issue_token(&store, "admin").await.unwrap();
         let state = AppState::start(store.clone(), config).await.unwrap();

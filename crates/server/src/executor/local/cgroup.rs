@@ -186,6 +186,30 @@ pub fn oom_victim_in(kernel_log: &str, group: &str) -> Option<String> {
     })
 }
 
+/// The process the kernel OOM-killed in a container's cgroup, found by the
+/// container's id in the kernel log (engines name the cgroup after it:
+/// `libpod-<id>`, `docker-<id>.scope`, `/docker/<id>`).
+pub fn container_oom_victim(container_id: &str) -> Option<String> {
+    container_oom_victim_in(&kernel_log()?, container_id)
+}
+
+/// [`container_oom_victim`] over kernel log text.
+pub fn container_oom_victim_in(kernel_log: &str, container_id: &str) -> Option<String> {
+    if container_id.len() < 12 {
+        return None;
+    }
+    kernel_log.lines().rev().find_map(|line| {
+        let fields = &line[line.find("oom-kill:")?..];
+        let memcg = fields.split(',').find_map(|f| f.strip_prefix("task_memcg="))?;
+        if !memcg.contains(container_id) {
+            return None;
+        }
+        let task = fields.split(',').find_map(|f| f.strip_prefix("task="))?;
+        let pid = fields.split(',').find_map(|f| f.strip_prefix("pid="))?;
+        Some(format!("{task} (pid {pid})"))
+    })
+}
+
 /// The kernel's message buffer (what `dmesg` prints), if this process may
 /// read it.
 fn kernel_log() -> Option<String> {
@@ -235,6 +259,19 @@ mod tests {
         assert_eq!(own_cgroup(text, 2).as_deref(), Some("/user.slice/s"));
         assert_eq!(own_cgroup(text, 1).as_deref(), Some("/process_api/abc"));
         assert_eq!(own_cgroup("0::/\n", 1), None);
+    }
+
+    #[test]
+    fn a_containers_oom_victim_is_found_by_its_id() {
+        let id = "63bc9b993ad1b0d40ccf8f88435df80fa9c04baf91bcb31afa9ad533a34c6e8a";
+        let log = format!(
+            "[  312.218191] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=libpod-{id},mems_allowed=0,\
+             oom_memcg=/libpod_parent/libpod-{id},task_memcg=/libpod_parent/libpod-{id},task=sh,pid=10820,uid=0\n\
+             [  312.218214] Memory cgroup out of memory: Killed process 10820 (sh)\n"
+        );
+        assert_eq!(container_oom_victim_in(&log, id).as_deref(), Some("sh (pid 10820)"));
+        assert_eq!(container_oom_victim_in(&log, "0123456789abcdef"), None);
+        assert_eq!(container_oom_victim_in(&log, ""), None);
     }
 
     #[test]

@@ -30,11 +30,13 @@ use tokio::sync::mpsc;
 
 use self::cgroup::MemoryLimits;
 use self::policy::{classify, decide, Decision, RetryLimits};
-use self::supervisor::{ExitRecord, LogPaths, SuperviseSpec, EXIT_FILE, LOCK_FILE, PID_FILE, SPEC_FILE, STOP_FILE};
+use self::supervisor::{
+    ExitRecord, LogPaths, Stage, SuperviseSpec, EXIT_FILE, LOCK_FILE, PID_FILE, SPEC_FILE, STOP_FILE,
+};
 use super::env::replica_env;
 use super::{
-    container, replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorEvent, ExecutorHost, JobLaunch,
-    ReplicaObservation, RunOutcome, StopReason,
+    container, engine, replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorEvent, ExecutorHost,
+    JobLaunch, ReplicaObservation, RunOutcome, StopReason,
 };
 use crate::config::{Config, ExecutorKind, LocalExecutorConfig, LocalMode};
 use crate::store::ReplicaRow;
@@ -48,11 +50,33 @@ struct AttemptState {
     pid: Option<i32>,
     #[serde(default)]
     pid_start: Option<u64>,
+    /// Container mode: what removes the attempt's container, for when its
+    /// supervisor vanished and cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    remove_container: Option<Vec<String>>,
 }
 
 enum ControlMsg {
     Stop(StopReason),
-    Ended { index: i64, attempt: i64, record: ExitRecord },
+    Ended {
+        index: i64,
+        attempt: i64,
+        record: ExitRecord,
+    },
+    /// A container replica moved on (pulling, creating, running) at `since`
+    /// (Unix ms).
+    Stage {
+        index: i64,
+        attempt: i64,
+        stage: Stage,
+        since: i64,
+    },
+}
+
+/// A failed replica waiting out its back-off before its next attempt.
+struct Retry {
+    attempt: i64,
+    at: tokio::time::Instant,
 }
 
 struct RunHandle {
@@ -69,6 +93,10 @@ struct Shared {
     /// Makes cgroup names unique among servers sharing a machine.
     cgroup_prefix: String,
     base_env: Vec<(String, String)>,
+    /// The server's variables that configure the container engine.
+    engine_env: Vec<(String, String)>,
+    /// How the mode was decided, for the start-up message.
+    mode_note: String,
     runs: Mutex<HashMap<String, RunHandle>>,
 }
 
@@ -103,6 +131,9 @@ impl LocalExecutor {
     pub fn new(host: ExecutorHost, config: &Config) -> LocalExecutor {
         let memory = MemoryLimits::detect(config.executor.local.memory_limits);
         let base_env = inherited_env(std::env::vars_os());
+        let mut settings = config.executor.local.clone();
+        let engine_env = settings.engine_env(std::env::vars_os());
+        let mode_note = engine::resolve(&mut settings, &engine_env);
         let digest = {
             use sha2::Digest;
             let hash = sha2::Sha256::digest(config.data_dir.to_string_lossy().as_bytes());
@@ -116,12 +147,14 @@ impl LocalExecutor {
         LocalExecutor {
             shared: Arc::new(Shared {
                 host,
-                settings: config.executor.local.clone(),
+                settings,
                 runs_dir: config.data_dir.join("runs"),
                 supervisor_bin,
                 memory,
                 cgroup_prefix: format!("jd{digest}"),
                 base_env,
+                engine_env,
+                mode_note,
                 runs: Mutex::new(HashMap::new()),
             }),
         }
@@ -140,7 +173,9 @@ impl Executor for LocalExecutor {
 
     fn requirements(&self) -> JobRequirements {
         match self.shared.settings.mode {
-            LocalMode::Process => JobRequirements { command_required: true, ..JobRequirements::default() },
+            LocalMode::Process | LocalMode::Auto => {
+                JobRequirements { command_required: true, image_ignored: true, ..JobRequirements::default() }
+            }
             LocalMode::Container => JobRequirements {
                 image_required: true,
                 volumes: Some(self.shared.settings.volumes.keys().cloned().collect()),
@@ -150,11 +185,19 @@ impl Executor for LocalExecutor {
     }
 
     fn notes(&self) -> Vec<String> {
-        let mode = match self.shared.settings.mode {
-            LocalMode::Process => "replicas run as processes on this machine".to_string(),
-            LocalMode::Container => format!("replicas run in containers with {}", self.shared.settings.engine),
-        };
-        vec![mode, self.shared.memory.describe()]
+        let mut notes = vec![self.shared.mode_note.clone()];
+        if self.shared.settings.mode != LocalMode::Container {
+            notes.push(self.shared.memory.describe());
+        }
+        notes
+    }
+
+    fn mode(&self) -> Option<String> {
+        Some(self.shared.settings.mode.as_str().to_string())
+    }
+
+    fn engine(&self) -> Option<String> {
+        (self.shared.settings.mode == LocalMode::Container).then(|| self.shared.settings.engine.clone())
     }
 
     fn start(&self, launch: JobLaunch) -> BoxFuture<'_, Result<(), ExecutorError>> {
@@ -198,12 +241,20 @@ impl Executor for LocalExecutor {
 
     fn forget(&self, job_id: &str) -> BoxFuture<'_, Result<(), ExecutorError>> {
         let dir = self.shared.runs_dir.join(job_id);
+        let engine = (self.shared.settings.mode == LocalMode::Container).then(|| self.shared.settings.engine.clone());
+        let engine_env = self.shared.engine_env.clone();
+        let label = container::job_label(job_id);
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    Err(ExecutorError(format!("cannot remove {}: {e}", dir.display())))
+            tokio::task::spawn_blocking(move || {
+                if let Some(engine) = engine {
+                    remove_labelled_containers(&engine, &engine_env, &label);
                 }
-                _ => Ok(()),
+                match std::fs::remove_dir_all(&dir) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        Err(ExecutorError(format!("cannot remove {}: {e}", dir.display())))
+                    }
+                    _ => Ok(()),
+                }
             })
             .await
             .map_err(|e| ExecutorError(e.to_string()))?
@@ -266,6 +317,8 @@ struct Controller {
     next_attempt: BTreeMap<i64, i64>,
     failures_total: i64,
     failures_by_index: BTreeMap<i64, i64>,
+    /// Failed indexes waiting out their back-off, by completion index.
+    retries: BTreeMap<i64, Retry>,
     ending: Option<Ending>,
     announced: bool,
 }
@@ -304,6 +357,7 @@ impl Controller {
             next_attempt,
             failures_total,
             failures_by_index,
+            retries: BTreeMap::new(),
             ending: None,
             announced,
         }
@@ -336,10 +390,14 @@ impl Controller {
             self.pending.remove(&index);
             self.free_slots.retain(|s| *s != state.slot);
             let run_dir = state.run_dir.clone();
+            let remove_container = state.remove_container.clone().map(|c| (c, self.shared.engine_env.clone()));
             self.running.insert((index, attempt), Running { slot: state.slot, run_dir: run_dir.clone(), state });
+            if self.shared.settings.mode == LocalMode::Container {
+                watch_stages(run_dir.clone(), index, attempt, self.tx.clone());
+            }
             let tx = self.tx.clone();
             tokio::spawn(async move {
-                let record = watch_detached(&run_dir).await;
+                let record = watch_detached(&run_dir, remove_container.as_ref()).await;
                 let _ = tx.send(ControlMsg::Ended { index, attempt, record });
             });
         }
@@ -394,6 +452,9 @@ impl Controller {
             if self.ending.is_none() {
                 self.launch_pending().await;
             }
+            if self.ending.is_some() && !self.retries.is_empty() {
+                self.cancel_retries().await;
+            }
             if let Some(outcome) = self.outcome() {
                 {
                     let mut runs = self.shared.runs.lock().unwrap_or_else(|p| p.into_inner());
@@ -404,10 +465,22 @@ impl Controller {
                 self.shared.host.outcome(&self.launch.job_id, self.launch.run, outcome);
                 return;
             }
-            let Some(message) = self.rx.recv().await else { return };
+            let next_retry = self.retries.values().map(|r| r.at).min();
+            let message = match next_retry {
+                Some(at) => tokio::select! {
+                    message = self.rx.recv() => message,
+                    () = tokio::time::sleep_until(at) => {
+                        self.release_due_retries();
+                        continue;
+                    }
+                },
+                None => self.rx.recv().await,
+            };
+            let Some(message) = message else { return };
             match message {
                 ControlMsg::Stop(reason) => self.begin_ending(Ending::Stop(reason)),
                 ControlMsg::Ended { index, attempt, record } => self.on_ended(index, attempt, record).await,
+                ControlMsg::Stage { index, attempt, stage, since } => self.on_stage(index, attempt, stage, since).await,
             }
         }
     }
@@ -456,7 +529,7 @@ impl Controller {
         if !self.announced {
             self.announced = true;
             let mode = match self.shared.settings.mode {
-                LocalMode::Process => {
+                LocalMode::Process | LocalMode::Auto => {
                     let image = self.launch.spec.container.image.clone().unwrap_or_default();
                     if image.is_empty() {
                         "process mode: the command runs directly on this machine".to_string()
@@ -466,9 +539,19 @@ impl Controller {
                 }
                 LocalMode::Container => format!("container mode: replicas run with {}", self.shared.settings.engine),
             };
-            self.event(EventType::Normal, "Executor", format!("{mode}; {}", self.shared.memory.describe()), None).await;
+            let limits = match self.shared.settings.mode {
+                LocalMode::Container => {
+                    format!("the engine limits memory to the shape's {} MiB", self.launch.shape.memory_mb)
+                }
+                LocalMode::Process | LocalMode::Auto => self.shared.memory.describe(),
+            };
+            self.event(EventType::Normal, "Executor", format!("{mode}; {limits}"), None).await;
         }
-        while let (Some(&index), Some(slot)) = (self.pending.iter().next(), self.free_slots.pop()) {
+        // A slot is taken only for an index that waits for one: popping it
+        // unconditionally would lose it while nothing is pending (an index
+        // waiting out its back-off, say).
+        while let Some(&index) = self.pending.iter().next() {
+            let Some(slot) = self.free_slots.pop() else { break };
             self.pending.remove(&index);
             let attempt = *self.next_attempt.entry(index).or_insert(self.launch.first_attempt);
             self.next_attempt.insert(index, attempt + 1);
@@ -502,7 +585,7 @@ impl Controller {
         let grace = self.shared.settings.grace_period_seconds;
         let workdir = run_dir.join("work");
         let spec = match self.shared.settings.mode {
-            LocalMode::Process => {
+            LocalMode::Process | LocalMode::Auto => {
                 for (k, v) in replica_env(&self.launch, index, &gpu_ids) {
                     env.retain(|(n, _)| *n != k);
                     env.push((k, v));
@@ -514,49 +597,70 @@ impl Controller {
                     log,
                     cgroup,
                     grace_seconds: grace,
-                    before: None,
-                    kill_command: None,
-                    cleanup_command: None,
+                    container: None,
                 }
             }
             LocalMode::Container => {
-                let plan = container::plan(
-                    &self.shared.settings.engine,
-                    &self.launch,
-                    &replica,
-                    index,
-                    &gpu_ids,
-                    &self.shared.settings.volumes,
-                )?;
-                for (k, v) in plan.env {
+                let settings = self.container_settings();
+                let plan = container::plan(&settings, &self.launch, &replica, index, &gpu_ids)?;
+                // The engine process gets the server's engine settings and the
+                // values only `-e NAME` can carry; the container gets only
+                // its own environment.
+                for (k, v) in self.shared.engine_env.iter().cloned().chain(plan.engine_env) {
                     env.retain(|(n, _)| *n != k);
                     env.push((k, v));
                 }
                 SuperviseSpec {
-                    command: plan.run,
+                    command: plan.steps.start(),
                     env,
                     workdir,
                     log,
                     // The engine enforces the memory limit of a container.
                     cgroup: None,
                     grace_seconds: grace,
-                    before: plan.login,
-                    kill_command: Some(plan.kill),
-                    cleanup_command: Some(plan.cleanup),
+                    container: Some(plan.steps),
                 }
             }
         };
         Ok(spec)
     }
 
+    fn container_settings(&self) -> container::ContainerSettings<'_> {
+        container::ContainerSettings {
+            engine: &self.shared.settings.engine,
+            pull_policy: self.shared.settings.pull_policy,
+            volumes: &self.shared.settings.volumes,
+        }
+    }
+
+    /// The command that removes an attempt's container, in container mode.
+    fn remove_container(&self, replica: &str) -> Option<Vec<String>> {
+        (self.shared.settings.mode == LocalMode::Container).then(|| {
+            vec![self.shared.settings.engine.clone(), "rm".into(), "-f".into(), container::container_name(replica)]
+        })
+    }
+
     async fn start_attempt(&mut self, index: i64, attempt: i64, slot: usize) {
         let replica = self.replica_id(index, attempt);
         let run_dir = self.run_dir(index, attempt);
-        let mut state = AttemptState { run_dir: run_dir.clone(), slot, pid: None, pid_start: None };
+        let in_container = self.shared.settings.mode == LocalMode::Container;
+        let remove_container = self.remove_container(&replica);
+        let mut state = AttemptState {
+            run_dir: run_dir.clone(),
+            slot,
+            pid: None,
+            pid_start: None,
+            remove_container: remove_container.clone(),
+        };
         let mut pending = self.observation(index, attempt, slot);
-        pending.readiness_issue =
-            Some(ReadinessIssue { reason: "Starting".into(), message: "the replica is starting".into() });
+        pending.readiness_issue = Some(if in_container {
+            ReadinessIssue { reason: "InProgress".into(), message: "Starting the container".into() }
+        } else {
+            ReadinessIssue { reason: "Starting".into(), message: "the replica is starting".into() }
+        });
+        pending.executor_id = in_container.then(|| container::container_name(&replica));
         pending.executor_state = serde_json::to_string(&state).ok();
+        let starting = pending.readiness_issue.clone();
         // Durable before the supervisor exists: a restarted server finds the
         // attempt and its run directory either way.
         if let Err(e) = self.shared.host.replica(pending).await {
@@ -588,9 +692,43 @@ impl Controller {
             running.state = state.clone();
         }
         let mut observation = self.observation(index, attempt, slot);
-        observation.phase = ReplicaPhase::Running;
-        observation.start_time = Some(crate::now_millis());
         observation.executor_state = serde_json::to_string(&state).ok();
+        if in_container {
+            // Running once the container is; until then the stages say what
+            // it waits for.
+            observation.readiness_issue = starting;
+            if let Err(e) = self.shared.host.replica(observation).await {
+                tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record a starting replica");
+            }
+            watch_stages(run_dir.clone(), index, attempt, self.tx.clone());
+        } else {
+            self.report_running(index, attempt, slot, observation, crate::now_millis()).await;
+        }
+        if self.ending.is_some() {
+            request_stop(&run_dir, &state);
+        }
+        let tx = self.tx.clone();
+        let remove_container = remove_container.map(|c| (c, self.shared.engine_env.clone()));
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+            let record = read_exit(&run_dir).unwrap_or_else(|| claim_lost(&run_dir, remove_container.as_ref()));
+            let _ = tx.send(ControlMsg::Ended { index, attempt, record });
+        });
+    }
+
+    /// Records an attempt as running and says so in an event.
+    async fn report_running(
+        &self,
+        index: i64,
+        attempt: i64,
+        slot: usize,
+        mut observation: ReplicaObservation,
+        since: i64,
+    ) {
+        let replica = self.replica_id(index, attempt);
+        observation.phase = ReplicaPhase::Running;
+        observation.readiness_issue = None;
+        observation.start_time = Some(since);
         if let Err(e) = self.shared.host.replica(observation).await {
             tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record a running replica");
         }
@@ -602,15 +740,76 @@ impl Controller {
             Some(replica.clone()),
         )
         .await;
-        if self.ending.is_some() {
-            request_stop(&run_dir, &state);
+    }
+
+    /// A container attempt moved on: pulling its image, creating its
+    /// container, or running.
+    async fn on_stage(&mut self, index: i64, attempt: i64, stage: Stage, since: i64) {
+        let Some(running) = self.running.get(&(index, attempt)) else { return };
+        let slot = running.slot;
+        let mut observation = self.observation(index, attempt, slot);
+        observation.executor_state = serde_json::to_string(&running.state).ok();
+        observation.executor_id = Some(container::container_name(&self.replica_id(index, attempt)));
+        let image = self.launch.spec.container.image_reference().unwrap_or_default();
+        let issue = |message: String| Some(ReadinessIssue { reason: "InProgress".into(), message });
+        match stage {
+            Stage::Pulling => observation.readiness_issue = issue(format!("Pulling image {image}")),
+            Stage::Creating => observation.readiness_issue = issue("Creating the container".into()),
+            Stage::Running => return self.report_running(index, attempt, slot, observation, since).await,
         }
-        let tx = self.tx.clone();
-        tokio::spawn(async move {
-            let _ = child.wait().await;
-            let record = read_exit(&run_dir).unwrap_or_else(|| claim_lost(&run_dir));
-            let _ = tx.send(ControlMsg::Ended { index, attempt, record });
+        if let Err(e) = self.shared.host.replica(observation).await {
+            tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record a replica's stage");
+        }
+    }
+
+    /// Holds a failed index back for `wait` before its next attempt; the
+    /// attempt is listed meanwhile, pending with when it starts.
+    async fn schedule_retry(&mut self, index: i64, failures: i64, wait: Duration) {
+        let attempt = *self.next_attempt.entry(index).or_insert(self.launch.first_attempt);
+        let retry_at = crate::now_millis() + wait.as_millis() as i64;
+        let mut observation = ReplicaObservation::pending(&self.launch.job_id, self.launch.run, index, attempt);
+        observation.node_group = Some(self.launch.placement.node_group.clone());
+        observation.retry_at = Some(retry_at);
+        observation.readiness_issue = Some(ReadinessIssue {
+            reason: "BackOff".into(),
+            message: format!(
+                "retrying in {} s, after {failures} failed attempt{} of this replica",
+                wait.as_secs(),
+                if failures == 1 { "" } else { "s" }
+            ),
         });
+        if let Err(e) = self.shared.host.replica(observation).await {
+            tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record a replica's back-off");
+        }
+        self.retries.insert(index, Retry { attempt, at: tokio::time::Instant::now() + wait });
+    }
+
+    /// Moves the indexes whose back-off is over to the pending ones.
+    fn release_due_retries(&mut self) {
+        let now = tokio::time::Instant::now();
+        let due: Vec<i64> = self.retries.iter().filter(|(_, r)| r.at <= now).map(|(i, _)| *i).collect();
+        for index in due {
+            self.retries.remove(&index);
+            self.pending.insert(index);
+        }
+    }
+
+    /// Ends the attempts that were waiting out a back-off when the run
+    /// began to end: they never start.
+    async fn cancel_retries(&mut self) {
+        let reason = self.ending.as_ref().map(Ending::reason).unwrap_or("Stopped").to_string();
+        for (index, retry) in std::mem::take(&mut self.retries) {
+            let mut observation =
+                ReplicaObservation::pending(&self.launch.job_id, self.launch.run, index, retry.attempt);
+            observation.node_group = Some(self.launch.placement.node_group.clone());
+            observation.phase = ReplicaPhase::Failed;
+            observation.reason = Some(reason.clone());
+            observation.message = Some(format!("the run ended ({reason}) before this retry started"));
+            observation.end_time = Some(crate::now_millis());
+            if let Err(e) = self.shared.host.replica(observation).await {
+                tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record a cancelled retry");
+            }
+        }
     }
 
     /// The kind of the first error in an ended attempt's log, by the
@@ -655,6 +854,15 @@ impl Controller {
         observation.message = Some(verdict.message.clone());
         observation.start_time = record.started_at;
         observation.end_time = Some(record.ended_at);
+        observation.executor_state = serde_json::to_string(&running.state).ok();
+        if self.shared.settings.mode == LocalMode::Container {
+            observation.executor_id = Some(container::container_name(&self.replica_id(index, attempt)));
+        }
+        if record.image_pull_error.is_some() && verdict.reason == "ImagePullFailed" {
+            // Lepton's readiness reason for an image that cannot be pulled.
+            observation.readiness_issue =
+                Some(ReadinessIssue { reason: "Failed".into(), message: verdict.message.clone() });
+        }
         if let Err(e) = self.shared.host.replica(observation).await {
             tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record an ended replica");
         }
@@ -685,7 +893,12 @@ impl Controller {
         };
         match decide(self.limits(), self.failures_total, of_index, &replica, &verdict) {
             Decision::Retry => {
-                self.pending.insert(index);
+                let wait = self.shared.settings.retry_backoff(of_index);
+                if wait.is_zero() {
+                    self.pending.insert(index);
+                } else {
+                    self.schedule_retry(index, of_index, wait).await;
+                }
             }
             Decision::Fail { reason, message, program_error } => {
                 self.begin_ending(Ending::Fail { reason, message, program_error });
@@ -760,16 +973,91 @@ fn claim_end(run_dir: &Path, describe: impl FnOnce(&mut ExitRecord)) -> ExitReco
 }
 
 /// Declares the attempt of a supervisor that vanished lost, and kills what it
-/// left running: the replica is in the supervisor's session, and without
-/// its supervisor nothing would ever stop it.
-fn claim_lost(run_dir: &Path) -> ExitRecord {
+/// left running: the replica is in the supervisor's session (a container,
+/// outside it, is removed with `remove_container`), and without its
+/// supervisor nothing would ever stop it.
+fn claim_lost(run_dir: &Path, remove_container: Option<&RemoveContainer>) -> ExitRecord {
     if let Some((pid, start)) = read_pid_file(run_dir) {
         let killed = process::kill_orphaned_session(pid, start);
         if killed > 0 {
             tracing::warn!(run_dir = %run_dir.display(), killed, "killed the processes a vanished supervisor left");
         }
     }
+    if let Some(((program, args), env)) = remove_container.and_then(|(c, env)| Some((c.split_first()?, env))) {
+        let removed = std::process::Command::new(program)
+            .args(args)
+            .envs(env.iter().cloned())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        if let Err(e) = removed {
+            tracing::warn!(run_dir = %run_dir.display(), error = %e, "cannot remove the container a vanished supervisor left");
+        }
+    }
     claim_end(run_dir, |r| r.lost = true)
+}
+
+/// The command that removes an attempt's container, and the engine's
+/// environment to run it in.
+type RemoveContainer = (Vec<String>, Vec<(String, String)>);
+
+/// Removes every container carrying `label` (`jobdeck.job=<id>`), running
+/// or not.
+fn remove_labelled_containers(engine: &str, engine_env: &[(String, String)], label: &str) {
+    let listed = std::process::Command::new(engine)
+        .args(["ps", "-a", "-q", "--filter", &format!("label={label}")])
+        .envs(engine_env.iter().cloned())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    let ids: Vec<String> = match listed {
+        Ok(out) if out.status.success() => {
+            String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect()
+        }
+        Ok(_) | Err(_) => return,
+    };
+    if ids.is_empty() {
+        return;
+    }
+    let removed = std::process::Command::new(engine)
+        .args(["rm", "-f"])
+        .args(&ids)
+        .envs(engine_env.iter().cloned())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if let Err(e) = removed {
+        tracing::warn!(label, error = %e, "cannot remove a deleted job's containers");
+    }
+}
+
+/// Reports the stages of a container attempt as they change, until it runs
+/// or ends.
+fn watch_stages(run_dir: PathBuf, index: i64, attempt: i64, tx: mpsc::UnboundedSender<ControlMsg>) {
+    tokio::spawn(async move {
+        let mut last = None;
+        loop {
+            if run_dir.join(EXIT_FILE).exists() {
+                return;
+            }
+            let read = Stage::read(&run_dir);
+            let stage = read.map(|(stage, _)| stage);
+            if stage != last {
+                if let Some((stage, since)) = read {
+                    if tx.send(ControlMsg::Stage { index, attempt, stage, since }).is_err() {
+                        return;
+                    }
+                }
+                last = stage;
+            }
+            if stage == Some(Stage::Running) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
 }
 
 /// Asks an attempt's supervisor to stop: the stop file (which it also polls)
@@ -794,7 +1082,7 @@ fn read_pid_file(run_dir: &Path) -> Option<(i32, u64)> {
 
 /// Waits for the end of an attempt whose supervisor is not our child (after
 /// a restart): polls for `exit.json` and for the supervisor's lock.
-async fn watch_detached(run_dir: &Path) -> ExitRecord {
+async fn watch_detached(run_dir: &Path, remove_container: Option<&RemoveContainer>) -> ExitRecord {
     let mut free_since_start = 0u32;
     loop {
         if let Some(record) = read_exit(run_dir) {
@@ -805,7 +1093,7 @@ async fn watch_detached(run_dir: &Path) -> ExitRecord {
             if run_dir.join(PID_FILE).exists() {
                 // The supervisor ran and is gone; it may have written
                 // exit.json just before releasing the lock.
-                return claim_lost(run_dir);
+                return claim_lost(run_dir, remove_container);
             }
             // No supervisor has started yet: one may be starting right now
             // (the server died just after spawning it). Give it a moment,

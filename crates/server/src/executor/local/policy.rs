@@ -78,6 +78,21 @@ pub fn classify(record: &ExitRecord, ending: Option<&str>, finding: Option<Findi
         };
         return verdict(ReplicaPhase::Failed, reason, format!("stopped ({reason}); the command {how}"), false, false);
     }
+    if let Some(words) = &record.image_pull_error {
+        let reason = "ImagePullFailed";
+        let message = format!("cannot pull the image: {words}");
+        return verdict(ReplicaPhase::Failed, reason, message, true, class(reason).is_program_error());
+    }
+    if let Some(words) = &record.cannot_run {
+        let reason = "ContainerCannotRun";
+        let message = format!("the container's command cannot run: {words}");
+        return verdict(ReplicaPhase::Failed, reason, message, true, class(reason).is_program_error());
+    }
+    if let Some(words) = &record.engine_error {
+        let reason = "EngineError";
+        let message = format!("the container engine could not run the container: {words}");
+        return verdict(ReplicaPhase::Failed, reason, message, true, class(reason).is_program_error());
+    }
     if let Some(error) = &record.start_error {
         return verdict(
             ReplicaPhase::Failed,
@@ -202,6 +217,9 @@ mod tests {
         let lost = ExitRecord { lost: true, ..record(None, None) };
         let stopped = ExitRecord { stop_requested: true, ..record(None, Some(15)) };
         let not_started = ExitRecord { not_started: true, ..record(None, None) };
+        let pull = ExitRecord { image_pull_error: Some("unauthorized".into()), ..record(None, None) };
+        let engine = ExitRecord { engine_error: Some("runc: setrlimit".into()), ..record(Some(125), None) };
+        let cannot_run = ExitRecord { cannot_run: Some("/nope: not found".into()), ..record(Some(125), None) };
         // (record, ending, phase, reason, counts, program error)
         let cases: Vec<(ExitRecord, Option<&str>, ReplicaPhase, &str, bool, bool)> = vec![
             (record(Some(0), None), None, ReplicaPhase::Succeeded, "Completed", false, false),
@@ -223,6 +241,10 @@ mod tests {
                 false,
             ),
             (not_started, None, ReplicaPhase::Failed, "NotStarted", false, false),
+            (pull.clone(), None, ReplicaPhase::Failed, "ImagePullFailed", true, false),
+            (pull, Some("Stopped"), ReplicaPhase::Failed, "Stopped", false, false),
+            (engine, None, ReplicaPhase::Failed, "EngineError", true, false),
+            (cannot_run, None, ReplicaPhase::Failed, "ContainerCannotRun", true, true),
         ];
         for (record, ending, phase, reason, counts, program) in cases {
             let v = classify(&record, ending, None);

@@ -11,6 +11,11 @@
 //! lock             flock'd by the supervisor for as long as it lives
 //! supervisor.pid   "<pid> <start time>" of the supervisor
 //! stop             written by the server to ask for a stop (then SIGTERM)
+//! stage            container mode: `pulling`, `creating`, then `running`
+//! auth.json        container mode: registry credentials for the pull (0600,
+//!                  removed once the pull ended)
+//! env              container mode: the container's environment for
+//!                  `create` (0600, removed once the container exists)
 //! exit.json        how the attempt ended, written atomically at the end
 //! work/            the replica's working directory
 //! ```
@@ -32,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cgroup::{self, CgroupSpec};
 use super::process::{reset_signals, signal_group, try_lock, write_atomic};
+use crate::executor::container::ContainerSteps;
 use crate::logs::{LineSplitter, LogWriter, Stream};
 
 /// Where the supervisor writes the attempt's log.
@@ -53,16 +59,10 @@ pub struct SuperviseSpec {
     pub cgroup: Option<CgroupSpec>,
     /// Seconds between SIGTERM and SIGKILL on a stop.
     pub grace_seconds: u64,
-    /// A command to run first (a registry login) and what to feed its stdin.
+    /// Container mode: the engine steps around `command` (which is then
+    /// the `start --attach` of the container).
     #[serde(default)]
-    pub before: Option<(Vec<String>, String)>,
-    /// Run when the grace period is over (stops a container the engine
-    /// client would leave behind).
-    #[serde(default)]
-    pub kill_command: Option<Vec<String>>,
-    /// Run once the command ended.
-    #[serde(default)]
-    pub cleanup_command: Option<Vec<String>>,
+    pub container: Option<ContainerSteps>,
 }
 
 /// How an attempt ended (`exit.json`).
@@ -80,6 +80,17 @@ pub struct ExitRecord {
     /// The command could not be started; why.
     #[serde(default)]
     pub start_error: Option<String>,
+    /// Container mode: the image could not be pulled; the engine's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_error: Option<String>,
+    /// Container mode: the engine could not create or start the container
+    /// for reasons of its own (not the job's command); its words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_error: Option<String>,
+    /// Container mode: the container's command cannot run (not found, not
+    /// executable); the engine's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cannot_run: Option<String>,
     /// The supervisor vanished without a word (written by the server).
     #[serde(default)]
     pub lost: bool,
@@ -100,6 +111,42 @@ pub const LOCK_FILE: &str = "lock";
 pub const PID_FILE: &str = "supervisor.pid";
 pub const STOP_FILE: &str = "stop";
 pub const EXIT_FILE: &str = "exit.json";
+pub const STAGE_FILE: &str = "stage";
+const AUTH_FILE: &str = "auth.json";
+const DOCKER_CONFIG_DIR: &str = "docker-auth";
+const ENV_FILE: &str = "env";
+
+/// What a container replica is doing, as the `stage` file says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Pulling,
+    Creating,
+    Running,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Pulling => "pulling",
+            Stage::Creating => "creating",
+            Stage::Running => "running",
+        }
+    }
+
+    /// The stage an attempt's run directory records, if any, and when it
+    /// began (Unix ms).
+    pub fn read(run_dir: &Path) -> Option<(Stage, i64)> {
+        let text = std::fs::read_to_string(run_dir.join(STAGE_FILE)).ok()?;
+        let (name, since) = text.trim().split_once(' ')?;
+        let stage = [Stage::Pulling, Stage::Creating, Stage::Running].into_iter().find(|s| s.as_str() == name)?;
+        Some((stage, since.parse().ok()?))
+    }
+
+    fn write(self, run_dir: &Path) {
+        let text = format!("{} {}", self.as_str(), now_millis());
+        let _ = write_atomic(&run_dir.join(STAGE_FILE), text.as_bytes(), 0o644);
+    }
+}
 
 static STOP_SIGNALLED: AtomicBool = AtomicBool::new(false);
 
@@ -191,21 +238,254 @@ fn install_signal_handlers() {
     }
 }
 
-fn run_quietly(
+fn stop_wanted(run_dir: &Path) -> bool {
+    STOP_SIGNALLED.load(Ordering::SeqCst) || run_dir.join(STOP_FILE).exists()
+}
+
+/// How an engine step ended and what it printed.
+struct StepOutput {
+    /// `None` when a stop was asked for and the step was killed.
+    status: Option<std::process::ExitStatus>,
+    stdout: String,
+    stderr: String,
+}
+
+impl StepOutput {
+    fn success(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+
+    /// The engine's own words about a failure: the last lines of its
+    /// standard error that say something.
+    fn words(&self) -> String {
+        let lines: Vec<&str> = self.stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
+        match (tail.is_empty(), self.status) {
+            (false, _) => tail,
+            (true, Some(status)) => format!("the engine ended with {status} and said nothing"),
+            (true, None) => "stopped".into(),
+        }
+    }
+}
+
+/// Runs one engine step to its end. A `stoppable` step (a pull, which may
+/// take minutes) is killed when a stop is asked for meanwhile.
+fn run_step(
     command: &[String],
     env: &[(String, String)],
-    stdin: Option<&str>,
-) -> Result<std::process::ExitStatus, String> {
+    run_dir: &Path,
+    stoppable: bool,
+) -> Result<StepOutput, String> {
     let (program, args) = command.split_first().ok_or("empty command")?;
-    let mut cmd = Command::new(program);
-    cmd.args(args).env_clear().envs(env.iter().cloned()).stdout(Stdio::null()).stderr(Stdio::piped());
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start {program}: {e}"))?;
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        use std::io::Write;
-        let _ = pipe.write_all(text.as_bytes());
+    let mut child = Command::new(program)
+        .args(args)
+        .env_clear()
+        .envs(env.iter().cloned())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break Some(status);
+        }
+        if stoppable && stop_wanted(run_dir) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    Ok(StepOutput { status, stdout: stdout.join().unwrap_or_default(), stderr: stderr.join().unwrap_or_default() })
+}
+
+/// Runs a command whose outcome only matters to the log (a kill, a
+/// removal).
+fn run_quietly(command: &[String], env: &[(String, String)], run_dir: &Path, log: &Option<Arc<Mutex<LogWriter>>>) {
+    match run_step(command, env, run_dir, false) {
+        Ok(out) if out.success() => {}
+        Ok(out) => note(log, &format!("'{}' failed: {}", command.join(" "), out.words())),
+        Err(e) => note(log, &e),
     }
-    child.wait().map_err(|e| e.to_string())
+}
+
+fn ended_now(describe: impl FnOnce(&mut ExitRecord)) -> ExitRecord {
+    let mut record = ExitRecord { ended_at: now_millis(), ..ExitRecord::default() };
+    describe(&mut record);
+    record
+}
+
+/// Pulls the image when needed and creates the container; returns the
+/// container's id, or how the attempt ended when it cannot run.
+fn prepare_container(
+    run_dir: &Path,
+    spec: &SuperviseSpec,
+    steps: &ContainerSteps,
+    log: &Option<Arc<Mutex<LogWriter>>>,
+) -> Result<String, ExitRecord> {
+    let env = &spec.env;
+    let present = !steps.always_pull
+        && run_step(&steps.image_present(), env, run_dir, false).map(|o| o.success()).unwrap_or(false);
+    if !present {
+        Stage::Pulling.write(run_dir);
+        note(log, &format!("pulling image {}", steps.image));
+        let pulled = pull(run_dir, spec, steps);
+        match pulled {
+            Ok(out) if out.success() => note(log, &format!("pulled image {}", steps.image)),
+            Ok(out) if out.status.is_none() => return Err(ended_now(|r| r.stop_requested = true)),
+            Ok(out) => {
+                let words = out.words();
+                note(log, &format!("cannot pull image {}: {words}", steps.image));
+                return Err(ended_now(|r| r.image_pull_error = Some(words)));
+            }
+            Err(e) => {
+                note(log, &e);
+                return Err(ended_now(|r| r.engine_error = Some(e)));
+            }
+        }
+    }
+    if stop_wanted(run_dir) {
+        return Err(ended_now(|r| r.stop_requested = true));
+    }
+    Stage::Creating.write(run_dir);
+    let env_path = run_dir.join(ENV_FILE);
+    let lines: String = steps.env_file.iter().map(|(name, value)| format!("{name}={value}\n")).collect();
+    if let Err(e) = write_atomic(&env_path, lines.as_bytes(), 0o600) {
+        let message = format!("cannot write the container's environment: {e}");
+        note(log, &message);
+        return Err(ended_now(|r| r.engine_error = Some(message)));
+    }
+    let created = run_step(&steps.create(&env_path), env, run_dir, false);
+    let _ = std::fs::remove_file(&env_path);
+    match created {
+        Ok(out) if out.success() => Ok(out.stdout.trim().to_string()),
+        Ok(out) => {
+            let words = out.words();
+            note(log, &format!("the engine could not create the container: {words}"));
+            Err(ended_now(|r| {
+                r.exit_code = out.status.and_then(|s| s.code());
+                if cannot_run(&words) {
+                    r.cannot_run = Some(words);
+                } else {
+                    r.engine_error = Some(words);
+                }
+            }))
+        }
+        Err(e) => {
+            note(log, &e);
+            Err(ended_now(|r| r.engine_error = Some(e)))
+        }
+    }
+}
+
+/// `<engine> pull`, with the job's registry credentials in an auth file of
+/// the run directory for as long as the pull takes: never in the server
+/// user's home, where every later pull of that user would find them.
+fn pull(run_dir: &Path, spec: &SuperviseSpec, steps: &ContainerSteps) -> Result<StepOutput, String> {
+    let mut env = spec.env.clone();
+    let mut auth: Option<PathBuf> = None;
+    let mut written: Option<PathBuf> = None;
+    if let Some(login) = &steps.login {
+        let file = match steps.engine_kind() {
+            crate::executor::container::Engine::Podman => run_dir.join(AUTH_FILE),
+            crate::executor::container::Engine::Docker => {
+                let dir = run_dir.join(DOCKER_CONFIG_DIR);
+                std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                env.retain(|(name, _)| name != "DOCKER_CONFIG");
+                env.push(("DOCKER_CONFIG".into(), dir.to_string_lossy().into_owned()));
+                written = Some(dir.clone());
+                dir.join("config.json")
+            }
+        };
+        write_atomic(&file, login.auth_file().as_bytes(), 0o600)
+            .map_err(|e| format!("cannot write the registry credentials: {e}"))?;
+        auth = Some(file);
+    }
+    let out = run_step(&steps.pull(auth.as_deref()), &env, run_dir, true);
+    if let Some(file) = &auth {
+        let _ = std::fs::remove_file(file);
+    }
+    if let Some(dir) = &written {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    out
+}
+
+/// Whether the engine's words say the container's command cannot run (it
+/// does not exist or is not executable): the job's configuration, not the
+/// engine.
+fn cannot_run(words: &str) -> bool {
+    let words = words.to_ascii_lowercase();
+    ["not found", "permission denied", "no such file or directory", "not executable"].iter().any(|w| words.contains(w))
+}
+
+/// The part of the engine's `State` object that says how a container ended.
+#[derive(Debug, Deserialize)]
+struct ContainerState {
+    #[serde(rename = "ExitCode", default)]
+    exit_code: i32,
+    #[serde(rename = "OOMKilled", default)]
+    oom_killed: bool,
+    #[serde(rename = "StartedAt", default)]
+    started_at: String,
+    #[serde(rename = "Error", default)]
+    error: String,
+}
+
+impl ContainerState {
+    /// Engines report a container that never started with the zero time.
+    fn never_started(&self) -> bool {
+        self.started_at.is_empty() || self.started_at.starts_with("0001-")
+    }
+}
+
+/// Completes `record` from the engine's account of the container: its exit
+/// code, an OOM kill, or that it never started (and why).
+fn finish_container(
+    steps: &ContainerSteps,
+    env: &[(String, String)],
+    run_dir: &Path,
+    container_id: &str,
+    start_words: &str,
+    record: &mut ExitRecord,
+) {
+    let Ok(out) = run_step(&steps.inspect(), env, run_dir, false) else { return };
+    let Some(state) = out.success().then(|| serde_json::from_str::<ContainerState>(out.stdout.trim()).ok()).flatten()
+    else {
+        return;
+    };
+    if state.never_started() {
+        let words = if state.error.trim().is_empty() { start_words.to_string() } else { state.error.clone() };
+        let words = if words.trim().is_empty() { "the container never started".to_string() } else { words };
+        if cannot_run(&words) {
+            record.cannot_run = Some(words);
+        } else {
+            record.engine_error = Some(words);
+        }
+        return;
+    }
+    record.exit_code = Some(state.exit_code);
+    record.signal = None;
+    // cgroup v1 engines do not always notice an OOM kill; the kernel log
+    // names the container's cgroup, which holds its id.
+    let killed = state.oom_killed || state.exit_code == 128 + libc::SIGKILL;
+    let victim = (killed && !container_id.is_empty()).then(|| cgroup::container_oom_victim(container_id)).flatten();
+    if state.oom_killed || victim.is_some() {
+        record.oom_killed = state.exit_code != 0;
+        record.oom_victim = victim;
+    }
 }
 
 fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
@@ -226,12 +506,16 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
             cgroup = None;
         }
     }
-    if let Some((command, stdin)) = &spec.before {
-        match run_quietly(command, &spec.env, Some(stdin)) {
-            Ok(status) if status.success() => {}
-            Ok(status) => note(&log, &format!("'{}' failed ({status})", command.join(" "))),
-            Err(e) => note(&log, &e),
+    let mut container_id = String::new();
+    if let Some(steps) = &spec.container {
+        match prepare_container(run_dir, spec, steps, &log) {
+            Ok(id) => container_id = id,
+            Err(record) => {
+                run_quietly(&steps.remove(), &spec.env, run_dir, &log);
+                return record;
+            }
         }
+        Stage::Running.write(run_dir);
     }
     if let Err(e) = std::fs::create_dir_all(&spec.workdir) {
         note(&log, &format!("cannot create the working directory: {e}"));
@@ -291,12 +575,15 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     };
     let pid = child.id() as i32;
     let mut readers = Vec::new();
+    // The engine's last words on standard error say why a container could
+    // not start.
+    let last_stderr = Arc::new(Mutex::new(String::new()));
     if let Some(log) = &log {
         if let Some(out) = child.stdout.take() {
-            readers.push(spawn_reader(out, Stream::Stdout, log.clone()));
+            readers.push(spawn_reader(out, Stream::Stdout, log.clone(), None));
         }
         if let Some(err) = child.stderr.take() {
-            readers.push(spawn_reader(err, Stream::Stderr, log.clone()));
+            readers.push(spawn_reader(err, Stream::Stderr, log.clone(), Some(last_stderr.clone())));
         }
     }
 
@@ -321,16 +608,17 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
         if let Some(status) = main_status {
             break status;
         }
-        let stop_wanted = STOP_SIGNALLED.load(Ordering::SeqCst) || run_dir.join(STOP_FILE).exists();
-        if stop_wanted && stop_sent.is_none() {
+        if stop_wanted(run_dir) && stop_sent.is_none() {
             signal_group(pid, libc::SIGTERM);
             stop_sent = Some(Instant::now());
         }
         if let Some(sent) = stop_sent {
             if !killed && sent.elapsed() >= grace {
                 signal_group(pid, libc::SIGKILL);
-                if let Some(kill) = &spec.kill_command {
-                    let _ = run_quietly(kill, &spec.env, None);
+                if let Some(steps) = &spec.container {
+                    // Killing the engine client alone would leave the
+                    // container running.
+                    run_quietly(&steps.kill(), &spec.env, run_dir, &log);
                 }
                 killed = true;
             }
@@ -359,21 +647,21 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     if let Some(group) = &cgroup {
         cgroup::remove(group);
     }
-    if let Some(cleanup) = &spec.cleanup_command {
-        let _ = run_quietly(cleanup, &spec.env, None);
-    }
-    let record = ExitRecord {
+    let mut record = ExitRecord {
         exit_code: status.code(),
         signal: status.signal(),
         oom_killed: oom && !status.success(),
         oom_victim,
-        start_error: None,
-        lost: false,
-        not_started: false,
         stop_requested: stop_sent.is_some(),
         started_at: Some(started_at),
         ended_at,
+        ..ExitRecord::default()
     };
+    if let Some(steps) = &spec.container {
+        let start_words = last_stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        finish_container(steps, &spec.env, run_dir, &container_id, &start_words, &mut record);
+        run_quietly(&steps.remove(), &spec.env, run_dir, &log);
+    }
     if record.oom_killed {
         // The failure analysis finds this line (and its victim) in the log.
         let limit = limit_mib.map(|m| format!("the {m} MiB")).unwrap_or_else(|| "what".into());
@@ -386,14 +674,25 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     record
 }
 
+/// Copies a pipe into the log line by line; `last` keeps the last line that
+/// is not blank.
 fn spawn_reader(
     mut pipe: impl Read + Send + 'static,
     stream: Stream,
     log: Arc<Mutex<LogWriter>>,
+    last: Option<Arc<Mutex<String>>>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut splitter = LineSplitter::default();
         let mut buffer = vec![0u8; 64 * 1024];
+        let keep = |line: &[u8]| {
+            if let Some(last) = &last {
+                let text = String::from_utf8_lossy(line);
+                if !text.trim().is_empty() {
+                    *last.lock().unwrap_or_else(|p| p.into_inner()) = text.trim().to_string();
+                }
+            }
+        };
         loop {
             let n = match pipe.read(&mut buffer) {
                 Ok(0) | Err(_) => break,
@@ -402,12 +701,14 @@ fn spawn_reader(
             let time = now_millis();
             let mut writer = log.lock().unwrap_or_else(|p| p.into_inner());
             splitter.feed(&buffer[..n], |line| {
+                keep(line);
                 let _ = writer.append(stream, time, line);
             });
             let _ = writer.flush();
         }
         let mut writer = log.lock().unwrap_or_else(|p| p.into_inner());
         splitter.finish(|line| {
+            keep(line);
             let _ = writer.append(stream, now_millis(), line);
         });
         let _ = writer.flush();

@@ -1,0 +1,373 @@
+//! Container mode against the real engine (issue 15): the real `jobdeck
+//! serve`, podman with runc, a test image made from busybox-static and a
+//! private registry on loopback (tests/support/containers.rs). Every
+//! replica that must be seen running waits at a gate file in a mounted
+//! volume that the test creates; nothing here waits on a clock.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use jobdeck_e2e::containers::{self, GatedProxy, Registry};
+use jobdeck_e2e::Server;
+use serde_json::{json, Value};
+
+/// A container-mode server: podman, a `scratch` volume at `scratch`, a
+/// small shape for the OOM test, and `extra` lines for `[executor.local]`.
+fn server(scratch: &Path, extra: &str) -> Server {
+    containers::test_image();
+    let config = format!(
+        "[executor.local]\nmode = \"container\"\nengine = \"{engine}\"\ngrace_period_seconds = 2\n\
+         retry_backoff_seconds = 0\nvolumes = {{ scratch = \"{scratch}\" }}\n{extra}\n\n\
+         [[node_groups]]\nname = \"local\"\ncpu = 8\nmemory_mb = 16384\n\n\
+         [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 1024\n\n\
+         [[shapes]]\nname = \"mem.tiny\"\ncpu = 1\nmemory_mb = 32\n",
+        engine = containers::ENGINE,
+        scratch = scratch.display(),
+    );
+    Server::start_api_with_config(&config)
+}
+
+/// A job in the test image running `script` with `/bin/sh -c`, the scratch
+/// volume mounted at `/scratch`.
+fn job(name: &str, script: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "spec": {
+            "resource_shape": "cpu.small",
+            "backoff_limit": 0,
+            "container": {"image": containers::TEST_IMAGE, "command": ["/bin/sh", "-c", script]},
+            "mounts": [{"from": "scratch", "path": "/", "mount_path": "/scratch"}]
+        }
+    })
+}
+
+fn replicas(server: &Server, token: &str, id: &str) -> Vec<Value> {
+    let (status, list) = server.call("GET", &format!("/jobs/{id}/replicas"), token, None);
+    assert_eq!(status, 200, "{list}");
+    list.as_array().cloned().unwrap_or_default()
+}
+
+fn log(server: &Server, token: &str, id: &str, replica: &str) -> String {
+    let (status, text) = server.call("GET", &format!("/jobs/{id}/replicas/{replica}/log"), token, None);
+    assert_eq!(status, 200, "{text}");
+    text.as_str().map(str::to_string).unwrap_or_else(|| text.to_string())
+}
+
+fn analysis(server: &Server, token: &str, id: &str) -> Value {
+    let (status, analysis) = server.call("GET", &format!("/jobs/{id}/failure-analysis"), token, None);
+    assert_eq!(status, 200, "{analysis}");
+    analysis
+}
+
+/// Polls `probe` until it answers; fails after a minute naming `what`.
+fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn replicas_run_in_their_image_with_their_environment_resources_and_volume() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path(), "");
+    let token = &server.admin_token;
+    let (status, _) =
+        server.call("POST", "/usersecrets", token, Some(&json!([{"name": "API_KEY", "value": "multi\nline secret"}])));
+    assert_eq!(status, 200);
+    let data_dir = server.data_dir.display().to_string();
+    let script = format!(
+        "cat /etc/jobdeck-test-image; echo index=$JOB_COMPLETION_INDEX of $JOB_COMPLETIONS; \
+         echo plain=$PLAIN; echo \"secret=$API_KEY\"; \
+         cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null; \
+         df -k /dev/shm | tail -1; \
+         [ -e '{data_dir}' ] && echo server data visible || echo server data hidden; \
+         echo $JOB_COMPLETION_INDEX > /scratch/wrote-$JOB_COMPLETION_INDEX"
+    );
+    let mut spec = job("in-image", &script);
+    spec["spec"]["completions"] = json!(2);
+    spec["spec"]["parallelism"] = json!(2);
+    spec["spec"]["shared_memory_size"] = json!(64);
+    spec["spec"]["envs"] = json!([
+        {"name": "PLAIN", "value": "a value with spaces"},
+        {"name": "API_KEY", "value_from": {"secret_name_ref": "API_KEY"}}
+    ]);
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, "Completed");
+
+    let list = replicas(&server, token, &id);
+    assert_eq!(list.len(), 2, "each index ran once: {list:?}");
+    for replica in &list {
+        let index = replica["status"]["completion_index"].as_i64().unwrap();
+        let name = replica["id"].as_str().unwrap();
+        assert_eq!(replica["status"]["attempt"], 0);
+        assert_eq!(replica["status"]["executor_id"], format!("jobdeck-{name}"));
+        let text = log(&server, token, &id, name);
+        for expected in [
+            "jobdeck test image".to_string(),
+            format!("index={index} of 2"),
+            "plain=a value with spaces".to_string(),
+            "secret=multi".to_string(),
+            "line secret".to_string(),
+            // The shape's 1024 MiB, enforced by the engine.
+            (1024u64 << 20).to_string(),
+            "65536".to_string(),
+            "server data hidden".to_string(),
+        ] {
+            assert!(text.contains(&expected), "replica {index} log lacks {expected:?}:\n{text}");
+        }
+        let wrote = std::fs::read_to_string(scratch.path().join(format!("wrote-{index}"))).unwrap();
+        assert_eq!(wrote.trim(), index.to_string());
+    }
+    assert_eq!(containers::containers_of_job(&id), Vec::<String>::new(), "ended containers are removed");
+    // The environment file with the secret's value is gone from the run
+    // directory, and no auth file was ever needed.
+    for attempt in std::fs::read_dir(server.data_dir.join("runs").join(&id)).unwrap().flatten() {
+        for leftover in ["env", "auth.json", "spec.json"] {
+            assert!(!attempt.path().join(leftover).exists(), "{leftover} left in {}", attempt.path().display());
+        }
+    }
+}
+
+#[test]
+fn an_empty_command_runs_the_images_own() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path(), "");
+    let token = &server.admin_token;
+    let mut spec = job("default-cmd", "");
+    spec["spec"]["container"] = json!({"image": containers::TEST_IMAGE});
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, "Completed");
+    let text = log(&server, token, &id, &format!("{id}-0-0"));
+    assert!(text.contains(containers::DEFAULT_COMMAND_OUTPUT), "{text}");
+}
+
+#[test]
+fn a_private_image_is_pulled_with_the_jobs_credentials_and_a_wrong_password_is_an_image_pull_failure() {
+    let scratch = tempfile::tempdir().unwrap();
+    let registry = Registry::start();
+    let image = registry.push(containers::test_image(), "team/private:1");
+    let extra = format!(
+        "pull_policy = \"always\"\nengine_environment = {{ CONTAINERS_REGISTRIES_CONF = \"{}\" }}",
+        registry.registries_conf.display()
+    );
+    let server = server(scratch.path(), &extra);
+    let token = &server.admin_token;
+    let private = |name: &str, password: &str| {
+        let mut spec = job(name, "cat /etc/jobdeck-test-image");
+        spec["spec"]["container"]["image"] = json!(image);
+        spec["spec"]["container"]["registry_username"] = json!(registry.username);
+        spec["spec"]["container"]["registry_password"] = json!(password);
+        spec
+    };
+
+    let good = server.create_job(token, &private("right-password", &registry.password));
+    server.wait_for_state(token, &good, "Completed");
+    let text = log(&server, token, &good, &format!("{good}-0-0"));
+    assert!(text.contains(&format!("pulled image {image}")) && text.contains("jobdeck test image"), "{text}");
+
+    let bad = server.create_job(token, &private("wrong-password", "not-the-password"));
+    let failed = server.wait_for_state(token, &bad, "Failed");
+    let replica = &replicas(&server, token, &bad)[0]["status"];
+    assert_eq!(replica["reason"], "ImagePullFailed", "{replica}");
+    assert_eq!(replica["readiness_issue"]["reason"], "Failed", "Lepton's readiness for a failed pull: {replica}");
+    let found = analysis(&server, token, &bad);
+    assert_eq!(found["err_class"], "ERR_IMAGE_PULL", "{found} {failed}");
+    assert!(found["suggestion"].as_str().unwrap().contains("credentials"), "{found}");
+
+    // A stored image pull secret named by the job works as well.
+    let secret = json!({
+        "metadata": {"name": "team-registry"},
+        "spec": {"registry_server": format!("http://{}", registry.address), "username": registry.username,
+                 "password": registry.password}
+    });
+    let (status, answer) = server.call("POST", "/imagepullsecrets", token, Some(&secret));
+    assert_eq!(status, 201, "{answer}");
+    let mut named = job("named-secret", "cat /etc/jobdeck-test-image");
+    named["spec"]["container"]["image"] = json!(image);
+    named["spec"]["image_pull_secrets"] = json!(["team-registry"]);
+    let named = server.create_job(token, &named);
+    server.wait_for_state(token, &named, "Completed");
+
+    // Credentials went to the engine in an auth file of the run directory,
+    // gone after the pull, never into the server user's own auth files.
+    for id in [&good, &bad, &named] {
+        let attempt = server.data_dir.join("runs").join(id.as_str()).join("0-0");
+        assert!(attempt.is_dir(), "{}", attempt.display());
+        assert!(!attempt.join("auth.json").exists(), "{}", attempt.display());
+    }
+    let home = std::env::var("HOME").unwrap_or_default();
+    for file in [
+        format!("{home}/.config/containers/auth.json"),
+        format!("{home}/.docker/config.json"),
+        "/run/containers/0/auth.json".to_string(),
+    ] {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(!text.contains(&registry.address), "{file} holds the registry's credentials");
+    }
+}
+
+#[test]
+fn a_replica_says_it_is_pulling_its_image_until_the_pull_is_done() {
+    let scratch = tempfile::tempdir().unwrap();
+    let registry = Registry::start();
+    registry.push(containers::test_image(), "team/gated:1");
+    let proxy = GatedProxy::start(&registry.address);
+    registry.allow(&[&proxy.address]);
+    let extra =
+        format!("engine_environment = {{ CONTAINERS_REGISTRIES_CONF = \"{}\" }}", registry.registries_conf.display());
+    let server = server(scratch.path(), &extra);
+    let token = &server.admin_token;
+    let mut spec = job("gated-pull", "echo pulled and ran");
+    let image = format!("{}/team/gated:1", proxy.address);
+    spec["spec"]["container"]["image"] = json!(image);
+    spec["spec"]["container"]["registry_username"] = json!(registry.username);
+    spec["spec"]["container"]["registry_password"] = json!(registry.password);
+    let id = server.create_job(token, &spec);
+
+    // The registry cannot answer until the proxy opens: the replica waits,
+    // saying why, in Lepton's words.
+    let issue = wait_for("the replica to say it is pulling", || {
+        let list = replicas(&server, token, &id);
+        let issue = list.first()?["status"]["readiness_issue"].clone();
+        (issue["message"].as_str()?.starts_with("Pulling image")).then_some(issue)
+    });
+    assert_eq!(issue["reason"], "InProgress");
+    assert_eq!(issue["message"], format!("Pulling image {image}"));
+    assert_eq!(replicas(&server, token, &id)[0]["status"]["phase"], "pending");
+    proxy.open();
+    server.wait_for_state(token, &id, "Completed");
+    let replica = &replicas(&server, token, &id)[0]["status"];
+    assert!(replica.get("readiness_issue").is_none(), "{replica}");
+}
+
+#[test]
+fn an_engine_that_cannot_start_containers_is_an_infrastructure_failure_not_the_programs() {
+    let scratch = tempfile::tempdir().unwrap();
+    // A real engine with a broken OCI runtime: it creates containers and
+    // fails to start every one.
+    let broken = scratch.path().join("broken-containers.conf");
+    std::fs::write(&broken, "[engine]\nruntime = \"/bin/false\"\n").unwrap();
+    let server =
+        server(scratch.path(), &format!("engine_environment = {{ CONTAINERS_CONF = \"{}\" }}", broken.display()));
+    let token = &server.admin_token;
+    let mut spec = job("engine-fails", "echo never");
+    // A program error would end the job at its first failure; the engine's
+    // failure is retried.
+    spec["spec"]["backoff_limit"] = json!(1);
+    spec["spec"]["disable_retry_on_program_error"] = json!(true);
+    let id = server.create_job(token, &spec);
+    let failed = server.wait_for_state(token, &id, "Failed");
+    assert_eq!(failed["status"]["reason"], "BackoffLimitExceeded", "{failed}");
+    let list = replicas(&server, token, &id);
+    assert_eq!(list.len(), 2, "retried once: {list:?}");
+    for replica in &list {
+        assert_eq!(replica["status"]["reason"], "EngineError", "{replica}");
+    }
+    let found = analysis(&server, token, &id);
+    assert_eq!(found["err_class"], "ERR_ENGINE", "{found}");
+    assert!(found["suggestion"].as_str().unwrap().contains("engine"), "{found}");
+    assert_eq!(containers::containers_of_job(&id), Vec::<String>::new());
+}
+
+#[test]
+fn a_command_missing_from_the_image_is_a_configuration_error() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path(), "");
+    let token = &server.admin_token;
+    let mut spec = job("no-such-command", "");
+    spec["spec"]["container"]["command"] = json!(["/opt/not-in-the-image", "--train"]);
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, "Failed");
+    let replica = &replicas(&server, token, &id)[0]["status"];
+    assert_eq!(replica["reason"], "ContainerCannotRun", "{replica}");
+    assert_eq!(analysis(&server, token, &id)["err_class"], "ERR_CONFIG");
+}
+
+#[test]
+fn a_replica_over_its_memory_is_killed_and_classified_as_out_of_memory() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path(), "");
+    let token = &server.admin_token;
+    let mut spec = job("memory-hog", "echo filling; x=aaaaaaaa; while true; do x=$x$x; done");
+    spec["spec"]["resource_shape"] = json!("mem.tiny");
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, "Failed");
+    let replica = &replicas(&server, token, &id)[0]["status"];
+    assert_eq!(replica["reason"], "OOMKilled", "{replica}");
+    let found = analysis(&server, token, &id);
+    assert_eq!(found["err_class"], "ERR_OOM", "{found}");
+    assert!(found["summary"].as_str().unwrap().contains("32 MiB"), "{found}");
+}
+
+#[test]
+fn stop_removes_the_container_and_delete_removes_its_run_directory() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path(), "");
+    let token = &server.admin_token;
+    let id = server.create_job(token, &job("stop-me", "echo up; touch /scratch/up; while true; do sleep 1; done"));
+    wait_for("the container to run", || scratch.path().join("up").exists().then_some(()));
+    server.wait_for_state(token, &id, "Running");
+    assert_eq!(containers::containers_of_job(&id), vec![format!("jobdeck-{id}-0-0")]);
+
+    let (status, _) = server.call("PATCH", &format!("/jobs/{id}"), token, Some(&json!({"spec": {"stopped": true}})));
+    assert_eq!(status, 200);
+    server.wait_for_state(token, &id, "Stopped");
+    assert_eq!(replicas(&server, token, &id)[0]["status"]["reason"], "Stopped");
+    assert_eq!(containers::containers_of_job(&id), Vec::<String>::new(), "stop removes the container");
+
+    let runs = server.data_dir.join("runs").join(&id);
+    assert!(runs.is_dir());
+    let (status, _) = server.call("DELETE", &format!("/jobs/{id}"), token, None);
+    assert_eq!(status, 200);
+    wait_for("the run directory to go", || (!runs.exists()).then_some(()));
+}
+
+#[test]
+fn running_containers_are_adopted_after_a_kill_9_of_the_server() {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut first = server(scratch.path(), "");
+    let token = first.admin_token.clone();
+    let script = "echo before; touch /scratch/started; \
+                  while [ ! -e /scratch/release ]; do sleep 0.1; done; echo after; echo run >> /scratch/runs";
+    let id = first.create_job(&token, &job("adopted", script));
+    wait_for("the container to run", || scratch.path().join("started").exists().then_some(()));
+    first.wait_for_state(&token, &id, "Running");
+
+    // The server dies; the container and its supervisor do not.
+    first.kill();
+    let config = first.data_dir.parent().unwrap().join("jobdeck.toml");
+    let data_dir = first.data_dir.clone();
+    let second = Server::start_api_in(&data_dir, &["--config", config.to_str().unwrap()]);
+    std::fs::write(scratch.path().join("release"), "").unwrap();
+    second.wait_for_state(&token, &id, "Completed");
+
+    let list = replicas(&second, &token, &id);
+    assert_eq!(list.len(), 1, "nothing ran twice: {list:?}");
+    assert_eq!(std::fs::read_to_string(scratch.path().join("runs")).unwrap(), "run\n");
+    let text = log(&second, &token, &id, &format!("{id}-0-0"));
+    let before = text.find("before").expect("the line before the crash");
+    let after = text.find("after").expect("the line after the restart");
+    assert!(before < after, "{text}");
+    assert_eq!(containers::containers_of_job(&id), Vec::<String>::new());
+}
+
+#[test]
+fn without_a_mode_the_server_uses_a_working_engine_and_otherwise_says_the_image_is_ignored() {
+    containers::test_image();
+    let auto = Server::start_api_with_config("[executor.local]\nretry_backoff_seconds = 0\n");
+    let (_, workspace) = auto.call("GET", "/workspace", &auto.admin_token, None);
+    assert_eq!(workspace["executor_mode"], "container", "{workspace}");
+    assert!(workspace["container_engine"].as_str().unwrap().ends_with("podman"), "{workspace}");
+    assert_eq!(workspace["job_requirements"]["image_required"], true);
+
+    let without = Server::start_api_with_config("[executor.local]\nengine = \"/nonexistent/podman\"\n");
+    let (_, workspace) = without.call("GET", "/workspace", &without.admin_token, None);
+    assert_eq!(workspace["executor_mode"], "process", "{workspace}");
+    assert!(workspace.get("container_engine").is_none(), "{workspace}");
+    assert_eq!(workspace["job_requirements"]["image_ignored"], true, "{workspace}");
+}
