@@ -657,3 +657,81 @@ async fn gpus_are_handed_out_one_replica_at_a_time() {
     let log = app.log(&third, &format!("{third}-0-0")).await;
     assert!(log == "gpu=[0]\n" || log == "gpu=[1]\n", "{log}");
 }
+
+/// Failed replicas wait out Kubernetes' back-off before their next attempt:
+/// the base doubled per failure of that replica, capped. The waiting attempt
+/// is listed as pending, with when it starts. (The times compared are the
+/// server's own stamps.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_wait_out_a_doubling_back_off_shown_on_the_waiting_attempt() {
+    let app = TestApp::with_config(|config| {
+        small_cluster(2.0)(config);
+        config.executor.local.retry_backoff_seconds = 1;
+        config.executor.local.retry_backoff_max_seconds = 3;
+    })
+    .await;
+    let mut job = sh_job("backing-off", "exit 3");
+    job["spec"]["backoff_limit"] = json!(3);
+    let id = app.create_job(&app.admin_token, &job).await;
+    app.wait_until("a retry waiting out its back-off", || {
+        let app = &app;
+        let id = id.clone();
+        async move {
+            app.replicas(&id).await.iter().any(|r| {
+                r["status"]["phase"] == "pending"
+                    && r["status"]["readiness_issue"]["reason"] == "BackOff"
+                    && r["status"]["retry_at"].is_i64()
+            })
+        }
+    })
+    .await;
+    app.wait_state(&id, "Failed").await;
+    let replicas = app.replicas(&id).await;
+    assert_eq!(replicas.len(), 4, "{replicas:?}");
+    // Waits after the 1st, 2nd and 3rd failure: 1 s, 2 s, then 4 s capped
+    // at 3 s.
+    for (previous, (next, wait_ms)) in replicas.iter().zip(replicas[1..].iter().zip([1_000, 2_000, 3_000])) {
+        let ended = previous["status"]["end_time"].as_i64().unwrap();
+        let started = next["status"]["start_time"].as_i64().unwrap();
+        assert!(
+            started - ended >= wait_ms,
+            "{} started {} ms after {} ended",
+            next["id"],
+            started - ended,
+            previous["id"]
+        );
+        assert!(next["status"].get("retry_at").is_none(), "an attempt that ran shows no retry time: {next}");
+    }
+}
+
+/// Stopping a job whose replica waits out its back-off ends that attempt
+/// before it ever starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_during_a_back_off_ends_the_waiting_attempt() {
+    let app = TestApp::with_config(|config| {
+        small_cluster(2.0)(config);
+        config.executor.local.retry_backoff_seconds = 300;
+    })
+    .await;
+    let id = app.create_job(&app.admin_token, &sh_job("stopped-in-back-off", "exit 3")).await;
+    app.wait_until("the retry to wait", || {
+        let app = &app;
+        let id = id.clone();
+        async move { app.replicas(&id).await.get(1).is_some_and(|r| r["status"]["readiness_issue"]["reason"] == "BackOff") }
+    })
+    .await;
+    let waiting = app.replicas(&id).await[1].clone();
+    let retry_at = waiting["status"]["retry_at"].as_i64().unwrap();
+    let failed_at = app.replicas(&id).await[0]["status"]["end_time"].as_i64().unwrap();
+    assert!((300_000..301_000).contains(&(retry_at - failed_at)), "{waiting}");
+    let message = waiting["status"]["readiness_issue"]["message"].as_str().unwrap();
+    assert!(message.starts_with("retrying in 300 s"), "{message}");
+
+    let stop = json!({"spec": {"stopped": true}});
+    let res = app.call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &app.admin_token, Some(&stop)).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    app.wait_state(&id, "Stopped").await;
+    let ended = &app.replicas(&id).await[1]["status"];
+    assert_eq!((ended["phase"].as_str(), ended["reason"].as_str()), (Some("failed"), Some("Stopped")), "{ended}");
+    assert!(ended.get("start_time").is_none(), "it never started: {ended}");
+}

@@ -397,6 +397,23 @@ async fn the_executors_requirements_are_rules_of_the_form() {
     assert_eq!(m.error("command"), "");
 }
 
+/// A server that runs plain processes ignores the image; the form says so
+/// where the image is typed, and says nothing of the kind when the server
+/// runs containers.
+#[wasm_bindgen_test]
+async fn the_image_field_says_when_the_server_ignores_images() {
+    let help = |m: &Mounted| {
+        m.host.query_selector("#image-help").unwrap().expect("the image's help").text_content().unwrap()
+    };
+    let m = mount().await;
+    assert!(!help(&m).contains("not used on this server"), "{}", help(&m));
+    let mut process = context();
+    process.requirements.image_ignored = true;
+    m.form.set_context(process, Some(true));
+    settle().await;
+    assert!(help(&m).contains("not used on this server: it runs the command as a process"), "{}", help(&m));
+}
+
 #[wasm_bindgen_test]
 async fn a_server_422_lands_on_the_same_fields() {
     let m = mount().await;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Container overhead: time from a replica attempt's start to its program's
+# first line, process mode against container mode (podman + runc, the test
+# image local), with the release server. The figures are in
+# docs/measurements.md. Usage: bench/container-overhead.sh [--no-build]
+# REPLICAS=<n> changes the number of jobs per mode (default 20).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+scripts/setup.sh --containers
+target="${CARGO_TARGET_DIR:-target}"
+if [ "${1:-}" != "--no-build" ]; then
+  cargo build --release -q -p jobdeck-server
+fi
+export JOBDECK_BIN="$target/release/jobdeck"
+case "$JOBDECK_BIN" in /*) ;; *) JOBDECK_BIN="$PWD/$JOBDECK_BIN" ;; esac
+echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
+echo "server: $JOBDECK_BIN ($(git rev-parse --short HEAD)); engine: $(podman --version), $(runc --version | head -1)"
+cargo bench -q -p jobdeck-e2e --bench container_overhead 2>&1 | grep -v '^\[jobdeck\]' | grep -v 'INFO\|WARN'

@@ -1,0 +1,91 @@
+//! Container overhead (issue 15): how long a replica takes from the moment
+//! the executor starts its attempt to the first line its program prints, in
+//! process mode and in container mode (podman with runc, the test image
+//! already in the engine's store), against the real `jobdeck serve`.
+//!
+//! Each mode runs `REPLICAS` one-replica jobs one after another (default 20)
+//! whose command prints one line and exits. Per replica it reads the
+//! server's own stamps: the attempt's creation (`metadata.created_at`, when
+//! the executor began it), its `start_time` (the process spawned, or the
+//! container about to start) and the time of its first log line (`GET
+//! /logs`, in ns); and, outside the server, the whole create → Completed
+//! round trip as a client sees it. Reports p50 and p90 of each. Run with
+//! `bench/container-overhead.sh`.
+
+use std::time::{Duration, Instant};
+
+use jobdeck_e2e::containers;
+use jobdeck_e2e::Server;
+use serde_json::{json, Value};
+
+fn replicas() -> usize {
+    std::env::var("REPLICAS").ok().and_then(|v| v.parse().ok()).unwrap_or(20)
+}
+
+fn config(mode: &str) -> String {
+    format!(
+        "[executor.local]\nmode = \"{mode}\"\nengine = \"{}\"\nretry_backoff_seconds = 0\n\n\
+         [[node_groups]]\nname = \"local\"\ncpu = 4\nmemory_mb = 8192\n\n\
+         [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 1024\n",
+        containers::ENGINE
+    )
+}
+
+struct Sample {
+    to_start: f64,
+    to_first_line: f64,
+    round_trip: f64,
+}
+
+fn measure(server: &Server, n: usize) -> Sample {
+    let token = &server.admin_token;
+    let job = json!({
+        "metadata": {"name": format!("overhead-{n}")},
+        "spec": {
+            "resource_shape": "cpu.small",
+            "container": {"image": containers::TEST_IMAGE, "command": ["/bin/sh", "-c", "echo first line"]}
+        }
+    });
+    let sent = Instant::now();
+    let id = server.create_job(token, &job);
+    server.wait_for_state(token, &id, "Completed");
+    let round_trip = sent.elapsed().as_secs_f64() * 1000.0;
+    let (_, list) = server.call("GET", &format!("/jobs/{id}/replicas"), token, None);
+    let replica = &list[0];
+    let created = replica["metadata"]["created_at"].as_f64().unwrap();
+    let started = replica["status"]["start_time"].as_f64().unwrap();
+    let (_, logs) = server.call("GET", &format!("/logs?job={id}&direction=forward&limit=1"), token, None);
+    let first: &Value = &logs["data"]["result"][0]["values"][0][0];
+    let first_ms = first.as_str().unwrap().parse::<f64>().unwrap() / 1e6;
+    Sample { to_start: started - created, to_first_line: first_ms - created, round_trip }
+}
+
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    values[((values.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn main() {
+    containers::test_image();
+    let n = replicas();
+    println!("{n} one-replica jobs per mode, one after another; times in ms");
+    println!("{:<10} {:>22} {:>22} {:>22}", "mode", "attempt → start p50/p90", "→ first line p50/p90", "create → done p50/p90");
+    for mode in ["process", "container"] {
+        let server = Server::start_api_with_config(&config(mode));
+        // One job first, so the figures are of a warm server and engine.
+        measure(&server, 0);
+        let samples: Vec<Sample> = (1..=n).map(|i| measure(&server, i)).collect();
+        let column = |f: fn(&Sample) -> f64| {
+            let mut values: Vec<f64> = samples.iter().map(f).collect();
+            format!("{:.0} / {:.0}", percentile(&mut values, 0.5), percentile(&mut values, 0.9))
+        };
+        println!(
+            "{mode:<10} {:>22} {:>22} {:>22}",
+            column(|s| s.to_start),
+            column(|s| s.to_first_line),
+            column(|s| s.round_trip)
+        );
+        drop(server);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
