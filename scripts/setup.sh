@@ -10,7 +10,8 @@
 # tests/.fuzz-venv with Schemathesis (tests/fuzz-requirements.txt), for
 # scripts/fuzz.sh; with --containers podman with runc, busybox-static (the
 # test image's applets), Debian's docker-registry and htpasswd, for
-# tests/containers.rs. Versions are
+# tests/containers.rs; with --slurm a one-node Slurm cluster running on this
+# machine (scripts/slurm-up.sh), for tests/slurm.rs. Versions are
 # pinned so no build step ever downloads a tool of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,7 @@ with_lep=false
 with_tao=false
 with_fuzz=false
 with_containers=false
+with_slurm=false
 for arg in "$@"; do
   case "$arg" in
     --browser) with_browser=true ;;
@@ -32,7 +34,8 @@ for arg in "$@"; do
     --tao) with_tao=true ;;
     --fuzz) with_fuzz=true ;;
     --containers) with_containers=true ;;
-    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao] [--fuzz] [--containers]" >&2; exit 2 ;;
+    --slurm) with_slurm=true ;;
+    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao] [--fuzz] [--containers] [--slurm]" >&2; exit 2 ;;
   esac
 done
 
@@ -113,6 +116,10 @@ if $with_containers; then
     printf '[containers]\ndefault_ulimits = ["nofile=%s:%s", "nproc=%s:%s"]\n\n[engine]\nruntime = "runc"\n' \
       "$nofile" "$nofile" "$nproc" "$nproc" | as_root tee /etc/containers/containers.conf >/dev/null
   fi
+fi
+
+if $with_slurm; then
+  scripts/slurm-up.sh
 fi
 
 # A Python virtual environment `venv` filled from the pinned `requirements`

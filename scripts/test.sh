@@ -33,6 +33,8 @@ step scripts/setup.sh --tao
 step scripts/setup.sh --fuzz
 # podman, the registry and the test image's busybox for tests/containers.rs.
 step scripts/setup.sh --containers
+# A one-node Slurm cluster, started here, for tests/slurm.rs.
+step scripts/setup.sh --slurm
 # The code's form and lints (rustfmt.toml, [workspace.lints] in Cargo.toml):
 # a formatting difference or a clippy warning fails the run.
 step cargo fmt --all -- --check

@@ -69,7 +69,10 @@ fn main() {
     containers::test_image();
     let n = replicas();
     println!("{n} one-replica jobs per mode, one after another; times in ms");
-    println!("{:<10} {:>22} {:>22} {:>22}", "mode", "attempt → start p50/p90", "→ first line p50/p90", "create → done p50/p90");
+    println!(
+        "{:<10} {:>22} {:>22} {:>22}",
+        "mode", "attempt → start p50/p90", "→ first line p50/p90", "create → done p50/p90"
+    );
     for mode in ["process", "container"] {
         let server = Server::start_api_with_config(&config(mode));
         // One job first, so the figures are of a warm server and engine.

@@ -260,6 +260,19 @@ impl Drop for Server {
         end_replicas(&self.data_dir);
         // A container runs under its engine, not its supervisor's session.
         containers::remove_containers(&containers::attempt_containers(&self.data_dir));
+        // Nor does a Slurm job: cancel what the server's jobs left there.
+        cancel_slurm_jobs(&self.data_dir);
+    }
+}
+
+/// Cancels the Slurm jobs of every job a Slurm server under `data_dir`
+/// submitted (its log directory `slurm/<job id>` names them:
+/// `jobdeck-<job id>`).
+fn cancel_slurm_jobs(data_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(data_dir.join("slurm")) else { return };
+    for entry in entries.flatten() {
+        let name = format!("--name=jobdeck-{}", entry.file_name().to_string_lossy());
+        let _ = Command::new("scancel").arg(name).stdout(Stdio::null()).stderr(Stdio::null()).status();
     }
 }
 

@@ -29,6 +29,11 @@ enum Command {
         #[command(subcommand)]
         command: KubeCommand,
     },
+    /// Slurm executor tools.
+    Slurm {
+        #[command(subcommand)]
+        command: SlurmCommand,
+    },
     /// Supervise one replica attempt (started by the local executor).
     #[command(hide = true)]
     Supervise {
@@ -59,6 +64,29 @@ struct RenderArgs {
     /// The namespace; default: the config's, else `default`.
     #[arg(long)]
     namespace: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum SlurmCommand {
+    /// Print the sbatch command line and batch script of a job's first
+    /// submission, without a cluster. Values from secrets are shown as
+    /// `<secret NAME>`.
+    Render(SlurmRenderArgs),
+}
+
+#[derive(Debug, Args)]
+struct SlurmRenderArgs {
+    /// The job as JSON: a Lepton job with `metadata` and `spec`.
+    #[arg(long)]
+    file: PathBuf,
+    /// The config file with node groups, shapes and `[executor.slurm]`;
+    /// without one, the defaults `jobdeck serve` uses.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The node group (partition) to place the job in; default: its first
+    /// allowed group.
+    #[arg(long)]
+    node_group: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -124,6 +152,7 @@ pub fn run() -> ExitCode {
                 token_create(&user, &data.data_dir).await
             }
             Command::Kube { command: KubeCommand::Render(args) } => kube_render(args),
+            Command::Slurm { command: SlurmCommand::Render(args) } => slurm_render(args),
             Command::Supervise { .. } => unreachable!("handled before the runtime starts"),
         }
     });
@@ -263,6 +292,16 @@ async fn token_create(user: &str, data_dir: &Path) -> Result<(), String> {
     let store = open_store(data_dir)?;
     let token = auth::issue_token(&store, user).await.map_err(|e| format!("cannot create the token: {e:?}"))?;
     println!("{token}");
+    Ok(())
+}
+
+fn slurm_render(args: SlurmRenderArgs) -> Result<(), String> {
+    let config = match &args.config {
+        Some(path) => Config::from_file(path, Path::new("."))?,
+        None => Config::for_data_dir("."),
+    };
+    let text = std::fs::read_to_string(&args.file).map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+    print!("{}", crate::slurm::render_job_file(&text, &config, args.node_group.as_deref())?);
     Ok(())
 }
 

@@ -48,6 +48,8 @@ pub enum ExecutorKind {
     Local,
     /// Replicas are pods of `batch/v1` Jobs on a cluster (design §5, issue 8).
     Kubernetes,
+    /// Replicas are tasks of Slurm job arrays (docs/slurm.md, issue 19).
+    Slurm,
 }
 
 impl ExecutorKind {
@@ -55,6 +57,7 @@ impl ExecutorKind {
         match self {
             ExecutorKind::Local => "local",
             ExecutorKind::Kubernetes => "kubernetes",
+            ExecutorKind::Slurm => "slurm",
         }
     }
 }
@@ -68,11 +71,18 @@ pub struct ExecutorConfig {
     /// `[executor.kubernetes]` exactly as written: the Kubernetes executor
     /// owns and parses its own settings.
     pub kubernetes: toml::Table,
+    /// `[executor.slurm]` exactly as written, for the Slurm executor.
+    pub slurm: toml::Table,
 }
 
 impl Default for ExecutorConfig {
     fn default() -> Self {
-        Self { kind: ExecutorKind::Local, local: LocalExecutorConfig::default(), kubernetes: toml::Table::new() }
+        Self {
+            kind: ExecutorKind::Local,
+            local: LocalExecutorConfig::default(),
+            kubernetes: toml::Table::new(),
+            slurm: toml::Table::new(),
+        }
     }
 }
 
@@ -178,9 +188,7 @@ impl LocalExecutorConfig {
     /// failed attempt (1 for the first): the base doubled per earlier
     /// failure, capped.
     pub fn retry_backoff(&self, failures: i64) -> std::time::Duration {
-        let doublings = (failures.max(1) - 1).min(32) as u32;
-        let seconds = self.retry_backoff_seconds.saturating_mul(1u64 << doublings);
-        std::time::Duration::from_secs(seconds.min(self.retry_backoff_max_seconds))
+        crate::executor::retry_backoff(self.retry_backoff_seconds, self.retry_backoff_max_seconds, failures)
     }
 }
 
@@ -402,6 +410,7 @@ struct ExecutorSection {
     kind: Option<ExecutorKind>,
     local: Option<LocalExecutorConfig>,
     kubernetes: Option<toml::Table>,
+    slurm: Option<toml::Table>,
 }
 
 impl Config {
@@ -457,6 +466,9 @@ impl Config {
             }
             if let Some(kubernetes) = executor.kubernetes {
                 config.executor.kubernetes = kubernetes;
+            }
+            if let Some(slurm) = executor.slurm {
+                config.executor.slurm = slurm;
             }
         }
         if let Some(groups) = file.node_groups {

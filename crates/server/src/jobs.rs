@@ -191,7 +191,7 @@ pub async fn validation_context(state: &AppState, user: &str) -> AppResult<Valid
     // namespace, which only the cluster knows.
     let image_pull_secret_names = match state.config.executor.kind {
         ExecutorKind::Kubernetes => None,
-        ExecutorKind::Local => Some(
+        ExecutorKind::Local | ExecutorKind::Slurm => Some(
             state.store.image_pull_secrets_visible_to(user.to_string()).await?.into_iter().map(|s| s.name).collect(),
         ),
     };

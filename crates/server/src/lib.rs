@@ -25,6 +25,7 @@ pub mod openapi;
 pub mod replicas;
 pub mod scheduler;
 pub mod secrets;
+pub mod slurm;
 pub mod spec;
 pub mod store;
 pub mod workspace;

@@ -402,9 +402,8 @@ async fn the_executors_requirements_are_rules_of_the_form() {
 /// runs containers.
 #[wasm_bindgen_test]
 async fn the_image_field_says_when_the_server_ignores_images() {
-    let help = |m: &Mounted| {
-        m.host.query_selector("#image-help").unwrap().expect("the image's help").text_content().unwrap()
-    };
+    let help =
+        |m: &Mounted| m.host.query_selector("#image-help").unwrap().expect("the image's help").text_content().unwrap();
     let m = mount().await;
     assert!(!help(&m).contains("not used on this server"), "{}", help(&m));
     let mut process = context();

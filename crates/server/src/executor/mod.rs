@@ -463,6 +463,14 @@ pub trait Executor: Send + Sync + 'static {
 /// Labels and annotations an executor may attach to what it creates.
 pub type StringMap = BTreeMap<String, String>;
 
+/// The wait before a failed replica's retry after its `failures`-th failure,
+/// as Kubernetes' Job controller waits: `base` seconds, doubled for each
+/// further failure, at most `max`.
+pub fn retry_backoff(base: u64, max: u64, failures: i64) -> std::time::Duration {
+    let doublings = (failures.max(1) - 1).min(32) as u32;
+    std::time::Duration::from_secs(base.saturating_mul(1u64 << doublings).min(max))
+}
+
 /// The executor the configuration asks for.
 pub fn build(config: &crate::config::Config, host: ExecutorHost) -> Result<std::sync::Arc<dyn Executor>, String> {
     match config.executor.kind {
@@ -470,12 +478,22 @@ pub fn build(config: &crate::config::Config, host: ExecutorHost) -> Result<std::
         ExecutorKind::Kubernetes => {
             Ok(std::sync::Arc::new(crate::kubernetes::KubernetesExecutor::from_config(config, host)?))
         }
+        ExecutorKind::Slurm => Ok(std::sync::Arc::new(crate::slurm::SlurmExecutor::from_config(config, host)?)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_retry_back_off_doubles_up_to_its_cap() {
+        // (failures so far, seconds) with Kubernetes' 10 s and 360 s.
+        for (failures, seconds) in [(0, 10), (1, 10), (2, 20), (3, 40), (6, 320), (7, 360), (100, 360)] {
+            assert_eq!(retry_backoff(10, 360, failures).as_secs(), seconds, "{failures}");
+        }
+        assert_eq!(retry_backoff(0, 360, 5).as_secs(), 0);
+    }
 
     #[test]
     fn replica_ids_round_trip_and_reject_strangers() {

@@ -83,7 +83,7 @@ const PATTERNS: &[(FindingKind, &str)] = &[
     ),
     (
         FindingKind::HostOom,
-        r"Killed process \d+ \(|Out of memory: Kill|oom-kill:|^MemoryError\b|^\w+(\.\w+)*\.MemoryError\b|std::bad_alloc|memory allocation of \d+ bytes failed|jobdeck: the replica was killed \(OOM\)",
+        r"Killed process \d+ \(|Out of memory: Kill|oom-kill:|^MemoryError\b|^\w+(\.\w+)*\.MemoryError\b|std::bad_alloc|memory allocation of \d+ bytes failed|jobdeck: the replica was killed \(OOM\)|slurmstepd\S*: error: (StepId=\S+ exceeded memory limit|Exceeded (job|step) memory limit|Detected \d+ oom[-_]kill event)",
     ),
     (
         FindingKind::CommandNotFound,
@@ -400,6 +400,9 @@ mod tests {
             ("node-1:77:77 [0] NCCL WARN Could not find real path of /sys/class/net/eth0", None),
             ("[ 6829.311862] Memory cgroup out of memory: Killed process 4695 (awk) total-vm:102304kB", Some(HostOom)),
             ("MemoryError", Some(HostOom)),
+            ("slurmstepd-vm: error: Exceeded job memory limit", Some(HostOom)),
+            ("slurmstepd: error: StepId=4.batch exceeded memory limit (308912128 > 104857600), being killed", Some(HostOom)),
+            ("slurmstepd: error: Detected 1 oom_kill event in StepId=12.batch. Some of the step tasks have been OOM Killed.", Some(HostOom)),
             ("jobdeck: the replica was killed (OOM): it used more memory than the 64 MiB its shape allows; the kernel killed python3 (pid 9)", Some(HostOom)),
             ("/bin/sh: 1: trian.py: not found", Some(CommandNotFound)),
             ("bash: line 1: pythn: command not found", Some(CommandNotFound)),

@@ -1,0 +1,106 @@
+//! The Slurm executor (docs/slurm.md): jobs run as Slurm job arrays
+//! submitted with `sbatch`, read back with `scontrol`, their output copied
+//! into the log store.
+//!
+//! * `settings.rs` — `[executor.slurm]`;
+//! * `script.rs` — one submission as data: options, batch script, exported
+//!   variables (pure; `jobdeck slurm render` prints it);
+//! * `cli.rs` — the Slurm tools: running them, parsing `scontrol show job`;
+//! * `executor.rs` — the controller of each run.
+
+pub mod cli;
+pub mod executor;
+pub mod script;
+pub mod settings;
+
+pub use executor::SlurmExecutor;
+pub use settings::SlurmSettings;
+
+use crate::config::Config;
+use crate::spec::ResolvedSpec;
+
+/// What `jobdeck slurm render` prints for a job file: the `sbatch` command
+/// line and the batch script of the run's first submission, with every
+/// exported value that comes from a secret shown as `<secret NAME>`.
+pub fn render_job_file(json: &str, config: &Config, node_group: Option<&str>) -> Result<String, String> {
+    let job: jobdeck_api::LeptonJob = jobdeck_api::from_json(json.as_bytes()).map_err(|e| match e {
+        jobdeck_api::JsonError::Syntax(message) => format!("the job file is not valid JSON: {message}"),
+        jobdeck_api::JsonError::Fields(errors) => describe(&errors),
+    })?;
+    let settings = SlurmSettings::from_table(&config.executor.slurm)?;
+    let mut errors = jobdeck_api::validate_job(&job);
+    if job.metadata.name.is_none() && job.metadata.id.is_some() {
+        errors.remove("metadata.name");
+    }
+    if !errors.is_empty() {
+        return Err(describe(&errors));
+    }
+    let resolved = ResolvedSpec::resolve(&job.spec, config).map_err(|e| describe(&e))?;
+    let group = node_group.map(String::from).or_else(|| resolved.node_groups.first().cloned()).unwrap_or_default();
+    if !resolved.node_groups.contains(&group) {
+        return Err(format!("--node-group: the job may not run in node group '{group}'"));
+    }
+    let id = job.id().to_string();
+    let env = job
+        .spec
+        .envs
+        .iter()
+        .flatten()
+        .map(|var| {
+            let value = match var.value_from.as_ref().and_then(|v| v.secret_name_ref.as_deref()) {
+                Some(secret) => format!("<secret {secret}>"),
+                None => var.value.clone().unwrap_or_default(),
+            };
+            (var.name.clone(), value)
+        })
+        .collect();
+    let launch = crate::executor::JobLaunch {
+        job_id: id.clone(),
+        job_name: job.metadata.name.clone().unwrap_or_else(|| id.clone()),
+        run: 0,
+        spec: job.spec.clone(),
+        shape: resolved.shape.clone(),
+        placement: crate::executor::Placement { node_group: group, slots: Vec::new() },
+        completions: resolved.completions,
+        parallelism: resolved.parallelism,
+        workers: resolved.workers,
+        backoff_limit: resolved.backoff_limit,
+        max_failure_retry: resolved.max_failure_retry,
+        disable_retry_on_program_error: resolved.disable_retry_on_program_error,
+        shared_memory_mb: resolved.shared_memory_mb,
+        log_collection: resolved.log_collection,
+        env,
+        first_attempt: 0,
+        master_port: settings.master_port,
+        pull_credentials: Vec::new(),
+    };
+    let log_dir = settings.log_dir.clone().unwrap_or_else(|| config.data_dir.join("slurm"));
+    let job_dir = log_dir.join(&id);
+    let indexes: Vec<i64> = if resolved.workers > 1 { vec![0] } else { (0..resolved.completions).collect() };
+    let submission = script::render(&script::SubmissionInput {
+        launch: &launch,
+        settings: &settings,
+        job_dir: &job_dir,
+        indexes: &indexes,
+        submission: 0,
+        begin_after_seconds: None,
+        base_env: &[],
+    })?;
+    let mut out = String::new();
+    out.push_str("# The job's variables, exported by name from sbatch's environment:\n");
+    for (name, value) in &submission.env {
+        out.push_str(&format!("#   {name}={value}\n"));
+    }
+    out.push_str(&format!(
+        "sbatch --parsable --chdir={} \\\n  {} <<'JOBDECK_SCRIPT'\n",
+        script::shell_quote(&job_dir.to_string_lossy()),
+        submission.options.iter().map(|o| script::shell_quote(o)).collect::<Vec<_>>().join(" \\\n  ")
+    ));
+    out.push_str(&submission.script);
+    out.push_str("JOBDECK_SCRIPT\n");
+    Ok(out)
+}
+
+fn describe(errors: &jobdeck_api::FieldErrors) -> String {
+    errors.iter().map(|(path, messages)| format!("{path}: {}", messages.join("; "))).collect::<Vec<_>>().join("\n")
+}

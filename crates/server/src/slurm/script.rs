@@ -1,0 +1,374 @@
+//! One `sbatch` submission of a run, as data: its options, its batch script
+//! and the variables it exports. Pure and table-tested; `jobdeck slurm
+//! render` prints it.
+//!
+//! Every submission is a job array, even of one task, so a task is always
+//! `<array job id>_<task id>`, its output always `%A_%a.out` and its
+//! completion index always `SLURM_ARRAY_TASK_ID`:
+//!
+//! * completions → the array's task ids (`--array=0-9%2`: ten indexes, two at
+//!   a time, Kubernetes' completions and parallelism); a retry is a
+//!   submission of the one failed index (`--array=3`), held back by its
+//!   back-off with `--begin=now+<seconds>`;
+//! * workers > 1 → one task holding that many nodes (`--nodes`,
+//!   `--ntasks-per-node=1`), whose script starts the workers with `srun`,
+//!   each with `NODE_RANK`, `WORLD_SIZE` and `MASTER_ADDR` (the first node
+//!   of the allocation) and its own output file `%A_%a-<rank>.out`;
+//! * the shape → `--cpus-per-task`, `--mem`, `--gres=gpu:<n>`; the active
+//!   deadline → `--time` (whole minutes, rounded up: Slurm's unit);
+//!   priority → a QOS from `qos_by_priority`, else `--nice`; node group →
+//!   partition; the image → pyxis' `--container-image` when the cluster
+//!   has pyxis.
+//!
+//! Secret values never appear in the script or on a command line (where
+//! `ps` and `scontrol show job` would show them): the job's variables are
+//! exported by name (`--export=NAME,…`) from `sbatch`'s own environment, as
+//! Slurm reads them. The script writes the program's exit code next to its
+//! output (`%A_%a.exit`), so an ended task's code is known even after
+//! slurmctld has forgotten the job.
+
+use std::path::Path;
+
+use super::settings::SlurmSettings;
+use crate::executor::env::replica_env;
+use crate::executor::JobLaunch;
+
+/// The Slurm job name of every submission of a job: Jobdeck finds its jobs
+/// again by it after a restart (`squeue --name`).
+pub fn job_name(job_id: &str) -> String {
+    format!("jobdeck-{job_id}")
+}
+
+/// The comment that tells one submission of a job from another:
+/// `jobdeck:<job id>:<run>:<submission>`.
+pub fn comment(job_id: &str, run: i64, submission: u32) -> String {
+    format!("jobdeck:{job_id}:{run}:{submission}")
+}
+
+/// The output file of one array task (one replica; with workers, rank 0's
+/// is the batch script's own).
+pub fn output_file(job_dir: &Path, array_job_id: u64, task: i64, rank: Option<i64>) -> std::path::PathBuf {
+    match rank {
+        Some(rank) => job_dir.join(format!("{array_job_id}_{task}-{rank}.out")),
+        None => job_dir.join(format!("{array_job_id}_{task}.out")),
+    }
+}
+
+/// The file the batch script writes the program's exit code to.
+pub fn exit_file(job_dir: &Path, array_job_id: u64, task: i64) -> std::path::PathBuf {
+    job_dir.join(format!("{array_job_id}_{task}.exit"))
+}
+
+/// What one submission needs beyond the launch.
+pub struct SubmissionInput<'a> {
+    pub launch: &'a JobLaunch,
+    pub settings: &'a SlurmSettings,
+    /// The job's directory under the settings' log directory.
+    pub job_dir: &'a Path,
+    /// The completion indexes this submission runs (sorted).
+    pub indexes: &'a [i64],
+    /// This run's count of submissions before this one.
+    pub submission: u32,
+    /// Hold the submission back this long (a retry's back-off).
+    pub begin_after_seconds: Option<u64>,
+    /// Variables of the server's environment every job gets (`PATH`, …).
+    pub base_env: &'a [(String, String)],
+}
+
+/// One submission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submission {
+    /// `sbatch`'s options, before the script's path.
+    pub options: Vec<String>,
+    pub script: String,
+    /// The variables `--export` names, with their values: `sbatch`'s
+    /// environment. Never log them: they hold secrets.
+    pub env: Vec<(String, String)>,
+}
+
+/// The variables the script sets per task or per worker, so the submission
+/// does not export them.
+const PER_TASK: &[&str] = &[
+    "JOB_COMPLETION_INDEX",
+    "LEPTON_JOB_WORKER_INDEX",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+];
+
+/// `0-9` for a run of indexes, `1,4,7` otherwise.
+pub fn array_spec(indexes: &[i64]) -> String {
+    let contiguous = indexes.windows(2).all(|w| w[1] == w[0] + 1);
+    match (indexes.first(), indexes.last()) {
+        (Some(first), Some(last)) if contiguous && first != last => format!("{first}-{last}"),
+        _ => indexes.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
+    }
+}
+
+/// `'text'` for a POSIX shell, whatever `text` holds.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The `--nice` of a priority level: 0 at the default (4) and above, 1000
+/// more per level below.
+fn nice(level: u8) -> u32 {
+    u32::from(4u8.saturating_sub(level)) * 1000
+}
+
+/// Builds one submission.
+pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
+    let launch = input.launch;
+    let spec = &launch.spec;
+    let command = spec.container.command.as_deref().unwrap_or(&[]);
+    if command.is_empty() {
+        return Err("the Slurm executor needs spec.container.command".into());
+    }
+    if input.indexes.is_empty() {
+        return Err("a submission runs at least one completion index".into());
+    }
+    let workers = launch.workers.max(1);
+    let mut options: Vec<String> = Vec::new();
+    let mut option = |name: &str, value: String| options.push(format!("--{name}={value}"));
+    option("job-name", job_name(&launch.job_id));
+    option("comment", comment(&launch.job_id, launch.run, input.submission));
+    let parallel = launch.parallelism.max(1);
+    let array = array_spec(input.indexes);
+    if (parallel as usize) < input.indexes.len() {
+        option("array", format!("{array}%{parallel}"));
+    } else {
+        option("array", array);
+    }
+    option("output", input.job_dir.join("%A_%a.out").to_string_lossy().into_owned());
+    option("open-mode", "append".into());
+    if let Some(partition) = input.settings.partition_of(&launch.placement.node_group) {
+        option("partition", partition.into());
+    }
+    if let Some(account) = &input.settings.account {
+        option("account", account.clone());
+    }
+    let priority = spec.priority();
+    match input.settings.qos_by_priority.get(priority.class()).or(input.settings.qos.as_ref()) {
+        Some(qos) => option("qos", qos.clone()),
+        None if nice(priority.level()) > 0 => option("nice", nice(priority.level()).to_string()),
+        None => {}
+    }
+    if workers > 1 {
+        option("nodes", workers.to_string());
+        option("ntasks-per-node", "1".into());
+    }
+    option("cpus-per-task", (launch.shape.cpu.ceil() as i64).max(1).to_string());
+    option("mem", format!("{}M", launch.shape.memory_mb));
+    if launch.shape.gpus > 0 {
+        option("gres", format!("gpu:{}", launch.shape.gpus));
+    }
+    if let Some(seconds) = spec.active_deadline_seconds.filter(|s| *s > 0) {
+        option("time", ((seconds + 59) / 60).to_string());
+    }
+    if let Some(wait) = input.begin_after_seconds.filter(|s| *s > 0) {
+        option("begin", format!("now+{wait}"));
+    }
+    if input.settings.pyxis {
+        if let Some(image) = spec.container.image_reference().filter(|i| !i.trim().is_empty()) {
+            option("container-image", image);
+        }
+    }
+    // Jobdeck retries failed replicas itself (with their back-off); a
+    // requeue by Slurm would run an attempt twice under one id.
+    options.push("--no-requeue".into());
+
+    let mut env: Vec<(String, String)> = input.base_env.to_vec();
+    for (name, value) in replica_env(launch, 0, &[]) {
+        if PER_TASK.contains(&name.as_str()) {
+            continue;
+        }
+        env.retain(|(n, _)| *n != name);
+        env.push((name, value));
+    }
+    if workers > 1 {
+        env.retain(|(n, _)| n != "MASTER_PORT");
+        env.push(("MASTER_PORT".into(), input.settings.master_port.to_string()));
+    }
+    let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+    option_export(&mut options, &names);
+
+    let dir = shell_quote(&input.job_dir.to_string_lossy());
+    let program = command.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ");
+    let mut script = String::new();
+    script.push_str("#!/bin/sh\n");
+    script.push_str(&format!(
+        "# Jobdeck job {}, run {}, submission {}: written by the Slurm executor (docs/slurm.md).\n",
+        launch.job_id, launch.run, input.submission
+    ));
+    script.push_str(&format!("dir={dir}\n"));
+    script.push_str("task=\"$SLURM_ARRAY_TASK_ID\"\n");
+    script.push_str("exit_file=\"$dir/${SLURM_ARRAY_JOB_ID}_${task}.exit\"\n");
+    if workers > 1 {
+        script.push_str(&format!("export WORLD_SIZE={workers}\n"));
+        script.push_str("export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n");
+        script.push_str(
+            "srun --kill-on-bad-exit=1 --output=\"$dir/${SLURM_ARRAY_JOB_ID}_${task}-%t.out\" \\\n  \
+             sh -c 'export NODE_RANK=\"$SLURM_PROCID\" JOB_COMPLETION_INDEX=\"$SLURM_PROCID\" \
+             LEPTON_JOB_WORKER_INDEX=\"$SLURM_PROCID\"; exec \"$@\"' jobdeck-worker ",
+        );
+        script.push_str(&program);
+        script.push('\n');
+    } else {
+        script.push_str("export JOB_COMPLETION_INDEX=\"$task\" LEPTON_JOB_WORKER_INDEX=\"$task\"\n");
+        script.push_str(&program);
+        script.push('\n');
+    }
+    script.push_str("code=$?\n");
+    script.push_str("printf '%s\\n' \"$code\" > \"$exit_file\"\n");
+    script.push_str("exit \"$code\"\n");
+    Ok(Submission { options, script, env })
+}
+
+fn option_export(options: &mut Vec<String>, names: &[&str]) {
+    options.push(format!("--export={}", names.join(",")));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::env::tests::launch;
+
+    fn input<'a>(
+        launch: &'a JobLaunch,
+        settings: &'a SlurmSettings,
+        indexes: &'a [i64],
+        begin: Option<u64>,
+    ) -> SubmissionInput<'a> {
+        SubmissionInput {
+            launch,
+            settings,
+            job_dir: Path::new("/shared/jobdeck/train-abcde"),
+            indexes,
+            submission: 0,
+            begin_after_seconds: begin,
+            base_env: &[],
+        }
+    }
+
+    fn sample() -> JobLaunch {
+        let mut launch = launch(1);
+        launch.completions = 10;
+        launch.parallelism = 2;
+        launch.spec.container.command = Some(vec!["python3".into(), "train.py".into(), "--name=it's".into()]);
+        launch.env = vec![("HF_TOKEN".into(), "s3cret".into())];
+        launch
+    }
+
+    #[test]
+    fn arrays_are_written_as_slurm_reads_them() {
+        let cases: [(&[i64], &str); 5] =
+            [(&[0], "0"), (&[0, 1, 2], "0-2"), (&[3], "3"), (&[1, 4, 7], "1,4,7"), (&[2, 3, 5], "2,3,5")];
+        for (indexes, expected) in cases {
+            assert_eq!(array_spec(indexes), expected);
+        }
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn a_job_maps_to_the_options_slurm_users_expect() {
+        let settings = SlurmSettings {
+            partitions: [("local".to_string(), "gpu".to_string())].into(),
+            account: Some("vision".into()),
+            ..SlurmSettings::default()
+        };
+        let mut launch = sample();
+        launch.spec.active_deadline_seconds = Some(61);
+        let indexes: Vec<i64> = (0..10).collect();
+        let submission = render(&input(&launch, &settings, &indexes, None)).unwrap();
+        let options = submission.options.join(" ");
+        for part in [
+            "--job-name=jobdeck-train-abcde",
+            "--comment=jobdeck:train-abcde:0:0",
+            "--array=0-9%2",
+            "--output=/shared/jobdeck/train-abcde/%A_%a.out",
+            "--partition=gpu",
+            "--account=vision",
+            "--cpus-per-task=4",
+            "--mem=8192M",
+            "--gres=gpu:1",
+            "--time=2",
+            "--no-requeue",
+        ] {
+            assert!(options.contains(part), "missing {part} in {options}");
+        }
+        assert!(!options.contains("--nice") && !options.contains("--qos") && !options.contains("--begin"), "{options}");
+        // Secrets are exported by name; their values are in sbatch's
+        // environment only, never in the options or the script.
+        assert!(options.contains("HF_TOKEN") && options.contains("JOB_COMPLETIONS"), "{options}");
+        assert!(!options.contains("JOB_COMPLETION_INDEX,") && !options.contains("CUDA_VISIBLE_DEVICES"), "{options}");
+        assert!(!options.contains("s3cret") && !submission.script.contains("s3cret"));
+        assert!(submission.env.contains(&("HF_TOKEN".to_string(), "s3cret".to_string())));
+        assert!(submission.env.contains(&("JOB_COMPLETIONS".to_string(), "10".to_string())));
+        let script = &submission.script;
+        assert!(script.contains("export JOB_COMPLETION_INDEX=\"$task\""), "{script}");
+        assert!(script.contains(r"'python3' 'train.py' '--name=it'\''s'"), "{script}");
+        assert!(script.contains("printf '%s\\n' \"$code\" > \"$exit_file\""), "{script}");
+        assert!(!script.contains("srun"), "{script}");
+    }
+
+    #[test]
+    fn retries_priorities_and_pyxis() {
+        let mut settings = SlurmSettings {
+            qos_by_priority: [("high-9000".to_string(), "urgent".to_string())].into(),
+            pyxis: true,
+            ..SlurmSettings::default()
+        };
+        let mut launch = sample();
+        launch.spec.container.image = Some("nvcr.io/nvidia/pytorch".into());
+        launch.spec.container.image_tag = Some("25.08-py3".into());
+        // (priority class, expected option)
+        let cases = [("high-9000", "--qos=urgent"), ("mid-4000", ""), ("low-1000", "--nice=3000")];
+        for (class, expected) in cases {
+            launch.spec.queue_config =
+                Some(jobdeck_api::QueueConfig { priority_class: Some(class.into()), ..Default::default() });
+            let submission = render(&input(&launch, &settings, &[3], Some(20))).unwrap();
+            let options = submission.options.join(" ");
+            assert!(options.contains("--array=3 ") && options.contains("--begin=now+20"), "{options}");
+            assert!(options.contains("--container-image=nvcr.io/nvidia/pytorch:25.08-py3"), "{options}");
+            if expected.is_empty() {
+                assert!(!options.contains("--qos") && !options.contains("--nice"), "{class}: {options}");
+            } else {
+                assert!(options.contains(expected), "{class}: {options}");
+            }
+        }
+        settings.pyxis = false;
+        let options = render(&input(&launch, &settings, &[0], None)).unwrap().options.join(" ");
+        assert!(!options.contains("--container-image"), "{options}");
+    }
+
+    #[test]
+    fn workers_share_one_allocation_with_the_rendezvous_variables() {
+        let settings = SlurmSettings::default();
+        let mut launch = sample();
+        launch.workers = 4;
+        launch.completions = 4;
+        launch.parallelism = 4;
+        let submission = render(&input(&launch, &settings, &[0], None)).unwrap();
+        let options = submission.options.join(" ");
+        assert!(options.contains("--array=0 ") && options.contains("--nodes=4 --ntasks-per-node=1"), "{options}");
+        assert!(submission.env.contains(&("WORLD_SIZE".to_string(), "4".to_string())));
+        assert!(submission.env.contains(&("MASTER_PORT".to_string(), "29400".to_string())));
+        let script = &submission.script;
+        for part in [
+            "MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"",
+            "srun --kill-on-bad-exit=1 --output=\"$dir/${SLURM_ARRAY_JOB_ID}_${task}-%t.out\"",
+            "NODE_RANK=\"$SLURM_PROCID\" JOB_COMPLETION_INDEX=\"$SLURM_PROCID\"",
+        ] {
+            assert!(script.contains(part), "missing {part} in {script}");
+        }
+    }
+
+    #[test]
+    fn a_job_without_a_command_cannot_be_submitted() {
+        let mut launch = sample();
+        launch.spec.container.command = None;
+        let err = render(&input(&launch, &SlurmSettings::default(), &[0], None)).unwrap_err();
+        assert!(err.contains("spec.container.command"), "{err}");
+    }
+}

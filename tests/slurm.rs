@@ -1,0 +1,309 @@
+//! The Slurm executor against a real one-node Slurm cluster (issue 19):
+//! munge, slurmctld and slurmd from Debian, started by
+//! `scripts/setup.sh --slurm` (scripts/slurm-up.sh), and the real `jobdeck
+//! serve`. Jobs that must be seen running wait at a gate file the test
+//! creates; nothing waits on a clock.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use jobdeck_e2e::Server;
+use serde_json::{json, Value};
+
+/// The tests share one small cluster: one at a time, so each sees Slurm
+/// schedule its own jobs. The guard is held for the whole test.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    CLUSTER.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A Slurm server whose node group is larger than the one-node cluster, so
+/// Jobdeck admits what Slurm then queues; polls Slurm every 200 ms.
+fn server(extra: &str) -> Server {
+    let config = format!(
+        "[executor]\nkind = \"slurm\"\n\n[executor.slurm]\npoll_interval_ms = 200\nretry_backoff_seconds = 1\n{extra}\n\n\
+         [[node_groups]]\nname = \"debug\"\ncpu = 64\nmemory_mb = 262144\n\n\
+         [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 256\n\n\
+         [[shapes]]\nname = \"cpu.node\"\ncpu = {cpus}\nmemory_mb = 512\n\n\
+         [[shapes]]\nname = \"mem.tiny\"\ncpu = 1\nmemory_mb = 64\n",
+        cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+    );
+    Server::start_api_with_config(&config)
+}
+
+fn job(name: &str, script: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "spec": {
+            "resource_shape": "cpu.small",
+            "backoff_limit": 0,
+            "container": {"image": "ignored-without-pyxis", "command": ["/bin/sh", "-c", script]}
+        }
+    })
+}
+
+fn replicas(server: &Server, token: &str, id: &str) -> Vec<Value> {
+    let (status, list) = server.call("GET", &format!("/jobs/{id}/replicas"), token, None);
+    assert_eq!(status, 200, "{list}");
+    list.as_array().cloned().unwrap_or_default()
+}
+
+fn log(server: &Server, token: &str, id: &str, replica: &str) -> String {
+    let (status, text) = server.call("GET", &format!("/jobs/{id}/replicas/{replica}/log"), token, None);
+    assert_eq!(status, 200, "{text}");
+    text.as_str().map(str::to_string).unwrap_or_else(|| text.to_string())
+}
+
+fn analysis(server: &Server, token: &str, id: &str) -> Value {
+    server.call("GET", &format!("/jobs/{id}/failure-analysis"), token, None).1
+}
+
+fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What Slurm still has queued or running under a job's name.
+fn slurm_jobs_of(id: &str) -> String {
+    let out = Command::new("squeue")
+        .args(["-h", "-t", "PENDING,RUNNING,CONFIGURING,COMPLETING", "--name", &format!("jobdeck-{id}"), "-o", "%i %T"])
+        .output()
+        .expect("squeue runs (scripts/setup.sh --slurm)");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn scontrol_field(slurm_job: &str, field: &str) -> String {
+    let out = Command::new("scontrol").args(["show", "job", "-o", slurm_job]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split(' ').find_map(|w| w.strip_prefix(&format!("{field}="))).unwrap_or("").to_string()
+}
+
+fn gate(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+#[test]
+fn an_indexed_job_runs_each_index_once_as_a_task_of_one_array() {
+    let _cluster = one_at_a_time();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server("");
+    let token = &server.admin_token;
+    let marks = scratch.path().display();
+    let mut spec = job(
+        "indexed",
+        &format!("echo index=$JOB_COMPLETION_INDEX of $JOB_COMPLETIONS task=$SLURM_ARRAY_TASK_ID; echo $JOB_COMPLETION_INDEX >> {marks}/ran"),
+    );
+    spec["spec"]["completions"] = json!(3);
+    spec["spec"]["parallelism"] = json!(2);
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, "Completed");
+    let list = replicas(&server, token, &id);
+    assert_eq!(list.len(), 3, "{list:?}");
+    let array = list[0]["status"]["executor_id"].as_str().unwrap().split('_').next().unwrap().to_string();
+    for (index, replica) in list.iter().enumerate() {
+        let status = &replica["status"];
+        assert_eq!((status["completion_index"].as_i64(), status["attempt"].as_i64()), (Some(index as i64), Some(0)));
+        assert_eq!(status["executor_id"], format!("{array}_{index}"), "one array: {status}");
+        assert!(status["node"]["name"].as_str().is_some_and(|n| !n.is_empty()), "{status}");
+        let text = log(&server, token, &id, replica["id"].as_str().unwrap());
+        assert!(text.contains(&format!("index={index} of 3 task={index}")), "{text}");
+    }
+    let mut ran: Vec<String> =
+        std::fs::read_to_string(scratch.path().join("ran")).unwrap().lines().map(String::from).collect();
+    ran.sort();
+    assert_eq!(ran, ["0", "1", "2"], "each index ran once");
+    assert_eq!(scontrol_field(&array, "ArrayTaskThrottle"), "2", "parallelism is the array's throttle");
+}
+
+#[test]
+fn a_failing_job_is_a_program_error_and_a_retry_waits_with_begin() {
+    let _cluster = one_at_a_time();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server("");
+    let token = &server.admin_token;
+    let failing = server.create_job(
+        token,
+        &job("failing", "echo 'Traceback (most recent call last):'; echo 'ValueError: bad input' >&2; exit 3"),
+    );
+    server.wait_for_state(token, &failing, "Failed");
+    let replica = &replicas(&server, token, &failing)[0]["status"];
+    assert_eq!((replica["reason"].as_str(), replica["exit_code"].as_i64()), (Some("Error"), Some(3)), "{replica}");
+    let found = analysis(&server, token, &failing);
+    assert_eq!(found["err_class"], "ERR_PROGRAM", "{found}");
+
+    // Fails once, then succeeds: the retry is a new submission of its index.
+    let counter = scratch.path().join("tries");
+    let mut spec = job(
+        "retried",
+        &format!("echo try >> {c}; [ $(wc -l < {c}) -ge 2 ] || exit 1; echo second try", c = counter.display()),
+    );
+    spec["spec"]["backoff_limit"] = json!(1);
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, "Completed");
+    let list = replicas(&server, token, &id);
+    assert_eq!(list.len(), 2, "{list:?}");
+    assert_eq!(list[0]["status"]["reason"], "Error");
+    assert_eq!(list[1]["status"]["reason"], "Completed");
+    let first = list[0]["status"]["executor_id"].as_str().unwrap().to_string();
+    let second = list[1]["status"]["executor_id"].as_str().unwrap().to_string();
+    assert_ne!(first.split('_').next(), second.split('_').next(), "the retry is its own Slurm job");
+    // Held back by the back-off: Slurm recorded a begin time after the
+    // first attempt's end.
+    assert!(log(&server, token, &id, list[1]["id"].as_str().unwrap()).contains("second try"));
+}
+
+#[test]
+fn a_job_over_its_memory_is_killed_and_classified_as_out_of_memory() {
+    let _cluster = one_at_a_time();
+    let server = server("");
+    let token = &server.admin_token;
+    let mut spec = job(
+        "memory-hog",
+        "echo filling; python3 -c 'import time\nx = []\nwhile True:\n    x.append(bytearray(16 << 20)); time.sleep(0.02)'",
+    );
+    spec["spec"]["resource_shape"] = json!("mem.tiny");
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, "Failed");
+    let found = analysis(&server, token, &id);
+    assert_eq!(found["err_class"], "ERR_OOM", "{found}");
+    let replica = &replicas(&server, token, &id)[0];
+    let text = log(&server, token, &id, replica["id"].as_str().unwrap());
+    assert!(text.contains("memory limit"), "Slurm's words are in the log: {text}");
+}
+
+#[test]
+fn the_deadline_is_slurms_time_limit_and_ends_the_job() {
+    let _cluster = one_at_a_time();
+    let server = server("");
+    let token = &server.admin_token;
+    let mut spec = job("deadline", "echo started; exec sleep 600");
+    spec["spec"]["active_deadline_seconds"] = json!(3);
+    let id = server.create_job(token, &spec);
+    let slurm_job = wait_for("the job to reach Slurm", || {
+        replicas(&server, token, &id).first()?["status"]["executor_id"].as_str().map(String::from)
+    });
+    // Slurm counts whole minutes: 3 s is one.
+    assert_eq!(scontrol_field(&slurm_job, "TimeLimit"), "00:01:00");
+    let failed = server.wait_for_state(token, &id, "Failed");
+    assert_eq!(failed["status"]["reason"], "DeadlineExceeded", "{failed}");
+    assert_eq!(analysis(&server, token, &id)["err_class"], "ERR_DEADLINE");
+    wait_for("Slurm to end it", || slurm_jobs_of(&id).is_empty().then_some(()));
+}
+
+#[test]
+fn a_stopped_job_leaves_nothing_in_slurm_and_a_queued_one_says_why_it_waits() {
+    let _cluster = one_at_a_time();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server("");
+    let token = &server.admin_token;
+    let started = gate(scratch.path(), "started");
+    let mut whole = job("whole-node", &format!("touch {started}; exec sleep 600"));
+    whole["spec"]["resource_shape"] = json!("cpu.node");
+    let holder = server.create_job(token, &whole);
+    wait_for("the first job to run", || Path::new(&started).exists().then_some(()));
+    server.wait_for_state(token, &holder, "Running");
+
+    // Jobdeck admits it; Slurm has no CPU left and says so.
+    let queued = server.create_job(token, &job("queued", "echo finally"));
+    let issue = wait_for("Slurm's reason", || {
+        let issue = replicas(&server, token, &queued).first()?["status"]["readiness_issue"].clone();
+        (issue["reason"] == "NoCapacity").then_some(issue)
+    });
+    assert!(
+        issue["message"].as_str().unwrap().contains("Slurm's queue")
+            && issue["message"].as_str().unwrap().contains("(Resources)"),
+        "{issue}"
+    );
+
+    for id in [&holder, &queued] {
+        let (status, _) =
+            server.call("PATCH", &format!("/jobs/{id}"), token, Some(&json!({"spec": {"stopped": true}})));
+        assert_eq!(status, 200);
+    }
+    for id in [&holder, &queued] {
+        server.wait_for_state(token, id, "Stopped");
+        assert_eq!(slurm_jobs_of(id), "", "nothing of {id} is left in Slurm");
+    }
+    assert_eq!(replicas(&server, token, &holder)[0]["status"]["reason"], "Stopped");
+}
+
+#[test]
+fn running_slurm_jobs_are_found_again_after_a_kill_9_of_the_server() {
+    let _cluster = one_at_a_time();
+    let scratch = tempfile::tempdir().unwrap();
+    let mut first = server("");
+    let token = first.admin_token.clone();
+    let (started, release, runs) =
+        (gate(scratch.path(), "started"), gate(scratch.path(), "release"), gate(scratch.path(), "runs"));
+    let script = format!(
+        "echo before; echo run >> {runs}; touch {started}; while [ ! -e {release} ]; do sleep 0.1; done; echo after"
+    );
+    let id = first.create_job(&token, &job("adopted", &script));
+    wait_for("the job to run", || Path::new(&started).exists().then_some(()));
+    first.wait_for_state(&token, &id, "Running");
+    // (Lepton's log query: a plain log request would follow the running
+    // replica until it ends.)
+    wait_for("the first line to be copied", || {
+        let (_, found) = first.call("GET", &format!("/logs?job={id}&q=before"), &token, None);
+        (found["data"]["result"][0]["values"].as_array()?.len() == 1).then_some(())
+    });
+
+    first.kill();
+    let config = first.data_dir.parent().unwrap().join("jobdeck.toml");
+    let second = Server::start_api_in(&first.data_dir.clone(), &["--config", config.to_str().unwrap()]);
+    std::fs::write(&release, "").unwrap();
+    second.wait_for_state(&token, &id, "Completed");
+    assert_eq!(replicas(&second, &token, &id).len(), 1, "nothing was submitted twice");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n");
+    let text = log(&second, &token, &id, &format!("{id}-0-0"));
+    assert_eq!(text.matches("before").count(), 1, "no line copied twice: {text}");
+    assert!(text.contains("after"), "{text}");
+}
+
+#[test]
+fn slurm_render_prints_the_batch_script_of_a_multi_node_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("jobdeck.toml");
+    std::fs::write(
+        &config,
+        "[executor]\nkind = \"slurm\"\n[executor.slurm]\npartitions = { gpu-a = \"gpu\" }\nlog_dir = \"/shared/jobdeck\"\n\
+         [[node_groups]]\nname = \"gpu-a\"\ncpu = 32\nmemory_mb = 262144\ngpus = 8\nnodes = 4\n\
+         [[shapes]]\nname = \"gpu.8x\"\ncpu = 32\nmemory_mb = 200000\ngpus = 8\n",
+    )
+    .unwrap();
+    let file = dir.path().join("job.json");
+    let spec = json!({
+        "metadata": {"name": "pretrain"},
+        "spec": {"resource_shape": "gpu.8x", "workers": 2,
+                 "container": {"image": "nvcr.io/nvidia/pytorch:25.08-py3", "command": ["torchrun", "train.py"]},
+                 "envs": [{"name": "WANDB_KEY", "value_from": {"secret_name_ref": "WANDB"}}]}
+    });
+    std::fs::write(&file, spec.to_string()).unwrap();
+    let out = Command::new(jobdeck_e2e::jobdeck_bin())
+        .args(["slurm", "render", "--file", file.to_str().unwrap(), "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for part in [
+        "'--partition=gpu'",
+        "'--nodes=2'",
+        "'--ntasks-per-node=1'",
+        "'--gres=gpu:8'",
+        "'--output=/shared/jobdeck/pretrain/%A_%a.out'",
+        "#   WANDB_KEY=<secret WANDB>",
+        "#   WORLD_SIZE=2",
+        "srun --kill-on-bad-exit=1",
+        "MASTER_ADDR=\"$(scontrol show hostnames",
+        "'torchrun' 'train.py'",
+    ] {
+        assert!(text.contains(part), "missing {part} in:\n{text}");
+    }
+}
