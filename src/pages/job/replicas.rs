@@ -75,12 +75,13 @@ fn LiveReplicas(initial: Vec<Replica>) -> impl IntoView {
 }
 
 /// The column headers of the replicas table.
-pub const REPLICA_HEAD: [Head; 10] = [
+pub const REPLICA_HEAD: [Head; 11] = [
     Head::plain("Replica"),
     Head::plain("Attempt"),
     Head::plain("State"),
     Head::plain("Waiting because"),
     Head::plain("Node"),
+    Head::plain("Runs as"),
     Head::plain("Exit"),
     Head::plain("Start"),
     Head::plain("End"),
@@ -130,6 +131,9 @@ pub fn replica_cells(replica: &Replica, job_id: &str, now: i64) -> Vec<Cell> {
             class: "issue",
         },
         Cell::text(s.node.as_ref().map(|n| n.name.clone()).unwrap_or_default()),
+        // The executor's own name for the attempt: a Slurm job, a container,
+        // a pod — what to look for with squeue, podman or kubectl.
+        Cell::text(s.executor_id.clone().unwrap_or_default()),
         Cell::text(exit_summary(replica)),
         Cell::text(s.start_time.map(format_time).unwrap_or_default()),
         Cell::text(s.end_time.map(format_time).unwrap_or_default()),
@@ -170,8 +174,10 @@ mod tests {
         // 8 s, the retry starts at 20 s.
         let mut backing_off = replica(4, 1, Pending, None, None);
         backing_off.status.retry_at = Some(20_000);
+        let mut in_slurm = replica(2, 1, Running, Some(3_000), None);
+        in_slurm.status.executor_id = Some("4711_2".into());
         let attempts = in_order(vec![
-            replica(2, 1, Running, Some(3_000), None),
+            in_slurm,
             replica(0, 0, Succeeded, Some(0), Some(10_000)),
             replica(2, 0, Failed, Some(0), Some(2_000)),
             replica(3, 0, Pending, None, None),
@@ -188,6 +194,7 @@ mod tests {
         assert!(row(0).starts_with("#01Succeeded"), "{}", row(0));
         assert!(row(1).contains("#21Failed") && row(1).contains("exit code 3") && row(1).contains("2s"), "{}", row(1));
         assert!(row(2).contains("#22Running") && row(2).contains("5s"), "{}", row(2));
+        assert!(row(2).contains("node-a4711_2"), "the executor's id follows the node: {}", row(2));
         assert!(row(3).contains("NoCapacity: waiting for 1 CPU"), "{}", row(3));
         assert!(row(4).contains("#42Pending") && row(4).contains("BackOff: retrying in 12s"), "{}", row(4));
         let log = host.query_selector("tbody tr:nth-child(2) a").unwrap().unwrap();

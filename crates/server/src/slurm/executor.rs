@@ -542,7 +542,7 @@ impl Controller {
             }
             Err(error) => {
                 self.event(EventType::Warning, "SubmitFailed", format!("sbatch failed: {error}"), None).await;
-                for key in keys.to_vec() {
+                for key in keys.iter().copied() {
                     self.end_attempt(
                         key,
                         "StartError",

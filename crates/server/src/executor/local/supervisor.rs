@@ -334,7 +334,7 @@ fn prepare_container(
     spec: &SuperviseSpec,
     steps: &ContainerSteps,
     log: &Option<Arc<Mutex<LogWriter>>>,
-) -> Result<String, ExitRecord> {
+) -> Result<String, Box<ExitRecord>> {
     let env = &spec.env;
     let present = !steps.always_pull
         && run_step(&steps.image_present(), env, run_dir, false).map(|o| o.success()).unwrap_or(false);
@@ -344,20 +344,20 @@ fn prepare_container(
         let pulled = pull(run_dir, spec, steps);
         match pulled {
             Ok(out) if out.success() => note(log, &format!("pulled image {}", steps.image)),
-            Ok(out) if out.status.is_none() => return Err(ended_now(|r| r.stop_requested = true)),
+            Ok(out) if out.status.is_none() => return Err(Box::new(ended_now(|r| r.stop_requested = true))),
             Ok(out) => {
                 let words = out.words();
                 note(log, &format!("cannot pull image {}: {words}", steps.image));
-                return Err(ended_now(|r| r.image_pull_error = Some(words)));
+                return Err(Box::new(ended_now(|r| r.image_pull_error = Some(words))));
             }
             Err(e) => {
                 note(log, &e);
-                return Err(ended_now(|r| r.engine_error = Some(e)));
+                return Err(Box::new(ended_now(|r| r.engine_error = Some(e))));
             }
         }
     }
     if stop_wanted(run_dir) {
-        return Err(ended_now(|r| r.stop_requested = true));
+        return Err(Box::new(ended_now(|r| r.stop_requested = true)));
     }
     Stage::Creating.write(run_dir);
     let env_path = run_dir.join(ENV_FILE);
@@ -365,7 +365,7 @@ fn prepare_container(
     if let Err(e) = write_atomic(&env_path, lines.as_bytes(), 0o600) {
         let message = format!("cannot write the container's environment: {e}");
         note(log, &message);
-        return Err(ended_now(|r| r.engine_error = Some(message)));
+        return Err(Box::new(ended_now(|r| r.engine_error = Some(message))));
     }
     let created = run_step(&steps.create(&env_path), env, run_dir, false);
     let _ = std::fs::remove_file(&env_path);
@@ -374,18 +374,18 @@ fn prepare_container(
         Ok(out) => {
             let words = out.words();
             note(log, &format!("the engine could not create the container: {words}"));
-            Err(ended_now(|r| {
+            Err(Box::new(ended_now(|r| {
                 r.exit_code = out.status.and_then(|s| s.code());
                 if cannot_run(&words) {
                     r.cannot_run = Some(words);
                 } else {
                     r.engine_error = Some(words);
                 }
-            }))
+            })))
         }
         Err(e) => {
             note(log, &e);
-            Err(ended_now(|r| r.engine_error = Some(e)))
+            Err(Box::new(ended_now(|r| r.engine_error = Some(e))))
         }
     }
 }
@@ -512,7 +512,7 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
             Ok(id) => container_id = id,
             Err(record) => {
                 run_quietly(&steps.remove(), &spec.env, run_dir, &log);
-                return record;
+                return *record;
             }
         }
         Stage::Running.write(run_dir);
