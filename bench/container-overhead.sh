@@ -3,11 +3,13 @@
 # first line, process mode against container mode (podman + runc, the test
 # image local), with the release server. The figures are in
 # docs/measurements.md. Usage: bench/container-overhead.sh [--no-build]
-# REPLICAS=<n> changes the number of jobs per mode (default 20).
+# REPLICAS=<n> changes the number of jobs per mode (default 20);
+# BENCH_SLURM=1 adds the Slurm executor on the one-node test cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 scripts/setup.sh --containers
+if [ "${BENCH_SLURM:-}" = 1 ]; then scripts/setup.sh --slurm; fi
 target="${CARGO_TARGET_DIR:-target}"
 if [ "${1:-}" != "--no-build" ]; then
   cargo build --release -q -p jobdeck-server

@@ -10,7 +10,10 @@
 //! container about to start) and the time of its first log line (`GET
 //! /logs`, in ns); and, outside the server, the whole create → Completed
 //! round trip as a client sees it. Reports p50 and p90 of each. Run with
-//! `bench/container-overhead.sh`.
+//! `bench/container-overhead.sh`; `BENCH_SLURM=1` adds the Slurm executor
+//! on the one-node test cluster (its start time is Slurm's, in whole
+//! seconds; its first line is stamped when the output is copied, every
+//! 200 ms here).
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +26,12 @@ fn replicas() -> usize {
 }
 
 fn config(mode: &str) -> String {
+    if mode == "slurm" {
+        return "[executor]\nkind = \"slurm\"\n[executor.slurm]\npoll_interval_ms = 200\n\n\
+                [[node_groups]]\nname = \"debug\"\ncpu = 4\nmemory_mb = 8192\n\n\
+                [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 256\n"
+            .to_string();
+    }
     format!(
         "[executor.local]\nmode = \"{mode}\"\nengine = \"{}\"\nretry_backoff_seconds = 0\n\n\
          [[node_groups]]\nname = \"local\"\ncpu = 4\nmemory_mb = 8192\n\n\
@@ -73,7 +82,10 @@ fn main() {
         "{:<10} {:>22} {:>22} {:>22}",
         "mode", "attempt → start p50/p90", "→ first line p50/p90", "create → done p50/p90"
     );
-    for mode in ["process", "container"] {
+    // Slurm when `BENCH_SLURM=1` (a cluster must be up: scripts/setup.sh --slurm).
+    let slurm = std::env::var("BENCH_SLURM").is_ok_and(|v| v == "1");
+    let modes: &[&str] = if slurm { &["process", "container", "slurm"] } else { &["process", "container"] };
+    for &mode in modes {
         let server = Server::start_api_with_config(&config(mode));
         // One job first, so the figures are of a warm server and engine.
         measure(&server, 0);
