@@ -451,6 +451,10 @@ pub struct JobStatus {
     /// Extension: a sentence explaining `reason`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Extension: a running job's GPU utilization now (percent, the mean
+    /// over its replicas' GPUs), when its GPUs are sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_utilization: Option<f64>,
 }
 
 /// A job: `metadata` + `spec` + `status` (`LeptonJob`).

@@ -14,6 +14,7 @@ pub mod defaults;
 pub mod error;
 pub mod job;
 pub mod logs;
+pub mod metrics;
 pub mod resources;
 pub mod validate;
 pub mod wire;

@@ -150,6 +150,9 @@ pub struct LocalExecutorConfig {
     /// `CONTAINERS_REGISTRIES_CONF`, `DOCKER_HOST`, …), over those of the
     /// server's own environment; containers never see them.
     pub engine_environment: BTreeMap<String, String>,
+    /// How often running replicas' CPU, memory and GPUs are sampled, in
+    /// milliseconds; 0 turns sampling off.
+    pub metrics_interval_ms: u64,
 }
 
 impl Default for LocalExecutorConfig {
@@ -164,6 +167,7 @@ impl Default for LocalExecutorConfig {
             retry_backoff_seconds: 10,
             retry_backoff_max_seconds: 360,
             engine_environment: BTreeMap::new(),
+            metrics_interval_ms: 5_000,
         }
     }
 }

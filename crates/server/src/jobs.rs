@@ -175,7 +175,16 @@ async fn list_jobs(
     });
     let (page, page_size) = (filter.page, filter.page_size);
     let (rows, total) = state.store.list_jobs(filter).await?;
-    let jobs = rows.into_iter().map(job_view).collect::<AppResult<Vec<_>>>()?;
+    let mut jobs = rows.into_iter().map(job_view).collect::<AppResult<Vec<_>>>()?;
+    // A running job's GPU use now, from the executor's newest samples (a
+    // sample older than three sampling periods is not "now").
+    let now = crate::now_millis();
+    for job in &mut jobs {
+        let id = job.id().to_string();
+        if let Some(status) = job.status.as_mut().filter(|s| s.state == Some(jobdeck_api::JobState::Running)) {
+            status.gpu_utilization = state.metrics_now.gpu_utilization(&id, now, 30_000);
+        }
+    }
     Ok(Json(JobList { jobs, total, page, page_size }))
 }
 
@@ -496,6 +505,7 @@ pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
             completion_time: r.completed_at.map(|t| t / 1000 + 1),
             reason: r.reason,
             message: r.message,
+            gpu_utilization: None,
         }),
     })
 }

@@ -21,6 +21,7 @@ pub mod kubernetes;
 pub mod log_api;
 pub mod log_query;
 pub mod logs;
+pub mod metrics;
 pub mod openapi;
 pub mod replicas;
 pub mod scheduler;
@@ -45,6 +46,8 @@ pub struct AppState {
     pub logs: logs::LogStore,
     pub executor: Arc<dyn executor::Executor>,
     pub scheduler: scheduler::SchedulerHandle,
+    /// Each running job's newest GPU use, for the list.
+    pub metrics_now: metrics::Now,
 }
 
 impl AppState {
@@ -54,14 +57,15 @@ impl AppState {
         let config = Arc::new(config);
         let logs = logs::LogStore::new(&config.data_dir);
         let (host_tx, host_rx) = tokio::sync::mpsc::unbounded_channel();
-        let host = executor::ExecutorHost::new(store.clone(), logs.clone(), host_tx);
+        let metrics_now = metrics::Now::default();
+        let host = executor::ExecutorHost::new(store.clone(), logs.clone(), host_tx).with_metrics(metrics_now.clone());
         let executor = executor::build(&config, host)?;
         for note in executor.notes() {
             tracing::info!("executor: {note}");
         }
         let scheduler =
             scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx).await?;
-        Ok(Self { store, config, logs, executor, scheduler })
+        Ok(Self { store, config, logs, executor, scheduler, metrics_now })
     }
 
     /// What every job must satisfy on this server beyond the contract's own
@@ -94,6 +98,7 @@ pub fn api_routes() -> Vec<Route> {
         replicas::routes(),
         log_query::routes(),
         failure_analysis::routes(),
+        metrics::api::routes(),
         secrets::routes(),
         image_pull_secrets::routes(),
         openapi::routes(),

@@ -324,11 +324,24 @@ pub struct ExecutorHost {
     store: Store,
     logs: LogStore,
     tx: mpsc::UnboundedSender<HostMessage>,
+    metrics_now: crate::metrics::Now,
 }
 
 impl ExecutorHost {
     pub fn new(store: Store, logs: LogStore, tx: mpsc::UnboundedSender<HostMessage>) -> Self {
-        Self { store, logs, tx }
+        Self { store, logs, tx, metrics_now: crate::metrics::Now::default() }
+    }
+
+    /// Shares the newest samples with the API (the list's GPU figure).
+    pub fn with_metrics(mut self, now: crate::metrics::Now) -> Self {
+        self.metrics_now = now;
+        self
+    }
+
+    /// Stores a tick of resource samples (`crate::metrics`).
+    pub async fn metrics(&self, samples: Vec<crate::store::MetricSample>) -> AppResult<()> {
+        self.metrics_now.record(&samples);
+        self.store.append_metrics(samples).await
     }
 
     /// Records the state of a replica attempt (insert or update) and tells
@@ -374,6 +387,7 @@ impl ExecutorHost {
 
     /// Reports the end of a run.
     pub fn outcome(&self, job_id: &str, run: i64, outcome: RunOutcome) {
+        self.metrics_now.forget(job_id);
         let _ = self.tx.send(HostMessage::Outcome { job_id: job_id.to_string(), run, outcome });
     }
 

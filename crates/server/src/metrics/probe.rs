@@ -28,12 +28,7 @@ pub fn parse_stat(pid: i32, text: &str) -> Option<ProcStat> {
     let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
     // fields[0] is field 3 (state) of proc(5).
     let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
-    Some(ProcStat {
-        pid,
-        session: field(6)? as i32,
-        cpu_ticks: field(14)? + field(15)?,
-        rss_pages: field(24)?,
-    })
+    Some(ProcStat { pid, session: field(6)? as i32, cpu_ticks: field(14)? + field(15)?, rss_pages: field(24)? })
 }
 
 /// Every process of the machine, read once per tick.

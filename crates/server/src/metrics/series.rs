@@ -44,7 +44,8 @@ pub fn compact(points: &mut Vec<Point>, limit: usize) -> bool {
         return false;
     }
     let older = points.len() / 2;
-    let mut merged: Vec<Point> = points[..older].chunks(2).map(|pair| pair.iter().copied().reduce(Point::merge).unwrap()).collect();
+    let mut merged: Vec<Point> =
+        points[..older].chunks(2).map(|pair| pair.iter().copied().reduce(Point::merge).unwrap()).collect();
     merged.extend_from_slice(&points[older..]);
     *points = merged;
     // A series far over the limit (samples stored by an older version)

@@ -171,11 +171,12 @@ impl Store {
         .await
     }
 
-    /// Deletes a job with its replicas and events.
+    /// Deletes a job with its replicas, events and metrics.
     pub async fn delete_job(&self, id: String) -> AppResult<()> {
         self.write(move |tx| {
             tx.execute("DELETE FROM replicas WHERE job_id = ?1", params![id])?;
             tx.execute("DELETE FROM job_events WHERE job_id = ?1", params![id])?;
+            tx.execute("DELETE FROM metrics WHERE job_id = ?1", params![id])?;
             tx.execute("DELETE FROM jobs WHERE id = ?1", params![id])?;
             Ok(())
         })

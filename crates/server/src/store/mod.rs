@@ -14,7 +14,9 @@ use rusqlite::Connection;
 mod events;
 mod image_pull_secrets;
 pub use jobs::ACTIVE_STATES;
+pub use metrics::MetricSample;
 mod jobs;
+mod metrics;
 mod replicas;
 mod secrets;
 mod users;
@@ -180,6 +182,20 @@ const MIGRATIONS: &[&str] = &[
     // what the executor calls an attempt (a container, a Slurm job).
     "ALTER TABLE replicas ADD COLUMN retry_at INTEGER;
     ALTER TABLE replicas ADD COLUMN executor_id TEXT;",
+    // 6: resource use per replica attempt and series, kept bounded
+    // (metrics/series.rs): a point is the mean and peak of `count` samples
+    // from time `t` on.
+    "CREATE TABLE metrics (
+        job_id TEXT NOT NULL,
+        completion_index INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        series TEXT NOT NULL,
+        t INTEGER NOT NULL,
+        mean REAL NOT NULL,
+        max REAL NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (job_id, completion_index, attempt, series, t)
+    ) WITHOUT ROWID;",
 ];
 
 const READERS: usize = 4;

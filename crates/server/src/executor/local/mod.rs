@@ -98,6 +98,8 @@ struct Shared {
     /// How the mode was decided, for the start-up message.
     mode_note: String,
     runs: Mutex<HashMap<String, RunHandle>>,
+    /// The running attempts the sampler reads, by (job, index, attempt).
+    targets: Mutex<HashMap<(String, i64, i64), crate::metrics::Target>>,
 }
 
 /// Runs replicas as processes (or containers) on this machine.
@@ -144,7 +146,7 @@ impl LocalExecutor {
             .clone()
             .or_else(|| std::env::current_exe().ok())
             .unwrap_or_else(|| PathBuf::from("jobdeck"));
-        LocalExecutor {
+        let executor = LocalExecutor {
             shared: Arc::new(Shared {
                 host,
                 settings,
@@ -156,8 +158,40 @@ impl LocalExecutor {
                 engine_env,
                 mode_note,
                 runs: Mutex::new(HashMap::new()),
+                targets: Mutex::new(HashMap::new()),
             }),
+        };
+        executor.start_sampler();
+        executor
+    }
+
+    /// Samples every running attempt each `metrics_interval_ms` (issue 16).
+    fn start_sampler(&self) {
+        let interval = self.shared.settings.metrics_interval_ms;
+        if interval == 0 {
+            return;
         }
+        let shared = self.shared.clone();
+        let sampler = Arc::new(Mutex::new(crate::metrics::Sampler::default()));
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(Duration::from_millis(interval));
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let targets: Vec<crate::metrics::Target> = {
+                    let map = shared.targets.lock().unwrap_or_else(|p| p.into_inner());
+                    map.values().cloned().collect()
+                };
+                let sampler = sampler.clone();
+                let read = tokio::task::spawn_blocking(move || {
+                    sampler.lock().unwrap_or_else(|p| p.into_inner()).tick(&targets, crate::now_millis())
+                });
+                let Ok(samples) = read.await else { continue };
+                if let Err(e) = shared.host.metrics(samples).await {
+                    tracing::warn!(error = ?e, "cannot store resource samples");
+                }
+            }
+        });
     }
 
     /// What is enforced on replicas here (memory limits).
@@ -391,9 +425,12 @@ impl Controller {
             self.free_slots.retain(|s| *s != state.slot);
             let run_dir = state.run_dir.clone();
             let remove_container = state.remove_container.clone().map(|c| (c, self.shared.engine_env.clone()));
-            self.running.insert((index, attempt), Running { slot: state.slot, run_dir: run_dir.clone(), state });
+            let slot = state.slot;
+            self.running.insert((index, attempt), Running { slot, run_dir: run_dir.clone(), state });
             if self.shared.settings.mode == LocalMode::Container {
                 watch_stages(run_dir.clone(), index, attempt, self.tx.clone());
+            } else if row.phase == "running" {
+                self.register_target(index, attempt, slot);
             }
             let tx = self.tx.clone();
             tokio::spawn(async move {
@@ -725,6 +762,7 @@ impl Controller {
         mut observation: ReplicaObservation,
         since: i64,
     ) {
+        self.register_target(index, attempt, slot);
         let replica = self.replica_id(index, attempt);
         observation.phase = ReplicaPhase::Running;
         observation.readiness_issue = None;
@@ -740,6 +778,36 @@ impl Controller {
             Some(replica.clone()),
         )
         .await;
+    }
+
+    /// Lets the sampler read a running attempt.
+    fn register_target(&self, index: i64, attempt: i64, slot: usize) {
+        let replica = self.replica_id(index, attempt);
+        let source = match self.shared.settings.mode {
+            LocalMode::Container => crate::metrics::Source::Container {
+                engine: self.shared.settings.engine.clone(),
+                engine_env: self.shared.engine_env.clone(),
+                name: container::container_name(&replica),
+            },
+            LocalMode::Process | LocalMode::Auto => {
+                let Some(supervisor) = self.running.get(&(index, attempt)).and_then(|r| r.state.pid) else { return };
+                let cgroup = self
+                    .shared
+                    .memory
+                    .replica(&format!("{}-{replica}", self.shared.cgroup_prefix), self.launch.shape.memory_mb)
+                    .map(|spec| crate::metrics::probe::MemoryCgroup { version: spec.version, dir: spec.dir });
+                crate::metrics::Source::Session { supervisor, cgroup }
+            }
+        };
+        let target = crate::metrics::Target {
+            job_id: self.launch.job_id.clone(),
+            completion_index: index,
+            attempt,
+            source,
+            gpu_ids: self.launch.placement.slots.get(slot).map(|s| s.gpu_ids.clone()).unwrap_or_default(),
+        };
+        let mut targets = self.shared.targets.lock().unwrap_or_else(|p| p.into_inner());
+        targets.insert((self.launch.job_id.clone(), index, attempt), target);
     }
 
     /// A container attempt moved on: pulling its image, creating its
@@ -835,6 +903,11 @@ impl Controller {
     }
 
     async fn on_ended(&mut self, index: i64, attempt: i64, record: ExitRecord) {
+        self.shared.targets.lock().unwrap_or_else(|p| p.into_inner()).remove(&(
+            self.launch.job_id.clone(),
+            index,
+            attempt,
+        ));
         let Some(running) = self.running.remove(&(index, attempt)) else { return };
         self.free_slots.push(running.slot);
         let ending = self.ending.as_ref().map(Ending::reason).map(str::to_string);
