@@ -455,6 +455,10 @@ pub struct JobStatus {
     /// over its replicas' GPUs), when its GPUs are sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_utilization: Option<f64>,
+    /// Extension: a running job whose GPUs have stayed under 5 % for the
+    /// last 10 minutes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gpu_idle: bool,
 }
 
 /// A job: `metadata` + `spec` + `status` (`LeptonJob`).

@@ -430,6 +430,20 @@ pub struct FailureAnalysis {
     /// Extension: every attempt of the analysed run, for a shared time axis.
     #[serde(default)]
     pub timeline: Vec<ReplicaSpan>,
+    /// Extension: for an out-of-memory kill, the memory the first killed
+    /// replica used up to the kill, against its limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_curve: Option<MemoryCurve>,
+}
+
+/// A replica's memory over time up to its end, for the failure analysis of
+/// an out-of-memory kill.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MemoryCurve {
+    pub replica_id: String,
+    pub limit_bytes: i64,
+    /// `[t (Unix ms), mean, max]` in bytes, oldest first.
+    pub points: Vec<(i64, f64, f64)>,
 }
 
 /// A stored secret (`SecretItem`); `value` is write-only and never returned.

@@ -45,8 +45,33 @@ async fn failure_analysis(
     let events = state.store.events_of(id).await?;
     let logs = state.logs.clone();
     // Scanning logs reads files: off the async workers.
-    let analysis = tokio::task::spawn_blocking(move || analyse(&facts, &replicas, &events, &logs))
+    let memory_limit = facts.memory_mb.saturating_mul(1 << 20);
+    let mut analysis = tokio::task::spawn_blocking(move || analyse(&facts, &replicas, &events, &logs))
         .await
         .map_err(AppError::internal)?;
+    // An out-of-memory kill shows the memory curve that led to it.
+    if analysis.err_class == crate::failure::FailureClass::Oom.as_str() {
+        let killed = analysis.failed_replicas.iter().find(|r| r.reason.as_deref() == Some("OOMKilled"));
+        if let Some(replica) = killed.or(analysis.failed_replicas.first()) {
+            let points = state
+                .store
+                .metric_points(
+                    job.id.clone(),
+                    replica.completion_index,
+                    replica.attempt,
+                    jobdeck_api::metrics::SERIES_MEMORY.into(),
+                    i64::MIN,
+                    i64::MAX,
+                )
+                .await?;
+            if !points.is_empty() {
+                analysis.memory_curve = Some(jobdeck_api::MemoryCurve {
+                    replica_id: replica.replica_id.clone(),
+                    limit_bytes: memory_limit,
+                    points: points.into_iter().map(|p| (p.t, p.mean, p.max)).collect(),
+                });
+            }
+        }
+    }
     Ok(Json(analysis))
 }

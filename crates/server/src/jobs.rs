@@ -182,7 +182,10 @@ async fn list_jobs(
     for job in &mut jobs {
         let id = job.id().to_string();
         if let Some(status) = job.status.as_mut().filter(|s| s.state == Some(jobdeck_api::JobState::Running)) {
-            status.gpu_utilization = state.metrics_now.gpu_utilization(&id, now, 30_000);
+            if let Some((utilization, idle)) = state.metrics_now.gpu_utilization(&id, now, 30_000) {
+                status.gpu_utilization = Some(utilization);
+                status.gpu_idle = idle;
+            }
         }
     }
     Ok(Json(JobList { jobs, total, page, page_size }))
@@ -506,6 +509,7 @@ pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
             reason: r.reason,
             message: r.message,
             gpu_utilization: None,
+            gpu_idle: false,
         }),
     })
 }

@@ -100,3 +100,31 @@ async fn a_private_jobs_metrics_are_its_owners() {
         assert_ne!(app.call(Method::GET, &path, &alice, None).await.status, StatusCode::FORBIDDEN, "{path}");
     }
 }
+
+/// The failure analysis of an out-of-memory kill shows the memory curve
+/// that led to it, against the limit (the kernel enforces the shape's
+/// memory through the replica's cgroup, as the suite runs as root).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oom_kill_is_explained_with_the_memory_curve_up_to_it() {
+    let app = TestApp::with_config(|config| {
+        small_cluster(2.0)(config);
+        config.shapes[0].memory_mb = 128;
+        config.executor.local.metrics_interval_ms = 100;
+    })
+    .await;
+    // Grows by 8 MB every 50 ms: the kill comes after a few samples.
+    let script = "python3 -c 'import time\nx = []\nwhile True:\n    x.append(bytearray(8 << 20)); time.sleep(0.05)'";
+    let mut job = sh_job("grows", script);
+    job["spec"]["backoff_limit"] = serde_json::json!(0);
+    let id = app.create_job(&app.admin_token, &job).await;
+    app.wait_state(&id, "Failed").await;
+    let analysis = app.get(&format!("/api/v2/jobs/{id}/failure-analysis")).await.json();
+    assert_eq!(analysis["err_class"], "ERR_OOM", "{analysis}");
+    let curve = &analysis["memory_curve"];
+    assert_eq!(curve["replica_id"], format!("{id}-0-0"), "{analysis}");
+    assert_eq!(curve["limit_bytes"], 128_i64 << 20);
+    let points = curve["points"].as_array().unwrap();
+    assert!(points.len() >= 3, "{points:?}");
+    let peak = points.iter().map(|p| p[2].as_f64().unwrap()).fold(0.0, f64::max);
+    assert!(peak > 64e6, "the curve climbs toward the 128 MiB limit: {peak}");
+}

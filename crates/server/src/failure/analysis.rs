@@ -389,6 +389,7 @@ pub fn analyse(facts: &JobFacts, replicas: &[ReplicaRow], events: &[StoredEvent]
         program_error: class.is_program_error(),
         summary,
         timeline,
+        memory_curve: None,
     }
 }
 

@@ -152,10 +152,18 @@ impl Sampler {
 }
 
 /// The newest GPU utilization of each running job, for the list: the mean
-/// over the GPUs of its replicas.
+/// over the GPUs of its replicas, and since when it has stayed under
+/// [`GPU_IDLE_PERCENT`].
 #[derive(Clone, Default)]
 pub struct Now {
-    gpu_utilization: Arc<Mutex<HashMap<String, (i64, f64)>>>,
+    gpu_utilization: Arc<Mutex<HashMap<String, GpuNow>>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct GpuNow {
+    t: i64,
+    mean: f64,
+    idle_since: Option<i64>,
 }
 
 impl Now {
@@ -169,15 +177,21 @@ impl Now {
         }
         let mut map = self.gpu_utilization.lock().unwrap_or_else(|p| p.into_inner());
         for (job, (t, sum, n)) in by_job {
-            map.insert(job.to_string(), (t, sum / f64::from(n)));
+            let mean = sum / f64::from(n);
+            let before = map.get(job).and_then(|g| g.idle_since);
+            let idle_since = (mean < GPU_IDLE_PERCENT).then(|| before.unwrap_or(t));
+            map.insert(job.to_string(), GpuNow { t, mean, idle_since });
         }
     }
 
     /// A job's newest GPU utilization (percent), if it was sampled within
-    /// `max_age_ms` of `now`.
-    pub fn gpu_utilization(&self, job_id: &str, now: i64, max_age_ms: i64) -> Option<f64> {
+    /// `max_age_ms` of `now`, and whether its GPUs have been idle for
+    /// [`GPU_IDLE_WINDOW_MS`].
+    pub fn gpu_utilization(&self, job_id: &str, now: i64, max_age_ms: i64) -> Option<(f64, bool)> {
         let map = self.gpu_utilization.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(job_id).filter(|(t, _)| now - t <= max_age_ms).map(|(_, v)| *v)
+        map.get(job_id)
+            .filter(|g| now - g.t <= max_age_ms)
+            .map(|g| (g.mean, g.idle_since.is_some_and(|since| g.t - since >= GPU_IDLE_WINDOW_MS)))
     }
 
     /// Forgets a job (ended or deleted).
@@ -285,9 +299,18 @@ mod tests {
             sample("a", "gpu1.util", 1_000, 10.0),
             sample("a", "cpu", 1_000, 3.0),
         ]);
-        assert_eq!(now.gpu_utilization("a", 2_000, 30_000), Some(50.0));
+        assert_eq!(now.gpu_utilization("a", 2_000, 30_000), Some((50.0, false)));
+        // Idle from 10 s on: flagged ten minutes later, not before.
+        let minute = 60_000;
+        for t in (10_000..=10_000 + 10 * minute).step_by(minute as usize) {
+            now.record(&[sample("b", "gpu0.util", t, 1.0)]);
+            let flagged = t - 10_000 >= 10 * minute;
+            assert_eq!(now.gpu_utilization("b", t, 30_000), Some((1.0, flagged)), "{t}");
+        }
+        now.record(&[sample("b", "gpu0.util", 11 * minute, 50.0)]);
+        assert_eq!(now.gpu_utilization("b", 11 * minute, 30_000), Some((50.0, false)), "busy again");
         assert_eq!(now.gpu_utilization("a", 60_000, 30_000), None, "too old to be now");
-        assert_eq!(now.gpu_utilization("b", 2_000, 30_000), None);
+        assert_eq!(now.gpu_utilization("c", 2_000, 30_000), None);
         now.forget("a");
         assert_eq!(now.gpu_utilization("a", 2_000, 30_000), None);
     }
