@@ -366,6 +366,16 @@ pub async fn download_log(job: &str, replica: &str, timestamps: bool) -> ApiResu
     Ok(())
 }
 
+/// `GET /jobs/{id}/metrics`: each attempt's use now and at its peak.
+pub async fn job_metrics(id: &str) -> ApiResult<jobdeck_api::metrics::JobMetrics> {
+    get(&format!("{}/metrics", job_path(id))).await
+}
+
+/// `GET /jobs/{id}/replicas/{replica}/metrics`: an attempt's series.
+pub async fn replica_metrics(id: &str, replica: &str) -> ApiResult<jobdeck_api::metrics::ReplicaMetrics> {
+    get(&format!("{}/replicas/{}/metrics", job_path(id), encode_component(replica))).await
+}
+
 /// `GET /jobs/{id}/failure-analysis`.
 pub async fn failure_analysis(id: &str) -> ApiResult<FailureAnalysis> {
     get(&format!("{}/failure-analysis", job_path(id))).await

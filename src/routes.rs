@@ -11,11 +11,12 @@ pub const NEW_JOB: &str = "/jobs/new";
 /// The tabs of the job page, as (path segment, label); each is its own
 /// route (`/jobs/<id>/<tab>`), the overview being `/jobs/<id>` itself. The
 /// replica timeline is part of the replicas tab, next to the table it draws.
-pub const JOB_TABS: [(&str, &str); 5] = [
+pub const JOB_TABS: [(&str, &str); 6] = [
     ("overview", "Overview"),
     ("replicas", "Replicas"),
     ("events", "Events"),
     ("logs", "Logs"),
+    ("metrics", "Metrics"),
     ("failure", "Failure"),
 ];
 

@@ -17,7 +17,7 @@ fn server(scratch: &Path, extra: &str) -> Server {
     containers::test_image();
     let config = format!(
         "[executor.local]\nmode = \"container\"\nengine = \"{engine}\"\ngrace_period_seconds = 2\n\
-         retry_backoff_seconds = 0\nvolumes = {{ scratch = \"{scratch}\" }}\n{extra}\n\n\
+         retry_backoff_seconds = 0\nmetrics_interval_ms = 500\nvolumes = {{ scratch = \"{scratch}\" }}\n{extra}\n\n\
          [[node_groups]]\nname = \"local\"\ncpu = 8\nmemory_mb = 16384\n\n\
          [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 1024\n\n\
          [[shapes]]\nname = \"mem.tiny\"\ncpu = 1\nmemory_mb = 32\n",
@@ -370,4 +370,24 @@ fn without_a_mode_the_server_uses_a_working_engine_and_otherwise_says_the_image_
     assert_eq!(workspace["executor_mode"], "process", "{workspace}");
     assert!(workspace.get("container_engine").is_none(), "{workspace}");
     assert_eq!(workspace["job_requirements"]["image_ignored"], true, "{workspace}");
+}
+
+#[test]
+fn a_containers_cpu_and_memory_are_sampled_from_its_cgroup() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path(), "");
+    let token = &server.admin_token;
+    let script = "x=$(head -c 50000000 /dev/zero | tr '\\0' a); touch /scratch/holding; \
+                  while [ ! -e /scratch/release ]; do :; done; echo ${#x}";
+    let id = server.create_job(token, &job("sampled", script));
+    wait_for("the container to hold its memory", || scratch.path().join("holding").exists().then_some(()));
+    let current = wait_for("a busy core and 50 MB in the samples", || {
+        let (_, metrics) = server.call("GET", &format!("/jobs/{id}/metrics"), token, None);
+        let current = metrics["replicas"][0]["current"].clone();
+        (current["cpu"].as_f64()? >= 0.5 && current["memory"].as_f64()? >= 50e6).then_some(current)
+    });
+    assert!(current["memory"].as_f64().unwrap() < 1024.0 * 1024.0 * 1024.0, "{current}");
+    std::fs::write(scratch.path().join("release"), "").unwrap();
+    server.wait_for_state(token, &id, "Completed");
+    assert!(log(&server, token, &id, &format!("{id}-0-0")).contains("50000000"));
 }

@@ -181,3 +181,65 @@ fn stop_start_and_delete_work_and_the_buttons_follow_the_state() {
     );
     assert_eq!(disabled, json!([true, true, true]));
 }
+
+/// The metrics tab draws a running replica's CPU and memory as it works,
+/// its memory against the shape's limit, and reads out the values under
+/// the pointer.
+#[test]
+fn the_metrics_tab_charts_a_working_replica_live() {
+    let server = Server::start();
+    let gate = server.data_dir.join("release-metrics");
+    let script = format!(
+        "x=$(head -c 50000000 /dev/zero | tr '\\0' a); echo holding; while [ ! -e '{}' ]; do :; done",
+        gate.display()
+    );
+    let id = server.create_job(
+        &server.admin_token,
+        &shell_job(&unique("metrics"), &script, json!({"resource_shape": "cpu.small"})),
+    );
+    server.wait_for_state(&server.admin_token, &id, "Running");
+
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/metrics", server.base_url));
+    browser.wait_for_text("Replica 0, attempt 1");
+    // Live: the charts fill in as samples arrive, without a reload.
+    mark_page(&browser);
+    browser.wait_until("two CPU samples drawn", || {
+        let points = browser.execute(
+            "const l = document.querySelector('figure.chart polyline'); return l ? l.getAttribute('points') : '';",
+            vec![],
+        );
+        (points.as_str().unwrap_or("").split(' ').count() >= 2).then_some(())
+    });
+    browser.wait_until("the memory chart to show the 50 MB the replica holds", || {
+        let text = browser.page_text();
+        text.lines()
+            .any(|l| {
+                l.contains("Memory: ")
+                    && l.split("Memory: ")
+                        .nth(1)
+                        .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()) && !v.starts_with("0 MiB"))
+            })
+            .then_some(())
+    });
+    assert!(page_was_not_reloaded(&browser));
+    let text = browser.page_text();
+    assert!(text.contains("(limit 4.0 GiB)"), "the shape's memory is drawn as the limit: {text}");
+    assert!(browser.find_all("figure.chart line.limit").len() == 1, "one limit line, on the memory chart");
+    // Hovering reads the values at that time.
+    let readout = browser.execute(
+        "const svg = document.querySelectorAll('figure.chart svg')[0];
+         const r = svg.getBoundingClientRect();
+         svg.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + r.width * 0.99, clientY: r.top + 10, bubbles: true}));
+         return new Promise(done => setTimeout(() => done(svg.closest('figure').querySelector('.chart-readout').textContent), 50));",
+        vec![],
+    );
+    assert!(
+        readout.as_str().unwrap_or("").contains("CPU: ") && readout.as_str().unwrap().contains(" cores at "),
+        "{readout}"
+    );
+    browser.screenshot(&jobdeck_e2e::screenshot_path("metrics-tab"));
+    std::fs::write(&gate, "").unwrap();
+    server.wait_for_state(&server.admin_token, &id, "Completed");
+}

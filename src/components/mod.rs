@@ -2,6 +2,7 @@
 
 pub mod ansi;
 pub mod api_error;
+pub mod chart;
 pub mod data_table;
 pub mod dom;
 pub mod field;

@@ -293,7 +293,13 @@ pub fn job_cells(job: &LeptonJob, now: i64) -> Vec<Cell> {
         Cell::Badge {
             tone: state_tone(state),
             text: state.as_str().to_string(),
-            note: status.reason.unwrap_or_default(),
+            // A running job on GPUs says how busy they are, and when they
+            // have sat idle for ten minutes.
+            note: match (status.gpu_utilization, status.gpu_idle) {
+                (Some(_), true) => "GPU idle".to_string(),
+                (Some(utilization), false) => format!("GPU {utilization:.0} %"),
+                (None, _) => status.reason.unwrap_or_default(),
+            },
         },
         Cell::text(job.metadata.created_by.clone().unwrap_or_default()),
         Cell::text(node_groups_of(job)),
@@ -495,6 +501,24 @@ mod tests {
         assert_eq!(badge.text_content().as_deref(), Some("Failed"));
         assert_eq!(badge.class_name(), "badge bad");
         assert!(text_of(&host).contains("Showing 1–2 of 7 jobs"));
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn a_running_job_on_gpus_says_how_busy_they_are() {
+        let note = |utilization: Option<f64>, idle: bool| {
+            let mut running = job("g-1", "g", "alice", JobState::Running);
+            let status = running.status.as_mut().unwrap();
+            status.reason = Some("Running".into());
+            status.gpu_utilization = utilization;
+            status.gpu_idle = idle;
+            match &job_cells(&running, NOW)[1] {
+                Cell::Badge { note, .. } => note.clone(),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(note(Some(87.4), false), "GPU 87 %");
+        assert_eq!(note(Some(1.0), true), "GPU idle");
+        assert_eq!(note(None, false), "Running");
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]

@@ -52,9 +52,11 @@ pub fn console_dir() -> PathBuf {
 
 /// The local executor as most tests want it: shell commands run as
 /// processes whatever container engine the machine has, and a failed replica
-/// is retried at once instead of after Kubernetes' 10 s back-off. Tests of
-/// container mode and of the back-off say so in their own config.
-pub const TEST_EXECUTOR: &str = "[executor.local]\nmode = \"process\"\nretry_backoff_seconds = 0\n";
+/// is retried at once instead of after Kubernetes' 10 s back-off, and
+/// resource use is sampled every second. Tests of container mode and of the
+/// back-off say so in their own config.
+pub const TEST_EXECUTOR: &str =
+    "[executor.local]\nmode = \"process\"\nretry_backoff_seconds = 0\nmetrics_interval_ms = 1000\n";
 
 /// A running `jobdeck serve`, killed when dropped.
 pub struct Server {

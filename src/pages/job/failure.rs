@@ -11,6 +11,7 @@ use leptos::prelude::*;
 use super::use_job;
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
+use crate::components::chart::{Line, LineChart};
 use crate::components::time::{format_duration, format_time};
 use crate::components::timeline::ReplicaTimeline;
 use crate::components::{ansi, dom};
@@ -182,6 +183,18 @@ fn Analysis(analysis: FailureAnalysis, job_id: String) -> impl IntoView {
             </table>
         }
     });
+    // An out-of-memory kill: the memory the replica used up to it.
+    let memory_curve = analysis.memory_curve.clone().map(|curve| {
+        let start = curve.points.first().map(|p| p.0).unwrap_or(0);
+        let end = curve.points.last().map(|p| p.0).unwrap_or(0).max(start + 1000);
+        let line = Line { label: curve.replica_id.clone(), points: curve.points.iter().map(|p| (p.0, p.2)).collect() };
+        view! {
+            <h3>"Memory up to the kill"</h3>
+            <LineChart title=format!("Memory of {}", curve.replica_id) unit="bytes".into()
+                lines=Signal::stored(vec![line]) limit=Signal::stored(Some(curve.limit_bytes as f64))
+                start=Signal::stored(start) end=Signal::stored(end)/>
+        }
+    });
     let excerpts = analysis
         .log_streams
         .iter()
@@ -203,6 +216,7 @@ fn Analysis(analysis: FailureAnalysis, job_id: String) -> impl IntoView {
             <tbody>{failed_rows}</tbody>
         </table>
         {node_events}
+        {memory_curve}
         <h3>"Where it went wrong in the logs"</h3>
         {(analysis.log_streams.is_empty()).then(|| view! { <p class="help">"No log excerpt: the failed attempts wrote no output."</p> })}
         {excerpts}

@@ -8,6 +8,7 @@
 pub mod events;
 pub mod failure;
 pub mod logs;
+pub mod metrics;
 pub mod overview;
 pub mod replicas;
 
@@ -181,7 +182,7 @@ async fn tab_view(tab: String) -> AnyView {
     match tab.as_str() {
         "replicas" => view! { <replicas::ReplicasTab/> }.into_any(),
         "events" => view! { <events::EventsTab/> }.into_any(),
-        "logs" | "failure" => load!(diagnosis_tab(tab)),
+        "logs" | "metrics" | "failure" => load!(diagnosis_tab(tab)),
         _ => view! { <overview::OverviewTab/> }.into_any(),
     }
 }
@@ -190,22 +191,22 @@ async fn tab_view(tab: String) -> AnyView {
 #[cfg(not(test))]
 async fn preload_tab(tab: String) {
     match tab.as_str() {
-        "logs" | "failure" => __preload_diagnosis_tab().await,
+        "logs" | "metrics" | "failure" => __preload_diagnosis_tab().await,
         _ => {}
     }
 }
 #[cfg(test)]
 async fn preload_tab(_: String) {}
 
-/// The logs and failure tabs, one split point for both: people who open
-/// one usually open the other, and each split point multiplies the modules
-/// the split makes.
+/// The logs, metrics and failure tabs, one split point for all three:
+/// people who open one usually open another, they share the charts, and
+/// each split point multiplies the modules the split makes.
 #[cfg_attr(not(test), lazy)]
 fn diagnosis_tab(tab: String) -> AnyView {
-    if tab == "logs" {
-        view! { <logs::LogsTab/> }.into_any()
-    } else {
-        view! { <failure::FailureTab/> }.into_any()
+    match tab.as_str() {
+        "logs" => view! { <logs::LogsTab/> }.into_any(),
+        "metrics" => view! { <metrics::MetricsTab/> }.into_any(),
+        _ => view! { <failure::FailureTab/> }.into_any(),
     }
 }
 
@@ -248,6 +249,7 @@ mod tests {
                 "/jobs/train-1/replicas",
                 "/jobs/train-1/events",
                 "/jobs/train-1/logs",
+                "/jobs/train-1/metrics",
                 "/jobs/train-1/failure"
             ]
         );

@@ -1,0 +1,214 @@
+//! The metrics tab: what each replica attempt uses, as line charts on the
+//! time axis of the replica timeline above them: CPU cores, memory against
+//! its limit, and for the GPUs it holds their utilization and memory.
+//! Flags come first: a replica whose GPUs sat idle for ten minutes, or whose
+//! memory is near its limit. Live while the job runs.
+
+use jobdeck_api::metrics::{ReplicaMetrics, ReplicaUse};
+use jobdeck_api::{JobState, Replica};
+use leptos::prelude::*;
+
+use super::replicas::in_order;
+use super::use_job;
+use crate::api::{self, ApiFailure};
+use crate::components::api_error::use_sign_in_again;
+use crate::components::chart::{format_value, Line, LineChart};
+use crate::components::live::poll;
+use crate::components::time::now_millis;
+use crate::components::timeline::{layout, ReplicaTimeline};
+use crate::pages::jobs_list::completions_of;
+
+/// How often a running job's charts are read again: the executor samples
+/// every few seconds.
+const REFRESH_MS: i32 = 5_000;
+
+/// What the tab shows: the attempts (for the time axis), their use, and the
+/// series of each attempt that has samples.
+#[derive(Clone, Default, PartialEq)]
+struct Loaded {
+    replicas: Vec<Replica>,
+    uses: Vec<ReplicaUse>,
+    series: Vec<ReplicaMetrics>,
+}
+
+async fn load(id: String) -> Result<Loaded, ApiFailure> {
+    let replicas = in_order(api::job_replicas(&id).await?);
+    let uses = api::job_metrics(&id).await?.replicas;
+    let mut series = Vec::with_capacity(uses.len());
+    for replica in &uses {
+        series.push(api::replica_metrics(&id, &replica.replica_id).await?);
+    }
+    Ok(Loaded { replicas, uses, series })
+}
+
+/// A flag in words.
+pub fn flag_words(flag: &str) -> &'static str {
+    match flag {
+        "gpu_idle" => "GPU idle: under 5 % for the last 10 minutes",
+        "memory_near_limit" => "Memory above 90 % of its limit",
+        _ => "Flagged",
+    }
+}
+
+/// The lines of the series whose names end in `what` among GPU series
+/// (`gpu0.util` …), one per GPU.
+fn gpu_lines(metrics: &ReplicaMetrics, what: &str) -> Vec<Line> {
+    metrics
+        .series
+        .iter()
+        .filter(|s| s.name.starts_with("gpu") && s.name.ends_with(&format!(".{what}")))
+        .map(|s| Line {
+            label: s.name.split('.').next().unwrap_or("gpu").replace("gpu", "GPU "),
+            points: s.points.iter().map(|p| (p.0, p.1)).collect(),
+        })
+        .collect()
+}
+
+fn line(metrics: &ReplicaMetrics, name: &str, label: &str) -> Vec<Line> {
+    metrics
+        .series
+        .iter()
+        .filter(|s| s.name == name)
+        .map(|s| Line { label: label.into(), points: s.points.iter().map(|p| (p.0, p.1)).collect() })
+        .collect()
+}
+
+#[component]
+pub fn MetricsTab() -> impl IntoView {
+    let context = use_job();
+    let sign_in_again = use_sign_in_again();
+    let data = RwSignal::new(None::<Result<Loaded, ApiFailure>>);
+    let now = RwSignal::new(now_millis());
+    let id = context.id.get_untracked();
+    let first = id.clone();
+    leptos::task::spawn_local(async move {
+        let answer = load(first).await;
+        now.set(now_millis());
+        data.set(Some(answer));
+    });
+    let running = move || context.read(|job| job.state()) == Some(JobState::Running);
+    poll(
+        REFRESH_MS,
+        move || {
+            let id = id.clone();
+            let live = running();
+            async move {
+                // Nothing changes while the job does not run.
+                if live {
+                    Some(load(id).await)
+                } else {
+                    None
+                }
+            }
+        },
+        move |answer| {
+            let Some(answer) = answer else { return };
+            now.set(now_millis());
+            let same = match (&answer, data.read_untracked().as_ref()) {
+                (Ok(new), Some(Ok(old))) => new == old,
+                _ => false,
+            };
+            if !same {
+                data.set(Some(answer));
+            }
+        },
+    );
+    view! {
+        <h2>"Metrics"</h2>
+        {move || match data.get() {
+            None => view! { <p class="loading" role="status">"Loading metrics…"</p> }.into_any(),
+            Some(Err(ApiFailure::Unauthorized)) => {
+                sign_in_again();
+                ().into_any()
+            }
+            Some(Err(failure)) => view! { <p class="banner error" role="alert">{failure.to_string()}</p> }.into_any(),
+            Some(Ok(loaded)) if loaded.uses.is_empty() => view! {
+                <p class="empty">"No samples yet: replicas are sampled every few seconds while they run."</p>
+            }
+            .into_any(),
+            Some(Ok(loaded)) => view! { <Charts loaded now=now.get() job_id=context.id.get_untracked()/> }.into_any(),
+        }}
+    }
+}
+
+#[component]
+fn Charts(loaded: Loaded, now: i64, job_id: String) -> impl IntoView {
+    let context = use_job();
+    let completions = context.read(completions_of);
+    let axis = layout(&loaded.replicas, completions, now);
+    let (start, end) = (axis.start, axis.end);
+    let replicas = Signal::stored(loaded.replicas.clone());
+    let sections = loaded
+        .uses
+        .iter()
+        .zip(loaded.series.iter())
+        .map(|(replica_use, metrics)| {
+            let title = format!("Replica {}, attempt {}", replica_use.completion_index, replica_use.attempt + 1);
+            let flags = replica_use
+                .flags
+                .iter()
+                .map(|f| view! { <span class="badge waiting flag">{flag_words(f)}</span> })
+                .collect_view();
+            let peak_memory = replica_use.peak.get("memory").map(|m| format_value("bytes", *m)).unwrap_or_default();
+            let limit = replica_use.memory_limit_bytes as f64;
+            let gpu_util = gpu_lines(metrics, "util");
+            let gpu_memory = gpu_lines(metrics, "memory");
+            let gpu_total = metrics
+                .series
+                .iter()
+                .find(|s| s.name.ends_with(".memory_total"))
+                .and_then(|s| s.points.last())
+                .map(|p| p.1);
+            let gpus = (!gpu_util.is_empty()).then(|| {
+                view! {
+                    <LineChart title="GPU utilization".into() unit="%".into() lines=Signal::stored(gpu_util)
+                        limit=Signal::stored(Some(100.0)) start=Signal::stored(start) end=Signal::stored(end)/>
+                    <LineChart title="GPU memory".into() unit="MiB".into() lines=Signal::stored(gpu_memory)
+                        limit=Signal::stored(gpu_total) start=Signal::stored(start) end=Signal::stored(end)/>
+                }
+            });
+            view! {
+                <section class="replica-metrics" data-replica=replica_use.replica_id.clone()>
+                    <h3>{title}" "{flags}</h3>
+                    <p class="peak">{format!("Peak memory {peak_memory}")}</p>
+                    <LineChart title="CPU".into() unit="cores".into() lines=Signal::stored(line(metrics, "cpu", "CPU"))
+                        limit=Signal::stored(None) start=Signal::stored(start) end=Signal::stored(end)/>
+                    <LineChart title="Memory".into() unit="bytes".into() lines=Signal::stored(line(metrics, "memory", "Memory"))
+                        limit=Signal::stored(Some(limit)) start=Signal::stored(start) end=Signal::stored(end)/>
+                    {gpus}
+                </section>
+            }
+        })
+        .collect_view();
+    view! {
+        <ReplicaTimeline replicas completions=Signal::stored(completions) now=Signal::stored(now) job_id/>
+        {sections}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jobdeck_api::metrics::MetricSeries;
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn gpu_series_become_one_line_per_gpu() {
+        let series = |name: &str| MetricSeries { name: name.into(), unit: String::new(), points: vec![(1, 2.0, 2.0)] };
+        let metrics = ReplicaMetrics {
+            replica_id: "j-0-0".into(),
+            memory_limit_bytes: 1,
+            series: vec![
+                series("cpu"),
+                series("gpu0.util"),
+                series("gpu1.util"),
+                series("gpu0.memory"),
+                series("gpu0.memory_total"),
+            ],
+        };
+        let lines = gpu_lines(&metrics, "util");
+        assert_eq!(lines.iter().map(|l| l.label.as_str()).collect::<Vec<_>>(), ["GPU 0", "GPU 1"]);
+        assert_eq!(gpu_lines(&metrics, "memory").len(), 1, "memory_total is not a memory line");
+        assert_eq!(line(&metrics, "cpu", "CPU")[0].points, [(1, 2.0)]);
+        assert!(flag_words("gpu_idle").starts_with("GPU idle"));
+    }
+}
