@@ -223,6 +223,18 @@ fn the_metrics_tab_charts_a_working_replica_live() {
             })
             .then_some(())
     });
+    // A refresh redraws the charts in place: still one lane for one replica.
+    let points = || {
+        browser
+            .execute("return document.querySelector('figure.chart polyline').getAttribute('points');", vec![])
+            .as_str()
+            .unwrap_or("")
+            .split(' ')
+            .count()
+    };
+    let before = points();
+    browser.wait_until("a refresh with more samples", || (points() > before).then_some(()));
+    assert_eq!(browser.find_all(".timeline-chart ol.lanes li").len(), 1, "one lane, drawn once");
     assert!(page_was_not_reloaded(&browser));
     let text = browser.page_text();
     assert!(text.contains("(limit 4.0 GiB)"), "the shape's memory is drawn as the limit: {text}");

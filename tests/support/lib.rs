@@ -186,6 +186,11 @@ impl Server {
         Server { child, base_url, sign_in_link, admin_token, data_dir: data_dir.to_path_buf(), _temp: None }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn api_url(&self, path: &str) -> String {
         format!("{}/api/v2{path}", self.base_url)
     }

@@ -73,19 +73,43 @@ fn line(metrics: &ReplicaMetrics, name: &str, label: &str) -> Vec<Line> {
         .collect()
 }
 
+/// Where the tab is: the view changes only when this does, so a refresh
+/// updates the charts in place instead of building the page again.
+#[derive(Debug, Clone, PartialEq)]
+enum Status {
+    Loading,
+    Failed(String),
+    Empty,
+    Ready,
+}
+
 #[component]
 pub fn MetricsTab() -> impl IntoView {
     let context = use_job();
     let sign_in_again = use_sign_in_again();
-    let data = RwSignal::new(None::<Result<Loaded, ApiFailure>>);
+    let loaded = RwSignal::new(Loaded::default());
+    let status = RwSignal::new(Status::Loading);
     let now = RwSignal::new(now_millis());
+    let take = std::rc::Rc::new(move |answer: Result<Loaded, ApiFailure>| {
+        now.set(now_millis());
+        match answer {
+            Ok(data) => {
+                let next = if data.uses.is_empty() { Status::Empty } else { Status::Ready };
+                if loaded.with_untracked(|old| *old != data) {
+                    loaded.set(data);
+                }
+                if status.get_untracked() != next {
+                    status.set(next);
+                }
+            }
+            Err(ApiFailure::Unauthorized) => sign_in_again(),
+            Err(failure) => status.set(Status::Failed(failure.to_string())),
+        }
+    });
     let id = context.id.get_untracked();
     let first = id.clone();
-    leptos::task::spawn_local(async move {
-        let answer = load(first).await;
-        now.set(now_millis());
-        data.set(Some(answer));
-    });
+    let take_first = take.clone();
+    leptos::task::spawn_local(async move { take_first(load(first).await) });
     let running = move || context.read(|job| job.state()) == Some(JobState::Running);
     poll(
         REFRESH_MS,
@@ -102,87 +126,84 @@ pub fn MetricsTab() -> impl IntoView {
             }
         },
         move |answer| {
-            let Some(answer) = answer else { return };
-            now.set(now_millis());
-            let same = match (&answer, data.read_untracked().as_ref()) {
-                (Ok(new), Some(Ok(old))) => new == old,
-                _ => false,
-            };
-            if !same {
-                data.set(Some(answer));
+            if let Some(answer) = answer {
+                take(answer);
             }
         },
     );
     view! {
         <h2>"Metrics"</h2>
-        {move || match data.get() {
-            None => view! { <p class="loading" role="status">"Loading metrics…"</p> }.into_any(),
-            Some(Err(ApiFailure::Unauthorized)) => {
-                sign_in_again();
-                ().into_any()
-            }
-            Some(Err(failure)) => view! { <p class="banner error" role="alert">{failure.to_string()}</p> }.into_any(),
-            Some(Ok(loaded)) if loaded.uses.is_empty() => view! {
+        {move || match status.get() {
+            Status::Loading => view! { <p class="loading" role="status">"Loading metrics…"</p> }.into_any(),
+            Status::Failed(message) => view! { <p class="banner error" role="alert">{message}</p> }.into_any(),
+            Status::Empty => view! {
                 <p class="empty">"No samples yet: replicas are sampled every few seconds while they run."</p>
             }
             .into_any(),
-            Some(Ok(loaded)) => view! { <Charts loaded now=now.get() job_id=context.id.get_untracked()/> }.into_any(),
+            Status::Ready => view! { <Charts loaded now job_id=context.id.get_untracked()/> }.into_any(),
         }}
     }
 }
 
 #[component]
-fn Charts(loaded: Loaded, now: i64, job_id: String) -> impl IntoView {
+fn Charts(loaded: RwSignal<Loaded>, now: RwSignal<i64>, job_id: String) -> impl IntoView {
     let context = use_job();
-    let completions = context.read(completions_of);
-    let axis = layout(&loaded.replicas, completions, now);
-    let (start, end) = (axis.start, axis.end);
-    let replicas = Signal::stored(loaded.replicas.clone());
-    let sections = loaded
-        .uses
-        .iter()
-        .zip(loaded.series.iter())
-        .map(|(replica_use, metrics)| {
-            let title = format!("Replica {}, attempt {}", replica_use.completion_index, replica_use.attempt + 1);
-            let flags = replica_use
-                .flags
+    let completions = Signal::derive(move || context.read(completions_of));
+    let replicas = Signal::derive(move || loaded.with(|l| l.replicas.clone()));
+    let axis = Memo::new(move |_| {
+        let l = replicas.with(|r| layout(r, completions.get(), now.get()));
+        (l.start, l.end)
+    });
+    let start = Signal::derive(move || axis.get().0);
+    let end = Signal::derive(move || axis.get().1);
+    let sections = move || {
+        loaded.with(|loaded| {
+            loaded
+                .uses
                 .iter()
-                .map(|f| view! { <span class="badge waiting flag">{flag_words(f)}</span> })
-                .collect_view();
-            let peak_memory = replica_use.peak.get("memory").map(|m| format_value("bytes", *m)).unwrap_or_default();
-            let limit = replica_use.memory_limit_bytes as f64;
-            let gpu_util = gpu_lines(metrics, "util");
-            let gpu_memory = gpu_lines(metrics, "memory");
-            let gpu_total = metrics
-                .series
-                .iter()
-                .find(|s| s.name.ends_with(".memory_total"))
-                .and_then(|s| s.points.last())
-                .map(|p| p.1);
-            let gpus = (!gpu_util.is_empty()).then(|| {
-                view! {
-                    <LineChart title="GPU utilization".into() unit="%".into() lines=Signal::stored(gpu_util)
-                        limit=Signal::stored(Some(100.0)) start=Signal::stored(start) end=Signal::stored(end)/>
-                    <LineChart title="GPU memory".into() unit="MiB".into() lines=Signal::stored(gpu_memory)
-                        limit=Signal::stored(gpu_total) start=Signal::stored(start) end=Signal::stored(end)/>
-                }
-            });
-            view! {
-                <section class="replica-metrics" data-replica=replica_use.replica_id.clone()>
-                    <h3>{title}" "{flags}</h3>
-                    <p class="peak">{format!("Peak memory {peak_memory}")}</p>
-                    <LineChart title="CPU".into() unit="cores".into() lines=Signal::stored(line(metrics, "cpu", "CPU"))
-                        limit=Signal::stored(None) start=Signal::stored(start) end=Signal::stored(end)/>
-                    <LineChart title="Memory".into() unit="bytes".into() lines=Signal::stored(line(metrics, "memory", "Memory"))
-                        limit=Signal::stored(Some(limit)) start=Signal::stored(start) end=Signal::stored(end)/>
-                    {gpus}
-                </section>
-            }
+                .zip(loaded.series.iter())
+                .map(|(replica_use, metrics)| section(replica_use, metrics, start, end))
+                .collect_view()
         })
-        .collect_view();
+    };
     view! {
-        <ReplicaTimeline replicas completions=Signal::stored(completions) now=Signal::stored(now) job_id/>
+        <ReplicaTimeline replicas completions now job_id/>
         {sections}
+    }
+}
+
+/// One attempt's flags and charts.
+fn section(replica_use: &ReplicaUse, metrics: &ReplicaMetrics, start: Signal<i64>, end: Signal<i64>) -> impl IntoView {
+    let title = format!("Replica {}, attempt {}", replica_use.completion_index, replica_use.attempt + 1);
+    let flags = replica_use
+        .flags
+        .iter()
+        .map(|f| view! { <span class="badge waiting flag">{flag_words(f)}</span> })
+        .collect_view();
+    let peak_memory = replica_use.peak.get("memory").map(|m| format_value("bytes", *m)).unwrap_or_default();
+    let limit = replica_use.memory_limit_bytes as f64;
+    let gpu_util = gpu_lines(metrics, "util");
+    let gpu_memory = gpu_lines(metrics, "memory");
+    let gpu_total =
+        metrics.series.iter().find(|s| s.name.ends_with(".memory_total")).and_then(|s| s.points.last()).map(|p| p.1);
+    let gpus = (!gpu_util.is_empty()).then(|| {
+        view! {
+            <LineChart title="GPU utilization".into() unit="%".into() lines=Signal::stored(gpu_util)
+                limit=Signal::stored(Some(100.0)) start end/>
+            <LineChart title="GPU memory".into() unit="MiB".into() lines=Signal::stored(gpu_memory)
+                limit=Signal::stored(gpu_total) start end/>
+        }
+    });
+    view! {
+        <section class="replica-metrics" data-replica=replica_use.replica_id.clone()>
+            <h3>{title}" "{flags}</h3>
+            <p class="peak">{format!("Peak memory {peak_memory}")}</p>
+            <LineChart title="CPU".into() unit="cores".into() lines=Signal::stored(line(metrics, "cpu", "CPU"))
+                limit=Signal::stored(None) start end/>
+            <LineChart title="Memory".into() unit="bytes".into() lines=Signal::stored(line(metrics, "memory", "Memory"))
+                limit=Signal::stored(Some(limit)) start end/>
+            {gpus}
+        </section>
     }
 }
 
