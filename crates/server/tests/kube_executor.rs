@@ -809,7 +809,8 @@ async fn recovering_a_run_whose_job_was_never_created_creates_it() {
 
 /// What RBAC calls a request: (API group, resource, verb).
 fn rbac_request(r: &kube_fake::Recorded) -> (String, String, String) {
-    let group = if r.path.starts_with("/apis/batch/") { "batch" } else { "" };
+    // /apis/<group>/<version>/… or the core group's /api/v1/….
+    let group = r.path.strip_prefix("/apis/").and_then(|rest| rest.split('/').next()).unwrap_or("");
     let parts: Vec<&str> = r.path.split('/').filter(|p| !p.is_empty()).collect();
     // /api/v1/namespaces/ml/<resource>[/<name>[/<subresource>]] or
     // /apis/batch/v1/namespaces/ml/<resource>[/<name>]
@@ -855,7 +856,7 @@ fn role_rules() -> std::collections::BTreeSet<(String, String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_role_allows_exactly_what_the_executor_does() {
-    let mut h = harness("").await;
+    let mut h = harness("metrics_interval_seconds = 1").await;
     let spec = spec(json!({"workers": 2}));
     h.store_job(&spec).await;
     // Objects a deleted Job of the same name left behind, owned by it.
@@ -878,8 +879,12 @@ async fn the_role_allows_exactly_what_the_executor_does() {
         json!("deleted-job-uid"),
         "the stale Secret was replaced"
     );
-    h.create_fixture_pods(&["train-ab12c-3-q2w6e"]);
+    h.create_fixture_pods(&["train-ab12c-3-q2w6e", "train-ab12c-2-b5t8w"]);
     eventually!("the log copy", h.logs.open(JOB_ID, 3, 0).unwrap().is_some());
+    eventually!(
+        "a read of the running pod's metrics",
+        h.fake.requests().iter().any(|r| r.path.contains("metrics.k8s.io"))
+    );
     h.executor.stop(JOB_ID, 0, StopReason::Stopped).await.unwrap();
     h.fake.patch(Kind::Job, JOB_ID, json!({"status": {"conditions": [{"type": "Suspended", "status": "True"}]}}));
     assert_eq!(h.outcome().await.2, RunOutcome::Stopped);
@@ -1275,4 +1280,25 @@ async fn events_are_watched_by_kind_and_one_that_comes_before_its_pod_is_kept() 
         selectors,
         [Some("involvedObject.kind=Job".to_string()), Some("involvedObject.kind=Pod".to_string())].into()
     );
+}
+
+/// Where the cluster serves `metrics.k8s.io`, a running pod's CPU and
+/// memory become its attempt's samples.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_pods_are_sampled_from_the_metrics_api() {
+    let h = harness("metrics_interval_seconds = 1").await;
+    let spec = spec(json!({}));
+    h.store_job(&spec).await;
+    h.fake.set_pod_usage("train-ab12c-2-b5t8w", "1500m", "512Mi");
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    h.create_fixture_pods(&["train-ab12c-2-b5t8w"]);
+    eventually!("samples of the running pod", h.store.job_metrics(JOB_ID.to_string()).await.unwrap().len() >= 2);
+    let samples = h.store.job_metrics(JOB_ID.to_string()).await.unwrap();
+    let value =
+        |series: &str| samples.iter().find(|(i, a, s, _)| (*i, *a, s.as_str()) == (2, 0, series)).map(|(.., p)| p.mean);
+    assert_eq!(value("cpu"), Some(1.5));
+    assert_eq!(value("memory"), Some(512.0 * 1024.0 * 1024.0));
+    let asked = h.fake.requests().into_iter().find(|r| r.path.contains("metrics.k8s.io")).unwrap();
+    assert_eq!(asked.path, "/apis/metrics.k8s.io/v1beta1/namespaces/ml/pods");
+    assert_eq!(asked.query.get("labelSelector").map(String::as_str), Some("app.kubernetes.io/managed-by=jobdeck"));
 }

@@ -774,6 +774,9 @@ struct Controller {
     /// the controller, as they would with the server's process, so two
     /// copies never write one log.
     copies: HashMap<String, (String, tokio::task::AbortHandle)>,
+    /// Whether the cluster serves `metrics.k8s.io`; false after a 404, and
+    /// then never asked again.
+    metrics_served: bool,
 }
 
 impl Controller {
@@ -787,6 +790,7 @@ impl Controller {
             events: HashMap::new(),
             event_counts: HashMap::new(),
             copies: HashMap::new(),
+            metrics_served: true,
         }
     }
 
@@ -809,6 +813,9 @@ impl Controller {
             tokio::spawn(watch::run(self.shared.events(), events_about("Pod"), pod_event_tx, "pod events")),
         ];
         let mut tick = tokio::time::interval(TICK);
+        let metrics_every = self.shared.settings.metrics_interval_seconds;
+        let mut metrics = tokio::time::interval(Duration::from_secs(metrics_every.max(1)));
+        metrics.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 command = commands.recv() => match command {
@@ -820,6 +827,7 @@ impl Controller {
                 Some(change) = job_event_rx.recv() => self.on_events("Job", change).await,
                 Some(change) = pod_event_rx.recv() => self.on_events("Pod", change).await,
                 _ = tick.tick() => self.on_tick().await,
+                _ = metrics.tick(), if metrics_every > 0 && self.metrics_served => self.sample_metrics().await,
             }
         }
         for watcher in watchers {
@@ -1312,6 +1320,61 @@ impl Controller {
     }
 
     /// Ends runs whose pods wait on something that never resolves by itself.
+    /// Reads the CPU and memory of Jobdeck's running pods from
+    /// `metrics.k8s.io` and records them as their attempts' samples.
+    async fn sample_metrics(&mut self) {
+        let mut attempts: HashMap<&str, (&str, i64, i64)> = HashMap::new();
+        for (job_id, state) in &self.runs {
+            for tracked in state.tracked.values().filter(|t| !t.finished) {
+                if tracked.last.as_ref().is_some_and(|a| a.phase == ReplicaPhase::Running) {
+                    attempts.insert(
+                        tracked.pod_name.as_str(),
+                        (job_id.as_str(), tracked.completion_index, tracked.attempt),
+                    );
+                }
+            }
+        }
+        if attempts.is_empty() {
+            return;
+        }
+        let selector = format!("{LABEL_MANAGED_BY}={MANAGED_BY_VALUE}");
+        let uses = match super::pod_metrics::read(&self.shared.client, &self.shared.namespace, &selector).await {
+            Ok(Some(uses)) => uses,
+            Ok(None) => {
+                tracing::info!(
+                    "the cluster does not serve metrics.k8s.io (no metrics-server): replicas are not sampled"
+                );
+                self.metrics_served = false;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read pod metrics");
+                return;
+            }
+        };
+        let now = crate::now_millis();
+        let mut samples = Vec::new();
+        for pod_use in uses {
+            let Some((job_id, index, attempt)) = attempts.get(pod_use.pod.as_str()) else { continue };
+            for (series, value) in [
+                (jobdeck_api::metrics::SERIES_CPU, pod_use.cores),
+                (jobdeck_api::metrics::SERIES_MEMORY, pod_use.memory_bytes),
+            ] {
+                samples.push(crate::store::MetricSample {
+                    job_id: job_id.to_string(),
+                    completion_index: *index,
+                    attempt: *attempt,
+                    series: series.to_string(),
+                    t: now,
+                    value,
+                });
+            }
+        }
+        if let Err(e) = self.shared.host.metrics(samples).await {
+            tracing::warn!(error = ?e, "cannot store pod metrics");
+        }
+    }
+
     async fn on_tick(&mut self) {
         let now = crate::now_millis();
         self.retry_log_copies(now);

@@ -14,6 +14,7 @@ pub mod executor;
 pub mod mapping;
 pub mod names;
 pub mod pod_logs;
+pub mod pod_metrics;
 pub mod settings;
 pub mod spec_values;
 pub mod status;

@@ -61,6 +61,9 @@ pub struct KubernetesSettings {
     /// configuration the kubelet rejects before its run fails. Kubernetes
     /// itself would retry such a pod forever.
     pub stuck_pod_timeout_seconds: u64,
+    /// How often pods' CPU and memory are read from `metrics.k8s.io`
+    /// (metrics-server refreshes every 15 s by default); 0: never.
+    pub metrics_interval_seconds: u64,
 }
 
 impl Default for KubernetesSettings {
@@ -79,6 +82,7 @@ impl Default for KubernetesSettings {
             job_service_account: None,
             image_pull_policy: None,
             stuck_pod_timeout_seconds: DEFAULT_STUCK_POD_TIMEOUT_SECONDS,
+            metrics_interval_seconds: 15,
         }
     }
 }

@@ -120,6 +120,10 @@ struct Objects {
     /// Bumped by `break_log_streams`: open log streams of an older
     /// generation fail.
     log_generation: u64,
+    /// What metrics-server reports per pod (CPU as Kubernetes quantities:
+    /// `"250m"`, memory: `"64Mi"`); `None` when the cluster does not serve
+    /// `metrics.k8s.io` (404, as a cluster without metrics-server).
+    pod_usage: Option<BTreeMap<String, (String, String)>>,
 }
 
 struct Shared {
@@ -192,6 +196,13 @@ impl FakeKube {
         let mut objects = self.shared.objects.lock().unwrap();
         let entries = parse_log(text, 0);
         objects.logs.insert(pod.to_string(), entries);
+    }
+
+    /// Serves `metrics.k8s.io` as metrics-server does, reporting `cpu` and
+    /// `memory` (Kubernetes quantities) for `pod` while it runs.
+    pub fn set_pod_usage(&self, pod: &str, cpu: &str, memory: &str) {
+        let mut objects = self.shared.objects.lock().unwrap();
+        objects.pod_usage.get_or_insert_with(BTreeMap::new).insert(pod.to_string(), (cpu.into(), memory.into()));
     }
 
     /// Appends lines to a pod's container log, as a running container
@@ -487,6 +498,10 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             body: body.clone(),
         });
     }
+    let metrics_path = format!("/apis/metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/pods");
+    if path == metrics_path && method == Method::GET {
+        return FakeRef { shared: shared.clone() }.pod_metrics(&query);
+    }
     let Some((kind, name, log)) = route(&path) else {
         return status(404, "NotFound", format!("the server could not find the requested resource ({path})"));
     };
@@ -516,6 +531,37 @@ struct FakeRef {
 impl FakeRef {
     fn fake(&self) -> &Shared {
         &self.shared
+    }
+
+    /// `metrics.k8s.io/v1beta1` `PodMetricsList` of the running pods the
+    /// label selector selects, as metrics-server answers: one entry per pod
+    /// with a `window`, a `timestamp` and each container's `usage`.
+    fn pod_metrics(&self, query: &BTreeMap<String, String>) -> Response {
+        let objects = self.shared.objects.lock().unwrap();
+        let Some(usage) = &objects.pod_usage else {
+            return status(404, "NotFound", "the server could not find the requested resource".into());
+        };
+        let selector = query.get("labelSelector");
+        let items: Vec<Value> = objects
+            .store
+            .iter()
+            .filter(|((k, _), o)| {
+                *k == Kind::Pod && matches_selector(&labels_of(o), selector) && o["status"]["phase"] == "Running"
+            })
+            .filter_map(|((_, name), o)| {
+                let (cpu, memory) = usage.get(name)?;
+                Some(json!({
+                    "metadata": {"name": name, "namespace": NAMESPACE, "labels": o["metadata"]["labels"].clone()},
+                    "timestamp": "2026-01-01T00:00:00Z",
+                    "window": "15s",
+                    "containers": [{"name": "main", "usage": {"cpu": cpu, "memory": memory}}]
+                }))
+            })
+            .collect();
+        axum::Json(
+            json!({"kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {}, "items": items}),
+        )
+        .into_response()
     }
 
     fn list(&self, kind: Kind, query: &BTreeMap<String, String>) -> Response {
