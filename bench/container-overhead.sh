@@ -7,15 +7,8 @@
 # BENCH_SLURM=1 adds the Slurm executor on the one-node test cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
 scripts/setup.sh --containers
 if [ "${BENCH_SLURM:-}" = 1 ]; then scripts/setup.sh --slurm; fi
-target="${CARGO_TARGET_DIR:-target}"
-if [ "${1:-}" != "--no-build" ]; then
-  cargo build --release -q -p jobdeck-server
-fi
-export JOBDECK_BIN="$target/release/jobdeck"
-case "$JOBDECK_BIN" in /*) ;; *) JOBDECK_BIN="$PWD/$JOBDECK_BIN" ;; esac
-echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
-echo "server: $JOBDECK_BIN ($(git rev-parse --short HEAD)); engine: $(podman --version), $(runc --version | head -1)"
+. bench/release-server.sh
+echo "engine: $(podman --version), $(runc --version | head -1)"
 cargo bench -q -p jobdeck-e2e --bench container_overhead 2>&1 | grep -v '^\[jobdeck\]' | grep -v 'INFO\|WARN'

@@ -7,15 +7,7 @@
 # The figures are in docs/measurements.md. Usage: bench/load.sh [--no-build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
-target="${CARGO_TARGET_DIR:-target}"
-if [ "${1:-}" != "--no-build" ]; then
-  cargo build --release -q -p jobdeck-server
-fi
-export JOBDECK_BIN="$target/release/jobdeck"
-case "$JOBDECK_BIN" in /*) ;; *) JOBDECK_BIN="$PWD/$JOBDECK_BIN" ;; esac
-echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
-echo "server: $JOBDECK_BIN ($(git rev-parse --short HEAD))"
+. bench/release-server.sh
 # 200 client threads and their connections, plus the server's.
 ulimit -n 4096 2>/dev/null || true
 cargo bench -q -p jobdeck-e2e --bench load 2>&1 | grep -v '^\[jobdeck\]'

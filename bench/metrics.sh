@@ -6,14 +6,6 @@
 # SAMPLER_SECONDS=<n> changes how long each sampling setting is measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
-target="${CARGO_TARGET_DIR:-target}"
-if [ "${1:-}" != "--no-build" ]; then
-  cargo build --release -q -p jobdeck-server
-fi
-export JOBDECK_BIN="$target/release/jobdeck"
-case "$JOBDECK_BIN" in /*) ;; *) JOBDECK_BIN="$PWD/$JOBDECK_BIN" ;; esac
-echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
-echo "server: $JOBDECK_BIN ($(git rev-parse --short HEAD))"
+. bench/release-server.sh
 cargo bench -q -p jobdeck-server --bench metrics 2>&1 | grep -v 'INFO\|WARN'
 cargo bench -q -p jobdeck-e2e --bench sampler 2>&1 | grep -v '^\[jobdeck\]' | grep -v 'INFO\|WARN'

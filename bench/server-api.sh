@@ -7,13 +7,5 @@
 # BENCH_JOBS=<n> changes the number of stored jobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
-target="${CARGO_TARGET_DIR:-target}"
-if [ "${1:-}" != "--no-build" ]; then
-  cargo build --release -q -p jobdeck-server
-fi
-export JOBDECK_BIN="$target/release/jobdeck"
-case "$JOBDECK_BIN" in /*) ;; *) JOBDECK_BIN="$PWD/$JOBDECK_BIN" ;; esac
-echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
-echo "server: $JOBDECK_BIN ($(git rev-parse --short HEAD))"
+. bench/release-server.sh
 cargo bench -q -p jobdeck-e2e --bench server_api 2>&1 | grep -v '^\[jobdeck\]'

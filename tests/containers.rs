@@ -5,11 +5,14 @@
 //! volume that the test creates; nothing here waits on a clock.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use jobdeck_e2e::containers::{self, GatedProxy, Registry};
-use jobdeck_e2e::Server;
+use jobdeck_e2e::{wait_for, Server};
 use serde_json::{json, Value};
+
+/// The longest a wait in these tests may take.
+const LIMIT: Duration = Duration::from_secs(60);
 
 /// A container-mode server: podman, a `scratch` volume at `scratch`, a
 /// small shape for the OOM test, and `extra` lines for `[executor.local]`.
@@ -41,36 +44,6 @@ fn job(name: &str, script: &str) -> Value {
     })
 }
 
-fn replicas(server: &Server, token: &str, id: &str) -> Vec<Value> {
-    let (status, list) = server.call("GET", &format!("/jobs/{id}/replicas"), token, None);
-    assert_eq!(status, 200, "{list}");
-    list.as_array().cloned().unwrap_or_default()
-}
-
-fn log(server: &Server, token: &str, id: &str, replica: &str) -> String {
-    let (status, text) = server.call("GET", &format!("/jobs/{id}/replicas/{replica}/log"), token, None);
-    assert_eq!(status, 200, "{text}");
-    text.as_str().map(str::to_string).unwrap_or_else(|| text.to_string())
-}
-
-fn analysis(server: &Server, token: &str, id: &str) -> Value {
-    let (status, analysis) = server.call("GET", &format!("/jobs/{id}/failure-analysis"), token, None);
-    assert_eq!(status, 200, "{analysis}");
-    analysis
-}
-
-/// Polls `probe` until it answers; fails after a minute naming `what`.
-fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(found) = probe() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn replicas_run_in_their_image_with_their_environment_resources_and_volume() {
     let scratch = tempfile::tempdir().unwrap();
@@ -99,14 +72,14 @@ fn replicas_run_in_their_image_with_their_environment_resources_and_volume() {
     let id = server.create_job(token, &spec);
     server.wait_for_state(token, &id, "Completed");
 
-    let list = replicas(&server, token, &id);
+    let list = server.replicas(token, &id);
     assert_eq!(list.len(), 2, "each index ran once: {list:?}");
     for replica in &list {
         let index = replica["status"]["completion_index"].as_i64().unwrap();
         let name = replica["id"].as_str().unwrap();
         assert_eq!(replica["status"]["attempt"], 0);
         assert_eq!(replica["status"]["executor_id"], format!("jobdeck-{name}"));
-        let text = log(&server, token, &id, name);
+        let text = server.log_text(token, &id, name);
         for expected in [
             "jobdeck test image".to_string(),
             format!("index={index} of 2"),
@@ -142,7 +115,7 @@ fn an_empty_command_runs_the_images_own() {
     spec["spec"]["container"] = json!({"image": containers::TEST_IMAGE});
     let id = server.create_job(token, &spec);
     server.wait_for_state(token, &id, "Completed");
-    let text = log(&server, token, &id, &format!("{id}-0-0"));
+    let text = server.log_text(token, &id, &format!("{id}-0-0"));
     assert!(text.contains(containers::DEFAULT_COMMAND_OUTPUT), "{text}");
 }
 
@@ -167,15 +140,15 @@ fn a_private_image_is_pulled_with_the_jobs_credentials_and_a_wrong_password_is_a
 
     let good = server.create_job(token, &private("right-password", &registry.password));
     server.wait_for_state(token, &good, "Completed");
-    let text = log(&server, token, &good, &format!("{good}-0-0"));
+    let text = server.log_text(token, &good, &format!("{good}-0-0"));
     assert!(text.contains(&format!("pulled image {image}")) && text.contains("jobdeck test image"), "{text}");
 
     let bad = server.create_job(token, &private("wrong-password", "not-the-password"));
     let failed = server.wait_for_state(token, &bad, "Failed");
-    let replica = &replicas(&server, token, &bad)[0]["status"];
+    let replica = &server.replicas(token, &bad)[0]["status"];
     assert_eq!(replica["reason"], "ImagePullFailed", "{replica}");
     assert_eq!(replica["readiness_issue"]["reason"], "Failed", "Lepton's readiness for a failed pull: {replica}");
-    let found = analysis(&server, token, &bad);
+    let found = server.failure_analysis(token, &bad);
     assert_eq!(found["err_class"], "ERR_IMAGE_PULL", "{found} {failed}");
     assert!(found["suggestion"].as_str().unwrap().contains("credentials"), "{found}");
 
@@ -231,17 +204,17 @@ fn a_replica_says_it_is_pulling_its_image_until_the_pull_is_done() {
 
     // The registry cannot answer until the proxy opens: the replica waits,
     // saying why, in Lepton's words.
-    let issue = wait_for("the replica to say it is pulling", || {
-        let list = replicas(&server, token, &id);
+    let issue = wait_for("the replica to say it is pulling", LIMIT, || {
+        let list = server.replicas(token, &id);
         let issue = list.first()?["status"]["readiness_issue"].clone();
         (issue["message"].as_str()?.starts_with("Pulling image")).then_some(issue)
     });
     assert_eq!(issue["reason"], "InProgress");
     assert_eq!(issue["message"], format!("Pulling image {image}"));
-    assert_eq!(replicas(&server, token, &id)[0]["status"]["phase"], "pending");
+    assert_eq!(server.replicas(token, &id)[0]["status"]["phase"], "pending");
     proxy.open();
     server.wait_for_state(token, &id, "Completed");
-    let replica = &replicas(&server, token, &id)[0]["status"];
+    let replica = &server.replicas(token, &id)[0]["status"];
     assert!(replica.get("readiness_issue").is_none(), "{replica}");
 }
 
@@ -263,12 +236,12 @@ fn an_engine_that_cannot_start_containers_is_an_infrastructure_failure_not_the_p
     let id = server.create_job(token, &spec);
     let failed = server.wait_for_state(token, &id, "Failed");
     assert_eq!(failed["status"]["reason"], "BackoffLimitExceeded", "{failed}");
-    let list = replicas(&server, token, &id);
+    let list = server.replicas(token, &id);
     assert_eq!(list.len(), 2, "retried once: {list:?}");
     for replica in &list {
         assert_eq!(replica["status"]["reason"], "EngineError", "{replica}");
     }
-    let found = analysis(&server, token, &id);
+    let found = server.failure_analysis(token, &id);
     assert_eq!(found["err_class"], "ERR_ENGINE", "{found}");
     assert!(found["suggestion"].as_str().unwrap().contains("engine"), "{found}");
     assert_eq!(containers::containers_of_job(&id), Vec::<String>::new());
@@ -283,9 +256,9 @@ fn a_command_missing_from_the_image_is_a_configuration_error() {
     spec["spec"]["container"]["command"] = json!(["/opt/not-in-the-image", "--train"]);
     let id = server.create_job(token, &spec);
     server.wait_for_state(token, &id, "Failed");
-    let replica = &replicas(&server, token, &id)[0]["status"];
+    let replica = &server.replicas(token, &id)[0]["status"];
     assert_eq!(replica["reason"], "ContainerCannotRun", "{replica}");
-    assert_eq!(analysis(&server, token, &id)["err_class"], "ERR_CONFIG");
+    assert_eq!(server.failure_analysis(token, &id)["err_class"], "ERR_CONFIG");
 }
 
 #[test]
@@ -297,9 +270,9 @@ fn a_replica_over_its_memory_is_killed_and_classified_as_out_of_memory() {
     spec["spec"]["resource_shape"] = json!("mem.tiny");
     let id = server.create_job(token, &spec);
     server.wait_for_state(token, &id, "Failed");
-    let replica = &replicas(&server, token, &id)[0]["status"];
+    let replica = &server.replicas(token, &id)[0]["status"];
     assert_eq!(replica["reason"], "OOMKilled", "{replica}");
-    let found = analysis(&server, token, &id);
+    let found = server.failure_analysis(token, &id);
     assert_eq!(found["err_class"], "ERR_OOM", "{found}");
     assert!(found["summary"].as_str().unwrap().contains("32 MiB"), "{found}");
 }
@@ -310,21 +283,21 @@ fn stop_removes_the_container_and_delete_removes_its_run_directory() {
     let server = server(scratch.path(), "");
     let token = &server.admin_token;
     let id = server.create_job(token, &job("stop-me", "echo up; touch /scratch/up; while true; do sleep 1; done"));
-    wait_for("the container to run", || scratch.path().join("up").exists().then_some(()));
+    wait_for("the container to run", LIMIT, || scratch.path().join("up").exists().then_some(()));
     server.wait_for_state(token, &id, "Running");
     assert_eq!(containers::containers_of_job(&id), vec![format!("jobdeck-{id}-0-0")]);
 
     let (status, _) = server.call("PATCH", &format!("/jobs/{id}"), token, Some(&json!({"spec": {"stopped": true}})));
     assert_eq!(status, 200);
     server.wait_for_state(token, &id, "Stopped");
-    assert_eq!(replicas(&server, token, &id)[0]["status"]["reason"], "Stopped");
+    assert_eq!(server.replicas(token, &id)[0]["status"]["reason"], "Stopped");
     assert_eq!(containers::containers_of_job(&id), Vec::<String>::new(), "stop removes the container");
 
     let runs = server.data_dir.join("runs").join(&id);
     assert!(runs.is_dir());
     let (status, _) = server.call("DELETE", &format!("/jobs/{id}"), token, None);
     assert_eq!(status, 200);
-    wait_for("the run directory to go", || (!runs.exists()).then_some(()));
+    wait_for("the run directory to go", LIMIT, || (!runs.exists()).then_some(()));
 }
 
 #[test]
@@ -335,7 +308,7 @@ fn running_containers_are_adopted_after_a_kill_9_of_the_server() {
     let script = "echo before; touch /scratch/started; \
                   while [ ! -e /scratch/release ]; do sleep 0.1; done; echo after; echo run >> /scratch/runs";
     let id = first.create_job(&token, &job("adopted", script));
-    wait_for("the container to run", || scratch.path().join("started").exists().then_some(()));
+    wait_for("the container to run", LIMIT, || scratch.path().join("started").exists().then_some(()));
     first.wait_for_state(&token, &id, "Running");
 
     // The server dies; the container and its supervisor do not.
@@ -346,10 +319,10 @@ fn running_containers_are_adopted_after_a_kill_9_of_the_server() {
     std::fs::write(scratch.path().join("release"), "").unwrap();
     second.wait_for_state(&token, &id, "Completed");
 
-    let list = replicas(&second, &token, &id);
+    let list = second.replicas(&token, &id);
     assert_eq!(list.len(), 1, "nothing ran twice: {list:?}");
     assert_eq!(std::fs::read_to_string(scratch.path().join("runs")).unwrap(), "run\n");
-    let text = log(&second, &token, &id, &format!("{id}-0-0"));
+    let text = second.log_text(&token, &id, &format!("{id}-0-0"));
     let before = text.find("before").expect("the line before the crash");
     let after = text.find("after").expect("the line after the restart");
     assert!(before < after, "{text}");
@@ -380,8 +353,8 @@ fn a_containers_cpu_and_memory_are_sampled_from_its_cgroup() {
     let script = "x=$(head -c 50000000 /dev/zero | tr '\\0' a); touch /scratch/holding; \
                   while [ ! -e /scratch/release ]; do :; done; echo ${#x}";
     let id = server.create_job(token, &job("sampled", script));
-    wait_for("the container to hold its memory", || scratch.path().join("holding").exists().then_some(()));
-    let current = wait_for("a busy core and 50 MB in the samples", || {
+    wait_for("the container to hold its memory", LIMIT, || scratch.path().join("holding").exists().then_some(()));
+    let current = wait_for("a busy core and 50 MB in the samples", LIMIT, || {
         let (_, metrics) = server.call("GET", &format!("/jobs/{id}/metrics"), token, None);
         let current = metrics["replicas"][0]["current"].clone();
         (current["cpu"].as_f64()? >= 0.5 && current["memory"].as_f64()? >= 50e6).then_some(current)
@@ -389,5 +362,5 @@ fn a_containers_cpu_and_memory_are_sampled_from_its_cgroup() {
     assert!(current["memory"].as_f64().unwrap() < 1024.0 * 1024.0 * 1024.0, "{current}");
     std::fs::write(scratch.path().join("release"), "").unwrap();
     server.wait_for_state(token, &id, "Completed");
-    assert!(log(&server, token, &id, &format!("{id}-0-0")).contains("50000000"));
+    assert!(server.log_text(token, &id, &format!("{id}-0-0")).contains("50000000"));
 }

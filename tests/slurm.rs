@@ -6,10 +6,13 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use jobdeck_e2e::Server;
+use jobdeck_e2e::{wait_for, Server};
 use serde_json::{json, Value};
+
+/// The longest a wait in these tests may take.
+const LIMIT: Duration = Duration::from_secs(90);
 
 /// The tests share one small cluster: one at a time, so each sees Slurm
 /// schedule its own jobs. The guard is held for the whole test.
@@ -41,33 +44,6 @@ fn job(name: &str, script: &str) -> Value {
             "container": {"image": "ignored-without-pyxis", "command": ["/bin/sh", "-c", script]}
         }
     })
-}
-
-fn replicas(server: &Server, token: &str, id: &str) -> Vec<Value> {
-    let (status, list) = server.call("GET", &format!("/jobs/{id}/replicas"), token, None);
-    assert_eq!(status, 200, "{list}");
-    list.as_array().cloned().unwrap_or_default()
-}
-
-fn log(server: &Server, token: &str, id: &str, replica: &str) -> String {
-    let (status, text) = server.call("GET", &format!("/jobs/{id}/replicas/{replica}/log"), token, None);
-    assert_eq!(status, 200, "{text}");
-    text.as_str().map(str::to_string).unwrap_or_else(|| text.to_string())
-}
-
-fn analysis(server: &Server, token: &str, id: &str) -> Value {
-    server.call("GET", &format!("/jobs/{id}/failure-analysis"), token, None).1
-}
-
-fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        if let Some(found) = probe() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// What Slurm still has queued or running under a job's name.
@@ -104,7 +80,7 @@ fn an_indexed_job_runs_each_index_once_as_a_task_of_one_array() {
     spec["spec"]["parallelism"] = json!(2);
     let id = server.create_job(token, &spec);
     server.wait_for_state(token, &id, "Completed");
-    let list = replicas(&server, token, &id);
+    let list = server.replicas(token, &id);
     assert_eq!(list.len(), 3, "{list:?}");
     let array = list[0]["status"]["executor_id"].as_str().unwrap().split('_').next().unwrap().to_string();
     for (index, replica) in list.iter().enumerate() {
@@ -112,7 +88,7 @@ fn an_indexed_job_runs_each_index_once_as_a_task_of_one_array() {
         assert_eq!((status["completion_index"].as_i64(), status["attempt"].as_i64()), (Some(index as i64), Some(0)));
         assert_eq!(status["executor_id"], format!("{array}_{index}"), "one array: {status}");
         assert!(status["node"]["name"].as_str().is_some_and(|n| !n.is_empty()), "{status}");
-        let text = log(&server, token, &id, replica["id"].as_str().unwrap());
+        let text = server.log_text(token, &id, replica["id"].as_str().unwrap());
         assert!(text.contains(&format!("index={index} of 3 task={index}")), "{text}");
     }
     let mut ran: Vec<String> =
@@ -133,9 +109,9 @@ fn a_failing_job_is_a_program_error_and_a_retry_waits_with_begin() {
         &job("failing", "echo 'Traceback (most recent call last):'; echo 'ValueError: bad input' >&2; exit 3"),
     );
     server.wait_for_state(token, &failing, "Failed");
-    let replica = &replicas(&server, token, &failing)[0]["status"];
+    let replica = &server.replicas(token, &failing)[0]["status"];
     assert_eq!((replica["reason"].as_str(), replica["exit_code"].as_i64()), (Some("Error"), Some(3)), "{replica}");
-    let found = analysis(&server, token, &failing);
+    let found = server.failure_analysis(token, &failing);
     assert_eq!(found["err_class"], "ERR_PROGRAM", "{found}");
 
     // Fails once, then succeeds: the retry is a new submission of its index.
@@ -147,7 +123,7 @@ fn a_failing_job_is_a_program_error_and_a_retry_waits_with_begin() {
     spec["spec"]["backoff_limit"] = json!(1);
     let id = server.create_job(token, &spec);
     server.wait_for_state(token, &id, "Completed");
-    let list = replicas(&server, token, &id);
+    let list = server.replicas(token, &id);
     assert_eq!(list.len(), 2, "{list:?}");
     assert_eq!(list[0]["status"]["reason"], "Error");
     assert_eq!(list[1]["status"]["reason"], "Completed");
@@ -156,7 +132,7 @@ fn a_failing_job_is_a_program_error_and_a_retry_waits_with_begin() {
     assert_ne!(first.split('_').next(), second.split('_').next(), "the retry is its own Slurm job");
     // Held back by the back-off: Slurm recorded a begin time after the
     // first attempt's end.
-    assert!(log(&server, token, &id, list[1]["id"].as_str().unwrap()).contains("second try"));
+    assert!(server.log_text(token, &id, list[1]["id"].as_str().unwrap()).contains("second try"));
 }
 
 #[test]
@@ -171,10 +147,10 @@ fn a_job_over_its_memory_is_killed_and_classified_as_out_of_memory() {
     spec["spec"]["resource_shape"] = json!("mem.tiny");
     let id = server.create_job(token, &spec);
     server.wait_for_state(token, &id, "Failed");
-    let found = analysis(&server, token, &id);
+    let found = server.failure_analysis(token, &id);
     assert_eq!(found["err_class"], "ERR_OOM", "{found}");
-    let replica = &replicas(&server, token, &id)[0];
-    let text = log(&server, token, &id, replica["id"].as_str().unwrap());
+    let replica = &server.replicas(token, &id)[0];
+    let text = server.log_text(token, &id, replica["id"].as_str().unwrap());
     assert!(text.contains("memory limit"), "Slurm's words are in the log: {text}");
 }
 
@@ -186,15 +162,15 @@ fn the_deadline_is_slurms_time_limit_and_ends_the_job() {
     let mut spec = job("deadline", "echo started; exec sleep 600");
     spec["spec"]["active_deadline_seconds"] = json!(3);
     let id = server.create_job(token, &spec);
-    let slurm_job = wait_for("the job to reach Slurm", || {
-        replicas(&server, token, &id).first()?["status"]["executor_id"].as_str().map(String::from)
+    let slurm_job = wait_for("the job to reach Slurm", LIMIT, || {
+        server.replicas(token, &id).first()?["status"]["executor_id"].as_str().map(String::from)
     });
     // Slurm counts whole minutes: 3 s is one.
     assert_eq!(scontrol_field(&slurm_job, "TimeLimit"), "00:01:00");
     let failed = server.wait_for_state(token, &id, "Failed");
     assert_eq!(failed["status"]["reason"], "DeadlineExceeded", "{failed}");
-    assert_eq!(analysis(&server, token, &id)["err_class"], "ERR_DEADLINE");
-    wait_for("Slurm to end it", || slurm_jobs_of(&id).is_empty().then_some(()));
+    assert_eq!(server.failure_analysis(token, &id)["err_class"], "ERR_DEADLINE");
+    wait_for("Slurm to end it", LIMIT, || slurm_jobs_of(&id).is_empty().then_some(()));
 }
 
 #[test]
@@ -207,13 +183,13 @@ fn a_stopped_job_leaves_nothing_in_slurm_and_a_queued_one_says_why_it_waits() {
     let mut whole = job("whole-node", &format!("touch {started}; exec sleep 600"));
     whole["spec"]["resource_shape"] = json!("cpu.node");
     let holder = server.create_job(token, &whole);
-    wait_for("the first job to run", || Path::new(&started).exists().then_some(()));
+    wait_for("the first job to run", LIMIT, || Path::new(&started).exists().then_some(()));
     server.wait_for_state(token, &holder, "Running");
 
     // Jobdeck admits it; Slurm has no CPU left and says so.
     let queued = server.create_job(token, &job("queued", "echo finally"));
-    let issue = wait_for("Slurm's reason", || {
-        let issue = replicas(&server, token, &queued).first()?["status"]["readiness_issue"].clone();
+    let issue = wait_for("Slurm's reason", LIMIT, || {
+        let issue = server.replicas(token, &queued).first()?["status"]["readiness_issue"].clone();
         (issue["reason"] == "NoCapacity").then_some(issue)
     });
     assert!(
@@ -231,7 +207,7 @@ fn a_stopped_job_leaves_nothing_in_slurm_and_a_queued_one_says_why_it_waits() {
         server.wait_for_state(token, id, "Stopped");
         assert_eq!(slurm_jobs_of(id), "", "nothing of {id} is left in Slurm");
     }
-    assert_eq!(replicas(&server, token, &holder)[0]["status"]["reason"], "Stopped");
+    assert_eq!(server.replicas(token, &holder)[0]["status"]["reason"], "Stopped");
 }
 
 #[test]
@@ -246,11 +222,11 @@ fn running_slurm_jobs_are_found_again_after_a_kill_9_of_the_server() {
         "echo before; echo run >> {runs}; touch {started}; while [ ! -e {release} ]; do sleep 0.1; done; echo after"
     );
     let id = first.create_job(&token, &job("adopted", &script));
-    wait_for("the job to run", || Path::new(&started).exists().then_some(()));
+    wait_for("the job to run", LIMIT, || Path::new(&started).exists().then_some(()));
     first.wait_for_state(&token, &id, "Running");
     // (Lepton's log query: a plain log request would follow the running
     // replica until it ends.)
-    wait_for("the first line to be copied", || {
+    wait_for("the first line to be copied", LIMIT, || {
         let (_, found) = first.call("GET", &format!("/logs?job={id}&q=before"), &token, None);
         (found["data"]["result"][0]["values"].as_array()?.len() == 1).then_some(())
     });
@@ -260,9 +236,9 @@ fn running_slurm_jobs_are_found_again_after_a_kill_9_of_the_server() {
     let second = Server::start_api_in(&first.data_dir.clone(), &["--config", config.to_str().unwrap()]);
     std::fs::write(&release, "").unwrap();
     second.wait_for_state(&token, &id, "Completed");
-    assert_eq!(replicas(&second, &token, &id).len(), 1, "nothing was submitted twice");
+    assert_eq!(second.replicas(&token, &id).len(), 1, "nothing was submitted twice");
     assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n");
-    let text = log(&second, &token, &id, &format!("{id}-0-0"));
+    let text = second.log_text(&token, &id, &format!("{id}-0-0"));
     assert_eq!(text.matches("before").count(), 1, "no line copied twice: {text}");
     assert!(text.contains("after"), "{text}");
 }

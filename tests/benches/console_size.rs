@@ -31,12 +31,13 @@ fn main() {
     );
     let id = job["metadata"]["id"].as_str().unwrap().to_string();
     server.wait_for_state(&server.admin_token, &id, "Completed");
-    let routes: [(&str, String, &str); 5] = [
+    let routes: [(&str, String, &str); 6] = [
         ("sign-in", "/login".into(), "form button[type=submit]"),
         ("deployments list", "/jobs".into(), "tbody tr"),
         ("create-job form", "/jobs/new".into(), ".job-form button[type=submit]"),
         ("job overview", format!("/jobs/{id}"), "nav.tabs"),
         ("job logs", format!("/jobs/{id}/logs?replica={id}-0-0"), ".log-rows .log-line"),
+        ("job metrics", format!("/jobs/{id}/metrics"), "section.replica-metrics, p.empty"),
     ];
     let mut rows = Vec::new();
     for (name, path, ready) in routes {

@@ -225,6 +225,29 @@ impl Server {
         (status, value)
     }
 
+    /// A job's replica attempts (`GET /jobs/{id}/replicas`).
+    pub fn replicas(&self, token: &str, id: &str) -> Vec<Value> {
+        let (status, list) = self.call("GET", &format!("/jobs/{id}/replicas"), token, None);
+        assert_eq!(status, 200, "{list}");
+        list.as_array().cloned().unwrap_or_default()
+    }
+
+    /// An attempt's whole log as text. A plain log request follows a
+    /// running replica until it ends, as Lepton's does: ask this of ended
+    /// attempts.
+    pub fn log_text(&self, token: &str, id: &str, replica: &str) -> String {
+        let (status, text) = self.call("GET", &format!("/jobs/{id}/replicas/{replica}/log"), token, None);
+        assert_eq!(status, 200, "{text}");
+        text.as_str().map(str::to_string).unwrap_or_else(|| text.to_string())
+    }
+
+    /// A job's failure analysis.
+    pub fn failure_analysis(&self, token: &str, id: &str) -> Value {
+        let (status, analysis) = self.call("GET", &format!("/jobs/{id}/failure-analysis"), token, None);
+        assert_eq!(status, 200, "{analysis}");
+        analysis
+    }
+
     /// Creates a job through the API as the token's user; returns its id.
     pub fn create_job(&self, token: &str, job: &Value) -> String {
         let (status, created) = self.call("POST", "/jobs", token, Some(job));
@@ -280,6 +303,20 @@ fn cancel_slurm_jobs(data_dir: &Path) {
     for entry in entries.flatten() {
         let name = format!("--name=jobdeck-{}", entry.file_name().to_string_lossy());
         let _ = Command::new("scancel").arg(name).stdout(Stdio::null()).stderr(Stdio::null()).status();
+    }
+}
+
+/// Polls `probe` every 50 ms until it answers, for at most `limit`; fails
+/// naming `what`. For waiting on an event (a file, a state), never to let
+/// time pass.
+pub fn wait_for<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -145,25 +145,12 @@ impl Harness {
 
     fn launch(&self, spec: &JobSpec, run: i64) -> JobLaunch {
         let resolved = ResolvedSpec::resolve(spec, &self.config).unwrap();
+        let placement = Placement { node_group: "h100".into(), slots: Vec::new() };
         JobLaunch {
-            job_id: JOB_ID.into(),
-            job_name: "train".into(),
-            run,
-            spec: spec.clone(),
-            shape: resolved.shape.clone(),
-            placement: Placement { node_group: "h100".into(), slots: Vec::new() },
-            completions: resolved.completions,
-            parallelism: resolved.parallelism,
-            workers: resolved.workers,
-            backoff_limit: resolved.backoff_limit,
-            max_failure_retry: resolved.max_failure_retry,
-            disable_retry_on_program_error: resolved.disable_retry_on_program_error,
-            shared_memory_mb: resolved.shared_memory_mb,
             log_collection: true,
             env: vec![("HF_TOKEN".into(), HF_TOKEN.into()), ("EPOCHS".into(), "3".into())],
-            first_attempt: 0,
             master_port: 29400,
-            pull_credentials: Vec::new(),
+            ..JobLaunch::from_resolved(JOB_ID, "train", run, spec, &resolved, placement)
         }
     }
 

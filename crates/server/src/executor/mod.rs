@@ -26,6 +26,7 @@ pub mod container;
 pub mod engine;
 pub mod env;
 pub mod local;
+pub mod runs;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -156,6 +157,41 @@ pub struct JobLaunch {
     /// creator. Names that are not stored are not here: on Kubernetes they
     /// name Secrets of the namespace.
     pub pull_credentials: Vec<PullCredential>,
+}
+
+impl JobLaunch {
+    /// A run of a job from its spec with the server's defaults applied; the
+    /// job's environment (`env`), rendezvous port and pull credentials are
+    /// the caller's to fill in.
+    pub fn from_resolved(
+        job_id: &str,
+        job_name: &str,
+        run: i64,
+        spec: &JobSpec,
+        resolved: &crate::spec::ResolvedSpec,
+        placement: Placement,
+    ) -> JobLaunch {
+        JobLaunch {
+            job_id: job_id.to_string(),
+            job_name: job_name.to_string(),
+            run,
+            spec: spec.clone(),
+            shape: resolved.shape.clone(),
+            placement,
+            completions: resolved.completions,
+            parallelism: resolved.parallelism,
+            workers: resolved.workers,
+            backoff_limit: resolved.backoff_limit,
+            max_failure_retry: resolved.max_failure_retry,
+            disable_retry_on_program_error: resolved.disable_retry_on_program_error,
+            shared_memory_mb: resolved.shared_memory_mb,
+            log_collection: resolved.log_collection,
+            env: Vec::new(),
+            first_attempt: 0,
+            master_port: 0,
+            pull_credentials: Vec::new(),
+        }
+    }
 }
 
 /// Why the scheduler stops a run; it becomes the reason of every replica the

@@ -774,26 +774,12 @@ impl Scheduler {
                 });
             }
         }
-        let r = &active.resolved;
+        let row = &active.row;
         Ok(Ok(JobLaunch {
-            job_id: active.row.id.clone(),
-            job_name: active.row.name.clone(),
-            run: active.row.runtime.run,
-            spec: active.spec.clone(),
-            shape: r.shape.clone(),
-            placement,
-            completions: r.completions,
-            parallelism: r.parallelism,
-            workers: r.workers,
-            backoff_limit: r.backoff_limit,
-            max_failure_retry: r.max_failure_retry,
-            disable_retry_on_program_error: r.disable_retry_on_program_error,
-            shared_memory_mb: r.shared_memory_mb,
-            log_collection: r.log_collection,
             env,
-            first_attempt: 0,
-            master_port: active.row.runtime.master_port.clamp(0, u16::MAX as i64) as u16,
+            master_port: row.runtime.master_port.clamp(0, u16::MAX as i64) as u16,
             pull_credentials,
+            ..JobLaunch::from_resolved(&row.id, &row.name, row.runtime.run, &active.spec, &active.resolved, placement)
         }))
     }
 

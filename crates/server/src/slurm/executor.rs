@@ -19,10 +19,10 @@
 //! copy resumes exactly where it stopped: the lines already stored are
 //! counted, and the output file is read on from the line after them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jobdeck_api::{JobRequirements, ReadinessIssue, ReplicaPhase};
@@ -34,6 +34,7 @@ use super::script::{self, SubmissionInput};
 use super::settings::SlurmSettings;
 use crate::config::{Config, ExecutorKind};
 use crate::executor::local::policy::{decide, Decision, RetryLimits, Verdict};
+use crate::executor::runs::Runs;
 use crate::executor::{
     replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorEvent, ExecutorHost, JobLaunch,
     ReplicaObservation, RunOutcome, StopReason,
@@ -68,7 +69,7 @@ struct Shared {
     log_dir: PathBuf,
     /// What jobs inherit of the server's environment (`PATH`, …).
     base_env: Vec<(String, String)>,
-    runs: Mutex<HashMap<String, (i64, mpsc::UnboundedSender<StopReason>)>>,
+    runs: Runs<StopReason>,
 }
 
 /// Runs jobs on a Slurm cluster (docs/slurm.md).
@@ -95,7 +96,7 @@ impl SlurmExecutor {
                 settings,
                 log_dir,
                 base_env,
-                runs: Mutex::new(HashMap::new()),
+                runs: Runs::default(),
             }),
         })
     }
@@ -106,19 +107,8 @@ impl SlurmExecutor {
 
     /// Registers a run; `None` when it is already going.
     fn register(&self, launch: &JobLaunch) -> Result<Option<mpsc::UnboundedReceiver<StopReason>>, ExecutorError> {
-        let mut runs = self.shared.runs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((run, _)) = runs.get(&launch.job_id) {
-            if *run == launch.run {
-                return Ok(None);
-            }
-            return Err(ExecutorError(format!(
-                "job {} still has run {run} going; run {} cannot start",
-                launch.job_id, launch.run
-            )));
-        }
         let (tx, rx) = mpsc::unbounded_channel();
-        runs.insert(launch.job_id.clone(), (launch.run, tx));
-        Ok(Some(rx))
+        Ok(self.shared.runs.register(&launch.job_id, launch.run, tx)?.then_some(rx))
     }
 }
 
@@ -167,16 +157,7 @@ impl Executor for SlurmExecutor {
     fn stop(&self, job_id: &str, run: i64, reason: StopReason) -> BoxFuture<'_, Result<(), ExecutorError>> {
         let job_id = job_id.to_string();
         Box::pin(async move {
-            let sent = {
-                let runs = self.shared.runs.lock().unwrap_or_else(|p| p.into_inner());
-                match runs.get(&job_id) {
-                    Some((r, tx)) if *r == run => tx.send(reason).is_ok(),
-                    _ => false,
-                }
-            };
-            if !sent {
-                self.shared.host.outcome(&job_id, run, RunOutcome::Stopped);
-            }
+            self.shared.runs.stop(&self.shared.host, &job_id, run, reason);
             Ok(())
         })
     }
@@ -353,13 +334,7 @@ impl Controller {
                 }
             }
             if let Some(outcome) = self.outcome() {
-                {
-                    let mut runs = self.shared.runs.lock().unwrap_or_else(|p| p.into_inner());
-                    if runs.get(&self.launch.job_id).is_some_and(|(r, _)| *r == self.launch.run) {
-                        runs.remove(&self.launch.job_id);
-                    }
-                }
-                self.shared.host.outcome(&self.launch.job_id, self.launch.run, outcome);
+                self.shared.runs.finish(&self.shared.host, &self.launch.job_id, self.launch.run, outcome);
                 return;
             }
             if self.ending.is_some() && !self.cancelled {

@@ -54,25 +54,12 @@ pub fn render_job_file(json: &str, config: &Config, node_group: Option<&str>) ->
             (var.name.clone(), value)
         })
         .collect();
+    let name = job.metadata.name.clone().unwrap_or_else(|| id.clone());
+    let placement = crate::executor::Placement { node_group: group, slots: Vec::new() };
     let launch = crate::executor::JobLaunch {
-        job_id: id.clone(),
-        job_name: job.metadata.name.clone().unwrap_or_else(|| id.clone()),
-        run: 0,
-        spec: job.spec.clone(),
-        shape: resolved.shape.clone(),
-        placement: crate::executor::Placement { node_group: group, slots: Vec::new() },
-        completions: resolved.completions,
-        parallelism: resolved.parallelism,
-        workers: resolved.workers,
-        backoff_limit: resolved.backoff_limit,
-        max_failure_retry: resolved.max_failure_retry,
-        disable_retry_on_program_error: resolved.disable_retry_on_program_error,
-        shared_memory_mb: resolved.shared_memory_mb,
-        log_collection: resolved.log_collection,
         env,
-        first_attempt: 0,
         master_port: settings.master_port,
-        pull_credentials: Vec::new(),
+        ..crate::executor::JobLaunch::from_resolved(&id, &name, 0, &job.spec, &resolved, placement)
     };
     let log_dir = settings.log_dir.clone().unwrap_or_else(|| config.data_dir.join("slurm"));
     let job_dir = log_dir.join(&id);

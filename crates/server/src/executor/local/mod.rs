@@ -79,11 +79,6 @@ struct Retry {
     at: tokio::time::Instant,
 }
 
-struct RunHandle {
-    run: i64,
-    tx: mpsc::UnboundedSender<ControlMsg>,
-}
-
 struct Shared {
     host: ExecutorHost,
     settings: LocalExecutorConfig,
@@ -97,7 +92,7 @@ struct Shared {
     engine_env: Vec<(String, String)>,
     /// How the mode was decided, for the start-up message.
     mode_note: String,
-    runs: Mutex<HashMap<String, RunHandle>>,
+    runs: super::runs::Runs<ControlMsg>,
     /// The running attempts the sampler reads, by (job, index, attempt).
     targets: Mutex<HashMap<(String, i64, i64), crate::metrics::Target>>,
 }
@@ -157,7 +152,7 @@ impl LocalExecutor {
                 base_env,
                 engine_env,
                 mode_note,
-                runs: Mutex::new(HashMap::new()),
+                runs: super::runs::Runs::default(),
                 targets: Mutex::new(HashMap::new()),
             }),
         };
@@ -246,16 +241,7 @@ impl Executor for LocalExecutor {
     fn stop(&self, job_id: &str, run: i64, reason: StopReason) -> BoxFuture<'_, Result<(), ExecutorError>> {
         let job_id = job_id.to_string();
         Box::pin(async move {
-            let sent = {
-                let runs = self.shared.runs.lock().unwrap_or_else(|p| p.into_inner());
-                match runs.get(&job_id) {
-                    Some(handle) if handle.run == run => handle.tx.send(ControlMsg::Stop(reason)).is_ok(),
-                    _ => false,
-                }
-            };
-            if !sent {
-                self.shared.host.outcome(&job_id, run, RunOutcome::Stopped);
-            }
+            self.shared.runs.stop(&self.shared.host, &job_id, run, ControlMsg::Stop(reason));
             Ok(())
         })
     }
@@ -298,20 +284,9 @@ impl Executor for LocalExecutor {
 
 impl LocalExecutor {
     fn spawn_controller(&self, job_id: String, controller: Controller) -> Result<(), ExecutorError> {
-        {
-            let mut runs = self.shared.runs.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(existing) = runs.get(&job_id) {
-                if existing.run == controller.launch.run {
-                    return Ok(());
-                }
-                return Err(ExecutorError(format!(
-                    "job {job_id} still has run {} going; run {} cannot start",
-                    existing.run, controller.launch.run
-                )));
-            }
-            runs.insert(job_id, RunHandle { run: controller.launch.run, tx: controller.tx.clone() });
+        if self.shared.runs.register(&job_id, controller.launch.run, controller.tx.clone())? {
+            tokio::spawn(controller.run());
         }
-        tokio::spawn(controller.run());
         Ok(())
     }
 }
@@ -493,13 +468,7 @@ impl Controller {
                 self.cancel_retries().await;
             }
             if let Some(outcome) = self.outcome() {
-                {
-                    let mut runs = self.shared.runs.lock().unwrap_or_else(|p| p.into_inner());
-                    if runs.get(&self.launch.job_id).is_some_and(|h| h.run == self.launch.run) {
-                        runs.remove(&self.launch.job_id);
-                    }
-                }
-                self.shared.host.outcome(&self.launch.job_id, self.launch.run, outcome);
+                self.shared.runs.finish(&self.shared.host, &self.launch.job_id, self.launch.run, outcome);
                 return;
             }
             let next_retry = self.retries.values().map(|r| r.at).min();
