@@ -76,7 +76,7 @@ pub fn readout(lines: &[Line], unit: &str, t: Option<i64>) -> String {
         .collect();
     match at {
         Some(at) => format!("{} at {}", parts.join(", "), format_time(at)),
-        None => "no samples yet".to_string(),
+        None => "no samples".to_string(),
     }
 }
 
@@ -119,7 +119,13 @@ pub fn LineChart(
                 .enumerate()
                 .map(|(i, line)| {
                     let points = polyline(&line.points, start.get(), end.get(), top.get());
-                    view! { <polyline class=COLOURS[i % COLOURS.len()] points=points></polyline> }
+                    // One sample is a dot: a polyline of one point draws
+                    // nothing (a replica shorter than the sampling period).
+                    let dot = (line.points.len() == 1).then(|| {
+                        let (x, y) = points.split_once(',').unwrap_or(("0", "0"));
+                        view! { <circle class=COLOURS[i % COLOURS.len()] cx=x.to_string() cy=y.to_string() r="4"></circle> }
+                    });
+                    view! { <polyline class=COLOURS[i % COLOURS.len()] points=points.clone()></polyline> {dot} }
                 })
                 .collect_view()
         })
@@ -164,6 +170,6 @@ mod tests {
         assert_eq!(polyline(&line.points, 0, 1000, 2.0), "0.0,160.0 500.0,80.0 1000.0,0.0");
         let text = readout(std::slice::from_ref(&line), "cores", Some(480));
         assert!(text.starts_with("cpu: 1.00 cores at "), "{text}");
-        assert!(readout(&[], "cores", None).contains("no samples"));
+        assert_eq!(readout(&[], "cores", None), "no samples");
     }
 }
