@@ -688,7 +688,8 @@ mod tests {
             ),
             ("[[node_groups]]\nname = \"A\"\ncpu = 1\nmemory_mb = 1", "node_groups[0].name 'A' must be"),
             ("[[shapes]]\nname = \"s\"\ncpu = 1\nmemory_mb = 0", "shapes[0].memory_mb must be more than 0"),
-            ("[executor]\nkind = \"slurm\"", "unknown variant `slurm`"),
+            ("[executor]\nkind = \"nomad\"", "unknown variant `nomad`"),
+            ("[executor.local]\nretry_backoff_seconds = 20\nretry_backoff_max_seconds = 10", "retry_backoff_max_seconds"),
             ("[executor.local]\ngrace = 1", "unknown field `grace`"),
             (
                 "[[node_groups]]\nname = \"a\"\ncpu = 1\nmemory_mb = 1\nnodes = 2\nnode_names = [\"x\"]",

@@ -284,7 +284,7 @@ mod tests {
         assert_eq!((failed.state.as_str(), failed.reason.as_str()), ("FAILED", "NonZeroExitCode"));
         assert_eq!((failed.exit_code, failed.signal), (Some(3), None));
         assert_eq!(failed.node.as_deref(), Some("gpu01"));
-        assert_eq!(failed.start, Some(1_795_598_097_000));
+        assert_eq!(failed.start, Some(1_795_598_897_000));
         assert_eq!(failed.end.unwrap() - failed.start.unwrap(), 2_000);
         assert_eq!(failed.comment, "jobdeck:train-abcde:0:0");
         assert!(failed.is_finished());

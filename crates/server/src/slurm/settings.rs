@@ -82,7 +82,8 @@ impl SlurmSettings {
     /// Problems with the settings themselves, each naming its key.
     pub fn check(&self) -> Result<(), String> {
         let word = |key: &str, value: &str| -> Result<(), String> {
-            let ok = !value.is_empty()
+            // A word as Slurm names things; never one that reads as an option.
+            let ok = value.starts_with(|c: char| c.is_ascii_alphanumeric())
                 && value.len() <= 128
                 && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
             if ok {
