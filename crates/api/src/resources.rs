@@ -490,3 +490,43 @@ pub struct ImagePullSecretSpec {
 
 /// Free-form string maps, as labels and annotations are.
 pub type StringMap = BTreeMap<String, String>;
+
+/// The replica id of an attempt: `<job id>-<completion index>-<attempt>`.
+pub fn replica_id(job_id: &str, completion_index: i64, attempt: i64) -> String {
+    format!("{job_id}-{completion_index}-{attempt}")
+}
+
+/// Splits a replica id of `job_id` into (completion index, attempt).
+pub fn parse_replica_id(job_id: &str, replica_id: &str) -> Option<(i64, i64)> {
+    let rest = replica_id.strip_prefix(job_id)?.strip_prefix('-')?;
+    let (index, attempt) = rest.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(index) || !digits(attempt) {
+        return None;
+    }
+    Some((index.parse().ok()?, attempt.parse().ok()?))
+}
+
+#[cfg(test)]
+mod replica_id_tests {
+    use super::*;
+
+    #[test]
+    fn replica_ids_round_trip_and_reject_strangers() {
+        let id = replica_id("train-ab12c", 3, 1);
+        assert_eq!(id, "train-ab12c-3-1");
+        assert_eq!(parse_replica_id("train-ab12c", &id), Some((3, 1)));
+        let cases = [
+            "train-ab12c",
+            "train-ab12c-3",
+            "train-ab12c-x-1",
+            "train-ab12c-3-",
+            "other-3-1",
+            "train-ab12c-3-1-2",
+            "train-ab12c--3-1",
+        ];
+        for bad in cases {
+            assert_eq!(parse_replica_id("train-ab12c", bad), None, "{bad}");
+        }
+    }
+}

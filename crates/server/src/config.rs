@@ -91,7 +91,8 @@ impl Default for ExecutorConfig {
 #[serde(rename_all = "lowercase")]
 pub enum LocalMode {
     /// Container mode when a working docker or podman is installed, process
-    /// mode otherwise; decided once at start by [`crate::executor::engine::probe`].
+    /// mode otherwise; decided once at start by the local executor, which
+    /// probes the engine.
     Auto,
     /// The job's command runs as a plain process; the image is ignored.
     Process,
@@ -173,27 +174,20 @@ impl Default for LocalExecutorConfig {
 }
 
 impl LocalExecutorConfig {
-    /// The environment of the container engine's process beyond the
-    /// inherited basics: the engine settings of the server's environment
-    /// `vars`, then `engine_environment`.
-    pub fn engine_env(
-        &self,
-        vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
-    ) -> Vec<(String, String)> {
-        let mut env = crate::executor::engine::engine_settings(vars);
-        for (name, value) in &self.engine_environment {
-            env.retain(|(n, _)| n != name);
-            env.push((name.clone(), value.clone()));
-        }
-        env
-    }
-
     /// The wait before the retry that follows a replica's `failures`-th
     /// failed attempt (1 for the first): the base doubled per earlier
     /// failure, capped.
     pub fn retry_backoff(&self, failures: i64) -> std::time::Duration {
-        crate::executor::retry_backoff(self.retry_backoff_seconds, self.retry_backoff_max_seconds, failures)
+        retry_backoff(self.retry_backoff_seconds, self.retry_backoff_max_seconds, failures)
     }
+}
+
+/// The wait before a failed replica's retry after its `failures`-th failure,
+/// as Kubernetes' Job controller waits: `base` seconds, doubled for each
+/// further failure, at most `max`.
+pub fn retry_backoff(base: u64, max: u64, failures: i64) -> std::time::Duration {
+    let doublings = (failures.max(1) - 1).min(32) as u32;
+    std::time::Duration::from_secs(base.saturating_mul(1u64 << doublings).min(max))
 }
 
 /// One node of a node group, with what it provides.
@@ -599,6 +593,15 @@ fn is_resource_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_retry_back_off_doubles_up_to_its_cap() {
+        // (failures so far, seconds) with Kubernetes' 10 s and 360 s.
+        for (failures, seconds) in [(0, 10), (1, 10), (2, 20), (3, 40), (6, 320), (7, 360), (100, 360)] {
+            assert_eq!(retry_backoff(10, 360, failures).as_secs(), seconds, "{failures}");
+        }
+        assert_eq!(retry_backoff(0, 360, 5).as_secs(), 0);
+    }
 
     fn machine(gpus: i64) -> MachineInfo {
         MachineInfo {

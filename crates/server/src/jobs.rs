@@ -12,12 +12,12 @@ use jobdeck_api::{
 };
 
 use crate::auth::CurrentUser;
-use crate::cluster::{node_group_views, shape_view};
 use crate::config::ExecutorKind;
 use crate::error::{ApiJson, AppError, AppResult};
 use crate::scheduler::Command;
 use crate::spec::ResolvedSpec;
 use crate::store::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey};
+use crate::topology::{node_group_views, shape_view};
 use crate::{now_millis, AppState, Route};
 
 pub fn routes() -> Vec<Route> {

@@ -22,6 +22,7 @@ pub mod log_api;
 pub mod log_query;
 pub mod logs;
 pub mod metrics;
+pub mod metrics_api;
 pub mod openapi;
 pub mod replicas;
 pub mod scheduler;
@@ -29,6 +30,7 @@ pub mod secrets;
 pub mod slurm;
 pub mod spec;
 pub mod store;
+pub mod topology;
 pub mod workspace;
 
 use std::sync::Arc;
@@ -59,7 +61,12 @@ impl AppState {
         let (host_tx, host_rx) = tokio::sync::mpsc::unbounded_channel();
         let metrics_now = metrics::Now::default();
         let host = executor::ExecutorHost::new(store.clone(), logs.clone(), host_tx).with_metrics(metrics_now.clone());
-        let executor = executor::build(&config, host)?;
+        // The executor the config names: the one place that knows them all.
+        let executor: Arc<dyn executor::Executor> = match config.executor.kind {
+            config::ExecutorKind::Local => Arc::new(executor::local::LocalExecutor::new(host, &config)),
+            config::ExecutorKind::Kubernetes => Arc::new(kubernetes::KubernetesExecutor::from_config(&config, host)?),
+            config::ExecutorKind::Slurm => Arc::new(slurm::SlurmExecutor::from_config(&config, host)?),
+        };
         for note in executor.notes() {
             tracing::info!("executor: {note}");
         }
@@ -98,7 +105,7 @@ pub fn api_routes() -> Vec<Route> {
         replicas::routes(),
         log_query::routes(),
         failure_analysis::routes(),
-        metrics::api::routes(),
+        metrics_api::routes(),
         secrets::routes(),
         image_pull_secrets::routes(),
         openapi::routes(),

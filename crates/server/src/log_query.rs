@@ -29,10 +29,10 @@ use serde_json::{json, Value};
 
 use crate::auth::CurrentUser;
 use crate::error::{AppError, AppResult};
-use crate::executor::{parse_replica_id, replica_id};
 use crate::jobs::{query_pairs, stored_spec, visible_job};
 use crate::logs::{LogReader, LogStore};
 use crate::{now_millis, AppState, Route};
+use jobdeck_api::{parse_replica_id, replica_id};
 
 pub fn routes() -> Vec<Route> {
     vec![("/logs", get(query_logs))]

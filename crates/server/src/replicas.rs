@@ -19,12 +19,12 @@ use jobdeck_api::{
 use crate::auth::CurrentUser;
 use crate::config::ShapeConfig;
 use crate::error::{AppError, AppResult};
-use crate::executor::{parse_replica_id, replica_id};
 use crate::jobs::{query_pairs, stored_spec, visible_job};
 use crate::log_api::{self, LogRequest};
 use crate::logs::LogStore;
 use crate::store::{JobRow, ReplicaRow, Store};
 use crate::{AppState, Route};
+use jobdeck_api::{parse_replica_id, replica_id};
 
 pub fn routes() -> Vec<Route> {
     vec![

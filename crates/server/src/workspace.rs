@@ -9,8 +9,8 @@ use axum::Json;
 use jobdeck_api::{ResourceQuota, TotalResource, Workloads, WorkspaceInfo, WorkspaceRecord, WorkspaceShape};
 
 use crate::auth::CurrentUser;
-use crate::cluster::usage_by_group;
 use crate::error::{AppError, AppResult};
+use crate::topology::usage_by_group;
 use crate::{AppState, Route};
 
 pub fn routes() -> Vec<Route> {

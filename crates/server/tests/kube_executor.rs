@@ -150,7 +150,7 @@ impl Harness {
             log_collection: true,
             env: vec![("HF_TOKEN".into(), HF_TOKEN.into()), ("EPOCHS".into(), "3".into())],
             master_port: 29400,
-            ..JobLaunch::from_resolved(JOB_ID, "train", run, spec, &resolved, placement)
+            ..resolved.launch(JOB_ID, "train", run, spec, placement)
         }
     }
 

@@ -56,6 +56,21 @@ pub fn engine_settings(vars: impl Iterator<Item = (std::ffi::OsString, std::ffi:
     settings
 }
 
+/// The environment of the container engine's process beyond the inherited
+/// basics: the engine settings of the server's environment `vars`, then the
+/// config's `engine_environment`.
+pub fn engine_env(
+    settings: &LocalExecutorConfig,
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(String, String)> {
+    let mut env = engine_settings(vars);
+    for (name, value) in &settings.engine_environment {
+        env.retain(|(n, _)| n != name);
+        env.push((name.clone(), value.clone()));
+    }
+    env
+}
+
 /// The first of `names` that is an executable file in `path` (a `PATH`
 /// value), as a full path.
 fn find_in_path(names: &[&str], path: &str) -> Option<PathBuf> {

@@ -28,6 +28,8 @@ pub mod env;
 pub mod local;
 pub mod runs;
 
+pub use jobdeck_api::{parse_replica_id, replica_id};
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -159,41 +161,6 @@ pub struct JobLaunch {
     pub pull_credentials: Vec<PullCredential>,
 }
 
-impl JobLaunch {
-    /// A run of a job from its spec with the server's defaults applied; the
-    /// job's environment (`env`), rendezvous port and pull credentials are
-    /// the caller's to fill in.
-    pub fn from_resolved(
-        job_id: &str,
-        job_name: &str,
-        run: i64,
-        spec: &JobSpec,
-        resolved: &crate::spec::ResolvedSpec,
-        placement: Placement,
-    ) -> JobLaunch {
-        JobLaunch {
-            job_id: job_id.to_string(),
-            job_name: job_name.to_string(),
-            run,
-            spec: spec.clone(),
-            shape: resolved.shape.clone(),
-            placement,
-            completions: resolved.completions,
-            parallelism: resolved.parallelism,
-            workers: resolved.workers,
-            backoff_limit: resolved.backoff_limit,
-            max_failure_retry: resolved.max_failure_retry,
-            disable_retry_on_program_error: resolved.disable_retry_on_program_error,
-            shared_memory_mb: resolved.shared_memory_mb,
-            log_collection: resolved.log_collection,
-            env: Vec::new(),
-            first_attempt: 0,
-            master_port: 0,
-            pull_credentials: Vec::new(),
-        }
-    }
-}
-
 /// Why the scheduler stops a run; it becomes the reason of every replica the
 /// stop ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -301,6 +268,43 @@ impl ReplicaObservation {
     }
 }
 
+impl ReplicaObservation {
+    /// The store's row of this observation, recorded at `now` (the store
+    /// knows nothing of executors).
+    pub fn into_row(self, now: i64) -> ReplicaRow {
+        let o = self;
+        let phase = match o.phase {
+            jobdeck_api::ReplicaPhase::Pending => "pending",
+            jobdeck_api::ReplicaPhase::Running => "running",
+            jobdeck_api::ReplicaPhase::Succeeded => "succeeded",
+            jobdeck_api::ReplicaPhase::Failed => "failed",
+        };
+        ReplicaRow {
+            job_id: o.job_id,
+            completion_index: o.completion_index,
+            attempt: o.attempt,
+            run: o.run,
+            phase: phase.into(),
+            readiness_reason: o.readiness_issue.as_ref().map(|i| i.reason.clone()),
+            readiness_message: o.readiness_issue.map(|i| i.message),
+            node: o.node,
+            node_group: o.node_group,
+            gpu_ids: o.gpu_ids.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+            exit_code: o.exit_code.map(i64::from),
+            signal: o.signal.map(i64::from),
+            reason: o.reason,
+            message: o.message,
+            created_at: now,
+            start_time: o.start_time,
+            end_time: o.end_time,
+            executor_state: o.executor_state,
+            updated_at: now,
+            retry_at: o.retry_at,
+            executor_id: o.executor_id,
+        }
+    }
+}
+
 /// `Normal` or `Warning`, as Kubernetes events have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
@@ -338,22 +342,6 @@ pub enum HostMessage {
     Outcome { job_id: String, run: i64, outcome: RunOutcome },
 }
 
-/// The replica id of an attempt: `<job id>-<completion index>-<attempt>`.
-pub fn replica_id(job_id: &str, completion_index: i64, attempt: i64) -> String {
-    format!("{job_id}-{completion_index}-{attempt}")
-}
-
-/// Splits a replica id of `job_id` into (completion index, attempt).
-pub fn parse_replica_id(job_id: &str, replica_id: &str) -> Option<(i64, i64)> {
-    let rest = replica_id.strip_prefix(job_id)?.strip_prefix('-')?;
-    let (index, attempt) = rest.split_once('-')?;
-    let digits = |s: &str| !s.is_empty() && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(index) || !digits(attempt) {
-        return None;
-    }
-    Some((index.parse().ok()?, attempt.parse().ok()?))
-}
-
 /// The services the control plane offers executors.
 #[derive(Clone)]
 pub struct ExecutorHost {
@@ -385,7 +373,7 @@ impl ExecutorHost {
     pub async fn replica(&self, observation: ReplicaObservation) -> AppResult<()> {
         let job_id = observation.job_id.clone();
         let run = observation.run;
-        self.store.upsert_replica(ReplicaRow::from_observation(observation, crate::now_millis())).await?;
+        self.store.upsert_replica(observation.into_row(crate::now_millis())).await?;
         let _ = self.tx.send(HostMessage::ReplicaChanged { job_id, run });
         Ok(())
     }
@@ -512,55 +500,3 @@ pub trait Executor: Send + Sync + 'static {
 
 /// Labels and annotations an executor may attach to what it creates.
 pub type StringMap = BTreeMap<String, String>;
-
-/// The wait before a failed replica's retry after its `failures`-th failure,
-/// as Kubernetes' Job controller waits: `base` seconds, doubled for each
-/// further failure, at most `max`.
-pub fn retry_backoff(base: u64, max: u64, failures: i64) -> std::time::Duration {
-    let doublings = (failures.max(1) - 1).min(32) as u32;
-    std::time::Duration::from_secs(base.saturating_mul(1u64 << doublings).min(max))
-}
-
-/// The executor the configuration asks for.
-pub fn build(config: &crate::config::Config, host: ExecutorHost) -> Result<std::sync::Arc<dyn Executor>, String> {
-    match config.executor.kind {
-        ExecutorKind::Local => Ok(std::sync::Arc::new(local::LocalExecutor::new(host, config))),
-        ExecutorKind::Kubernetes => {
-            Ok(std::sync::Arc::new(crate::kubernetes::KubernetesExecutor::from_config(config, host)?))
-        }
-        ExecutorKind::Slurm => Ok(std::sync::Arc::new(crate::slurm::SlurmExecutor::from_config(config, host)?)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_retry_back_off_doubles_up_to_its_cap() {
-        // (failures so far, seconds) with Kubernetes' 10 s and 360 s.
-        for (failures, seconds) in [(0, 10), (1, 10), (2, 20), (3, 40), (6, 320), (7, 360), (100, 360)] {
-            assert_eq!(retry_backoff(10, 360, failures).as_secs(), seconds, "{failures}");
-        }
-        assert_eq!(retry_backoff(0, 360, 5).as_secs(), 0);
-    }
-
-    #[test]
-    fn replica_ids_round_trip_and_reject_strangers() {
-        let id = replica_id("train-ab12c", 3, 1);
-        assert_eq!(id, "train-ab12c-3-1");
-        assert_eq!(parse_replica_id("train-ab12c", &id), Some((3, 1)));
-        let cases = [
-            "train-ab12c",
-            "train-ab12c-3",
-            "train-ab12c-x-1",
-            "train-ab12c-3-",
-            "other-3-1",
-            "train-ab12c-3-1-2",
-            "train-ab12c--3-1",
-        ];
-        for bad in cases {
-            assert_eq!(parse_replica_id("train-ab12c", bad), None, "{bad}");
-        }
-    }
-}

@@ -12,9 +12,9 @@ use jobdeck_api::{
 
 use super::scan::{first_error, oom_victim, Finding};
 use super::{classify, AttemptEnd, FailureClass};
-use crate::executor::replica_id;
 use crate::logs::LogStore;
 use crate::store::{ReplicaRow, StoredEvent};
+use jobdeck_api::replica_id;
 
 /// Excerpts are built for this many failed replicas (first failures first);
 /// the others are listed without one.

@@ -1,8 +1,8 @@
 //! Resource use per replica (issue 16): what a running attempt uses, sampled
-//! every few seconds by its executor, stored bounded (`series.rs`, in the
+//! every few seconds by its executor, stored bounded (`store::series`, in the
 //! store's `metrics` table), summarized with its flags for
 //! `GET /jobs/{id}/metrics` and served as series by
-//! `GET /jobs/{id}/replicas/{replica}/metrics` (`api.rs`).
+//! `GET /jobs/{id}/replicas/{replica}/metrics` (`metrics_api.rs`).
 //!
 //! The local executor samples (`Sampler::tick`): CPU cores from the
 //! processes' CPU time in procfs (process mode: the replica supervisor's
@@ -12,9 +12,7 @@
 //! `nvidia-smi` (`probe.rs`). CPU time of a child that exits between two
 //! samples is not counted (procfs forgets it); the cgroup's memory always is.
 
-pub mod api;
 pub mod probe;
-pub mod series;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -24,7 +22,7 @@ use jobdeck_api::metrics::{
 };
 
 use self::probe::{MemoryCgroup, ProcStat};
-use self::series::Point;
+use crate::store::series::Point;
 use crate::store::MetricSample;
 
 /// What to sample for one running attempt.

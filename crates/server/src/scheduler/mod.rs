@@ -779,7 +779,7 @@ impl Scheduler {
             env,
             master_port: row.runtime.master_port.clamp(0, u16::MAX as i64) as u16,
             pull_credentials,
-            ..JobLaunch::from_resolved(&row.id, &row.name, row.runtime.run, &active.spec, &active.resolved, placement)
+            ..active.resolved.launch(&row.id, &row.name, row.runtime.run, &active.spec, placement)
         }))
     }
 

@@ -117,7 +117,7 @@ impl SlurmSettings {
 
     /// The wait before the retry after a replica's `failures`-th failure.
     pub fn retry_backoff(&self, failures: i64) -> std::time::Duration {
-        crate::executor::retry_backoff(self.retry_backoff_seconds, self.retry_backoff_max_seconds, failures)
+        crate::config::retry_backoff(self.retry_backoff_seconds, self.retry_backoff_max_seconds, failures)
     }
 
     /// The partition of a node group, if one is set.

@@ -3,9 +3,9 @@
 
 use rusqlite::params;
 
+use super::series::{compact, Point, MAX_POINTS};
 use super::Store;
 use crate::error::AppResult;
-use crate::metrics::series::{compact, Point, MAX_POINTS};
 
 /// One sample to store.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,6 +19,7 @@ mod jobs;
 mod metrics;
 mod replicas;
 mod secrets;
+pub mod series;
 mod users;
 
 use crate::error::{AppError, AppResult};

@@ -145,38 +145,6 @@ fn replica_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplicaRow> {
 
 impl ReplicaRow {
     /// The stored form of an executor's observation.
-    pub fn from_observation(o: crate::executor::ReplicaObservation, now: i64) -> ReplicaRow {
-        let phase = match o.phase {
-            jobdeck_api::ReplicaPhase::Pending => "pending",
-            jobdeck_api::ReplicaPhase::Running => "running",
-            jobdeck_api::ReplicaPhase::Succeeded => "succeeded",
-            jobdeck_api::ReplicaPhase::Failed => "failed",
-        };
-        ReplicaRow {
-            job_id: o.job_id,
-            completion_index: o.completion_index,
-            attempt: o.attempt,
-            run: o.run,
-            phase: phase.into(),
-            readiness_reason: o.readiness_issue.as_ref().map(|i| i.reason.clone()),
-            readiness_message: o.readiness_issue.map(|i| i.message),
-            node: o.node,
-            node_group: o.node_group,
-            gpu_ids: o.gpu_ids.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
-            exit_code: o.exit_code.map(i64::from),
-            signal: o.signal.map(i64::from),
-            reason: o.reason,
-            message: o.message,
-            created_at: now,
-            start_time: o.start_time,
-            end_time: o.end_time,
-            executor_state: o.executor_state,
-            updated_at: now,
-            retry_at: o.retry_at,
-            executor_id: o.executor_id,
-        }
-    }
-
     pub fn is_finished(&self) -> bool {
         self.phase == "succeeded" || self.phase == "failed"
     }

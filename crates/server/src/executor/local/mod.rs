@@ -129,7 +129,7 @@ impl LocalExecutor {
         let memory = MemoryLimits::detect(config.executor.local.memory_limits);
         let base_env = inherited_env(std::env::vars_os());
         let mut settings = config.executor.local.clone();
-        let engine_env = settings.engine_env(std::env::vars_os());
+        let engine_env = engine::engine_env(&settings, std::env::vars_os());
         let mode_note = engine::resolve(&mut settings, &engine_env);
         let digest = {
             use sha2::Digest;

@@ -9,13 +9,13 @@ use axum::routing::get;
 use axum::Json;
 use jobdeck_api::metrics::{series_unit, JobMetrics, MetricSeries, ReplicaMetrics};
 
-use super::series::Point;
 use crate::auth::CurrentUser;
 use crate::error::{AppError, AppResult};
-use crate::executor::{parse_replica_id, replica_id};
 use crate::jobs::{query_pairs, stored_spec, visible_job};
+use crate::store::series::Point;
 use crate::store::JobRow;
 use crate::{AppState, Route};
+use jobdeck_api::{parse_replica_id, replica_id};
 
 pub fn routes() -> Vec<Route> {
     vec![("/jobs/{id}/metrics", get(job_metrics)), ("/jobs/{id}/replicas/{replica}/metrics", get(replica_metrics))]
@@ -51,7 +51,7 @@ async fn job_metrics(
         .into_iter()
         .map(|((index, attempt), series)| {
             let id = replica_id(&job.id, index, attempt);
-            super::summarize(id, index, attempt, &series, limit, running.contains(&(index, attempt)), now)
+            crate::metrics::summarize(id, index, attempt, &series, limit, running.contains(&(index, attempt)), now)
         })
         .collect();
     Ok(Json(JobMetrics { replicas }))
