@@ -33,15 +33,31 @@ pub enum AppError {
     PayloadTooLarge,
     /// The data directory's disk is full: nothing was stored.
     StorageFull,
-    /// Anything else; the cause is logged and the caller sees a bare 500.
-    Internal(String),
+    /// Anything else; the cause, with the chain of its sources, is logged
+    /// and the caller sees a bare 500.
+    Internal(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl AppError {
-    pub fn internal(cause: impl std::fmt::Display) -> Self {
-        AppError::Internal(cause.to_string())
+    /// An internal error keeping `cause` (and its sources) for the log.
+    pub fn internal(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        AppError::Internal(cause.into())
     }
+}
 
+/// An error and its sources, `outer: inner: innermost`, as a log line.
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl AppError {
     fn status_and_body(self) -> (StatusCode, ApiError) {
         match self {
             AppError::Unauthorized => (
@@ -73,7 +89,7 @@ impl AppError {
                 ApiError::new("payload_too_large", format!("the body must be at most {MAX_BODY_BYTES} bytes")),
             ),
             AppError::Internal(cause) => {
-                tracing::error!(%cause, "internal error");
+                tracing::error!(cause = %chain(cause.as_ref()), "internal error");
                 (
                     StatusCode::INTERNAL_SERVER_ERROR,
                     ApiError::new("internal", "internal server error"),
@@ -97,7 +113,7 @@ impl From<rusqlite::Error> for AppError {
                 tracing::error!(error = %e, "the data directory's disk is full");
                 AppError::StorageFull
             }
-            _ => AppError::internal(format!("database: {e}")),
+            _ => AppError::Internal(Box::new(e)),
         }
     }
 }
@@ -251,4 +267,34 @@ pub async fn api_route_not_found(OriginalUri(uri): OriginalUri) -> AppError {
 pub async fn api_method_not_allowed(method: axum::http::Method, OriginalUri(uri): OriginalUri) -> Response {
     let body = ApiError::new("method_not_allowed", format!("{method} is not allowed on {}", uri.path()));
     (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("cannot store the job")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn internal_errors_keep_their_causes_for_the_log_and_tell_the_caller_nothing() {
+        let error = AppError::internal(Outer(std::io::Error::other("disk quota exceeded")));
+        let AppError::Internal(cause) = &error else { panic!() };
+        assert_eq!(chain(cause.as_ref()), "cannot store the job: disk quota exceeded");
+        let (status, body) = error.status_and_body();
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body.message, "internal server error");
+    }
 }

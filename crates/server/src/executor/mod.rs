@@ -432,7 +432,7 @@ impl ExecutorHost {
             return Ok(None);
         };
         let metadata = serde_json::from_str(&row.metadata_json)
-            .map_err(|e| crate::error::AppError::Internal(format!("job {job_id} has unreadable metadata: {e}")))?;
+            .map_err(|e| crate::error::AppError::internal(format!("job {job_id} has unreadable metadata: {e}")))?;
         Ok(Some(metadata))
     }
 }
