@@ -52,7 +52,17 @@ pub fn JobActions(
     #[prop(into)]
     on_update: Callback<LeptonJob>,
 ) -> impl IntoView {
-    let busy = RwSignal::new(false);
+    // Stop/start and delete are Leptos actions: their `pending` is the busy
+    // state, their answers arrive through `value`.
+    let set_stopped = Action::new_local(|(id, stopped): &(String, bool)| {
+        let (id, stopped) = (id.clone(), *stopped);
+        async move { api::set_job_stopped(&id, stopped).await }
+    });
+    let delete = Action::new_local(|id: &String| {
+        let id = id.clone();
+        async move { api::delete_job(&id).await }
+    });
+    let busy = move || set_stopped.pending().get() || delete.pending().get();
     let problem = RwSignal::new(None::<String>);
     let notice = RwSignal::new(String::new());
     let dialog = NodeRef::<leptos::html::Dialog>::new();
@@ -71,27 +81,33 @@ pub fn JobActions(
         }
     };
 
-    let set_stopped = {
+    {
         let shown_failure = shown_failure.clone();
-        move |stopped: bool| {
-            let shown_failure = shown_failure.clone();
-            let id = id();
-            busy.set(true);
-            problem.set(None);
-            leptos::task::spawn_local(async move {
-                match api::set_job_stopped(&id, stopped).await {
-                    Ok(updated) => on_update.run(updated),
-                    Err(failure) => shown_failure(failure),
+        Effect::new(move |_| match set_stopped.value().get() {
+            Some(Ok(updated)) => on_update.run(updated),
+            Some(Err(failure)) => shown_failure(failure),
+            None => {}
+        });
+    }
+    {
+        let shown_failure = shown_failure.clone();
+        Effect::new(move |_| match delete.value().get() {
+            Some(Ok(())) => navigate(routes::JOBS),
+            Some(Err(failure)) => {
+                if let Some(d) = dialog.get_untracked() {
+                    d.close();
                 }
-                busy.set(false);
-            });
-        }
+                shown_failure(failure);
+            }
+            None => {}
+        });
+    }
+    let send_stopped = move |stopped: bool| {
+        problem.set(None);
+        set_stopped.dispatch_local((id(), stopped));
     };
-    let stop = {
-        let set_stopped = set_stopped.clone();
-        move |_| set_stopped(true)
-    };
-    let start = move |_| set_stopped(false);
+    let stop = move |_| send_stopped(true);
+    let start = move |_| send_stopped(false);
 
     let open_dialog = move |_| {
         problem.set(None);
@@ -105,22 +121,7 @@ pub fn JobActions(
         }
     };
     let confirm_delete = move |_| {
-        let shown_failure = shown_failure.clone();
-        let navigate = navigate.clone();
-        let id = id();
-        busy.set(true);
-        leptos::task::spawn_local(async move {
-            match api::delete_job(&id).await {
-                Ok(()) => navigate(routes::JOBS),
-                Err(failure) => {
-                    if let Some(d) = dialog.get_untracked() {
-                        d.close();
-                    }
-                    shown_failure(failure);
-                }
-            }
-            busy.set(false);
-        });
+        delete.dispatch_local(id());
     };
 
     let copy_link = move |_| {
@@ -150,7 +151,7 @@ pub fn JobActions(
                 type="button"
                 class="stop"
                 on:click=stop
-                disabled=move || busy.get() || !allowed() || !possible().stop
+                disabled=move || busy() || !allowed() || !possible().stop
             >
                 "Stop"
             </button>
@@ -158,7 +159,7 @@ pub fn JobActions(
                 type="button"
                 class="start"
                 on:click=start
-                disabled=move || busy.get() || !allowed() || !possible().start
+                disabled=move || busy() || !allowed() || !possible().start
             >
                 "Start"
             </button>
@@ -166,7 +167,7 @@ pub fn JobActions(
                 type="button"
                 class="delete danger"
                 on:click=open_dialog
-                disabled=move || busy.get() || !allowed() || !possible().delete
+                disabled=move || busy() || !allowed() || !possible().delete
             >
                 "Delete…"
             </button>
@@ -193,7 +194,7 @@ pub fn JobActions(
             <p>"This stops its replicas and removes the job with its logs and events. It cannot be undone."</p>
             <div class="dialog-buttons">
                 <button type="button" class="cancel" autofocus on:click=close_dialog>"Cancel"</button>
-                <button type="button" class="danger confirm-delete" on:click=confirm_delete disabled=move || busy.get()>
+                <button type="button" class="danger confirm-delete" on:click=confirm_delete disabled=busy>
                     "Delete job"
                 </button>
             </div>

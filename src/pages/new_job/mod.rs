@@ -55,7 +55,9 @@ pub struct JobForm {
     pub banner: RwSignal<Option<ApiFailure>>,
     /// Where the form's content came from ("Cloned from …").
     pub notice: RwSignal<Option<String>>,
-    pub busy: RwSignal<bool>,
+    /// Creating the job: `POST /jobs` as a Leptos action (its `pending` is
+    /// the busy state, its `value` the answer).
+    pub create: Action<LeptonJob, Result<LeptonJob, ApiFailure>>,
     /// A copied command, spec or link, shown as well as copied.
     pub output: RwSignal<Option<(&'static str, String)>>,
 }
@@ -94,7 +96,10 @@ impl JobForm {
             problems,
             banner: RwSignal::new(None),
             notice: RwSignal::new(None),
-            busy: RwSignal::new(false),
+            create: Action::new_local(|job: &LeptonJob| {
+                let job = job.clone();
+                async move { api::create_job(&job).await }
+            }),
             output: RwSignal::new(None),
         }
     }
@@ -224,7 +229,9 @@ impl JobForm {
 
     /// Checks the form and, when it is valid, creates the job and goes to
     /// its page.
-    pub fn submit(self, navigate: impl Fn(&str) + 'static) {
+    /// Sends the job if the form holds no problem; otherwise shows them all
+    /// and moves to the first. The answer arrives through `create`.
+    pub fn submit(self) {
         self.show_all.set(true);
         self.banner.set(None);
         self.server.update(|s| s.other.clear());
@@ -233,15 +240,12 @@ impl JobForm {
             return;
         }
         let job = self.state.with_untracked(|s| s.to_job().0);
-        self.busy.set(true);
-        leptos::task::spawn_local(async move {
-            let result = api::create_job(&job).await;
-            self.busy.set(false);
-            match result {
-                Ok(created) => navigate(&routes::job(created.id())),
-                Err(failure) => self.show_failure(failure),
-            }
-        });
+        self.create.dispatch_local(job);
+    }
+
+    /// Whether the job is being created.
+    pub fn busy(self) -> bool {
+        self.create.pending().get()
     }
 }
 
@@ -382,8 +386,14 @@ async fn load_context(form: JobForm) {
 pub fn job_form(form: JobForm, navigate: impl Fn(&str) + Clone + 'static) -> AnyView {
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        form.submit(navigate.clone());
+        form.submit();
     };
+    // The answer: the new job's page, or the failure on the form.
+    Effect::new(move |_| match form.create.value().get() {
+        Some(Ok(created)) => navigate(&routes::job(created.id())),
+        Some(Err(failure)) => form.show_failure(failure),
+        None => {}
+    });
     let sections = LAYOUT.iter().map(|section| section_view(form, section)).collect_view();
     let count = move || form.problem_count();
     let other = move || {
@@ -421,8 +431,8 @@ pub fn job_form(form: JobForm, navigate: impl Fn(&str) + Clone + 'static) -> Any
         <form class="job-form" novalidate on:submit=on_submit>
             {sections}
             <div class="form-actions">
-                <button type="submit" class="primary" disabled=move || form.busy.get()>
-                    {move || if form.busy.get() { "Creating…" } else { "Create job" }}
+                <button type="submit" class="primary" disabled=move || form.busy()>
+                    {move || if form.busy() { "Creating…" } else { "Create job" }}
                 </button>
                 <span class="status" aria-live="polite">
                     {move || {
