@@ -57,43 +57,108 @@ pub struct List {
     pub new_row: [&'static str; 3],
 }
 
-// Field indexes into `FIELDS` and `FormState::v`.
-pub const NAME: usize = 0;
-pub const NODE_GROUPS: usize = 1;
-pub const NODES: usize = 2;
-pub const PRIORITY: usize = 3;
-pub const SHAPE: usize = 4;
-pub const CAN_PREEMPT: usize = 5;
-pub const CAN_BE_PREEMPTED: usize = 6;
-pub const WORKERS: usize = 7;
-pub const COMPLETIONS: usize = 8;
-pub const PARALLELISM: usize = 9;
-pub const BACKOFF_LIMIT: usize = 10;
-pub const DEADLINE: usize = 11;
-pub const IMAGE: usize = 12;
-pub const TAG: usize = 13;
-pub const REGISTRY_USERNAME: usize = 14;
-pub const REGISTRY_PASSWORD: usize = 15;
-pub const PULL_SECRETS: usize = 16;
-pub const COMMAND: usize = 17;
-pub const LOG_COLLECTION: usize = 18;
-pub const SHARED_MEMORY: usize = 19;
-pub const MAX_REPLICA_RETRY: usize = 20;
-pub const MAX_JOB_RETRY: usize = 21;
-pub const NO_RETRY_ON_PROGRAM_ERROR: usize = 22;
-pub const ARCHIVE_TIME: usize = 23;
-pub const VISIBILITY: usize = 24;
+/// A field of the form: an index into `FIELDS` and `FormState::v`, typed
+/// so that it can index nothing else (a list's index is a [`ListId`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FieldId(usize);
+
+/// A list of the form: an index into `LISTS` and `FormState::lists`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ListId(usize);
+
+pub const NAME: FieldId = FieldId(0);
+pub const NODE_GROUPS: FieldId = FieldId(1);
+pub const NODES: FieldId = FieldId(2);
+pub const PRIORITY: FieldId = FieldId(3);
+pub const SHAPE: FieldId = FieldId(4);
+pub const CAN_PREEMPT: FieldId = FieldId(5);
+pub const CAN_BE_PREEMPTED: FieldId = FieldId(6);
+pub const WORKERS: FieldId = FieldId(7);
+pub const COMPLETIONS: FieldId = FieldId(8);
+pub const PARALLELISM: FieldId = FieldId(9);
+pub const BACKOFF_LIMIT: FieldId = FieldId(10);
+pub const DEADLINE: FieldId = FieldId(11);
+pub const IMAGE: FieldId = FieldId(12);
+pub const TAG: FieldId = FieldId(13);
+pub const REGISTRY_USERNAME: FieldId = FieldId(14);
+pub const REGISTRY_PASSWORD: FieldId = FieldId(15);
+pub const PULL_SECRETS: FieldId = FieldId(16);
+pub const COMMAND: FieldId = FieldId(17);
+pub const LOG_COLLECTION: FieldId = FieldId(18);
+pub const SHARED_MEMORY: FieldId = FieldId(19);
+pub const MAX_REPLICA_RETRY: FieldId = FieldId(20);
+pub const MAX_JOB_RETRY: FieldId = FieldId(21);
+pub const NO_RETRY_ON_PROGRAM_ERROR: FieldId = FieldId(22);
+pub const ARCHIVE_TIME: FieldId = FieldId(23);
+pub const VISIBILITY: FieldId = FieldId(24);
 /// The number of fields.
 pub const FIELD_COUNT: usize = 25;
 
-// List indexes into `LISTS` and `FormState::lists`.
-pub const PORTS: usize = 0;
-pub const ENVS: usize = 1;
-pub const MOUNTS: usize = 2;
-pub const LABELS: usize = 3;
-pub const ANNOTATIONS: usize = 4;
+pub const PORTS: ListId = ListId(0);
+pub const ENVS: ListId = ListId(1);
+pub const MOUNTS: ListId = ListId(2);
+pub const LABELS: ListId = ListId(3);
+pub const ANNOTATIONS: ListId = ListId(4);
 /// The number of lists.
 pub const LIST_COUNT: usize = 5;
+
+impl FieldId {
+    /// Every field, in the order of `FIELDS`.
+    pub fn all() -> impl Iterator<Item = FieldId> {
+        (0..FIELD_COUNT).map(FieldId)
+    }
+
+    /// What the field is: its id, label, help and default.
+    pub fn def(self) -> &'static Field {
+        &FIELDS[self.0]
+    }
+}
+
+impl ListId {
+    /// Every list, in the order of `LISTS`.
+    pub fn all() -> impl Iterator<Item = ListId> {
+        (0..LIST_COUNT).map(ListId)
+    }
+
+    /// What the list is: its id, columns and the paths of its cells.
+    pub fn def(self) -> &'static List {
+        &LISTS[self.0]
+    }
+}
+
+/// What was typed in each field, indexed by [`FieldId`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Values([String; FIELD_COUNT]);
+
+impl std::ops::Index<FieldId> for Values {
+    type Output = String;
+    fn index(&self, id: FieldId) -> &String {
+        &self.0[id.0]
+    }
+}
+
+impl std::ops::IndexMut<FieldId> for Values {
+    fn index_mut(&mut self, id: FieldId) -> &mut String {
+        &mut self.0[id.0]
+    }
+}
+
+/// The rows of each list, indexed by [`ListId`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Lists([Vec<Row>; LIST_COUNT]);
+
+impl std::ops::Index<ListId> for Lists {
+    type Output = Vec<Row>;
+    fn index(&self, id: ListId) -> &Vec<Row> {
+        &self.0[id.0]
+    }
+}
+
+impl std::ops::IndexMut<ListId> for Lists {
+    fn index_mut(&mut self, id: ListId) -> &mut Vec<Row> {
+        &mut self.0[id.0]
+    }
+}
 
 /// The shell that runs the Command text, as `/bin/sh -c <text>`: every image
 /// with a shell has it.
@@ -219,9 +284,9 @@ pub type Row = [String; 3];
 #[derive(Debug, Clone, PartialEq)]
 pub struct FormState {
     /// The fields, indexed by `NAME` … `VISIBILITY`.
-    pub v: [String; FIELD_COUNT],
+    pub v: Values,
     /// The lists, indexed by `PORTS` … `ANNOTATIONS`.
-    pub lists: [Vec<Row>; LIST_COUNT],
+    pub lists: Lists,
     /// Whether the shared memory was typed; until then the field shows the
     /// default of the chosen shape and follows it.
     pub shared_memory_typed: bool,
@@ -238,7 +303,7 @@ pub struct FormState {
 
 impl Default for FormState {
     fn default() -> Self {
-        let mut v: [String; FIELD_COUNT] = Default::default();
+        let mut v = Values::default();
         v[PRIORITY] = defaults::PRIORITY.class().to_string();
         v[VISIBILITY] = visibility_key(defaults::VISIBILITY).to_string();
         FormState {
@@ -453,7 +518,7 @@ impl FormState {
                     // A map cannot hold a key twice; the second row would be
                     // lost without a word.
                     problems.insert(
-                        format!("{}[{i}]", LISTS[list].path),
+                        format!("{}[{i}]", list.def().path),
                         vec![format!("the key '{key}' is already listed above")],
                     );
                 }
@@ -587,8 +652,8 @@ impl FormState {
     }
 
     /// Adds a row to `list`.
-    pub fn add_row(&mut self, list: usize) {
-        self.lists[list].push(LISTS[list].new_row.map(String::from));
+    pub fn add_row(&mut self, list: ListId) {
+        self.lists[list].push(list.def().new_row.map(String::from));
     }
 }
 
@@ -604,20 +669,20 @@ fn check(flag: Option<bool>) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     /// A field of `FIELDS`.
-    Field(usize),
+    Field(FieldId),
     /// A cell: list, row, column.
-    Cell(usize, usize, usize),
+    Cell(ListId, usize, usize),
     /// A list as a whole.
-    List(usize),
+    List(ListId),
 }
 
 impl Target {
     /// The id of the input (or, for a list, its add button).
     pub fn input_id(self) -> String {
         match self {
-            Target::Field(i) => FIELDS[i].id.to_string(),
-            Target::Cell(l, r, c) => crate::components::list_editor::cell_id(LISTS[l].id, r, c),
-            Target::List(l) => format!("{}-add", LISTS[l].id),
+            Target::Field(i) => i.def().id.to_string(),
+            Target::Cell(l, r, c) => crate::components::list_editor::cell_id(l.def().id, r, c),
+            Target::List(l) => format!("{}-add", l.def().id),
         }
     }
 }
@@ -630,7 +695,8 @@ fn continues(path: &str, prefix: &str) -> Option<usize> {
 
 /// The input that shows the problems of `path`, if the form has one.
 pub fn target_of(path: &str, state: &FormState) -> Option<Target> {
-    for (l, list) in LISTS.iter().enumerate() {
+    for l in ListId::all() {
+        let list = l.def();
         let Some(at) = continues(path, list.path) else { continue };
         let rest = &path[at..];
         let Some(inner) = rest.strip_prefix('[') else { return Some(Target::List(l)) };
@@ -651,10 +717,8 @@ pub fn target_of(path: &str, state: &FormState) -> Option<Target> {
             _ => Target::List(l),
         });
     }
-    FIELDS
-        .iter()
-        .enumerate()
-        .filter_map(|(i, field)| field.paths.iter().filter_map(|p| continues(path, p)).max().map(|len| (len, i)))
+    FieldId::all()
+        .filter_map(|i| i.def().paths.iter().filter_map(|p| continues(path, p)).max().map(|len| (len, i)))
         .max()
         .map(|(_, i)| Target::Field(i))
 }
@@ -695,10 +759,10 @@ pub fn input_order(state: &FormState) -> Vec<String> {
     let mut ids = Vec::new();
     for item in LAYOUT.iter().flat_map(|s| s.items) {
         match *item {
-            Item::Field(i) => ids.push(FIELDS[i].id.to_string()),
+            Item::Field(i) => ids.push(i.def().id.to_string()),
             Item::List(l) => {
                 for row in 0..state.lists[l].len() {
-                    for col in 0..LISTS[l].columns.len() {
+                    for col in 0..l.def().columns.len() {
                         ids.push(Target::Cell(l, row, col).input_id());
                     }
                 }
@@ -712,8 +776,8 @@ pub fn input_order(state: &FormState) -> Vec<String> {
 /// One thing a section shows.
 #[derive(Debug, Clone, Copy)]
 pub enum Item {
-    Field(usize),
-    List(usize),
+    Field(FieldId),
+    List(ListId),
 }
 
 /// A section of the form.
@@ -793,7 +857,7 @@ mod tests {
     use super::*;
     use wasm_bindgen_test::wasm_bindgen_test;
 
-    fn state_with(pairs: &[(usize, &str)]) -> FormState {
+    fn state_with(pairs: &[(FieldId, &str)]) -> FormState {
         let mut s = FormState::default();
         for (i, text) in pairs {
             s.v[*i] = text.to_string();
@@ -807,8 +871,8 @@ mod tests {
         let mut lists = [0; LIST_COUNT];
         for item in LAYOUT.iter().flat_map(|s| s.items) {
             match *item {
-                Item::Field(i) => fields[i] += 1,
-                Item::List(l) => lists[l] += 1,
+                Item::Field(i) => fields[i.0] += 1,
+                Item::List(l) => lists[l.0] += 1,
             }
         }
         assert_eq!(fields, [1; FIELD_COUNT]);

@@ -483,8 +483,8 @@ fn chosen_shape(form: JobForm) -> Option<(String, i64)> {
     })
 }
 
-fn field_view(form: JobForm, index: usize) -> AnyView {
-    let def = &FIELDS[index];
+fn field_view(form: JobForm, index: FieldId) -> AnyView {
+    let def = index.def();
     let id = def.id;
     let many_workers = move || form.state.with(|s| s.v[WORKERS].trim().parse::<i64>().is_ok_and(|w| w > 1));
     let value = Signal::derive(move || match index {
@@ -558,7 +558,7 @@ fn log_default_text(form: JobForm) -> String {
 /// The choices of a select or check-box field; a value the form holds that
 /// is not among them (from a clone or an import) is kept, so its problem can
 /// show.
-fn options_for(form: JobForm, index: usize) -> Options {
+fn options_for(form: JobForm, index: FieldId) -> Options {
     let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
     let mut options: Options = match index {
         PRIORITY => priority_options(),
@@ -619,12 +619,12 @@ fn options_for(form: JobForm, index: usize) -> Options {
     options
 }
 
-fn def_is_choices(index: usize) -> bool {
-    FIELDS[index].control == Control::Choices
+fn def_is_choices(index: FieldId) -> bool {
+    index.def().control == Control::Choices
 }
 
-fn list_view(form: JobForm, l: usize) -> AnyView {
-    let def = &LISTS[l];
+fn list_view(form: JobForm, l: ListId) -> AnyView {
+    let def = l.def();
     let prefix = format!("{}-", def.id);
     let clear_server = move |form: JobForm| {
         let prefix = prefix.clone();
@@ -671,7 +671,7 @@ fn list_view(form: JobForm, l: usize) -> AnyView {
             // Rows after the removed one moved up: their ids now name other
             // rows, so what was touched and what the server said no longer
             // applies to them.
-            let prefix = format!("{}-", LISTS[l].id);
+            let prefix = format!("{}-", l.def().id);
             form.touched.update(|t| t.retain(|id| !id.starts_with(&prefix)));
             clear_server(form);
         }),
