@@ -24,7 +24,6 @@ use jobdeck_api::validate::{DURATION_MAX_SECONDS, MEMORY_MAX_MIB, REPLICAS_MAX, 
 use jobdeck_api::{FieldErrors, JobSpec, Priority};
 
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
-use crate::executor::{JobLaunch, Placement};
 use crate::topology::{node_group_views, shape_view};
 
 /// A spec with its defaults applied.
@@ -140,35 +139,6 @@ impl ResolvedSpec {
     /// The groups (with their config) this job may use.
     pub fn groups<'a>(&'a self, config: &'a Config) -> impl Iterator<Item = &'a NodeGroupConfig> + 'a {
         self.node_groups.iter().filter_map(|name| config.node_group(name))
-    }
-}
-
-impl ResolvedSpec {
-    /// A run of the job with these resolved settings; the
-    /// job's environment (`env`), rendezvous port and pull credentials are
-    /// the caller's to fill in.
-    pub fn launch(&self, job_id: &str, job_name: &str, run: i64, spec: &JobSpec, placement: Placement) -> JobLaunch {
-        let resolved = self;
-        JobLaunch {
-            job_id: job_id.to_string(),
-            job_name: job_name.to_string(),
-            run,
-            spec: spec.clone(),
-            shape: resolved.shape.clone(),
-            placement,
-            completions: resolved.completions,
-            parallelism: resolved.parallelism,
-            workers: resolved.workers,
-            backoff_limit: resolved.backoff_limit,
-            max_failure_retry: resolved.max_failure_retry,
-            disable_retry_on_program_error: resolved.disable_retry_on_program_error,
-            shared_memory_mb: resolved.shared_memory_mb,
-            log_collection: resolved.log_collection,
-            env: Vec::new(),
-            first_attempt: 0,
-            master_port: 0,
-            pull_credentials: Vec::new(),
-        }
     }
 }
 

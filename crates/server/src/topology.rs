@@ -1,5 +1,7 @@
-//! The cluster as the API shows it: the wire forms of the configured
-//! shapes, node groups and nodes, with what the active jobs use of them.
+//! The cluster as the API shows it, and where runs are placed in it: the
+//! wire forms of the configured shapes, node groups and nodes with what the
+//! active jobs use of them, and a run's `Placement` (its node group and one
+//! slot per parallel replica), which the scheduler makes and executors use.
 //! Pure views of the config and stored rows; `cluster.rs` serves them,
 //! `spec.rs` and `jobs.rs` check jobs against them.
 
@@ -10,9 +12,27 @@ use jobdeck_api::{
     NodeInfo, NodeResource, NodeSpec, NodeStatus, NodeWorkload, ResourceAmounts, Shape, ShapeSpec,
 };
 
+use serde::{Deserialize, Serialize};
+
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
-use crate::executor::Placement;
 use crate::store::{JobRow, ReplicaRow};
+
+/// One place a replica may run: a node and the GPUs reserved on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    pub node: String,
+    /// GPU indices on the node, handed out as `CUDA_VISIBLE_DEVICES`.
+    #[serde(default)]
+    pub gpu_ids: Vec<u32>,
+}
+
+/// Where the scheduler placed a run: one node group and one slot per replica
+/// that may run at the same time (`parallelism` of them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub node_group: String,
+    pub slots: Vec<Slot>,
+}
 
 /// The wire form of a configured shape.
 pub fn shape_view(shape: &ShapeConfig) -> Shape {

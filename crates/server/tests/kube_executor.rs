@@ -146,11 +146,12 @@ impl Harness {
     fn launch(&self, spec: &JobSpec, run: i64) -> JobLaunch {
         let resolved = ResolvedSpec::resolve(spec, &self.config).unwrap();
         let placement = Placement { node_group: "h100".into(), slots: Vec::new() };
+        let mut launch = JobLaunch::new(JOB_ID, "train", run, spec, &resolved, placement);
+        launch.resolved.log_collection = true;
         JobLaunch {
-            log_collection: true,
             env: vec![("HF_TOKEN".into(), HF_TOKEN.into()), ("EPOCHS".into(), "3".into())],
             master_port: 29400,
-            ..resolved.launch(JOB_ID, "train", run, spec, placement)
+            ..launch
         }
     }
 

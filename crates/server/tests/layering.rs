@@ -135,13 +135,14 @@ fn lower_layers_know_nothing_of_the_upper_ones() {
             "store",
             [&handlers[..], &["executor", "scheduler", "kubernetes", "slurm", "metrics", "spec", "topology"]].concat(),
         ),
-        ("executor", [&handlers[..], &["scheduler", "kubernetes", "slurm", "spec", "topology"]].concat()),
+        ("executor", [&handlers[..], &["scheduler", "kubernetes", "slurm"]].concat()),
+        ("spec", [&handlers[..], &["executor", "scheduler", "kubernetes", "slurm", "store"]].concat()),
         ("kubernetes", [&handlers[..], &["scheduler", "slurm"]].concat()),
         ("slurm", [&handlers[..], &["scheduler", "kubernetes"]].concat()),
         ("scheduler", handlers.to_vec()),
         ("config", vec!["executor", "store", "scheduler", "kubernetes", "slurm", "jobs"]),
         ("failure", [&handlers[..], &["executor", "scheduler", "kubernetes", "slurm"]].concat()),
-        ("topology", handlers.to_vec()),
+        ("topology", [&handlers[..], &["executor", "scheduler", "spec"]].concat()),
         ("metrics", [&handlers[..], &["executor", "scheduler"]].concat()),
     ];
     let mut broken = Vec::new();

@@ -212,12 +212,12 @@ pub fn plan(
     push(&["--name", &name]);
     push(&["--label", &job_label(&launch.job_id)]);
     push(&["--label", &format!("jobdeck.replica={replica_id}")]);
-    push(&["--cpus", &format_cpus(launch.shape.cpu)]);
-    push(&["--memory", &format!("{}m", launch.shape.memory_mb)]);
+    push(&["--cpus", &format_cpus(launch.resolved.shape.cpu)]);
+    push(&["--memory", &format!("{}m", launch.resolved.shape.memory_mb)]);
     // Shared memory 0 is "none beyond the engine's own": no flag, as the
     // Kubernetes executor mounts no /dev/shm volume then.
-    if launch.shared_memory_mb > 0 {
-        push(&["--shm-size", &format!("{}m", launch.shared_memory_mb)]);
+    if launch.resolved.shared_memory_mb > 0 {
+        push(&["--shm-size", &format!("{}m", launch.resolved.shared_memory_mb)]);
     }
     if !gpu_ids.is_empty() {
         match engine {
@@ -232,7 +232,7 @@ pub fn plan(
             }
         }
     }
-    if launch.workers > 1 {
+    if launch.resolved.workers > 1 {
         // Workers find each other on 127.0.0.1:MASTER_PORT, so they share the
         // host's network; published ports would be meaningless there.
         push(&["--network", "host"]);
@@ -450,7 +450,7 @@ mod tests {
     #[test]
     fn multi_worker_jobs_share_the_host_network_and_empty_commands_use_the_entrypoint() {
         let mut launch = sample_launch();
-        launch.workers = 2;
+        launch.resolved.workers = 2;
         launch.spec.container.command = None;
         let plan = plan_with("docker", &launch, &[]);
         let line = plan.steps.create(Path::new("env")).join(" ");
@@ -476,7 +476,7 @@ mod tests {
             let mut launch = sample_launch();
             launch.spec.container.image = Some(image.into());
             launch.spec.container.image_tag = tag.map(String::from);
-            launch.shared_memory_mb = shm;
+            launch.resolved.shared_memory_mb = shm;
             let plan = plan_with("docker", &launch, &[]);
             assert_eq!(plan.steps.image, expected_image, "{image} {tag:?}");
             let options = &plan.steps.create_options;

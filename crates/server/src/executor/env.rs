@@ -19,16 +19,16 @@ pub fn replica_env(launch: &JobLaunch, completion_index: i64, gpu_ids: &[u32]) -
         env.push((name.to_string(), value));
     };
     set(JOB_COMPLETION_INDEX, completion_index.to_string());
-    set(JOB_COMPLETIONS, launch.completions.to_string());
+    set(JOB_COMPLETIONS, launch.resolved.completions.to_string());
     set("LEPTON_JOB_NAME", launch.job_name.clone());
-    set("LEPTON_RESOURCE_ACCELERATOR_TYPE", launch.shape.accelerator_type.clone().unwrap_or_default());
-    set("LEPTON_RESOURCE_ACCELERATOR_NUM", launch.shape.gpus.to_string());
+    set("LEPTON_RESOURCE_ACCELERATOR_TYPE", launch.resolved.shape.accelerator_type.clone().unwrap_or_default());
+    set("LEPTON_RESOURCE_ACCELERATOR_NUM", launch.resolved.shape.gpus.to_string());
     set("LEPTON_JOB_WORKER_INDEX", completion_index.to_string());
-    set("LEPTON_JOB_TOTAL_WORKERS", launch.workers.max(1).to_string());
-    if launch.workers > 1 {
+    set("LEPTON_JOB_TOTAL_WORKERS", launch.resolved.workers.max(1).to_string());
+    if launch.resolved.workers > 1 {
         set("MASTER_ADDR", "127.0.0.1".into());
         set("MASTER_PORT", launch.master_port.to_string());
-        set("WORLD_SIZE", launch.workers.to_string());
+        set("WORLD_SIZE", launch.resolved.workers.to_string());
         set("NODE_RANK", completion_index.to_string());
     }
     let devices = gpu_ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
@@ -42,6 +42,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::config::ShapeConfig;
     use crate::executor::{Placement, Slot};
+    use crate::spec::ResolvedSpec;
     use jobdeck_api::JobSpec;
 
     pub fn launch(workers: i64) -> JobLaunch {
@@ -50,28 +51,39 @@ pub(crate) mod tests {
             job_name: "train".into(),
             run: 0,
             spec: JobSpec::default(),
-            shape: ShapeConfig {
-                name: "gpu.1x".into(),
-                cpu: 4.0,
-                memory_mb: 8192,
-                gpus: 1,
-                accelerator_type: Some("NVIDIA-A10G".into()),
-                accelerator_memory_mb: None,
-                ephemeral_storage_gb: None,
-                description: None,
+            resolved: ResolvedSpec {
+                shape: ShapeConfig {
+                    name: "gpu.1x".into(),
+                    cpu: 4.0,
+                    memory_mb: 8192,
+                    gpus: 1,
+                    accelerator_type: Some("NVIDIA-A10G".into()),
+                    accelerator_memory_mb: None,
+                    ephemeral_storage_gb: None,
+                    description: None,
+                },
+                node_groups: vec!["local".into()],
+                nodes: Vec::new(),
+                completions: workers.max(3),
+                parallelism: workers.max(1),
+                workers,
+                backoff_limit: 3,
+                max_failure_retry: None,
+                max_job_failure_retry: 0,
+                disable_retry_on_program_error: false,
+                active_deadline_seconds: None,
+                max_queued_duration_seconds: None,
+                ttl_seconds_after_finished: 0,
+                priority: 4000,
+                can_preempt: false,
+                can_be_preempted: false,
+                shared_memory_mb: 2048,
+                log_collection: true,
             },
             placement: Placement {
                 node_group: "local".into(),
                 slots: vec![Slot { node: "n1".into(), gpu_ids: vec![0] }],
             },
-            completions: workers.max(3),
-            parallelism: workers.max(1),
-            workers,
-            backoff_limit: 3,
-            max_failure_retry: None,
-            disable_retry_on_program_error: false,
-            shared_memory_mb: 2048,
-            log_collection: true,
             env: vec![("MY_VAR".into(), "1".into()), ("JOB_COMPLETION_INDEX".into(), "spoofed".into())],
             first_attempt: 0,
             master_port: 29500,

@@ -28,6 +28,7 @@ pub mod env;
 pub mod local;
 pub mod runs;
 
+pub use crate::topology::{Placement, Slot};
 pub use jobdeck_api::{parse_replica_id, replica_id};
 
 use std::collections::BTreeMap;
@@ -38,7 +39,7 @@ use jobdeck_api::{FieldErrors, JobRequirements, JobSpec, ReadinessIssue, Replica
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::config::{ExecutorKind, ShapeConfig};
+use crate::config::ExecutorKind;
 use crate::error::AppResult;
 use crate::logs::LogStore;
 use crate::store::{EventRow, ReplicaRow, Store};
@@ -62,23 +63,6 @@ impl From<crate::error::AppError> for ExecutorError {
     fn from(e: crate::error::AppError) -> Self {
         ExecutorError(format!("{e:?}"))
     }
-}
-
-/// One place a replica may run: a node and the GPUs reserved on it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Slot {
-    pub node: String,
-    /// GPU indices on the node, handed out as `CUDA_VISIBLE_DEVICES`.
-    #[serde(default)]
-    pub gpu_ids: Vec<u32>,
-}
-
-/// Where the scheduler placed a run: one node group and one slot per replica
-/// that may run at the same time (`parallelism` of them).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Placement {
-    pub node_group: String,
-    pub slots: Vec<Slot>,
 }
 
 /// Registry credentials from a stored image pull secret the job names in
@@ -131,21 +115,11 @@ pub struct JobLaunch {
     /// The job's spec as stored (it includes write-only fields such as the
     /// registry password, which the executor may need).
     pub spec: JobSpec,
-    /// The resources of one replica.
-    pub shape: ShapeConfig,
+    /// The spec with the server's defaults applied: the shape, completions,
+    /// parallelism, workers, retry limits, shared memory, log collection.
+    /// The one resolution of the job every executor works from.
+    pub resolved: crate::spec::ResolvedSpec,
     pub placement: Placement,
-    pub completions: i64,
-    pub parallelism: i64,
-    /// Workers (> 1 turns on the rendezvous environment).
-    pub workers: i64,
-    /// Failed attempts a run tolerates in total before it fails.
-    pub backoff_limit: i64,
-    /// When set, failed attempts one completion index tolerates.
-    pub max_failure_retry: Option<i64>,
-    /// Fail the run at once when an attempt fails with a program error.
-    pub disable_retry_on_program_error: bool,
-    pub shared_memory_mb: i64,
-    pub log_collection: bool,
     /// The job's own environment with secret references resolved, in order.
     /// Secret values live only here and in the replica's process
     /// environment: never log a `JobLaunch`.
@@ -159,6 +133,32 @@ pub struct JobLaunch {
     /// creator. Names that are not stored are not here: on Kubernetes they
     /// name Secrets of the namespace.
     pub pull_credentials: Vec<PullCredential>,
+}
+
+impl JobLaunch {
+    /// A run of a job with its resolved settings; the job's environment,
+    /// rendezvous port and pull credentials are the caller's to fill in.
+    pub fn new(
+        job_id: &str,
+        job_name: &str,
+        run: i64,
+        spec: &JobSpec,
+        resolved: &crate::spec::ResolvedSpec,
+        placement: Placement,
+    ) -> JobLaunch {
+        JobLaunch {
+            job_id: job_id.to_string(),
+            job_name: job_name.to_string(),
+            run,
+            spec: spec.clone(),
+            resolved: resolved.clone(),
+            placement,
+            env: Vec::new(),
+            first_attempt: 0,
+            master_port: 0,
+            pull_credentials: Vec::new(),
+        }
+    }
 }
 
 /// Why the scheduler stops a run; it becomes the reason of every replica the

@@ -372,21 +372,6 @@ fn job_run(job: &Job) -> Option<i64> {
     job.metadata.labels.as_ref()?.get(LABEL_RUN)?.parse().ok()
 }
 
-/// The spec values of a launch: the scheduler's resolution of the spec,
-/// with the launch's own numbers where it has them.
-fn launch_values(config: &Config, launch: &JobLaunch) -> Result<SpecValues, FieldErrors> {
-    let resolved = ResolvedSpec::resolve(&launch.spec, config)?;
-    let mut values = SpecValues::from_resolved(&resolved, &launch.spec);
-    values.workers = launch.workers;
-    values.completions = launch.completions;
-    values.parallelism = launch.parallelism;
-    values.backoff_limit = SpecValues::backoff_limit_of(&launch.spec, launch.backoff_limit);
-    values.max_failure_retry = launch.max_failure_retry;
-    values.disable_retry_on_program_error = launch.disable_retry_on_program_error;
-    values.shared_memory_mib = launch.shared_memory_mb;
-    Ok(values)
-}
-
 fn field_errors_message(errors: &FieldErrors) -> String {
     errors
         .iter()
@@ -401,12 +386,14 @@ fn render_launch(
     metadata: &jobdeck_api::Metadata,
     suspended: bool,
 ) -> Result<KubeObjects, ExecutorError> {
-    let values = launch_values(&shared.config, launch).map_err(|e| ExecutorError(field_errors_message(&e)))?;
+    // The one resolution of the job, made by the scheduler, in the
+    // mapping's terms.
+    let values = SpecValues::from_resolved(&launch.resolved, &launch.spec);
     let shape = ShapeResources {
-        cpu: launch.shape.cpu,
-        memory_mib: launch.shape.memory_mb,
-        gpus: launch.shape.gpus,
-        accelerator_type: launch.shape.accelerator_type.clone(),
+        cpu: launch.resolved.shape.cpu,
+        memory_mib: launch.resolved.shape.memory_mb,
+        gpus: launch.resolved.shape.gpus,
+        accelerator_type: launch.resolved.shape.accelerator_type.clone(),
     };
     let group = shared
         .config
@@ -681,7 +668,7 @@ impl RunState {
             run: launch.run,
             node_group: launch.placement.node_group.clone(),
             first_attempt: launch.first_attempt,
-            log_collection: launch.log_collection,
+            log_collection: launch.resolved.log_collection,
             since_ms,
             job_uid: None,
             tracked: HashMap::new(),

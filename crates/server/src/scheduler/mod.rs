@@ -779,7 +779,7 @@ impl Scheduler {
             env,
             master_port: row.runtime.master_port.clamp(0, u16::MAX as i64) as u16,
             pull_credentials,
-            ..active.resolved.launch(&row.id, &row.name, row.runtime.run, &active.spec, placement)
+            ..JobLaunch::new(&row.id, &row.name, row.runtime.run, &active.spec, &active.resolved, placement)
         }))
     }
 

@@ -276,7 +276,7 @@ impl Controller {
     }
 
     fn workers(&self) -> i64 {
-        self.launch.workers.max(1)
+        self.launch.resolved.workers.max(1)
     }
 
     fn job_dir(&self) -> PathBuf {
@@ -316,7 +316,7 @@ impl Controller {
                     vec![]
                 }
             } else {
-                (0..self.launch.completions).filter(|i| !self.succeeded.contains(i)).collect()
+                (0..self.launch.resolved.completions).filter(|i| !self.succeeded.contains(i)).collect()
             };
             if !pending.is_empty() {
                 self.event(EventType::Normal, "Executor", "Slurm: the run is submitted with sbatch".into(), None).await;
@@ -355,7 +355,9 @@ impl Controller {
         let all_done =
             self.attempts.values().all(|a| matches!(a.phase, ReplicaPhase::Succeeded | ReplicaPhase::Failed));
         match &self.ending {
-            None if self.succeeded.len() as i64 >= self.launch.completions && all_done => Some(RunOutcome::Succeeded),
+            None if self.succeeded.len() as i64 >= self.launch.resolved.completions && all_done => {
+                Some(RunOutcome::Succeeded)
+            }
             None => None,
             Some(_) if !all_done => None,
             Some(Ending::Stop(_)) => Some(RunOutcome::Stopped),
@@ -681,7 +683,7 @@ impl Controller {
 
     /// Copies what the attempt's output file gained since the last copy.
     fn copy_output(&mut self, key: (i64, i64)) {
-        if !self.launch.log_collection {
+        if !self.launch.resolved.log_collection {
             return;
         }
         let job_dir = self.job_dir();
@@ -763,9 +765,9 @@ impl Controller {
             program_error,
         };
         let limits = RetryLimits {
-            backoff_limit: self.launch.backoff_limit,
-            max_failure_retry: self.launch.max_failure_retry,
-            disable_retry_on_program_error: self.launch.disable_retry_on_program_error,
+            backoff_limit: self.launch.resolved.backoff_limit,
+            max_failure_retry: self.launch.resolved.max_failure_retry,
+            disable_retry_on_program_error: self.launch.resolved.disable_retry_on_program_error,
         };
         match decide(limits, self.failures_total, of_unit, &replica, &verdict) {
             Decision::Retry => {
@@ -779,7 +781,7 @@ impl Controller {
     }
 
     async fn first_error(&self, key: (i64, i64)) -> Option<crate::failure::FindingKind> {
-        if !self.launch.log_collection {
+        if !self.launch.resolved.log_collection {
             return None;
         }
         let logs = self.shared.host.logs().clone();

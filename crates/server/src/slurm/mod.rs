@@ -59,7 +59,7 @@ pub fn render_job_file(json: &str, config: &Config, node_group: Option<&str>) ->
     let launch = crate::executor::JobLaunch {
         env,
         master_port: settings.master_port,
-        ..resolved.launch(&id, &name, 0, &job.spec, placement)
+        ..crate::executor::JobLaunch::new(&id, &name, 0, &job.spec, &resolved, placement)
     };
     let log_dir = settings.log_dir.clone().unwrap_or_else(|| config.data_dir.join("slurm"));
     let job_dir = log_dir.join(&id);

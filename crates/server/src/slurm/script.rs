@@ -128,12 +128,12 @@ pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
     if input.indexes.is_empty() {
         return Err("a submission runs at least one completion index".into());
     }
-    let workers = launch.workers.max(1);
+    let workers = launch.resolved.workers.max(1);
     let mut options: Vec<String> = Vec::new();
     let mut option = |name: &str, value: String| options.push(format!("--{name}={value}"));
     option("job-name", job_name(&launch.job_id));
     option("comment", comment(&launch.job_id, launch.run, input.submission));
-    let parallel = launch.parallelism.max(1);
+    let parallel = launch.resolved.parallelism.max(1);
     let array = array_spec(input.indexes);
     if (parallel as usize) < input.indexes.len() {
         option("array", format!("{array}%{parallel}"));
@@ -158,10 +158,10 @@ pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
         option("nodes", workers.to_string());
         option("ntasks-per-node", "1".into());
     }
-    option("cpus-per-task", (launch.shape.cpu.ceil() as i64).max(1).to_string());
-    option("mem", format!("{}M", launch.shape.memory_mb));
-    if launch.shape.gpus > 0 {
-        option("gres", format!("gpu:{}", launch.shape.gpus));
+    option("cpus-per-task", (launch.resolved.shape.cpu.ceil() as i64).max(1).to_string());
+    option("mem", format!("{}M", launch.resolved.shape.memory_mb));
+    if launch.resolved.shape.gpus > 0 {
+        option("gres", format!("gpu:{}", launch.resolved.shape.gpus));
     }
     if let Some(seconds) = spec.active_deadline_seconds.filter(|s| *s > 0) {
         option("time", ((seconds + 59) / 60).to_string());
@@ -253,8 +253,8 @@ mod tests {
 
     fn sample() -> JobLaunch {
         let mut launch = launch(1);
-        launch.completions = 10;
-        launch.parallelism = 2;
+        launch.resolved.completions = 10;
+        launch.resolved.parallelism = 2;
         launch.spec.container.command = Some(vec!["python3".into(), "train.py".into(), "--name=it's".into()]);
         launch.env = vec![("HF_TOKEN".into(), "s3cret".into())];
         launch
@@ -346,9 +346,9 @@ mod tests {
     fn workers_share_one_allocation_with_the_rendezvous_variables() {
         let settings = SlurmSettings::default();
         let mut launch = sample();
-        launch.workers = 4;
-        launch.completions = 4;
-        launch.parallelism = 4;
+        launch.resolved.workers = 4;
+        launch.resolved.completions = 4;
+        launch.resolved.parallelism = 4;
         let submission = render(&input(&launch, &settings, &[0], None)).unwrap();
         let options = submission.options.join(" ");
         assert!(options.contains("--array=0 ") && options.contains("--nodes=4 --ntasks-per-node=1"), "{options}");

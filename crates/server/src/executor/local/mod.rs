@@ -351,7 +351,7 @@ impl Controller {
                 *failures_by_index.entry(row.completion_index).or_default() += 1;
             }
         }
-        let pending = (0..launch.completions).filter(|i| !succeeded.contains(i)).collect();
+        let pending = (0..launch.resolved.completions).filter(|i| !succeeded.contains(i)).collect();
         let free_slots = (0..launch.placement.slots.len()).rev().collect();
         let announced = rows.iter().any(|r| r.run == launch.run);
         Controller {
@@ -374,9 +374,9 @@ impl Controller {
 
     fn limits(&self) -> RetryLimits {
         RetryLimits {
-            backoff_limit: self.launch.backoff_limit,
-            max_failure_retry: self.launch.max_failure_retry,
-            disable_retry_on_program_error: self.launch.disable_retry_on_program_error,
+            backoff_limit: self.launch.resolved.backoff_limit,
+            max_failure_retry: self.launch.resolved.max_failure_retry,
+            disable_retry_on_program_error: self.launch.resolved.disable_retry_on_program_error,
         }
     }
 
@@ -493,7 +493,7 @@ impl Controller {
 
     fn outcome(&self) -> Option<RunOutcome> {
         match &self.ending {
-            None if self.succeeded.len() as i64 >= self.launch.completions => Some(RunOutcome::Succeeded),
+            None if self.succeeded.len() as i64 >= self.launch.resolved.completions => Some(RunOutcome::Succeeded),
             None => None,
             Some(_) if !self.running.is_empty() => None,
             Some(Ending::Stop(_)) => Some(RunOutcome::Stopped),
@@ -547,7 +547,7 @@ impl Controller {
             };
             let limits = match self.shared.settings.mode {
                 LocalMode::Container => {
-                    format!("the engine limits memory to the shape's {} MiB", self.launch.shape.memory_mb)
+                    format!("the engine limits memory to the shape's {} MiB", self.launch.resolved.shape.memory_mb)
                 }
                 LocalMode::Process | LocalMode::Auto => self.shared.memory.describe(),
             };
@@ -579,14 +579,14 @@ impl Controller {
     fn supervise_spec(&self, index: i64, attempt: i64, slot: usize, run_dir: &Path) -> Result<SuperviseSpec, String> {
         let gpu_ids = self.launch.placement.slots.get(slot).map(|s| s.gpu_ids.clone()).unwrap_or_default();
         let replica = self.replica_id(index, attempt);
-        let log = self.launch.log_collection.then(|| {
+        let log = self.launch.resolved.log_collection.then(|| {
             let (log, idx) = self.shared.host.logs().paths(&self.launch.job_id, index, attempt);
             LogPaths { log, idx }
         });
         let cgroup = self
             .shared
             .memory
-            .replica(&format!("{}-{replica}", self.shared.cgroup_prefix), self.launch.shape.memory_mb);
+            .replica(&format!("{}-{replica}", self.shared.cgroup_prefix), self.launch.resolved.shape.memory_mb);
         let mut env = self.shared.base_env.clone();
         let grace = self.shared.settings.grace_period_seconds;
         let workdir = run_dir.join("work");
@@ -763,7 +763,7 @@ impl Controller {
                 let cgroup = self
                     .shared
                     .memory
-                    .replica(&format!("{}-{replica}", self.shared.cgroup_prefix), self.launch.shape.memory_mb)
+                    .replica(&format!("{}-{replica}", self.shared.cgroup_prefix), self.launch.resolved.shape.memory_mb)
                     .map(|spec| crate::metrics::probe::MemoryCgroup { version: spec.version, dir: spec.dir });
                 crate::metrics::Source::Session { supervisor, cgroup }
             }
@@ -854,7 +854,7 @@ impl Controller {
     /// analysis). Scanning a large log takes a moment, so it runs on the
     /// blocking pool.
     async fn first_error(&self, index: i64, attempt: i64) -> Option<crate::failure::FindingKind> {
-        if !self.launch.log_collection {
+        if !self.launch.resolved.log_collection {
             return None;
         }
         let logs = self.shared.host.logs().clone();
