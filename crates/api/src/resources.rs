@@ -223,13 +223,38 @@ pub struct ReadinessIssue {
 }
 
 /// Replica phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReplicaPhase {
+    #[default]
     Pending,
     Running,
     Succeeded,
     Failed,
+}
+
+impl ReplicaPhase {
+    pub const ALL: [ReplicaPhase; 4] =
+        [ReplicaPhase::Pending, ReplicaPhase::Running, ReplicaPhase::Succeeded, ReplicaPhase::Failed];
+
+    /// The wire name (`pending`, …), as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplicaPhase::Pending => "pending",
+            ReplicaPhase::Running => "running",
+            ReplicaPhase::Succeeded => "succeeded",
+            ReplicaPhase::Failed => "failed",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ReplicaPhase> {
+        ReplicaPhase::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
+    /// Whether the attempt is over.
+    pub fn is_finished(self) -> bool {
+        matches!(self, ReplicaPhase::Succeeded | ReplicaPhase::Failed)
+    }
 }
 
 /// The node a replica runs on (`Node`).

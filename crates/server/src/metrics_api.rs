@@ -39,7 +39,7 @@ async fn job_metrics(
         .replicas_of(job.id.clone())
         .await?
         .into_iter()
-        .filter(|r| r.phase == "running")
+        .filter(|r| r.phase == jobdeck_api::ReplicaPhase::Running)
         .map(|r| (r.completion_index, r.attempt))
         .collect();
     let mut by_attempt: BTreeMap<(i64, i64), BTreeMap<String, Vec<Point>>> = BTreeMap::new();

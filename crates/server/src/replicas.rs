@@ -34,15 +34,6 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-fn phase(name: &str) -> ReplicaPhase {
-    match name {
-        "running" => ReplicaPhase::Running,
-        "succeeded" => ReplicaPhase::Succeeded,
-        "failed" => ReplicaPhase::Failed,
-        _ => ReplicaPhase::Pending,
-    }
-}
-
 /// The wire form of a stored attempt; `shape` is the job's resource shape,
 /// whose CPU and memory Lepton reports on every replica.
 pub fn replica_view(row: &ReplicaRow, shape: Option<&ShapeConfig>) -> Replica {
@@ -64,12 +55,12 @@ pub fn replica_view(row: &ReplicaRow, shape: Option<&ShapeConfig>) -> Replica {
             }),
             completion_index: row.completion_index,
             attempt: row.attempt,
-            phase: phase(&row.phase),
+            phase: row.phase,
             readiness_issue: match (&row.readiness_reason, &row.readiness_message) {
                 // A pending attempt says what it waits for; an ended one
                 // keeps Lepton's `Failed` issue (an image that cannot be
                 // pulled).
-                (Some(reason), message) if row.phase == "pending" || reason == "Failed" => {
+                (Some(reason), message) if row.phase == ReplicaPhase::Pending || reason == "Failed" => {
                     Some(ReadinessIssue { reason: reason.clone(), message: message.clone().unwrap_or_default() })
                 }
                 _ => None,
@@ -82,7 +73,7 @@ pub fn replica_view(row: &ReplicaRow, shape: Option<&ShapeConfig>) -> Replica {
             end_time: row.end_time,
             cpu: shape.map(|s| s.cpu),
             memory_in_mb: shape.map(|s| s.memory_mb),
-            retry_at: row.retry_at.filter(|_| row.phase == "pending"),
+            retry_at: row.retry_at.filter(|_| row.phase == ReplicaPhase::Pending),
             executor_id: row.executor_id.clone(),
         },
     }
@@ -108,7 +99,7 @@ fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow], shape: O
                 completion_index: index,
                 attempt,
                 run: job.runtime.run,
-                phase: "pending".into(),
+                phase: ReplicaPhase::Pending,
                 readiness_reason: Some(issue.reason.clone()),
                 readiness_message: Some(issue.message.clone()),
                 created_at: job.runtime.queued_at.unwrap_or(job.created_at),

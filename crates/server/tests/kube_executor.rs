@@ -420,7 +420,7 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
             .unwrap_or_else(|| panic!("no replica {}-{}", row.index, row.attempt));
         let at = format!("replica {}-{}", row.index, row.attempt);
         assert_eq!(r.run, 0, "{at}");
-        assert_eq!(r.phase, row.phase, "{at}");
+        assert_eq!(r.phase.as_str(), row.phase, "{at}");
         match row.readiness {
             Some((reason, message)) => {
                 assert_eq!(r.readiness_reason.as_deref(), Some(reason), "{at}");
@@ -491,7 +491,7 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
             "state": {"terminated": {"exitCode": 0, "reason": "Completed",
                 "startedAt": "2026-01-10T10:00:05Z", "finishedAt": "2026-01-10T10:09:00Z"}}}]}}),
     );
-    eventually!("the finished replica", h.replica(2, 0).await.unwrap().phase == "succeeded");
+    eventually!("the finished replica", h.replica(2, 0).await.unwrap().phase == jobdeck_api::ReplicaPhase::Succeeded);
     assert_eq!(h.replica(2, 0).await.unwrap().end_time, Some(1_768_039_740_000));
     // The container ended, so did its followed log: once copied, the
     // replica records it so a restart does not copy again.
@@ -771,7 +771,10 @@ async fn a_restarted_server_picks_up_its_runs_where_they_are() {
         let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
         events.iter().any(|e| e.reason == "Started" && e.regarding_name == "train-ab12c-6-1")
     });
-    eventually!("the retry seen running after the restart", h.replica(6, 1).await.unwrap().phase == "running");
+    eventually!(
+        "the retry seen running after the restart",
+        h.replica(6, 1).await.unwrap().phase == jobdeck_api::ReplicaPhase::Running
+    );
     let new_writes: Vec<_> = h.fake.writes()[writes_before..].to_vec();
     assert!(new_writes.iter().all(|w| w.method != "POST"), "nothing is created again: {new_writes:?}");
     assert_eq!(h.replicas().await.len(), 3, "attempt numbers are kept, not handed out again");

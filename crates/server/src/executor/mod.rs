@@ -273,18 +273,12 @@ impl ReplicaObservation {
     /// knows nothing of executors).
     pub fn into_row(self, now: i64) -> ReplicaRow {
         let o = self;
-        let phase = match o.phase {
-            jobdeck_api::ReplicaPhase::Pending => "pending",
-            jobdeck_api::ReplicaPhase::Running => "running",
-            jobdeck_api::ReplicaPhase::Succeeded => "succeeded",
-            jobdeck_api::ReplicaPhase::Failed => "failed",
-        };
         ReplicaRow {
             job_id: o.job_id,
             completion_index: o.completion_index,
             attempt: o.attempt,
             run: o.run,
-            phase: phase.into(),
+            phase: o.phase,
             readiness_reason: o.readiness_issue.as_ref().map(|i| i.reason.clone()),
             readiness_message: o.readiness_issue.map(|i| i.message),
             node: o.node,

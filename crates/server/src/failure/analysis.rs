@@ -67,16 +67,7 @@ pub struct JobFacts {
 }
 
 fn is_failure(row: &ReplicaRow) -> bool {
-    row.phase == "failed" && !COLLATERAL_REASONS.contains(&row.reason.as_deref().unwrap_or(""))
-}
-
-fn phase(name: &str) -> ReplicaPhase {
-    match name {
-        "running" => ReplicaPhase::Running,
-        "succeeded" => ReplicaPhase::Succeeded,
-        "failed" => ReplicaPhase::Failed,
-        _ => ReplicaPhase::Pending,
-    }
+    row.phase == ReplicaPhase::Failed && !COLLATERAL_REASONS.contains(&row.reason.as_deref().unwrap_or(""))
 }
 
 fn end_of(row: &ReplicaRow) -> AttemptEnd<'_> {
@@ -316,7 +307,7 @@ pub fn analyse(facts: &JobFacts, replicas: &[ReplicaRow], events: &[StoredEvent]
 
     let mut node_events: Vec<NodeFailureEvent> = replicas
         .iter()
-        .filter(|r| r.phase == "failed" && NODE_EVENT_REASONS.contains(&r.reason.as_deref().unwrap_or("")))
+        .filter(|r| r.phase == ReplicaPhase::Failed && NODE_EVENT_REASONS.contains(&r.reason.as_deref().unwrap_or("")))
         .map(|row| {
             let message = row.message.clone().unwrap_or_default();
             let mut victim = victim_in(&message);
@@ -343,7 +334,7 @@ pub fn analyse(facts: &JobFacts, replicas: &[ReplicaRow], events: &[StoredEvent]
             replica_id: replica_id(&facts.job_id, r.completion_index, r.attempt),
             completion_index: r.completion_index,
             attempt: r.attempt,
-            phase: phase(&r.phase),
+            phase: r.phase,
             started_at: r.start_time,
             ended_at: r.end_time,
             reason: r.reason.clone(),
@@ -403,7 +394,7 @@ mod tests {
             job_id: "job-1".into(),
             completion_index: index,
             attempt,
-            phase: phase.into(),
+            phase: ReplicaPhase::parse(phase).unwrap(),
             reason: Some(reason.into()).filter(|r: &String| !r.is_empty()),
             exit_code,
             start_time: Some(1_000),

@@ -541,12 +541,17 @@ impl Scheduler {
         let rows = self.store.replicas_of(id.to_string()).await?;
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let current: Vec<_> = rows.iter().filter(|r| r.run == run).collect();
-        let running = current.iter().filter(|r| r.phase == "running").count() as i64;
-        let mut succeeded: Vec<i64> =
-            current.iter().filter(|r| r.phase == "succeeded").map(|r| r.completion_index).collect();
+        let running = current.iter().filter(|r| r.phase == jobdeck_api::ReplicaPhase::Running).count() as i64;
+        let mut succeeded: Vec<i64> = current
+            .iter()
+            .filter(|r| r.phase == jobdeck_api::ReplicaPhase::Succeeded)
+            .map(|r| r.completion_index)
+            .collect();
         succeeded.dedup();
-        let failed =
-            current.iter().filter(|r| r.phase == "failed" && r.reason.as_deref() != Some("NotStarted")).count() as i64;
+        let failed = current
+            .iter()
+            .filter(|r| r.phase == jobdeck_api::ReplicaPhase::Failed && r.reason.as_deref() != Some("NotStarted"))
+            .count() as i64;
         let r = &mut active.row.runtime;
         let before = (r.active, r.ready, r.succeeded, r.failed, r.state.clone());
         r.active = running;

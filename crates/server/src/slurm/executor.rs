@@ -253,7 +253,7 @@ impl Controller {
             let state: AttemptState =
                 row.executor_state.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
             submissions = submissions.max(state.submission + 1);
-            if row.phase == "succeeded" {
+            if row.phase == ReplicaPhase::Succeeded {
                 succeeded.insert(row.completion_index);
             } else if row.is_finished() && counts(row.reason.as_deref()) && state.rank.unwrap_or(0) == 0 {
                 failures_total += 1;
@@ -288,7 +288,7 @@ impl Controller {
         for row in rows.iter().filter(|r| r.run == self.launch.run && !r.is_finished()) {
             let state: AttemptState =
                 row.executor_state.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-            let phase = if row.phase == "running" { ReplicaPhase::Running } else { ReplicaPhase::Pending };
+            let phase = if row.phase == ReplicaPhase::Running { ReplicaPhase::Running } else { ReplicaPhase::Pending };
             self.attempts.insert(
                 (row.completion_index, row.attempt),
                 Attempt {

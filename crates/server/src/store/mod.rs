@@ -278,8 +278,7 @@ pub struct ReplicaRow {
     pub completion_index: i64,
     pub attempt: i64,
     pub run: i64,
-    /// `pending`, `running`, `succeeded` or `failed`.
-    pub phase: String,
+    pub phase: jobdeck_api::ReplicaPhase,
     pub readiness_reason: Option<String>,
     pub readiness_message: Option<String>,
     pub node: Option<String>,
@@ -816,7 +815,7 @@ pub(crate) mod tests {
         let (_dir, store) = temp_store();
         let row = |phase: &str, exit: Option<i64>| ReplicaRow {
             job_id: "j".into(),
-            phase: phase.into(),
+            phase: jobdeck_api::ReplicaPhase::parse(phase).unwrap(),
             exit_code: exit,
             ..ReplicaRow::default()
         };

@@ -41,7 +41,7 @@ impl Store {
                     row.completion_index,
                     row.attempt,
                     row.run,
-                    row.phase,
+                    row.phase.as_str(),
                     row.readiness_reason,
                     row.readiness_message,
                     row.node,
@@ -123,7 +123,17 @@ fn replica_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplicaRow> {
         completion_index: r.get(1)?,
         attempt: r.get(2)?,
         run: r.get(3)?,
-        phase: r.get(4)?,
+        phase: {
+            // The store's edge: the column holds the wire name.
+            let name: String = r.get(4)?;
+            jobdeck_api::ReplicaPhase::parse(&name).ok_or_else(|| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    4,
+                    rusqlite::types::Type::Text,
+                    format!("no replica phase '{name}'").into(),
+                )
+            })?
+        },
         readiness_reason: r.get(5)?,
         readiness_message: r.get(6)?,
         node: r.get(7)?,
@@ -146,6 +156,6 @@ fn replica_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplicaRow> {
 impl ReplicaRow {
     /// The stored form of an executor's observation.
     pub fn is_finished(&self) -> bool {
-        self.phase == "succeeded" || self.phase == "failed"
+        self.phase.is_finished()
     }
 }

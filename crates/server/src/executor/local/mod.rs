@@ -344,7 +344,7 @@ impl Controller {
         let mut failures_total = 0;
         let mut failures_by_index: BTreeMap<i64, i64> = BTreeMap::new();
         for row in rows.iter().filter(|r| r.run == launch.run && r.is_finished()) {
-            if row.phase == "succeeded" {
+            if row.phase == ReplicaPhase::Succeeded {
                 succeeded.insert(row.completion_index);
             } else if counts_as_failure(row) {
                 failures_total += 1;
@@ -404,7 +404,7 @@ impl Controller {
             self.running.insert((index, attempt), Running { slot, run_dir: run_dir.clone(), state });
             if self.shared.settings.mode == LocalMode::Container {
                 watch_stages(run_dir.clone(), index, attempt, self.tx.clone());
-            } else if row.phase == "running" {
+            } else if row.phase == ReplicaPhase::Running {
                 self.register_target(index, attempt, slot);
             }
             let tx = self.tx.clone();
