@@ -341,8 +341,8 @@ pub struct JobSpec {
     pub disable_retry_on_program_error: Option<bool>,
 }
 
-/// Job states, as Lepton names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Job states, as Lepton names them. The default is where a new job begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum JobState {
     Starting,
     Running,
@@ -354,6 +354,7 @@ pub enum JobState {
     Deleted,
     Restarting,
     Archived,
+    #[default]
     Queueing,
     Awaiting,
     PendingRetry,

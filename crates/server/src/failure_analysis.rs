@@ -27,7 +27,7 @@ async fn failure_analysis(
     let shape = state.config.shape_of(&spec);
     let facts = JobFacts {
         job_id: job.id.clone(),
-        state: job.runtime.state.clone(),
+        state: job.runtime.state,
         reason: job.runtime.reason.clone(),
         message: job.runtime.message.clone(),
         run: job.runtime.run,

@@ -50,12 +50,11 @@ pub fn parse_query_mode(value: &str) -> AppResult<QueryMode> {
 
 /// The states a `status` value names: every state whose name starts with it,
 /// ignoring case (`run` is `Running`, as `lep job list -s run` expects).
-fn matching_states(value: &str) -> AppResult<Vec<String>> {
+fn matching_states(value: &str) -> AppResult<Vec<JobState>> {
     let wanted = value.trim().to_ascii_lowercase();
-    let states: Vec<String> = JobState::ALL
-        .iter()
-        .filter(|s| **s != JobState::Unknown && s.as_str().to_ascii_lowercase().starts_with(&wanted))
-        .map(|s| s.as_str().to_string())
+    let states: Vec<JobState> = JobState::ALL
+        .into_iter()
+        .filter(|s| *s != JobState::Unknown && s.as_str().to_ascii_lowercase().starts_with(&wanted))
         .collect();
     if wanted.is_empty() || states.is_empty() {
         let known: Vec<&str> = JobState::ALL.iter().filter(|s| **s != JobState::Unknown).map(|s| s.as_str()).collect();
@@ -291,7 +290,7 @@ async fn create_job(
         priority: resolved.priority,
         node_groups: if allowed_groups.is_empty() { String::new() } else { format!(",{},", allowed_groups.join(",")) },
         runtime: JobRuntime {
-            state: state_name.as_str().into(),
+            state: state_name,
             reason: Some(reason.into()),
             message: Some(message.clone()),
             queued_at: (!stopped).then_some(now),
@@ -352,7 +351,7 @@ async fn get_job(
         }
     }
     let row = visible_job(&state, &user, &id).await?;
-    let archived = row.runtime.state == JobState::Archived.as_str();
+    let archived = row.runtime.state == JobState::Archived;
     let hidden = match mode {
         QueryMode::AliveOnly => archived,
         QueryMode::ArchiveOnly => !archived,
@@ -495,7 +494,7 @@ pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
             // Lepton puts the job's id (its name and a random suffix) here,
             // and its clients address the job's sub-resources with it.
             job_name: Some(job_name),
-            state: JobState::parse(&r.state).or(Some(JobState::Unknown)),
+            state: Some(r.state),
             ready: r.ready,
             active: r.active,
             failed: r.failed,
@@ -535,7 +534,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.q.as_deref(), Some("train"));
-        assert_eq!(f.states, ["Running", "Queueing"]);
+        assert_eq!(f.states, [JobState::Running, JobState::Queueing]);
         assert_eq!(f.node_group_patterns, ["gpu"]);
         assert_eq!(f.created_by_prefixes, ["al"]);
         assert_eq!(f.node_groups, ["a", "b"]);
@@ -599,7 +598,7 @@ mod tests {
 
     #[test]
     fn status_prefixes_match_every_state_they_start() {
-        assert_eq!(matching_states("s").unwrap(), ["Starting", "Stopped", "Stopping"]);
-        assert_eq!(matching_states("COMPLETED").unwrap(), ["Completed"]);
+        assert_eq!(matching_states("s").unwrap(), [JobState::Starting, JobState::Stopped, JobState::Stopping]);
+        assert_eq!(matching_states("COMPLETED").unwrap(), [JobState::Completed]);
     }
 }

@@ -123,7 +123,7 @@ async fn list_replicas(
     let shape = state.config.shape_of(&spec);
     let rows = state.store.replicas_of(job.id.clone()).await?;
     let mut replicas: Vec<Replica> = rows.iter().map(|row| replica_view(row, shape)).collect();
-    if job.runtime.state == JobState::Queueing.as_str() {
+    if job.runtime.state == JobState::Queueing {
         replicas.extend(queued_replicas(&job, &spec, &rows, shape));
         replicas.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
     }
@@ -264,7 +264,7 @@ async fn replica_log(
         // A queued job's pending replicas are listed before they exist; their
         // log is empty until they start.
         let spec = stored_spec(&job)?;
-        let queued = job.runtime.state == JobState::Queueing.as_str()
+        let queued = job.runtime.state == JobState::Queueing
             && queued_replicas(&job, &spec, &state.store.replicas_of(id.clone()).await?, None)
                 .iter()
                 .any(|r| r.id == replica);

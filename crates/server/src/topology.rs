@@ -71,7 +71,7 @@ pub fn usage_by_group(config: &Config, active: &[JobRow]) -> BTreeMap<String, (R
                     entry.0.gpu += shape.gpus * n;
                 }
             }
-            _ if job.runtime.state == "Queueing" => {
+            _ if job.runtime.state == jobdeck_api::JobState::Queueing => {
                 let groups: Vec<&str> = job.node_groups.split(',').filter(|g| !g.is_empty()).collect();
                 for (name, entry) in usage.iter_mut() {
                     if groups.is_empty() || groups.contains(&name.as_str()) {

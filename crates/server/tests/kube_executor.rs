@@ -135,7 +135,7 @@ impl Harness {
                     spec_json: serde_json::to_string(spec).unwrap(),
                     priority: 4000,
                     node_groups: ",h100,".into(),
-                    runtime: JobRuntime { state: "Starting".into(), ..JobRuntime::default() },
+                    runtime: JobRuntime { state: jobdeck_api::JobState::Starting, ..JobRuntime::default() },
                 },
                 Vec::new(),
             )
@@ -1191,7 +1191,7 @@ async fn the_failure_analysis_reads_tracebacks_and_cuda_oom_from_pod_logs() {
 
     let facts = jobdeck_server::failure::analysis::JobFacts {
         job_id: JOB_ID.into(),
-        state: "Failed".into(),
+        state: jobdeck_api::JobState::Failed,
         reason: Some("BackoffLimitExceeded".into()),
         shape_name: "gpu.1xh100".into(),
         memory_mb: 65536,

@@ -454,7 +454,7 @@ async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
         priority: 4000,
         node_groups: String::new(),
         runtime: JobRuntime {
-            state: "Queueing".into(),
+            state: jobdeck_api::JobState::Queueing,
             reason: Some("Queued".into()),
             queued_at: Some(now),
             ..JobRuntime::default()

@@ -50,7 +50,7 @@ fn lepton_node_event_name(reason: &str) -> &str {
 #[derive(Debug, Clone, Default)]
 pub struct JobFacts {
     pub job_id: String,
-    pub state: String,
+    pub state: JobState,
     pub reason: Option<String>,
     pub message: Option<String>,
     /// The run the job is on now.
@@ -342,7 +342,7 @@ pub fn analyse(facts: &JobFacts, replicas: &[ReplicaRow], events: &[StoredEvent]
         .collect();
     timeline.sort_by_key(|s| (s.completion_index, s.attempt));
 
-    let job_failed = facts.state == JobState::Failed.as_str() || facts.state == JobState::PendingRetry.as_str();
+    let job_failed = facts.state == JobState::Failed || facts.state == JobState::PendingRetry;
     let first = failures.first().map(|row| (*row, finding_of(0)));
     let job_class = match facts.reason.as_deref().filter(|_| job_failed) {
         Some("DeadlineExceeded") => Some(FailureClass::Deadline),
@@ -404,10 +404,10 @@ mod tests {
         }
     }
 
-    fn facts(state: &str, reason: &str) -> JobFacts {
+    fn facts(state: JobState, reason: &str) -> JobFacts {
         JobFacts {
             job_id: "job-1".into(),
-            state: state.into(),
+            state,
             reason: Some(reason.into()),
             shape_name: "cpu.small".into(),
             memory_mb: 1024,
@@ -445,7 +445,7 @@ mod tests {
             row(2, 0, "failed", "BackoffLimitExceeded", None, 9_500),
             row(3, 0, "succeeded", "Completed", Some(0), 4_000),
         ];
-        let a = analyse(&facts("Failed", "BackoffLimitExceeded"), &replicas, &[], &logs);
+        let a = analyse(&facts(JobState::Failed, "BackoffLimitExceeded"), &replicas, &[], &logs);
         assert_eq!(a.err_class, "ERR_CUDA_OOM");
         assert!(a.program_error);
         assert!(a.summary.starts_with("Replica 1 (attempt 1) ran out of GPU memory."), "{}", a.summary);
@@ -481,7 +481,7 @@ mod tests {
                 .collect::<Vec<_>>(),
         );
         let deadline = analyse(
-            &facts("Failed", "DeadlineExceeded"),
+            &facts(JobState::Failed, "DeadlineExceeded"),
             &[row(0, 0, "failed", "DeadlineExceeded", None, 6_000)],
             &[],
             &logs,
@@ -503,7 +503,7 @@ mod tests {
             first_time: 1,
             last_time: 2,
         }];
-        let queued = analyse(&facts("Failed", "MaxQueuedDurationExceeded"), &[], &events, &logs);
+        let queued = analyse(&facts(JobState::Failed, "MaxQueuedDurationExceeded"), &[], &events, &logs);
         assert_eq!(queued.err_class, "ERR_QUEUE_TIMEOUT");
         assert!(queued.summary.contains("needs 8 GPUs"), "{}", queued.summary);
 
@@ -512,13 +512,13 @@ mod tests {
             "the replica used more memory than its shape allows and was killed; the kernel killed python3 (pid 42)"
                 .into(),
         );
-        let a = analyse(&facts("Failed", "BackoffLimitExceeded"), &[oom], &[], &logs);
+        let a = analyse(&facts(JobState::Failed, "BackoffLimitExceeded"), &[oom], &[], &logs);
         assert_eq!(a.err_class, "ERR_OOM");
         assert_eq!(a.job_failure_by_node_event[0].node_event_name, "OOM");
         assert_eq!(a.job_failure_by_node_event[0].victim.as_deref(), Some("python3 (pid 42)"));
         assert!(a.summary.contains("1024 MiB") && a.summary.contains("python3 (pid 42)"), "{}", a.summary);
 
-        let running = analyse(&facts("Running", "Started"), &[row(0, 0, "running", "", None, 0)], &[], &logs);
+        let running = analyse(&facts(JobState::Running, "Started"), &[row(0, 0, "running", "", None, 0)], &[], &logs);
         assert_eq!((running.err_class.as_str(), running.summary.as_str()), ("", ""));
     }
 
@@ -530,8 +530,12 @@ mod tests {
         lines.extend((0..100).map(|i| format!("  File \"f{i}.py\"")));
         lines.push("RecursionError: maximum recursion depth exceeded".into());
         write_log(&logs, 0, 0, &lines.iter().map(String::as_str).collect::<Vec<_>>());
-        let a =
-            analyse(&facts("Failed", "BackoffLimitExceeded"), &[row(0, 0, "failed", "Error", Some(1), 2)], &[], &logs);
+        let a = analyse(
+            &facts(JobState::Failed, "BackoffLimitExceeded"),
+            &[row(0, 0, "failed", "Error", Some(1), 2)],
+            &[],
+            &logs,
+        );
         let numbers: Vec<i64> = a.log_streams[0].lines.iter().map(|l| l.line).collect();
         assert_eq!(numbers.first(), Some(&1));
         assert_eq!(numbers.last(), Some(&102));

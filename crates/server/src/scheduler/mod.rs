@@ -79,8 +79,8 @@ impl Active {
         self.row.runtime.placement_json.as_deref().and_then(|p| serde_json::from_str(p).ok())
     }
 
-    fn state(&self) -> &str {
-        &self.row.runtime.state
+    fn state(&self) -> JobState {
+        self.row.runtime.state
     }
 }
 
@@ -209,7 +209,7 @@ impl Scheduler {
             match self.activate(row) {
                 Ok(active) => {
                     let id = active.row.id.clone();
-                    if active.state() == JobState::PendingRetry.as_str() {
+                    if active.state() == JobState::PendingRetry {
                         self.retry_at.insert(id.clone(), crate::now_millis());
                     }
                     if active.placement().is_some() {
@@ -226,7 +226,7 @@ impl Scheduler {
                 Err((row, message)) => {
                     let id = row.id.clone();
                     let mut runtime = row.runtime.clone();
-                    runtime.state = JobState::Failed.as_str().into();
+                    runtime.state = JobState::Failed;
                     runtime.reason = Some("ConfigError".into());
                     runtime.message = Some(message.clone());
                     runtime.placement_json = None;
@@ -295,13 +295,13 @@ impl Scheduler {
         let mut consider = |at: i64| next = Some(next.map_or(at, |n| n.min(at)));
         for active in self.jobs.values() {
             let r = &active.row.runtime;
-            match r.state.as_str() {
-                "Queueing" => {
+            match r.state {
+                JobState::Queueing => {
                     if let (Some(limit), Some(queued)) = (active.resolved.max_queued_duration_seconds, r.queued_at) {
                         consider(after_seconds(queued, limit));
                     }
                 }
-                "Starting" | "Running" if r.stop_reason.is_none() => {
+                JobState::Starting | JobState::Running if r.stop_reason.is_none() => {
                     if let (Some(limit), Some(started)) = (active.resolved.active_deadline_seconds, r.started_at) {
                         consider(after_seconds(started, limit));
                     }
@@ -320,12 +320,12 @@ impl Scheduler {
     async fn save(&mut self, id: &str, events: Vec<EventRow>) -> AppResult<()> {
         let Some(active) = self.jobs.get(id) else { return Ok(()) };
         let runtime = active.row.runtime.clone();
-        let state = runtime.state.clone();
+        let state = runtime.state;
         if let Some(at) = runtime.archive_at {
             self.next_archive = Some(self.next_archive.map_or(at, |n| n.min(at)));
         }
         self.store.update_job_runtime(id.to_string(), runtime, events).await?;
-        let ended = JobState::parse(&state).is_some_and(JobState::is_terminal);
+        let ended = state.is_terminal();
         if ended {
             self.jobs.remove(id);
             self.retry_at.remove(id);
@@ -336,15 +336,13 @@ impl Scheduler {
     async fn handle(&mut self, message: Msg) {
         match message {
             Msg::JobChanged(id) => match self.store.job(id.clone()).await {
-                Ok(Some(row)) if crate::store::ACTIVE_STATES.contains(&row.runtime.state.as_str()) => {
-                    match self.activate(row) {
-                        Ok(active) => {
-                            self.jobs.insert(id, active);
-                            self.dirty = true;
-                        }
-                        Err((row, message)) => tracing::warn!(job = %row.id, %message, "cannot schedule a job"),
+                Ok(Some(row)) if crate::store::ACTIVE_STATES.contains(&row.runtime.state) => match self.activate(row) {
+                    Ok(active) => {
+                        self.jobs.insert(id, active);
+                        self.dirty = true;
                     }
-                }
+                    Err((row, message)) => tracing::warn!(job = %row.id, %message, "cannot schedule a job"),
+                },
                 Ok(_) => {}
                 Err(e) => tracing::error!(job = %id, error = ?e, "cannot load a changed job"),
             },
@@ -380,16 +378,16 @@ impl Scheduler {
 
     async fn command(&mut self, id: &str, command: Command, by: &str) -> AppResult<JobRow> {
         let mut row = self.current_row(id).await?;
-        let state = row.runtime.state.clone();
+        let state = row.runtime.state;
         let now = crate::now_millis();
         match command {
-            Command::Stop => match state.as_str() {
-                "Queueing" | "PendingRetry" => {
+            Command::Stop => match state {
+                JobState::Queueing | JobState::PendingRetry => {
                     self.set_stopped_flag(&mut row, true).await?;
                     self.ensure_active(&row)?;
                     let active = self.jobs.get_mut(id).expect("activated above");
                     let r = &mut active.row.runtime;
-                    r.state = JobState::Stopped.as_str().into();
+                    r.state = JobState::Stopped;
                     r.reason = Some("Stopped".into());
                     r.message = Some(format!("stopped by {by} before it started"));
                     r.completed_at = Some(now);
@@ -403,28 +401,28 @@ impl Scheduler {
                     self.dirty = true;
                     Ok(row)
                 }
-                "Starting" | "Running" => {
+                JobState::Starting | JobState::Running => {
                     self.set_stopped_flag(&mut row, true).await?;
                     self.begin_stop(id, StopReason::Stopped, format!("stopped by {by}; stopping its replicas")).await?;
                     self.current_row(id).await
                 }
-                "Stopping" | "Stopped" => {
+                JobState::Stopping | JobState::Stopped => {
                     self.set_stopped_flag(&mut row, true).await?;
                     Ok(row)
                 }
-                "Deleting" => Err(AppError::Conflict(format!("job '{id}' is being deleted"))),
+                JobState::Deleting => Err(AppError::Conflict(format!("job '{id}' is being deleted"))),
                 other => {
                     Err(AppError::Conflict(format!("job '{id}' has already ended ({other}); there is nothing to stop")))
                 }
             },
-            Command::Start => match state.as_str() {
-                "Stopped" => {
+            Command::Start => match state {
+                JobState::Stopped => {
                     self.set_stopped_flag(&mut row, false).await?;
                     self.ensure_active(&row)?;
                     let active = self.jobs.get_mut(id).expect("activated above");
                     let groups = active.resolved.node_groups.join(", ");
                     let r = &mut active.row.runtime;
-                    r.state = JobState::Queueing.as_str().into();
+                    r.state = JobState::Queueing;
                     r.run += 1;
                     r.reason = Some("Queued".into());
                     r.message = Some(format!("started again by {by}; waiting in the queue of node group(s) {groups}"));
@@ -441,30 +439,30 @@ impl Scheduler {
                     self.dirty = true;
                     Ok(row)
                 }
-                "Queueing" | "Starting" | "Running" | "PendingRetry" => {
+                JobState::Queueing | JobState::Starting | JobState::Running | JobState::PendingRetry => {
                     self.set_stopped_flag(&mut row, false).await?;
                     Ok(row)
                 }
-                "Stopping" => {
+                JobState::Stopping => {
                     Err(AppError::Conflict(format!("job '{id}' is still stopping; start it again once it is Stopped")))
                 }
-                "Deleting" => Err(AppError::Conflict(format!("job '{id}' is being deleted"))),
+                JobState::Deleting => Err(AppError::Conflict(format!("job '{id}' is being deleted"))),
                 other => Err(AppError::Conflict(format!(
                     "job '{id}' has ended ({other}); only a stopped job can be started again"
                 ))),
             },
-            Command::Delete => match state.as_str() {
-                "Starting" | "Running" => {
+            Command::Delete => match state {
+                JobState::Starting | JobState::Running => {
                     self.begin_stop(id, StopReason::Deleted, format!("deleted by {by}; stopping its replicas")).await?;
                     let active = self.jobs.get_mut(id).expect("a running job is active");
-                    active.row.runtime.state = JobState::Deleting.as_str().into();
+                    active.row.runtime.state = JobState::Deleting;
                     let row = active.row.clone();
                     self.save(id, vec![]).await?;
                     Ok(row)
                 }
-                "Stopping" => {
+                JobState::Stopping => {
                     let active = self.jobs.get_mut(id).expect("a stopping job is active");
-                    active.row.runtime.state = JobState::Deleting.as_str().into();
+                    active.row.runtime.state = JobState::Deleting;
                     active.row.runtime.stop_reason = Some(StopReason::Deleted.as_str().into());
                     active.row.runtime.reason = Some("Deleting".into());
                     active.row.runtime.message = Some(format!("deleted by {by}; waiting for its replicas to stop"));
@@ -472,7 +470,7 @@ impl Scheduler {
                     self.save(id, vec![event(id, "Normal", "Deleting", format!("deleted by {by}"))]).await?;
                     Ok(row)
                 }
-                "Deleting" => Ok(row),
+                JobState::Deleting => Ok(row),
                 _ => {
                     self.delete_now(id).await?;
                     self.dirty = true;
@@ -496,7 +494,7 @@ impl Scheduler {
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let run = active.row.runtime.run;
         let r = &mut active.row.runtime;
-        r.state = JobState::Stopping.as_str().into();
+        r.state = JobState::Stopping;
         r.stop_reason = Some(reason.as_str().into());
         r.reason = Some(reason.as_str().into());
         r.message = Some(message.clone());
@@ -553,19 +551,19 @@ impl Scheduler {
             .filter(|r| r.phase == jobdeck_api::ReplicaPhase::Failed && r.reason.as_deref() != Some("NotStarted"))
             .count() as i64;
         let r = &mut active.row.runtime;
-        let before = (r.active, r.ready, r.succeeded, r.failed, r.state.clone());
+        let before = (r.active, r.ready, r.succeeded, r.failed, r.state);
         r.active = running;
         r.ready = running;
         r.succeeded = succeeded.len() as i64;
         r.failed = failed;
         let mut events = Vec::new();
-        if r.state == JobState::Starting.as_str() && running > 0 {
-            r.state = JobState::Running.as_str().into();
+        if r.state == JobState::Starting && running > 0 {
+            r.state = JobState::Running;
             r.reason = Some("Running".into());
             r.message = Some(format!("{running} replica(s) running"));
             events.push(event(id, "Normal", "Running", "the first replica is running"));
         }
-        if before != (r.active, r.ready, r.succeeded, r.failed, r.state.clone()) {
+        if before != (r.active, r.ready, r.succeeded, r.failed, r.state) {
             self.save(id, events).await?;
         }
         Ok(())
@@ -591,7 +589,7 @@ impl Scheduler {
         match (stop_reason, outcome) {
             (Some(StopReason::Deleted), _) => return self.delete_now(id).await,
             (_, RunOutcome::Succeeded) => {
-                r.state = JobState::Completed.as_str().into();
+                r.state = JobState::Completed;
                 r.reason = Some("Completed".into());
                 r.message = Some(format!("all {completions} completion(s) succeeded"));
                 r.completed_at = Some(now);
@@ -600,7 +598,7 @@ impl Scheduler {
                 self.save(id, vec![event(id, "Normal", "Completed", message)]).await
             }
             (Some(StopReason::Preempted), _) => {
-                r.state = JobState::Queueing.as_str().into();
+                r.state = JobState::Queueing;
                 r.run += 1;
                 r.reason = Some("Preempted".into());
                 r.message = Some("preempted by a job of higher priority; waiting in the queue again".into());
@@ -623,7 +621,7 @@ impl Scheduler {
                 self.finish_failed(id, "DeadlineExceeded", message).await
             }
             (Some(StopReason::Stopped), _) | (None, RunOutcome::Stopped) => {
-                r.state = JobState::Stopped.as_str().into();
+                r.state = JobState::Stopped;
                 r.reason = Some("Stopped".into());
                 r.message = Some("the job was stopped; start it to run it again".into());
                 r.completed_at = Some(now);
@@ -636,7 +634,7 @@ impl Scheduler {
                 let blocked = program_error && active.resolved.disable_retry_on_program_error;
                 if retries_used < allowed && !blocked {
                     let delay_s = (2i64 << retries_used.min(5)).min(60);
-                    r.state = JobState::PendingRetry.as_str().into();
+                    r.state = JobState::PendingRetry;
                     r.job_retries += 1;
                     r.reason = Some(reason.clone());
                     r.message = Some(format!(
@@ -659,7 +657,7 @@ impl Scheduler {
         let now = crate::now_millis();
         let ttl_s = active.resolved.ttl_seconds_after_finished;
         let r = &mut active.row.runtime;
-        r.state = JobState::Failed.as_str().into();
+        r.state = JobState::Failed;
         r.reason = Some(reason.into());
         r.message = Some(message.clone());
         r.placement_json = None;
@@ -676,15 +674,15 @@ impl Scheduler {
         let mut queue_timeouts = Vec::new();
         for (id, active) in &self.jobs {
             let r = &active.row.runtime;
-            match r.state.as_str() {
-                "Starting" | "Running" if r.stop_reason.is_none() => {
+            match r.state {
+                JobState::Starting | JobState::Running if r.stop_reason.is_none() => {
                     if let (Some(limit), Some(started)) = (active.resolved.active_deadline_seconds, r.started_at) {
                         if after_seconds(started, limit) <= now {
                             deadlines.push((id.clone(), limit));
                         }
                     }
                 }
-                "Queueing" => {
+                JobState::Queueing => {
                     if let (Some(limit), Some(queued)) = (active.resolved.max_queued_duration_seconds, r.queued_at) {
                         if after_seconds(queued, limit) <= now {
                             queue_timeouts.push((id.clone(), limit));
@@ -706,11 +704,11 @@ impl Scheduler {
         for id in due {
             self.retry_at.remove(&id);
             let Some(active) = self.jobs.get_mut(&id) else { continue };
-            if active.state() != JobState::PendingRetry.as_str() {
+            if active.state() != JobState::PendingRetry {
                 continue;
             }
             let r = &mut active.row.runtime;
-            r.state = JobState::Queueing.as_str().into();
+            r.state = JobState::Queueing;
             r.run += 1;
             r.reason = Some("Queued".into());
             r.message = Some(format!("restarted after a failed run (job retry {})", r.job_retries));
@@ -722,7 +720,7 @@ impl Scheduler {
             for id in self.store.jobs_due_for_archive(now).await? {
                 let Some(mut row) = self.store.job(id.clone()).await? else { continue };
                 let finished = row.runtime.completed_at.unwrap_or(now);
-                row.runtime.state = JobState::Archived.as_str().into();
+                row.runtime.state = JobState::Archived;
                 row.runtime.reason = Some("Archived".into());
                 row.runtime.message = Some(format!(
                     "archived {} s after it finished; its record and logs stay readable",
@@ -796,7 +794,7 @@ impl Scheduler {
         let mut queue: Vec<(i64, i64, String)> = self
             .jobs
             .values()
-            .filter(|a| a.state() == JobState::Queueing.as_str())
+            .filter(|a| a.state() == JobState::Queueing)
             .map(|a| (-a.resolved.priority, a.row.created_at, a.row.id.clone()))
             .collect();
         queue.sort();
@@ -938,7 +936,7 @@ impl Scheduler {
             unique.join(", ")
         );
         let r = &mut active.row.runtime;
-        r.state = JobState::Starting.as_str().into();
+        r.state = JobState::Starting;
         r.reason = Some("Scheduled".into());
         r.message = Some(message.clone());
         r.started_at = Some(now);

@@ -1,6 +1,7 @@
 //! Jobs.
 
-use rusqlite::types::Value;
+use jobdeck_api::JobState;
+use rusqlite::types::{Type, Value};
 use rusqlite::{params, params_from_iter, OptionalExtension};
 
 use super::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey, Store};
@@ -11,16 +12,16 @@ const JOB_COLUMNS: &str = "id, name, created_by, visibility, created_at, metadat
     job_retries, succeeded, failed, active, ready, master_port";
 
 /// The states in which a job still needs the scheduler's attention.
-pub const ACTIVE_STATES: &[&str] = &[
-    "Queueing",
-    "Starting",
-    "Running",
-    "Stopping",
-    "Deleting",
-    "PendingRetry",
-    "Restarting",
-    "Terminating",
-    "Awaiting",
+pub const ACTIVE_STATES: &[JobState] = &[
+    JobState::Queueing,
+    JobState::Starting,
+    JobState::Running,
+    JobState::Stopping,
+    JobState::Deleting,
+    JobState::PendingRetry,
+    JobState::Restarting,
+    JobState::Terminating,
+    JobState::Awaiting,
 ];
 
 impl Store {
@@ -45,7 +46,7 @@ impl Store {
                     row.spec_json,
                     row.priority,
                     row.node_groups,
-                    r.state,
+                    r.state.as_str(),
                     r.reason,
                     r.message,
                     r.run,
@@ -114,7 +115,7 @@ impl Store {
         self.read(move |conn| {
             let marks = vec!["?"; ACTIVE_STATES.len()].join(", ");
             let mut stmt = conn.prepare(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ({marks})"))?;
-            let rows = stmt.query_map(params_from_iter(ACTIVE_STATES.iter()), job_row)?;
+            let rows = stmt.query_map(params_from_iter(ACTIVE_STATES.iter().map(|s| s.as_str())), job_row)?;
             rows.collect()
         })
         .await
@@ -132,7 +133,7 @@ impl Store {
                  WHERE id = ?1",
                 params![
                     id,
-                    r.state,
+                    r.state.as_str(),
                     r.reason,
                     r.message,
                     r.run,
@@ -327,7 +328,7 @@ fn where_clause(filter: &JobFilter, search: Option<String>) -> (String, Vec<Valu
     }
     if !filter.states.is_empty() {
         clauses.push(format!("+state IN ({})", vec!["?"; filter.states.len()].join(", ")));
-        values.extend(filter.states.iter().cloned().map(Value::Text));
+        values.extend(filter.states.iter().map(|s| Value::Text(s.as_str().into())));
     }
     if !filter.node_groups.is_empty() {
         // `node_groups` holds the allowed groups as `,a,b,`, so `,g,` occurs
@@ -388,7 +389,13 @@ fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
         priority: r.get(7)?,
         node_groups: r.get(8)?,
         runtime: JobRuntime {
-            state: r.get(9)?,
+            state: {
+                // The store's edge: the column holds the wire name.
+                let name: String = r.get(9)?;
+                JobState::parse(&name).ok_or_else(|| {
+                    rusqlite::Error::FromSqlConversionFailure(9, Type::Text, format!("no job state '{name}'").into())
+                })?
+            },
             reason: r.get(10)?,
             message: r.get(11)?,
             run: r.get(12)?,

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use jobdeck_api::JobState;
 use rusqlite::Connection;
 
 mod events;
@@ -243,7 +244,7 @@ pub struct JobRow {
 /// The part of a job only the scheduler writes.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct JobRuntime {
-    pub state: String,
+    pub state: JobState,
     pub reason: Option<String>,
     pub message: Option<String>,
     /// The current run: 0 first, one more per start after a stop, preemption
@@ -382,7 +383,7 @@ pub struct JobFilter {
     /// A substring of the name (case-insensitive).
     pub q: Option<String>,
     /// Exact state names; empty means any.
-    pub states: Vec<String>,
+    pub states: Vec<JobState>,
     /// Node group names (the `node_group` parameter, Jobdeck's own); a job
     /// matches when it may run in one of them: one
     /// of its allowed groups is exactly that name, or it allows every group
@@ -530,7 +531,7 @@ pub(crate) mod tests {
             spec_json: "{}".into(),
             priority: 4000,
             node_groups: String::new(),
-            runtime: JobRuntime { state: state.into(), ..JobRuntime::default() },
+            runtime: JobRuntime { state: JobState::parse(state).expect("a job state"), ..JobRuntime::default() },
         }
     }
 
@@ -635,9 +636,7 @@ pub(crate) mod tests {
             let mut filters = Vec::new();
             for viewer in owners {
                 for mode in [QueryMode::AliveOnly, QueryMode::ArchiveOnly, QueryMode::AliveAndArchive] {
-                    for states in
-                        [vec![], vec!["Running".to_string()], vec!["Completed".to_string(), "Queueing".to_string()]]
-                    {
+                    for states in [vec![], vec![JobState::Running], vec![JobState::Completed, JobState::Queueing]] {
                         for created_by in [vec![], vec!["bob".to_string()]] {
                             for (node_groups, any_group_matches) in
                                 [(vec![], false), (vec!["gpu-a".to_string()], true), (vec!["gpu-b".to_string()], false)]
@@ -673,7 +672,7 @@ pub(crate) mod tests {
         for k in (0..60usize).step_by(3) {
             let id = format!("job-{k:02}");
             let mut runtime = store.job(id.clone()).await.unwrap().unwrap().runtime;
-            runtime.state = states[(k + 1) % 4].into();
+            runtime.state = JobState::parse(states[(k + 1) % 4]).unwrap();
             store.update_job_runtime(id.clone(), runtime.clone(), vec![]).await.unwrap();
             // Writing the same state again changes no count.
             store.update_job_runtime(id, runtime, vec![]).await.unwrap();
@@ -747,7 +746,7 @@ pub(crate) mod tests {
             (JobFilter { q: Some("\"al".into()), ..page("x") }, vec![], 0),
             (JobFilter { q: Some("train-a-x".into()), ..page("x") }, vec![], 0),
             (
-                JobFilter { states: vec!["Running".into(), "Queueing".into()], ..page("x") },
+                JobFilter { states: vec![JobState::Running, JobState::Queueing], ..page("x") },
                 vec!["eval-d", "train-a"],
                 2,
             ),
