@@ -15,6 +15,7 @@
 //! it fit; they go back to the queue.
 
 pub mod placement;
+pub mod transition;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,20 +25,14 @@ use jobdeck_api::{JobSpec, JobState};
 use tokio::sync::{mpsc, oneshot};
 
 use self::placement::{fit, group_states, occupy, plan_preemption, release, shortage, Candidate};
+pub use self::transition::Command;
+use self::transition::{transition, Effect};
 use crate::config::Config;
 use crate::error::{AppError, AppResult};
 use crate::executor::{Executor, HostMessage, JobLaunch, Placement, PullCredential, RunOutcome, StopReason};
 use crate::logs::LogStore;
 use crate::spec::ResolvedSpec;
 use crate::store::{EventRow, JobRow, Store};
-
-/// What a user asks of a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Command {
-    Stop,
-    Start,
-    Delete,
-}
 
 enum Msg {
     JobChanged(String),
@@ -378,106 +373,100 @@ impl Scheduler {
 
     async fn command(&mut self, id: &str, command: Command, by: &str) -> AppResult<JobRow> {
         let mut row = self.current_row(id).await?;
-        let state = row.runtime.state;
         let now = crate::now_millis();
-        match command {
-            Command::Stop => match state {
-                JobState::Queueing | JobState::PendingRetry => {
-                    self.set_stopped_flag(&mut row, true).await?;
-                    self.ensure_active(&row)?;
-                    let active = self.jobs.get_mut(id).expect("activated above");
-                    let r = &mut active.row.runtime;
-                    r.state = JobState::Stopped;
-                    r.reason = Some("Stopped".into());
-                    r.message = Some(format!("stopped by {by} before it started"));
-                    r.completed_at = Some(now);
-                    r.queued_at = None;
-                    let row = active.row.clone();
-                    self.save(
-                        id,
-                        vec![event(id, "Normal", "Stopped", format!("stopped by {by} while waiting in the queue"))],
-                    )
-                    .await?;
-                    self.dirty = true;
-                    Ok(row)
-                }
-                JobState::Starting | JobState::Running => {
-                    self.set_stopped_flag(&mut row, true).await?;
-                    self.begin_stop(id, StopReason::Stopped, format!("stopped by {by}; stopping its replicas")).await?;
-                    self.current_row(id).await
-                }
-                JobState::Stopping | JobState::Stopped => {
-                    self.set_stopped_flag(&mut row, true).await?;
-                    Ok(row)
-                }
-                JobState::Deleting => Err(AppError::Conflict(format!("job '{id}' is being deleted"))),
-                other => {
-                    Err(AppError::Conflict(format!("job '{id}' has already ended ({other}); there is nothing to stop")))
-                }
-            },
-            Command::Start => match state {
-                JobState::Stopped => {
-                    self.set_stopped_flag(&mut row, false).await?;
-                    self.ensure_active(&row)?;
-                    let active = self.jobs.get_mut(id).expect("activated above");
-                    let groups = active.resolved.node_groups.join(", ");
-                    let r = &mut active.row.runtime;
-                    r.state = JobState::Queueing;
-                    r.run += 1;
-                    r.reason = Some("Queued".into());
-                    r.message = Some(format!("started again by {by}; waiting in the queue of node group(s) {groups}"));
-                    r.queued_at = Some(now);
-                    r.started_at = None;
-                    r.completed_at = None;
-                    r.archive_at = None;
-                    r.succeeded = 0;
-                    r.failed = 0;
-                    r.active = 0;
-                    r.ready = 0;
-                    let row = active.row.clone();
-                    self.save(id, vec![event(id, "Normal", "Queued", format!("started again by {by}"))]).await?;
-                    self.dirty = true;
-                    Ok(row)
-                }
-                JobState::Queueing | JobState::Starting | JobState::Running | JobState::PendingRetry => {
-                    self.set_stopped_flag(&mut row, false).await?;
-                    Ok(row)
-                }
-                JobState::Stopping => {
-                    Err(AppError::Conflict(format!("job '{id}' is still stopping; start it again once it is Stopped")))
-                }
-                JobState::Deleting => Err(AppError::Conflict(format!("job '{id}' is being deleted"))),
-                other => Err(AppError::Conflict(format!(
-                    "job '{id}' has ended ({other}); only a stopped job can be started again"
-                ))),
-            },
-            Command::Delete => match state {
-                JobState::Starting | JobState::Running => {
-                    self.begin_stop(id, StopReason::Deleted, format!("deleted by {by}; stopping its replicas")).await?;
-                    let active = self.jobs.get_mut(id).expect("a running job is active");
-                    active.row.runtime.state = JobState::Deleting;
-                    let row = active.row.clone();
-                    self.save(id, vec![]).await?;
-                    Ok(row)
-                }
-                JobState::Stopping => {
-                    let active = self.jobs.get_mut(id).expect("a stopping job is active");
-                    active.row.runtime.state = JobState::Deleting;
-                    active.row.runtime.stop_reason = Some(StopReason::Deleted.as_str().into());
-                    active.row.runtime.reason = Some("Deleting".into());
-                    active.row.runtime.message = Some(format!("deleted by {by}; waiting for its replicas to stop"));
-                    let row = active.row.clone();
-                    self.save(id, vec![event(id, "Normal", "Deleting", format!("deleted by {by}"))]).await?;
-                    Ok(row)
-                }
-                JobState::Deleting => Ok(row),
-                _ => {
-                    self.delete_now(id).await?;
-                    self.dirty = true;
-                    Ok(row)
-                }
-            },
+        let effect =
+            transition(row.runtime.state, command).map_err(|refusal| AppError::Conflict(refusal.message(id)))?;
+        match effect {
+            Effect::StopUnplaced => {
+                self.set_stopped_flag(&mut row, true).await?;
+                self.ensure_active(&row)?;
+                let active = self.active_mut(id)?;
+                let r = &mut active.row.runtime;
+                r.state = JobState::Stopped;
+                r.reason = Some("Stopped".into());
+                r.message = Some(format!("stopped by {by} before it started"));
+                r.completed_at = Some(now);
+                r.queued_at = None;
+                let row = active.row.clone();
+                self.save(
+                    id,
+                    vec![event(id, "Normal", "Stopped", format!("stopped by {by} while waiting in the queue"))],
+                )
+                .await?;
+                self.dirty = true;
+                Ok(row)
+            }
+            Effect::BeginStop => {
+                self.set_stopped_flag(&mut row, true).await?;
+                self.begin_stop(id, StopReason::Stopped, format!("stopped by {by}; stopping its replicas")).await?;
+                self.current_row(id).await
+            }
+            Effect::RecordStopped => {
+                self.set_stopped_flag(&mut row, true).await?;
+                Ok(row)
+            }
+            Effect::Requeue => {
+                self.set_stopped_flag(&mut row, false).await?;
+                self.ensure_active(&row)?;
+                let active = self.active_mut(id)?;
+                let groups = active.resolved.node_groups.join(", ");
+                let r = &mut active.row.runtime;
+                r.state = JobState::Queueing;
+                r.run += 1;
+                r.reason = Some("Queued".into());
+                r.message = Some(format!("started again by {by}; waiting in the queue of node group(s) {groups}"));
+                r.queued_at = Some(now);
+                r.started_at = None;
+                r.completed_at = None;
+                r.archive_at = None;
+                r.succeeded = 0;
+                r.failed = 0;
+                r.active = 0;
+                r.ready = 0;
+                let row = active.row.clone();
+                self.save(id, vec![event(id, "Normal", "Queued", format!("started again by {by}"))]).await?;
+                self.dirty = true;
+                Ok(row)
+            }
+            Effect::RecordStarted => {
+                self.set_stopped_flag(&mut row, false).await?;
+                Ok(row)
+            }
+            Effect::StopThenDelete => {
+                self.begin_stop(id, StopReason::Deleted, format!("deleted by {by}; stopping its replicas")).await?;
+                let active = self.active_mut(id)?;
+                active.row.runtime.state = JobState::Deleting;
+                let row = active.row.clone();
+                self.save(id, vec![]).await?;
+                Ok(row)
+            }
+            Effect::DeleteAfterStop => {
+                let active = self.active_mut(id)?;
+                let r = &mut active.row.runtime;
+                r.state = JobState::Deleting;
+                r.stop_reason = Some(StopReason::Deleted.as_str().into());
+                r.reason = Some("Deleting".into());
+                r.message = Some(format!("deleted by {by}; waiting for its replicas to stop"));
+                let row = active.row.clone();
+                self.save(id, vec![event(id, "Normal", "Deleting", format!("deleted by {by}"))]).await?;
+                Ok(row)
+            }
+            Effect::AlreadyDeleting => Ok(row),
+            Effect::DeleteNow => {
+                self.delete_now(id).await?;
+                self.dirty = true;
+                Ok(row)
+            }
         }
+    }
+
+    /// A job the scheduler must be looking after at this point. Its absence
+    /// is a bug, reported as an internal error rather than a panic, so the
+    /// scheduler task (and every later command) survives it.
+    fn active_mut(&mut self, id: &str) -> AppResult<&mut Active> {
+        self.jobs
+            .get_mut(id)
+            .ok_or_else(|| AppError::internal(format!("job '{id}' is not in the scheduler's active set")))
     }
 
     /// Puts a stored job in the active set if it is not there.

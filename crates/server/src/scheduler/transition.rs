@@ -1,0 +1,145 @@
+//! What a user's command does to a job in a given state: a pure table the
+//! scheduler consults before it touches anything, so every pair of state and
+//! command has one answer that a test can read.
+
+use jobdeck_api::JobState;
+
+/// What a user asks of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Stop,
+    Start,
+    Delete,
+}
+
+/// What the scheduler does for an accepted command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// The job holds no resources yet: it becomes Stopped at once.
+    StopUnplaced,
+    /// The job's run holds resources: it moves to Stopping and the executor
+    /// is asked to stop the run.
+    BeginStop,
+    /// The job is stopping or stopped already; only the user's wish (the
+    /// stored "stopped" flag) is recorded.
+    RecordStopped,
+    /// A stopped job queues again for a new run.
+    Requeue,
+    /// The job is already on its way to running; only the user's wish is
+    /// recorded (the "stopped" flag is cleared).
+    RecordStarted,
+    /// The run is stopped first; the job is deleted once its replicas are gone.
+    StopThenDelete,
+    /// A stop already under way ends in a deletion instead.
+    DeleteAfterStop,
+    /// A deletion is under way; asking again changes nothing.
+    AlreadyDeleting,
+    /// Nothing runs: the job is deleted now.
+    DeleteNow,
+}
+
+/// Why a command is refused; each answers 409 Conflict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    BeingDeleted,
+    StillStopping,
+    /// Stop of a job that has ended on its own.
+    NothingToStop(JobState),
+    /// Start of a job that ended in a state other than Stopped.
+    NotStopped(JobState),
+}
+
+impl Refusal {
+    /// The message a user reads, naming the job.
+    pub fn message(self, id: &str) -> String {
+        match self {
+            Refusal::BeingDeleted => format!("job '{id}' is being deleted"),
+            Refusal::StillStopping => format!("job '{id}' is still stopping; start it again once it is Stopped"),
+            Refusal::NothingToStop(state) => {
+                format!("job '{id}' has already ended ({state}); there is nothing to stop")
+            }
+            Refusal::NotStopped(state) => {
+                format!("job '{id}' has ended ({state}); only a stopped job can be started again")
+            }
+        }
+    }
+}
+
+/// The effect of `command` on a job in `state`, or why it is refused.
+pub fn transition(state: JobState, command: Command) -> Result<Effect, Refusal> {
+    use JobState as S;
+    match command {
+        Command::Stop => match state {
+            S::Queueing | S::PendingRetry => Ok(Effect::StopUnplaced),
+            S::Starting | S::Running => Ok(Effect::BeginStop),
+            S::Stopping | S::Stopped => Ok(Effect::RecordStopped),
+            S::Deleting => Err(Refusal::BeingDeleted),
+            other => Err(Refusal::NothingToStop(other)),
+        },
+        Command::Start => match state {
+            S::Stopped => Ok(Effect::Requeue),
+            S::Queueing | S::Starting | S::Running | S::PendingRetry => Ok(Effect::RecordStarted),
+            S::Stopping => Err(Refusal::StillStopping),
+            S::Deleting => Err(Refusal::BeingDeleted),
+            other => Err(Refusal::NotStopped(other)),
+        },
+        Command::Delete => match state {
+            S::Starting | S::Running => Ok(Effect::StopThenDelete),
+            S::Stopping => Ok(Effect::DeleteAfterStop),
+            S::Deleting => Ok(Effect::AlreadyDeleting),
+            _ => Ok(Effect::DeleteNow),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Effect as E;
+    use JobState as S;
+    use Refusal as R;
+
+    /// Every state with what stop, start and delete do to it.
+    #[rustfmt::skip]
+    const TABLE: [(JobState, Result<Effect, Refusal>, Result<Effect, Refusal>, Result<Effect, Refusal>); 15] = [
+        (S::Queueing,     Ok(E::StopUnplaced),             Ok(E::RecordStarted),               Ok(E::DeleteNow)),
+        (S::PendingRetry, Ok(E::StopUnplaced),             Ok(E::RecordStarted),               Ok(E::DeleteNow)),
+        (S::Starting,     Ok(E::BeginStop),                Ok(E::RecordStarted),               Ok(E::StopThenDelete)),
+        (S::Running,      Ok(E::BeginStop),                Ok(E::RecordStarted),               Ok(E::StopThenDelete)),
+        (S::Stopping,     Ok(E::RecordStopped),            Err(R::StillStopping),              Ok(E::DeleteAfterStop)),
+        (S::Stopped,      Ok(E::RecordStopped),            Ok(E::Requeue),                     Ok(E::DeleteNow)),
+        (S::Deleting,     Err(R::BeingDeleted),            Err(R::BeingDeleted),               Ok(E::AlreadyDeleting)),
+        (S::Completed,    Err(R::NothingToStop(S::Completed)), Err(R::NotStopped(S::Completed)), Ok(E::DeleteNow)),
+        (S::Failed,       Err(R::NothingToStop(S::Failed)),    Err(R::NotStopped(S::Failed)),    Ok(E::DeleteNow)),
+        (S::Archived,     Err(R::NothingToStop(S::Archived)),  Err(R::NotStopped(S::Archived)),  Ok(E::DeleteNow)),
+        (S::Deleted,      Err(R::NothingToStop(S::Deleted)),   Err(R::NotStopped(S::Deleted)),   Ok(E::DeleteNow)),
+        // Lepton's states that Jobdeck never enters: a stored job in one of
+        // them can still be deleted, and nothing else.
+        (S::Restarting,   Err(R::NothingToStop(S::Restarting)),  Err(R::NotStopped(S::Restarting)),  Ok(E::DeleteNow)),
+        (S::Awaiting,     Err(R::NothingToStop(S::Awaiting)),    Err(R::NotStopped(S::Awaiting)),    Ok(E::DeleteNow)),
+        (S::Terminating,  Err(R::NothingToStop(S::Terminating)), Err(R::NotStopped(S::Terminating)), Ok(E::DeleteNow)),
+        (S::Unknown,      Err(R::NothingToStop(S::Unknown)),     Err(R::NotStopped(S::Unknown)),     Ok(E::DeleteNow)),
+    ];
+
+    #[test]
+    fn every_state_and_command_has_the_effect_in_the_table() {
+        for (state, stop, start, delete) in TABLE {
+            assert_eq!(transition(state, Command::Stop), stop, "stop {state}");
+            assert_eq!(transition(state, Command::Start), start, "start {state}");
+            assert_eq!(transition(state, Command::Delete), delete, "delete {state}");
+        }
+        let listed: Vec<JobState> = TABLE.iter().map(|row| row.0).collect();
+        for state in JobState::ALL {
+            assert!(listed.contains(&state), "the table has no row for {state}");
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_job_and_its_state() {
+        assert_eq!(
+            Refusal::NotStopped(S::Completed).message("train-ab12"),
+            "job 'train-ab12' has ended (Completed); only a stopped job can be started again"
+        );
+        assert!(Refusal::NothingToStop(S::Failed).message("x").contains("(Failed)"));
+    }
+}
