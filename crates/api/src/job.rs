@@ -27,6 +27,20 @@ pub enum Visibility {
     Private,
 }
 
+impl Visibility {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Public => "public",
+            Visibility::Private => "private",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Visibility> {
+        [Visibility::Public, Visibility::Private].into_iter().find(|v| v.as_str() == name)
+    }
+}
+
 /// `metadata` of a Lepton resource (`httptypes.MetadataV2`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

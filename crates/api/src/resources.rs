@@ -331,12 +331,33 @@ pub struct EventSubject {
     pub name: String,
 }
 
+/// An event's type, as Kubernetes events have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum EventType {
+    #[default]
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<EventType> {
+        [EventType::Normal, EventType::Warning].into_iter().find(|t| t.as_str() == name)
+    }
+}
+
 /// One event (`LeptonEvent`, plus `message`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobEvent {
-    /// `Normal` or `Warning`.
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: EventType,
     pub reason: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regarding: Option<EventSubject>,

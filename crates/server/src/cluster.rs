@@ -4,7 +4,7 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::routing::get;
 use axum::Json;
-use jobdeck_api::{Node, NodeGroup, Shape, StoragePermission};
+use jobdeck_api::{Node, NodeGroup, Shape, StoragePermission, Visibility};
 
 use crate::auth::CurrentUser;
 use crate::config::ShapeConfig;
@@ -146,7 +146,7 @@ async fn list_nodes(
     let active = state.store.active_jobs().await?;
     let mut running = Vec::new();
     for job in &active {
-        let visible = job.visibility == "public" || job.created_by == user.name;
+        let visible = job.visibility == Visibility::Public || job.created_by == user.name;
         if !visible || job.runtime.placement_json.is_none() {
             continue;
         }

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::routing::{delete, get};
 use axum::Json;
 use jobdeck_api::defaults::SECRET_VISIBILITY;
-use jobdeck_api::{FieldErrors, ImagePullSecret, ImagePullSecretSpec, Metadata, Visibility};
+use jobdeck_api::{FieldErrors, ImagePullSecret, ImagePullSecretSpec, Metadata};
 
 use crate::auth::CurrentUser;
 use crate::error::{ApiJson, AppError, AppResult};
@@ -31,7 +31,7 @@ fn view(row: ImagePullSecretRow) -> ImagePullSecret {
             created_by: Some(row.owner),
             created_at: Some(row.created_at),
             last_modified_at: Some(row.updated_at),
-            visibility: Some(if row.visibility == "public" { Visibility::Public } else { Visibility::Private }),
+            visibility: Some(row.visibility),
             ..Metadata::default()
         },
         spec: ImagePullSecretSpec {
@@ -113,10 +113,7 @@ async fn create(
         username: secret.spec.username,
         password: secret.spec.password.unwrap_or_default(),
         email: secret.spec.email.unwrap_or_default(),
-        visibility: match secret.metadata.visibility.unwrap_or(SECRET_VISIBILITY) {
-            Visibility::Public => "public".into(),
-            Visibility::Private => "private".into(),
-        },
+        visibility: secret.metadata.visibility.unwrap_or(SECRET_VISIBILITY),
         created_at: now,
         updated_at: now,
     };

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
-    FieldErrors, JobList, JobSpec, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility,
+    EventType, FieldErrors, JobList, JobSpec, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility,
 };
 
 use crate::auth::CurrentUser;
@@ -280,10 +280,7 @@ async fn create_job(
         id: id.clone(),
         name,
         created_by: user.name.clone(),
-        visibility: match job.visibility() {
-            Visibility::Public => "public".into(),
-            Visibility::Private => "private".into(),
-        },
+        visibility: job.visibility(),
         created_at: now,
         metadata_json: serde_json::to_string(&StoredMetadata::from(&job.metadata)).map_err(AppError::internal)?,
         spec_json: serde_json::to_string(&job.spec).map_err(AppError::internal)?,
@@ -300,7 +297,7 @@ async fn create_job(
     };
     let event = |reason: &str, message: String| EventRow {
         job_id: id.clone(),
-        kind: "Normal".into(),
+        kind: EventType::Normal,
         reason: reason.into(),
         message,
         regarding_kind: "Job".into(),
@@ -366,7 +363,7 @@ async fn get_job(
 /// Whether `user` may stop, start or delete `row`: its creator may, and the
 /// workspace administrator may for public jobs.
 pub fn may_change(user: &CurrentUser, row: &JobRow) -> bool {
-    row.created_by == user.name || (user.name == crate::auth::ADMIN_USER && row.visibility == "public")
+    row.created_by == user.name || (user.name == crate::auth::ADMIN_USER && row.visibility == Visibility::Public)
 }
 
 /// A job the caller may see and change: 404 when hidden, 403 when visible
@@ -474,7 +471,7 @@ pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
     let stored: StoredMetadata = serde_json::from_str(&row.metadata_json).map_err(AppError::internal)?;
     let mut spec = stored_spec(&row)?;
     spec.container.registry_password = None;
-    let visibility = if row.visibility == "public" { Visibility::Public } else { Visibility::Private };
+    let visibility = row.visibility;
     let r = row.runtime;
     let job_name = row.id.clone();
     Ok(LeptonJob {

@@ -4,7 +4,7 @@
 use axum::extract::{Path, State};
 use axum::routing::{delete, get};
 use axum::Json;
-use jobdeck_api::{FieldErrors, Secret, Visibility};
+use jobdeck_api::{FieldErrors, Secret};
 use serde::Deserialize;
 
 use crate::auth::CurrentUser;
@@ -34,7 +34,7 @@ fn secret_view(row: SecretRow) -> Secret {
         value: None,
         tags: Some(row.tags),
         owner: Some(row.owner),
-        visibility: Some(if row.visibility == "public" { Visibility::Public } else { Visibility::Private }),
+        visibility: Some(row.visibility),
     }
 }
 
@@ -96,10 +96,7 @@ async fn create_secrets(
     let rows: Vec<SecretRow> = secrets
         .into_iter()
         .map(|s| SecretRow {
-            visibility: match s.visibility() {
-                Visibility::Public => "public".into(),
-                Visibility::Private => "private".into(),
-            },
+            visibility: s.visibility(),
             owner: user.name.clone(),
             name: s.name,
             value: s.value.unwrap_or_default(),

@@ -129,7 +129,7 @@ impl Harness {
                     id: JOB_ID.into(),
                     name: "train".into(),
                     created_by: "alice".into(),
-                    visibility: "private".into(),
+                    visibility: jobdeck_api::Visibility::Private,
                     created_at: 1,
                     metadata_json: metadata.to_string(),
                     spec_json: serde_json::to_string(spec).unwrap(),
@@ -629,7 +629,7 @@ async fn a_failed_job_is_explained_by_its_first_failed_replica() {
     assert!(message.contains("first failure: replica 6 (Error, exit code 1)"), "{message}");
     let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
     let failure = events.iter().find(|e| e.reason == "BackoffLimitExceeded").unwrap();
-    assert_eq!(failure.kind, "Warning");
+    assert_eq!(failure.kind, jobdeck_api::EventType::Warning);
     assert!(failure.message.contains("ERR_PROGRAM"), "{}", failure.message);
 }
 

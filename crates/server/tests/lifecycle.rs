@@ -447,7 +447,7 @@ async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
         id: "old-aaaaa".into(),
         name: "old".into(),
         created_by: "admin".into(),
-        visibility: "public".into(),
+        visibility: jobdeck_api::Visibility::Public,
         created_at: now,
         metadata_json: "{}".into(),
         spec_json: spec.to_string(),

@@ -36,7 +36,7 @@ async fn app() -> TestApp {
         owner: "admin".into(),
         name: name.into(),
         value: "s3cret".into(),
-        visibility: "private".into(),
+        visibility: jobdeck_api::Visibility::Private,
         tags: vec![],
         created_at: 0,
         updated_at: 0,
@@ -50,7 +50,7 @@ async fn app() -> TestApp {
             username: "$oauthtoken".into(),
             password: "key".into(),
             email: String::new(),
-            visibility: "private".into(),
+            visibility: jobdeck_api::Visibility::Private,
             created_at: 0,
             updated_at: 0,
         })

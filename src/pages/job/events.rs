@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use jobdeck_api::JobEvent;
+use jobdeck_api::{EventType, JobEvent};
 use leptos::prelude::*;
 
 use super::use_job;
@@ -72,10 +72,10 @@ pub fn event_rows(events: &[JobEvent]) -> Vec<(String, Vec<Cell>)> {
 fn event_cells(event: &JobEvent) -> Vec<Cell> {
     let time =
         parse_time(&event.last_observed_time).map(format_time).unwrap_or_else(|| event.last_observed_time.clone());
-    let tone = if event.kind == "Warning" { "bad" } else { "neutral" };
+    let tone = if event.kind == EventType::Warning { "bad" } else { "neutral" };
     vec![
         Cell::text(time),
-        Cell::Badge { tone, text: event.kind.clone(), note: String::new() },
+        Cell::Badge { tone, text: event.kind.as_str().into(), note: String::new() },
         Cell::text(event.reason.clone()),
         Cell::text(event.message.clone()),
         Cell::mono(event.regarding.as_ref().map(|r| format!("{} {}", r.kind, r.name)).unwrap_or_default()),
@@ -102,9 +102,9 @@ mod tests {
     use crate::fixtures::mount;
     use jobdeck_api::EventSubject;
 
-    fn event(kind: &str, reason: &str, message: &str, count: i64) -> JobEvent {
+    fn event(kind: EventType, reason: &str, message: &str, count: i64) -> JobEvent {
         JobEvent {
-            kind: kind.into(),
+            kind,
             reason: reason.into(),
             regarding: Some(EventSubject { kind: "Replica".into(), name: "job-1-2-0".into() }),
             count,
@@ -116,8 +116,8 @@ mod tests {
     #[wasm_bindgen_test::wasm_bindgen_test]
     async fn events_show_in_the_servers_order_and_update() {
         let mut events = vec![
-            event("Warning", "BackOff", "replica 2 failed with exit code 3; retrying", 2),
-            event("Normal", "Started", "replica 2 started on node-a", 1),
+            event(EventType::Warning, "BackOff", "replica 2 failed with exit code 3; retrying", 2),
+            event(EventType::Normal, "Started", "replica 2 started on node-a", 1),
         ];
         let rows = RwSignal::new(event_rows(&events));
         let host = mount(move || view! { <EventTable rows/> });
@@ -138,7 +138,7 @@ mod tests {
         set_if_changed(rows, event_rows(&events));
         crate::components::live::sleep(0).await;
         assert!(first.text_content().unwrap().contains("×3"), "the same row, updated in place");
-        events.insert(0, event("Normal", "Completed", "all replicas succeeded", 1));
+        events.insert(0, event(EventType::Normal, "Completed", "all replicas succeeded", 1));
         set_if_changed(rows, event_rows(&events));
         crate::components::live::sleep(0).await;
         let top = host.query_selector("tbody tr").unwrap().unwrap();

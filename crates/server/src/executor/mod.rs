@@ -29,7 +29,7 @@ pub mod local;
 pub mod runs;
 
 pub use crate::topology::{Placement, Slot};
-pub use jobdeck_api::{parse_replica_id, replica_id};
+pub use jobdeck_api::{parse_replica_id, replica_id, EventType};
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -299,22 +299,6 @@ impl ReplicaObservation {
     }
 }
 
-/// `Normal` or `Warning`, as Kubernetes events have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-impl EventType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        }
-    }
-}
-
 /// An event an executor reports; `regarding` names a replica (by replica id)
 /// or is `None` for the job itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -393,7 +377,7 @@ impl ExecutorHost {
         self.store
             .record_event(EventRow {
                 job_id: event.job_id,
-                kind: event.kind.as_str().into(),
+                kind: event.kind,
                 reason: event.reason,
                 message: event.message,
                 regarding_kind: regarding.0,

@@ -494,7 +494,7 @@ mod tests {
         assert_eq!(deadline.log_streams[0].error_line, 40);
 
         let events = vec![StoredEvent {
-            kind: "Normal".into(),
+            kind: jobdeck_api::EventType::Normal,
             reason: "NoCapacity".into(),
             message: "waiting for capacity: needs 8 GPUs, 0 free in group local".into(),
             regarding_kind: "Job".into(),

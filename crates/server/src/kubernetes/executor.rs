@@ -1545,7 +1545,7 @@ impl Controller {
         }
         self.event_counts.insert(uid, translated.count);
         let repeats = (translated.count - seen).min(MAX_EVENT_REPEATS);
-        let kind = if translated.kind == "Warning" { EventType::Warning } else { EventType::Normal };
+        let kind = translated.kind;
         for _ in 0..repeats {
             let result = self
                 .shared

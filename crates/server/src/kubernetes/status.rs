@@ -4,7 +4,7 @@
 //! Kubernetes events become job events. Pure functions, so they are tested
 //! on the same pod documents the fake API server serves.
 
-use jobdeck_api::{JobEvent, ReadinessIssue, ReplicaPhase};
+use jobdeck_api::{EventType, JobEvent, ReadinessIssue, ReplicaPhase};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod, PodCondition};
 
@@ -383,7 +383,8 @@ pub fn job_event(event: &Event, replica_of: impl Fn(&str) -> Option<String>) -> 
         .or_else(|| event.first_timestamp.as_ref().map(|t| t.0))
         .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0));
     JobEvent {
-        kind: event.type_.clone().unwrap_or_else(|| "Normal".into()),
+        // Kubernetes has no other event types; a missing one is Normal.
+        kind: event.type_.as_deref().and_then(EventType::parse).unwrap_or_default(),
         reason: event.reason.clone().unwrap_or_default(),
         regarding: Some(regarding),
         count: event.series.as_ref().and_then(|s| s.count).or(event.count).map(i64::from).unwrap_or(1),

@@ -289,7 +289,7 @@ fn kubernetes_events_become_job_events() {
     }))
     .unwrap();
     let e = job_event(&event, |pod| (pod == "train-ab12c-1-m9q4z").then(|| "train-ab12c-1-0".to_string()));
-    assert_eq!(e.kind, "Warning");
+    assert_eq!(e.kind, jobdeck_api::EventType::Warning);
     assert_eq!(e.reason, "Failed");
     assert_eq!(e.count, 4);
     assert_eq!(e.last_observed_time, "2026-01-10T10:02:03Z");

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobdeck_api::{JobSpec, JobState};
+use jobdeck_api::{EventType, JobSpec, JobState, Visibility};
 use tokio::sync::{mpsc, oneshot};
 
 use self::placement::{fit, group_states, occupy, plan_preemption, release, shortage, Candidate};
@@ -98,10 +98,10 @@ pub struct Scheduler {
 /// missed wake-up for long.
 const MAX_SLEEP: Duration = Duration::from_secs(5);
 
-fn event(job_id: &str, kind: &str, reason: &str, message: impl Into<String>) -> EventRow {
+fn event(job_id: &str, kind: EventType, reason: &str, message: impl Into<String>) -> EventRow {
     EventRow {
         job_id: job_id.to_string(),
-        kind: kind.into(),
+        kind,
         reason: reason.into(),
         message: message.into(),
         regarding_kind: "Job".into(),
@@ -124,7 +124,8 @@ fn after_seconds(at_ms: i64, seconds: i64) -> i64 {
 /// creator. A public job's events are read by the whole workspace, so they
 /// never name a private job, not even one of the same creator.
 fn may_name(subject: &JobRow, other: &JobRow) -> bool {
-    other.visibility == "public" || (subject.visibility != "public" && subject.created_by == other.created_by)
+    other.visibility == Visibility::Public
+        || (subject.visibility == Visibility::Private && subject.created_by == other.created_by)
 }
 
 /// The jobs `others` as `subject` may show them: the ids it may name, and a
@@ -227,7 +228,11 @@ impl Scheduler {
                     runtime.placement_json = None;
                     runtime.completed_at = Some(crate::now_millis());
                     self.store
-                        .update_job_runtime(id.clone(), runtime, vec![event(&id, "Warning", "ConfigError", message)])
+                        .update_job_runtime(
+                            id.clone(),
+                            runtime,
+                            vec![event(&id, EventType::Warning, "ConfigError", message)],
+                        )
                         .await?;
                 }
             }
@@ -390,7 +395,12 @@ impl Scheduler {
                 let row = active.row.clone();
                 self.save(
                     id,
-                    vec![event(id, "Normal", "Stopped", format!("stopped by {by} while waiting in the queue"))],
+                    vec![event(
+                        id,
+                        EventType::Normal,
+                        "Stopped",
+                        format!("stopped by {by} while waiting in the queue"),
+                    )],
                 )
                 .await?;
                 self.dirty = true;
@@ -424,7 +434,7 @@ impl Scheduler {
                 r.active = 0;
                 r.ready = 0;
                 let row = active.row.clone();
-                self.save(id, vec![event(id, "Normal", "Queued", format!("started again by {by}"))]).await?;
+                self.save(id, vec![event(id, EventType::Normal, "Queued", format!("started again by {by}"))]).await?;
                 self.dirty = true;
                 Ok(row)
             }
@@ -448,7 +458,7 @@ impl Scheduler {
                 r.reason = Some("Deleting".into());
                 r.message = Some(format!("deleted by {by}; waiting for its replicas to stop"));
                 let row = active.row.clone();
-                self.save(id, vec![event(id, "Normal", "Deleting", format!("deleted by {by}"))]).await?;
+                self.save(id, vec![event(id, EventType::Normal, "Deleting", format!("deleted by {by}"))]).await?;
                 Ok(row)
             }
             Effect::AlreadyDeleting => Ok(row),
@@ -487,7 +497,11 @@ impl Scheduler {
         r.stop_reason = Some(reason.as_str().into());
         r.reason = Some(reason.as_str().into());
         r.message = Some(message.clone());
-        let kind = if matches!(reason, StopReason::Stopped | StopReason::Deleted) { "Normal" } else { "Warning" };
+        let kind = if matches!(reason, StopReason::Stopped | StopReason::Deleted) {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        };
         self.save(id, vec![event(id, kind, reason.as_str(), message)]).await?;
         if let Err(e) = self.executor.stop(id, run, reason).await {
             tracing::error!(job = %id, error = %e, "the executor cannot stop a run");
@@ -550,7 +564,7 @@ impl Scheduler {
             r.state = JobState::Running;
             r.reason = Some("Running".into());
             r.message = Some(format!("{running} replica(s) running"));
-            events.push(event(id, "Normal", "Running", "the first replica is running"));
+            events.push(event(id, EventType::Normal, "Running", "the first replica is running"));
         }
         if before != (r.active, r.ready, r.succeeded, r.failed, r.state) {
             self.save(id, events).await?;
@@ -584,7 +598,7 @@ impl Scheduler {
                 r.completed_at = Some(now);
                 r.archive_at = Some(after_seconds(now, ttl_s));
                 let message = r.message.clone().unwrap_or_default();
-                self.save(id, vec![event(id, "Normal", "Completed", message)]).await
+                self.save(id, vec![event(id, EventType::Normal, "Completed", message)]).await
             }
             (Some(StopReason::Preempted), _) => {
                 r.state = JobState::Queueing;
@@ -597,7 +611,7 @@ impl Scheduler {
                     id,
                     vec![event(
                         id,
-                        "Warning",
+                        EventType::Warning,
                         "Requeued",
                         "its replicas stopped after a preemption; back in the queue",
                     )],
@@ -615,7 +629,7 @@ impl Scheduler {
                 r.message = Some("the job was stopped; start it to run it again".into());
                 r.completed_at = Some(now);
                 r.archive_at = None;
-                self.save(id, vec![event(id, "Normal", "Stopped", "every replica has stopped")]).await
+                self.save(id, vec![event(id, EventType::Normal, "Stopped", "every replica has stopped")]).await
             }
             (None, RunOutcome::Failed { reason, message, program_error }) => {
                 let retries_used = r.job_retries;
@@ -633,7 +647,7 @@ impl Scheduler {
                     r.started_at = None;
                     self.retry_at.insert(id.to_string(), after_seconds(now, delay_s));
                     let text = r.message.clone().unwrap_or_default();
-                    self.save(id, vec![event(id, "Warning", "PendingRetry", text)]).await
+                    self.save(id, vec![event(id, EventType::Warning, "PendingRetry", text)]).await
                 } else {
                     self.finish_failed(id, &reason, message).await
                 }
@@ -654,7 +668,7 @@ impl Scheduler {
         r.completed_at = Some(now);
         r.archive_at = Some(after_seconds(now, ttl_s));
         self.dirty = true;
-        self.save(id, vec![event(id, "Warning", reason, message)]).await
+        self.save(id, vec![event(id, EventType::Warning, reason, message)]).await
     }
 
     async fn timers(&mut self) -> AppResult<()> {
@@ -703,7 +717,8 @@ impl Scheduler {
             r.message = Some(format!("restarted after a failed run (job retry {})", r.job_retries));
             r.queued_at = Some(now);
             self.dirty = true;
-            self.save(&id, vec![event(&id, "Normal", "Queued", "the job is restarted after a failed run")]).await?;
+            self.save(&id, vec![event(&id, EventType::Normal, "Queued", "the job is restarted after a failed run")])
+                .await?;
         }
         if self.next_archive.is_some_and(|at| at <= now) {
             for id in self.store.jobs_due_for_archive(now).await? {
@@ -717,7 +732,11 @@ impl Scheduler {
                 ));
                 let message = row.runtime.message.clone().unwrap_or_default();
                 self.store
-                    .update_job_runtime(id.clone(), row.runtime, vec![event(&id, "Normal", "Archived", message)])
+                    .update_job_runtime(
+                        id.clone(),
+                        row.runtime,
+                        vec![event(&id, EventType::Normal, "Archived", message)],
+                    )
                     .await?;
                 if let Err(e) = self.executor.forget(&id).await {
                     tracing::warn!(job = %id, error = %e, "cannot clean up after an archived job");
@@ -824,7 +843,7 @@ impl Scheduler {
             if r.reason.as_deref() != Some(reason.as_str()) || r.message.as_deref() != Some(message.as_str()) {
                 r.reason = Some(reason.clone());
                 r.message = Some(message.clone());
-                self.save(&id, vec![event(&id, "Normal", &reason, message)]).await?;
+                self.save(&id, vec![event(&id, EventType::Normal, &reason, message)]).await?;
             }
         }
         Ok(())
@@ -892,7 +911,7 @@ impl Scheduler {
                 all.extend(victims);
                 let message = self.waiting_for_victims(id, &all);
                 let reason = "Preempting".to_string();
-                self.save(id, vec![event(id, "Normal", "Preempting", message.clone())]).await?;
+                self.save(id, vec![event(id, EventType::Normal, "Preempting", message.clone())]).await?;
                 return Ok((reason, Some(message)));
             }
         }
@@ -938,7 +957,7 @@ impl Scheduler {
         if active.resolved.workers > 1 {
             r.master_port = free_port() as i64;
         }
-        self.save(id, vec![event(id, "Normal", "Scheduled", message)]).await?;
+        self.save(id, vec![event(id, EventType::Normal, "Scheduled", message)]).await?;
         let Some(active) = self.jobs.get(id) else { return Ok(()) };
         match self.build_launch(active).await? {
             Ok(launch) => {
@@ -958,7 +977,12 @@ mod tests {
     use super::*;
 
     fn row(id: &str, created_by: &str, visibility: &str) -> JobRow {
-        JobRow { id: id.into(), created_by: created_by.into(), visibility: visibility.into(), ..JobRow::default() }
+        JobRow {
+            id: id.into(),
+            created_by: created_by.into(),
+            visibility: Visibility::parse(visibility).unwrap(),
+            ..JobRow::default()
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::names::column;
 use super::{EventRow, Store, StoredEvent};
 use crate::error::AppResult;
 
@@ -18,7 +19,7 @@ pub(super) fn record(tx: &Transaction<'_>, event: &EventRow) -> rusqlite::Result
         )
         .optional()?;
     if let Some((id, kind, reason, message, regarding_kind, regarding_name)) = newest {
-        if kind == event.kind
+        if kind == event.kind.as_str()
             && reason == event.reason
             && message == event.message
             && regarding_kind == event.regarding_kind
@@ -36,7 +37,7 @@ pub(super) fn record(tx: &Transaction<'_>, event: &EventRow) -> rusqlite::Result
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7)",
         params![
             event.job_id,
-            event.kind,
+            event.kind.as_str(),
             event.reason,
             event.message,
             event.regarding_kind,
@@ -65,7 +66,7 @@ impl Store {
             )?;
             let rows = stmt.query_map(params![job_id], |r| {
                 Ok(StoredEvent {
-                    kind: r.get(0)?,
+                    kind: column(r, 0)?,
                     reason: r.get(1)?,
                     message: r.get(2)?,
                     regarding_kind: r.get(3)?,

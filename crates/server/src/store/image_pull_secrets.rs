@@ -4,6 +4,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::names::column;
 use super::{ImagePullSecretRow, Store};
 use crate::error::AppResult;
 
@@ -17,7 +18,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ImagePullSecretRow> {
         username: r.get(3)?,
         password: r.get(4)?,
         email: r.get(5)?,
-        visibility: r.get(6)?,
+        visibility: column(r, 6)?,
         created_at: r.get(7)?,
         updated_at: r.get(8)?,
     })
@@ -41,7 +42,7 @@ impl Store {
                     secret.username,
                     secret.password,
                     secret.email,
-                    secret.visibility,
+                    secret.visibility.as_str(),
                     secret.updated_at
                 ],
             )?;

@@ -1,9 +1,10 @@
 //! Jobs.
 
 use jobdeck_api::JobState;
-use rusqlite::types::{Type, Value};
+use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, OptionalExtension};
 
+use super::names::column;
 use super::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey, Store};
 use crate::error::{AppError, AppResult};
 
@@ -40,7 +41,7 @@ impl Store {
                     row.id,
                     row.name,
                     row.created_by,
-                    row.visibility,
+                    row.visibility.as_str(),
                     row.created_at,
                     row.metadata_json,
                     row.spec_json,
@@ -382,20 +383,14 @@ fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
         id: r.get(0)?,
         name: r.get(1)?,
         created_by: r.get(2)?,
-        visibility: r.get(3)?,
+        visibility: column(r, 3)?,
         created_at: r.get(4)?,
         metadata_json: r.get(5)?,
         spec_json: r.get(6)?,
         priority: r.get(7)?,
         node_groups: r.get(8)?,
         runtime: JobRuntime {
-            state: {
-                // The store's edge: the column holds the wire name.
-                let name: String = r.get(9)?;
-                JobState::parse(&name).ok_or_else(|| {
-                    rusqlite::Error::FromSqlConversionFailure(9, Type::Text, format!("no job state '{name}'").into())
-                })?
-            },
+            state: column(r, 9)?,
             reason: r.get(10)?,
             message: r.get(11)?,
             run: r.get(12)?,

@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use jobdeck_api::JobState;
+use jobdeck_api::{EventType, JobState, Visibility};
 use rusqlite::Connection;
 
 mod events;
 mod image_pull_secrets;
+mod names;
 pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
 mod jobs;
@@ -229,7 +230,7 @@ pub struct JobRow {
     pub id: String,
     pub name: String,
     pub created_by: String,
-    pub visibility: String,
+    pub visibility: Visibility,
     /// Unix milliseconds.
     pub created_at: i64,
     pub metadata_json: String,
@@ -307,8 +308,7 @@ pub struct ReplicaRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRow {
     pub job_id: String,
-    /// `Normal` or `Warning`.
-    pub kind: String,
+    pub kind: EventType,
     pub reason: String,
     pub message: String,
     pub regarding_kind: String,
@@ -320,7 +320,7 @@ pub struct EventRow {
 /// An event as stored, with its repetitions folded into `count`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {
-    pub kind: String,
+    pub kind: EventType,
     pub reason: String,
     pub message: String,
     pub regarding_kind: String,
@@ -337,7 +337,7 @@ pub struct SecretRow {
     pub owner: String,
     pub name: String,
     pub value: String,
-    pub visibility: String,
+    pub visibility: Visibility,
     pub tags: Vec<String>,
     pub created_at: i64,
     pub updated_at: i64,
@@ -352,7 +352,7 @@ pub struct ImagePullSecretRow {
     pub username: String,
     pub password: String,
     pub email: String,
-    pub visibility: String,
+    pub visibility: Visibility,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -525,7 +525,7 @@ pub(crate) mod tests {
             id: id.into(),
             name: id.split('-').next().unwrap_or(id).into(),
             created_by: owner.into(),
-            visibility: visibility.into(),
+            visibility: Visibility::parse(visibility).expect("a visibility"),
             created_at,
             metadata_json: "{}".into(),
             spec_json: "{}".into(),
@@ -793,7 +793,7 @@ pub(crate) mod tests {
         let (_dir, store) = temp_store();
         let event = |reason: &str, time: i64| EventRow {
             job_id: "j".into(),
-            kind: "Normal".into(),
+            kind: EventType::Normal,
             reason: reason.into(),
             message: "m".into(),
             regarding_kind: "Job".into(),
@@ -833,7 +833,7 @@ pub(crate) mod tests {
             owner: owner.into(),
             name: "TOKEN".into(),
             value: value.into(),
-            visibility: visibility.into(),
+            visibility: Visibility::parse(visibility).expect("a visibility"),
             tags: vec![],
             created_at: at,
             updated_at: at,

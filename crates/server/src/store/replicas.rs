@@ -2,6 +2,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::names::column;
 use super::{ReplicaRow, Store};
 use crate::error::AppResult;
 
@@ -123,17 +124,7 @@ fn replica_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplicaRow> {
         completion_index: r.get(1)?,
         attempt: r.get(2)?,
         run: r.get(3)?,
-        phase: {
-            // The store's edge: the column holds the wire name.
-            let name: String = r.get(4)?;
-            jobdeck_api::ReplicaPhase::parse(&name).ok_or_else(|| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    4,
-                    rusqlite::types::Type::Text,
-                    format!("no replica phase '{name}'").into(),
-                )
-            })?
-        },
+        phase: column(r, 4)?,
         readiness_reason: r.get(5)?,
         readiness_message: r.get(6)?,
         node: r.get(7)?,

@@ -3,6 +3,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::names::column;
 use super::{SecretRow, Store};
 use crate::error::AppResult;
 
@@ -12,7 +13,7 @@ fn secret_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SecretRow> {
         owner: r.get(0)?,
         name: r.get(1)?,
         value: r.get(2)?,
-        visibility: r.get(3)?,
+        visibility: column(r, 3)?,
         tags: serde_json::from_str(&tags).unwrap_or_default(),
         created_at: r.get(5)?,
         updated_at: r.get(6)?,
@@ -30,7 +31,7 @@ impl Store {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
                      ON CONFLICT(owner, name) DO UPDATE SET value = excluded.value,
                         visibility = excluded.visibility, tags = excluded.tags, updated_at = excluded.updated_at",
-                    params![row.owner, row.name, row.value, row.visibility, tags, row.updated_at],
+                    params![row.owner, row.name, row.value, row.visibility.as_str(), tags, row.updated_at],
                 )?;
             }
             Ok(())
