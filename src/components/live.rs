@@ -36,9 +36,10 @@ type Tick = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Apply>>>>;
 
 /// Calls `fetch` every `interval_ms` and hands its answer to `apply`, until
 /// the view that called `poll` goes away. Each round waits for the previous
-/// answer, so a slow server never gets a pile of requests; rounds are skipped
-/// while the tab is hidden. `apply` never runs after the view is gone, so it
-/// may use the view's signals freely.
+/// answer, so a slow server never gets a pile of requests, and answers are
+/// applied in the order they were asked for, so an older one never replaces
+/// a newer one; rounds are skipped while the tab is hidden. `apply` never
+/// runs after the view is gone, so it may use the view's signals freely.
 pub fn poll<T, F, Fut, A>(interval_ms: i32, fetch: F, apply: A)
 where
     T: 'static,
@@ -46,32 +47,59 @@ where
     Fut: Future<Output = T> + 'static,
     A: Fn(T) + 'static,
 {
+    poll_boxed(interval_ms, interval_ms, boxed(fetch, apply));
+}
+
+/// `poll`, with its first round at once: the view's first load and its
+/// refreshes are one sequence, so the first answer cannot arrive after (and
+/// replace) a refresh that was asked for later.
+pub fn load_and_poll<T, F, Fut, A>(interval_ms: i32, fetch: F, apply: A)
+where
+    T: 'static,
+    F: Fn() -> Fut + 'static,
+    Fut: Future<Output = T> + 'static,
+    A: Fn(T) + 'static,
+{
+    poll_boxed(0, interval_ms, boxed(fetch, apply));
+}
+
+fn boxed<T, F, Fut, A>(fetch: F, apply: A) -> Tick
+where
+    T: 'static,
+    F: Fn() -> Fut + 'static,
+    Fut: Future<Output = T> + 'static,
+    A: Fn(T) + 'static,
+{
     let apply = Rc::new(apply);
-    poll_boxed(
-        interval_ms,
-        Box::new(move || {
-            let answer = fetch();
-            let apply = apply.clone();
-            Box::pin(async move {
-                let answer = answer.await;
-                Box::new(move || apply(answer)) as Apply
-            })
-        }),
-    );
+    Box::new(move || {
+        let answer = fetch();
+        let apply = apply.clone();
+        Box::pin(async move {
+            let answer = answer.await;
+            Box::new(move || apply(answer)) as Apply
+        })
+    })
 }
 
 /// The loop behind `poll`, one copy for every caller.
-fn poll_boxed(interval_ms: i32, tick: Tick) {
+fn poll_boxed(first_delay_ms: i32, interval_ms: i32, tick: Tick) {
     let alive = Arc::new(AtomicBool::new(true));
     let flag = alive.clone();
     on_cleanup(move || flag.store(false, Ordering::Relaxed));
     leptos::task::spawn_local(async move {
+        let mut delay = first_delay_ms;
         loop {
-            sleep(interval_ms).await;
+            // A first load at once happens in a background tab too; only
+            // refreshes wait for someone to look.
+            let refresh = delay > 0;
+            if refresh {
+                sleep(delay).await;
+            }
+            delay = interval_ms;
             if !alive.load(Ordering::Relaxed) {
                 break;
             }
-            if page_hidden() {
+            if refresh && page_hidden() {
                 continue;
             }
             let apply = tick().await;

@@ -13,7 +13,7 @@ use super::use_job;
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
 use crate::components::chart::{format_value, Line, LineChart};
-use crate::components::live::poll;
+use crate::components::live::load_and_poll;
 use crate::components::time::now_millis;
 use crate::components::timeline::{layout, ReplicaTimeline};
 use crate::pages::jobs_list::completions_of;
@@ -90,7 +90,7 @@ pub fn MetricsTab() -> impl IntoView {
     let loaded = RwSignal::new(Loaded::default());
     let status = RwSignal::new(Status::Loading);
     let now = RwSignal::new(now_millis());
-    let take = std::rc::Rc::new(move |answer: Result<Loaded, ApiFailure>| {
+    let take = move |answer: Result<Loaded, ApiFailure>| {
         now.set(now_millis());
         match answer {
             Ok(data) => {
@@ -105,20 +105,18 @@ pub fn MetricsTab() -> impl IntoView {
             Err(ApiFailure::Unauthorized) => sign_in_again(),
             Err(failure) => status.set(Status::Failed(failure.to_string())),
         }
-    });
+    };
     let id = context.id.get_untracked();
-    let first = id.clone();
-    let take_first = take.clone();
-    leptos::task::spawn_local(async move { take_first(load(first).await) });
     let running = move || context.read(|job| job.state()) == Some(JobState::Running);
-    poll(
+    load_and_poll(
         REFRESH_MS,
         move || {
             let id = id.clone();
+            let first = status.get_untracked() == Status::Loading;
             let live = running();
             async move {
                 // Nothing changes while the job does not run.
-                if live {
+                if first || live {
                     Some(load(id).await)
                 } else {
                     None

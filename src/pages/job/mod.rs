@@ -38,9 +38,40 @@ pub struct JobContext {
     pub job: RwSignal<Option<LeptonJob>>,
     /// The time of the last update, for durations of things still running.
     pub now: RwSignal<i64>,
+    /// How many times `job` was written; a poll's answer carries the count
+    /// from when it asked (see `offer_job`).
+    writes: StoredValue<u64>,
 }
 
 impl JobContext {
+    fn new(id: Signal<String>) -> Self {
+        JobContext { id, job: RwSignal::new(None), now: RwSignal::new(now_millis()), writes: StoredValue::new(0) }
+    }
+
+    /// Shows the job as the server answered a load or a user's action.
+    pub fn set_job(&self, job: LeptonJob) {
+        self.writes.update_value(|w| *w += 1);
+        self.job.set(Some(job));
+    }
+
+    /// What a poll takes before it asks the server.
+    pub fn ticket(&self) -> u64 {
+        self.writes.get_value()
+    }
+
+    /// A poll's answer, shown only if nothing was written since the poll
+    /// asked: the answer to a Stop that arrives while a poll is under way is
+    /// newer than the poll's, and must not be replaced by it. The next poll
+    /// brings the current state either way.
+    pub fn offer_job(&self, ticket: u64, job: LeptonJob) -> bool {
+        if self.writes.try_get_value() != Some(ticket) {
+            return false;
+        }
+        self.writes.update_value(|w| *w += 1);
+        set_if_changed(self.job, Some(job));
+        true
+    }
+
     /// Reads a value from the job (tracked), or the default before it loaded.
     pub fn read<T: Default>(&self, f: impl FnOnce(&LeptonJob) -> T) -> T {
         self.job.with(|job| job.as_ref().map(f).unwrap_or_default())
@@ -56,7 +87,7 @@ pub fn JobPage(id: String) -> impl IntoView {
     let signed_in = require_sign_in();
     // The app renders a new page for another id, so the id is fixed here.
     let id = Signal::stored(id);
-    let context = JobContext { id, job: RwSignal::new(None), now: RwSignal::new(now_millis()) };
+    let context = JobContext::new(id);
     provide_context(context);
     let load = fetch(move || {
         let id = id.get();
@@ -73,7 +104,7 @@ pub fn JobPage(id: String) -> impl IntoView {
     });
     let render = Arc::new(move |data| match data {
         Data::Job(job) => {
-            context.job.set(Some(job));
+            context.set_job(job);
             view! { <JobView/> }.into_any()
         }
         _ => view! { <JobNotFound id=id.get_untracked()/> }.into_any(),
@@ -115,16 +146,17 @@ fn JobView() -> impl IntoView {
         POLL_INTERVAL_MS,
         move || {
             let id = context.id.get_untracked();
-            async move { api::job(&id).await }
+            let ticket = context.ticket();
+            async move { (ticket, api::job(&id).await) }
         },
-        move |answer| {
+        move |(ticket, answer)| {
             context.now.set(now_millis());
             match answer {
                 // Deleted (or made private) while the page was open.
                 Err(ApiFailure::NotFound(_)) => gone.set(true),
                 answer => {
                     if let Some(job) = take_answer(answer, problem, &sign_in_again) {
-                        set_if_changed(context.job, Some(job));
+                        context.offer_job(ticket, job);
                     }
                 }
             }
@@ -150,7 +182,7 @@ fn JobView() -> impl IntoView {
         _ => "overview".to_string(),
     });
     let user = Signal::derive(move || session.user.get());
-    let on_update = Callback::new(move |updated: LeptonJob| context.job.set(Some(updated)));
+    let on_update = Callback::new(move |updated: LeptonJob| context.set_job(updated));
 
     view! {
         <Show
@@ -232,6 +264,7 @@ pub fn JobTabs(#[prop(into)] id: Signal<String>, #[prop(into)] tab: Signal<Strin
 mod tests {
     use super::*;
     use crate::fixtures::mount;
+    use jobdeck_api::JobState;
 
     #[wasm_bindgen_test::wasm_bindgen_test]
     async fn every_tab_is_a_link_and_the_current_one_says_so() {
@@ -260,6 +293,25 @@ mod tests {
         crate::components::live::sleep(0).await;
         let current = host.query_selector("[aria-current=page]").unwrap().unwrap();
         assert_eq!(current.text_content().as_deref(), Some("Overview"));
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn a_poll_that_asked_before_an_action_answered_does_not_undo_it() {
+        let context = JobContext::new(Signal::stored("train-1".to_string()));
+        let job = |state| crate::fixtures::job("train-1", "train", "alice", state);
+        let shown = || context.job.get_untracked().and_then(|j| j.state());
+        context.set_job(job(JobState::Running));
+        let asked = context.ticket();
+        // The Stop's answer arrives while that poll is under way.
+        context.set_job(job(JobState::Stopping));
+        assert!(!context.offer_job(asked, job(JobState::Running)));
+        assert_eq!(shown(), Some(JobState::Stopping));
+        // A poll that asks after the answer is shown, and so is the next.
+        let asked = context.ticket();
+        assert!(context.offer_job(asked, job(JobState::Stopping)));
+        let asked = context.ticket();
+        assert!(context.offer_job(asked, job(JobState::Stopped)));
+        assert_eq!(shown(), Some(JobState::Stopped));
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]
