@@ -10,6 +10,7 @@ use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
 
 use crate::error::AppError;
+use crate::store::StoreResult;
 use crate::{now_millis, AppState, Store};
 
 /// The workspace administrator `jobdeck serve` creates on first start. It may
@@ -46,7 +47,7 @@ pub fn hash_token(token: &str) -> String {
 
 /// Creates `user` if needed and a new token for it; returns the token, which
 /// is not stored anywhere in clear.
-pub async fn issue_token(store: &Store, user: &str) -> Result<String, AppError> {
+pub async fn issue_token(store: &Store, user: &str) -> StoreResult<String> {
     let now = now_millis();
     let (row, _) = store.ensure_user(user, now).await?;
     let token = generate_token();

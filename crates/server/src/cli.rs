@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::{app, auth, now_millis, AppState, Config, Store};
@@ -158,8 +159,9 @@ pub fn run() -> ExitCode {
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(error) => {
+            // `{:#}` prints the whole chain: what failed, then why.
+            eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
     }
@@ -173,7 +175,7 @@ fn init_tracing() {
 
 /// Creates the data directory if needed and proves it is writable, so a bad
 /// directory stops the server at start with a clear message.
-fn prepare_data_dir(dir: &Path) -> Result<(), String> {
+fn prepare_data_dir(dir: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     // The data directory holds secret values, logs and the replicas' run
     // directories: owner-only, also when it existed before with a wider mode
@@ -182,30 +184,30 @@ fn prepare_data_dir(dir: &Path) -> Result<(), String> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("cannot create the data directory {}: {e}", dir.display()))?;
+        .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
     let mode = std::fs::metadata(dir)
-        .map_err(|e| format!("cannot read the data directory {}: {e}", dir.display()))?
+        .with_context(|| format!("cannot read the data directory {}", dir.display()))?
         .permissions()
         .mode();
     if mode & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))
-            .map_err(|e| format!("cannot make the data directory {} private to its owner: {e}", dir.display()))?;
+            .with_context(|| format!("cannot make the data directory {} private to its owner", dir.display()))?;
         tracing::warn!(dir = %dir.display(), "the data directory was readable by others; it is now owner-only (0700)");
     }
     let probe = dir.join(".write-test");
-    std::fs::write(&probe, b"ok").map_err(|e| format!("the data directory {} is not writable: {e}", dir.display()))?;
+    std::fs::write(&probe, b"ok").with_context(|| format!("the data directory {} is not writable", dir.display()))?;
     let _ = std::fs::remove_file(probe);
     Ok(())
 }
 
-fn open_store(data_dir: &Path) -> Result<Store, String> {
+fn open_store(data_dir: &Path) -> anyhow::Result<Store> {
     prepare_data_dir(data_dir)?;
-    Store::open(&data_dir.join("jobdeck.db"))
+    Ok(Store::open(&data_dir.join("jobdeck.db"))?)
 }
 
-async fn serve(args: ServeArgs) -> Result<(), String> {
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = match &args.config {
-        Some(path) => Config::from_file(path, &args.data.data_dir)?,
+        Some(path) => Config::from_file(path, &args.data.data_dir).map_err(anyhow::Error::msg)?,
         None => Config::for_data_dir(&args.data.data_dir),
     };
     config.executor.local.mode = match args.local_mode.as_deref() {
@@ -217,10 +219,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     config.console_dir = match args.console_dir {
         Some(dir) if dir.join("index.html").is_file() => Some(dir),
         Some(dir) => {
-            return Err(format!(
+            anyhow::bail!(
                 "the console directory {} has no index.html: build it with `trunk build --release`",
                 dir.display()
-            ))
+            )
         }
         None if Path::new("dist/index.html").is_file() => Some(PathBuf::from("dist")),
         None => {
@@ -232,16 +234,14 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    let local = listener.local_addr().map_err(|e| format!("cannot read the listening address: {e}"))?;
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let local = listener.local_addr().context("cannot read the listening address")?;
     let base = format!("http://{}", printable_addr(local));
 
-    let (_, created) =
-        store.ensure_user("admin", now_millis()).await.map_err(|e| format!("cannot create the admin user: {e:?}"))?;
+    let (_, created) = store.ensure_user("admin", now_millis()).await.context("cannot create the admin user")?;
     println!("Jobdeck is listening on {base}/");
     if created {
-        let token =
-            auth::issue_token(&store, "admin").await.map_err(|e| format!("cannot create the admin token: {e:?}"))?;
+        let token = auth::issue_token(&store, "admin").await.context("cannot create the admin token")?;
         println!("Sign in as admin: {base}/login#token={token}");
     } else {
         println!(
@@ -250,11 +250,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         );
     }
 
-    let state = AppState::start(store, config).await?;
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(|e| format!("the server stopped: {e}"))
+    let state = AppState::start(store, config).await.map_err(anyhow::Error::msg)?;
+    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal()).await.context("the server stopped")
 }
 
 /// The address to print: a wildcard listen address is reachable on loopback.
@@ -285,35 +282,38 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-async fn token_create(user: &str, data_dir: &Path) -> Result<(), String> {
+async fn token_create(user: &str, data_dir: &Path) -> anyhow::Result<()> {
     if user.is_empty() || user.len() > 64 || user.chars().any(|c| c.is_control()) {
-        return Err("--user must be 1 to 64 printable characters".into());
+        anyhow::bail!("--user must be 1 to 64 printable characters");
     }
     let store = open_store(data_dir)?;
-    let token = auth::issue_token(&store, user).await.map_err(|e| format!("cannot create the token: {e:?}"))?;
+    let token = auth::issue_token(&store, user).await.context("cannot create the token")?;
     println!("{token}");
     Ok(())
 }
 
-fn slurm_render(args: SlurmRenderArgs) -> Result<(), String> {
+fn slurm_render(args: SlurmRenderArgs) -> anyhow::Result<()> {
     let config = match &args.config {
-        Some(path) => Config::from_file(path, Path::new("."))?,
+        Some(path) => Config::from_file(path, Path::new(".")).map_err(anyhow::Error::msg)?,
         None => Config::for_data_dir("."),
     };
-    let text = std::fs::read_to_string(&args.file).map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
-    print!("{}", crate::slurm::render_job_file(&text, &config, args.node_group.as_deref())?);
+    let text = std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    let script =
+        crate::slurm::render_job_file(&text, &config, args.node_group.as_deref()).map_err(anyhow::Error::msg)?;
+    print!("{script}");
     Ok(())
 }
 
-fn kube_render(args: RenderArgs) -> Result<(), String> {
+fn kube_render(args: RenderArgs) -> anyhow::Result<()> {
     let config = match &args.config {
         // The data directory is not used by a render.
-        Some(path) => Config::from_file(path, Path::new("."))?,
+        Some(path) => Config::from_file(path, Path::new(".")).map_err(anyhow::Error::msg)?,
         None => Config::for_data_dir("."),
     };
-    let text = std::fs::read_to_string(&args.file).map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+    let text = std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
     let yaml =
-        crate::kubernetes::render_job_file(&text, &config, args.node_group.as_deref(), args.namespace.as_deref())?;
+        crate::kubernetes::render_job_file(&text, &config, args.node_group.as_deref(), args.namespace.as_deref())
+            .map_err(anyhow::Error::msg)?;
     print!("{yaml}");
     Ok(())
 }

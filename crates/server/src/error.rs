@@ -12,6 +12,8 @@ use axum::Json;
 use jobdeck_api::{ApiError, FieldErrors, JsonError};
 use serde::de::DeserializeOwned;
 
+use crate::store::StoreError;
+
 #[derive(Debug)]
 pub enum AppError {
     /// No token, or a token that matches no one.
@@ -106,14 +108,15 @@ impl IntoResponse for AppError {
     }
 }
 
-impl From<rusqlite::Error> for AppError {
-    fn from(e: rusqlite::Error) -> Self {
-        match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DiskFull) => {
-                tracing::error!(error = %e, "the data directory's disk is full");
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::DiskFull(_) => {
+                tracing::error!(error = %chain(&e), "nothing was stored");
                 AppError::StorageFull
             }
-            _ => AppError::Internal(Box::new(e)),
+            StoreError::DuplicateJob(_) => AppError::Conflict(e.to_string()),
+            other => AppError::Internal(Box::new(other)),
         }
     }
 }

@@ -40,29 +40,23 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::config::ExecutorKind;
-use crate::error::AppResult;
 use crate::logs::LogStore;
-use crate::store::{EventRow, ReplicaRow, Store};
+use crate::store::{EventRow, ReplicaRow, Store, StoreError, StoreResult};
 
 /// A boxed future, so the trait stays object-safe (`Arc<dyn Executor>`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Why an executor could not do what it was asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecutorError(pub String);
-
-impl std::fmt::Display for ExecutorError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ExecutorError {}
-
-impl From<crate::error::AppError> for ExecutorError {
-    fn from(e: crate::error::AppError) -> Self {
-        ExecutorError(format!("{e:?}"))
-    }
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutorError {
+    /// The executor's own account of what went wrong (a command that
+    /// failed, a directory that cannot be removed), already in words.
+    #[error("{0}")]
+    Failed(String),
+    #[error("the executor cannot read or write the store")]
+    Store(#[from] StoreError),
+    #[error("job {job_id} has unreadable metadata")]
+    Metadata { job_id: String, source: serde_json::Error },
 }
 
 /// Registry credentials from a stored image pull secret the job names in
@@ -341,14 +335,14 @@ impl ExecutorHost {
     }
 
     /// Stores a tick of resource samples (`crate::metrics`).
-    pub async fn metrics(&self, samples: Vec<crate::store::MetricSample>) -> AppResult<()> {
+    pub async fn metrics(&self, samples: Vec<crate::store::MetricSample>) -> StoreResult<()> {
         self.metrics_now.record(&samples);
         self.store.append_metrics(samples).await
     }
 
     /// Records the state of a replica attempt (insert or update) and tells
     /// the scheduler. Returns once it is durable.
-    pub async fn replica(&self, observation: ReplicaObservation) -> AppResult<()> {
+    pub async fn replica(&self, observation: ReplicaObservation) -> StoreResult<()> {
         let job_id = observation.job_id.clone();
         let run = observation.run;
         self.store.upsert_replica(observation.into_row(crate::now_millis())).await?;
@@ -364,12 +358,12 @@ impl ExecutorHost {
         completion_index: i64,
         attempt: i64,
         state: String,
-    ) -> AppResult<()> {
+    ) -> StoreResult<()> {
         self.store.set_executor_state(job_id.to_string(), completion_index, attempt, state).await
     }
 
     /// Records an event.
-    pub async fn event(&self, event: ExecutorEvent) -> AppResult<()> {
+    pub async fn event(&self, event: ExecutorEvent) -> StoreResult<()> {
         let regarding = match &event.regarding_replica {
             Some(replica) => ("Replica".to_string(), replica.clone()),
             None => ("Job".to_string(), event.job_id.clone()),
@@ -394,7 +388,7 @@ impl ExecutorHost {
     }
 
     /// Every recorded attempt of a job, oldest first.
-    pub async fn attempts(&self, job_id: &str) -> AppResult<Vec<ReplicaRow>> {
+    pub async fn attempts(&self, job_id: &str) -> StoreResult<Vec<ReplicaRow>> {
         self.store.replicas_of(job_id.to_string()).await
     }
 
@@ -405,12 +399,12 @@ impl ExecutorHost {
     /// The job's metadata as stored (labels, annotations, creator), for
     /// executors that carry it onto what they create; `None` once the job is
     /// gone.
-    pub async fn job_metadata(&self, job_id: &str) -> AppResult<Option<jobdeck_api::Metadata>> {
+    pub async fn job_metadata(&self, job_id: &str) -> Result<Option<jobdeck_api::Metadata>, ExecutorError> {
         let Some(row) = self.store.job(job_id.to_string()).await? else {
             return Ok(None);
         };
         let metadata = serde_json::from_str(&row.metadata_json)
-            .map_err(|e| crate::error::AppError::internal(format!("job {job_id} has unreadable metadata: {e}")))?;
+            .map_err(|source| ExecutorError::Metadata { job_id: job_id.to_string(), source })?;
         Ok(Some(metadata))
     }
 }

@@ -29,7 +29,9 @@ impl<M> Runs<M> {
             if *going == run {
                 return Ok(false);
             }
-            return Err(ExecutorError(format!("job {job_id} still has run {going} going; run {run} cannot start")));
+            return Err(ExecutorError::Failed(format!(
+                "job {job_id} still has run {going} going; run {run} cannot start"
+            )));
         }
         runs.insert(job_id.to_string(), (run, tx));
         Ok(true)
@@ -73,9 +75,9 @@ mod tests {
     fn a_job_has_one_run_at_a_time() {
         let runs: Runs<u8> = Runs::default();
         let (tx, mut rx) = mpsc::unbounded_channel();
-        assert_eq!(runs.register("j", 0, tx.clone()), Ok(true));
-        assert_eq!(runs.register("j", 0, tx.clone()), Ok(false), "starting the same run again does nothing");
-        assert!(runs.register("j", 1, tx.clone()).unwrap_err().0.contains("still has run 0 going"));
+        assert!(runs.register("j", 0, tx.clone()).unwrap());
+        assert!(!runs.register("j", 0, tx.clone()).unwrap(), "starting the same run again does nothing");
+        assert!(runs.register("j", 1, tx.clone()).unwrap_err().to_string().contains("still has run 0 going"));
         assert!(runs.send("j", 0, 7));
         assert_eq!(rx.try_recv(), Ok(7));
         assert!(!runs.send("j", 1, 7), "another run is not this one");

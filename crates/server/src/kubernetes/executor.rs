@@ -180,15 +180,17 @@ impl KubernetesExecutor {
             .host
             .job_metadata(&launch.job_id)
             .await
-            .map_err(|e| ExecutorError(format!("cannot read job {}: {e:?}", launch.job_id)))?
+            .map_err(|e| ExecutorError::Failed(format!("cannot read job {}: {e:?}", launch.job_id)))?
             .unwrap_or_default();
         render_launch(&self.shared, launch, &metadata, false)
     }
 
     async fn send<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ExecutorError> {
         let (tx, rx) = oneshot::channel();
-        self.commands.send(make(tx)).map_err(|_| ExecutorError("the kubernetes controller has stopped".into()))?;
-        rx.await.map_err(|_| ExecutorError("the kubernetes controller has stopped".into()))
+        self.commands
+            .send(make(tx))
+            .map_err(|_| ExecutorError::Failed("the kubernetes controller has stopped".into()))?;
+        rx.await.map_err(|_| ExecutorError::Failed("the kubernetes controller has stopped".into()))
     }
 
     async fn start_run(&self, launch: JobLaunch) -> Result<(), ExecutorError> {
@@ -221,7 +223,7 @@ impl KubernetesExecutor {
                         regarding_replica: None,
                     })
                     .await
-                    .map_err(|e| ExecutorError(format!("{e:?}")))?;
+                    .map_err(|e| ExecutorError::Failed(format!("{e:?}")))?;
                 Ok(())
             }
             Err(e) => {
@@ -244,7 +246,7 @@ impl KubernetesExecutor {
                 let _ = self.commands.send(Command::JobGone { job_id: job_id.to_string(), run });
                 Ok(())
             }
-            Err(e) => Err(ExecutorError(format!("cannot suspend Kubernetes Job {job_id}: {e}"))),
+            Err(e) => Err(ExecutorError::Failed(format!("cannot suspend Kubernetes Job {job_id}: {e}"))),
         }
     }
 
@@ -255,7 +257,7 @@ impl KubernetesExecutor {
                 .host
                 .attempts(&launch.job_id)
                 .await
-                .map_err(|e| ExecutorError(format!("{e:?}")))?
+                .map_err(|e| ExecutorError::Failed(format!("{e:?}")))?
                 .into_iter()
                 .filter(|row| row.run == launch.run)
                 .filter_map(|row| {
@@ -303,7 +305,7 @@ impl KubernetesExecutor {
         match self.shared.jobs().delete(job_id, &DeleteParams::background()).await {
             Ok(_) => Ok(()),
             Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(ExecutorError(format!("cannot delete Kubernetes Job {job_id}: {e}"))),
+            Err(e) => Err(ExecutorError::Failed(format!("cannot delete Kubernetes Job {job_id}: {e}"))),
         }
     }
 }
@@ -365,7 +367,7 @@ fn is_conflict(e: &kube::Error) -> bool {
 }
 
 fn kube_error(e: kube::Error) -> ExecutorError {
-    ExecutorError(format!("Kubernetes API: {e}"))
+    ExecutorError::Failed(format!("Kubernetes API: {e}"))
 }
 
 fn job_run(job: &Job) -> Option<i64> {
@@ -433,7 +435,7 @@ fn render_launch(
         },
         &shared.settings,
     )
-    .map_err(|e| ExecutorError(field_errors_message(&e)))
+    .map_err(|e| ExecutorError::Failed(field_errors_message(&e)))
 }
 
 /// The problems with a spec that only the Kubernetes mapping sees (a volume
@@ -557,7 +559,7 @@ async fn create_objects(shared: &Shared, objects: &KubeObjects, run: i64) -> Res
                     match jobs.get_opt(&name).await.map_err(kube_error)? {
                         Some(j) if j.metadata.uid.as_deref() == Some(uid.as_str()) => {
                             if tokio::time::Instant::now() >= deadline {
-                                return Err(ExecutorError(format!(
+                                return Err(ExecutorError::Failed(format!(
                                     "the Kubernetes Job {name} of an earlier run is still being deleted"
                                 )));
                             }

@@ -184,7 +184,7 @@ impl Executor for SlurmExecutor {
             let dir = self.shared.log_dir.join(&job_id);
             match tokio::fs::remove_dir_all(&dir).await {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    Err(ExecutorError(format!("cannot remove {}: {e}", dir.display())))
+                    Err(ExecutorError::Failed(format!("cannot remove {}: {e}", dir.display())))
                 }
                 _ => Ok(()),
             }

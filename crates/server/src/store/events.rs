@@ -4,9 +4,9 @@
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::error::StoreResult;
 use super::names::column;
 use super::{EventRow, Store, StoredEvent};
-use crate::error::AppResult;
 
 /// Records `event` inside an open transaction.
 pub(super) fn record(tx: &Transaction<'_>, event: &EventRow) -> rusqlite::Result<()> {
@@ -49,7 +49,7 @@ pub(super) fn record(tx: &Transaction<'_>, event: &EventRow) -> rusqlite::Result
 }
 
 impl Store {
-    pub async fn record_event(&self, event: EventRow) -> AppResult<()> {
+    pub async fn record_event(&self, event: EventRow) -> StoreResult<()> {
         self.write(move |tx| {
             record(tx, &event)?;
             Ok(())
@@ -58,7 +58,7 @@ impl Store {
     }
 
     /// A job's events, newest first.
-    pub async fn events_of(&self, job_id: String) -> AppResult<Vec<StoredEvent>> {
+    pub async fn events_of(&self, job_id: String) -> StoreResult<Vec<StoredEvent>> {
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT type, reason, message, regarding_kind, regarding_name, count, first_time, last_time

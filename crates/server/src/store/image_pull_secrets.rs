@@ -4,9 +4,9 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::error::StoreResult;
 use super::names::column;
 use super::{ImagePullSecretRow, Store};
-use crate::error::AppResult;
 
 const COLUMNS: &str = "owner, name, registry_server, username, password, email, visibility, created_at, updated_at";
 
@@ -26,7 +26,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ImagePullSecretRow> {
 
 impl Store {
     /// Creates or replaces the owner's image pull secret of that name.
-    pub async fn put_image_pull_secret(&self, secret: ImagePullSecretRow) -> AppResult<()> {
+    pub async fn put_image_pull_secret(&self, secret: ImagePullSecretRow) -> StoreResult<()> {
         self.write(move |tx| {
             tx.execute(
                 &format!(
@@ -52,7 +52,7 @@ impl Store {
     }
 
     /// The image pull secrets `viewer` may see: their own and public ones.
-    pub async fn image_pull_secrets_visible_to(&self, viewer: String) -> AppResult<Vec<ImagePullSecretRow>> {
+    pub async fn image_pull_secrets_visible_to(&self, viewer: String) -> StoreResult<Vec<ImagePullSecretRow>> {
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM image_pull_secrets WHERE owner = ?1 OR visibility = 'public' ORDER BY name, owner"
@@ -64,7 +64,7 @@ impl Store {
     }
 
     /// Deletes the owner's own image pull secret; false when there is none.
-    pub async fn delete_image_pull_secret(&self, owner: String, name: String) -> AppResult<bool> {
+    pub async fn delete_image_pull_secret(&self, owner: String, name: String) -> StoreResult<bool> {
         self.write(move |tx| {
             Ok(tx.execute("DELETE FROM image_pull_secrets WHERE owner = ?1 AND name = ?2", params![owner, name])? > 0)
         })
@@ -77,7 +77,7 @@ impl Store {
         &self,
         owner: String,
         name: String,
-    ) -> AppResult<Option<ImagePullSecretRow>> {
+    ) -> StoreResult<Option<ImagePullSecretRow>> {
         self.read(move |conn| {
             conn.query_row(
                 &format!(

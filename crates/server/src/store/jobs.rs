@@ -4,9 +4,9 @@ use jobdeck_api::JobState;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, OptionalExtension};
 
+use super::error::{StoreError, StoreResult};
 use super::names::column;
 use super::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey, Store};
-use crate::error::{AppError, AppResult};
 
 const JOB_COLUMNS: &str = "id, name, created_by, visibility, created_at, metadata, spec, priority, node_groups,
     state, reason, message, run, queued_at, started_at, completed_at, archive_at, placement, stop_reason,
@@ -27,7 +27,7 @@ pub const ACTIVE_STATES: &[JobState] = &[
 
 impl Store {
     /// Stores a new job, with its first events, in one transaction.
-    pub async fn insert_job(&self, row: JobRow, events: Vec<EventRow>) -> AppResult<()> {
+    pub async fn insert_job(&self, row: JobRow, events: Vec<EventRow>) -> StoreResult<()> {
         self.write(move |tx| {
             let r = &row.runtime;
             let inserted = tx.execute(
@@ -66,7 +66,7 @@ impl Store {
                 ],
             )?;
             if inserted == 0 {
-                return Err(AppError::Conflict(format!("a job with id '{}' already exists", row.id)));
+                return Err(StoreError::DuplicateJob(row.id.clone()));
             }
             for event in &events {
                 super::events::record(tx, event)?;
@@ -77,7 +77,7 @@ impl Store {
     }
 
     /// A job by id, whoever may see it (for the scheduler).
-    pub async fn job(&self, id: String) -> AppResult<Option<JobRow>> {
+    pub async fn job(&self, id: String) -> StoreResult<Option<JobRow>> {
         self.read(move |conn| {
             conn.query_row(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"), params![id], job_row).optional()
         })
@@ -86,7 +86,7 @@ impl Store {
 
     /// Up to `limit` jobs named `name` that `viewer` may see, newest first
     /// (Lepton clients address a job by its name as well as by its id).
-    pub async fn jobs_named_visible_to(&self, name: String, viewer: String, limit: i64) -> AppResult<Vec<JobRow>> {
+    pub async fn jobs_named_visible_to(&self, name: String, viewer: String, limit: i64) -> StoreResult<Vec<JobRow>> {
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {JOB_COLUMNS} FROM jobs WHERE name = ?1 AND (visibility = 'public' OR created_by = ?2)
@@ -99,7 +99,7 @@ impl Store {
     }
 
     /// A job by id, if `viewer` may see it.
-    pub async fn job_visible_to(&self, id: String, viewer: String) -> AppResult<Option<JobRow>> {
+    pub async fn job_visible_to(&self, id: String, viewer: String) -> StoreResult<Option<JobRow>> {
         self.read(move |conn| {
             conn.query_row(
                 &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1 AND (visibility = 'public' OR created_by = ?2)"),
@@ -112,7 +112,7 @@ impl Store {
     }
 
     /// Every job the scheduler still has to look after.
-    pub async fn active_jobs(&self) -> AppResult<Vec<JobRow>> {
+    pub async fn active_jobs(&self) -> StoreResult<Vec<JobRow>> {
         self.read(move |conn| {
             let marks = vec!["?"; ACTIVE_STATES.len()].join(", ");
             let mut stmt = conn.prepare(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ({marks})"))?;
@@ -124,7 +124,12 @@ impl Store {
 
     /// Writes what the scheduler made of a job, with the events of the
     /// change, in one transaction. Returns false when the job is gone.
-    pub async fn update_job_runtime(&self, id: String, runtime: JobRuntime, events: Vec<EventRow>) -> AppResult<bool> {
+    pub async fn update_job_runtime(
+        &self,
+        id: String,
+        runtime: JobRuntime,
+        events: Vec<EventRow>,
+    ) -> StoreResult<bool> {
         self.write(move |tx| {
             let r = &runtime;
             let changed = tx.execute(
@@ -165,7 +170,7 @@ impl Store {
 
     /// Replaces a job's spec (the `stopped` flag is the only field that
     /// changes after creation).
-    pub async fn update_job_spec(&self, id: String, spec_json: String) -> AppResult<()> {
+    pub async fn update_job_spec(&self, id: String, spec_json: String) -> StoreResult<()> {
         self.write(move |tx| {
             tx.execute("UPDATE jobs SET spec = ?2 WHERE id = ?1", params![id, spec_json])?;
             Ok(())
@@ -174,7 +179,7 @@ impl Store {
     }
 
     /// Deletes a job with its replicas, events and metrics.
-    pub async fn delete_job(&self, id: String) -> AppResult<()> {
+    pub async fn delete_job(&self, id: String) -> StoreResult<()> {
         self.write(move |tx| {
             tx.execute("DELETE FROM replicas WHERE job_id = ?1", params![id])?;
             tx.execute("DELETE FROM job_events WHERE job_id = ?1", params![id])?;
@@ -186,7 +191,7 @@ impl Store {
     }
 
     /// Ids of finished jobs whose archive time has come.
-    pub async fn jobs_due_for_archive(&self, now: i64) -> AppResult<Vec<String>> {
+    pub async fn jobs_due_for_archive(&self, now: i64) -> StoreResult<Vec<String>> {
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT id FROM jobs WHERE archive_at IS NOT NULL AND archive_at <= ?1 AND state != 'Archived'",
@@ -198,7 +203,7 @@ impl Store {
     }
 
     /// The earliest pending archive time, to set the scheduler's timer.
-    pub async fn next_archive_time(&self) -> AppResult<Option<i64>> {
+    pub async fn next_archive_time(&self) -> StoreResult<Option<i64>> {
         self.read(move |conn| {
             conn.query_row(
                 "SELECT MIN(archive_at) FROM jobs WHERE archive_at IS NOT NULL AND state != 'Archived'",
@@ -211,7 +216,7 @@ impl Store {
 
     /// How many jobs `viewer` may see (public ones and their own private
     /// ones) and how many of those are not archived.
-    pub async fn job_counts(&self, viewer: String) -> AppResult<(i64, i64)> {
+    pub async fn job_counts(&self, viewer: String) -> StoreResult<(i64, i64)> {
         self.read(move |conn| {
             conn.prepare_cached(
                 "SELECT COALESCE(SUM(n), 0), COALESCE(SUM(CASE WHEN state != 'Archived' THEN n END), 0)
@@ -236,7 +241,7 @@ impl Store {
     /// A name search of three or more characters that the trigram index
     /// `job_search` says matches few jobs reads just those; one that matches
     /// many reads the index walk, which then finds its page early.
-    pub async fn list_jobs(&self, filter: JobFilter) -> AppResult<(Vec<JobRow>, i64)> {
+    pub async fn list_jobs(&self, filter: JobFilter) -> StoreResult<(Vec<JobRow>, i64)> {
         self.read(move |conn| {
             let search = match filter.q.as_deref().map(str::to_lowercase) {
                 Some(q) if q.chars().count() >= 3 => {

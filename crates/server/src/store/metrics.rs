@@ -3,9 +3,9 @@
 
 use rusqlite::params;
 
+use super::error::StoreResult;
 use super::series::{compact, Point, MAX_POINTS};
 use super::Store;
-use crate::error::AppResult;
 
 /// One sample to store.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,7 +22,7 @@ pub struct MetricSample {
 impl Store {
     /// Stores a tick's samples; a series that grew past the bound is merged
     /// down in the same transaction.
-    pub async fn append_metrics(&self, samples: Vec<MetricSample>) -> AppResult<()> {
+    pub async fn append_metrics(&self, samples: Vec<MetricSample>) -> StoreResult<()> {
         if samples.is_empty() {
             return Ok(());
         }
@@ -71,7 +71,7 @@ impl Store {
     }
 
     /// The names of an attempt's series.
-    pub async fn metric_series(&self, job_id: String, index: i64, attempt: i64) -> AppResult<Vec<String>> {
+    pub async fn metric_series(&self, job_id: String, index: i64, attempt: i64) -> StoreResult<Vec<String>> {
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT DISTINCT series FROM metrics WHERE job_id = ?1 AND completion_index = ?2 AND attempt = ?3
@@ -93,13 +93,13 @@ impl Store {
         series: String,
         from: i64,
         to: i64,
-    ) -> AppResult<Vec<Point>> {
+    ) -> StoreResult<Vec<Point>> {
         self.read(move |conn| read_points(conn, &job_id, index, attempt, &series, from, to)).await
     }
 
     /// Every point of every series of a job: the job's summary and its
     /// flags are computed from them (at most [`MAX_POINTS`] per series).
-    pub async fn job_metrics(&self, job_id: String) -> AppResult<Vec<(i64, i64, String, Point)>> {
+    pub async fn job_metrics(&self, job_id: String) -> StoreResult<Vec<(i64, i64, String, Point)>> {
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT completion_index, attempt, series, t, mean, max, count FROM metrics WHERE job_id = ?1
@@ -119,7 +119,7 @@ impl Store {
     }
 
     /// Deletes a job's samples (with the job).
-    pub async fn delete_metrics(&self, job_id: String) -> AppResult<()> {
+    pub async fn delete_metrics(&self, job_id: String) -> StoreResult<()> {
         self.write(move |tx| {
             tx.execute("DELETE FROM metrics WHERE job_id = ?1", params![job_id])?;
             Ok(())

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use jobdeck_api::{EventType, JobState, Visibility};
 use rusqlite::Connection;
 
+mod error;
 mod events;
 mod image_pull_secrets;
 mod names;
@@ -24,7 +25,7 @@ mod secrets;
 pub mod series;
 mod users;
 
-use crate::error::{AppError, AppResult};
+pub use self::error::{StoreError, StoreResult};
 
 /// The schema, one step per entry; a step is never edited once released,
 /// only followed by new ones.
@@ -452,15 +453,16 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and migrates it.
-    pub fn open(path: &Path) -> Result<Store, String> {
-        let mut writer = open_connection(path).map_err(|e| format!("cannot open database {}: {e}", path.display()))?;
+    pub fn open(path: &Path) -> StoreResult<Store> {
+        let opening = |source| StoreError::Open { path: path.to_path_buf(), source };
+        let mut writer = open_connection(path).map_err(opening)?;
         // The database holds secret values: only the server's user may read it.
         restrict_to_owner(path);
-        migrate(&mut writer).map_err(|e| format!("cannot migrate database {}: {e}", path.display()))?;
+        migrate(&mut writer).map_err(|source| StoreError::Migrate { path: path.to_path_buf(), source })?;
         let readers = (0..READERS)
             .map(|_| open_connection(path).map(Mutex::new))
             .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(|e| format!("cannot open database {}: {e}", path.display()))?;
+            .map_err(opening)?;
         Ok(Store {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
@@ -476,7 +478,7 @@ impl Store {
     }
 
     /// Runs `f` on a reader connection on the blocking pool.
-    pub async fn read<T, F>(&self, f: F) -> AppResult<T>
+    pub async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -485,17 +487,16 @@ impl Store {
         tokio::task::spawn_blocking(move || {
             let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
             let conn = inner.readers[i].lock().unwrap_or_else(|p| p.into_inner());
-            f(&conn).map_err(AppError::from)
+            f(&conn).map_err(StoreError::from)
         })
-        .await
-        .map_err(AppError::internal)?
+        .await?
     }
 
     /// Runs `f` in a transaction on the writer connection on the blocking pool.
-    pub async fn write<T, F>(&self, f: F) -> AppResult<T>
+    pub async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&rusqlite::Transaction) -> Result<T, AppError> + Send + 'static,
+        F: FnOnce(&rusqlite::Transaction) -> Result<T, StoreError> + Send + 'static,
     {
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
@@ -505,8 +506,7 @@ impl Store {
             tx.commit()?;
             Ok(value)
         })
-        .await
-        .map_err(AppError::internal)?
+        .await?
     }
 }
 
@@ -707,7 +707,7 @@ pub(crate) mod tests {
         let row = job_row("x", "a", "public", 1, "Queueing");
         store.insert_job(row.clone(), vec![]).await.unwrap();
         let second = JobRow { name: "second".into(), ..row };
-        assert!(matches!(store.insert_job(second, vec![]).await, Err(AppError::Conflict(_))));
+        assert!(matches!(store.insert_job(second, vec![]).await, Err(StoreError::DuplicateJob(_))));
         let kept = store.job_visible_to("x".into(), "a".into()).await.unwrap().unwrap();
         assert_eq!(kept.name, "x");
     }

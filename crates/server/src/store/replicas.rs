@@ -2,9 +2,9 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::error::StoreResult;
 use super::names::column;
 use super::{ReplicaRow, Store};
-use crate::error::AppResult;
 
 const REPLICA_COLUMNS: &str = "job_id, completion_index, attempt, run, phase, readiness_reason, readiness_message,
     node, node_group, gpu_ids, exit_code, signal, reason, message, created_at, start_time, end_time,
@@ -14,7 +14,7 @@ impl Store {
     /// Inserts an attempt or updates it. An attempt that already ended
     /// (`succeeded` or `failed`) is final: later reports cannot change it, so
     /// a report repeated after a restart is harmless.
-    pub async fn upsert_replica(&self, row: ReplicaRow) -> AppResult<()> {
+    pub async fn upsert_replica(&self, row: ReplicaRow) -> StoreResult<()> {
         self.write(move |tx| {
             tx.execute(
                 &format!(
@@ -78,7 +78,7 @@ impl Store {
         completion_index: i64,
         attempt: i64,
         state: String,
-    ) -> AppResult<()> {
+    ) -> StoreResult<()> {
         self.write(move |tx| {
             tx.execute(
                 "UPDATE replicas SET executor_state = ?4, updated_at = ?5
@@ -91,7 +91,7 @@ impl Store {
     }
 
     /// Every attempt of a job, by completion index then attempt.
-    pub async fn replicas_of(&self, job_id: String) -> AppResult<Vec<ReplicaRow>> {
+    pub async fn replicas_of(&self, job_id: String) -> StoreResult<Vec<ReplicaRow>> {
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {REPLICA_COLUMNS} FROM replicas WHERE job_id = ?1 ORDER BY completion_index, attempt"
@@ -103,7 +103,12 @@ impl Store {
     }
 
     /// One attempt.
-    pub async fn replica(&self, job_id: String, completion_index: i64, attempt: i64) -> AppResult<Option<ReplicaRow>> {
+    pub async fn replica(
+        &self,
+        job_id: String,
+        completion_index: i64,
+        attempt: i64,
+    ) -> StoreResult<Option<ReplicaRow>> {
         self.read(move |conn| {
             conn.query_row(
                 &format!(

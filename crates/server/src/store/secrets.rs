@@ -3,9 +3,9 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::error::StoreResult;
 use super::names::column;
 use super::{SecretRow, Store};
-use crate::error::AppResult;
 
 fn secret_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SecretRow> {
     let tags: String = r.get(4)?;
@@ -22,7 +22,7 @@ fn secret_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SecretRow> {
 
 impl Store {
     /// Creates or replaces the caller's secrets, all or none.
-    pub async fn put_secrets(&self, rows: Vec<SecretRow>) -> AppResult<()> {
+    pub async fn put_secrets(&self, rows: Vec<SecretRow>) -> StoreResult<()> {
         self.write(move |tx| {
             for row in &rows {
                 let tags = serde_json::to_string(&row.tags).unwrap_or_else(|_| "[]".into());
@@ -40,7 +40,7 @@ impl Store {
     }
 
     /// The secrets `viewer` may see (their own and public ones), by name.
-    pub async fn secrets_visible_to(&self, viewer: String) -> AppResult<Vec<SecretRow>> {
+    pub async fn secrets_visible_to(&self, viewer: String) -> StoreResult<Vec<SecretRow>> {
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT owner, name, value, visibility, tags, created_at, updated_at FROM secrets
@@ -53,7 +53,7 @@ impl Store {
     }
 
     /// Deletes the caller's own secret; false when they have none by that name.
-    pub async fn delete_secret(&self, owner: String, name: String) -> AppResult<bool> {
+    pub async fn delete_secret(&self, owner: String, name: String) -> StoreResult<bool> {
         self.write(move |tx| {
             Ok(tx.execute("DELETE FROM secrets WHERE owner = ?1 AND name = ?2", params![owner, name])? > 0)
         })
@@ -62,7 +62,7 @@ impl Store {
 
     /// The value a reference to `name` in a job of `owner` resolves to: the
     /// owner's own secret, else the newest public one.
-    pub async fn resolve_secret(&self, owner: String, name: String) -> AppResult<Option<String>> {
+    pub async fn resolve_secret(&self, owner: String, name: String) -> StoreResult<Option<String>> {
         self.read(move |conn| {
             conn.query_row(
                 "SELECT value FROM secrets WHERE name = ?2 AND (owner = ?1 OR visibility = 'public')

@@ -2,13 +2,13 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::error::StoreResult;
 use super::{Store, UserRow};
-use crate::error::AppResult;
 
 impl Store {
     /// Returns the user named `name`, creating it first if needed; the flag
     /// says whether it was created.
-    pub async fn ensure_user(&self, name: &str, now: i64) -> AppResult<(UserRow, bool)> {
+    pub async fn ensure_user(&self, name: &str, now: i64) -> StoreResult<(UserRow, bool)> {
         let name = name.to_string();
         self.write(move |tx| {
             let created = tx.execute(
@@ -23,7 +23,7 @@ impl Store {
         .await
     }
 
-    pub async fn insert_token(&self, user_id: i64, hash: String, now: i64) -> AppResult<()> {
+    pub async fn insert_token(&self, user_id: i64, hash: String, now: i64) -> StoreResult<()> {
         self.write(move |tx| {
             tx.execute(
                 "INSERT INTO tokens (hash, user_id, created_at) VALUES (?1, ?2, ?3)",
@@ -34,7 +34,7 @@ impl Store {
         .await
     }
 
-    pub async fn user_by_token_hash(&self, hash: String) -> AppResult<Option<UserRow>> {
+    pub async fn user_by_token_hash(&self, hash: String) -> StoreResult<Option<UserRow>> {
         self.read(move |conn| {
             conn.query_row(
                 "SELECT u.id, u.name FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?1",

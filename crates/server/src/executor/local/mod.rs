@@ -271,13 +271,13 @@ impl Executor for LocalExecutor {
                 }
                 match std::fs::remove_dir_all(&dir) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        Err(ExecutorError(format!("cannot remove {}: {e}", dir.display())))
+                        Err(ExecutorError::Failed(format!("cannot remove {}: {e}", dir.display())))
                     }
                     _ => Ok(()),
                 }
             })
             .await
-            .map_err(|e| ExecutorError(e.to_string()))?
+            .map_err(|e| ExecutorError::Failed(e.to_string()))?
         })
     }
 }
