@@ -8,15 +8,15 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
-    EventType, FieldErrors, JobList, JobSpec, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility,
+    FieldErrors, JobList, JobSpec, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility,
 };
 
 use crate::auth::CurrentUser;
 use crate::config::ExecutorKind;
 use crate::error::{ApiJson, AppError, AppResult};
-use crate::scheduler::Command;
+use crate::scheduler::{Command, NewJob};
 use crate::spec::ResolvedSpec;
-use crate::store::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey};
+use crate::store::{JobFilter, JobRow, JobRuntime, QueryMode, SortKey};
 use crate::topology::{node_group_views, shape_view};
 use crate::{now_millis, AppState, Route};
 
@@ -263,50 +263,21 @@ async fn create_job(
         return Err(AppError::Validation(errors));
     };
     let name = job.metadata.name.clone().unwrap_or_default();
-    let now = now_millis();
-    let id = format!("{name}-{}", random_suffix());
     let allowed_groups = job.spec.node_groups();
-    let stopped = job.spec.stopped();
-    let (state_name, reason, message) = if stopped {
-        (JobState::Stopped, "Stopped", "the job was created stopped".to_string())
-    } else {
-        (
-            JobState::Queueing,
-            "Queued",
-            format!("waiting for the scheduler in node group(s) {}", resolved.node_groups.join(", ")),
-        )
-    };
     let row = JobRow {
-        id: id.clone(),
+        id: format!("{name}-{}", random_suffix()),
         name,
         created_by: user.name.clone(),
         visibility: job.visibility(),
-        created_at: now,
+        created_at: now_millis(),
         metadata_json: serde_json::to_string(&StoredMetadata::from(&job.metadata)).map_err(AppError::internal)?,
         spec_json: serde_json::to_string(&job.spec).map_err(AppError::internal)?,
         priority: resolved.priority,
         node_groups: if allowed_groups.is_empty() { String::new() } else { format!(",{},", allowed_groups.join(",")) },
-        runtime: JobRuntime {
-            state: state_name,
-            reason: Some(reason.into()),
-            message: Some(message.clone()),
-            queued_at: (!stopped).then_some(now),
-            completed_at: stopped.then_some(now),
-            ..JobRuntime::default()
-        },
+        // The scheduler gives the job its first state.
+        runtime: JobRuntime::default(),
     };
-    let event = |reason: &str, message: String| EventRow {
-        job_id: id.clone(),
-        kind: EventType::Normal,
-        reason: reason.into(),
-        message,
-        regarding_kind: "Job".into(),
-        regarding_name: id.clone(),
-        time: now,
-    };
-    let events = vec![event("Created", format!("job created by {}", user.name)), event(reason, message)];
-    state.store.insert_job(row.clone(), events).await?;
-    state.job_changed(&id);
+    let row = state.scheduler.create(NewJob { row, spec: job.spec, resolved }, &user.name).await?;
     Ok((StatusCode::OK, Json(job_view(row)?)))
 }
 

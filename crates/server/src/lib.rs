@@ -84,11 +84,6 @@ impl AppState {
             ..self.executor.requirements()
         }
     }
-
-    /// Tells the scheduler that a job was created or changed.
-    pub fn job_changed(&self, id: &str) {
-        self.scheduler.job_changed(id);
-    }
 }
 
 /// One API route: its path under `/api/v2` and its handlers by method.

@@ -32,10 +32,19 @@ use crate::error::{AppError, AppResult};
 use crate::executor::{Executor, HostMessage, JobLaunch, Placement, PullCredential, RunOutcome, StopReason};
 use crate::logs::LogStore;
 use crate::spec::ResolvedSpec;
-use crate::store::{EventRow, JobRow, Store};
+use crate::store::{EventRow, JobRow, JobRuntime, Store};
+
+/// A job a user asked for, checked and resolved by the handler; the
+/// scheduler gives it its first state and stores it.
+pub struct NewJob {
+    /// Everything but the runtime, which the scheduler writes.
+    pub row: JobRow,
+    pub spec: JobSpec,
+    pub resolved: ResolvedSpec,
+}
 
 enum Msg {
-    JobChanged(String),
+    Create { job: Box<NewJob>, by: String, reply: oneshot::Sender<AppResult<JobRow>> },
     Command { id: String, command: Command, by: String, reply: oneshot::Sender<AppResult<JobRow>> },
 }
 
@@ -46,9 +55,14 @@ pub struct SchedulerHandle {
 }
 
 impl SchedulerHandle {
-    /// A job was created (or changed in the store): look at it.
-    pub fn job_changed(&self, id: &str) {
-        let _ = self.tx.send(Msg::JobChanged(id.to_string()));
+    /// Stores a new job in its first state (queued, or stopped when created
+    /// stopped) with its first events, and answers with it as stored.
+    pub async fn create(&self, job: NewJob, by: &str) -> AppResult<JobRow> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::Create { job: Box::new(job), by: by.to_string(), reply })
+            .map_err(|_| AppError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| AppError::internal("the scheduler dropped a creation"))?
     }
 
     /// Runs a user's command and answers with the job as it is afterwards
@@ -335,22 +349,40 @@ impl Scheduler {
 
     async fn handle(&mut self, message: Msg) {
         match message {
-            Msg::JobChanged(id) => match self.store.job(id.clone()).await {
-                Ok(Some(row)) if crate::store::ACTIVE_STATES.contains(&row.runtime.state) => match self.activate(row) {
-                    Ok(active) => {
-                        self.jobs.insert(id, active);
-                        self.dirty = true;
-                    }
-                    Err((row, message)) => tracing::warn!(job = %row.id, %message, "cannot schedule a job"),
-                },
-                Ok(_) => {}
-                Err(e) => tracing::error!(job = %id, error = ?e, "cannot load a changed job"),
-            },
+            Msg::Create { job, by, reply } => {
+                let result = self.create(*job, &by).await;
+                let _ = reply.send(result);
+            }
             Msg::Command { id, command, by, reply } => {
                 let result = self.command(&id, command, &by).await;
                 let _ = reply.send(result);
             }
         }
+    }
+
+    async fn create(&mut self, job: NewJob, by: &str) -> AppResult<JobRow> {
+        let NewJob { mut row, spec, resolved } = job;
+        let now = crate::now_millis();
+        let first = transition::on_create(spec.stopped(), &resolved.node_groups);
+        let queued = first.state == JobState::Queueing;
+        row.runtime = JobRuntime {
+            state: first.state,
+            reason: Some(first.reason.into()),
+            message: Some(first.message.clone()),
+            queued_at: queued.then_some(now),
+            completed_at: (!queued).then_some(now),
+            ..JobRuntime::default()
+        };
+        let events = vec![
+            event(&row.id, EventType::Normal, "Created", format!("job created by {by}")),
+            event(&row.id, EventType::Normal, first.reason, first.message),
+        ];
+        self.store.insert_job(row.clone(), events).await?;
+        if queued {
+            self.jobs.insert(row.id.clone(), Active { row: row.clone(), spec, resolved });
+            self.dirty = true;
+        }
+        Ok(row)
     }
 
     /// The job's current row: from the active set, else from the store.

@@ -65,6 +65,27 @@ impl Refusal {
     }
 }
 
+/// Where a new job starts, with the reason and message of its first state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Creation {
+    pub state: JobState,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// A new job queues for its node groups, unless it was created stopped.
+pub fn on_create(stopped: bool, node_groups: &[String]) -> Creation {
+    if stopped {
+        Creation { state: JobState::Stopped, reason: "Stopped", message: "the job was created stopped".into() }
+    } else {
+        Creation {
+            state: JobState::Queueing,
+            reason: "Queued",
+            message: format!("waiting for the scheduler in node group(s) {}", node_groups.join(", ")),
+        }
+    }
+}
+
 /// The effect of `command` on a job in `state`, or why it is refused.
 pub fn transition(state: JobState, command: Command) -> Result<Effect, Refusal> {
     use JobState as S;
@@ -132,6 +153,16 @@ mod tests {
         for state in JobState::ALL {
             assert!(listed.contains(&state), "the table has no row for {state}");
         }
+    }
+
+    #[test]
+    fn a_new_job_queues_for_its_groups_unless_created_stopped() {
+        let groups = ["gpu-a".to_string(), "gpu-b".to_string()];
+        let queued = on_create(false, &groups);
+        assert_eq!((queued.state, queued.reason), (S::Queueing, "Queued"));
+        assert!(queued.message.ends_with("node group(s) gpu-a, gpu-b"), "{}", queued.message);
+        let stopped = on_create(true, &groups);
+        assert_eq!((stopped.state, stopped.reason), (S::Stopped, "Stopped"));
     }
 
     #[test]
