@@ -265,7 +265,8 @@ async fn create_job(
     let name = job.metadata.name.clone().unwrap_or_default();
     let allowed_groups = job.spec.node_groups();
     let row = JobRow {
-        id: format!("{name}-{}", random_suffix()),
+        // The scheduler draws the id's suffix.
+        id: String::new(),
         name,
         created_by: user.name.clone(),
         visibility: job.visibility(),
@@ -479,15 +480,6 @@ pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
             gpu_idle: false,
         }),
     })
-}
-
-/// Five random lowercase letters and digits that make a job id unique among
-/// jobs of the same name.
-fn random_suffix() -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut bytes = [0u8; 5];
-    getrandom::fill(&mut bytes).expect("the operating system has no random source");
-    bytes.iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
 }
 
 #[cfg(test)]

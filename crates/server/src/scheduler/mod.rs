@@ -32,7 +32,7 @@ use crate::error::{AppError, AppResult};
 use crate::executor::{Executor, HostMessage, JobLaunch, Placement, PullCredential, RunOutcome, StopReason};
 use crate::logs::LogStore;
 use crate::spec::ResolvedSpec;
-use crate::store::{EventRow, JobRow, JobRuntime, Store};
+use crate::store::{EventRow, JobRow, JobRuntime, Store, StoreError};
 
 /// A job a user asked for, checked and resolved by the handler; the
 /// scheduler gives it its first state and stores it.
@@ -122,6 +122,38 @@ fn event(job_id: &str, kind: EventType, reason: &str, message: impl Into<String>
         regarding_name: job_id.to_string(),
         time: crate::now_millis(),
     }
+}
+
+/// How many suffixes a new job's id may draw before its creation fails.
+const ID_DRAWS: usize = 8;
+
+/// Stores a new job as `<name>-<suffix>`, drawing another suffix while that
+/// id is taken: jobs of one name share the name part, and among thousands
+/// of them two five-character suffixes do meet (a benchmark of 100,000 jobs
+/// hit one), which must not fail a creation.
+async fn insert_new_job(
+    store: &Store,
+    mut row: JobRow,
+    events: impl Fn(&str) -> Vec<EventRow>,
+    mut suffix: impl FnMut() -> AppResult<String>,
+) -> AppResult<JobRow> {
+    for _ in 0..ID_DRAWS {
+        row.id = format!("{}-{}", row.name, suffix()?);
+        match store.insert_job(row.clone(), events(&row.id)).await {
+            Ok(()) => return Ok(row),
+            Err(StoreError::DuplicateJob(_)) => continue,
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(AppError::internal(format!("no free id for a job named '{}' after {ID_DRAWS} draws", row.name)))
+}
+
+/// Five random lowercase letters and digits, as Lepton's job ids end.
+fn random_suffix() -> AppResult<String> {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut bytes = [0u8; 5];
+    getrandom::fill(&mut bytes).map_err(|e| AppError::internal(format!("no random source: {e}")))?;
+    Ok(bytes.iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect())
 }
 
 /// The time `seconds` after the time stamp `at_ms`, in milliseconds. The
@@ -373,11 +405,13 @@ impl Scheduler {
             completed_at: (!queued).then_some(now),
             ..JobRuntime::default()
         };
-        let events = vec![
-            event(&row.id, EventType::Normal, "Created", format!("job created by {by}")),
-            event(&row.id, EventType::Normal, first.reason, first.message),
-        ];
-        self.store.insert_job(row.clone(), events).await?;
+        let events = |id: &str| {
+            vec![
+                event(id, EventType::Normal, "Created", format!("job created by {by}")),
+                event(id, EventType::Normal, first.reason, first.message.clone()),
+            ]
+        };
+        let row = insert_new_job(&self.store, row, events, random_suffix).await?;
         if queued {
             self.jobs.insert(row.id.clone(), Active { row: row.clone(), spec, resolved });
             self.dirty = true;
@@ -1052,6 +1086,26 @@ mod tests {
         for (others, expected) in cases {
             assert_eq!(name_jobs(&me, &others), expected);
         }
+    }
+
+    #[tokio::test]
+    async fn a_taken_id_draws_another_suffix_and_endless_clashes_fail_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
+        let new = || JobRow { name: "train".into(), ..JobRow::default() };
+        let events = |id: &str| vec![event(id, EventType::Normal, "Created", "created")];
+        let script = |suffixes: &'static [&'static str]| {
+            let mut next = suffixes.iter().cycle();
+            move || Ok(next.next().unwrap().to_string())
+        };
+        let first = insert_new_job(&store, new(), events, script(&["aaaaa"])).await.unwrap();
+        assert_eq!(first.id, "train-aaaaa");
+        let second = insert_new_job(&store, new(), events, script(&["aaaaa", "bbbbb"])).await.unwrap();
+        assert_eq!(second.id, "train-bbbbb");
+        assert_eq!(store.events_of("train-bbbbb".into()).await.unwrap().len(), 1);
+        let error = insert_new_job(&store, new(), events, script(&["aaaaa", "bbbbb"])).await.unwrap_err();
+        assert!(matches!(error, AppError::Internal(_)), "{error:?}");
+        assert_eq!(random_suffix().unwrap().len(), 5);
     }
 
     #[test]
