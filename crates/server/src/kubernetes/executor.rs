@@ -921,7 +921,7 @@ impl Controller {
             self.on_pod(&pod, false).await;
         }
         let mut events: Vec<Event> = self.events.values().map(|(e, _)| e.clone()).collect();
-        events.sort_by_key(|e| e.metadata.resource_version.clone().and_then(|v| v.parse::<u64>().ok()));
+        events.sort_by_key(status::event_order);
         for event in events {
             self.on_event(&event).await;
         }
@@ -1487,7 +1487,7 @@ impl Controller {
             })
             .cloned()
             .collect();
-        events.sort_by_key(|e| e.metadata.resource_version.clone().and_then(|v| v.parse::<u64>().ok()));
+        events.sort_by_key(status::event_order);
         for event in events {
             self.on_event(&event).await;
         }

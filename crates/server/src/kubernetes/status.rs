@@ -365,6 +365,22 @@ pub fn stuck_failure(attempt: &PodAttempt) -> Option<RunFailure> {
 
 /// A Kubernetes event as a job event; `replica_of` names the replica of a
 /// pod (its attempt's replica id) so events point at replicas, not pods.
+/// The order events are replayed in: when each first happened, then its
+/// name. Not by `resourceVersion`, which Kubernetes documents as opaque (it
+/// is not a number clients may compare), and which orders writes to the
+/// event object, not occurrences.
+pub fn event_order(event: &Event) -> (i64, String) {
+    let first = event
+        .event_time
+        .as_ref()
+        .map(|t| t.0)
+        .or_else(|| event.first_timestamp.as_ref().map(|t| t.0))
+        .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0))
+        .map(|t| t.as_millisecond())
+        .unwrap_or(0);
+    (first, event.metadata.name.clone().unwrap_or_default())
+}
+
 pub fn job_event(event: &Event, replica_of: impl Fn(&str) -> Option<String>) -> JobEvent {
     let involved = &event.involved_object;
     let kind = involved.kind.clone().unwrap_or_default();

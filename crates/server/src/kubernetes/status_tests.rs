@@ -311,3 +311,25 @@ fn kubernetes_events_become_job_events() {
     assert_eq!(e.last_observed_time, "2026-01-10T10:09:00Z");
     assert_eq!(e.regarding.as_ref().unwrap().kind, "Job");
 }
+
+#[test]
+fn events_replay_in_the_order_they_happened_whatever_their_resource_versions() {
+    let event = |name: &str, version: &str, time: serde_json::Value| -> Event {
+        let mut value = json!({
+            "metadata": {"name": name, "resourceVersion": version},
+            "involvedObject": {"kind": "Pod", "name": "p"},
+        });
+        value.as_object_mut().unwrap().extend(time.as_object().unwrap().clone());
+        serde_json::from_value(value).unwrap()
+    };
+    let mut events = [
+        // Opaque versions that sort the wrong way as numbers or as text.
+        event("pulled", "9", json!({"firstTimestamp": "2026-01-10T10:00:05Z"})),
+        event("scheduled", "10", json!({"eventTime": "2026-01-10T10:00:01.500000Z"})),
+        event("started", "abc", json!({"firstTimestamp": "2026-01-10T10:00:07Z"})),
+        event("created", "8", json!({"firstTimestamp": "2026-01-10T10:00:07Z"})),
+    ];
+    events.sort_by_key(event_order);
+    let names: Vec<&str> = events.iter().map(|e| e.metadata.name.as_deref().unwrap()).collect();
+    assert_eq!(names, ["scheduled", "pulled", "created", "started"]);
+}
