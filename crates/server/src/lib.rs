@@ -64,7 +64,9 @@ impl AppState {
         // The executor the config names: the one place that knows them all.
         let executor: Arc<dyn executor::Executor> = match config.executor.kind {
             config::ExecutorKind::Local => Arc::new(executor::local::LocalExecutor::new(host, &config)),
-            config::ExecutorKind::Kubernetes => Arc::new(kubernetes::KubernetesExecutor::from_config(&config, host)?),
+            config::ExecutorKind::Kubernetes => {
+                Arc::new(kubernetes::KubernetesExecutor::connect(config.clone(), host).await?)
+            }
             config::ExecutorKind::Slurm => Arc::new(slurm::SlurmExecutor::from_config(&config, host)?),
         };
         for note in executor.notes() {

@@ -925,7 +925,7 @@ async fn a_kubeconfig_file_and_context_point_the_executor_at_a_cluster() {
         &format!("kubeconfig = \"{}\"\ncontext = \"fake\"", kubeconfig.display()),
     );
     let config = Config::from_toml(&text, h._dir.path(), &machine).unwrap();
-    let executor = KubernetesExecutor::from_config(&config, h.host.clone()).unwrap();
+    let executor = KubernetesExecutor::connect(Arc::new(config), h.host.clone()).await.unwrap();
     assert_eq!(executor.namespace(), NAMESPACE);
     let spec = spec(json!({}));
     h.store_job(&spec).await;
@@ -938,12 +938,12 @@ async fn a_kubeconfig_file_and_context_point_the_executor_at_a_cluster() {
     let missing =
         config_text("").replace(&format!("namespace = \"{NAMESPACE}\""), "kubeconfig = \"/nonexistent/kubeconfig\"");
     let config = Config::from_toml(&missing, h._dir.path(), &machine).unwrap();
-    let error = KubernetesExecutor::from_config(&config, h.host.clone()).err().unwrap();
+    let error = KubernetesExecutor::connect(Arc::new(config), h.host.clone()).await.err().unwrap();
     assert!(error.contains("cannot read the kubeconfig /nonexistent/kubeconfig"), "{error}");
     // So is a setting the executor does not know.
     let typo = config_text("namespce = \"x\"");
     let config = Config::from_toml(&typo, h._dir.path(), &machine).unwrap();
-    let error = KubernetesExecutor::from_config(&config, h.host.clone()).err().unwrap();
+    let error = KubernetesExecutor::connect(Arc::new(config), h.host.clone()).await.err().unwrap();
     assert!(error.contains("namespce"), "{error}");
 }
 

@@ -131,25 +131,6 @@ impl KubernetesExecutor {
         Self::with_kube_config(kube_config, settings, config, host)
     }
 
-    /// [`Self::connect`] for callers that are not async (the executor
-    /// factory): the cluster configuration is read on a thread of its own;
-    /// the controller starts on the caller's Tokio runtime, which must be
-    /// running.
-    pub fn from_config(config: &Config, host: ExecutorHost) -> Result<Self, String> {
-        let settings = KubernetesSettings::from_table(&config.executor.kubernetes)?;
-        let for_loading = settings.clone();
-        let kube_config = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start a runtime to read the cluster configuration: {e}"))?
-                .block_on(kube_config(&for_loading))
-        })
-        .join()
-        .map_err(|_| "reading the cluster configuration panicked".to_string())??;
-        Self::with_kube_config(kube_config, settings, Arc::new(config.clone()), host)
-    }
-
     /// Uses an explicit kube-rs configuration (tests point it at a fake API
     /// server). Starts the controller on the current Tokio runtime.
     pub fn with_kube_config(
