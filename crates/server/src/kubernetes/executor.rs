@@ -772,10 +772,10 @@ impl Controller {
         // controller keeps those about its own objects (docs/kubernetes.md,
         // "Replicas, readiness and events").
         let events_about = |kind: &str| Selector { labels: None, fields: Some(format!("involvedObject.kind={kind}")) };
-        let (job_tx, mut job_rx) = mpsc::unbounded_channel();
-        let (pod_tx, mut pod_rx) = mpsc::unbounded_channel();
-        let (job_event_tx, mut job_event_rx) = mpsc::unbounded_channel();
-        let (pod_event_tx, mut pod_event_rx) = mpsc::unbounded_channel();
+        let (job_tx, mut job_rx) = mpsc::channel(watch::BUFFER);
+        let (pod_tx, mut pod_rx) = mpsc::channel(watch::BUFFER);
+        let (job_event_tx, mut job_event_rx) = mpsc::channel(watch::BUFFER);
+        let (pod_event_tx, mut pod_event_rx) = mpsc::channel(watch::BUFFER);
         let watchers = [
             tokio::spawn(watch::run(self.shared.jobs(), managed.clone(), job_tx, "jobs")),
             tokio::spawn(watch::run(self.shared.pods(), managed, pod_tx, "pods")),

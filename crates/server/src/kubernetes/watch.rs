@@ -64,9 +64,15 @@ impl Selector {
     }
 }
 
+/// How many changes a watch may be ahead of the controller. When the
+/// controller falls behind, the watch stops reading its stream (the API
+/// server holds the rest, or ends the watch and it lists again) instead of
+/// queueing changes in memory without end.
+pub const BUFFER: usize = 64;
+
 /// Watches the objects `api` sees that match `selector`, sending every
 /// change to `tx`, until `tx` is closed.
-pub async fn run<K>(api: Api<K>, selector: Selector, tx: mpsc::UnboundedSender<Change<K>>, what: &'static str)
+pub async fn run<K>(api: Api<K>, selector: Selector, tx: mpsc::Sender<Change<K>>, what: &'static str)
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
 {
@@ -79,7 +85,7 @@ where
             Ok(list) => {
                 backoff = Duration::from_millis(250);
                 let version = list.metadata.resource_version.clone().unwrap_or_default();
-                if tx.send(Change::Listed(list.items)).is_err() {
+                if tx.send(Change::Listed(list.items)).await.is_err() {
                     return;
                 }
                 version
@@ -104,18 +110,18 @@ where
             futures_util::pin_mut!(stream);
             let opened = std::time::Instant::now();
             while let Some(event) = stream.next().await {
-                let sent = match event {
+                let change = match event {
                     Ok(WatchEvent::Added(object)) | Ok(WatchEvent::Modified(object)) => {
                         version = object.meta().resource_version.clone().unwrap_or(version);
-                        tx.send(Change::Applied(object))
+                        Change::Applied(object)
                     }
                     Ok(WatchEvent::Deleted(object)) => {
                         version = object.meta().resource_version.clone().unwrap_or(version);
-                        tx.send(Change::Deleted(object))
+                        Change::Deleted(object)
                     }
                     Ok(WatchEvent::Bookmark(bookmark)) => {
                         version = bookmark.metadata.resource_version;
-                        Ok(())
+                        continue;
                     }
                     Ok(WatchEvent::Error(status)) => {
                         if status.code != 410 {
@@ -129,7 +135,7 @@ where
                         break;
                     }
                 };
-                if sent.is_err() {
+                if tx.send(change).await.is_err() {
                     return;
                 }
             }
