@@ -125,13 +125,12 @@ fn excerpt(logs: &LogStore, job_id: &str, row: &ReplicaRow, finding: Option<&Fin
     })
 }
 
-/// The last "waiting for capacity" message the scheduler recorded.
+/// The last "waiting for capacity" message the scheduler recorded. Events
+/// come newest first, in the order they were recorded: the scheduler often
+/// queues a job and says what it waits for within one millisecond, so their
+/// times cannot tell which came last.
 fn last_capacity_message(events: &[StoredEvent]) -> Option<String> {
-    events
-        .iter()
-        .filter(|e| e.reason == "NoCapacity" || e.reason == "Queued")
-        .max_by_key(|e| e.last_time)
-        .map(|e| e.message.clone())
+    events.iter().find(|e| e.reason == "NoCapacity" || e.reason == "Queued").map(|e| e.message.clone())
 }
 
 fn quote(text: &str) -> String {
@@ -493,16 +492,21 @@ mod tests {
         assert_eq!(deadline.log_streams[0].lines.first().map(|l| l.line), Some(26));
         assert_eq!(deadline.log_streams[0].error_line, 40);
 
-        let events = vec![StoredEvent {
+        // Newest first, as the store gives them; both within one millisecond.
+        let scheduler_said = |reason: &str, message: &str| StoredEvent {
             kind: jobdeck_api::EventType::Normal,
-            reason: "NoCapacity".into(),
-            message: "waiting for capacity: needs 8 GPUs, 0 free in group local".into(),
+            reason: reason.into(),
+            message: message.into(),
             regarding_kind: "Job".into(),
             regarding_name: "job-1".into(),
             count: 1,
-            first_time: 1,
+            first_time: 2,
             last_time: 2,
-        }];
+        };
+        let events = vec![
+            scheduler_said("NoCapacity", "waiting for capacity: needs 8 GPUs, 0 free in group local"),
+            scheduler_said("Queued", "waiting for the scheduler in node group(s) local"),
+        ];
         let queued = analyse(&facts(JobState::Failed, "MaxQueuedDurationExceeded"), &[], &events, &logs);
         assert_eq!(queued.err_class, "ERR_QUEUE_TIMEOUT");
         assert!(queued.summary.contains("needs 8 GPUs"), "{}", queued.summary);

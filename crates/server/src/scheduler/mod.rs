@@ -324,14 +324,22 @@ impl Scheduler {
                     break;
                 }
             }
+            // A job is considered for placement before its queue deadline is
+            // judged, so even one whose deadline passed while the scheduler
+            // was busy gets its chance and says what it waited for.
+            self.schedule_if_changed().await;
             if let Err(e) = self.timers().await {
                 tracing::error!(error = ?e, "scheduler timers failed");
             }
-            if self.dirty {
-                self.dirty = false;
-                if let Err(e) = self.schedule().await {
-                    tracing::error!(error = ?e, "scheduling pass failed");
-                }
+            self.schedule_if_changed().await;
+        }
+    }
+
+    async fn schedule_if_changed(&mut self) {
+        if self.dirty {
+            self.dirty = false;
+            if let Err(e) = self.schedule().await {
+                tracing::error!(error = ?e, "scheduling pass failed");
             }
         }
     }
