@@ -27,22 +27,30 @@ features=(--enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-e
   --enable-mutable-globals --enable-reference-types --enable-multivalue)
 hash16() { sha256sum "$1" | cut -c1-16; }
 # wasm-opt warns about every module's name subsection it does not know (the
-# split step's); those warnings say nothing, anything else is shown.
+# split step's); those warnings say nothing, anything else is shown. With
+# JOBDECK_CONSOLE_NAMED_DIR set (bench/console-size.sh --report), each module
+# is also written there as `$3.wasm`, optimized the same way but keeping its
+# function names, for the size report.
 optimize() {
   local out
   out="$(wasm-opt -Oz "${features[@]}" "$1" -o "$2" 2>&1)" || { echo "$out" >&2; return 1; }
   grep -v "unknown name subsection" <<<"$out" >&2 || true
+  if [ -n "${JOBDECK_CONSOLE_NAMED_DIR:-}" ]; then
+    mkdir -p "$JOBDECK_CONSOLE_NAMED_DIR"
+    wasm-opt -Oz -g "${features[@]}" "$1" -o "$JOBDECK_CONSOLE_NAMED_DIR/$3.wasm" 2>/dev/null
+  fi
 }
 
 wasm-split-cli "$input" "$work/split" --out-name "$stem"
 wasm-bindgen --target web --no-typescript --keep-lld-exports --out-dir "$work/glue" --out-name "$stem" "$work/split/$stem.wasm"
-optimize "$work/glue/${stem}_bg.wasm" "$staging/${stem}_bg.wasm"
+[ -n "${JOBDECK_CONSOLE_NAMED_DIR:-}" ] && rm -rf "$JOBDECK_CONSOLE_NAMED_DIR"
+optimize "$work/glue/${stem}_bg.wasm" "$staging/${stem}_bg.wasm" "${stem%-*}_bg"
 
 loader="$work/split/__wasm_split.js"
 for module in "$work/split"/*.wasm; do
   name="$(basename "$module" .wasm)"
   [ "$name" = "$stem" ] && continue
-  optimize "$module" "$work/$name.wasm"
+  optimize "$module" "$work/$name.wasm" "$name"
   hashed="$name-$(hash16 "$work/$name.wasm").wasm"
   mv "$work/$name.wasm" "$staging/$hashed"
   sed -i "s|\"./$name.wasm\"|\"./$hashed\"|" "$loader"
