@@ -12,9 +12,33 @@
 //! already forgotten (after `MinJobAge`).
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 
 use super::settings::SlurmSettings;
+
+/// Why a Slurm tool gave no answer. The messages end up in job events and
+/// replica reasons, so each one says the cause in full, its source included.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("cannot run {tool}: {source}")]
+    Spawn { tool: String, source: std::io::Error },
+    #[error("cannot write to {tool}: {source}")]
+    Stdin { tool: String, source: std::io::Error },
+    #[error("{tool} failed: {source}")]
+    Wait { tool: String, source: std::io::Error },
+    /// The tool ran and refused; `said` is its standard error, one line.
+    #[error("{tool} {status}: {said}")]
+    Refused { tool: String, status: ExitStatus, said: String },
+    #[error("sbatch answered '{0}', not a job id")]
+    NotAJobId(String),
+}
+
+impl ToolError {
+    /// Whether `scontrol` said it knows no such job.
+    fn is_unknown_job(&self) -> bool {
+        matches!(self, ToolError::Refused { said, .. } if said.contains("Invalid job id"))
+    }
+}
 
 /// One array task (or the pending rest of an array) as `scontrol show job
 /// -o` describes it.
@@ -175,7 +199,7 @@ impl SlurmTools {
         args: &[String],
         extra_env: &[(String, String)],
         stdin: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, ToolError> {
         let mut command = tokio::process::Command::new(self.settings.command(tool));
         command
             .args(args)
@@ -188,18 +212,18 @@ impl SlurmTools {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|e| format!("cannot run {tool}: {e}"))?;
+        let mut child = command.spawn().map_err(|source| ToolError::Spawn { tool: tool.into(), source })?;
         if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
             use tokio::io::AsyncWriteExt;
-            pipe.write_all(text.as_bytes()).await.map_err(|e| format!("cannot write to {tool}: {e}"))?;
+            pipe.write_all(text.as_bytes()).await.map_err(|source| ToolError::Stdin { tool: tool.into(), source })?;
         }
-        let out = child.wait_with_output().await.map_err(|e| format!("{tool} failed: {e}"))?;
+        let out = child.wait_with_output().await.map_err(|source| ToolError::Wait { tool: tool.into(), source })?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            let words = stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" / ");
-            Err(format!("{tool} {}: {words}", out.status))
+            let said = stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" / ");
+            Err(ToolError::Refused { tool: tool.into(), status: out.status, said })
         }
     }
 
@@ -211,30 +235,30 @@ impl SlurmTools {
         script: &str,
         env: &[(String, String)],
         workdir: &Path,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, ToolError> {
         let mut args: Vec<String> = vec!["--parsable".into(), format!("--chdir={}", workdir.display())];
         args.extend(options.iter().cloned());
         let out = self.run("sbatch", &args, env, Some(script)).await?;
         let id = out.trim().split(';').next().unwrap_or("");
-        id.parse().map_err(|_| format!("sbatch answered '{}', not a job id", out.trim()))
+        id.parse().map_err(|_| ToolError::NotAJobId(out.trim().to_string()))
     }
 
     /// Every task of the array `array_job_id` Slurm still knows; `None`
     /// when it knows none (it forgot the job, after `MinJobAge`).
-    pub async fn show(&self, array_job_id: u64) -> Result<Option<Vec<TaskState>>, String> {
+    pub async fn show(&self, array_job_id: u64) -> Result<Option<Vec<TaskState>>, ToolError> {
         match self
             .run("scontrol", &["show".into(), "job".into(), "-o".into(), array_job_id.to_string()], &[], None)
             .await
         {
             Ok(text) => Ok(Some(parse_show_job(&text))),
-            Err(e) if e.contains("Invalid job id") => Ok(None),
+            Err(e) if e.is_unknown_job() => Ok(None),
             Err(e) => Err(e),
         }
     }
 
     /// The array job ids of submissions named `name` whose comment is
     /// `comment` (a submission whose id a crash kept from being stored).
-    pub async fn find(&self, name: &str, comment: &str) -> Result<Vec<u64>, String> {
+    pub async fn find(&self, name: &str, comment: &str) -> Result<Vec<u64>, ToolError> {
         let args: Vec<String> =
             ["-h", "-t", "all", "--name", name, "-o", "%F|%k"].iter().map(|s| s.to_string()).collect();
         let text = self.run("squeue", &args, &[], None).await?;
@@ -250,7 +274,7 @@ impl SlurmTools {
     }
 
     /// Cancels jobs (array job ids, or `<array>_<task>`).
-    pub async fn cancel(&self, ids: &[String]) -> Result<(), String> {
+    pub async fn cancel(&self, ids: &[String]) -> Result<(), ToolError> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -258,7 +282,7 @@ impl SlurmTools {
     }
 
     /// Cancels every job of a Jobdeck job by its name.
-    pub async fn cancel_named(&self, name: &str) -> Result<(), String> {
+    pub async fn cancel_named(&self, name: &str) -> Result<(), ToolError> {
         self.run("scancel", &[format!("--name={name}")], &[], None).await.map(|_| ())
     }
 }
@@ -266,6 +290,61 @@ impl SlurmTools {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tools_in(dir: &Path) -> SlurmTools {
+        let settings = SlurmSettings { bin_dir: Some(dir.to_path_buf()), ..SlurmSettings::default() };
+        SlurmTools::new(settings, vec![("PATH".into(), "/usr/bin:/bin".into())])
+    }
+
+    /// Puts a stand-in for `tool` into `dir` that says `stderr` and exits
+    /// with `code`, as the real tool does (tests/slurm.rs runs the real
+    /// ones against a cluster).
+    fn stand_in(dir: &Path, tool: &str, stderr: &str, code: i32) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(tool);
+        std::fs::write(&path, format!("#!/bin/sh\necho '{stderr}' >&2\nexit {code}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_tool_that_cannot_start_is_named_with_its_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = tools_in(dir.path()).show(7).await.unwrap_err();
+        assert!(
+            matches!(&error, ToolError::Spawn { tool, source } if tool == "scontrol"
+            && source.kind() == std::io::ErrorKind::NotFound),
+            "{error:?}"
+        );
+        assert!(std::error::Error::source(&error).is_some());
+        assert!(error.to_string().starts_with("cannot run scontrol: "), "{error}");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_job_is_none_and_other_refusals_say_what_the_tool_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = tools_in(dir.path());
+        // scontrol's own words for a job it has forgotten (Slurm 22–24).
+        stand_in(dir.path(), "scontrol", "slurm_load_jobs error: Invalid job id specified", 1);
+        assert_eq!(tools.show(7).await.unwrap(), None);
+        stand_in(dir.path(), "scontrol", "slurm_load_jobs error: Unable to contact slurm controller", 1);
+        let error = tools.show(7).await.unwrap_err();
+        assert!(matches!(error, ToolError::Refused { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "scontrol exit status: 1: slurm_load_jobs error: Unable to contact slurm controller"
+        );
+        stand_in(
+            dir.path(),
+            "sbatch",
+            "sbatch: error: Batch job submission failed: Invalid partition name specified",
+            1,
+        );
+        let error = tools.submit(&["--partition=gpu".into()], "#!/bin/sh\n", &[], dir.path()).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "sbatch exit status: 1: sbatch: error: Batch job submission failed: Invalid partition name specified"
+        );
+    }
 
     #[test]
     fn scontrol_lines_become_tasks() {

@@ -492,7 +492,9 @@ impl Controller {
             })
         });
         let submitted = match rendered {
-            Ok(sub) => self.shared.tools.submit(&sub.options, &sub.script, &sub.env, &job_dir).await,
+            Ok(sub) => {
+                self.shared.tools.submit(&sub.options, &sub.script, &sub.env, &job_dir).await.map_err(|e| e.to_string())
+            }
             Err(e) => Err(e),
         };
         match submitted {
