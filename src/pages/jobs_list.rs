@@ -297,7 +297,9 @@ pub fn job_cells(job: &LeptonJob, now: i64) -> Vec<Cell> {
             // have sat idle for ten minutes.
             note: match (status.gpu_utilization, status.gpu_idle) {
                 (Some(_), true) => "GPU idle".to_string(),
-                (Some(utilization), false) => format!("GPU {utilization:.0} %"),
+                // Rounded as an integer: formatting a float would bring
+                // core's float printing (about 10 KB) into the list's download.
+                (Some(utilization), false) => format!("GPU {} %", utilization.round() as i64),
                 (None, _) => status.reason.unwrap_or_default(),
             },
         },
@@ -517,6 +519,7 @@ mod tests {
             }
         };
         assert_eq!(note(Some(87.4), false), "GPU 87 %");
+        assert_eq!(note(Some(99.6), false), "GPU 100 %");
         assert_eq!(note(Some(1.0), true), "GPU idle");
         assert_eq!(note(None, false), "Running");
     }

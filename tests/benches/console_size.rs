@@ -55,6 +55,7 @@ fn main() {
         Some(&json!({"metadata": {"name": "sized"}, "spec": {"container": {"image": "busybox", "command": ["echo", "hi"]}}})),
     );
     let id = job["metadata"]["id"].as_str().unwrap().to_string();
+    wait_for_precompression(&server);
     server.wait_for_state(&server.admin_token, &id, "Completed");
     let routes: [(&str, String, &str); 6] = [
         ("sign-in", "/login".into(), "form button[type=submit]"),
@@ -157,6 +158,31 @@ fn main() {
             over.join(", ")
         );
         std::process::exit(1);
+    }
+}
+
+/// Waits until the server sends every console file precompressed. It
+/// compresses them in the background after it starts (seconds at brotli's
+/// best quality) and compresses on the fly at a lower quality until then,
+/// which is not what a visitor of a running server gets. A precompressed
+/// answer has a known length; an on-the-fly one is streamed without one.
+fn wait_for_precompression(server: &Server) {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let files: Vec<String> = std::fs::read_dir(jobdeck_e2e::console_dir())
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".wasm") || name.ends_with(".js"))
+        .collect();
+    for file in files {
+        let url = format!("{}/{file}", server.base_url);
+        loop {
+            let response = agent.get(&url).header("Accept-Encoding", "br").call().unwrap();
+            let headers = response.headers();
+            if headers.get("content-encoding").is_some_and(|v| v == "br") && headers.get("content-length").is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     }
 }
 
