@@ -213,11 +213,22 @@ impl SlurmTools {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         let mut child = command.spawn().map_err(|source| ToolError::Spawn { tool: tool.into(), source })?;
+        let mut written = Ok(());
         if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
             use tokio::io::AsyncWriteExt;
-            pipe.write_all(text.as_bytes()).await.map_err(|source| ToolError::Stdin { tool: tool.into(), source })?;
+            written = pipe.write_all(text.as_bytes()).await;
         }
         let out = child.wait_with_output().await.map_err(|source| ToolError::Wait { tool: tool.into(), source })?;
+        // A tool that refuses its options may exit before reading its input:
+        // the pipe then breaks, and its exit status and words say why. Only
+        // a tool that succeeded without its whole input, or a write that
+        // failed otherwise, is a failure to give it the input.
+        match written {
+            Err(source) if source.kind() != std::io::ErrorKind::BrokenPipe || out.status.success() => {
+                return Err(ToolError::Stdin { tool: tool.into(), source });
+            }
+            _ => {}
+        }
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
