@@ -14,11 +14,15 @@ pub type FieldErrors = BTreeMap<String, Vec<String>>;
 /// `fields` is present on validation failures and maps each offending field
 /// path to one message per broken rule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApiError {
     pub code: String,
     pub message: String,
+    /// Messages by field path, such as `spec.envs[2].name`. Written as the
+    /// map it is rather than as `FieldErrors`, so the OpenAPI schema shows
+    /// the map instead of naming the alias.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fields: Option<FieldErrors>,
+    pub fields: Option<BTreeMap<String, Vec<String>>>,
 }
 
 impl ApiError {

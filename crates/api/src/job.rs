@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 /// Who may see a resource. The default is public, as in Lepton: only a job
 /// explicitly set to private is restricted to its creator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Visibility {
     /// The whole workspace.
@@ -43,6 +44,7 @@ impl Visibility {
 
 /// `metadata` of a Lepton resource (`httptypes.MetadataV2`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Metadata {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,6 +84,7 @@ pub struct Metadata {
 
 /// Where a job may be scheduled (`LeptonResourceAffinity`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Affinity {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,6 +97,7 @@ pub struct Affinity {
 
 /// One container port (`ContainerPort`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ContainerPort {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,6 +123,7 @@ pub struct ContainerPort {
 
 /// The container of a job (`LeptonContainer`) plus registry extensions.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Container {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,11 +142,13 @@ pub struct Container {
     /// Extension: private registry password. Write-only: the server never
     /// returns it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(write_only))]
     pub registry_password: Option<String>,
 }
 
 /// Where an environment variable's value comes from (`EnvValue`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EnvValue {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,6 +157,7 @@ pub struct EnvValue {
 
 /// One environment variable (`EnvVar`): a literal value or a secret reference.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EnvVar {
     pub name: String,
@@ -161,6 +169,7 @@ pub struct EnvVar {
 
 /// Options of a storage mount (`MountOptions`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MountOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,6 +181,7 @@ pub struct MountOptions {
 /// One storage mount (`Mount`): `from` a volume, `path` inside it, at
 /// `mount_path` in the container.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Mount {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -185,6 +195,7 @@ pub struct Mount {
 
 /// Log settings (`LeptonLog`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LogConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -196,6 +207,7 @@ pub struct LogConfig {
 
 /// Queue settings (`QueueConfig`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct QueueConfig {
     /// `low-1000` … `high-9000`.
@@ -209,6 +221,7 @@ pub struct QueueConfig {
 
 /// One way an object-storage data source is attached (`DataSourceAttachment`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DataSourceAttachment {
     /// `object` or `object.aistore`.
@@ -223,6 +236,7 @@ pub struct DataSourceAttachment {
 /// An object-storage data source attached to a job (`StorageAttachment`).
 /// Jobdeck has no data sources: a job that asks for one is rejected.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct StorageAttachment {
     pub data_source_name: String,
@@ -232,6 +246,7 @@ pub struct StorageAttachment {
 /// Who the container runs as (`LeptonUserSecurityContext`). Jobdeck does not
 /// run privileged containers: `privileged: true` is rejected.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct UserSecurityContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -242,6 +257,7 @@ pub struct UserSecurityContext {
 
 /// Metrics settings (`LeptonMetrics`); stored, not acted upon.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Metrics {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -251,6 +267,7 @@ pub struct Metrics {
 /// Reserved capacity to run in (`ReservationConfig`). Jobdeck has no
 /// reservations: a job naming one is rejected.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReservationConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -261,6 +278,7 @@ pub struct ReservationConfig {
 
 /// When a job may start (`LeptonJobTimeSchedule`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TimeSchedule {
     /// Unix time in seconds.
@@ -271,6 +289,7 @@ pub struct TimeSchedule {
 /// Workers per NVLink domain (`LeptonJobSegmentConfig`); a placement hint
 /// Jobdeck stores but does not act upon.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SegmentConfig {
     pub count_per_segment: i64,
@@ -278,6 +297,7 @@ pub struct SegmentConfig {
 
 /// The desired state of a job (`LeptonJobUserSpec`) plus extensions.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -357,6 +377,7 @@ pub struct JobSpec {
 
 /// Job states, as Lepton names them. The default is where a new job begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum JobState {
     Starting,
     Running,
@@ -441,6 +462,7 @@ impl std::fmt::Display for JobState {
 /// client sends here is ignored, so unknown fields (such as Lepton's
 /// `job_history`, which Jobdeck does not keep) are tolerated.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_name: Option<String>,
@@ -478,6 +500,7 @@ pub struct JobStatus {
 
 /// A job: `metadata` + `spec` + `status` (`LeptonJob`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LeptonJob {
     pub metadata: Metadata,
@@ -500,6 +523,7 @@ impl LeptonJob {
 
 /// The body of `GET /jobs`: Lepton clients read `jobs`; the rest is paging.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobList {
     pub jobs: Vec<LeptonJob>,
     /// Extension: how many jobs match the filters over all pages.

@@ -13,6 +13,7 @@ fn is_false(b: &bool) -> bool {
 
 /// One stored log line.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogLine {
     /// 1-based line number within the attempt's log.
     pub line: u64,
@@ -28,6 +29,7 @@ pub struct LogLine {
 
 /// The answer to a line-range request (`from`, `to`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogRange {
     /// How many lines the log holds now.
     pub total_lines: u64,
@@ -40,6 +42,7 @@ pub struct LogRange {
 
 /// The answer to a search (`search`, `regex`, `ignore_case`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogSearch {
     /// How many lines were searched (the log's length when the search ran).
     pub total_lines: u64,
@@ -48,4 +51,56 @@ pub struct LogSearch {
     /// More lines matched than `limit`; `matches` holds the first ones.
     #[serde(default, skip_serializing_if = "is_false")]
     pub truncated: bool,
+}
+
+/// The answer of Lepton's log query (`GET /logs`), in the shape of Loki's
+/// query API that Lepton serves: one stream per replica attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogQueryResult {
+    pub status: LogQueryStatus,
+    pub data: LogQueryData,
+}
+
+/// Always `success`: a query that fails answers an error instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum LogQueryStatus {
+    Success,
+}
+
+/// The streams found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogQueryData {
+    #[serde(rename = "resultType")]
+    pub result_type: LogQueryResultType,
+    pub result: Vec<LogQueryStream>,
+}
+
+/// Always `streams`: Lepton answers log lines, never metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum LogQueryResultType {
+    Streams,
+}
+
+/// The lines of one replica attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogQueryStream {
+    pub stream: LogQueryLabels,
+    /// `[time in nanoseconds since 1970 as text, line]`, in the query's
+    /// direction.
+    pub values: Vec<(String, String)>,
+}
+
+/// Which job and replica attempt a stream's lines come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogQueryLabels {
+    pub job: String,
+    pub replica: String,
 }

@@ -35,6 +35,7 @@ pub fn series_unit(series: &str) -> &'static str {
 /// first; a point stands for one sample or, in a long run, the mean and peak
 /// of several.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MetricSeries {
     pub name: String,
     pub unit: String,
@@ -43,6 +44,7 @@ pub struct MetricSeries {
 
 /// `GET /jobs/{id}/replicas/{replica}/metrics`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaMetrics {
     pub replica_id: String,
     /// The shape's memory, the limit the memory series is drawn against.
@@ -52,6 +54,7 @@ pub struct ReplicaMetrics {
 
 /// A replica attempt's use now and at its peak, in `GET /jobs/{id}/metrics`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaUse {
     pub replica_id: String,
     pub completion_index: i64,
@@ -72,6 +75,7 @@ pub struct ReplicaUse {
 
 /// `GET /jobs/{id}/metrics`: every attempt that has samples.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobMetrics {
     pub replicas: Vec<ReplicaUse>,
 }

@@ -9,6 +9,7 @@ use crate::{Metadata, Visibility};
 
 /// What a resource shape provides (`ShapeSpec`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ShapeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -39,6 +40,7 @@ pub struct ShapeSpec {
 
 /// A resource shape (`Shape`); its id is `metadata.id`, such as `cpu.small`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Shape {
     pub metadata: Metadata,
     pub spec: ShapeSpec,
@@ -46,6 +48,7 @@ pub struct Shape {
 
 /// Capacity or usage of a node group.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResourceAmounts {
     pub cpu: f64,
     pub memory_in_mb: i64,
@@ -54,6 +57,7 @@ pub struct ResourceAmounts {
 
 /// A node of a node group.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeInfo {
     pub name: String,
     #[serde(default)]
@@ -62,6 +66,7 @@ pub struct NodeInfo {
 
 /// What a node group declares (`DedicatedNodeGroupSpec`, extended).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeGroupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_product: Option<String>,
@@ -81,6 +86,7 @@ pub struct NodeGroupSpec {
 
 /// A volume of a node group (Lepton's `Volume`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeGroupVolume {
     pub name: String,
     /// Lepton's volume kind: `nfs` for a shared directory.
@@ -93,6 +99,7 @@ pub struct NodeGroupVolume {
 /// One path prefix of a volume and who may mount it (Lepton's
 /// `/storage-permission/{volume}`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StoragePermission {
     pub path_prefix: String,
     pub allowed_users: Vec<String>,
@@ -101,6 +108,7 @@ pub struct StoragePermission {
 
 /// What a node group has in use (`DedicatedNodeGroupStatus`, extended).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeGroupStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_nodes: Option<i64>,
@@ -118,6 +126,7 @@ pub struct NodeGroupStatus {
 
 /// A node group (`DedicatedNodeGroup`); its id is `metadata.id`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeGroup {
     pub metadata: Metadata,
     pub spec: NodeGroupSpec,
@@ -128,6 +137,7 @@ pub struct NodeGroup {
 /// `Node`). `lep job create --node-id` reads this list to check the ids it is
 /// given, and `lep node list` sums it into its capacity table.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Node {
     /// `id` and `name` are both the node's name, which is what a job's
     /// `spec.affinity.allowed_nodes_in_node_group` names.
@@ -138,6 +148,7 @@ pub struct Node {
 
 /// What a node is and holds (`NodeSpec`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeSpec {
     /// The node group's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,6 +165,7 @@ pub struct NodeSpec {
 /// A node's capacity (`total`) and what admitted jobs hold of it
 /// (`allocated`), in Lepton's units: CPUs, MiB of memory, GPUs.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeResource {
     #[serde(default)]
     pub cpu: NodeAmount<f64>,
@@ -166,6 +178,7 @@ pub struct NodeResource {
 
 /// One resource of a node: what is allocated of the total.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeAmount<T> {
     pub allocated: T,
     pub total: T,
@@ -173,6 +186,7 @@ pub struct NodeAmount<T> {
 
 /// A node's GPUs (`NodeResourceGPU`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeGpu {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub product: Option<String>,
@@ -182,6 +196,7 @@ pub struct NodeGpu {
 
 /// A node's condition and what runs on it (`NodeStatus`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeStatus {
     /// Conditions; `Ready` for every Jobdeck node (Lepton also has
     /// `NotReady`, `Unhealthy`, …).
@@ -194,6 +209,7 @@ pub struct NodeStatus {
 
 /// A replica running on a node (`NodeResourceWorkload`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeWorkload {
     /// Always `job` here.
     #[serde(rename = "type")]
@@ -216,6 +232,7 @@ pub struct NodeWorkload {
 
 /// Why a replica is not running yet (`ReplicaReadinessIssue`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReadinessIssue {
     /// `InProgress`, `NoCapacity`, `ConfigError`, `Queueing`, …
     pub reason: String,
@@ -224,6 +241,7 @@ pub struct ReadinessIssue {
 
 /// Replica phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ReplicaPhase {
     #[default]
@@ -259,6 +277,7 @@ impl ReplicaPhase {
 
 /// The node a replica runs on (`Node`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaNode {
     pub name: String,
     pub id: String,
@@ -270,6 +289,7 @@ pub struct ReplicaNode {
 /// The observed state of one attempt of one replica (`ReplicaStatus`,
 /// extended with everything the replicas tab shows).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_ip: Option<String>,
@@ -318,6 +338,7 @@ pub struct ReplicaStatus {
 /// One replica attempt (`Replica`): `id` and `metadata.id` name it for the
 /// log endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Replica {
     pub metadata: Metadata,
     pub id: String,
@@ -326,6 +347,7 @@ pub struct Replica {
 
 /// What an event is about (a Kubernetes `ObjectReference` in Lepton).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EventSubject {
     pub kind: String,
     pub name: String,
@@ -333,6 +355,7 @@ pub struct EventSubject {
 
 /// An event's type, as Kubernetes events have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EventType {
     #[default]
     Normal,
@@ -355,6 +378,7 @@ impl EventType {
 
 /// One event (`LeptonEvent`, plus `message`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobEvent {
     #[serde(rename = "type")]
     pub kind: EventType,
@@ -370,6 +394,7 @@ pub struct JobEvent {
 
 /// A node-level event behind a failure (OOM kill, eviction, preemption).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeFailureEvent {
     /// `OOM`, `Evicted`, `Preempted`, …
     pub node_event_name: String,
@@ -390,6 +415,7 @@ pub struct NodeFailureEvent {
 
 /// One log line of an excerpt.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExcerptLine {
     /// 1-based line number in the replica's log.
     pub line: i64,
@@ -398,6 +424,7 @@ pub struct ExcerptLine {
 
 /// The log lines around the first error of one failed replica.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogStream {
     pub replica_id: String,
     pub attempt: i64,
@@ -410,6 +437,7 @@ pub struct LogStream {
 
 /// When each failed replica failed, for the "who failed first" view.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaFailure {
     pub replica_id: String,
     pub completion_index: i64,
@@ -435,6 +463,7 @@ pub struct ReplicaFailure {
 /// One attempt of the analysed run on the failure view's time axis
 /// (extension).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaSpan {
     pub replica_id: String,
     pub completion_index: i64,
@@ -452,6 +481,7 @@ pub struct ReplicaSpan {
 
 /// The body of `GET /jobs/{id}/failure-analysis`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FailureAnalysis {
     /// `ERR_PROGRAM`, `ERR_CUDA_OOM`, `ERR_OOM`, `ERR_NCCL`,
     /// `ERR_IMAGE_PULL`, `ERR_DEADLINE`, `ERR_QUEUE_TIMEOUT`, `ERR_INFRA`,
@@ -485,6 +515,7 @@ pub struct FailureAnalysis {
 /// A replica's memory over time up to its end, for the failure analysis of
 /// an out-of-memory kill.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MemoryCurve {
     pub replica_id: String,
     pub limit_bytes: i64,
@@ -494,9 +525,11 @@ pub struct MemoryCurve {
 
 /// A stored secret (`SecretItem`); `value` is write-only and never returned.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Secret {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(write_only))]
     pub value: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
@@ -510,6 +543,7 @@ pub struct Secret {
 /// credentials a job names in `spec.image_pull_secrets`. `password` is
 /// write-only and never returned.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ImagePullSecret {
     /// `name` (or `id`, which Lepton clients send as well) names it; the
@@ -520,6 +554,7 @@ pub struct ImagePullSecret {
 
 /// The credentials of an [`ImagePullSecret`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ImagePullSecretSpec {
     /// The registry these credentials are for, such as `https://nvcr.io` or
@@ -529,6 +564,7 @@ pub struct ImagePullSecretSpec {
     #[serde(default)]
     pub username: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(write_only))]
     pub password: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// One entry of `supported_shapes` (Lepton's `ResourceShape`): memory in MiB.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkspaceShape {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -22,6 +23,7 @@ pub struct WorkspaceShape {
 
 /// Workload counts (Lepton's `Workloads`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Workloads {
     pub num_deployments: i64,
     pub num_jobs: i64,
@@ -32,6 +34,7 @@ pub struct Workloads {
 
 /// A resource total (Lepton's `TotalResource`): memory in MiB.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TotalResource {
     pub cpu: f64,
     pub memory: i64,
@@ -40,6 +43,7 @@ pub struct TotalResource {
 
 /// Capacity and use over every node group (Lepton's `ResourceQuota`).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResourceQuota {
     pub limit: TotalResource,
     pub used: TotalResource,
@@ -49,6 +53,7 @@ pub struct ResourceQuota {
 /// own rules (`GET /workspace`'s `job_requirements`). The console validates
 /// with it as the server does, so it cannot send what the server refuses.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobRequirements {
     /// Replicas run as plain processes: an empty command (the image's
     /// entrypoint) cannot run.
@@ -74,6 +79,7 @@ pub struct JobRequirements {
 /// The body of `GET /workspace`: Lepton's `WorkspaceInfo` (so `lep` reads it)
 /// plus Jobdeck's extensions.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkspaceInfo {
     pub id: String,
     pub name: String,
@@ -131,6 +137,7 @@ pub struct WorkspaceInfo {
 /// login --workspace-url <url>` reads from the URL it is given, for the name
 /// `lep workspace list` shows.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkspaceRecord {
     pub id: String,
     pub display_name: String,

@@ -25,13 +25,15 @@ use std::collections::BTreeMap;
 use axum::extract::{RawQuery, State};
 use axum::routing::get;
 use axum::Json;
-use serde_json::{json, Value};
 
 use crate::auth::CurrentUser;
 use crate::error::{AppError, AppResult};
 use crate::jobs::{query_pairs, stored_spec, visible_job};
 use crate::logs::{LogReader, LogStore};
 use crate::{now_millis, AppState, Route};
+use jobdeck_api::logs::{
+    LogQueryData, LogQueryLabels, LogQueryResult, LogQueryResultType, LogQueryStatus, LogQueryStream,
+};
 use jobdeck_api::{parse_replica_id, replica_id};
 
 pub fn routes() -> Vec<Route> {
@@ -237,7 +239,7 @@ fn answer(
     attempts: &[(i64, i64)],
     query: &LogQuery,
     range: (i64, i64),
-) -> std::io::Result<Value> {
+) -> std::io::Result<LogQueryResult> {
     let mut all: Vec<(i64, String, String)> = Vec::new();
     for &(index, attempt) in attempts {
         let Some(mut reader) = logs.open(job_id, index, attempt)? else { continue };
@@ -252,22 +254,25 @@ fn answer(
         Direction::Forward => all.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1))),
     }
     all.truncate(query.limit);
-    let mut streams: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut streams: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for (nanos, replica, text) in all {
-        streams.entry(replica).or_default().push(json!([nanos.to_string(), text]));
+        streams.entry(replica).or_default().push((nanos.to_string(), text));
     }
-    let result: Vec<Value> = streams
+    let result = streams
         .into_iter()
-        .map(|(replica, values)| json!({"stream": {"job": job_id, "replica": replica}, "values": values}))
+        .map(|(replica, values)| LogQueryStream { stream: LogQueryLabels { job: job_id.to_string(), replica }, values })
         .collect();
-    Ok(json!({"status": "success", "data": {"resultType": "streams", "result": result}}))
+    Ok(LogQueryResult {
+        status: LogQueryStatus::Success,
+        data: LogQueryData { result_type: LogQueryResultType::Streams, result },
+    })
 }
 
 async fn query_logs(
     State(state): State<AppState>,
     user: CurrentUser,
     RawQuery(raw): RawQuery,
-) -> AppResult<Json<Value>> {
+) -> AppResult<Json<LogQueryResult>> {
     let query = LogQuery::parse(&query_pairs(raw.as_deref()))?;
     // A replica id starts with its job's id, so a query by replica alone
     // finds its job by trying the prefixes before each '-'.

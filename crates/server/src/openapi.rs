@@ -1,41 +1,96 @@
-//! `GET /openapi.json`: the OpenAPI 3 document of the API, written by hand
-//! next to docs/api.md (`openapi.json`) and completed when served with the
-//! rules that live elsewhere: the contract's ranges and name pattern
-//! (`jobdeck_api`), and this server's shapes, node groups, priority classes
-//! and job-name limit. Fuzzers and generated clients so see the rules the
-//! server applies. `tests/openapi.rs` checks that the document lists exactly
-//! the routes the router serves (`crate::api_routes`), with exactly their
-//! methods.
+//! `GET /openapi.json`: the OpenAPI 3.1 document of the API.
+//!
+//! Its schemas are derived from the wire types themselves (utoipa's
+//! `ToSchema`, behind jobdeck-api's `openapi` feature, which only the server
+//! turns on), so they say exactly what the server reads and writes: every
+//! field, which ones are required, the enums, and `additionalProperties:
+//! false` where the contract refuses unknown fields. The operations are
+//! written by hand next to docs/api.md (`openapi_paths.json`) and refer to
+//! those schemas. When served, the document is completed with the rules that
+//! live elsewhere: the contract's ranges and name pattern (`jobdeck_api`),
+//! and this server's shapes, node groups, priority classes and job-name
+//! limit. Fuzzers and generated clients so see the rules the server applies.
+//! `tests/openapi.rs` checks that the document lists exactly the routes the
+//! router serves (`crate::api_routes`), with exactly their methods, and that
+//! every schema it refers to is there.
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch};
+use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
+use jobdeck_api::{
+    ApiError, FailureAnalysis, ImagePullSecret, JobEvent, JobList, LeptonJob, Node, NodeGroup, Replica, Secret, Shape,
+    StoragePermission, WorkspaceInfo,
+};
 use serde_json::{json, Value};
+use utoipa::OpenApi;
 
 use crate::config::Config;
 use crate::{AppState, Route};
 
-/// The document as written.
-pub const OPENAPI_JSON: &str = include_str!("openapi.json");
+/// The operations, written by hand; `components.schemas` comes from
+/// [`WireTypes`].
+pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
+
+/// The wire types the operations answer and accept; utoipa adds every type
+/// they are made of.
+#[derive(OpenApi)]
+#[openapi(components(schemas(
+    ApiError,
+    LeptonJob,
+    JobList,
+    Replica,
+    JobEvent,
+    Shape,
+    NodeGroup,
+    Node,
+    Secret,
+    ImagePullSecret,
+    StoragePermission,
+    WorkspaceInfo,
+    LogRange,
+    LogSearch,
+    LogQueryResult,
+    FailureAnalysis,
+    ReplicaMetrics,
+    JobMetrics,
+)))]
+struct WireTypes;
 
 pub fn routes() -> Vec<Route> {
     vec![("/openapi.json", get(openapi))]
 }
 
+/// The document as derived and written, before this server's rules.
+pub fn base_document() -> Value {
+    let mut doc: Value =
+        serde_json::from_str(OPENAPI_PATHS_JSON).expect("openapi_paths.json is JSON (tests/openapi.rs reads it)");
+    let components = WireTypes::openapi().components.expect("WireTypes names schemas");
+    doc["components"]["schemas"] = serde_json::to_value(&components.schemas).expect("schemas serialize");
+    doc
+}
+
 /// The document with this server's rules filled in.
 pub fn document(config: &Config) -> Value {
-    let mut doc: Value = serde_json::from_str(OPENAPI_JSON).expect("openapi.json is JSON (tests/openapi.rs reads it)");
-    let spec = &mut doc["components"]["schemas"]["JobSpec"]["properties"];
+    let mut doc = base_document();
+    let schemas = &mut doc["components"]["schemas"];
+    let spec = &mut schemas["JobSpec"]["properties"];
     for (field, min, max) in jobdeck_api::SPEC_RANGES {
         spec[field]["minimum"] = json!(min);
         spec[field]["maximum"] = json!(max);
     }
-    let shapes: Vec<&str> = config.shapes.iter().map(|s| s.name.as_str()).collect();
+    // An optional field may be null (read as absent), so its enum has null
+    // too.
+    let mut shapes: Vec<Value> = config.shapes.iter().map(|s| json!(s.name)).collect();
+    shapes.push(Value::Null);
     spec["resource_shape"]["enum"] = json!(shapes);
-    spec["queue_config"]["properties"]["priority_class"]["enum"] = json!(jobdeck_api::PRIORITY_CLASSES);
+    let mut classes: Vec<Value> = jobdeck_api::PRIORITY_CLASSES.iter().map(|c| json!(c)).collect();
+    classes.push(Value::Null);
+    schemas["QueueConfig"]["properties"]["priority_class"]["enum"] = json!(classes);
     let groups: Vec<&str> = config.node_groups.iter().map(|g| g.name.as_str()).collect();
-    spec["affinity"]["properties"]["allowed_dedicated_node_groups"]["items"]["enum"] = json!(groups);
+    schemas["Affinity"]["properties"]["allowed_dedicated_node_groups"]["items"]["enum"] = json!(groups);
     // A new job's name; stored jobs (in answers) keep the names they were
     // given, so the rule is on the request alone.
     let name = json!({
@@ -81,7 +136,73 @@ mod tests {
         assert_eq!(spec["completions"]["minimum"], 1);
         assert_eq!(spec["completions"]["maximum"], jobdeck_api::REPLICAS_MAX);
         assert_eq!(spec["resource_shape"]["enum"][0], config.shapes[0].name.as_str());
+        let classes = &doc["components"]["schemas"]["QueueConfig"]["properties"]["priority_class"]["enum"];
+        assert_eq!(classes[0], jobdeck_api::PRIORITY_CLASSES[0]);
+        let groups = &doc["components"]["schemas"]["Affinity"]["properties"]["allowed_dedicated_node_groups"];
+        assert_eq!(groups["items"]["enum"][0], config.node_groups[0].name.as_str());
         let body = &doc["paths"]["/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"];
         assert_eq!(body["allOf"][1]["properties"]["metadata"]["properties"]["name"]["maxLength"], 36);
+    }
+
+    /// Every `$ref` of the document, where it is.
+    fn references<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(target)) = map.get("$ref") {
+                    found.push(target);
+                }
+                map.values().for_each(|v| references(v, found));
+            }
+            Value::Array(items) => items.iter().for_each(|v| references(v, found)),
+            _ => {}
+        }
+    }
+
+    /// The operations written by hand name schemas the types derive, and
+    /// the derived schemas name each other: nothing points nowhere.
+    #[test]
+    fn every_reference_names_a_schema_of_the_document() {
+        let doc = base_document();
+        let mut found = Vec::new();
+        references(&doc, &mut found);
+        assert!(found.len() > 50, "only {} references", found.len());
+        for target in found {
+            let pointer = target.strip_prefix('#').unwrap_or_else(|| panic!("{target} is not local"));
+            assert!(doc.pointer(pointer).is_some_and(Value::is_object), "{target} names nothing");
+        }
+    }
+
+    /// The schemas are the types': a field the contract refuses to guess is
+    /// refused by the schema too, and what only travels one way says so.
+    #[test]
+    fn the_schemas_say_what_the_types_do() {
+        let doc = base_document();
+        let schemas = &doc["components"]["schemas"];
+        // `deny_unknown_fields` on what clients send.
+        for name in ["LeptonJob", "Metadata", "JobSpec", "Container", "EnvVar", "Mount"] {
+            assert_eq!(schemas[name]["additionalProperties"], false, "{name}");
+        }
+        // Fields without a default are required; `Option`s and defaults are not.
+        assert_eq!(schemas["LeptonJob"]["required"], json!(["metadata"]));
+        assert_eq!(schemas["EnvVar"]["required"], json!(["name"]));
+        // Secrets are written, never read back.
+        assert_eq!(schemas["Secret"]["properties"]["value"]["writeOnly"], true);
+        assert_eq!(schemas["Container"]["properties"]["registry_password"]["writeOnly"], true);
+        assert_eq!(schemas["ImagePullSecretSpec"]["properties"]["password"]["writeOnly"], true);
+        // Enums list the names on the wire.
+        let states: Vec<&str> = jobdeck_api::JobState::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(schemas["JobState"]["enum"], json!(states));
+        assert_eq!(schemas["ReplicaPhase"]["enum"], json!(["pending", "running", "succeeded", "failed"]));
+        // Every field of a job's spec is described, extensions included.
+        let spec = serde_json::to_value(jobdeck_api::JobSpec {
+            workers: Some(2),
+            backoff_limit: Some(1),
+            disable_retry_on_program_error: Some(true),
+            ..Default::default()
+        })
+        .unwrap();
+        for field in spec.as_object().unwrap().keys() {
+            assert!(schemas["JobSpec"]["properties"].get(field).is_some(), "JobSpec.{field}");
+        }
     }
 }

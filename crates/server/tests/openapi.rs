@@ -21,7 +21,7 @@ const METHODS: [Method; 5] = [Method::GET, Method::POST, Method::PUT, Method::PA
 const PUBLIC: &[(&str, Method)] = &[("/openapi.json", Method::GET)];
 
 fn document() -> Value {
-    serde_json::from_str(jobdeck_server::openapi::OPENAPI_JSON).expect("openapi.json is JSON")
+    jobdeck_server::openapi::base_document()
 }
 
 /// A concrete path for a templated one: every `{parameter}` filled in.
