@@ -207,7 +207,7 @@ fn open_store(data_dir: &Path) -> anyhow::Result<Store> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = match &args.config {
-        Some(path) => Config::from_file(path, &args.data.data_dir).map_err(anyhow::Error::msg)?,
+        Some(path) => Config::from_file(path, &args.data.data_dir)?,
         None => Config::for_data_dir(&args.data.data_dir),
     };
     config.executor.local.mode = match args.local_mode.as_deref() {
@@ -250,7 +250,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
 
-    let state = AppState::start(store, config).await.map_err(anyhow::Error::msg)?;
+    let state = AppState::start(store, config).await?;
     axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal()).await.context("the server stopped")
 }
 
@@ -294,12 +294,11 @@ async fn token_create(user: &str, data_dir: &Path) -> anyhow::Result<()> {
 
 fn slurm_render(args: SlurmRenderArgs) -> anyhow::Result<()> {
     let config = match &args.config {
-        Some(path) => Config::from_file(path, Path::new(".")).map_err(anyhow::Error::msg)?,
+        Some(path) => Config::from_file(path, Path::new("."))?,
         None => Config::for_data_dir("."),
     };
     let text = std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
-    let script =
-        crate::slurm::render_job_file(&text, &config, args.node_group.as_deref()).map_err(anyhow::Error::msg)?;
+    let script = crate::slurm::render_job_file(&text, &config, args.node_group.as_deref())?;
     print!("{script}");
     Ok(())
 }
@@ -307,13 +306,12 @@ fn slurm_render(args: SlurmRenderArgs) -> anyhow::Result<()> {
 fn kube_render(args: RenderArgs) -> anyhow::Result<()> {
     let config = match &args.config {
         // The data directory is not used by a render.
-        Some(path) => Config::from_file(path, Path::new(".")).map_err(anyhow::Error::msg)?,
+        Some(path) => Config::from_file(path, Path::new("."))?,
         None => Config::for_data_dir("."),
     };
     let text = std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
     let yaml =
-        crate::kubernetes::render_job_file(&text, &config, args.node_group.as_deref(), args.namespace.as_deref())
-            .map_err(anyhow::Error::msg)?;
+        crate::kubernetes::render_job_file(&text, &config, args.node_group.as_deref(), args.namespace.as_deref())?;
     print!("{yaml}");
     Ok(())
 }

@@ -14,6 +14,40 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+/// Why a config cannot be used. Displayed through its chain of sources
+/// (`anyhow`'s `{:#}` at the command line): "invalid config file x.toml:
+/// shapes[0].cpu must be more than 0".
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the config file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file was read; what it says cannot be used.
+    #[error("invalid config file {}", path.display())]
+    InFile {
+        path: PathBuf,
+        #[source]
+        source: Box<ConfigError>,
+    },
+    /// Not TOML, or a key or value the config does not have.
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+    /// An executor's own section (`[executor.slurm]`, …) that does not read
+    /// as its settings.
+    #[error("{section}")]
+    Section {
+        section: &'static str,
+        #[source]
+        source: toml::de::Error,
+    },
+    /// A broken rule, as a sentence that names its key.
+    #[error("{0}")]
+    Rule(String),
+}
+
 /// How the server runs.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -435,16 +469,16 @@ impl Config {
 
     /// Reads a config file; any unknown key is an error naming it, so a typo
     /// does not silently fall back to a default.
-    pub fn from_file(path: &Path, data_dir: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
+    pub fn from_file(path: &Path, data_dir: &Path) -> Result<Self, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
         Self::from_toml(&text, data_dir, &MachineInfo::detect())
-            .map_err(|e| format!("invalid config file {}: {e}", path.display()))
+            .map_err(|e| ConfigError::InFile { path: path.to_path_buf(), source: Box::new(e) })
     }
 
     /// Parses config text over the defaults for `machine`.
-    pub fn from_toml(text: &str, data_dir: &Path, machine: &MachineInfo) -> Result<Self, String> {
-        let file: ConfigFile = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn from_toml(text: &str, data_dir: &Path, machine: &MachineInfo) -> Result<Self, ConfigError> {
+        let file: ConfigFile = toml::from_str(text)?;
         let mut config = Config::for_machine(data_dir, machine);
         if let Some(name) = file.workspace_name {
             config.workspace_name = name;
@@ -480,90 +514,95 @@ impl Config {
     }
 
     /// The rules a config must follow, each broken one named by its key.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ConfigError> {
+        self.first_broken_rule().map_or(Ok(()), |rule| Err(ConfigError::Rule(rule)))
+    }
+
+    /// The sentence of the first rule this config breaks.
+    fn first_broken_rule(&self) -> Option<String> {
         if self.workspace_name.trim().is_empty() {
-            return Err("workspace_name must not be empty".into());
+            return Some("workspace_name must not be empty".into());
         }
         if !(1..=jobdeck_api::JOB_NAME_MAX_LEN).contains(&self.job_name_max_length) {
-            return Err(format!(
+            return Some(format!(
                 "job_name_max_length must be between 1 and {} (Lepton's limit)",
                 jobdeck_api::JOB_NAME_MAX_LEN
             ));
         }
         if self.node_groups.is_empty() {
-            return Err("node_groups must declare at least one node group".into());
+            return Some("node_groups must declare at least one node group".into());
         }
         let mut group_names = BTreeSet::new();
         let mut node_names = BTreeSet::new();
         for (i, group) in self.node_groups.iter().enumerate() {
             let key = format!("node_groups[{i}]");
             if !is_resource_name(&group.name) {
-                return Err(format!(
+                return Some(format!(
                     "{key}.name '{}' must be 1 to 63 lowercase letters, digits, '-' or '.'",
                     group.name
                 ));
             }
             if !group_names.insert(group.name.clone()) {
-                return Err(format!("{key}.name '{}' is declared twice", group.name));
+                return Some(format!("{key}.name '{}' is declared twice", group.name));
             }
             if !(group.cpu > 0.0) {
-                return Err(format!("{key}.cpu must be more than 0"));
+                return Some(format!("{key}.cpu must be more than 0"));
             }
             if group.memory_mb <= 0 {
-                return Err(format!("{key}.memory_mb must be more than 0"));
+                return Some(format!("{key}.memory_mb must be more than 0"));
             }
             if group.gpus < 0 {
-                return Err(format!("{key}.gpus must be 0 or more"));
+                return Some(format!("{key}.gpus must be 0 or more"));
             }
             if group.nodes == Some(0) {
-                return Err(format!("{key}.nodes must be at least 1"));
+                return Some(format!("{key}.nodes must be at least 1"));
             }
             if let (Some(names), Some(n)) = (&group.node_names, group.nodes) {
                 if names.len() != n as usize {
-                    return Err(format!("{key}.node_names has {} names but nodes is {n}", names.len()));
+                    return Some(format!("{key}.node_names has {} names but nodes is {n}", names.len()));
                 }
             }
             if group.node_names.as_ref().is_some_and(|n| n.is_empty()) {
-                return Err(format!("{key}.node_names must name at least one node"));
+                return Some(format!("{key}.node_names must name at least one node"));
             }
             for node in group.node_list() {
                 if node.name.trim().is_empty() {
-                    return Err(format!("{key}.node_names must not contain an empty name"));
+                    return Some(format!("{key}.node_names must not contain an empty name"));
                 }
                 if !node_names.insert(node.name.clone()) {
-                    return Err(format!("{key}: node '{}' is declared twice", node.name));
+                    return Some(format!("{key}: node '{}' is declared twice", node.name));
                 }
             }
         }
         if self.shapes.is_empty() {
-            return Err("shapes must declare at least one resource shape".into());
+            return Some("shapes must declare at least one resource shape".into());
         }
         let mut shape_names = BTreeSet::new();
         for (i, shape) in self.shapes.iter().enumerate() {
             let key = format!("shapes[{i}]");
             if !is_resource_name(&shape.name) {
-                return Err(format!(
+                return Some(format!(
                     "{key}.name '{}' must be 1 to 63 lowercase letters, digits, '-' or '.'",
                     shape.name
                 ));
             }
             if !shape_names.insert(shape.name.clone()) {
-                return Err(format!("{key}.name '{}' is declared twice", shape.name));
+                return Some(format!("{key}.name '{}' is declared twice", shape.name));
             }
             if !(shape.cpu > 0.0) {
-                return Err(format!("{key}.cpu must be more than 0"));
+                return Some(format!("{key}.cpu must be more than 0"));
             }
             if shape.memory_mb <= 0 {
-                return Err(format!("{key}.memory_mb must be more than 0"));
+                return Some(format!("{key}.memory_mb must be more than 0"));
             }
             if shape.gpus < 0 {
-                return Err(format!("{key}.gpus must be 0 or more"));
+                return Some(format!("{key}.gpus must be 0 or more"));
             }
         }
         if self.executor.local.retry_backoff_max_seconds < self.executor.local.retry_backoff_seconds {
-            return Err("executor.local.retry_backoff_max_seconds must be at least retry_backoff_seconds".into());
+            return Some("executor.local.retry_backoff_max_seconds must be at least retry_backoff_seconds".into());
         }
-        Ok(())
+        None
     }
 
     pub fn shape(&self, name: &str) -> Option<&ShapeConfig> {
@@ -700,9 +739,31 @@ mod tests {
             ),
         ];
         for (text, expected) in cases {
-            let err = Config::from_toml(text, Path::new("/d"), &machine(0)).unwrap_err();
+            let err = Config::from_toml(text, Path::new("/d"), &machine(0)).unwrap_err().to_string();
             assert!(err.contains(expected), "{text:?}: {err}");
         }
+    }
+
+    /// A config file's error says which file, then why, with the cause kept
+    /// as the source rather than flattened into the message.
+    #[test]
+    fn a_config_files_errors_name_the_file_and_keep_their_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.toml");
+        let err = Config::from_file(&missing, dir.path()).unwrap_err();
+        assert!(matches!(&err, ConfigError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound));
+        assert_eq!(err.to_string(), format!("cannot read the config file {}", missing.display()));
+
+        let broken = dir.path().join("broken.toml");
+        std::fs::write(&broken, "[[shapes]]\nname = \"s\"\ncpu = 0\nmemory_mb = 1\n").unwrap();
+        let err = Config::from_file(&broken, dir.path()).unwrap_err();
+        assert_eq!(err.to_string(), format!("invalid config file {}", broken.display()));
+        let cause = std::error::Error::source(&err).unwrap();
+        assert_eq!(cause.to_string(), "shapes[0].cpu must be more than 0");
+
+        std::fs::write(&broken, "workspace_name = [").unwrap();
+        let err = Config::from_file(&broken, dir.path()).unwrap_err();
+        assert!(matches!(&err, ConfigError::InFile { source, .. } if matches!(**source, ConfigError::Toml(_))));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use axum::Json;
 use jobdeck_api::{ApiError, FieldErrors, JsonError};
 use serde::de::DeserializeOwned;
 
+use crate::error_chain as chain;
 use crate::store::StoreError;
 
 #[derive(Debug)]
@@ -47,17 +48,34 @@ impl AppError {
     }
 }
 
-/// An error and its sources, `outer: inner: innermost`, as a log line.
-pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+/// What the error says to a person; an internal error says what its cause
+/// says, for the log (the caller never sees it).
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AppError::Unauthorized => f.write_str("no valid token"),
+            AppError::NotFound(what)
+            | AppError::NotFoundCode(_, what)
+            | AppError::Forbidden(what)
+            | AppError::BadRequest(what)
+            | AppError::Conflict(what) => f.write_str(what),
+            AppError::Validation(fields) => write!(f, "{} invalid fields", fields.len()),
+            AppError::PayloadTooLarge => write!(f, "the body is over {MAX_BODY_BYTES} bytes"),
+            AppError::StorageFull => f.write_str("the data directory's disk is full"),
+            AppError::Internal(_) => f.write_str("internal error"),
+        }
     }
-    text
 }
+
+impl std::error::Error for AppError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AppError::Internal(cause) => Some(cause.as_ref()),
+            _ => None,
+        }
+    }
+}
+
 
 impl AppError {
     fn status_and_body(self) -> (StatusCode, ApiError) {

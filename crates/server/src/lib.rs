@@ -55,7 +55,7 @@ pub struct AppState {
 impl AppState {
     /// Builds the executor the config names, resumes the jobs the store
     /// holds and starts the scheduler. Must run inside a tokio runtime.
-    pub async fn start(store: Store, config: Config) -> Result<Self, String> {
+    pub async fn start(store: Store, config: Config) -> Result<Self, StartError> {
         let config = Arc::new(config);
         let logs = logs::LogStore::new(&config.data_dir);
         let (host_tx, host_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -72,8 +72,9 @@ impl AppState {
         for note in executor.notes() {
             tracing::info!("executor: {note}");
         }
-        let scheduler =
-            scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx).await?;
+        let scheduler = scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx)
+            .await
+            .map_err(StartError::Resume)?;
         Ok(Self { store, config, logs, executor, scheduler, metrics_now })
     }
 
@@ -86,6 +87,20 @@ impl AppState {
             ..self.executor.requirements()
         }
     }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The Slurm executor's settings.
+    #[error(transparent)]
+    Settings(#[from] config::ConfigError),
+    /// The Kubernetes executor's settings or cluster.
+    #[error(transparent)]
+    Kubernetes(#[from] kubernetes::ConnectError),
+    /// The store could not be read back into the scheduler.
+    #[error("cannot resume the jobs")]
+    Resume(#[source] error::AppError),
 }
 
 /// One API route: its path under `/api/v2` and its handlers by method.
@@ -144,6 +159,18 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .fallback_service(router)
         .layer(axum::middleware::from_fn_with_state(workspace, gateway::workspace_gateway))
+}
+
+/// An error and its sources, `outer: inner: innermost`, as a log line.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// Milliseconds since the Unix epoch.

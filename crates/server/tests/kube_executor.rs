@@ -939,12 +939,16 @@ async fn a_kubeconfig_file_and_context_point_the_executor_at_a_cluster() {
         config_text("").replace(&format!("namespace = \"{NAMESPACE}\""), "kubeconfig = \"/nonexistent/kubeconfig\"");
     let config = Config::from_toml(&missing, h._dir.path(), &machine).unwrap();
     let error = KubernetesExecutor::connect(Arc::new(config), h.host.clone()).await.err().unwrap();
-    assert!(error.contains("cannot read the kubeconfig /nonexistent/kubeconfig"), "{error}");
+    assert_eq!(error.to_string(), "cannot read the kubeconfig /nonexistent/kubeconfig");
+    // The cause is kept, for the chain the server prints.
+    assert!(matches!(error, jobdeck_server::kubernetes::ConnectError::ReadKubeconfig { .. }), "{error:?}");
+    assert!(std::error::Error::source(&error).is_some());
     // So is a setting the executor does not know.
     let typo = config_text("namespce = \"x\"");
     let config = Config::from_toml(&typo, h._dir.path(), &machine).unwrap();
     let error = KubernetesExecutor::connect(Arc::new(config), h.host.clone()).await.err().unwrap();
-    assert!(error.contains("namespce"), "{error}");
+    let chain = format!("{:#}", anyhow::Error::from(error));
+    assert!(chain.starts_with("executor.kubernetes: ") && chain.contains("namespce"), "{chain}");
 }
 
 /// The texts and times of an attempt's stored log.

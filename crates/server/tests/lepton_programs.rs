@@ -122,7 +122,8 @@ fn the_job_name_limit_setting_is_checked_when_the_config_is_read() {
     for (value, ok) in [("20", true), ("36", true), ("0", false), ("37", false)] {
         let result = jobdeck_server::Config::from_toml(&format!("job_name_max_length = {value}"), dir, &machine);
         assert_eq!(result.is_ok(), ok, "{value}: {result:?}");
-        if let Err(message) = result {
+        if let Err(error) = result {
+            let message = error.to_string();
             assert!(message.starts_with("job_name_max_length must be between 1 and 36"), "{message}");
         }
     }

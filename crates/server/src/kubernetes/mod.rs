@@ -20,7 +20,7 @@ pub mod spec_values;
 pub mod status;
 pub mod watch;
 
-pub use executor::KubernetesExecutor;
+pub use executor::{ConnectError, KubernetesExecutor};
 pub use mapping::{render, KubeObjects, RenderInput, SecretValues};
 pub use settings::KubernetesSettings;
 
@@ -34,19 +34,20 @@ use crate::spec::ResolvedSpec;
 /// `jobdeck kube render`: the objects a job would create, as YAML. The job
 /// is checked as the server checks it; it is placed in `node_group` or its
 /// first allowed group, and its secret values are redacted (a render never
-/// sees them). Errors name the fields at fault.
+/// sees them). Errors name the fields at fault; the command's own body, so
+/// they are `anyhow`'s, for a person.
 pub fn render_job_file(
     json: &str,
     config: &Config,
     node_group: Option<&str>,
     namespace: Option<&str>,
-) -> Result<String, String> {
+) -> anyhow::Result<String> {
     // Read as the API reads a body, so a mistyped or unknown field is named
     // by its path (`spec.completions: must be a whole number`), not by a
     // line and column.
     let job: LeptonJob = jobdeck_api::from_json(json.as_bytes()).map_err(|e| match e {
-        jobdeck_api::JsonError::Syntax(message) => format!("the job file is not valid JSON: {message}"),
-        jobdeck_api::JsonError::Fields(errors) => describe(&errors),
+        jobdeck_api::JsonError::Syntax(message) => anyhow::anyhow!("the job file is not valid JSON: {message}"),
+        jobdeck_api::JsonError::Fields(errors) => anyhow::anyhow!(describe(&errors)),
     })?;
     let settings = KubernetesSettings::from_table(&config.executor.kubernetes)?;
     let mut errors = jobdeck_api::validate_job(&job);
@@ -55,16 +56,16 @@ pub fn render_job_file(
         errors.remove("metadata.name");
     }
     if !errors.is_empty() {
-        return Err(describe(&errors));
+        anyhow::bail!(describe(&errors));
     }
-    let resolved = ResolvedSpec::resolve(&job.spec, config).map_err(|e| describe(&e))?;
+    let resolved = ResolvedSpec::resolve(&job.spec, config).map_err(|e| anyhow::anyhow!(describe(&e)))?;
     let values = spec_values::SpecValues::from_resolved(&resolved, &job.spec);
     let group_name = node_group.map(String::from).or_else(|| resolved.node_groups.first().cloned()).unwrap_or_default();
     let Some(group) = config.node_group(&group_name) else {
-        return Err(format!("--node-group: no node group named '{group_name}'"));
+        anyhow::bail!("--node-group: no node group named '{group_name}'");
     };
     if !resolved.node_groups.contains(&group.name) {
-        return Err(format!("--node-group: the job may not run in node group '{group_name}'"));
+        anyhow::bail!("--node-group: the job may not run in node group '{group_name}'");
     }
     let target = mapping::NodeGroupTarget { name: group.name.clone(), node_labels: group.node_selector.clone() };
     let shape = mapping::ShapeResources {
@@ -79,7 +80,7 @@ pub fn render_job_file(
     let namespace =
         namespace.map(String::from).or_else(|| settings.namespace.clone()).unwrap_or_else(|| "default".into());
     if let Err(e) = names::check_dns_label(&namespace) {
-        return Err(format!("--namespace: '{namespace}' {e}"));
+        anyhow::bail!("--namespace: '{namespace}' {e}");
     }
     let objects = render(
         &RenderInput {
@@ -99,8 +100,8 @@ pub fn render_job_file(
         },
         &settings,
     )
-    .map_err(|e| describe(&e))?;
-    objects.to_yaml()
+    .map_err(|e| anyhow::anyhow!(describe(&e)))?;
+    objects.to_yaml().map_err(anyhow::Error::msg)
 }
 
 /// Field errors as lines, `path: message`.

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::ConfigError;
+
 /// The label every node carries with its own name (set by the kubelet).
 pub const DEFAULT_NODE_NAME_LABEL: &str = "kubernetes.io/hostname";
 /// The extended resource NVIDIA's device plugin advertises.
@@ -123,15 +125,17 @@ pub enum VolumeSource {
 impl KubernetesSettings {
     /// Reads `[executor.kubernetes]` as the config file wrote it; an unknown
     /// key or a bad value is an error naming it.
-    pub fn from_table(table: &toml::Table) -> Result<Self, String> {
-        let settings: KubernetesSettings =
-            table.clone().try_into().map_err(|e: toml::de::Error| format!("executor.kubernetes: {}", e.message()))?;
+    pub fn from_table(table: &toml::Table) -> Result<Self, ConfigError> {
+        let settings: KubernetesSettings = table
+            .clone()
+            .try_into()
+            .map_err(|source| ConfigError::Section { section: "executor.kubernetes", source })?;
         settings.check()?;
         Ok(settings)
     }
 
     /// Problems with the settings themselves, one sentence each naming the key.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ConfigError> {
         let mut problems = Vec::new();
         if let Some(ns) = &self.namespace {
             if let Err(e) = super::names::check_dns_label(ns) {
@@ -169,7 +173,7 @@ impl KubernetesSettings {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(problems.join("; "))
+            Err(ConfigError::Rule(problems.join("; ")))
         }
     }
 }
@@ -203,7 +207,7 @@ mod tests {
         let err = toml::from_str::<KubernetesSettings>("namespce = \"x\"").unwrap_err();
         assert!(err.to_string().contains("namespce"), "{err}");
         let table: toml::Table = toml::from_str("namespce = \"x\"").unwrap();
-        let err = KubernetesSettings::from_table(&table).unwrap_err();
+        let err = format!("{:#}", anyhow::Error::from(KubernetesSettings::from_table(&table).unwrap_err()));
         assert!(err.starts_with("executor.kubernetes:") && err.contains("namespce"), "{err}");
         let table: toml::Table = toml::from_str("namespace = \"ml\"\nstuck_pod_timeout_seconds = 60").unwrap();
         let settings = KubernetesSettings::from_table(&table).unwrap();
@@ -223,7 +227,7 @@ mod tests {
         ];
         for (toml_text, key) in cases {
             let settings: KubernetesSettings = toml::from_str(toml_text).unwrap();
-            let err = settings.check().unwrap_err();
+            let err = settings.check().unwrap_err().to_string();
             assert!(err.contains(key), "{toml_text}: {err}");
         }
     }

@@ -204,7 +204,7 @@ pub async fn start(
     executor: Arc<dyn Executor>,
     logs: LogStore,
     host_rx: mpsc::UnboundedReceiver<HostMessage>,
-) -> Result<SchedulerHandle, String> {
+) -> Result<SchedulerHandle, AppError> {
     let (tx, rx) = mpsc::unbounded_channel();
     let mut scheduler = Scheduler {
         store,
@@ -218,7 +218,7 @@ pub async fn start(
         next_archive: None,
         dirty: true,
     };
-    scheduler.recover().await.map_err(|e| format!("cannot resume the jobs: {e:?}"))?;
+    scheduler.recover().await?;
     tokio::spawn(scheduler.run());
     Ok(SchedulerHandle { tx })
 }

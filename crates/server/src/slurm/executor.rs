@@ -32,7 +32,7 @@ use tokio::sync::mpsc;
 use super::cli::{SlurmTools, TaskState};
 use super::script::{self, SubmissionInput};
 use super::settings::SlurmSettings;
-use crate::config::{Config, ExecutorKind};
+use crate::config::{Config, ConfigError, ExecutorKind};
 use crate::executor::local::policy::{decide, Decision, RetryLimits, Verdict};
 use crate::executor::runs::Runs;
 use crate::executor::{
@@ -83,7 +83,7 @@ pub struct SlurmExecutor {
 const TOOL_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "SHELL", "TMPDIR", "SLURM_CONF"];
 
 impl SlurmExecutor {
-    pub fn from_config(config: &Config, host: ExecutorHost) -> Result<Self, String> {
+    pub fn from_config(config: &Config, host: ExecutorHost) -> Result<Self, ConfigError> {
         let settings = SlurmSettings::from_table(&config.executor.slurm)?;
         let log_dir = settings.log_dir.clone().unwrap_or_else(|| config.data_dir.join("slurm"));
         let env: Vec<(String, String)> =

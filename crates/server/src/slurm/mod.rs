@@ -21,11 +21,12 @@ use crate::spec::ResolvedSpec;
 
 /// What `jobdeck slurm render` prints for a job file: the `sbatch` command
 /// line and the batch script of the run's first submission, with every
-/// exported value that comes from a secret shown as `<secret NAME>`.
-pub fn render_job_file(json: &str, config: &Config, node_group: Option<&str>) -> Result<String, String> {
+/// exported value that comes from a secret shown as `<secret NAME>`. The
+/// command's own body, so its errors are `anyhow`'s, for a person.
+pub fn render_job_file(json: &str, config: &Config, node_group: Option<&str>) -> anyhow::Result<String> {
     let job: jobdeck_api::LeptonJob = jobdeck_api::from_json(json.as_bytes()).map_err(|e| match e {
-        jobdeck_api::JsonError::Syntax(message) => format!("the job file is not valid JSON: {message}"),
-        jobdeck_api::JsonError::Fields(errors) => describe(&errors),
+        jobdeck_api::JsonError::Syntax(message) => anyhow::anyhow!("the job file is not valid JSON: {message}"),
+        jobdeck_api::JsonError::Fields(errors) => anyhow::anyhow!(describe(&errors)),
     })?;
     let settings = SlurmSettings::from_table(&config.executor.slurm)?;
     let mut errors = jobdeck_api::validate_job(&job);
@@ -33,12 +34,12 @@ pub fn render_job_file(json: &str, config: &Config, node_group: Option<&str>) ->
         errors.remove("metadata.name");
     }
     if !errors.is_empty() {
-        return Err(describe(&errors));
+        anyhow::bail!(describe(&errors));
     }
-    let resolved = ResolvedSpec::resolve(&job.spec, config).map_err(|e| describe(&e))?;
+    let resolved = ResolvedSpec::resolve(&job.spec, config).map_err(|e| anyhow::anyhow!(describe(&e)))?;
     let group = node_group.map(String::from).or_else(|| resolved.node_groups.first().cloned()).unwrap_or_default();
     if !resolved.node_groups.contains(&group) {
-        return Err(format!("--node-group: the job may not run in node group '{group}'"));
+        anyhow::bail!("--node-group: the job may not run in node group '{group}'");
     }
     let id = job.id().to_string();
     let env = job
@@ -72,7 +73,8 @@ pub fn render_job_file(json: &str, config: &Config, node_group: Option<&str>) ->
         submission: 0,
         begin_after_seconds: None,
         base_env: &[],
-    })?;
+    })
+    .map_err(anyhow::Error::msg)?;
     let mut out = String::new();
     out.push_str("# The job's variables, exported by name from sbatch's environment:\n");
     for (name, value) in &submission.env {

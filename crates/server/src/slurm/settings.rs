@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::ConfigError;
+
 /// The rendezvous port of multi-worker jobs (Lepton's).
 pub const DEFAULT_MASTER_PORT: u16 = 29400;
 
@@ -72,16 +74,16 @@ impl Default for SlurmSettings {
 impl SlurmSettings {
     /// Reads `[executor.slurm]` as the config file wrote it; an unknown key
     /// or a bad value is an error naming it.
-    pub fn from_table(table: &toml::Table) -> Result<Self, String> {
+    pub fn from_table(table: &toml::Table) -> Result<Self, ConfigError> {
         let settings: SlurmSettings =
-            table.clone().try_into().map_err(|e: toml::de::Error| format!("executor.slurm: {}", e.message()))?;
+            table.clone().try_into().map_err(|source| ConfigError::Section { section: "executor.slurm", source })?;
         settings.check()?;
         Ok(settings)
     }
 
     /// Problems with the settings themselves, each naming its key.
-    pub fn check(&self) -> Result<(), String> {
-        let word = |key: &str, value: &str| -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let word = |key: &str, value: &str| -> Result<(), ConfigError> {
             // A word as Slurm names things; never one that reads as an option.
             let ok = value.starts_with(|c: char| c.is_ascii_alphanumeric())
                 && value.len() <= 128
@@ -89,7 +91,9 @@ impl SlurmSettings {
             if ok {
                 Ok(())
             } else {
-                Err(format!("executor.slurm.{key}: '{value}' must be letters, digits, '-', '_' or '.'"))
+                Err(ConfigError::Rule(format!(
+                    "executor.slurm.{key}: '{value}' must be letters, digits, '-', '_' or '.'"
+                )))
             }
         };
         for (key, value) in [("partition", &self.partition), ("account", &self.account), ("qos", &self.qos)] {
@@ -102,15 +106,15 @@ impl SlurmSettings {
         }
         for (class, qos) in &self.qos_by_priority {
             if jobdeck_api::Priority::from_class(class).is_none() {
-                return Err(format!(
+                return Err(ConfigError::Rule(format!(
                     "executor.slurm.qos_by_priority: '{class}' is not a priority class ({})",
                     jobdeck_api::PRIORITY_CLASSES.join(", ")
-                ));
+                )));
             }
             word(&format!("qos_by_priority.{class}"), qos)?;
         }
         if self.poll_interval_ms == 0 {
-            return Err("executor.slurm.poll_interval_ms must be more than 0".into());
+            return Err(ConfigError::Rule("executor.slurm.poll_interval_ms must be more than 0".into()));
         }
         Ok(())
     }
@@ -161,7 +165,7 @@ mod tests {
             ("poll_interval_ms = 0", "poll_interval_ms"),
         ];
         for (text, named) in cases {
-            let err = SlurmSettings::from_table(&table(text)).unwrap_err();
+            let err = format!("{:#}", anyhow::Error::from(SlurmSettings::from_table(&table(text)).unwrap_err()));
             assert!(err.contains(named), "{text}: {err}");
         }
     }

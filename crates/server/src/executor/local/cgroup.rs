@@ -55,50 +55,51 @@ impl MemoryLimits {
         let mut reasons = Vec::new();
         match Self::try_v2(&proc_cgroup) {
             Ok(base) => return MemoryLimits::Enforced { version: 2, base },
-            Err(reason) => reasons.push(format!("cgroup v2: {reason}")),
+            Err(reason) => reasons.push(format!("cgroup v2: {}", crate::error_chain(&reason))),
         }
         match Self::try_v1(&proc_cgroup) {
             Ok(base) => return MemoryLimits::Enforced { version: 1, base },
-            Err(reason) => reasons.push(format!("cgroup v1: {reason}")),
+            Err(reason) => reasons.push(format!("cgroup v1: {}", crate::error_chain(&reason))),
         }
         MemoryLimits::Unavailable(format!("memory is not limited on this machine ({})", reasons.join("; ")))
     }
 
-    fn try_v2(proc_cgroup: &str) -> Result<PathBuf, String> {
+    fn try_v2(proc_cgroup: &str) -> Result<PathBuf, CgroupError> {
         let mount = if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
             PathBuf::from("/sys/fs/cgroup")
         } else if Path::new("/sys/fs/cgroup/unified/cgroup.controllers").exists() {
             PathBuf::from("/sys/fs/cgroup/unified")
         } else {
-            return Err("no unified hierarchy is mounted".into());
+            return Err(CgroupError::Unavailable("no unified hierarchy is mounted"));
         };
-        let own = own_cgroup(proc_cgroup, 2).ok_or("this process is in no v2 cgroup")?;
+        let own = own_cgroup(proc_cgroup, 2).ok_or(CgroupError::Unavailable("this process is in no v2 cgroup"))?;
         let own_dir = mount.join(own.trim_start_matches('/'));
         let controllers = std::fs::read_to_string(own_dir.join("cgroup.controllers")).unwrap_or_default();
         if !controllers.split_whitespace().any(|c| c == "memory") {
-            return Err("the memory controller is not available".into());
+            return Err(CgroupError::Unavailable("the memory controller is not available"));
         }
         let base = own_dir.join("jobdeck");
-        std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+        std::fs::create_dir_all(&base).map_err(|source| CgroupError::Create { path: base.clone(), source })?;
         // Children of `base` get memory.max only when both levels delegate
         // the controller; the first write fails when this process's own
         // cgroup holds processes and is not the root.
         for dir in [&own_dir, &base] {
             std::fs::write(dir.join("cgroup.subtree_control"), "+memory")
-                .map_err(|e| format!("cannot enable the memory controller in {}: {e}", dir.display()))?;
+                .map_err(|source| CgroupError::Delegate { path: dir.to_path_buf(), source })?;
         }
         probe(&base, 2)?;
         Ok(base)
     }
 
-    fn try_v1(proc_cgroup: &str) -> Result<PathBuf, String> {
+    fn try_v1(proc_cgroup: &str) -> Result<PathBuf, CgroupError> {
         let mount = PathBuf::from("/sys/fs/cgroup/memory");
         if !mount.join("memory.limit_in_bytes").exists() && !mount.is_dir() {
-            return Err("the memory controller is not mounted".into());
+            return Err(CgroupError::Unavailable("the memory controller is not mounted"));
         }
-        let own = own_cgroup(proc_cgroup, 1).ok_or("this process is in no v1 memory cgroup")?;
+        let own =
+            own_cgroup(proc_cgroup, 1).ok_or(CgroupError::Unavailable("this process is in no v1 memory cgroup"))?;
         let base = mount.join(own.trim_start_matches('/')).join("jobdeck");
-        std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+        std::fs::create_dir_all(&base).map_err(|source| CgroupError::Create { path: base.clone(), source })?;
         probe(&base, 1)?;
         Ok(base)
     }
@@ -127,8 +128,34 @@ impl MemoryLimits {
     }
 }
 
+/// Why a memory cgroup cannot be used or made.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    /// This machine does not offer what is needed.
+    #[error("{0}")]
+    Unavailable(&'static str),
+    #[error("cannot create {}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot enable the memory controller in {}", path.display())]
+    Delegate {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {file}")]
+    Limit {
+        file: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Creates a replica-like group with a limit and removes it again.
-fn probe(base: &Path, version: u8) -> Result<(), String> {
+fn probe(base: &Path, version: u8) -> Result<(), CgroupError> {
     let spec =
         CgroupSpec { version, dir: base.join(format!("probe-{}", std::process::id())), memory_bytes: 64 * 1024 * 1024 };
     let result = create(&spec);
@@ -137,13 +164,13 @@ fn probe(base: &Path, version: u8) -> Result<(), String> {
 }
 
 /// Creates the replica's cgroup and sets its memory limit.
-pub fn create(spec: &CgroupSpec) -> Result<(), String> {
-    std::fs::create_dir_all(&spec.dir).map_err(|e| format!("cannot create {}: {e}", spec.dir.display()))?;
+pub fn create(spec: &CgroupSpec) -> Result<(), CgroupError> {
+    std::fs::create_dir_all(&spec.dir).map_err(|source| CgroupError::Create { path: spec.dir.clone(), source })?;
     let (file, value) = match spec.version {
         2 => ("memory.max", spec.memory_bytes.to_string()),
         _ => ("memory.limit_in_bytes", spec.memory_bytes.to_string()),
     };
-    std::fs::write(spec.dir.join(file), value).map_err(|e| format!("cannot write {file}: {e}"))?;
+    std::fs::write(spec.dir.join(file), value).map_err(|source| CgroupError::Limit { file, source })?;
     if spec.version == 2 {
         // Without swap accounting a limited process would swap instead of
         // being OOM-killed; keep the limit meaning "memory".

@@ -576,7 +576,13 @@ impl Controller {
     }
 
     /// The supervisor's spec for one attempt.
-    fn supervise_spec(&self, index: i64, attempt: i64, slot: usize, run_dir: &Path) -> Result<SuperviseSpec, String> {
+    fn supervise_spec(
+        &self,
+        index: i64,
+        attempt: i64,
+        slot: usize,
+        run_dir: &Path,
+    ) -> Result<SuperviseSpec, AttemptStartError> {
         let gpu_ids = self.launch.placement.slots.get(slot).map(|s| s.gpu_ids.clone()).unwrap_or_default();
         let replica = self.replica_id(index, attempt);
         let log = self.launch.resolved.log_collection.then(|| {
@@ -608,7 +614,8 @@ impl Controller {
             }
             LocalMode::Container => {
                 let settings = self.container_settings();
-                let plan = container::plan(&settings, &self.launch, &replica, index, &gpu_ids)?;
+                let plan = container::plan(&settings, &self.launch, &replica, index, &gpu_ids)
+                    .map_err(AttemptStartError::Container)?;
                 // The engine process gets the server's engine settings and the
                 // values only `-e NAME` can carry; the container gets only
                 // its own environment.
@@ -686,7 +693,8 @@ impl Controller {
             Err(error) => {
                 // Nothing runs; declare the attempt over (holding the lock, so
                 // a supervisor could not start it after all).
-                let record = claim_end(&run_dir, |r| r.start_error = Some(error.clone()));
+                let message = crate::error_chain(&error);
+                let record = claim_end(&run_dir, |r| r.start_error = Some(message));
                 let _ = self.tx.send(ControlMsg::Ended { index, attempt, record });
                 return;
             }
@@ -954,24 +962,50 @@ fn counts_as_failure(row: &ReplicaRow) -> bool {
     matches!(row.reason.as_deref(), Some("Error" | "Signaled" | "OOMKilled" | "StartError" | "Lost"))
 }
 
-fn prepare_run_dir(run_dir: &Path, spec: &SuperviseSpec) -> Result<(), String> {
+/// Why an attempt could not be started. Stored with the attempt as one
+/// sentence, the error and its sources (`error::chain`), which the replica
+/// table shows.
+#[derive(Debug, thiserror::Error)]
+enum AttemptStartError {
+    /// The job cannot run as a container here (a rule of container mode).
+    #[error("{0}")]
+    Container(String),
+    #[error("cannot create {}", path.display())]
+    RunDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the replica spec")]
+    WriteSpec(#[source] std::io::Error),
+    #[error("cannot encode the replica spec")]
+    EncodeSpec(#[source] serde_json::Error),
+    #[error("cannot create the supervisor log")]
+    SupervisorLog(#[source] std::io::Error),
+    #[error("cannot start the replica supervisor {}", bin.display())]
+    Spawn {
+        bin: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn prepare_run_dir(run_dir: &Path, spec: &SuperviseSpec) -> Result<(), AttemptStartError> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(run_dir.join("work"))
-        .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
-    let bytes = serde_json::to_vec(spec).map_err(|e| e.to_string())?;
+        .map_err(|source| AttemptStartError::RunDir { path: run_dir.to_path_buf(), source })?;
+    let bytes = serde_json::to_vec(spec).map_err(AttemptStartError::EncodeSpec)?;
     // The spec holds secret values: owner-only, and the supervisor deletes
     // it once read.
-    process::write_atomic(&run_dir.join(SPEC_FILE), &bytes, 0o600)
-        .map_err(|e| format!("cannot write the replica spec: {e}"))
+    process::write_atomic(&run_dir.join(SPEC_FILE), &bytes, 0o600).map_err(AttemptStartError::WriteSpec)
 }
 
-fn spawn_supervisor(bin: &Path, run_dir: &Path) -> Result<tokio::process::Child, String> {
-    let log = std::fs::File::create(run_dir.join("supervisor.log"))
-        .map_err(|e| format!("cannot create the supervisor log: {e}"))?;
-    let log_err = log.try_clone().map_err(|e| e.to_string())?;
+fn spawn_supervisor(bin: &Path, run_dir: &Path) -> Result<tokio::process::Child, AttemptStartError> {
+    let log = std::fs::File::create(run_dir.join("supervisor.log")).map_err(AttemptStartError::SupervisorLog)?;
+    let log_err = log.try_clone().map_err(AttemptStartError::SupervisorLog)?;
     let mut command = tokio::process::Command::new(bin);
     command
         .arg("supervise")
@@ -988,7 +1022,7 @@ fn spawn_supervisor(bin: &Path, run_dir: &Path) -> Result<tokio::process::Child,
             Ok(())
         });
     }
-    command.spawn().map_err(|e| format!("cannot start the replica supervisor {}: {e}", bin.display()))
+    command.spawn().map_err(|source| AttemptStartError::Spawn { bin: bin.to_path_buf(), source })
 }
 
 fn read_exit(run_dir: &Path) -> Option<ExitRecord> {

@@ -502,7 +502,7 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     let mut cgroup = spec.cgroup.clone();
     if let Some(group) = &cgroup {
         if let Err(e) = cgroup::create(group) {
-            note(&log, &format!("the memory limit could not be applied: {e}"));
+            note(&log, &format!("the memory limit could not be applied: {}", crate::error_chain(&e)));
             cgroup = None;
         }
     }

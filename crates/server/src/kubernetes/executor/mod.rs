@@ -23,6 +23,7 @@
 //! `executor_state` (the pod's uid, and whether its log was copied).
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,7 +44,7 @@ use super::settings::KubernetesSettings;
 use super::spec_values::SpecValues;
 use super::status::{self, JobEnd, PodAttempt, RunFailure};
 use super::watch::{self, Change, Selector};
-use crate::config::{Config, ExecutorKind};
+use crate::config::{Config, ConfigError, ExecutorKind};
 use crate::executor::{
     replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorEvent, ExecutorHost, JobLaunch,
     ReplicaObservation, RunOutcome, StopReason,
@@ -108,32 +109,55 @@ impl Shared {
     }
 }
 
+/// Why the Kubernetes executor could not reach its cluster at start.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error(transparent)]
+    Settings(#[from] ConfigError),
+    #[error("cannot read the kubeconfig {}", path.display())]
+    ReadKubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error("cannot use the kubeconfig {}", path.display())]
+    UseKubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error("cannot use the kubeconfig context")]
+    UseContext(#[source] kube::config::KubeconfigError),
+    #[error("no Kubernetes cluster found (not in a pod, and no usable $KUBECONFIG or ~/.kube/config)")]
+    NoCluster(#[source] kube::config::InferConfigError),
+    #[error("cannot build the Kubernetes client")]
+    Client(#[source] kube::Error),
+}
+
 /// Builds the kube-rs configuration from the settings: a kubeconfig file
 /// when one is named, else the in-cluster service account, else
 /// `$KUBECONFIG` or `~/.kube/config`.
-pub async fn kube_config(settings: &KubernetesSettings) -> Result<kube::Config, String> {
+pub async fn kube_config(settings: &KubernetesSettings) -> Result<kube::Config, ConnectError> {
     let options = kube::config::KubeConfigOptions { context: settings.context.clone(), ..Default::default() };
     let config = match &settings.kubeconfig {
         Some(path) => {
             let file = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| format!("cannot read the kubeconfig {}: {e}", path.display()))?;
+                .map_err(|source| ConnectError::ReadKubeconfig { path: path.clone(), source })?;
             kube::Config::from_custom_kubeconfig(file, &options)
                 .await
-                .map_err(|e| format!("cannot use the kubeconfig {}: {e}", path.display()))?
+                .map_err(|source| ConnectError::UseKubeconfig { path: path.clone(), source })?
         }
-        None if settings.context.is_some() => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| format!("cannot use the kubeconfig context: {e}"))?,
-        None => kube::Config::infer().await.map_err(|e| {
-            format!("no Kubernetes cluster found (not in a pod, and no usable $KUBECONFIG or ~/.kube/config): {e}")
-        })?,
+        None if settings.context.is_some() => {
+            kube::Config::from_kubeconfig(&options).await.map_err(ConnectError::UseContext)?
+        }
+        None => kube::Config::infer().await.map_err(ConnectError::NoCluster)?,
     };
     Ok(config)
 }
 
 impl KubernetesExecutor {
     /// Connects to the cluster the config's `[executor.kubernetes]` names.
-    pub async fn connect(config: Arc<Config>, host: ExecutorHost) -> Result<Self, String> {
+    pub async fn connect(config: Arc<Config>, host: ExecutorHost) -> Result<Self, ConnectError> {
         let settings = KubernetesSettings::from_table(&config.executor.kubernetes)?;
         let kube_config = kube_config(&settings).await?;
         Self::with_kube_config(kube_config, settings, config, host)
@@ -146,10 +170,10 @@ impl KubernetesExecutor {
         settings: KubernetesSettings,
         config: Arc<Config>,
         host: ExecutorHost,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ConnectError> {
         settings.check()?;
         let namespace = settings.namespace.clone().unwrap_or_else(|| kube_config.default_namespace.clone());
-        let client = Client::try_from(kube_config).map_err(|e| format!("cannot build the Kubernetes client: {e}"))?;
+        let client = Client::try_from(kube_config).map_err(ConnectError::Client)?;
         let shared = Arc::new(Shared { client, namespace, settings, config, host });
         let (commands, command_rx) = mpsc::unbounded_channel();
         let controller = Controller::new(shared.clone(), commands.downgrade());
