@@ -76,7 +76,6 @@ impl std::error::Error for AppError {
     }
 }
 
-
 impl AppError {
     fn status_and_body(self) -> (StatusCode, ApiError) {
         match self {

@@ -93,9 +93,24 @@ pub fn find(configured: &str) -> Option<String> {
     find_in_path(&["podman", "docker"], &path).map(|p| p.to_string_lossy().into_owned())
 }
 
+/// Why an engine cannot run containers here.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("cannot run {binary}")]
+    Run {
+        binary: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The engine ran and failed; `said` is the last line of its standard
+    /// error.
+    #[error("`{command}` failed ({status}): {said}")]
+    Refused { command: String, status: std::process::ExitStatus, said: String },
+}
+
 /// Whether `binary` can run a container here, with `env` added to the
 /// server's environment; the error says why not.
-pub fn probe(binary: &str, env: &[(String, String)]) -> Result<(), String> {
+pub fn probe(binary: &str, env: &[(String, String)]) -> Result<(), ProbeError> {
     let args: &[&str] = match Engine::from_binary(binary) {
         Engine::Podman => &["run", "--rm", "--network", "none", "--rootfs", "/:O", "/bin/true"],
         Engine::Docker => &["info", "--format", "{{.ServerVersion}}"],
@@ -105,13 +120,17 @@ pub fn probe(binary: &str, env: &[(String, String)]) -> Result<(), String> {
         .envs(env.iter().cloned())
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run {binary}: {e}"))?;
+        .map_err(|source| ProbeError::Run { binary: binary.into(), source })?;
     if output.status.success() {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
     let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-    Err(format!("`{binary} {}` failed ({}): {last}", args.join(" "), output.status))
+    Err(ProbeError::Refused {
+        command: format!("{binary} {}", args.join(" ")),
+        status: output.status,
+        said: last.to_string(),
+    })
 }
 
 /// Decides the mode of `settings` when it is `auto`, and names the engine
@@ -120,10 +139,10 @@ pub fn resolve(settings: &mut LocalExecutorConfig, env: &[(String, String)]) -> 
     resolve_with(settings, find, |binary| probe(binary, env))
 }
 
-fn resolve_with(
+fn resolve_with<E: std::error::Error + 'static>(
     settings: &mut LocalExecutorConfig,
     find: impl Fn(&str) -> Option<String>,
-    probe: impl Fn(&str) -> Result<(), String>,
+    probe: impl Fn(&str) -> Result<(), E>,
 ) -> String {
     match settings.mode {
         LocalMode::Process => "process mode (set in the config): replicas run as processes; images are ignored".into(),
@@ -131,9 +150,10 @@ fn resolve_with(
             Some(binary) => {
                 let note = match probe(&binary) {
                     Ok(()) => format!("container mode (set in the config) with {binary}"),
-                    Err(why) => {
-                        format!("container mode (set in the config) with {binary}, which failed its probe: {why}")
-                    }
+                    Err(why) => format!(
+                        "container mode (set in the config) with {binary}, which failed its probe: {}",
+                        crate::error_chain(&why)
+                    ),
                 };
                 settings.engine = binary;
                 note
@@ -153,7 +173,10 @@ fn resolve_with(
                 }
                 Err(why) => {
                     settings.mode = LocalMode::Process;
-                    format!("process mode: {why}; replicas run as processes and images are ignored")
+                    format!(
+                        "process mode: {}; replicas run as processes and images are ignored",
+                        crate::error_chain(&why)
+                    )
                 }
             },
             None => {
@@ -216,7 +239,8 @@ mod tests {
         ];
         for (mode, engine, found, probed, want_mode, want_engine, note_part) in cases {
             let mut settings = LocalExecutorConfig { mode, engine: engine.into(), ..LocalExecutorConfig::default() };
-            let note = resolve_with(&mut settings, |_| found.map(String::from), |_| probed.map_err(String::from));
+            let note =
+                resolve_with(&mut settings, |_| found.map(String::from), |_| probed.map_err(std::io::Error::other));
             assert_eq!(settings.mode, want_mode, "{mode:?} {found:?} {probed:?}");
             assert_eq!(settings.engine, want_engine, "{mode:?} {found:?} {probed:?}");
             assert!(note.contains(note_part), "{note}");

@@ -127,14 +127,23 @@ pub struct KubeObjects {
     pub service: Option<Service>,
 }
 
+/// Why the objects could not be written as YAML.
+#[derive(Debug, thiserror::Error)]
+pub enum YamlError {
+    #[error("cannot encode an object")]
+    Encode(#[source] serde_json::Error),
+    #[error("cannot write YAML")]
+    Write(#[source] serde_saphyr::ser::Error),
+}
+
 impl KubeObjects {
     /// The objects as a multi-document YAML stream, as `kubectl apply -f`
     /// reads it: secrets and service first, the Job last.
-    pub fn to_yaml(&self) -> Result<String, String> {
+    pub fn to_yaml(&self) -> Result<String, YamlError> {
         // k8s-openapi writes `apiVersion` and `kind` itself.
         let mut documents: Vec<serde_json::Value> = Vec::new();
         let mut push = |object: Result<serde_json::Value, serde_json::Error>| {
-            object.map(|o| documents.push(o)).map_err(|e| format!("cannot serialize: {e}"))
+            object.map(|o| documents.push(o)).map_err(YamlError::Encode)
         };
         if let Some(s) = &self.env_secret {
             push(serde_json::to_value(s))?;
@@ -149,7 +158,7 @@ impl KubeObjects {
         let mut out = String::new();
         for doc in documents {
             out.push_str("---\n");
-            out.push_str(&serde_saphyr::to_string(&doc).map_err(|e| format!("cannot write YAML: {e}"))?);
+            out.push_str(&serde_saphyr::to_string(&doc).map_err(YamlError::Write)?);
         }
         Ok(out)
     }

@@ -101,7 +101,7 @@ pub fn render_job_file(
         &settings,
     )
     .map_err(|e| anyhow::anyhow!(describe(&e)))?;
-    objects.to_yaml().map_err(anyhow::Error::msg)
+    Ok(objects.to_yaml()?)
 }
 
 /// Field errors as lines, `path: message`.

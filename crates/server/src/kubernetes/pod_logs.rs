@@ -113,6 +113,36 @@ impl Resume {
     }
 }
 
+/// Why a copy of a pod's log stopped before the container's output ended.
+/// The controller starts it again after a pause.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    #[error("cannot read the stored log of pod {pod}")]
+    ReadStored {
+        pod: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read the log of pod {pod}")]
+    Open {
+        pod: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("the log stream of pod {pod} broke")]
+    Broke {
+        pod: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the log of pod {pod}")]
+    Write {
+        pod: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Copies the log of `pod` into the attempt's log until the container's
 /// output ends (the container stopped running). Returns the number of
 /// lines stored by this copy.
@@ -123,9 +153,9 @@ pub async fn copy_pod_log(
     job_id: &str,
     index: i64,
     attempt: i64,
-) -> Result<u64, String> {
-    let resume =
-        Resume::read(store, job_id, index, attempt).map_err(|e| format!("cannot read the stored log of {pod}: {e}"))?;
+) -> Result<u64, CopyError> {
+    let resume = Resume::read(store, job_id, index, attempt)
+        .map_err(|source| CopyError::ReadStored { pod: pod.into(), source })?;
     let params = LogParams {
         container: Some(CONTAINER_NAME.into()),
         follow: true,
@@ -133,9 +163,10 @@ pub async fn copy_pod_log(
         since_time: resume.as_ref().and_then(Resume::since_time),
         ..LogParams::default()
     };
-    let stream = pods.log_stream(pod, &params).await.map_err(|e| format!("cannot read the log of pod {pod}: {e}"))?;
+    let stream = pods.log_stream(pod, &params).await.map_err(|source| CopyError::Open { pod: pod.into(), source })?;
     let (log_path, idx_path) = store.paths(job_id, index, attempt);
-    let writer = LogWriter::create(&log_path, &idx_path).map_err(|e| format!("cannot write the log of {pod}: {e}"))?;
+    let writer =
+        LogWriter::create(&log_path, &idx_path).map_err(|source| CopyError::Write { pod: pod.into(), source })?;
     let mut sink = Sink {
         writer,
         last_time: resume.as_ref().map_or(0, |r| r.last_ms),
@@ -178,7 +209,7 @@ pub async fn copy_pod_log(
             // The unfinished last line is not stored: the resumed copy
             // receives it whole.
             sink.flush(pod)?;
-            Err(format!("the log stream of pod {pod} broke: {e}"))
+            Err(CopyError::Broke { pod: pod.into(), source: e })
         }
         None => {
             // The container's output ended; a last line without a newline
@@ -240,16 +271,16 @@ impl Sink {
         }
     }
 
-    fn flush(&mut self, pod: &str) -> Result<(), String> {
+    fn flush(&mut self, pod: &str) -> Result<(), CopyError> {
         self.check(pod)?;
-        self.writer.flush().map_err(|e| format!("cannot write the log of {pod}: {e}"))?;
+        self.writer.flush().map_err(|source| CopyError::Write { pod: pod.into(), source })?;
         self.unflushed = false;
         Ok(())
     }
 
-    fn check(&mut self, pod: &str) -> Result<(), String> {
+    fn check(&mut self, pod: &str) -> Result<(), CopyError> {
         match self.error.take() {
-            Some(e) => Err(format!("cannot write the log of {pod}: {e}")),
+            Some(source) => Err(CopyError::Write { pod: pod.into(), source }),
             None => Ok(()),
         }
     }

@@ -257,7 +257,7 @@ impl Scheduler {
                     if active.placement().is_some() {
                         match self.build_launch(&active).await? {
                             Ok(launch) => launches.push(launch),
-                            Err(message) => tracing::warn!(job = %id, %message, "cannot resume a run"),
+                            Err(refusal) => tracing::warn!(job = %id, %refusal, "cannot resume a run"),
                         }
                         if let Some(reason) = active.row.runtime.stop_reason.as_deref().and_then(StopReason::parse) {
                             stops.push((id.clone(), active.row.runtime.run, reason));
@@ -821,11 +821,11 @@ impl Scheduler {
         Ok(())
     }
 
-    /// What a run needs to start, with secrets resolved. `Err(message)` when
-    /// a referenced secret does not exist.
-    async fn build_launch(&self, active: &Active) -> AppResult<Result<JobLaunch, String>> {
+    /// What a run needs to start, with secrets resolved; the inner error
+    /// says why it cannot (a referenced secret that does not exist).
+    async fn build_launch(&self, active: &Active) -> AppResult<Result<JobLaunch, LaunchRefusal>> {
         let Some(placement) = active.placement() else {
-            return Ok(Err("the job has no placement".into()));
+            return Ok(Err(LaunchRefusal::NotPlaced));
         };
         let mut env = Vec::new();
         for (i, var) in active.spec.envs.iter().flatten().enumerate() {
@@ -834,10 +834,11 @@ impl Scheduler {
                     match self.store.resolve_secret(active.row.created_by.clone(), secret.to_string()).await? {
                         Some(value) => value,
                         None => {
-                            return Ok(Err(format!(
-                                "spec.envs[{i}] refers to the secret '{secret}', which does not exist or is not visible to {}",
-                                active.row.created_by
-                            )))
+                            return Ok(Err(LaunchRefusal::MissingSecret {
+                                index: i,
+                                secret: secret.to_string(),
+                                user: active.row.created_by.clone(),
+                            }))
                         }
                     }
                 }
@@ -1040,10 +1041,19 @@ impl Scheduler {
                         .await?;
                 }
             }
-            Err(message) => self.finish_failed(id, "SecretNotFound", message).await?,
+            Err(refusal) => self.finish_failed(id, "SecretNotFound", refusal.to_string()).await?,
         }
         Ok(())
     }
+}
+
+/// Why a placed run cannot be handed to the executor.
+#[derive(Debug, thiserror::Error)]
+enum LaunchRefusal {
+    #[error("the job has no placement")]
+    NotPlaced,
+    #[error("spec.envs[{index}] refers to the secret '{secret}', which does not exist or is not visible to {user}")]
+    MissingSecret { index: usize, secret: String, user: String },
 }
 
 #[cfg(test)]

@@ -268,6 +268,35 @@ impl StepOutput {
     }
 }
 
+/// Why an engine step could not be run at all (as opposed to running and
+/// failing, which its `StepOutput` says). Recorded as an engine error: the
+/// error and its sources in one sentence.
+#[derive(Debug, thiserror::Error)]
+enum StepError {
+    #[error("an engine step has no command")]
+    Empty,
+    #[error("cannot start {program}")]
+    Start {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot wait for {program}")]
+    Wait {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create {}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the registry credentials")]
+    Credentials(#[source] std::io::Error),
+}
+
 /// Runs one engine step to its end. A `stoppable` step (a pull, which may
 /// take minutes) is killed when a stop is asked for meanwhile.
 fn run_step(
@@ -275,8 +304,8 @@ fn run_step(
     env: &[(String, String)],
     run_dir: &Path,
     stoppable: bool,
-) -> Result<StepOutput, String> {
-    let (program, args) = command.split_first().ok_or("empty command")?;
+) -> Result<StepOutput, StepError> {
+    let (program, args) = command.split_first().ok_or(StepError::Empty)?;
     let mut child = Command::new(program)
         .args(args)
         .env_clear()
@@ -285,7 +314,7 @@ fn run_step(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {program}: {e}"))?;
+        .map_err(|source| StepError::Start { program: program.clone(), source })?;
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut text = Vec::new();
@@ -298,7 +327,7 @@ fn run_step(
     let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
     let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
     let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+        if let Some(status) = child.try_wait().map_err(|source| StepError::Wait { program: program.clone(), source })? {
             break Some(status);
         }
         if stoppable && stop_wanted(run_dir) {
@@ -317,7 +346,7 @@ fn run_quietly(command: &[String], env: &[(String, String)], run_dir: &Path, log
     match run_step(command, env, run_dir, false) {
         Ok(out) if out.success() => {}
         Ok(out) => note(log, &format!("'{}' failed: {}", command.join(" "), out.words())),
-        Err(e) => note(log, &e),
+        Err(e) => note(log, &crate::error_chain(&e)),
     }
 }
 
@@ -351,8 +380,9 @@ fn prepare_container(
                 return Err(Box::new(ended_now(|r| r.image_pull_error = Some(words))));
             }
             Err(e) => {
-                note(log, &e);
-                return Err(Box::new(ended_now(|r| r.engine_error = Some(e))));
+                let message = crate::error_chain(&e);
+                note(log, &message);
+                return Err(Box::new(ended_now(|r| r.engine_error = Some(message))));
             }
         }
     }
@@ -384,8 +414,9 @@ fn prepare_container(
             })))
         }
         Err(e) => {
-            note(log, &e);
-            Err(Box::new(ended_now(|r| r.engine_error = Some(e))))
+            let message = crate::error_chain(&e);
+            note(log, &message);
+            Err(Box::new(ended_now(|r| r.engine_error = Some(message))))
         }
     }
 }
@@ -393,7 +424,7 @@ fn prepare_container(
 /// `<engine> pull`, with the job's registry credentials in an auth file of
 /// the run directory for as long as the pull takes: never in the server
 /// user's home, where every later pull of that user would find them.
-fn pull(run_dir: &Path, spec: &SuperviseSpec, steps: &ContainerSteps) -> Result<StepOutput, String> {
+fn pull(run_dir: &Path, spec: &SuperviseSpec, steps: &ContainerSteps) -> Result<StepOutput, StepError> {
     let mut env = spec.env.clone();
     let mut auth: Option<PathBuf> = None;
     let mut written: Option<PathBuf> = None;
@@ -402,15 +433,14 @@ fn pull(run_dir: &Path, spec: &SuperviseSpec, steps: &ContainerSteps) -> Result<
             crate::executor::container::Engine::Podman => run_dir.join(AUTH_FILE),
             crate::executor::container::Engine::Docker => {
                 let dir = run_dir.join(DOCKER_CONFIG_DIR);
-                std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                std::fs::create_dir_all(&dir).map_err(|source| StepError::CreateDir { path: dir.clone(), source })?;
                 env.retain(|(name, _)| name != "DOCKER_CONFIG");
                 env.push(("DOCKER_CONFIG".into(), dir.to_string_lossy().into_owned()));
                 written = Some(dir.clone());
                 dir.join("config.json")
             }
         };
-        write_atomic(&file, login.auth_file().as_bytes(), 0o600)
-            .map_err(|e| format!("cannot write the registry credentials: {e}"))?;
+        write_atomic(&file, login.auth_file().as_bytes(), 0o600).map_err(StepError::Credentials)?;
         auth = Some(file);
     }
     let out = run_step(&steps.pull(auth.as_deref()), &env, run_dir, true);

@@ -15,7 +15,7 @@ impl Controller {
         let task = tokio::spawn(async move {
             let result = crate::kubernetes::pod_logs::copy_pod_log(&pods, &pod, &logs, &job_id, index, attempt).await;
             if let Err(e) = &result {
-                tracing::warn!("kubernetes: {e}");
+                tracing::warn!(error = %crate::error_chain(e), "kubernetes: a pod's log copy stopped");
             }
             if let Some(commands) = commands.upgrade() {
                 let _ = commands.send(Command::LogCopied { job_id, run, uid, complete: result.is_ok() });
