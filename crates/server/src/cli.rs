@@ -160,8 +160,8 @@ pub fn run() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            // `{:#}` prints the whole chain: what failed, then why.
-            eprintln!("error: {error:#}");
+            // The whole chain: what failed, then why.
+            eprintln!("error: {}", crate::error_chain(error.as_ref()));
             ExitCode::FAILURE
         }
     }
@@ -237,6 +237,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let local = listener.local_addr().context("cannot read the listening address")?;
     let base = format!("http://{}", printable_addr(local));
+    // The executor first: a server whose executor cannot start says so
+    // instead of printing a sign-in address that would never answer.
+    let data_dir = config.data_dir.clone();
+    let state = AppState::start(store.clone(), config).await?;
 
     let (_, created) = store.ensure_user("admin", now_millis()).await.context("cannot create the admin user")?;
     println!("Jobdeck is listening on {base}/");
@@ -246,11 +250,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         println!(
             "Sign in with an existing token, or make a new one: jobdeck token create --user admin --data-dir {}",
-            config.data_dir.display()
+            data_dir.display()
         );
     }
-
-    let state = AppState::start(store, config).await?;
     axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal()).await.context("the server stopped")
 }
 

@@ -317,4 +317,30 @@ mod chain_tests {
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(body.message, "internal server error");
     }
+
+    /// An error whose message already ends with its source's (as kube's
+    /// do) is not followed by that source again, and a trailing newline in
+    /// a message (as TOML's have) does not break the line.
+    #[derive(Debug)]
+    struct Repeats(std::io::Error);
+
+    impl std::fmt::Display for Repeats {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "failed to read kubeconfig: {}\n", self.0)
+        }
+    }
+
+    impl std::error::Error for Repeats {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_said_is_not_said_twice() {
+        let error = Outer(std::io::Error::other("x"));
+        assert_eq!(chain(&error), "cannot store the job: x");
+        let error = Repeats(std::io::Error::other("No such file or directory"));
+        assert_eq!(chain(&error), "failed to read kubeconfig: No such file or directory");
+    }
 }

@@ -161,13 +161,19 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(workspace, gateway::workspace_gateway))
 }
 
-/// An error and its sources, `outer: inner: innermost`, as a log line.
+/// An error and its sources, `outer: inner: innermost`, as one line. Some
+/// errors (kube's, io's inside them) also write their source into their
+/// own message: a cause the line already ends with is not repeated.
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
+    let mut text = error.to_string().trim_end().to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let said = cause.to_string();
+        let said = said.trim_end();
+        if !text.ends_with(said) {
+            text.push_str(": ");
+            text.push_str(said);
+        }
         source = cause.source();
     }
     text
