@@ -379,6 +379,26 @@ pub const SPEC_RANGES: [(&str, i64, i64); 10] = [
     ("shared_memory_size", 0, MEMORY_MAX_MIB),
 ];
 
+/// The ranges of numbers inside a spec's parts: `(type, field, least,
+/// most)`, by the contract's type names. The checks below and the server's
+/// OpenAPI document (on those types' schemas) both read this table.
+pub const PART_RANGES: [(&str, &str, i64, i64); 5] = [
+    ("ContainerPort", "container_port", 1, PORT_MAX),
+    ("ContainerPort", "host_port", 1, PORT_MAX),
+    ("TimeSchedule", "start_at", 0, START_AT_MAX),
+    ("SegmentConfig", "count_per_segment", 1, REPLICAS_MAX),
+    ("MountOptions", "local_cache_size_mib", 0, MEMORY_MAX_MIB),
+];
+
+/// Checks `value` against the range [`PART_RANGES`] gives `kind.field`.
+fn check_part_range(problems: &mut Problems, path: &str, kind: &str, field: &str, value: Option<i64>) {
+    let (_, _, min, max) = PART_RANGES
+        .into_iter()
+        .find(|(k, f, _, _)| *k == kind && *f == field)
+        .unwrap_or_else(|| unreachable!("{kind}.{field} is not in PART_RANGES"));
+    check_range(problems, path, value, min, max);
+}
+
 /// The value of a field of [`SPEC_RANGES`].
 fn spec_number(spec: &JobSpec, field: &str) -> Option<i64> {
     match field {
@@ -410,18 +430,26 @@ fn check_ranges(spec: &JobSpec, problems: &mut Problems) {
         check_range(problems, &format!("spec.{field}"), spec_number(spec, field), min, max);
     }
     let start_at = spec.time_schedule.as_ref().and_then(|t| t.start_at);
-    check_range(problems, "spec.time_schedule.start_at", start_at, 0, START_AT_MAX);
+    check_part_range(problems, "spec.time_schedule.start_at", "TimeSchedule", "start_at", start_at);
     let segment = spec.segment_config.as_ref().map(|s| s.count_per_segment);
-    check_range(problems, "spec.segment_config.count_per_segment", segment, 1, REPLICAS_MAX);
+    let path = "spec.segment_config.count_per_segment";
+    check_part_range(problems, path, "SegmentConfig", "count_per_segment", segment);
     for (i, port) in spec.container.ports().iter().enumerate() {
         let path = format!("spec.container.ports[{i}]");
-        check_range(problems, &format!("{path}.container_port"), Some(port.container_port), 1, PORT_MAX);
-        check_range(problems, &format!("{path}.host_port"), port.host_port, 1, PORT_MAX);
+        let container_port = Some(port.container_port);
+        check_part_range(
+            problems,
+            &format!("{path}.container_port"),
+            "ContainerPort",
+            "container_port",
+            container_port,
+        );
+        check_part_range(problems, &format!("{path}.host_port"), "ContainerPort", "host_port", port.host_port);
     }
     for (i, mount) in spec.mounts().iter().enumerate() {
         let cache = mount.mount_options.as_ref().and_then(|o| o.local_cache_size_mib);
         let path = format!("spec.mounts[{i}].mount_options.local_cache_size_mib");
-        check_range(problems, &path, cache, 0, MEMORY_MAX_MIB);
+        check_part_range(problems, &path, "MountOptions", "local_cache_size_mib", cache);
     }
 }
 
@@ -851,6 +879,11 @@ fn check_container(container: &Container, problems: &mut Problems) {
 }
 
 // --------------------------------------------------------------------- env
+
+/// An environment variable name's form as a regular expression, for
+/// schemas: what [`check_env_name`] accepts, apart from the names and the
+/// prefix Jobdeck reserves.
+pub const ENV_NAME_PATTERN: &str = "^[A-Za-z_][A-Za-z0-9_]*$";
 
 /// Checks an environment variable name: a C identifier (a letter or `_`, then
 /// letters, digits and `_`) that Jobdeck does not set itself.

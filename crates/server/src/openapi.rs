@@ -76,6 +76,15 @@ pub fn base_document() -> Value {
 pub fn document(config: &Config) -> Value {
     let mut doc = base_document();
     let schemas = &mut doc["components"]["schemas"];
+    for (kind, field, min, max) in jobdeck_api::PART_RANGES {
+        let property = &mut schemas[kind]["properties"][field];
+        property["minimum"] = json!(min);
+        property["maximum"] = json!(max);
+    }
+    schemas["EnvVar"]["properties"]["name"]["pattern"] = json!(jobdeck_api::ENV_NAME_PATTERN);
+    let port_name = &mut schemas["ContainerPort"]["properties"]["name"];
+    port_name["minLength"] = json!(1);
+    port_name["maxLength"] = json!(jobdeck_api::PORT_NAME_MAX_LEN);
     let spec = &mut schemas["JobSpec"]["properties"];
     for (field, min, max) in jobdeck_api::SPEC_RANGES {
         spec[field]["minimum"] = json!(min);
@@ -118,6 +127,20 @@ async fn openapi(State(state): State<AppState>) -> Response {
 mod tests {
     use super::*;
 
+    /// The environment variable pattern says what `check_env_name` says,
+    /// except for the names Jobdeck reserves (which a pattern cannot list).
+    #[test]
+    fn the_env_name_pattern_agrees_with_the_contracts_env_rule() {
+        let pattern = regex::Regex::new(jobdeck_api::ENV_NAME_PATTERN).unwrap();
+        for name in ["A", "_", "_A1", "cuda_visible", "PATH", "", "1A", "A-B", "A B", "É", "A.B", "A\0"] {
+            let contract = jobdeck_api::check_env_name(name).is_ok();
+            assert_eq!(pattern.is_match(name), contract, "{name:?}");
+        }
+        for reserved in ["JOB_COMPLETION_INDEX", "LEPTON_X"] {
+            assert!(pattern.is_match(reserved) && jobdeck_api::check_env_name(reserved).is_err());
+        }
+    }
+
     /// The pattern says what `check_job_name` says, on the rule's own table.
     #[test]
     fn the_name_pattern_agrees_with_the_contracts_name_rule() {
@@ -135,6 +158,14 @@ mod tests {
         let spec = &doc["components"]["schemas"]["JobSpec"]["properties"];
         assert_eq!(spec["completions"]["minimum"], 1);
         assert_eq!(spec["completions"]["maximum"], jobdeck_api::REPLICAS_MAX);
+        let port = &doc["components"]["schemas"]["ContainerPort"]["properties"];
+        assert_eq!(
+            (&port["container_port"]["minimum"], &port["container_port"]["maximum"]),
+            (&json!(1), &json!(65535))
+        );
+        assert_eq!(port["name"]["maxLength"], jobdeck_api::PORT_NAME_MAX_LEN);
+        let env_name = &doc["components"]["schemas"]["EnvVar"]["properties"]["name"];
+        assert_eq!(env_name["pattern"], jobdeck_api::ENV_NAME_PATTERN);
         assert_eq!(spec["resource_shape"]["enum"][0], config.shapes[0].name.as_str());
         let classes = &doc["components"]["schemas"]["QueueConfig"]["properties"]["priority_class"]["enum"];
         assert_eq!(classes[0], jobdeck_api::PRIORITY_CLASSES[0]);
