@@ -437,10 +437,7 @@ impl Controller {
         } else if self.failures_total > limits.backoff_limit {
             Some((
                 "BackoffLimitExceeded",
-                format!(
-                    "{} attempts failed, more than the backoff limit of {}",
-                    self.failures_total, limits.backoff_limit
-                ),
+                policy::over_backoff_limit(self.failures_total, limits.backoff_limit),
             ))
         } else if limits.max_failure_retry.is_some_and(|m| worst_index > m) {
             Some((

@@ -180,8 +180,9 @@ pub fn decide(
         return Decision::Fail {
             reason: "BackoffLimitExceeded".into(),
             message: format!(
-                "{failures_total} attempts failed, more than the backoff limit of {}; the last: replica {replica}: {}",
-                limits.backoff_limit, verdict.message
+                "{}; the last: replica {replica}: {}",
+                over_backoff_limit(failures_total, limits.backoff_limit),
+                verdict.message
             ),
             program_error: verdict.program_error,
         };
@@ -199,6 +200,13 @@ pub fn decide(
         }
     }
     Decision::Retry
+}
+
+/// Why a run failed on its backoff limit: "2 attempts failed, more than the
+/// backoff limit of 1".
+pub fn over_backoff_limit(failures: i64, limit: i64) -> String {
+    let attempts = if failures == 1 { "attempt" } else { "attempts" };
+    format!("{failures} {attempts} failed, more than the backoff limit of {limit}")
 }
 
 #[cfg(test)]
@@ -311,5 +319,11 @@ mod tests {
             };
             assert_eq!(got.as_deref(), expected, "{limits:?} total {total} index {of_index} {}", verdict.reason);
         }
+    }
+
+    #[test]
+    fn the_backoff_limit_message_counts_in_words() {
+        assert_eq!(over_backoff_limit(1, 0), "1 attempt failed, more than the backoff limit of 0");
+        assert_eq!(over_backoff_limit(4, 3), "4 attempts failed, more than the backoff limit of 3");
     }
 }
