@@ -326,7 +326,7 @@ mod chain_tests {
 
     impl std::fmt::Display for Repeats {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "failed to read kubeconfig: {}\n", self.0)
+            writeln!(f, "failed to read kubeconfig: {}", self.0)
         }
     }
 

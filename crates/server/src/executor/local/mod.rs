@@ -435,10 +435,7 @@ impl Controller {
                 "a replica failed with a program error and retry on program error is disabled".to_string(),
             ))
         } else if self.failures_total > limits.backoff_limit {
-            Some((
-                "BackoffLimitExceeded",
-                policy::over_backoff_limit(self.failures_total, limits.backoff_limit),
-            ))
+            Some(("BackoffLimitExceeded", policy::over_backoff_limit(self.failures_total, limits.backoff_limit)))
         } else if limits.max_failure_retry.is_some_and(|m| worst_index > m) {
             Some((
                 "MaxFailureRetryExceeded",
