@@ -21,7 +21,7 @@
 //!   fails with a program error, and skips job-level restarts.
 
 use jobdeck_api::validate::{DURATION_MAX_SECONDS, MEMORY_MAX_MIB, REPLICAS_MAX, RETRIES_MAX};
-use jobdeck_api::{FieldErrors, JobSpec, Priority};
+use jobdeck_api::{FieldErrors, JobSpec, LeptonJob, Priority};
 
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
 use crate::topology::{node_group_views, shape_view};
@@ -57,6 +57,38 @@ pub struct ResolvedSpec {
 /// (`mid-4000` is 4000).
 pub fn priority_number(priority: Priority) -> i64 {
     i64::from(priority.level()) * 1000
+}
+
+/// Why a job file (`jobdeck kube render`, `jobdeck slurm render`) cannot be
+/// rendered before any executor looks at it.
+#[derive(Debug)]
+pub enum JobFileError {
+    /// Not JSON at all.
+    Syntax(String),
+    /// Fields that do not fit the types, break the contract's rules or do not
+    /// fit this server's configuration, by path.
+    Fields(FieldErrors),
+}
+
+/// Reads a job file as the API reads a body, so a mistyped or unknown field
+/// is named by its path (`spec.completions: must be a whole number`), not by
+/// a line and column; checks it as the server checks a new job (a job may
+/// be named by its id alone, as Lepton clients do) and resolves it against
+/// `config`.
+pub fn read_job_file(json: &str, config: &Config) -> Result<(LeptonJob, ResolvedSpec), JobFileError> {
+    let job: LeptonJob = jobdeck_api::from_json(json.as_bytes()).map_err(|e| match e {
+        jobdeck_api::JsonError::Syntax(message) => JobFileError::Syntax(message),
+        jobdeck_api::JsonError::Fields(errors) => JobFileError::Fields(errors),
+    })?;
+    let mut errors = jobdeck_api::validate_job(&job);
+    if job.metadata.name.is_none() && job.metadata.id.is_some() {
+        errors.remove("metadata.name");
+    }
+    if !errors.is_empty() {
+        return Err(JobFileError::Fields(errors));
+    }
+    let resolved = ResolvedSpec::resolve(&job.spec, config).map_err(JobFileError::Fields)?;
+    Ok((job, resolved))
 }
 
 impl ResolvedSpec {

@@ -26,10 +26,10 @@ pub use settings::KubernetesSettings;
 
 use std::collections::BTreeMap;
 
-use jobdeck_api::{FieldErrors, LeptonJob};
+use jobdeck_api::FieldErrors;
 
 use crate::config::Config;
-use crate::spec::ResolvedSpec;
+use crate::spec::{read_job_file, JobFileError};
 
 /// `jobdeck kube render`: the objects a job would create, as YAML. The job
 /// is checked as the server checks it; it is placed in `node_group` or its
@@ -42,23 +42,11 @@ pub fn render_job_file(
     node_group: Option<&str>,
     namespace: Option<&str>,
 ) -> anyhow::Result<String> {
-    // Read as the API reads a body, so a mistyped or unknown field is named
-    // by its path (`spec.completions: must be a whole number`), not by a
-    // line and column.
-    let job: LeptonJob = jobdeck_api::from_json(json.as_bytes()).map_err(|e| match e {
-        jobdeck_api::JsonError::Syntax(message) => anyhow::anyhow!("the job file is not valid JSON: {message}"),
-        jobdeck_api::JsonError::Fields(errors) => anyhow::anyhow!(describe(&errors)),
+    let (job, resolved) = read_job_file(json, config).map_err(|e| match e {
+        JobFileError::Syntax(message) => anyhow::anyhow!("the job file is not valid JSON: {message}"),
+        JobFileError::Fields(errors) => anyhow::anyhow!(describe(&errors)),
     })?;
     let settings = KubernetesSettings::from_table(&config.executor.kubernetes)?;
-    let mut errors = jobdeck_api::validate_job(&job);
-    if job.metadata.name.is_none() && job.metadata.id.is_some() {
-        // Lepton clients may name a job by its id alone.
-        errors.remove("metadata.name");
-    }
-    if !errors.is_empty() {
-        anyhow::bail!(describe(&errors));
-    }
-    let resolved = ResolvedSpec::resolve(&job.spec, config).map_err(|e| anyhow::anyhow!(describe(&e)))?;
     let values = spec_values::SpecValues::from_resolved(&resolved, &job.spec);
     let group_name = node_group.map(String::from).or_else(|| resolved.node_groups.first().cloned()).unwrap_or_default();
     let Some(group) = config.node_group(&group_name) else {

@@ -17,26 +17,18 @@ pub use executor::SlurmExecutor;
 pub use settings::SlurmSettings;
 
 use crate::config::Config;
-use crate::spec::ResolvedSpec;
+use crate::spec::{read_job_file, JobFileError};
 
 /// What `jobdeck slurm render` prints for a job file: the `sbatch` command
 /// line and the batch script of the run's first submission, with every
 /// exported value that comes from a secret shown as `<secret NAME>`. The
 /// command's own body, so its errors are `anyhow`'s, for a person.
 pub fn render_job_file(json: &str, config: &Config, node_group: Option<&str>) -> anyhow::Result<String> {
-    let job: jobdeck_api::LeptonJob = jobdeck_api::from_json(json.as_bytes()).map_err(|e| match e {
-        jobdeck_api::JsonError::Syntax(message) => anyhow::anyhow!("the job file is not valid JSON: {message}"),
-        jobdeck_api::JsonError::Fields(errors) => anyhow::anyhow!(describe(&errors)),
+    let (job, resolved) = read_job_file(json, config).map_err(|e| match e {
+        JobFileError::Syntax(message) => anyhow::anyhow!("the job file is not valid JSON: {message}"),
+        JobFileError::Fields(errors) => anyhow::anyhow!(describe(&errors)),
     })?;
     let settings = SlurmSettings::from_table(&config.executor.slurm)?;
-    let mut errors = jobdeck_api::validate_job(&job);
-    if job.metadata.name.is_none() && job.metadata.id.is_some() {
-        errors.remove("metadata.name");
-    }
-    if !errors.is_empty() {
-        anyhow::bail!(describe(&errors));
-    }
-    let resolved = ResolvedSpec::resolve(&job.spec, config).map_err(|e| anyhow::anyhow!(describe(&e)))?;
     let group = node_group.map(String::from).or_else(|| resolved.node_groups.first().cloned()).unwrap_or_default();
     if !resolved.node_groups.contains(&group) {
         anyhow::bail!("--node-group: the job may not run in node group '{group}'");
