@@ -16,9 +16,10 @@ pub fn routes() -> Vec<Route> {
     vec![("/usersecrets", get(list_secrets).post(create_secrets)), ("/usersecrets/{name}", delete(delete_secret))]
 }
 
-/// The longest secret name and value accepted.
-const MAX_NAME: usize = 253;
-const MAX_VALUE: usize = 1024 * 1024;
+/// The longest secret name and value accepted (the OpenAPI document says
+/// so too).
+pub const MAX_NAME: usize = 253;
+pub const MAX_VALUE: usize = 1024 * 1024;
 
 /// A `POST /usersecrets` body: one secret or a list (as `lep` sends).
 #[derive(Deserialize)]
@@ -144,5 +145,16 @@ mod tests {
             assert!(errors.get(path).is_some_and(|m| m[0].starts_with(message)), "{errors:?}");
         }
         assert!(check(&[secret("HF_TOKEN", Some("x"))]).is_empty());
+    }
+
+    /// A secret's name has the form of an environment variable's name, so
+    /// the OpenAPI document gives it the contract's `ENV_NAME_PATTERN`.
+    #[test]
+    fn secret_names_are_what_the_env_name_pattern_matches() {
+        let pattern = regex::Regex::new(jobdeck_api::ENV_NAME_PATTERN).unwrap();
+        for name in ["A", "_", "HF_TOKEN", "a1", "LEPTON_X", "", "1A", "A-B", "A B", "É", "A.B"] {
+            let valid = check(&[secret(name, Some("v"))]).is_empty();
+            assert_eq!(pattern.is_match(name), valid, "{name:?}");
+        }
     }
 }
