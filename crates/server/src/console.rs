@@ -193,14 +193,17 @@ fn precompressed_response(path: &str, body: bytes::Bytes) -> Response {
     response
 }
 
-/// Trunk names built files `<stem>-<16 hex digits>.<ext>` (and
-/// `<stem>-<hash>_bg.wasm`); such a name changes whenever the content does.
+/// Trunk names built files `<stem>-<hash>.<ext>` (and `<stem>-<hash>_bg.wasm`),
+/// the hash a 64-bit number in hex without leading zeros: 16 digits, or
+/// fewer for one build in sixteen (`main-e6a99db0c375c9e.css` was seen). Such
+/// a name changes whenever the content does. Fewer than 12 digits (one build
+/// in 65,536) is taken for part of a name.
 fn is_hashed_asset(path: &str) -> bool {
     let file = path.rsplit('/').next().unwrap_or("");
     let stem = file.split('.').next().unwrap_or("");
     let stem = stem.strip_suffix("_bg").unwrap_or(stem);
     match stem.rsplit_once('-') {
-        Some((_, hash)) => hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
+        Some((_, hash)) => (12..=16).contains(&hash.len()) && hash.bytes().all(|b| b.is_ascii_hexdigit()),
         None => false,
     }
 }
@@ -277,6 +280,9 @@ mod tests {
             ("/jobdeck-console-0123456789abcdef.js", true),
             ("/jobdeck-console-0123456789abcdef_bg.wasm", true),
             ("/style-fedcba9876543210.css", true),
+            // A hash that began with a zero digit.
+            ("/jobdeck-console-fad539f0209e900_bg.wasm", true),
+            ("/main-e6a99db0c375c9e.css", true),
             ("/index.html", false),
             ("/favicon.ico", false),
             ("/jobs/train-01", false),
