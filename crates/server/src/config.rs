@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-/// Why a config cannot be used. Displayed through its chain of sources
-/// (`anyhow`'s `{:#}` at the command line): "invalid config file x.toml:
-/// shapes[0].cpu must be more than 0".
+/// Why a config cannot be used. The command line prints it with its chain
+/// of sources (`error_chain`): "invalid config file x.toml: shapes[0].cpu
+/// must be more than 0".
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read the config file {}", path.display())]
