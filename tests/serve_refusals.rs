@@ -62,15 +62,22 @@ fn a_data_directory_that_cannot_be_written_is_refused_by_name() {
     assert!(err.contains(&format!("cannot create the data directory {}", data.display())), "{err}");
 }
 
+/// Runs `jobdeck serve` with a config file that says `config_text`; returns
+/// (succeeded, stdout, stderr) and the file's path.
+fn serve_with_config(config_text: &str) -> (bool, String, String, std::path::PathBuf) {
+    let temp = tempfile::tempdir().unwrap();
+    let config = temp.path().join("jobdeck.toml");
+    std::fs::write(&config, config_text).unwrap();
+    let data = temp.path().join("data");
+    let args = ["--listen", "127.0.0.1:0", "--data-dir", data.to_str().unwrap(), "--config", config.to_str().unwrap()];
+    let (ok, out, err) = serve_output(&args);
+    (ok, out, err, config)
+}
+
 /// A config file that breaks a rule names the file, then the rule.
 #[test]
 fn a_config_that_breaks_a_rule_is_refused_with_the_file_and_the_key() {
-    let temp = tempfile::tempdir().unwrap();
-    let config = temp.path().join("jobdeck.toml");
-    std::fs::write(&config, "[[shapes]]\nname = \"s\"\ncpu = 0\nmemory_mb = 1\n").unwrap();
-    let data = temp.path().join("data");
-    let args = ["--listen", "127.0.0.1:0", "--data-dir", data.to_str().unwrap(), "--config", config.to_str().unwrap()];
-    let (ok, err) = serve(&args);
+    let (ok, _, err, config) = serve_with_config("[[shapes]]\nname = \"s\"\ncpu = 0\nmemory_mb = 1\n");
     assert!(!ok, "it must fail: {err}");
     let expected = format!("error: invalid config file {}: shapes[0].cpu must be more than 0", config.display());
     assert!(err.lines().any(|l| l == expected), "{err}");
@@ -81,12 +88,7 @@ fn a_config_that_breaks_a_rule_is_refused_with_the_file_and_the_key() {
 /// never answer, and the error says which setting.
 #[test]
 fn an_executor_that_cannot_start_is_refused_before_any_sign_in_address() {
-    let temp = tempfile::tempdir().unwrap();
-    let config = temp.path().join("jobdeck.toml");
-    std::fs::write(&config, "[executor]\nkind = \"slurm\"\n[executor.slurm]\npartion = \"gpu\"\n").unwrap();
-    let data = temp.path().join("data");
-    let args = ["--listen", "127.0.0.1:0", "--data-dir", data.to_str().unwrap(), "--config", config.to_str().unwrap()];
-    let (ok, out, err) = serve_output(&args);
+    let (ok, out, err, _) = serve_with_config("[executor]\nkind = \"slurm\"\n[executor.slurm]\npartion = \"gpu\"\n");
     assert!(!ok, "it must fail: {err}");
     assert!(err.contains("error: executor.slurm: unknown field `partion`"), "{err}");
     assert!(!out.contains("Sign in"), "no sign-in address for a server that is not serving: {out}");
