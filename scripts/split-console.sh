@@ -9,9 +9,14 @@
 #   wasm-split-cli   core module + per-page modules + the loader `__wasm_split.js`
 #   wasm-bindgen     the JavaScript glue for the core, under trunk's file names,
 #                    keeping the function table the page modules link against
-#   wasm-opt -Oz     every module
+#   wasm-opt -Oz     every module, without the producers and target-features
+#                    sections (about 200 bytes a module that nothing reads)
+#   pack-console.mjs packs of the modules each page needs, which compress
+#                    together (scripts/pack-console.mjs says how the loader
+#                    picks them)
 # then names every new file after its content, as trunk does, so the server
-# can serve them precompressed and cache them forever.
+# can cache them forever, and writes each hashed file's brotli next to it
+# (`FILE.br`), which the server sends as it is.
 set -euo pipefail
 
 staging="${TRUNK_STAGING_DIR:?run by trunk as a post_build hook}"
@@ -33,7 +38,7 @@ hash16() { sha256sum "$1" | cut -c1-16; }
 # function names, for the size report.
 optimize() {
   local out
-  out="$(wasm-opt -Oz "${features[@]}" "$1" -o "$2" 2>&1)" || { echo "$out" >&2; return 1; }
+  out="$(wasm-opt -Oz "${features[@]}" --strip-producers --strip-target-features "$1" -o "$2" 2>&1)" || { echo "$out" >&2; return 1; }
   grep -v "unknown name subsection" <<<"$out" >&2 || true
   if [ -n "${JOBDECK_CONSOLE_NAMED_DIR:-}" ]; then
     mkdir -p "$JOBDECK_CONSOLE_NAMED_DIR"
@@ -55,6 +60,7 @@ for module in "$work/split"/*.wasm; do
   mv "$work/$name.wasm" "$staging/$hashed"
   sed -i "s|\"./$name.wasm\"|\"./$hashed\"|" "$loader"
 done
+node "$root/scripts/pack-console.mjs" pack "$loader" "$staging"
 hashed_loader="__wasm_split-$(hash16 "$loader").js"
 cp "$loader" "$staging/$hashed_loader"
 # Only the module imports change; the import object's keys must keep the
@@ -71,3 +77,5 @@ for file in "$stem.js" "${stem}_bg.wasm"; do
   sed -i -E "s|(href=\"/$file\"[^>]*integrity=\")[^\"]*\"|\1$digest\"|" "$html"
   grep -q "$digest" "$html" || { echo "split-console: no integrity for $file in index.html" >&2; exit 1; }
 done
+
+node "$root/scripts/pack-console.mjs" compress "$staging"

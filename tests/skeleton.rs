@@ -70,3 +70,39 @@ fn a_wrong_token_is_refused_with_a_clear_message() {
     browser.click(&browser.find("form button[type=submit]"));
     browser.wait_for_text("This token is not valid");
 }
+
+/// A page opened cold downloads the modules it needs beyond the core in one
+/// pack, and a move to another page the modules that page adds in another
+/// (scripts/pack-console.mjs): modules compress better together than one by
+/// one. No module comes on its own on these two steps.
+#[test]
+fn a_page_and_the_next_download_their_modules_in_packs() {
+    let server = Server::start();
+    let (status, created) = server.call(
+        "POST",
+        "/jobs",
+        &server.admin_token,
+        Some(&json!({
+            "metadata": {"name": "packed"},
+            "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", "echo hi"]}}
+        })),
+    );
+    assert_eq!(status, 200, "{created}");
+    let id = created["metadata"]["id"].as_str().unwrap().to_string();
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs", server.base_url));
+    browser.click(&browser.find(&format!("a[href='/jobs/{id}']")));
+    browser.wait_until("the job page", || browser.try_find(".job-head").map(|_| ()));
+    browser.wait_for_text("busybox");
+    let loaded = browser.execute(
+        "return performance.getEntriesByType('resource').map(e => new URL(e.name).pathname)
+           .filter(p => p.endsWith('.wasm') || p.endsWith('.bin'));",
+        vec![],
+    );
+    let loaded: Vec<&str> = loaded.as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
+    let packs = loaded.iter().filter(|p| p.starts_with("/pack-") && p.ends_with(".bin")).count();
+    let alone: Vec<&&str> = loaded.iter().filter(|p| p.ends_with(".wasm") && !p.ends_with("_bg.wasm")).collect();
+    assert_eq!(packs, 2, "one pack for the list, one for the job page: {loaded:?}");
+    assert!(alone.is_empty(), "modules downloaded on their own: {alone:?}");
+}

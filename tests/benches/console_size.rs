@@ -171,7 +171,7 @@ fn wait_for_precompression(server: &Server) {
     let files: Vec<String> = std::fs::read_dir(jobdeck_e2e::console_dir())
         .unwrap()
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|name| name.ends_with(".wasm") || name.ends_with(".js"))
+        .filter(|name| name.ends_with(".wasm") || name.ends_with(".js") || name.ends_with(".bin"))
         .collect();
     for file in files {
         let url = format!("{}/{file}", server.base_url);
@@ -210,7 +210,8 @@ fn measure(browser: &Browser, server: &Server, name: &str, path: &str, ready: &s
     for file in files.as_array().unwrap() {
         let bytes = file["bytes"].as_u64().unwrap_or(0);
         let path = file["path"].as_str().unwrap_or_default();
-        if path.ends_with(".wasm") {
+        // A `.bin` is a pack of modules (scripts/pack-console.mjs).
+        if path.ends_with(".wasm") || path.ends_with(".bin") {
             wasm += bytes;
         } else if path.ends_with(".js") {
             js += bytes;

@@ -7,10 +7,13 @@
 //! Every page carries a strict Content-Security-Policy whose script hashes
 //! are computed from the inline bootstrap script trunk writes.
 //!
-//! Hashed assets are compressed once with brotli at its best quality in the
-//! background at start-up, so a browser downloads the smallest bytes without
-//! the server paying for maximum compression on every request; until that is
-//! done (and for other files) responses are compressed on the fly.
+//! Hashed assets are sent brotli-compressed at its best quality, so a browser
+//! downloads the smallest bytes without the server paying for maximum
+//! compression on every request: the build writes each one's compressed bytes
+//! next to it (`FILE.br`, scripts/pack-console.mjs), which are read at
+//! start-up; an asset without them is compressed once in the background.
+//! Until that is done (and for other files) responses are compressed on the
+//! fly.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -136,26 +139,39 @@ fn with_security_headers(files: &ConsoleFiles, mut response: Response) -> Respon
 /// where the compressor itself is unoptimized and tests start many servers.
 pub const BROTLI_QUALITY: u32 = if cfg!(debug_assertions) { 5 } else { 11 };
 
-/// Compresses every hashed asset of the console directory.
+/// Reads or compresses the brotli bytes of every hashed asset of the console
+/// directory.
 fn precompress(files: &ConsoleFiles) {
     let Ok(entries) = std::fs::read_dir(&files.dir) else { return };
     let started = std::time::Instant::now();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = format!("/{name}");
-        if !is_hashed_asset(&path) {
+        if !is_hashed_asset(&path) || name.ends_with(".br") {
             continue;
         }
-        let Ok(raw) = std::fs::read(entry.path()) else { continue };
-        let mut compressed = Vec::with_capacity(raw.len() / 3);
-        if brotli::BrotliCompress(&mut &raw[..], &mut compressed, &brotli_params()).is_ok() {
-            if let Ok(mut map) = files.brotli.write() {
-                map.insert(path, compressed.into());
-            }
+        let Some(compressed) = built_brotli(&entry.path()).or_else(|| compress(&entry.path())) else { continue };
+        if let Ok(mut map) = files.brotli.write() {
+            map.insert(path, compressed.into());
         }
     }
     let count = files.brotli.read().map(|m| m.len()).unwrap_or(0);
     tracing::info!(count, elapsed_ms = started.elapsed().as_millis() as u64, "console assets precompressed");
+}
+
+/// The brotli bytes the build wrote next to an asset, if it did. The asset's
+/// name is its content's hash, so the two cannot belong to different builds.
+fn built_brotli(asset: &Path) -> Option<Vec<u8>> {
+    let mut name = asset.file_name()?.to_os_string();
+    name.push(".br");
+    std::fs::read(asset.with_file_name(name)).ok().filter(|bytes| !bytes.is_empty())
+}
+
+fn compress(asset: &Path) -> Option<Vec<u8>> {
+    let raw = std::fs::read(asset).ok()?;
+    let mut compressed = Vec::with_capacity(raw.len() / 3);
+    brotli::BrotliCompress(&mut &raw[..], &mut compressed, &brotli_params()).ok()?;
+    Some(compressed)
 }
 
 /// The encoder settings for precompressed assets.
@@ -209,12 +225,13 @@ fn is_hashed_asset(path: &str) -> bool {
 }
 
 /// A missing file with one of these extensions is a 404, not the app: a
-/// browser asking for a script must never get HTML back.
+/// browser asking for a script or a pack of modules must never get HTML
+/// back.
 fn looks_like_asset(path: &str) -> bool {
     let file = path.rsplit('/').next().unwrap_or("");
     matches!(
         file.rsplit_once('.').map(|(_, ext)| ext),
-        Some("js" | "wasm" | "css" | "map" | "png" | "svg" | "ico" | "woff2" | "json" | "txt")
+        Some("js" | "wasm" | "css" | "map" | "png" | "svg" | "ico" | "woff2" | "json" | "txt" | "bin" | "br")
     )
 }
 

@@ -105,3 +105,53 @@ async fn hashed_assets_are_served_precompressed_with_brotli() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// The build writes each hashed file's brotli next to it
+/// (scripts/pack-console.mjs); the server sends those bytes as they are
+/// instead of compressing the file again.
+#[tokio::test]
+async fn the_builds_brotli_is_sent_as_it_is() {
+    let dist = tempfile::tempdir().unwrap();
+    std::fs::write(dist.path().join("index.html"), INDEX).unwrap();
+    let pack = b"JDPK\x00\x00\x00\x00".repeat(100);
+    std::fs::write(dist.path().join("pack-0123456789abcdef.bin"), &pack).unwrap();
+    // Compressed at a quality the server never uses, so only the build's
+    // file can be the answer.
+    let mut built = Vec::new();
+    let params = brotli::enc::BrotliEncoderParams { quality: 1, ..Default::default() };
+    brotli::BrotliCompress(&mut &pack[..], &mut built, &params).unwrap();
+    std::fs::write(dist.path().join("pack-0123456789abcdef.bin.br"), &built).unwrap();
+    let dir = dist.path().to_path_buf();
+    let app = TestApp::with_config(move |c| c.console_dir = Some(dir)).await;
+
+    let fetch = |path: &'static str| {
+        let router = app.router.clone();
+        async move {
+            let request = axum::http::Request::builder()
+                .uri(path)
+                .header(header::ACCEPT_ENCODING, "br")
+                .body(axum::body::Body::empty())
+                .unwrap();
+            let res = tower::ServiceExt::oneshot(router, request).await.unwrap();
+            let (status, headers) = (res.status(), res.headers().clone());
+            let body = http_body_util::BodyExt::collect(res.into_body()).await.unwrap().to_bytes();
+            (status, headers, body)
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (status, headers, body) = fetch("/pack-0123456789abcdef.bin").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers[header::CONTENT_ENCODING], "br");
+        if body[..] == built[..] {
+            assert_eq!(headers[header::CONTENT_TYPE], "application/octet-stream");
+            assert_eq!(headers[header::CACHE_CONTROL], "public, max-age=31536000, immutable");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the build's brotli was never sent");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // A missing pack is a 404, not the console's page.
+    let (status, _, _) = fetch("/pack-fedcba9876543210.bin").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

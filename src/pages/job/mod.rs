@@ -206,15 +206,18 @@ fn JobView() -> impl IntoView {
     }
 }
 
-/// A tab's view. The logs and failure tabs are a split point of the
-/// console's WebAssembly: their code (the log viewer, the failure analysis)
-/// downloads the first time one is opened. The other tabs are small and come
-/// with the job page.
+/// A tab's view. The logs, metrics and failure tabs are split points of the
+/// console's WebAssembly, one each: their code (the log viewer, the charts,
+/// the failure analysis) downloads the first time that tab is opened, so a
+/// link to a job's logs does not also carry the charts and the analysis. The
+/// other tabs are small and come with the job page.
 async fn tab_view(tab: String) -> AnyView {
     match tab.as_str() {
         "replicas" => view! { <replicas::ReplicasTab/> }.into_any(),
         "events" => view! { <events::EventsTab/> }.into_any(),
-        "logs" | "metrics" | "failure" => load!(diagnosis_tab(tab)),
+        "logs" => load!(logs_tab()),
+        "metrics" => load!(metrics_tab()),
+        "failure" => load!(failure_tab()),
         _ => view! { <overview::OverviewTab/> }.into_any(),
     }
 }
@@ -223,23 +226,28 @@ async fn tab_view(tab: String) -> AnyView {
 #[cfg(not(test))]
 async fn preload_tab(tab: String) {
     match tab.as_str() {
-        "logs" | "metrics" | "failure" => __preload_diagnosis_tab().await,
+        "logs" => __preload_logs_tab().await,
+        "metrics" => __preload_metrics_tab().await,
+        "failure" => __preload_failure_tab().await,
         _ => {}
     }
 }
 #[cfg(test)]
 async fn preload_tab(_: String) {}
 
-/// The logs, metrics and failure tabs, one split point for all three:
-/// people who open one usually open another, they share the charts, and
-/// each split point multiplies the modules the split makes.
 #[cfg_attr(not(test), lazy)]
-fn diagnosis_tab(tab: String) -> AnyView {
-    match tab.as_str() {
-        "logs" => view! { <logs::LogsTab/> }.into_any(),
-        "metrics" => view! { <metrics::MetricsTab/> }.into_any(),
-        _ => view! { <failure::FailureTab/> }.into_any(),
-    }
+fn logs_tab() -> AnyView {
+    view! { <logs::LogsTab/> }.into_any()
+}
+
+#[cfg_attr(not(test), lazy)]
+fn metrics_tab() -> AnyView {
+    view! { <metrics::MetricsTab/> }.into_any()
+}
+
+#[cfg_attr(not(test), lazy)]
+fn failure_tab() -> AnyView {
+    view! { <failure::FailureTab/> }.into_any()
 }
 
 /// The tab bar: links, so each tab is an address of its own.

@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+// Two build steps of the split console (scripts/split-console.sh), in Node,
+// which the build already has (wasm-opt comes from npm):
+//
+//   node scripts/pack-console.mjs pack LOADER DIR
+//     Writes module packs into DIR and teaches the split loader LOADER (the
+//     `__wasm_split.js` wasm-split-cli wrote, its module names already
+//     hashed) to use them. A page needs its own module and many `chunk_*`
+//     modules of code it shares with some other pages; fetched one by one,
+//     each is compressed on its own, and together they came to 15-25 % more
+//     than the same bytes compressed as one (docs/measurements.md). A pack
+//     is those modules in one file, so they compress together: one pack per
+//     split point with every module it needs, and one per ordered pair of
+//     split points with the modules the second needs that the first did not
+//     (the first move after a page). The loader fetches the largest pack
+//     made only of modules it has not fetched yet, and any module no pack
+//     covers on its own, as before.
+//
+//   node scripts/pack-console.mjs compress DIR
+//     Writes `FILE.br` next to every hashed file of DIR, at brotli's best
+//     quality, so the server sends them without compressing at start-up
+//     (crates/server/src/console.rs reads them).
+//
+// Pack format: the bytes "JDPK", the number of modules (u32, little endian),
+// then each module as its length (u32, little endian) and its bytes, in the
+// order the loader's table lists them.
+import { createHash } from "node:crypto";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { brotliCompress, constants } from "node:zlib";
+
+const [command, ...args] = process.argv.slice(2);
+if (command === "pack" && args.length === 2) {
+  pack(args[0], args[1]);
+} else if (command === "compress" && args.length === 1) {
+  await compress(args[0]);
+} else {
+  console.error("usage: pack-console.mjs pack LOADER DIR | compress DIR");
+  process.exit(2);
+}
+
+function fail(message) {
+  console.error(`pack-console: ${message}`);
+  process.exit(1);
+}
+
+/** Replaces `from` in `text` exactly once; the loader's shape is pinned with wasm-split-cli's version. */
+function replaceOnce(text, from, to) {
+  const at = text.indexOf(from);
+  if (at < 0 || text.indexOf(from, at + 1) >= 0) fail(`the loader does not contain exactly one ${JSON.stringify(from)}`);
+  return text.slice(0, at) + to + text.slice(at + from.length);
+}
+
+function pack(loaderPath, dir) {
+  let loader = readFileSync(loaderPath, "utf8");
+
+  // Every module the loader fetches, by the variable that loads it.
+  const modules = [];
+  const fetchPattern = /fetch\(new URL\("\.\/([^"]+\.wasm)", import\.meta\.url\)\)/g;
+  loader = loader.replace(fetchPattern, (_, file) => `__fetchModule(${modules.push(file) - 1})`);
+  if (modules.length === 0) fail("the loader fetches no module");
+  const chunkIndex = new Map();
+  for (const match of loader.matchAll(/const (__chunk_\d+) = makeLoad\(\(\) => \{\s*const src = __fetchModule\((\d+)\)/g)) {
+    chunkIndex.set(match[1], Number(match[2]));
+  }
+
+  // What each split point needs: its own module and its chunks' modules.
+  const splitPattern =
+    /(export const __wasm_split_load_\w+ = wrapAsyncCb\(makeLoad\(\(\) => \{\s*const src = __fetchModule\((\d+)\);[^]*?\n, \[)([^\]]*)(\]\)\);)/g;
+  const needs = [];
+  loader = loader.replace(splitPattern, (_, head, own, deps, tail) => {
+    const set = [Number(own)];
+    for (const dep of deps.split(",").map((d) => d.trim()).filter(Boolean)) {
+      if (!chunkIndex.has(dep)) fail(`unknown chunk ${dep}`);
+      set.push(chunkIndex.get(dep));
+    }
+    set.sort((a, b) => a - b);
+    needs.push(set);
+    return `${head}${deps}], [${set.join(",")}]));`;
+  });
+  if (needs.length === 0) fail("the loader has no split point");
+
+  // One pack per split point, one per first move; a pack of one module would
+  // only rename that module, and equal packs are written once.
+  const packs = new Map();
+  const addPack = (indices) => {
+    if (indices.length > 1) packs.set(indices.join(","), indices);
+  };
+  for (const target of needs) {
+    addPack(target);
+    for (const from of needs) {
+      if (from !== target) addPack(target.filter((i) => !from.includes(i)));
+    }
+  }
+  const table = [];
+  for (const indices of packs.values()) {
+    const parts = indices.map((i) => readFileSync(join(dir, modules[i])));
+    const header = Buffer.alloc(8);
+    header.write("JDPK", 0, "latin1");
+    header.writeUInt32LE(parts.length, 4);
+    const body = [header];
+    for (const part of parts) {
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(part.length, 0);
+      body.push(length, part);
+    }
+    const bytes = Buffer.concat(body);
+    const name = `pack-${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}.bin`;
+    writeFileSync(join(dir, name), bytes);
+    table.push([name, indices]);
+  }
+
+  loader = replaceOnce(
+    loader,
+    "function makeLoad(fetcher, deps) {\n    const loader = async () => {\n",
+    "function makeLoad(fetcher, deps, needs) {\n    const loader = async () => {\n        if (needs) __fetchPack(needs);\n",
+  );
+  loader = loader.replaceAll(
+    "return async (imports) => (WebAssembly.instantiateStreaming(src, imports));",
+    "return async (imports) => __instantiate(await src, imports);",
+  );
+  if (loader.includes("instantiateStreaming(src")) fail("a module is still instantiated the old way");
+  const runtime = `
+// Module packs (scripts/pack-console.mjs): several modules in one download.
+const __modules = ${JSON.stringify(modules)};
+const __packs = ${JSON.stringify(table)};
+// Each module's download, once: a Response, or its bytes out of a pack. A
+// failed one is forgotten, so a later load tries again.
+const __requested = new Map();
+function __remember(index, download) {
+    __requested.set(index, download);
+    download.catch(() => { if (__requested.get(index) === download) __requested.delete(index); });
+    return download;
+}
+function __fetchModule(index) {
+    return __requested.get(index) ?? __remember(index, fetch(new URL("./" + __modules[index], import.meta.url)));
+}
+function __fetchPack(needs) {
+    const missing = new Set(needs.filter(i => !__requested.has(i)));
+    let best;
+    for (const pack of __packs) {
+        if (pack[1].every(i => missing.has(i)) && (best === undefined || pack[1].length > best[1].length)) best = pack;
+    }
+    if (best === undefined) return;
+    const modules = fetch(new URL("./" + best[0], import.meta.url)).then(async response => {
+        if (!response.ok) throw new Error(best[0] + ": HTTP " + response.status);
+        return __unpack(new Uint8Array(await response.arrayBuffer()), best[0]);
+    });
+    best[1].forEach((index, i) => __remember(index, modules.then(list => list[i])));
+}
+function __unpack(bytes, name) {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (bytes.length < 8 || view.getUint32(0) !== 0x4a44504b) throw new Error(name + ": not a module pack");
+    const list = [];
+    let at = 8;
+    for (let n = view.getUint32(4, true); n > 0; n--) {
+        const length = view.getUint32(at, true);
+        list.push(bytes.subarray(at + 4, at + 4 + length));
+        at += 4 + length;
+    }
+    if (at !== bytes.length) throw new Error(name + ": a truncated module pack");
+    return list;
+}
+function __instantiate(download, imports) {
+    return download instanceof Response
+        ? WebAssembly.instantiateStreaming(download, imports)
+        : WebAssembly.instantiate(download, imports);
+}
+`;
+  const importEnd = loader.indexOf("\n", loader.indexOf("import ")) + 1;
+  if (importEnd <= 0) fail("the loader imports nothing");
+  loader = loader.slice(0, importEnd) + runtime + loader.slice(importEnd);
+  writeFileSync(loaderPath, loader);
+  console.error(`pack-console: ${table.length} packs for ${needs.length} split points over ${modules.length} modules`);
+}
+
+/** Trunk's and split-console.sh's content-named files, as the server tells them (console.rs). */
+function isHashed(file) {
+  const stem = file.split(".")[0].replace(/_bg$/, "");
+  const dash = stem.lastIndexOf("-");
+  return dash > 0 && /^[0-9a-f]{12,16}$/.test(stem.slice(dash + 1));
+}
+
+async function compress(dir) {
+  const squeeze = promisify(brotliCompress);
+  const files = readdirSync(dir).filter((file) => isHashed(file) && !file.endsWith(".br"));
+  await Promise.all(
+    files.map(async (file) => {
+      const raw = readFileSync(join(dir, file));
+      const params = {
+        [constants.BROTLI_PARAM_QUALITY]: 11,
+        [constants.BROTLI_PARAM_LGWIN]: 22,
+        [constants.BROTLI_PARAM_SIZE_HINT]: raw.length,
+      };
+      writeFileSync(join(dir, `${file}.br`), await squeeze(raw, { params }));
+    }),
+  );
+}
