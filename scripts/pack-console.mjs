@@ -12,9 +12,9 @@
 //     is those modules in one file, so they compress together: one pack per
 //     split point with every module it needs, and one per ordered pair of
 //     split points with the modules the second needs that the first did not
-//     (the first move after a page). The loader fetches the largest pack
-//     made only of modules it has not fetched yet, and any module no pack
-//     covers on its own, as before.
+//     (the first move after a page). The loader fetches the largest of these
+//     packs made only of modules it has not fetched yet, and any module no
+//     pack covers on its own, as before.
 //
 //   node scripts/pack-console.mjs compress DIR
 //     Writes `FILE.br` next to every hashed file of DIR, at brotli's best
@@ -23,7 +23,7 @@
 //
 // Pack format: the bytes "JDPK", the number of modules (u32, little endian),
 // then each module as its length (u32, little endian) and its bytes, in the
-// order the loader's table lists them.
+// order of the loader's module table.
 import { createHash } from "node:crypto";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -66,35 +66,36 @@ function pack(loaderPath, dir) {
   }
 
   // What each split point needs: its own module and its chunks' modules.
+  // Split points are numbered in the loader's order.
   const splitPattern =
     /(export const __wasm_split_load_\w+ = wrapAsyncCb\(makeLoad\(\(\) => \{\s*const src = __fetchModule\((\d+)\);[^]*?\n, \[)([^\]]*)(\]\)\);)/g;
   const needs = [];
-  loader = loader.replace(splitPattern, (_, head, own, deps, tail) => {
+  loader = loader.replace(splitPattern, (_, head, own, deps) => {
     const set = [Number(own)];
     for (const dep of deps.split(",").map((d) => d.trim()).filter(Boolean)) {
       if (!chunkIndex.has(dep)) fail(`unknown chunk ${dep}`);
       set.push(chunkIndex.get(dep));
     }
     set.sort((a, b) => a - b);
-    needs.push(set);
-    return `${head}${deps}], [${set.join(",")}]));`;
+    return `${head}${deps}], ${needs.push(set) - 1}));`;
   });
   if (needs.length === 0) fail("the loader has no split point");
 
-  // One pack per split point, one per first move; a pack of one module would
-  // only rename that module, and equal packs are written once.
-  const packs = new Map();
-  const addPack = (indices) => {
-    if (indices.length > 1) packs.set(indices.join(","), indices);
-  };
-  for (const target of needs) {
-    addPack(target);
-    for (const from of needs) {
-      if (from !== target) addPack(target.filter((i) => !from.includes(i)));
-    }
-  }
-  const table = [];
-  for (const indices of packs.values()) {
+  // Pack names follow from the split points, so the loader needs no table of
+  // them: `pack{X}` holds all of split point X's modules, `pack{X}from{A}`
+  // those X needs and A does not. Both end in one hash of every module's
+  // name (each names its content), so a new build never reuses a name. The
+  // loader's choice below (`__fetchPack`) asks for exactly these.
+  const build = createHash("sha256").update(modules.join("\n")).digest("hex").slice(0, 16);
+  const packs = [];
+  needs.forEach((target, x) => {
+    if (target.length > 1) packs.push([`pack${x}`, target]);
+    needs.forEach((from, a) => {
+      const added = target.filter((i) => !from.includes(i));
+      if (a !== x && added.length > 1 && added.length < target.length) packs.push([`pack${x}from${a}`, added]);
+    });
+  });
+  for (const [stem, indices] of packs) {
     const parts = indices.map((i) => readFileSync(join(dir, modules[i])));
     const header = Buffer.alloc(8);
     header.write("JDPK", 0, "latin1");
@@ -105,16 +106,13 @@ function pack(loaderPath, dir) {
       length.writeUInt32LE(part.length, 0);
       body.push(length, part);
     }
-    const bytes = Buffer.concat(body);
-    const name = `pack-${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}.bin`;
-    writeFileSync(join(dir, name), bytes);
-    table.push([name, indices]);
+    writeFileSync(join(dir, `${stem}-${build}.bin`), Buffer.concat(body));
   }
 
   loader = replaceOnce(
     loader,
     "function makeLoad(fetcher, deps) {\n    const loader = async () => {\n",
-    "function makeLoad(fetcher, deps, needs) {\n    const loader = async () => {\n        if (needs) __fetchPack(needs);\n",
+    "function makeLoad(fetcher, deps, split) {\n    const loader = async () => {\n        if (split !== undefined) __fetchPack(split);\n",
   );
   loader = loader.replaceAll(
     "return async (imports) => (WebAssembly.instantiateStreaming(src, imports));",
@@ -124,7 +122,9 @@ function pack(loaderPath, dir) {
   const runtime = `
 // Module packs (scripts/pack-console.mjs): several modules in one download.
 const __modules = ${JSON.stringify(modules)};
-const __packs = ${JSON.stringify(table)};
+// The modules each split point needs, and the packs' common name ending.
+const __needs = ${JSON.stringify(needs)};
+const __build = "${build}";
 // Each module's download, once: a Response, or its bytes out of a pack. A
 // failed one is forgotten, so a later load tries again.
 const __requested = new Map();
@@ -136,18 +136,32 @@ function __remember(index, download) {
 function __fetchModule(index) {
     return __requested.get(index) ?? __remember(index, fetch(new URL("./" + __modules[index], import.meta.url)));
 }
-function __fetchPack(needs) {
-    const missing = new Set(needs.filter(i => !__requested.has(i)));
-    let best;
-    for (const pack of __packs) {
-        if (pack[1].every(i => missing.has(i)) && (best === undefined || pack[1].length > best[1].length)) best = pack;
+// Fetches the largest pack of split point \`split\`'s modules that holds
+// none fetched already: all of them, or what it adds to another split point.
+function __fetchPack(split) {
+    const needs = __needs[split];
+    const fresh = i => !__requested.has(i);
+    let pack, name;
+    if (needs.length > 1 && needs.every(fresh)) {
+        pack = needs;
+        name = "pack" + split;
+    } else {
+        __needs.forEach((other, from) => {
+            const added = needs.filter(i => !other.includes(i));
+            if (from !== split && added.length > 1 && added.length < needs.length && added.every(fresh)
+                && (pack === undefined || added.length > pack.length)) {
+                pack = added;
+                name = "pack" + split + "from" + from;
+            }
+        });
     }
-    if (best === undefined) return;
-    const modules = fetch(new URL("./" + best[0], import.meta.url)).then(async response => {
-        if (!response.ok) throw new Error(best[0] + ": HTTP " + response.status);
-        return __unpack(new Uint8Array(await response.arrayBuffer()), best[0]);
+    if (pack === undefined) return;
+    const file = name + "-" + __build + ".bin";
+    const modules = fetch(new URL("./" + file, import.meta.url)).then(async response => {
+        if (!response.ok) throw new Error(file + ": HTTP " + response.status);
+        return __unpack(new Uint8Array(await response.arrayBuffer()), file);
     });
-    best[1].forEach((index, i) => __remember(index, modules.then(list => list[i])));
+    pack.forEach((index, i) => __remember(index, modules.then(list => list[i])));
 }
 function __unpack(bytes, name) {
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -172,7 +186,7 @@ function __instantiate(download, imports) {
   if (importEnd <= 0) fail("the loader imports nothing");
   loader = loader.slice(0, importEnd) + runtime + loader.slice(importEnd);
   writeFileSync(loaderPath, loader);
-  console.error(`pack-console: ${table.length} packs for ${needs.length} split points over ${modules.length} modules`);
+  console.error(`pack-console: ${packs.length} packs for ${needs.length} split points over ${modules.length} modules`);
 }
 
 /** Trunk's and split-console.sh's content-named files, as the server tells them (console.rs). */
