@@ -57,8 +57,12 @@ function pack(loaderPath, dir) {
 
   // Every module the loader fetches, by the variable that loads it.
   const modules = [];
-  const fetchPattern = /fetch\(new URL\("\.\/([^"]+\.wasm)", import\.meta\.url\)\)/g;
-  loader = loader.replace(fetchPattern, (_, file) => `__fetchModule(${modules.push(file) - 1})`);
+  const fetchPattern =
+    /fetch\(new URL\("\.\/([^"]+\.wasm)", import\.meta\.url\)\);\n(\s*)return async \(imports\) => \(WebAssembly\.instantiateStreaming\(src, imports\)\);/g;
+  loader = loader.replace(fetchPattern, (_, file, indent) => {
+    const index = modules.push(file) - 1;
+    return `__fetchModule(${index});\n${indent}return async (imports) => __instantiate(${index}, await src, imports);`;
+  });
   if (modules.length === 0) fail("the loader fetches no module");
   const chunkIndex = new Map();
   for (const match of loader.matchAll(/const (__chunk_\d+) = makeLoad\(\(\) => \{\s*const src = __fetchModule\((\d+)\)/g)) {
@@ -83,9 +87,10 @@ function pack(loaderPath, dir) {
 
   // Pack names follow from the split points, so the loader needs no table of
   // them: `pack{X}` holds all of split point X's modules, `pack{X}from{A}`
-  // those X needs and A does not. Both end in one hash of every module's
-  // name (each names its content), so a new build never reuses a name. The
-  // loader's choice below (`__fetchPack`) asks for exactly these.
+  // those X needs and A does not, `pack{A}and{B}` (A < B) those either needs
+  // (a page and its tab asked for at once). All end in one hash of every
+  // module's name (each names its content), so a new build never reuses a
+  // name. The loader's choice below (`__choosePacks`) asks for exactly these.
   const build = createHash("sha256").update(modules.join("\n")).digest("hex").slice(0, 16);
   const packs = [];
   needs.forEach((target, x) => {
@@ -93,6 +98,7 @@ function pack(loaderPath, dir) {
     needs.forEach((from, a) => {
       const added = target.filter((i) => !from.includes(i));
       if (a !== x && added.length > 1 && added.length < target.length) packs.push([`pack${x}from${a}`, added]);
+      if (x < a) packs.push([`pack${x}and${a}`, [...new Set([...target, ...from])].sort((i, j) => i - j)]);
     });
   });
   for (const [stem, indices] of packs) {
@@ -112,11 +118,7 @@ function pack(loaderPath, dir) {
   loader = replaceOnce(
     loader,
     "function makeLoad(fetcher, deps) {\n    const loader = async () => {\n",
-    "function makeLoad(fetcher, deps, split) {\n    const loader = async () => {\n        if (split !== undefined) __fetchPack(split);\n",
-  );
-  loader = loader.replaceAll(
-    "return async (imports) => (WebAssembly.instantiateStreaming(src, imports));",
-    "return async (imports) => __instantiate(await src, imports);",
+    "function makeLoad(fetcher, deps, split) {\n    const loader = async () => {\n        if (split !== undefined) await __askPack(split);\n",
   );
   if (loader.includes("instantiateStreaming(src")) fail("a module is still instantiated the old way");
   const runtime = `
@@ -135,6 +137,30 @@ function __remember(index, download) {
 }
 function __fetchModule(index) {
     return __requested.get(index) ?? __remember(index, fetch(new URL("./" + __modules[index], import.meta.url)));
+}
+// The split points asked for in this task. Their packs are chosen a
+// microtask later, together: a page and its tab asked for at once (a link to
+// a job's logs) come in one pack.
+let __asked = [];
+let __chosen;
+function __askPack(split) {
+    if (__asked.length === 0) {
+        __chosen = new Promise(resolve => queueMicrotask(() => {
+            __choosePacks(__asked);
+            __asked = [];
+            resolve();
+        }));
+    }
+    __asked.push(split);
+    return __chosen;
+}
+function __choosePacks(splits) {
+    if (splits.length === 2) {
+        const [a, b] = splits[0] < splits[1] ? splits : [splits[1], splits[0]];
+        const both = [...new Set([...__needs[a], ...__needs[b]])].sort((i, j) => i - j);
+        if (both.every(i => !__requested.has(i))) return __fetchPackFile("pack" + a + "and" + b, both);
+    }
+    splits.forEach(__fetchPack);
 }
 // Fetches the largest pack of split point \`split\`'s modules that holds
 // none fetched already: all of them, or what it adds to another split point.
@@ -155,7 +181,9 @@ function __fetchPack(split) {
             }
         });
     }
-    if (pack === undefined) return;
+    if (pack !== undefined) __fetchPackFile(name, pack);
+}
+function __fetchPackFile(name, pack) {
     const file = name + "-" + __build + ".bin";
     const modules = fetch(new URL("./" + file, import.meta.url)).then(async response => {
         if (!response.ok) throw new Error(file + ": HTTP " + response.status);
@@ -176,10 +204,15 @@ function __unpack(bytes, name) {
     if (at !== bytes.length) throw new Error(name + ": a truncated module pack");
     return list;
 }
-function __instantiate(download, imports) {
-    return download instanceof Response
+// Once a module is in, its entry no longer holds its bytes, so a pack's
+// buffer is freed when its last module is in.
+const __instantiated = Promise.resolve(null);
+async function __instantiate(index, download, imports) {
+    const instance = await (download instanceof Response
         ? WebAssembly.instantiateStreaming(download, imports)
-        : WebAssembly.instantiate(download, imports);
+        : WebAssembly.instantiate(download, imports));
+    __requested.set(index, __instantiated);
+    return instance;
 }
 `;
   const importEnd = loader.indexOf("\n", loader.indexOf("import ")) + 1;

@@ -35,26 +35,56 @@ pub fn App() -> impl IntoView {
         Route::Job { id, .. } => Route::Job { id, tab: String::new() },
         other => other,
     });
+    // The job page's tab comes from the address as it is now: a link to a
+    // job's logs asks for the page's and the tab's modules at once.
+    let preload_page = move |route: Route| {
+        let tab = match Route::parse(&url.with_untracked(|u| u.path.clone())) {
+            Route::Job { tab, .. } => tab,
+            _ => String::new(),
+        };
+        async move { preload(&route, tab).await }
+    };
     view! {
         <TopBar/>
-        <main id="main">{lazy_switch(route, |route| async move { preload(&route).await }, page)}</main>
+        <main id="main">{lazy_switch(route, preload_page, page)}</main>
     }
 }
 
 /// Downloads the module of a route's page (once; later calls return at
-/// once).
+/// once). A job page's module is asked for together with its tab's, in the
+/// same task, so the loader can send both in one pack
+/// (scripts/pack-console.mjs).
 #[cfg(not(test))]
-async fn preload(route: &Route) {
+async fn preload(route: &Route, tab: String) {
     match route {
         Route::Login => __preload_login_page().await,
         Route::Jobs => __preload_jobs_list_page().await,
         Route::NewJob => __preload_new_job_page().await,
-        Route::Job { .. } => __preload_job_page().await,
+        Route::Job { .. } => both(__preload_job_page(), pages::job::preload_tab(tab)).await,
         Route::NotFound => {}
     }
 }
 #[cfg(test)]
-async fn preload(_: &Route) {}
+async fn preload(_: &Route, _: String) {}
+
+/// Runs two futures to their end, polling both in every poll: the first poll
+/// starts both downloads in the same task.
+#[cfg(not(test))]
+async fn both(first: impl std::future::Future<Output = ()>, second: impl std::future::Future<Output = ()>) {
+    use std::task::Poll;
+    let (mut first, mut second) = (std::pin::pin!(first), std::pin::pin!(second));
+    let (mut first_done, mut second_done) = (false, false);
+    std::future::poll_fn(|cx| {
+        first_done = first_done || first.as_mut().poll(cx).is_ready();
+        second_done = second_done || second.as_mut().poll(cx).is_ready();
+        if first_done && second_done {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
 
 /// The page for a route. Each page's code is a split point of the console's
 /// WebAssembly (`#[lazy]`): the browser downloads the shared core and the

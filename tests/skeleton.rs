@@ -95,14 +95,30 @@ fn a_page_and_the_next_download_their_modules_in_packs() {
     browser.click(&browser.find(&format!("a[href='/jobs/{id}']")));
     browser.wait_until("the job page", || browser.try_find(".job-head").map(|_| ()));
     browser.wait_for_text("busybox");
+    let (packs, alone) = downloads(&browser);
+    assert_eq!(packs.len(), 2, "one pack for the list, one for the job page: {packs:?}");
+    assert!(alone.is_empty(), "modules downloaded on their own: {alone:?}");
+
+    // A link to a job's logs opened cold: the job page and its logs tab in
+    // one pack.
+    browser.goto(&format!("{}/jobs/{id}/logs", server.base_url));
+    browser.wait_until("the log viewer", || browser.try_find(".log-viewer").map(|_| ()));
+    let (packs, alone) = downloads(&browser);
+    assert_eq!(packs.len(), 1, "the job page and the logs tab together: {packs:?}");
+    assert!(packs[0].contains("and"), "{packs:?}");
+    assert!(alone.is_empty(), "modules downloaded on their own: {alone:?}");
+}
+
+/// The packs and the modules on their own (the core aside) this document
+/// downloaded.
+fn downloads(browser: &Browser) -> (Vec<String>, Vec<String>) {
     let loaded = browser.execute(
         "return performance.getEntriesByType('resource').map(e => new URL(e.name).pathname)
            .filter(p => p.endsWith('.wasm') || p.endsWith('.bin'));",
         vec![],
     );
-    let loaded: Vec<&str> = loaded.as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
-    let packs = loaded.iter().filter(|p| p.starts_with("/pack") && p.ends_with(".bin")).count();
-    let alone: Vec<&&str> = loaded.iter().filter(|p| p.ends_with(".wasm") && !p.ends_with("_bg.wasm")).collect();
-    assert_eq!(packs, 2, "one pack for the list, one for the job page: {loaded:?}");
-    assert!(alone.is_empty(), "modules downloaded on their own: {alone:?}");
+    let loaded: Vec<String> = loaded.as_array().unwrap().iter().filter_map(|p| Some(p.as_str()?.to_string())).collect();
+    let packs = loaded.iter().filter(|p| p.starts_with("/pack") && p.ends_with(".bin")).cloned().collect();
+    let alone = loaded.into_iter().filter(|p| p.ends_with(".wasm") && !p.ends_with("_bg.wasm")).collect();
+    (packs, alone)
 }

@@ -222,9 +222,9 @@ async fn tab_view(tab: String) -> AnyView {
     }
 }
 
-/// Downloads a tab's module.
+/// Downloads a tab's module; the other tabs come with the job page.
 #[cfg(not(test))]
-async fn preload_tab(tab: String) {
+pub(crate) async fn preload_tab(tab: String) {
     match tab.as_str() {
         "logs" => __preload_logs_tab().await,
         "metrics" => __preload_metrics_tab().await,
@@ -233,7 +233,7 @@ async fn preload_tab(tab: String) {
     }
 }
 #[cfg(test)]
-async fn preload_tab(_: String) {}
+pub(crate) async fn preload_tab(_: String) {}
 
 #[cfg_attr(not(test), lazy)]
 fn logs_tab() -> AnyView {
