@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building Jobdeck needs, skipping whatever is already there:
 # the wasm32 target, trunk, wasm-bindgen-cli at the exact version in
-# Cargo.lock, wasm-split-cli and wasm-opt. With --browser it also installs
-# Chromium and chromedriver for the tests; with --lep the Python virtual
+# Cargo.lock, wasm-split-cli, wasm-opt and terser. With --browser it also
+# installs Chromium and chromedriver for the tests; with --lep the Python virtual
 # environment tests/.venv with the real `lep` CLI (leptonai) at the versions
 # pinned in tests/lep-requirements.txt, for tests/lep_cli.rs; with --tao the
 # virtual environment tests/.tao-venv with NVIDIA's TAO SDK and the leptonai
@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 
 TRUNK_VERSION="0.21.14"
 BINARYEN_VERSION="132.0.0"
+TERSER_VERSION="5.51.4"
 WASM_SPLIT_VERSION="0.2.3"
 WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
 
@@ -84,6 +85,17 @@ if ! wasm-opt --version 2>/dev/null | grep -q "version ${BINARYEN_VERSION%%.*}";
   fi
   say "installing wasm-opt (binaryen $BINARYEN_VERSION from npm)"
   as_root npm install -g "binaryen@$BINARYEN_VERSION"
+fi
+
+# The console's JavaScript (wasm-bindgen's glue and the split loader, which
+# scripts/split-console.sh writes after trunk) is minified with terser.
+if ! terser --version 2>/dev/null | grep -qx "terser $TERSER_VERSION"; then
+  if ! command -v npm >/dev/null; then
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  say "installing terser $TERSER_VERSION from npm (minifies the console's JavaScript)"
+  as_root npm install -g "terser@$TERSER_VERSION"
 fi
 
 if $with_browser; then

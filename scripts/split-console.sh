@@ -14,6 +14,8 @@
 #   pack-console.mjs packs of the modules each page needs, which compress
 #                    together (scripts/pack-console.mjs says how the loader
 #                    picks them)
+#   terser           the loader and the glue, minified (names the wasm imports
+#                    by are properties, which terser leaves alone)
 # then names every new file after its content, as trunk does, so the server
 # can cache them forever, and writes each hashed file's brotli next to it
 # (`FILE.br`), which the server sends as it is.
@@ -61,12 +63,15 @@ for module in "$work/split"/*.wasm; do
   sed -i "s|\"./$name.wasm\"|\"./$hashed\"|" "$loader"
 done
 node "$root/scripts/pack-console.mjs" pack "$loader" "$staging"
+minify() { terser "$1" --module --compress --mangle -o "$1.min" && mv "$1.min" "$1"; }
+minify "$loader"
 hashed_loader="__wasm_split-$(hash16 "$loader").js"
 cp "$loader" "$staging/$hashed_loader"
 # Only the module imports change; the import object's keys must keep the
 # name the core module was linked against.
 sed "/^import /s|\"./__wasm_split.js\"|\"./$hashed_loader\"|" "$work/glue/$stem.js" > "$staging/$stem.js"
 grep -q "$hashed_loader" "$staging/$stem.js" || { echo "split-console: the glue does not import the loader" >&2; exit 1; }
+minify "$staging/$stem.js"
 
 # Trunk wrote subresource-integrity digests of the files replaced above into
 # index.html; give them the digests of what is there now.
