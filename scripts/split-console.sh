@@ -79,7 +79,8 @@ sri() { printf 'sha384-%s' "$(openssl dgst -sha384 -binary "$1" | base64 -w0)"; 
 html="$staging/index.html"
 for file in "$stem.js" "${stem}_bg.wasm"; do
   digest="$(sri "$staging/$file")"
-  sed -i -E "s|(href=\"/$file\"[^>]*integrity=\")[^\"]*\"|\1$digest\"|" "$html"
+  # Trunk's minified index.html may leave attribute values unquoted.
+  sed -i -E "s#(href=\"?/$file\"?[^>]*integrity=)(\"[^\"]*\"|[^ >\"]*)#\1\"$digest\"#" "$html"
   grep -q "$digest" "$html" || { echo "split-console: no integrity for $file in index.html" >&2; exit 1; }
 done
 
