@@ -136,7 +136,10 @@ function __remember(index, download) {
     return download;
 }
 function __fetchModule(index) {
-    return __requested.get(index) ?? __remember(index, fetch(new URL("./" + __modules[index], import.meta.url)));
+    return __requested.get(index) ?? __remember(index, __fetchAlone(index));
+}
+function __fetchAlone(index) {
+    return fetch(new URL("./" + __modules[index], import.meta.url));
 }
 // The split points asked for in this task. Their packs are chosen a
 // microtask later, together: a page and its tab asked for at once (a link to
@@ -189,7 +192,9 @@ function __fetchPackFile(name, pack) {
         if (!response.ok) throw new Error(file + ": HTTP " + response.status);
         return __unpack(new Uint8Array(await response.arrayBuffer()), file);
     });
-    pack.forEach((index, i) => __remember(index, modules.then(list => list[i])));
+    // A pack that does not come (a proxy that refuses it, a broken file) is
+    // no worse than no pack: its modules are then fetched one by one.
+    pack.forEach((index, i) => __remember(index, modules.then(list => list[i], () => __fetchAlone(index))));
 }
 function __unpack(bytes, name) {
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

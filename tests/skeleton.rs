@@ -109,6 +109,38 @@ fn a_page_and_the_next_download_their_modules_in_packs() {
     assert!(alone.is_empty(), "modules downloaded on their own: {alone:?}");
 }
 
+/// A pack that does not come (here: missing, as behind a proxy that refuses
+/// the files) costs nothing but its savings: the modules come one by one.
+#[test]
+fn pages_load_their_modules_one_by_one_when_packs_do_not_come() {
+    let console = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(jobdeck_e2e::console_dir()).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if !(name.starts_with("pack") && name.contains(".bin")) {
+            std::fs::copy(entry.path(), console.path().join(&name)).unwrap();
+        }
+    }
+    let server = Server::start_with_console(console.path());
+    let (status, created) = server.call(
+        "POST",
+        "/jobs",
+        &server.admin_token,
+        Some(&json!({
+            "metadata": {"name": "unpacked"},
+            "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", "echo hi"]}}
+        })),
+    );
+    assert_eq!(status, 200, "{created}");
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs", server.base_url));
+    browser.wait_for_text("unpacked");
+    let (packs, alone) = downloads(&browser);
+    assert_eq!(packs.len(), 1, "the list's pack was asked for: {packs:?}");
+    assert!(alone.len() > 1, "then its modules one by one: {alone:?}");
+}
+
 /// The packs and the modules on their own (the core aside) this document
 /// downloaded.
 fn downloads(browser: &Browser) -> (Vec<String>, Vec<String>) {

@@ -106,9 +106,22 @@ impl Server {
     /// Starts a server on a free port with the given data directory and
     /// extra arguments to `serve`.
     pub fn start_in(data_dir: &Path, extra_args: &[&str]) -> Server {
+        Server::start_with_console_in(data_dir, &console_dir(), extra_args)
+    }
+
+    /// [`Server::start`] serving the console from `console`, a changed copy
+    /// of the built one.
+    pub fn start_with_console(console: &Path) -> Server {
+        let temp = tempfile::tempdir().expect("a temporary directory");
+        let mut server = Server::start_with_console_in(&temp.path().join("data"), console, &[]);
+        server._temp = Some(temp);
+        server
+    }
+
+    fn start_with_console_in(data_dir: &Path, console: &Path, extra_args: &[&str]) -> Server {
         let mut command = Server::serve_command(data_dir);
         Server::default_config(&mut command, data_dir, extra_args);
-        command.arg("--console-dir").arg(console_dir()).args(extra_args);
+        command.arg("--console-dir").arg(console).args(extra_args);
         Server::spawn(command, data_dir)
     }
 
