@@ -206,15 +206,16 @@ fn JobView() -> impl IntoView {
     }
 }
 
-/// A tab's view. The logs, metrics and failure tabs are split points of the
-/// console's WebAssembly, one each: their code (the log viewer, the charts,
-/// the failure analysis) downloads the first time that tab is opened, so a
-/// link to a job's logs does not also carry the charts and the analysis. The
-/// other tabs are small and come with the job page.
+/// A tab's view. Every tab but the overview is a split point of the
+/// console's WebAssembly, one each: its code (the replica table and
+/// timeline, the events, the log viewer, the charts, the failure analysis)
+/// downloads the first time that tab is opened, so a link to a job's logs
+/// does not also carry the charts and the analysis. The overview, the tab a
+/// job opens on, comes with the job page.
 async fn tab_view(tab: String) -> AnyView {
     match tab.as_str() {
-        "replicas" => view! { <replicas::ReplicasTab/> }.into_any(),
-        "events" => view! { <events::EventsTab/> }.into_any(),
+        "replicas" => load!(replicas_tab()),
+        "events" => load!(events_tab()),
         "logs" => load!(logs_tab()),
         "metrics" => load!(metrics_tab()),
         "failure" => load!(failure_tab()),
@@ -222,10 +223,12 @@ async fn tab_view(tab: String) -> AnyView {
     }
 }
 
-/// Downloads a tab's module; the other tabs come with the job page.
+/// Downloads a tab's module; the overview comes with the job page.
 #[cfg(not(test))]
 pub(crate) async fn preload_tab(tab: String) {
     match tab.as_str() {
+        "replicas" => __preload_replicas_tab().await,
+        "events" => __preload_events_tab().await,
         "logs" => __preload_logs_tab().await,
         "metrics" => __preload_metrics_tab().await,
         "failure" => __preload_failure_tab().await,
@@ -234,6 +237,16 @@ pub(crate) async fn preload_tab(tab: String) {
 }
 #[cfg(test)]
 pub(crate) async fn preload_tab(_: String) {}
+
+#[cfg_attr(not(test), lazy)]
+fn replicas_tab() -> AnyView {
+    view! { <replicas::ReplicasTab/> }.into_any()
+}
+
+#[cfg_attr(not(test), lazy)]
+fn events_tab() -> AnyView {
+    view! { <events::EventsTab/> }.into_any()
+}
 
 #[cfg_attr(not(test), lazy)]
 fn logs_tab() -> AnyView {
