@@ -23,9 +23,9 @@
 //
 // Pack format: the bytes "JDPK", the number of modules (u32, little endian),
 // then each module as its length (u32, little endian) and its bytes, in the
-// order of the loader's module table.
+// order of their numbers.
 import { createHash } from "node:crypto";
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { brotliCompress, constants } from "node:zlib";
@@ -89,9 +89,19 @@ function pack(loaderPath, dir) {
   // them: `pack{X}` holds all of split point X's modules, `pack{X}from{A}`
   // those X needs and A does not, `pack{A}and{B}` (A < B) those either needs
   // (a page and its tab asked for at once). All end in one hash of every
-  // module's name (each names its content), so a new build never reuses a
-  // name. The loader's choice below (`__choosePacks`) asks for exactly these.
-  const build = createHash("sha256").update(modules.join("\n")).digest("hex").slice(0, 16);
+  // module's bytes, so a new build never reuses a name. The loader's choice
+  // below (`__choosePacks`) asks for exactly these.
+  // Modules are renamed `m{index}-{build}.wasm` too, so the loader needs no
+  // table of their names either (133 hashed names were 1.6 KB of every
+  // page's download).
+  const bytes = modules.map((file) => readFileSync(join(dir, file)));
+  const digest = createHash("sha256");
+  bytes.forEach((module) => digest.update(module));
+  const build = digest.digest("hex").slice(0, 16);
+  modules.forEach((file, i) => {
+    writeFileSync(join(dir, `m${i}-${build}.wasm`), bytes[i]);
+    unlinkSync(join(dir, file));
+  });
   const packs = [];
   needs.forEach((target, x) => {
     if (target.length > 1) packs.push([`pack${x}`, target]);
@@ -102,7 +112,7 @@ function pack(loaderPath, dir) {
     });
   });
   for (const [stem, indices] of packs) {
-    const parts = indices.map((i) => readFileSync(join(dir, modules[i])));
+    const parts = indices.map((i) => bytes[i]);
     const header = Buffer.alloc(8);
     header.write("JDPK", 0, "latin1");
     header.writeUInt32LE(parts.length, 4);
@@ -123,7 +133,6 @@ function pack(loaderPath, dir) {
   if (loader.includes("instantiateStreaming(src")) fail("a module is still instantiated the old way");
   const runtime = `
 // Module packs (scripts/pack-console.mjs): several modules in one download.
-const __modules = ${JSON.stringify(modules)};
 // The modules each split point needs, and the packs' common name ending.
 const __needs = ${JSON.stringify(needs)};
 const __build = "${build}";
@@ -139,7 +148,7 @@ function __fetchModule(index) {
     return __requested.get(index) ?? __remember(index, __fetchAlone(index));
 }
 function __fetchAlone(index) {
-    return fetch(new URL("./" + __modules[index], import.meta.url));
+    return fetch(new URL("./m" + index + "-" + __build + ".wasm", import.meta.url));
 }
 // The split points asked for in this task. Their packs are chosen a
 // microtask later, together: a page and its tab asked for at once (a link to
