@@ -78,17 +78,7 @@ fn a_wrong_token_is_refused_with_a_clear_message() {
 #[test]
 fn a_page_and_the_next_download_their_modules_in_packs() {
     let server = Server::start();
-    let (status, created) = server.call(
-        "POST",
-        "/jobs",
-        &server.admin_token,
-        Some(&json!({
-            "metadata": {"name": "packed"},
-            "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", "echo hi"]}}
-        })),
-    );
-    assert_eq!(status, 200, "{created}");
-    let id = created["metadata"]["id"].as_str().unwrap().to_string();
+    let id = echo_job(&server, "packed");
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
     browser.goto(&format!("{}/jobs", server.base_url));
@@ -122,16 +112,7 @@ fn pages_load_their_modules_one_by_one_when_packs_do_not_come() {
         }
     }
     let server = Server::start_with_console(console.path());
-    let (status, created) = server.call(
-        "POST",
-        "/jobs",
-        &server.admin_token,
-        Some(&json!({
-            "metadata": {"name": "unpacked"},
-            "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", "echo hi"]}}
-        })),
-    );
-    assert_eq!(status, 200, "{created}");
+    echo_job(&server, "unpacked");
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
     browser.goto(&format!("{}/jobs", server.base_url));
@@ -139,6 +120,15 @@ fn pages_load_their_modules_one_by_one_when_packs_do_not_come() {
     let (packs, alone) = downloads(&browser);
     assert_eq!(packs.len(), 1, "the list's pack was asked for: {packs:?}");
     assert!(alone.len() > 1, "then its modules one by one: {alone:?}");
+}
+
+/// Creates a job that prints one line; returns its id.
+fn echo_job(server: &Server, name: &str) -> String {
+    let job = json!({
+        "metadata": {"name": name},
+        "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", "echo hi"]}}
+    });
+    server.create_job(&server.admin_token, &job)
 }
 
 /// The packs and the modules on their own (the core aside) this document
