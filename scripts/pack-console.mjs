@@ -4,17 +4,19 @@
 //
 //   node scripts/pack-console.mjs pack LOADER DIR
 //     Writes module packs into DIR and teaches the split loader LOADER (the
-//     `__wasm_split.js` wasm-split-cli wrote, its module names already
-//     hashed) to use them. A page needs its own module and many `chunk_*`
+//     `__wasm_split.js` wasm-split-cli wrote, its modules in DIR) to use
+//     them. A page needs its own module and many `chunk_*`
 //     modules of code it shares with some other pages; fetched one by one,
-//     each is compressed on its own, and together they came to 15-25 % more
-//     than the same bytes compressed as one (docs/measurements.md). A pack
-//     is those modules in one file, so they compress together: one pack per
-//     split point with every module it needs, and one per ordered pair of
-//     split points with the modules the second needs that the first did not
-//     (the first move after a page). The loader fetches the largest of these
-//     packs made only of modules it has not fetched yet, and any module no
-//     pack covers on its own, as before.
+//     each is compressed on its own, and together they came to a quarter to
+//     a half more than the same bytes compressed as one
+//     (docs/measurements.md). A pack is those modules in one file, so they
+//     compress together: one per split point with every module it needs, one
+//     per ordered pair of split points with what the second needs that the
+//     first did not (the first move after a page), and one per pair with
+//     what either needs (a page and its tab asked for at once). The loader
+//     fetches the largest of these packs made only of modules it has not
+//     fetched yet, and any module no pack covers on its own, as before. The
+//     modules are renamed after their number and the build.
 //
 //   node scripts/pack-console.mjs compress DIR
 //     Writes `FILE.br` next to every hashed file of DIR, at brotli's best

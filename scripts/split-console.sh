@@ -13,11 +13,12 @@
 #                    sections (about 200 bytes a module that nothing reads)
 #   pack-console.mjs packs of the modules each page needs, which compress
 #                    together (scripts/pack-console.mjs says how the loader
-#                    picks them)
+#                    picks them), and the modules named after their number
+#                    and a hash of them all
 #   terser           the loader and the glue, minified (names the wasm imports
 #                    by are properties, which terser leaves alone)
-# then names every new file after its content, as trunk does, so the server
-# can cache them forever, and writes each hashed file's brotli next to it
+# then names the loader after its content, as trunk does, so the server can
+# cache every file forever, and writes each hashed file's brotli next to it
 # (`FILE.br`), which the server sends as it is.
 set -euo pipefail
 
@@ -57,11 +58,9 @@ loader="$work/split/__wasm_split.js"
 for module in "$work/split"/*.wasm; do
   name="$(basename "$module" .wasm)"
   [ "$name" = "$stem" ] && continue
-  optimize "$module" "$work/$name.wasm" "$name"
-  hashed="$name-$(hash16 "$work/$name.wasm").wasm"
-  mv "$work/$name.wasm" "$staging/$hashed"
-  sed -i "s|\"./$name.wasm\"|\"./$hashed\"|" "$loader"
+  optimize "$module" "$staging/$name.wasm" "$name"
 done
+# Renames the modules after their number and the build, and writes the packs.
 node "$root/scripts/pack-console.mjs" pack "$loader" "$staging"
 minify() { terser "$1" --module --compress --mangle -o "$1.min" && mv "$1.min" "$1"; }
 minify "$loader"
