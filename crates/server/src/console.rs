@@ -159,8 +159,10 @@ fn precompress(files: &ConsoleFiles) {
     tracing::info!(count, elapsed_ms = started.elapsed().as_millis() as u64, "console assets precompressed");
 }
 
-/// The brotli bytes the build wrote next to an asset, if it did. The asset's
-/// name is its content's hash, so the two cannot belong to different builds.
+/// The brotli bytes the build wrote next to an asset, if it did. The build
+/// writes them last, after every file is final, and a hashed name changes
+/// with every build of that file, so the two cannot belong to different
+/// builds.
 fn built_brotli(asset: &Path) -> Option<Vec<u8>> {
     let mut name = asset.file_name()?.to_os_string();
     name.push(".br");
