@@ -11,6 +11,11 @@ use jobdeck_api::{
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use wasm_bindgen::JsCast;
+
+mod from_js;
+
+use from_js::from_js;
 
 use crate::routes::encode_component;
 use crate::session::stored_token;
@@ -58,7 +63,24 @@ fn authorized(builder: RequestBuilder) -> ApiResult<RequestBuilder> {
 /// Turns a response into `T`, or its error body into an `ApiFailure`.
 async fn decode<T: DeserializeOwned>(response: Response) -> ApiResult<T> {
     let response = check(response).await?;
-    response.json::<T>().await.map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")))
+    read_json(response).await.map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")))
+}
+
+/// Reads a JSON answer into `T`: the browser parses the text
+/// (`Response.json()`), `from_js` reads the parsed value.
+async fn read_json<T: DeserializeOwned>(response: Response) -> Result<T, String> {
+    let raw = web_sys::Response::from(response);
+    let promise = raw.json().map_err(|e| format!("{e:?}"))?;
+    let value = wasm_bindgen_futures::JsFuture::from(promise).await.map_err(|e| format!("{e:?}"))?;
+    from_js(value).map_err(|e| e.to_string())
+}
+
+/// Reads JSON text the user gave (an imported job, a key in an error path)
+/// the way answers are read: parsed by the browser, then by serde.
+pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    let value = js_sys::JSON::parse(text)
+        .map_err(|e| e.dyn_into::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_default())?;
+    from_js(value).map_err(|e| e.to_string())
 }
 
 /// Passes a 2xx response through; turns any other into an `ApiFailure`.
@@ -67,8 +89,9 @@ async fn check(response: Response) -> ApiResult<Response> {
     if (200..300).contains(&status) {
         return Ok(response);
     }
-    let body = response.json::<ApiError>().await.ok();
-    let message = body.as_ref().map(|b| b.message.clone()).unwrap_or_else(|| response.status_text());
+    let status_text = response.status_text();
+    let body = read_json::<ApiError>(response).await.ok();
+    let message = body.as_ref().map(|b| b.message.clone()).unwrap_or(status_text);
     Err(match status {
         401 => ApiFailure::Unauthorized,
         404 => ApiFailure::NotFound(message),
@@ -349,7 +372,6 @@ pub async fn log_search(job: &str, replica: &str, text: &str, regex: bool, ignor
 /// the token, so it goes through `fetch` and the browser saves the answer as
 /// a blob; the file name is the replica id.
 pub async fn download_log(job: &str, replica: &str, timestamps: bool) -> ApiResult<()> {
-    use wasm_bindgen::JsCast;
     let path = format!("{}?download=true&timestamps={timestamps}", log_path(job, replica));
     let response = check(fetch(Request::get(&url(&path))).await?).await?;
     let unreadable = |e: wasm_bindgen::JsValue| ApiFailure::Network(format!("{e:?}"));

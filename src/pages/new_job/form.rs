@@ -706,7 +706,7 @@ pub fn target_of(path: &str, state: &FormState) -> Option<Target> {
         let row = match index.parse::<usize>() {
             Ok(row) => Some(row),
             // A map entry: `["key"]`, the key as a JSON string.
-            Err(_) => serde_json::from_str::<String>(index)
+            Err(_) => crate::api::parse_json::<String>(index)
                 .ok()
                 .and_then(|key| state.lists[l].iter().position(|r| r[0].trim() == key)),
         };

@@ -254,9 +254,9 @@ impl JobForm {
 pub fn parse_job(text: &str) -> Result<LeptonJob, String> {
     let whole_job = text.contains("\"spec\"") || text.contains("\"metadata\"");
     if whole_job {
-        serde_json::from_str(text).map_err(|e| format!("This is not a job in JSON: {e}"))
+        api::parse_json(text).map_err(|e| format!("This is not a job in JSON: {e}"))
     } else {
-        let spec: JobSpec = serde_json::from_str(text).map_err(|e| format!("This is not a job spec in JSON: {e}"))?;
+        let spec: JobSpec = api::parse_json(text).map_err(|e| format!("This is not a job spec in JSON: {e}"))?;
         Ok(LeptonJob { spec, ..Default::default() })
     }
 }
