@@ -14,8 +14,10 @@ use serde::Serialize;
 use wasm_bindgen::JsCast;
 
 mod from_js;
+mod to_js;
 
 use from_js::from_js;
+pub use to_js::{to_json, to_pretty_json};
 
 use crate::routes::encode_component;
 use crate::session::stored_token;
@@ -109,8 +111,10 @@ async fn fetch(builder: RequestBuilder) -> ApiResult<Response> {
 }
 
 async fn send<B: Serialize, T: DeserializeOwned>(builder: RequestBuilder, body: &B) -> ApiResult<T> {
+    let body = to_json(body).map_err(|e| ApiFailure::Network(e.to_string()))?;
     let response = authorized(builder)?
-        .json(body)
+        .header("Content-Type", "application/json")
+        .body(body)
         .map_err(|e| ApiFailure::Network(e.to_string()))?
         .send()
         .await

@@ -6,6 +6,7 @@
 use leptos::prelude::*;
 
 use super::time::format_time;
+use super::within;
 
 /// One line of a chart: its label and its points `(t in Unix ms, value)`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -52,8 +53,8 @@ pub fn polyline(points: &[(i64, f64)], start: i64, end: i64, top: f64) -> String
     points
         .iter()
         .map(|(t, v)| {
-            let x = ((t - start) as f64 / span * WIDTH).clamp(0.0, WIDTH);
-            let y = HEIGHT - (v / top * HEIGHT).clamp(0.0, HEIGHT);
+            let x = within((t - start) as f64 / span * WIDTH, 0.0, WIDTH);
+            let y = HEIGHT - within(v / top * HEIGHT, 0.0, HEIGHT);
             format!("{x:.1},{y:.1}")
         })
         .collect::<Vec<_>>()
@@ -102,14 +103,14 @@ pub fn LineChart(
         let element: web_sys::Element = wasm_bindgen::JsCast::unchecked_into(target);
         let width = f64::from(element.client_width());
         if width > 0.0 {
-            let share = (f64::from(ev.offset_x()) / width).clamp(0.0, 1.0);
+            let share = within(f64::from(ev.offset_x()) / width, 0.0, 1.0);
             let (s, e) = (start.get_untracked(), end.get_untracked());
             hover.set(Some(s + ((e - s) as f64 * share) as i64));
         }
     };
     let limit_line = move || {
         limit.get().map(|limit| {
-            let y = HEIGHT - (limit / top.get() * HEIGHT).clamp(0.0, HEIGHT);
+            let y = HEIGHT - within(limit / top.get() * HEIGHT, 0.0, HEIGHT);
             view! { <line class="limit" x1="0" x2=WIDTH y1=y y2=y></line> }
         })
     };

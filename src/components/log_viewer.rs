@@ -34,7 +34,7 @@ use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
 use crate::components::dom::{self, Keyed};
 use crate::components::live::sleep;
-use crate::components::{ansi, time};
+use crate::components::{ansi, time, within};
 use crate::router::{use_navigate_replace, use_url};
 
 /// The height of one unwrapped row in pixels; the stylesheet's `.log-line`
@@ -54,7 +54,7 @@ const FOLLOW_WAIT_SECONDS: u64 = 25;
 const JUMP_PLACE: f64 = 1.0 / 3.0;
 
 /// Where the viewport is over a log of `total` lines.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 pub struct Geometry {
     pub total: u64,
     /// The viewport's height in pixels.
@@ -87,13 +87,13 @@ impl Geometry {
         if content_range <= 0.0 || scroll_range <= 0.0 {
             return 0.0;
         }
-        scroll_top.clamp(0.0, scroll_range) * content_range / scroll_range
+        within(scroll_top, 0.0, scroll_range) * content_range / scroll_range
     }
 
     /// The first line on screen (0-based) and how many pixels of it are
     /// scrolled out of view, for a position in the whole log's height.
     pub fn window_at(&self, content: f64) -> (u64, f64) {
-        let content = content.clamp(0.0, (self.content_px() - self.viewport).max(0.0));
+        let content = within(content, 0.0, (self.content_px() - self.viewport).max(0.0));
         let first = (content / LINE_PX).floor();
         (first as u64, content - first * LINE_PX)
     }
@@ -106,7 +106,7 @@ impl Geometry {
     /// The position in the whole log's height that puts line `index`
     /// (0-based) at `place` (a fraction of the viewport from its top).
     pub fn content_for(&self, index: u64, place: f64) -> f64 {
-        (index as f64 * LINE_PX - place * self.viewport).clamp(0.0, (self.content_px() - self.viewport).max(0.0))
+        within(index as f64 * LINE_PX - place * self.viewport, 0.0, (self.content_px() - self.viewport).max(0.0))
     }
 
     /// The scroll position for a position in the whole log's height.
@@ -184,7 +184,7 @@ struct Row {
 }
 
 /// A search as the viewer keeps it.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 struct Matches {
     lines: Vec<u64>,
     current: Option<usize>,

@@ -113,75 +113,10 @@ pub fn lep_command(job: &LeptonJob) -> String {
     out
 }
 
-/// Indents compact JSON, two spaces a level, so a person can read it. Works
-/// on serde_json's compact output (which has no insignificant spaces).
-pub fn pretty_json(compact: &str) -> String {
-    let mut out = String::with_capacity(compact.len() * 2);
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut chars = compact.chars().peekable();
-    let newline = |out: &mut String, depth: usize| {
-        out.push('\n');
-        out.extend(std::iter::repeat_n("  ", depth));
-    };
-    while let Some(c) = chars.next() {
-        if in_string {
-            out.push(c);
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => {
-                in_string = true;
-                out.push(c);
-            }
-            '{' | '[' => {
-                out.push(c);
-                if matches!(chars.peek(), Some('}' | ']')) {
-                    out.push(chars.next().unwrap_or(' '));
-                } else {
-                    depth += 1;
-                    newline(&mut out, depth);
-                }
-            }
-            '}' | ']' => {
-                depth = depth.saturating_sub(1);
-                newline(&mut out, depth);
-                out.push(c);
-            }
-            ',' => {
-                out.push(c);
-                newline(&mut out, depth);
-            }
-            ':' => out.push_str(": "),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use wasm_bindgen_test::wasm_bindgen_test;
-
-    #[wasm_bindgen_test]
-    fn json_is_indented_without_touching_strings() {
-        let compact = r#"{"a":[1,{"b":"x,{y}:\"z\""}],"c":{},"d":[]}"#;
-        let pretty = pretty_json(compact);
-        assert_eq!(
-            pretty,
-            "{\n  \"a\": [\n    1,\n    {\n      \"b\": \"x,{y}:\\\"z\\\"\"\n    }\n  ],\n  \"c\": {},\n  \"d\": []\n}"
-        );
-        let back: serde_json::Value = serde_json::from_str(&pretty).unwrap();
-        assert_eq!(back, serde_json::from_str::<serde_json::Value>(compact).unwrap());
-    }
 
     #[wasm_bindgen_test]
     fn the_lep_command_has_a_flag_per_value_and_names_what_it_cannot_say() {

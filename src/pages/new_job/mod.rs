@@ -216,7 +216,7 @@ impl JobForm {
     /// A link to this form as it is now, without the registry password.
     pub fn draft_link(self) -> String {
         let job = self.state.with_untracked(FormState::shareable_job);
-        routes::draft(&serde_json::to_string(&job).unwrap_or_default())
+        routes::draft(&api::to_json(&job).unwrap_or_default())
     }
 
     /// Fills the form from a JSON job or job spec; every problem shows.
@@ -697,7 +697,7 @@ fn tools(form: JobForm) -> impl IntoView {
     };
     let copy_json = move |_| {
         let job = form.state.with_untracked(FormState::shareable_job);
-        let json = export::pretty_json(&serde_json::to_string(&job).unwrap_or_default());
+        let json = api::to_pretty_json(&job).unwrap_or_default();
         copy_out(form, "JSON spec", json);
     };
     let share = move |_| {
