@@ -5,8 +5,8 @@
 
 use leptos::prelude::*;
 
+use super::numbers::{decimal, within};
 use super::time::format_time;
-use super::within;
 
 /// One line of a chart: its label and its points `(t in Unix ms, value)`.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -25,18 +25,18 @@ pub fn format_value(unit: &str, value: f64) -> String {
         "bytes" => {
             let mib = value / (1024.0 * 1024.0);
             if mib >= 1024.0 {
-                format!("{:.1} GiB", mib / 1024.0)
+                format!("{} GiB", decimal(mib / 1024.0, 1))
             } else {
-                format!("{mib:.0} MiB")
+                format!("{} MiB", decimal(mib, 0))
             }
         }
-        "MiB" if value >= 1024.0 => format!("{:.1} GiB", value / 1024.0),
-        "MiB" => format!("{value:.0} MiB"),
-        "cores" => format!("{value:.2} cores"),
-        "%" => format!("{value:.0} %"),
-        "W" => format!("{value:.0} W"),
-        "°C" => format!("{value:.0} °C"),
-        _ => format!("{value:.2}"),
+        "MiB" if value >= 1024.0 => format!("{} GiB", decimal(value / 1024.0, 1)),
+        "MiB" => format!("{} MiB", decimal(value, 0)),
+        "cores" => format!("{} cores", decimal(value, 2)),
+        "%" => format!("{} %", decimal(value, 0)),
+        "W" => format!("{} W", decimal(value, 0)),
+        "°C" => format!("{} °C", decimal(value, 0)),
+        _ => decimal(value, 2),
     }
 }
 
@@ -55,7 +55,7 @@ pub fn polyline(points: &[(i64, f64)], start: i64, end: i64, top: f64) -> String
         .map(|(t, v)| {
             let x = within((t - start) as f64 / span * WIDTH, 0.0, WIDTH);
             let y = HEIGHT - within(v / top * HEIGHT, 0.0, HEIGHT);
-            format!("{x:.1},{y:.1}")
+            format!("{},{}", decimal(x, 1), decimal(y, 1))
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -110,8 +110,8 @@ pub fn LineChart(
     };
     let limit_line = move || {
         limit.get().map(|limit| {
-            let y = HEIGHT - within(limit / top.get() * HEIGHT, 0.0, HEIGHT);
-            view! { <line class="limit" x1="0" x2=WIDTH y1=y y2=y></line> }
+            let y = decimal(HEIGHT - within(limit / top.get() * HEIGHT, 0.0, HEIGHT), 1);
+            view! { <line class="limit" x1="0" x2=decimal(WIDTH, 0) y1=y.clone() y2=y></line> }
         })
     };
     let polylines = move || {
@@ -136,7 +136,7 @@ pub fn LineChart(
     view! {
         <figure class="chart">
             <figcaption><strong>{title.clone()}</strong>{limit_text}" "<span class="chart-readout">{text}</span></figcaption>
-            <svg viewBox=format!("0 0 {WIDTH} {HEIGHT}") preserveAspectRatio="none" role="img" aria-label=title
+            <svg viewBox=format!("0 0 {} {}", decimal(WIDTH, 0), decimal(HEIGHT, 0)) preserveAspectRatio="none" role="img" aria-label=title
                 on:mousemove=on_move on:mouseleave=move |_| hover.set(None)>
                 {limit_line}
                 {polylines}

@@ -34,7 +34,8 @@ use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
 use crate::components::dom::{self, Keyed};
 use crate::components::live::sleep;
-use crate::components::{ansi, time, within};
+use crate::components::numbers::within;
+use crate::components::{ansi, time};
 use crate::router::{use_navigate_replace, use_url};
 
 /// The height of one unwrapped row in pixels; the stylesheet's `.log-line`
