@@ -8,7 +8,7 @@ use std::sync::Arc;
 use jobdeck_api::{Replica, ReplicaPhase};
 use leptos::prelude::*;
 
-use super::replicas::{in_order, load_replicas};
+use super::replicas::load_replicas;
 use super::use_job;
 use crate::api;
 use crate::components::api_error::{use_sign_in_again, LiveNote};
@@ -16,6 +16,7 @@ use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_M
 use crate::components::loaded::{Data, Loaded};
 use crate::components::log_viewer::LogViewer;
 use crate::components::state_badge::replica_outcome;
+use crate::components::timeline::{in_order, into_order};
 use crate::router::{use_navigate, use_navigate_replace, use_url};
 use crate::routes;
 
@@ -42,8 +43,7 @@ pub fn replica_choices(replicas: &[Replica]) -> Vec<(String, String)> {
             None => latest.push(replica),
         }
     }
-    latest.sort_by_key(|r| r.status.completion_index);
-    latest
+    in_order(latest)
         .into_iter()
         .map(|r| (r.id.clone(), format!("Replica {} · {}", r.status.completion_index, replica_outcome(&r.status).1)))
         .collect()
@@ -95,7 +95,7 @@ fn LiveLogs(initial: Vec<Replica>) -> impl IntoView {
         },
         move |answer| {
             if let Some(list) = take_answer(answer, problem, &sign_in_again) {
-                set_if_changed(replicas, in_order(list));
+                set_if_changed(replicas, into_order(list));
             }
         },
     );

@@ -8,13 +8,13 @@ use jobdeck_api::metrics::{ReplicaMetrics, ReplicaUse};
 use jobdeck_api::{JobState, Replica};
 use leptos::prelude::*;
 
-use super::replicas::in_order;
 use super::use_job;
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
 use crate::components::chart::{format_value, Line, LineChart};
 use crate::components::live::load_and_poll;
 use crate::components::time::now_millis;
+use crate::components::timeline::into_order;
 use crate::components::timeline::{layout, ReplicaTimeline};
 use crate::pages::jobs_list::completions_of;
 
@@ -32,7 +32,7 @@ struct Loaded {
 }
 
 async fn load(id: String) -> Result<Loaded, ApiFailure> {
-    let replicas = in_order(api::job_replicas(&id).await?);
+    let replicas = into_order(api::job_replicas(&id).await?);
     let uses = api::job_metrics(&id).await?.replicas;
     let mut series = Vec::with_capacity(uses.len());
     for replica in &uses {

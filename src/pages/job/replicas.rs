@@ -15,21 +15,15 @@ use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_M
 use crate::components::loaded::{fetch, Data, Fetch, Loaded};
 use crate::components::state_badge::replica_outcome;
 use crate::components::time::{format_duration, format_time, now_millis};
-use crate::components::timeline::ReplicaTimeline;
+use crate::components::timeline::{into_order, ReplicaTimeline};
 use crate::pages::jobs_list::completions_of;
 use crate::routes;
-
-/// Attempts in reading order: by completion index, then attempt.
-pub fn in_order(mut replicas: Vec<Replica>) -> Vec<Replica> {
-    replicas.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
-    replicas
-}
 
 /// Loads the job's replicas (the replicas and logs tabs share it).
 pub fn load_replicas(context: JobContext) -> Fetch {
     fetch(move || {
         let id = context.id.get();
-        async move { api::job_replicas(&id).await.map(|list| Data::Replicas(in_order(list))) }
+        async move { api::job_replicas(&id).await.map(|list| Data::Replicas(into_order(list))) }
     })
 }
 
@@ -60,7 +54,7 @@ fn LiveReplicas(initial: Vec<Replica>) -> impl IntoView {
         },
         move |answer| {
             if let Some(list) = take_answer(answer, problem, &sign_in_again) {
-                let list = in_order(list);
+                let list = into_order(list);
                 set_if_changed(rows, replica_rows(&list, &rows_id, now_millis()));
                 set_if_changed(replicas, list);
             }
@@ -176,7 +170,7 @@ mod tests {
         backing_off.status.retry_at = Some(20_000);
         let mut in_slurm = replica(2, 1, Running, Some(3_000), None);
         in_slurm.status.executor_id = Some("4711_2".into());
-        let attempts = in_order(vec![
+        let attempts = into_order(vec![
             in_slurm,
             replica(0, 0, Succeeded, Some(0), Some(10_000)),
             replica(2, 0, Failed, Some(0), Some(2_000)),
