@@ -23,6 +23,15 @@ use crate::pages::{
 use crate::routes::Route;
 use crate::session::Session;
 
+/// The `T` an ancestor provided; its absence is a bug in the console.
+///
+/// Not Leptos's `expect_context`: its panic message prints the type's name
+/// with `{:?}`, which brings Rust's string escaping and Unicode tables into
+/// the core that every page downloads.
+pub fn provided<T: Clone + 'static>() -> T {
+    use_context::<T>().expect("a component used outside the context it needs")
+}
+
 /// The whole console.
 #[component]
 pub fn App() -> impl IntoView {

@@ -175,7 +175,7 @@ fn go(state: RouterState, href: &str, replace: bool) {
 pub fn use_url() -> Memo<Url> {
     match use_context::<ShownUrl>() {
         Some(ShownUrl(url)) => url,
-        None => expect_context::<RouterState>().shown,
+        None => crate::provided::<RouterState>().shown,
     }
 }
 
@@ -205,25 +205,25 @@ pub fn shown_url(url: Memo<Url>, still_shown: impl Fn() -> bool + Send + Sync + 
 
 /// Goes to `href` (a path on this site), adding a history entry.
 pub fn navigate(href: &str) {
-    go(expect_context::<RouterState>(), href, false);
+    go(crate::provided::<RouterState>(), href, false);
 }
 
 /// Goes to `href`, replacing the current history entry (redirects, filter
 /// changes that should not pile up in history).
 pub fn navigate_replace(href: &str) {
-    go(expect_context::<RouterState>(), href, true);
+    go(crate::provided::<RouterState>(), href, true);
 }
 
 /// A `navigate` that can be moved into event handlers and async blocks.
 pub fn use_navigate() -> impl Fn(&str) + Clone + 'static {
-    let state = expect_context::<RouterState>();
+    let state = crate::provided::<RouterState>();
     move |href: &str| go(state, href, false)
 }
 
 /// A `navigate_replace` that can be moved into event handlers and async
 /// blocks.
 pub fn use_navigate_replace() -> impl Fn(&str) + Clone + 'static {
-    let state = expect_context::<RouterState>();
+    let state = crate::provided::<RouterState>();
     move |href: &str| go(state, href, true)
 }
 

@@ -46,7 +46,7 @@ impl Session {
 
 /// The session from context.
 pub fn use_session() -> Session {
-    expect_context::<Session>()
+    crate::provided::<Session>()
 }
 
 /// The current page as a path with its query and fragment, to come back to

@@ -79,7 +79,7 @@ impl JobContext {
 }
 
 pub fn use_job() -> JobContext {
-    expect_context::<JobContext>()
+    crate::provided::<JobContext>()
 }
 
 #[component]
