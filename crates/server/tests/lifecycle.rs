@@ -704,6 +704,30 @@ async fn retries_wait_out_a_doubling_back_off_shown_on_the_waiting_attempt() {
     }
 }
 
+/// While its only replica waits out a back-off, a running job says that no
+/// replica runs and one waits, instead of still counting the failed one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_job_whose_replica_waits_to_restart_says_so() {
+    let app = TestApp::with_config(|config| {
+        small_cluster(2.0)(config);
+        config.executor.local.retry_backoff_seconds = 300;
+    })
+    .await;
+    let (wait, release) = app.gate("restarting");
+    let id = app.create_job(&app.admin_token, &sh_job("restarting", &format!("{wait}; exit 3"))).await;
+    let running = app.wait_state(&id, "Running").await;
+    assert_eq!(running["status"]["message"], "1 replica(s) running");
+    std::fs::write(&release, b"").unwrap();
+    let waiting = app
+        .wait_job(&id, "the message to count the waiting replica", |j| {
+            j["status"]["message"] == "0 replica(s) running, 1 waiting to start"
+        })
+        .await;
+    assert_eq!(waiting["status"]["state"], "Running");
+    let replicas = app.replicas(&id).await;
+    assert_eq!(replicas[1]["status"]["readiness_issue"]["reason"], "BackOff", "{replicas:?}");
+}
+
 /// Stopping a job whose replica waits out its back-off ends that attempt
 /// before it ever starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

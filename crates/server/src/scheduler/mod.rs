@@ -627,8 +627,9 @@ impl Scheduler {
             .iter()
             .filter(|r| r.phase == jobdeck_api::ReplicaPhase::Failed && r.reason.as_deref() != Some("NotStarted"))
             .count() as i64;
+        let waiting = current.iter().filter(|r| r.phase == jobdeck_api::ReplicaPhase::Pending).count();
         let r = &mut active.row.runtime;
-        let before = (r.active, r.ready, r.succeeded, r.failed, r.state);
+        let before = (r.active, r.ready, r.succeeded, r.failed, r.state, r.message.clone());
         r.active = running;
         r.ready = running;
         r.succeeded = succeeded.len() as i64;
@@ -637,10 +638,18 @@ impl Scheduler {
         if r.state == JobState::Starting && running > 0 {
             r.state = JobState::Running;
             r.reason = Some("Running".into());
-            r.message = Some(format!("{running} replica(s) running"));
             events.push(event(id, EventType::Normal, "Running", "the first replica is running"));
         }
-        if before != (r.active, r.ready, r.succeeded, r.failed, r.state) {
+        // A running job's message follows its replicas: after a replica
+        // fails and waits out its back-off, "1 replica(s) running" would
+        // be wrong.
+        if r.state == JobState::Running {
+            r.message = Some(match waiting {
+                0 => format!("{running} replica(s) running"),
+                _ => format!("{running} replica(s) running, {waiting} waiting to start"),
+            });
+        }
+        if before != (r.active, r.ready, r.succeeded, r.failed, r.state, r.message.clone()) {
             self.save(id, events).await?;
         }
         Ok(())
