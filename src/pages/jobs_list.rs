@@ -305,7 +305,7 @@ pub fn job_cells(job: &LeptonJob, now: i64) -> Vec<Cell> {
         },
         Cell::text(job.metadata.created_by.clone().unwrap_or_default()),
         Cell::text(node_groups_of(job)),
-        Cell::mono(job.spec.resource_shape.clone().unwrap_or_default()),
+        Cell::mono(shape_of(job)),
         Cell::Counts([status.succeeded, status.active, status.failed, completions_of(job)]),
         Cell::text(job.metadata.created_at.map(format_time_short).unwrap_or_default()),
         Cell::text(job_duration(job, now)),
@@ -401,6 +401,12 @@ fn PageLink(#[prop(into)] href: Signal<Option<String>>, rel: &'static str, text:
 /// The number of replicas a job runs to completion.
 pub fn completions_of(job: &LeptonJob) -> i64 {
     job.spec.completions.or(job.spec.workers).unwrap_or(1).max(1)
+}
+
+/// The job's resource shape, or "default" for a job that names none (the
+/// server runs it with its first shape).
+pub fn shape_of(job: &LeptonJob) -> String {
+    job.spec.resource_shape.clone().unwrap_or_else(|| "default".to_string())
 }
 
 /// The node groups a job may run in, or "any".
@@ -499,6 +505,8 @@ mod tests {
         for expected in ["Running", "alice", "gpu-a", "cpu.small", "2 succeeded, 1 running, 1 failed of 4", "1m 05s"] {
             assert!(first.contains(expected), "{expected:?} in {first:?}");
         }
+        let second = text_of(&host.query_selector("tbody tr:nth-child(2)").unwrap().unwrap());
+        assert!(second.contains("default"), "a job without a shape runs on the default one: {second:?}");
         let badge = host.query_selector("tbody tr:nth-child(2) .badge").unwrap().unwrap();
         assert_eq!(badge.text_content().as_deref(), Some("Failed"));
         assert_eq!(badge.class_name(), "badge bad");

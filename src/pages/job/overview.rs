@@ -6,7 +6,7 @@ use leptos::prelude::*;
 
 use super::use_job;
 use crate::components::time::{format_duration, format_time};
-use crate::pages::jobs_list::{job_duration, node_groups_of, replica_counts};
+use crate::pages::jobs_list::{job_duration, node_groups_of, replica_counts, shape_of};
 
 /// The status facts, as (label, value).
 pub fn status_facts(job: &LeptonJob, now_millis: i64) -> Vec<(&'static str, String)> {
@@ -61,7 +61,7 @@ pub fn spec_facts(job: &LeptonJob) -> Vec<(&'static str, String)> {
                 .unwrap_or_else(|| "(image default)".into()),
         ),
     );
-    add("Resource shape", spec.resource_shape.clone());
+    add("Resource shape", Some(shape_of(job)));
     add("Node groups", Some(node_groups_of(job)));
     add(
         "Nodes",
