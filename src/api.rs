@@ -23,7 +23,7 @@ use crate::routes::encode_component;
 use crate::session::stored_token;
 
 /// Why an API call failed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum ApiFailure {
     /// No token, or the server no longer accepts it: the user must sign in.
     Unauthorized,
@@ -46,6 +46,15 @@ impl std::fmt::Display for ApiFailure {
             ApiFailure::Server { status, message } => write!(f, "{message} (HTTP {status})"),
             ApiFailure::Network(message) => write!(f, "cannot reach the server: {message}"),
         }
+    }
+}
+
+/// Written by hand: a derived `Debug` quotes the messages with Rust's
+/// string escaping (and its Unicode tables), and the error boundary's
+/// `dyn Error` of every page's loader would bring that in.
+impl std::fmt::Debug for ApiFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiFailure({self})")
     }
 }
 

@@ -214,10 +214,9 @@ pub fn segments(line: &str) -> Vec<Segment> {
 /// not count: `text\r` is `text`).
 fn last_redraw(line: &str) -> &str {
     let trimmed = line.trim_end_matches('\r');
-    match trimmed.rfind('\r') {
-        Some(at) => &trimmed[at + 1..],
-        None => trimmed,
-    }
+    // `rsplit_once`, not slicing at an index: a slice's failure message
+    // would bring Rust's string escaping into the log tab's download.
+    trimmed.rsplit_once('\r').map_or(trimmed, |(_, after)| after)
 }
 
 /// The line's text without any escape sequence, as a search sees it.

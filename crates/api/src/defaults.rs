@@ -416,13 +416,13 @@ pub fn split_image_reference(image: &str) -> ImageReference<'_> {
         Some((rest, digest)) => (rest, Some(digest)),
         None => (image, None),
     };
-    let last_slash = rest.rfind('/').map_or(0, |i| i + 1);
-    match rest[last_slash..].rfind(':') {
-        Some(colon) => {
-            let at = last_slash + colon;
-            ImageReference { name: &rest[..at], tag: Some(&rest[at + 1..]), digest }
-        }
-        None => ImageReference { name: rest, tag: None, digest },
+    // The last colon starts a tag only if no `/` follows it. (`rsplit_once`
+    // and a byte search rather than slicing at an index and
+    // `str::contains`: the console shows image names, and their panic
+    // paths would bring Rust's string escaping into its download.)
+    match rest.rsplit_once(':') {
+        Some((name, tag)) if !tag.as_bytes().contains(&b'/') => ImageReference { name, tag: Some(tag), digest },
+        _ => ImageReference { name: rest, tag: None, digest },
     }
 }
 

@@ -50,6 +50,15 @@ pub fn flag_words(flag: &str) -> &'static str {
     }
 }
 
+/// `gpu0` as people write it: `GPU 0`. (Not `str::replace`: the string
+/// searcher's panic paths bring Rust's string escaping into the download.)
+fn gpu_label(series: &str) -> String {
+    match series.strip_prefix("gpu") {
+        Some(index) => format!("GPU {index}"),
+        None => series.to_string(),
+    }
+}
+
 /// The lines of the series whose names end in `what` among GPU series
 /// (`gpu0.util` …), one per GPU.
 fn gpu_lines(metrics: &ReplicaMetrics, what: &str) -> Vec<Line> {
@@ -58,7 +67,7 @@ fn gpu_lines(metrics: &ReplicaMetrics, what: &str) -> Vec<Line> {
         .iter()
         .filter(|s| s.name.starts_with("gpu") && s.name.ends_with(&format!(".{what}")))
         .map(|s| Line {
-            label: s.name.split('.').next().unwrap_or("gpu").replace("gpu", "GPU "),
+            label: gpu_label(s.name.split('.').next().unwrap_or("gpu")),
             points: s.points.iter().map(|p| (p.0, p.1)).collect(),
         })
         .collect()

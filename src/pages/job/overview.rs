@@ -46,7 +46,10 @@ pub fn spec_facts(job: &LeptonJob) -> Vec<(&'static str, String)> {
     };
     add("Job id", Some(job.id().to_string()));
     let image = container.image.clone().map(|image| match &container.image_tag {
-        Some(tag) if !image.contains(':') => format!("{image}:{tag}"),
+        // A byte search: `str::contains` with a char falls back to the
+        // string searcher for non-ASCII chars, and that brings Rust's string
+        // escaping (its panic messages) into the job page's download.
+        Some(tag) if !image.as_bytes().contains(&b':') => format!("{image}:{tag}"),
         _ => image,
     });
     add("Container image", image.or(Some("(none)".into())));
