@@ -26,21 +26,34 @@ use wasm_bindgen::{JsCast, JsValue};
 /// The largest integer `f64` holds exactly (`Number.MAX_SAFE_INTEGER`).
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
-/// Why a parsed value is not the type asked for.
+/// Why a value cannot be read from JSON or written as JSON (`to_js` uses
+/// it too).
 #[derive(Debug, Clone, PartialEq)]
-pub struct DecodeError(String);
+pub struct JsonError(String);
 
-impl fmt::Display for DecodeError {
+impl JsonError {
+    pub fn new(message: &str) -> JsonError {
+        JsonError(message.to_string())
+    }
+}
+
+impl fmt::Display for JsonError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for DecodeError {}
+impl std::error::Error for JsonError {}
 
-impl de::Error for DecodeError {
+impl serde::ser::Error for JsonError {
     fn custom<T: fmt::Display>(message: T) -> Self {
-        DecodeError(message.to_string())
+        JsonError(message.to_string())
+    }
+}
+
+impl de::Error for JsonError {
+    fn custom<T: fmt::Display>(message: T) -> Self {
+        JsonError(message.to_string())
     }
 
     // serde's own messages print the unexpected value with `Unexpected`'s
@@ -76,7 +89,7 @@ fn describe(unexpected: &Unexpected) -> String {
 }
 
 /// Reads `T` out of a parsed JSON value.
-pub fn from_js<T: DeserializeOwned>(value: JsValue) -> Result<T, DecodeError> {
+pub fn from_js<T: DeserializeOwned>(value: JsValue) -> Result<T, JsonError> {
     T::deserialize(Value(value))
 }
 
@@ -106,7 +119,7 @@ impl Value {
         }
     }
 
-    fn refuse<'de, V: Visitor<'de>>(&self, visitor: &V) -> DecodeError {
+    fn refuse<'de, V: Visitor<'de>>(&self, visitor: &V) -> JsonError {
         de::Error::invalid_type(self.unexpected(), visitor)
     }
 
@@ -127,7 +140,7 @@ impl Value {
 
     /// Hands a number to the visitor: an integer if `f64` holds it exactly
     /// (serde's integer types refuse floats), else a float.
-    fn visit_number<'de, V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn visit_number<'de, V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         let Some(number) = self.0.as_f64() else { return Err(self.refuse(&visitor)) };
         if number.fract() != 0.0 || number.abs() > MAX_SAFE_INTEGER {
             visitor.visit_f64(number)
@@ -142,7 +155,7 @@ impl Value {
 /// Every number type reads a number the same way.
 macro_rules! numbers {
     ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
             self.visit_number(visitor)
         }
     )*};
@@ -152,9 +165,9 @@ macro_rules! numbers {
 /// for, so that a visitor's other methods (a struct read from an array, say)
 /// are not compiled in for nothing; `deserialize_any` is for the rest.
 impl<'de> de::Deserializer<'de> for Value {
-    type Error = DecodeError;
+    type Error = JsonError;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         if self.is_nullish() {
             visitor.visit_unit()
         } else if let Some(flag) = self.0.as_bool() {
@@ -172,33 +185,33 @@ impl<'de> de::Deserializer<'de> for Value {
         }
     }
 
-    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         match self.0.as_bool() {
             Some(flag) => visitor.visit_bool(flag),
             None => Err(self.refuse(&visitor)),
         }
     }
 
-    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         match self.0.as_string() {
             Some(text) => visitor.visit_string(text),
             None => Err(self.refuse(&visitor)),
         }
     }
 
-    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         self.deserialize_string(visitor)
     }
 
-    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         self.deserialize_string(visitor)
     }
 
-    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         self.deserialize_string(visitor)
     }
 
-    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         if self.is_nullish() {
             visitor.visit_unit()
         } else {
@@ -206,22 +219,18 @@ impl<'de> de::Deserializer<'de> for Value {
         }
     }
 
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DecodeError> {
+    fn deserialize_unit_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, JsonError> {
         self.deserialize_unit(visitor)
     }
 
-    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         match self.items() {
             Some(items) => visitor.visit_seq(items),
             None => Err(self.refuse(&visitor)),
         }
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, JsonError> {
         self.deserialize_seq(visitor)
     }
 
@@ -230,11 +239,11 @@ impl<'de> de::Deserializer<'de> for Value {
         _name: &'static str,
         _len: usize,
         visitor: V,
-    ) -> Result<V::Value, DecodeError> {
+    ) -> Result<V::Value, JsonError> {
         self.deserialize_seq(visitor)
     }
 
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         match self.fields() {
             Some(fields) => visitor.visit_map(fields),
             None => Err(self.refuse(&visitor)),
@@ -246,11 +255,11 @@ impl<'de> de::Deserializer<'de> for Value {
         _name: &'static str,
         _fields: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, DecodeError> {
+    ) -> Result<V::Value, JsonError> {
         self.deserialize_map(visitor)
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         if self.is_nullish() {
             visitor.visit_none()
         } else {
@@ -262,7 +271,7 @@ impl<'de> de::Deserializer<'de> for Value {
         self,
         _name: &'static str,
         visitor: V,
-    ) -> Result<V::Value, DecodeError> {
+    ) -> Result<V::Value, JsonError> {
         visitor.visit_newtype_struct(self)
     }
 
@@ -273,9 +282,9 @@ impl<'de> de::Deserializer<'de> for Value {
         _name: &'static str,
         _variants: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, DecodeError> {
+    ) -> Result<V::Value, JsonError> {
         if let Some(name) = self.0.as_string() {
-            return visitor.visit_enum(IntoDeserializer::<DecodeError>::into_deserializer(name));
+            return visitor.visit_enum(IntoDeserializer::<JsonError>::into_deserializer(name));
         }
         if let Some(Fields { keys, values, length: 1, .. }) = self.fields() {
             if let Some(name) = keys.get(0).as_string() {
@@ -285,7 +294,7 @@ impl<'de> de::Deserializer<'de> for Value {
         Err(de::Error::invalid_type(Unexpected::Other("neither a string nor an object with one key"), &visitor))
     }
 
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
         visitor.visit_unit()
     }
 
@@ -303,9 +312,9 @@ struct Items {
 }
 
 impl<'de> SeqAccess<'de> for Items {
-    type Error = DecodeError;
+    type Error = JsonError;
 
-    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, DecodeError> {
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, JsonError> {
         if self.next >= self.length {
             return Ok(None);
         }
@@ -328,16 +337,16 @@ struct Fields {
 }
 
 impl<'de> MapAccess<'de> for Fields {
-    type Error = DecodeError;
+    type Error = JsonError;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, DecodeError> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, JsonError> {
         if self.next >= self.length {
             return Ok(None);
         }
         seed.deserialize(Value(self.keys.get(self.next))).map(Some)
     }
 
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DecodeError> {
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, JsonError> {
         let value = self.values.get(self.next);
         self.next += 1;
         seed.deserialize(Value(value))
@@ -355,27 +364,27 @@ struct Variant {
 }
 
 impl<'de> EnumAccess<'de> for Variant {
-    type Error = DecodeError;
+    type Error = JsonError;
     type Variant = Value;
 
-    fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Value), DecodeError> {
-        let name = seed.deserialize(IntoDeserializer::<DecodeError>::into_deserializer(self.name))?;
+    fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Value), JsonError> {
+        let name = seed.deserialize(IntoDeserializer::<JsonError>::into_deserializer(self.name))?;
         Ok((name, Value(self.content)))
     }
 }
 
 impl<'de> VariantAccess<'de> for Value {
-    type Error = DecodeError;
+    type Error = JsonError;
 
-    fn unit_variant(self) -> Result<(), DecodeError> {
+    fn unit_variant(self) -> Result<(), JsonError> {
         Ok(())
     }
 
-    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, DecodeError> {
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, JsonError> {
         seed.deserialize(self)
     }
 
-    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, DecodeError> {
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, JsonError> {
         de::Deserializer::deserialize_any(self, visitor)
     }
 
@@ -383,7 +392,7 @@ impl<'de> VariantAccess<'de> for Value {
         self,
         _fields: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, DecodeError> {
+    ) -> Result<V::Value, JsonError> {
         de::Deserializer::deserialize_any(self, visitor)
     }
 }

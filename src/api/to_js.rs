@@ -9,46 +9,28 @@
 //! with content as `{"Variant": content}`; like serde_json, `JSON.stringify`
 //! writes a number that is not finite as `null`.
 
-use std::fmt;
-
 use js_sys::{Array, Object, Reflect};
 use serde::ser::{self, Serialize};
 use wasm_bindgen::JsValue;
 
-/// Why a value cannot be written as JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EncodeError(String);
+use super::from_js::JsonError;
 
-impl fmt::Display for EncodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for EncodeError {}
-
-impl ser::Error for EncodeError {
-    fn custom<T: fmt::Display>(message: T) -> Self {
-        EncodeError(message.to_string())
-    }
-}
-
-type Written = Result<JsValue, EncodeError>;
+type Written = Result<JsValue, JsonError>;
 
 /// `value` as compact JSON.
-pub fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<String, EncodeError> {
+pub fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<String, JsonError> {
     stringify(value, &JsValue::UNDEFINED)
 }
 
 /// `value` as JSON indented two spaces a level, for people to read.
-pub fn to_pretty_json<T: Serialize + ?Sized>(value: &T) -> Result<String, EncodeError> {
+pub fn to_pretty_json<T: Serialize + ?Sized>(value: &T) -> Result<String, JsonError> {
     stringify(value, &JsValue::from(2))
 }
 
-fn stringify<T: Serialize + ?Sized>(value: &T, indent: &JsValue) -> Result<String, EncodeError> {
+fn stringify<T: Serialize + ?Sized>(value: &T, indent: &JsValue) -> Result<String, JsonError> {
     let built = value.serialize(Writer)?;
     let text = js_sys::JSON::stringify_with_replacer_and_space(&built, &JsValue::NULL, indent)
-        .map_err(|_| EncodeError("the browser cannot write this value as JSON".into()))?;
+        .map_err(|_| JsonError::new("the browser cannot write this value as JSON"))?;
     Ok(text.into())
 }
 
@@ -80,7 +62,7 @@ fn wrap(variant: Option<&'static str>, content: JsValue) -> JsValue {
 
 impl ser::Serializer for Writer {
     type Ok = JsValue;
-    type Error = EncodeError;
+    type Error = JsonError;
     type SerializeSeq = ArrayWriter;
     type SerializeTuple = ArrayWriter;
     type SerializeTupleStruct = ArrayWriter;
@@ -181,15 +163,15 @@ impl ser::Serializer for Writer {
         Ok(wrap(Some(variant), value.serialize(self)?))
     }
 
-    fn serialize_seq(self, _len: Option<usize>) -> Result<ArrayWriter, EncodeError> {
+    fn serialize_seq(self, _len: Option<usize>) -> Result<ArrayWriter, JsonError> {
         Ok(ArrayWriter { array: Array::new(), variant: None })
     }
 
-    fn serialize_tuple(self, len: usize) -> Result<ArrayWriter, EncodeError> {
+    fn serialize_tuple(self, len: usize) -> Result<ArrayWriter, JsonError> {
         self.serialize_seq(Some(len))
     }
 
-    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<ArrayWriter, EncodeError> {
+    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<ArrayWriter, JsonError> {
         self.serialize_seq(Some(len))
     }
 
@@ -199,15 +181,15 @@ impl ser::Serializer for Writer {
         _index: u32,
         variant: &'static str,
         _len: usize,
-    ) -> Result<ArrayWriter, EncodeError> {
+    ) -> Result<ArrayWriter, JsonError> {
         Ok(ArrayWriter { array: Array::new(), variant: Some(variant) })
     }
 
-    fn serialize_map(self, _len: Option<usize>) -> Result<ObjectWriter, EncodeError> {
+    fn serialize_map(self, _len: Option<usize>) -> Result<ObjectWriter, JsonError> {
         Ok(ObjectWriter { object: Object::new(), variant: None, key: None })
     }
 
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<ObjectWriter, EncodeError> {
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<ObjectWriter, JsonError> {
         self.serialize_map(None)
     }
 
@@ -217,13 +199,13 @@ impl ser::Serializer for Writer {
         _index: u32,
         variant: &'static str,
         _len: usize,
-    ) -> Result<ObjectWriter, EncodeError> {
+    ) -> Result<ObjectWriter, JsonError> {
         Ok(ObjectWriter { object: Object::new(), variant: Some(variant), key: None })
     }
 }
 
 impl ArrayWriter {
-    fn push<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
+    fn push<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), JsonError> {
         self.array.push(&value.serialize(Writer)?);
         Ok(())
     }
@@ -233,60 +215,33 @@ impl ArrayWriter {
     }
 }
 
-impl ser::SerializeSeq for ArrayWriter {
-    type Ok = JsValue;
-    type Error = EncodeError;
+/// serde has one trait per kind of sequence; each adds to the array.
+macro_rules! array_traits {
+    ($($kind:ident $add:ident),*) => {$(
+        impl ser::$kind for ArrayWriter {
+            type Ok = JsValue;
+            type Error = JsonError;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.push(value)
-    }
+            fn $add<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), JsonError> {
+                self.push(value)
+            }
 
-    fn end(self) -> Written {
-        self.finish()
-    }
+            fn end(self) -> Written {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for ArrayWriter {
-    type Ok = JsValue;
-    type Error = EncodeError;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.push(value)
-    }
-
-    fn end(self) -> Written {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for ArrayWriter {
-    type Ok = JsValue;
-    type Error = EncodeError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.push(value)
-    }
-
-    fn end(self) -> Written {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for ArrayWriter {
-    type Ok = JsValue;
-    type Error = EncodeError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        self.push(value)
-    }
-
-    fn end(self) -> Written {
-        self.finish()
-    }
-}
+array_traits!(
+    SerializeSeq serialize_element,
+    SerializeTuple serialize_element,
+    SerializeTupleStruct serialize_field,
+    SerializeTupleVariant serialize_field
+);
 
 impl ObjectWriter {
-    fn set<T: Serialize + ?Sized>(&mut self, key: &JsValue, value: &T) -> Result<(), EncodeError> {
+    fn set<T: Serialize + ?Sized>(&mut self, key: &JsValue, value: &T) -> Result<(), JsonError> {
         let value = value.serialize(Writer)?;
         let _ = Reflect::set(&self.object, key, &value);
         Ok(())
@@ -299,22 +254,22 @@ impl ObjectWriter {
 
 impl ser::SerializeMap for ObjectWriter {
     type Ok = JsValue;
-    type Error = EncodeError;
+    type Error = JsonError;
 
     /// JSON keys are strings: a number key is written as its digits (the
     /// browser does that when it sets the property), as serde_json does; a
     /// key of any other kind is refused, as serde_json refuses it.
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), EncodeError> {
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), JsonError> {
         let key = key.serialize(Writer)?;
         if !key.is_string() && key.as_f64().is_none() {
-            return Err(EncodeError("a map key that is neither a string nor a number".into()));
+            return Err(JsonError::new("a map key that is neither a string nor a number"));
         }
         self.key = Some(key);
         Ok(())
     }
 
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
-        let key = self.key.take().ok_or_else(|| EncodeError("a map value without its key".into()))?;
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), JsonError> {
+        let key = self.key.take().ok_or_else(|| JsonError::new("a map value without its key"))?;
         self.set(&key, value)
     }
 
@@ -323,31 +278,25 @@ impl ser::SerializeMap for ObjectWriter {
     }
 }
 
-impl ser::SerializeStruct for ObjectWriter {
-    type Ok = JsValue;
-    type Error = EncodeError;
+/// A struct and a struct variant both set named fields.
+macro_rules! struct_traits {
+    ($($kind:ident),*) => {$(
+        impl ser::$kind for ObjectWriter {
+            type Ok = JsValue;
+            type Error = JsonError;
 
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), EncodeError> {
-        self.set(&JsValue::from_str(key), value)
-    }
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), JsonError> {
+                self.set(&JsValue::from_str(key), value)
+            }
 
-    fn end(self) -> Written {
-        self.finish()
-    }
+            fn end(self) -> Written {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for ObjectWriter {
-    type Ok = JsValue;
-    type Error = EncodeError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), EncodeError> {
-        self.set(&JsValue::from_str(key), value)
-    }
-
-    fn end(self) -> Written {
-        self.finish()
-    }
-}
+struct_traits!(SerializeStruct, SerializeStructVariant);
 
 #[cfg(test)]
 mod tests {
