@@ -60,6 +60,15 @@ fn wrap(variant: Option<&'static str>, content: JsValue) -> JsValue {
     object.into()
 }
 
+/// Every number type writes a browser number.
+macro_rules! numbers {
+    ($($method:ident $type:ty),*) => {$(
+        fn $method(self, v: $type) -> Written {
+            Ok(JsValue::from_f64(v as f64))
+        }
+    )*};
+}
+
 impl ser::Serializer for Writer {
     type Ok = JsValue;
     type Error = JsonError;
@@ -75,47 +84,10 @@ impl ser::Serializer for Writer {
         Ok(JsValue::from_bool(v))
     }
 
-    fn serialize_i8(self, v: i8) -> Written {
-        Ok(JsValue::from_f64(v.into()))
-    }
-
-    fn serialize_i16(self, v: i16) -> Written {
-        Ok(JsValue::from_f64(v.into()))
-    }
-
-    fn serialize_i32(self, v: i32) -> Written {
-        Ok(JsValue::from_f64(v.into()))
-    }
-
-    /// Exact up to 2^53, as `from_js` reads numbers; the contract's integers
-    /// stay far below.
-    fn serialize_i64(self, v: i64) -> Written {
-        Ok(JsValue::from_f64(v as f64))
-    }
-
-    fn serialize_u8(self, v: u8) -> Written {
-        Ok(JsValue::from_f64(v.into()))
-    }
-
-    fn serialize_u16(self, v: u16) -> Written {
-        Ok(JsValue::from_f64(v.into()))
-    }
-
-    fn serialize_u32(self, v: u32) -> Written {
-        Ok(JsValue::from_f64(v.into()))
-    }
-
-    fn serialize_u64(self, v: u64) -> Written {
-        Ok(JsValue::from_f64(v as f64))
-    }
-
-    fn serialize_f32(self, v: f32) -> Written {
-        Ok(JsValue::from_f64(v.into()))
-    }
-
-    fn serialize_f64(self, v: f64) -> Written {
-        Ok(JsValue::from_f64(v))
-    }
+    // Every number is a browser number: exact up to 2^53, as `from_js`
+    // reads numbers; the contract's integers stay far below.
+    numbers! { serialize_i8 i8, serialize_i16 i16, serialize_i32 i32, serialize_i64 i64, serialize_u8 u8,
+    serialize_u16 u16, serialize_u32 u32, serialize_u64 u64, serialize_f32 f32, serialize_f64 f64 }
 
     fn serialize_char(self, v: char) -> Written {
         Ok(JsValue::from_str(v.encode_utf8(&mut [0; 4])))
