@@ -14,8 +14,7 @@ use crate::components::api_error::use_sign_in_again;
 use crate::components::chart::{format_value, Line, LineChart};
 use crate::components::live::load_and_poll;
 use crate::components::time::now_millis;
-use crate::components::timeline::into_order;
-use crate::components::timeline::{layout, ReplicaTimeline};
+use crate::components::timeline::{into_order, layout, ReplicaTimeline};
 use crate::pages::jobs_list::completions_of;
 
 /// How often a running job's charts are read again: the executor samples
