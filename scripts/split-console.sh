@@ -9,6 +9,8 @@
 #   wasm-split-cli   core module + per-page modules + the loader `__wasm_split.js`
 #   wasm-bindgen     the JavaScript glue for the core, under trunk's file names,
 #                    keeping the function table the page modules link against
+#   trim-glue.mjs    short names between the core and its glue, and no
+#                    unused stream adapters (scripts/trim-glue.mjs says why)
 #   wasm-opt -Oz     every module, without the producers and target-features
 #                    sections (about 200 bytes a module that nothing reads)
 #   pack-console.mjs packs of the modules each page needs, which compress
@@ -51,6 +53,7 @@ optimize() {
 
 wasm-split-cli "$input" "$work/split" --out-name "$stem"
 wasm-bindgen --target web --no-typescript --keep-lld-exports --out-dir "$work/glue" --out-name "$stem" "$work/split/$stem.wasm"
+node "$root/scripts/trim-glue.mjs" "$work/glue/${stem}_bg.wasm" "$work/glue/$stem.js" "$work/split/__wasm_split.js"
 [ -n "${JOBDECK_CONSOLE_NAMED_DIR:-}" ] && rm -rf "$JOBDECK_CONSOLE_NAMED_DIR"
 optimize "$work/glue/${stem}_bg.wasm" "$staging/${stem}_bg.wasm" "${stem%-*}_bg"
 
