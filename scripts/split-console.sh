@@ -21,7 +21,8 @@
 #                    by are properties, which terser leaves alone)
 # then names the loader after its content, as trunk does, so the server can
 # cache every file forever, and writes each hashed file's brotli next to it
-# (`FILE.br`), which the server sends as it is.
+# (`FILE.br`), which the server sends as it is, and each pack's brotli
+# against the core module as a dictionary (`FILE.dcb`, crates/precompress).
 set -euo pipefail
 
 staging="${TRUNK_STAGING_DIR:?run by trunk as a post_build hook}"
@@ -87,3 +88,6 @@ for file in "$stem.js" "${stem}_bg.wasm"; do
 done
 
 node "$root/scripts/pack-console.mjs" compress "$staging"
+# Each pack compressed against the core as a dictionary (`FILE.dcb`), which
+# the server sends to a browser that holds the core (crates/precompress).
+(cd "$root" && cargo run --release -q -p jobdeck-precompress -- "$staging/${stem}_bg.wasm" "$staging"/pack*.bin)

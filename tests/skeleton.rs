@@ -122,6 +122,38 @@ fn pages_load_their_modules_one_by_one_when_packs_do_not_come() {
     assert!(alone.len() > 1, "then its modules one by one: {alone:?}");
 }
 
+/// A browser that holds the core module gets each pack compressed against
+/// it (RFC 9842): what a pack cost on the wire is the build's dcb body
+/// (`FILE.dcb`, crates/precompress), smaller than the pack's brotli.
+#[test]
+fn packs_come_compressed_against_the_core_module() {
+    let server = Server::start();
+    echo_job(&server, "dictionary");
+    let browser = Browser::start();
+    // Signing in opens the sign-in page cold, then the list in the same
+    // document: two packs, each after the core.
+    browser.sign_in(&server, &server.admin_token);
+    browser.wait_for_text("dictionary");
+    let sizes = browser.execute(
+        "return performance.getEntriesByType('resource')
+           .map(e => [new URL(e.name).pathname, e.encodedBodySize])
+           .filter(([path]) => path.startsWith('/pack'));",
+        vec![],
+    );
+    let sizes = sizes.as_array().unwrap();
+    assert_eq!(sizes.len(), 2, "the sign-in page's pack and the list's: {sizes:?}");
+    for entry in sizes {
+        let path = entry[0].as_str().unwrap();
+        let on_the_wire = entry[1].as_u64().unwrap();
+        let file_size = |suffix: &str| {
+            let file = jobdeck_e2e::console_dir().join(format!("{}{suffix}", path.trim_start_matches('/')));
+            std::fs::metadata(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())).len()
+        };
+        assert_eq!(on_the_wire, file_size(".dcb"), "{path} came as its dcb body");
+        assert!(on_the_wire < file_size(".br"), "{path}: the dcb body is smaller than brotli alone");
+    }
+}
+
 /// Creates a job that prints one line; returns its id.
 fn echo_job(server: &Server, name: &str) -> String {
     let job = json!({

@@ -14,6 +14,13 @@
 //! start-up; an asset without them is compressed once in the background.
 //! Until that is done (and for other files) responses are compressed on the
 //! fly.
+//!
+//! Packs of page modules go smaller still to a browser that holds the core
+//! module as a compression dictionary (RFC 9842): the core's response says
+//! `Use-As-Dictionary`, and a later request for a pack that names the core's
+//! hash in `Available-Dictionary` and accepts `dcb` gets the pack compressed
+//! against the core (`FILE.dcb`, written by the build with
+//! crates/precompress).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -37,7 +44,27 @@ struct ConsoleFiles {
     csp: HeaderValue,
     /// Brotli-compressed bodies of hashed assets, by request path.
     brotli: RwLock<HashMap<String, bytes::Bytes>>,
+    /// Packs compressed against the core module, and the core.
+    dictionary_compressed: DictionaryCompressed,
 }
+
+/// The build's dcb bodies (`FILE.dcb`) and the dictionary they were
+/// compressed against. Empty when the build wrote none or their dictionary
+/// is not among the console's files.
+#[derive(Default)]
+struct DictionaryCompressed {
+    /// The request path of the dictionary (the core module).
+    dictionary_path: String,
+    /// The dictionary's hash as a browser names it in `Available-Dictionary`:
+    /// a structured-field byte sequence, `:base64:`.
+    available: String,
+    /// dcb bodies by request path.
+    bodies: HashMap<String, bytes::Bytes>,
+}
+
+/// Where the core module may serve as a dictionary: the packs, the only
+/// downloads that share its code (URL pattern syntax, RFC 9842).
+const DICTIONARY_MATCH: &str = "match=\"/pack*\"";
 
 /// Adds the console to `router` as the fallback for every path outside
 /// `/api/`.
@@ -51,11 +78,19 @@ pub fn serve(router: Router<AppState>, dir: &Path) -> Router<AppState> {
         dir: dir.to_path_buf(),
         index_html,
         csp: HeaderValue::from_str(&csp).expect("the policy is ASCII"),
-        brotli: RwLock::new(HashMap::new()),
+        // The build's compressed files are read before the first request
+        // (tens of milliseconds), so no early browser misses them.
+        brotli: RwLock::new(read_built_brotli(dir)),
+        dictionary_compressed: read_dictionary_compressed(dir),
     });
+    tracing::info!(
+        brotli = files.brotli.read().map(|m| m.len()).unwrap_or(0),
+        dictionary_compressed = files.dictionary_compressed.bodies.len(),
+        "console assets read"
+    );
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         let files = files.clone();
-        runtime.spawn_blocking(move || precompress(&files));
+        runtime.spawn_blocking(move || compress_the_rest(&files));
     }
     router.fallback(move |req: Request| {
         let files = files.clone();
@@ -71,10 +106,17 @@ async fn serve_console(files: Arc<ConsoleFiles>, req: Request) -> Response {
     if let Some(location) = lepton_dashboard_link(&path) {
         return with_security_headers(&files, redirect(&location));
     }
-    if accepts_brotli(&req) {
+    if let Some(body) = files.dictionary_compressed_body(&req, &path) {
+        let mut response = precompressed_response(&path, body, "dcb");
+        vary_on_dictionary(&mut response);
+        return with_security_headers(&files, response);
+    }
+    if accepts_coding(&req, "br") {
         let body = files.brotli.read().ok().and_then(|m| m.get(&path).cloned());
         if let Some(body) = body {
-            return with_security_headers(&files, precompressed_response(&path, body));
+            let mut response = precompressed_response(&path, body, "br");
+            files.mark_dictionary(&path, &mut response);
+            return with_security_headers(&files, response);
         }
     }
     let served = ServeDir::new(&files.dir).append_index_html_on_directories(false).oneshot(req).await;
@@ -135,28 +177,106 @@ fn with_security_headers(files: &ConsoleFiles, mut response: Response) -> Respon
     response
 }
 
+impl ConsoleFiles {
+    /// The dcb body of `path` when the request may have it: it accepts
+    /// `dcb` and names the dictionary the body was compressed against.
+    fn dictionary_compressed_body(&self, req: &Request, path: &str) -> Option<bytes::Bytes> {
+        let compressed = &self.dictionary_compressed;
+        let body = compressed.bodies.get(path)?;
+        let available = req.headers().get("available-dictionary")?.to_str().ok()?.trim();
+        (available == compressed.available && accepts_coding(req, "dcb")).then(|| body.clone())
+    }
+
+    /// Offers the core module as a dictionary for the packs (its response
+    /// only), and says that the packs' answers depend on the dictionary a
+    /// browser has.
+    fn mark_dictionary(&self, path: &str, response: &mut Response) {
+        let compressed = &self.dictionary_compressed;
+        if compressed.bodies.contains_key(path) {
+            vary_on_dictionary(response);
+        } else if !compressed.bodies.is_empty() && path == compressed.dictionary_path {
+            response.headers_mut().insert("use-as-dictionary", HeaderValue::from_static(DICTIONARY_MATCH));
+        }
+    }
+}
+
+fn vary_on_dictionary(response: &mut Response) {
+    response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept-encoding, available-dictionary"));
+}
+
 /// The best brotli quality in release builds; a fast one in debug builds,
 /// where the compressor itself is unoptimized and tests start many servers.
 pub const BROTLI_QUALITY: u32 = if cfg!(debug_assertions) { 5 } else { 11 };
 
-/// Reads or compresses the brotli bytes of every hashed asset of the console
-/// directory.
-fn precompress(files: &ConsoleFiles) {
-    let Ok(entries) = std::fs::read_dir(&files.dir) else { return };
+/// The hashed assets of the console directory (not the compressed files
+/// next to them), as (request path, file).
+fn hashed_assets(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .map(|entry| (entry.file_name().to_string_lossy().into_owned(), entry.path()))
+        .filter(|(name, _)| is_hashed_asset(name) && !name.ends_with(".br") && !name.ends_with(".dcb"))
+        .map(|(name, file)| (format!("/{name}"), file))
+        .collect()
+}
+
+/// The brotli bytes the build wrote for the hashed assets, by request path.
+fn read_built_brotli(dir: &Path) -> HashMap<String, bytes::Bytes> {
+    hashed_assets(dir).into_iter().filter_map(|(path, file)| Some((path, built_brotli(&file)?.into()))).collect()
+}
+
+/// Compresses every hashed asset the build wrote no brotli for.
+fn compress_the_rest(files: &ConsoleFiles) {
     let started = std::time::Instant::now();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = format!("/{name}");
-        if !is_hashed_asset(&path) || name.ends_with(".br") {
+    let mut count = 0;
+    for (path, file) in hashed_assets(&files.dir) {
+        if files.brotli.read().is_ok_and(|map| map.contains_key(&path)) {
             continue;
         }
-        let Some(compressed) = built_brotli(&entry.path()).or_else(|| compress(&entry.path())) else { continue };
+        let Some(compressed) = compress(&file) else { continue };
         if let Ok(mut map) = files.brotli.write() {
             map.insert(path, compressed.into());
+            count += 1;
         }
     }
-    let count = files.brotli.read().map(|m| m.len()).unwrap_or(0);
-    tracing::info!(count, elapsed_ms = started.elapsed().as_millis() as u64, "console assets precompressed");
+    if count > 0 {
+        tracing::info!(count, elapsed_ms = started.elapsed().as_millis() as u64, "console assets compressed");
+    }
+}
+
+/// The build's dcb bodies whose dictionary is one of the console's modules.
+/// A body against any other dictionary is left out: no browser could have
+/// it from this console.
+fn read_dictionary_compressed(dir: &Path) -> DictionaryCompressed {
+    let mut by_dictionary: HashMap<[u8; 32], HashMap<String, bytes::Bytes>> = HashMap::new();
+    let mut modules = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(asset) = name.strip_suffix(".dcb").filter(|asset| is_hashed_asset(asset)) {
+            let Ok(body) = std::fs::read(entry.path()) else { continue };
+            if let Some(hash) = jobdeck_precompress::hash_in(&body) {
+                by_dictionary.entry(hash).or_default().insert(format!("/{asset}"), body.into());
+            }
+        } else if name.ends_with(".wasm") && is_hashed_asset(&name) {
+            modules.push(name);
+        }
+    }
+    if by_dictionary.is_empty() {
+        return DictionaryCompressed::default();
+    }
+    for name in modules {
+        let Ok(bytes) = std::fs::read(dir.join(&name)) else { continue };
+        let hash = jobdeck_precompress::dictionary_hash(&bytes);
+        if let Some(bodies) = by_dictionary.remove(&hash) {
+            return DictionaryCompressed {
+                dictionary_path: format!("/{name}"),
+                available: format!(":{}:", base64(&hash)),
+                bodies,
+            };
+        }
+    }
+    tracing::warn!("the console's dcb files name a dictionary the console does not have; they are not served");
+    DictionaryCompressed::default()
 }
 
 /// The brotli bytes the build wrote next to an asset, if it did. The build
@@ -181,21 +301,22 @@ pub fn brotli_params() -> brotli::enc::BrotliEncoderParams {
     brotli::enc::BrotliEncoderParams { quality: BROTLI_QUALITY as i32, lgwin: 22, ..Default::default() }
 }
 
-fn accepts_brotli(req: &Request) -> bool {
+/// Whether the request's `Accept-Encoding` lists `coding` without refusing it.
+fn accepts_coding(req: &Request, coding: &str) -> bool {
     req.headers()
         .get_all(header::ACCEPT_ENCODING)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|coding| {
-            let mut parts = coding.split(';');
+        .any(|listed| {
+            let mut parts = listed.split(';');
             let name = parts.next().unwrap_or("").trim();
             let refused = parts.any(|p| matches!(p.trim(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
-            name.eq_ignore_ascii_case("br") && !refused
+            name.eq_ignore_ascii_case(coding) && !refused
         })
 }
 
-fn precompressed_response(path: &str, body: bytes::Bytes) -> Response {
+fn precompressed_response(path: &str, body: bytes::Bytes, coding: &'static str) -> Response {
     let content_type = match path.rsplit_once('.').map(|(_, ext)| ext) {
         Some("js") => "text/javascript",
         Some("wasm") => "application/wasm",
@@ -205,7 +326,7 @@ fn precompressed_response(path: &str, body: bytes::Bytes) -> Response {
     let mut response = Response::new(Body::from(body));
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("br"));
+    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
     headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
     response

@@ -155,3 +155,95 @@ async fn the_builds_brotli_is_sent_as_it_is() {
     let (status, _, _) = fetch("/pack-fedcba9876543210.bin").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// A browser that holds the core module as a compression dictionary (RFC
+/// 9842) gets the packs compressed against it; every other request gets
+/// brotli, and a body against a dictionary the console does not have is
+/// never sent.
+#[tokio::test]
+async fn packs_go_compressed_against_the_core_to_a_browser_that_holds_it() {
+    use base64::Engine;
+
+    let dist = tempfile::tempdir().unwrap();
+    std::fs::write(dist.path().join("index.html"), INDEX).unwrap();
+    let core: Vec<u8> = (0..20_000u32).flat_map(|i| i.wrapping_mul(2_654_435_761).to_le_bytes()).collect();
+    let mut pack = b"JDPK".to_vec();
+    pack.extend_from_slice(&core[20_000..50_000]);
+    std::fs::write(dist.path().join("jobdeck-console-0123456789abcdef_bg.wasm"), &core).unwrap();
+    std::fs::write(dist.path().join("pack5-0123456789abcdef.bin"), &pack).unwrap();
+    let dcb = jobdeck_precompress::encode(&core, &pack, 5).unwrap();
+    std::fs::write(dist.path().join("pack5-0123456789abcdef.bin.dcb"), &dcb).unwrap();
+    // A pack compressed against bytes no file of the console holds.
+    std::fs::write(dist.path().join("pack6-0123456789abcdef.bin"), &pack).unwrap();
+    let stranger = b"not a module of this console".repeat(10);
+    let stray = jobdeck_precompress::encode(&stranger, &pack, 5).unwrap();
+    std::fs::write(dist.path().join("pack6-0123456789abcdef.bin.dcb"), &stray).unwrap();
+    let dir = dist.path().to_path_buf();
+    let app = TestApp::with_config(move |c| c.console_dir = Some(dir)).await;
+
+    let fetch = |path: &'static str, accept: &'static str, available: Option<String>| {
+        let router = app.router.clone();
+        async move {
+            let mut request = axum::http::Request::builder().uri(path).header(header::ACCEPT_ENCODING, accept);
+            if let Some(available) = available {
+                request = request.header("available-dictionary", available);
+            }
+            let res =
+                tower::ServiceExt::oneshot(router, request.body(axum::body::Body::empty()).unwrap()).await.unwrap();
+            let headers = res.headers().clone();
+            let body = http_body_util::BodyExt::collect(res.into_body()).await.unwrap().to_bytes();
+            (headers, body)
+        }
+    };
+    let brotli_decoded = |body: &[u8]| {
+        let mut decoded = Vec::new();
+        brotli::BrotliDecompress(&mut &body[..], &mut decoded).unwrap();
+        decoded
+    };
+
+    // The server reads the build's files after start-up; the core says it is
+    // a dictionary once they are read.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let core_headers = loop {
+        let (headers, body) = fetch("/jobdeck-console-0123456789abcdef_bg.wasm", "gzip, br, zstd", None).await;
+        assert_eq!(brotli_decoded(&body), core);
+        if headers.contains_key("use-as-dictionary") {
+            break headers;
+        }
+        assert!(std::time::Instant::now() < deadline, "the core never became a dictionary");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(core_headers["use-as-dictionary"], r#"match="/pack*""#);
+
+    let hash = jobdeck_precompress::dictionary_hash(&core);
+    let available = format!(":{}:", base64::engine::general_purpose::STANDARD.encode(hash));
+    let (headers, body) = fetch("/pack5-0123456789abcdef.bin", "gzip, br, zstd, dcb", Some(available.clone())).await;
+    assert_eq!(headers[header::CONTENT_ENCODING], "dcb");
+    assert_eq!(headers[header::VARY], "accept-encoding, available-dictionary");
+    assert_eq!(headers[header::CONTENT_TYPE], "application/octet-stream");
+    assert_eq!(headers[header::CACHE_CONTROL], "public, max-age=31536000, immutable");
+    assert_eq!(body[..], dcb[..], "the build's bytes, as they are");
+    assert_eq!(jobdeck_precompress::decode(&core, &body).unwrap(), pack);
+
+    let other_hash = format!(":{}:", base64::engine::general_purpose::STANDARD.encode([7u8; 32]));
+    for (accept, available) in [
+        // No dictionary held.
+        ("gzip, br, zstd, dcb", None),
+        // Another dictionary.
+        ("gzip, br, zstd, dcb", Some(other_hash)),
+        // The dictionary, but dcb not accepted or refused.
+        ("gzip, br, zstd", Some(available.clone())),
+        ("gzip, br, dcb;q=0", Some(available.clone())),
+    ] {
+        let (headers, body) = fetch("/pack5-0123456789abcdef.bin", accept, available.clone()).await;
+        assert_eq!(headers[header::CONTENT_ENCODING], "br", "{accept} {available:?}");
+        assert_eq!(headers[header::VARY], "accept-encoding, available-dictionary", "{accept} {available:?}");
+        assert_eq!(brotli_decoded(&body), pack, "{accept} {available:?}");
+    }
+
+    let stranger_hash = jobdeck_precompress::dictionary_hash(&stranger);
+    let stranger_available = format!(":{}:", base64::engine::general_purpose::STANDARD.encode(stranger_hash));
+    let (headers, body) = fetch("/pack6-0123456789abcdef.bin", "br, dcb", Some(stranger_available)).await;
+    assert_eq!(headers[header::CONTENT_ENCODING], "br");
+    assert_eq!(brotli_decoded(&body), pack);
+}
