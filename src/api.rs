@@ -86,12 +86,13 @@ async fn read_json<T: DeserializeOwned>(response: Response) -> Result<T, String>
     from_js(value).map_err(|e| e.to_string())
 }
 
-/// Reads JSON text the user gave (an imported job, a key in an error path)
-/// the way answers are read: parsed by the browser, then by serde.
+/// Reads JSON text the user gave (an imported job, a key in an error path):
+/// parsed by the browser, then by serde, refusing keys the contract does not
+/// name (`from_js_checked`).
 pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     let value = js_sys::JSON::parse(text)
         .map_err(|e| e.dyn_into::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_default())?;
-    from_js(value).map_err(|e| e.to_string())
+    from_js::from_js_checked(value).map_err(|e| e.to_string())
 }
 
 /// Passes a 2xx response through; turns any other into an `ApiFailure`.

@@ -29,17 +29,27 @@ const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// Why a value cannot be read from JSON or written as JSON (`to_js` uses
 /// it too).
 #[derive(Debug, Clone, PartialEq)]
-pub struct JsonError(String);
+pub struct JsonError {
+    message: String,
+    /// The value is a struct's field the object does not have (see
+    /// `FieldsInOrder`); never shown, serde turns it into a default or a
+    /// "missing field" message.
+    missing: bool,
+}
 
 impl JsonError {
     pub fn new(message: &str) -> JsonError {
-        JsonError(message.to_string())
+        JsonError { message: message.to_string(), missing: false }
+    }
+
+    fn missing() -> JsonError {
+        JsonError { message: "missing field".to_string(), missing: true }
     }
 }
 
 impl fmt::Display for JsonError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -47,13 +57,32 @@ impl std::error::Error for JsonError {}
 
 impl serde::ser::Error for JsonError {
     fn custom<T: fmt::Display>(message: T) -> Self {
-        JsonError(message.to_string())
+        JsonError::new(&message.to_string())
     }
+}
+
+thread_local! {
+    /// Whether the value read now is text a person gave (`from_js_checked`).
+    static CHECKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The struct field `FieldsInOrder` is reading while the object does not
+    /// have it (empty otherwise): reading it fails as "missing" unless it
+    /// is an `Option`, and serde's message names it.
+    static MISSING_FIELD: std::cell::Cell<&'static str> = const { std::cell::Cell::new("") };
 }
 
 impl de::Error for JsonError {
     fn custom<T: fmt::Display>(message: T) -> Self {
-        JsonError(message.to_string())
+        JsonError::new(&message.to_string())
+    }
+
+    // A struct's visitor reports a required field that `FieldsInOrder` found
+    // missing as a sequence too short; it is said the way serde says it
+    // for an object.
+    fn invalid_length(length: usize, expected: &dyn Expected) -> Self {
+        match MISSING_FIELD.get() {
+            "" => Self::custom(format_args!("invalid length {length}, expected {expected}")),
+            field => Self::custom(format_args!("missing field `{field}`")),
+        }
     }
 
     // serde's own messages print the unexpected value with `Unexpected`'s
@@ -88,9 +117,36 @@ fn describe(unexpected: &Unexpected) -> String {
     }
 }
 
-/// Reads `T` out of a parsed JSON value.
+/// Reads `T` out of a parsed JSON value. A struct's fields are read by
+/// name; keys it does not name are passed over, as in the server's answers
+/// (whose types match the console's, and whose partial views here, such as
+/// the list's, must pass over the rest).
 pub fn from_js<T: DeserializeOwned>(value: JsValue) -> Result<T, JsonError> {
     T::deserialize(Value(value))
+}
+
+/// Like `from_js`, for JSON a person gave (an imported job): a key a
+/// struct does not name is refused, as serde refuses it for the contract's
+/// `deny_unknown_fields` structs, except in the structs the contract lists
+/// as tolerating them (`JOB_STRUCTS_TOLERATING_UNKNOWN_FIELDS`).
+pub fn from_js_checked<T: DeserializeOwned>(value: JsValue) -> Result<T, JsonError> {
+    CHECKED.set(true);
+    let read = T::deserialize(Value(value));
+    CHECKED.set(false);
+    read
+}
+
+/// The first key of `object` that struct `name` does not have among
+/// `fields`, as serde words it, when the keys are being checked.
+fn unknown_key(object: &Object, name: &str, fields: &'static [&'static str]) -> Option<JsonError> {
+    if !CHECKED.get() || jobdeck_api::JOB_STRUCTS_TOLERATING_UNKNOWN_FIELDS.contains(&name) {
+        return None;
+    }
+    let keys = Object::keys(object);
+    (0..keys.length())
+        .filter_map(|i| keys.get(i).as_string())
+        .find(|key| !fields.contains(&key.as_str()))
+        .map(|key| de::Error::unknown_field(&key, fields))
 }
 
 /// One parsed value, about to be read.
@@ -120,6 +176,9 @@ impl Value {
     }
 
     fn refuse<'de, V: Visitor<'de>>(&self, visitor: &V) -> JsonError {
+        if self.0.is_undefined() && !MISSING_FIELD.get().is_empty() {
+            return JsonError::missing();
+        }
         de::Error::invalid_type(self.unexpected(), visitor)
     }
 
@@ -250,13 +309,23 @@ impl<'de> de::Deserializer<'de> for Value {
         }
     }
 
+    /// A struct is read field by field in the order it declares them
+    /// (`FieldsInOrder`): a visitor's `visit_seq` is about half the code
+    /// of its `visit_map`, which matches every key against every name.
     fn deserialize_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
-        _fields: &'static [&'static str],
+        name: &'static str,
+        fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, JsonError> {
-        self.deserialize_map(visitor)
+        if !self.0.is_object() || Array::is_array(&self.0) {
+            return Err(self.refuse(&visitor));
+        }
+        let object: Object = self.0.unchecked_into();
+        if let Some(unknown) = unknown_key(&object, name, fields) {
+            return Err(unknown);
+        }
+        visitor.visit_seq(FieldsInOrder { object, fields: fields.iter() })
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, JsonError> {
@@ -283,6 +352,9 @@ impl<'de> de::Deserializer<'de> for Value {
         _variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, JsonError> {
+        if self.0.is_undefined() && !MISSING_FIELD.get().is_empty() {
+            return Err(JsonError::missing());
+        }
         if let Some(name) = self.0.as_string() {
             return visitor.visit_enum(IntoDeserializer::<JsonError>::into_deserializer(name));
         }
@@ -316,6 +388,7 @@ impl<'de> SeqAccess<'de> for Items {
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, JsonError> {
         if self.next >= self.length {
+            MISSING_FIELD.set("");
             return Ok(None);
         }
         let item = self.items.get(self.next);
@@ -325,6 +398,46 @@ impl<'de> SeqAccess<'de> for Items {
 
     fn size_hint(&self) -> Option<usize> {
         Some((self.length - self.next) as usize)
+    }
+}
+
+/// A struct's fields as a sequence, in the order the struct declares them,
+/// each looked up by name; keys the struct does not name are not read. A
+/// field the object does not have is `None` when it is an `Option`, and
+/// else no element, which serde's visitor turns into the field's default or
+/// into "missing field" (`JsonError::invalid_length`).
+struct FieldsInOrder {
+    object: Object,
+    fields: std::slice::Iter<'static, &'static str>,
+}
+
+impl<'de> SeqAccess<'de> for FieldsInOrder {
+    type Error = JsonError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, JsonError> {
+        let Some(&name) = self.fields.next() else {
+            MISSING_FIELD.set("");
+            return Ok(None);
+        };
+        let value = js_sys::Reflect::get(&self.object, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED);
+        if !value.is_undefined() {
+            MISSING_FIELD.set("");
+            return seed.deserialize(Value(value)).map(Some);
+        }
+        MISSING_FIELD.set(name);
+        match seed.deserialize(Value(value)) {
+            Ok(read) => {
+                MISSING_FIELD.set("");
+                Ok(Some(read))
+            }
+            // The field's name stays set for serde's "missing field" message.
+            Err(error) if error.missing => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.fields.len())
     }
 }
 
@@ -497,5 +610,40 @@ mod tests {
         let text = r#"{"count":9007199254740993,"offset":0,"ratio":0,"small":0,"maybe":null}"#;
         let error = from_js::<Numbers>(parsed(text)).unwrap_err().to_string();
         assert!(error.contains("not a whole number below 2^53"), "{error}");
+    }
+
+    /// Structs are read field by field: a missing field is its default or
+    /// "missing field", as serde_json says it, and a short array still says
+    /// its length, whatever a struct read before it left behind.
+    #[wasm_bindgen_test]
+    fn missing_fields_read_as_serde_json_reads_them() {
+        let spec = both::<jobdeck_api::JobSpec>(r#"{"completions":2}"#);
+        assert_eq!(spec.container, jobdeck_api::Container::default(), "a missing field with a default");
+        let error = from_js::<EnvVar>(parsed(r#"{"value":"1"}"#)).unwrap_err().to_string();
+        assert!(error.contains("missing field `name`"), "{error}");
+        assert!(serde_json::from_str::<EnvVar>(r#"{"value":"1"}"#).is_err());
+        let error = from_js::<(i32, i32)>(parsed("[1]")).unwrap_err().to_string();
+        assert!(error.contains("invalid length 1"), "{error}");
+    }
+
+    /// Answers may carry keys a struct does not name (a partial view reads
+    /// a few fields of a large answer); JSON a person gave may not, but in
+    /// the structs the contract lets carry them (a job's status).
+    #[wasm_bindgen_test]
+    fn only_checked_json_refuses_unknown_keys() {
+        let with_extra = r#"{"name":"A","value":"1","extra":true}"#;
+        assert_eq!(from_js::<EnvVar>(parsed(with_extra)).unwrap().name, "A");
+        let error = from_js_checked::<EnvVar>(parsed(with_extra)).unwrap_err().to_string();
+        assert!(error.contains("unknown field `extra`"), "{error}");
+        assert!(serde_json::from_str::<EnvVar>(with_extra).is_err(), "the contract refuses it too");
+
+        let nested = r#"{"metadata":{"name":"a"},"spec":{"container":{"image":"x","tag":"1"}}}"#;
+        let error = from_js_checked::<jobdeck_api::LeptonJob>(parsed(nested)).unwrap_err().to_string();
+        assert!(error.contains("unknown field `tag`"), "{error}");
+        let status = r#"{"metadata":{"name":"a"},"status":{"state":"Running","job_history":[]}}"#;
+        let job = from_js_checked::<jobdeck_api::LeptonJob>(parsed(status)).unwrap();
+        assert_eq!(job, serde_json::from_str(status).unwrap());
+        // The check ends with the read: the next answer passes over keys.
+        assert!(from_js::<EnvVar>(parsed(with_extra)).is_ok());
     }
 }

@@ -498,6 +498,12 @@ pub struct JobStatus {
     pub gpu_idle: bool,
 }
 
+/// The structs of a job that accept fields they do not name, by name; every
+/// other struct of `LeptonJob` refuses them (`deny_unknown_fields`). For a
+/// reader that matches field names itself: the console reads a struct's
+/// fields by the names serde gives it, and checks the rest against this.
+pub const JOB_STRUCTS_TOLERATING_UNKNOWN_FIELDS: &[&str] = &["JobStatus"];
+
 /// A job: `metadata` + `spec` + `status` (`LeptonJob`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -538,6 +544,63 @@ pub struct JobList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job with every struct of it present once, and no map (a map takes
+    /// any key).
+    fn every_struct_of_a_job() -> serde_json::Value {
+        serde_json::json!({
+            "metadata": {"name": "a"},
+            "spec": {
+                "affinity": {},
+                "container": {"ports": [{"container_port": 80}]},
+                "envs": [{"name": "A", "value_from": {}}],
+                "mounts": [{"from": "x", "mount_path": "/m", "mount_options": {}}],
+                "storage_attachments": [{"data_source_name": "d", "attachments": [{"mode": "ro"}]}],
+                "user_security_context": {},
+                "metrics": {},
+                "log": {},
+                "queue_config": {},
+                "reservation_config": {},
+                "time_schedule": {},
+                "segment_config": {"count_per_segment": 1}
+            },
+            "status": {}
+        })
+    }
+
+    /// The JSON pointers of every object in `value`.
+    fn object_paths(value: &serde_json::Value, at: String, paths: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(fields) => {
+                paths.push(at.clone());
+                for (key, inner) in fields {
+                    object_paths(inner, format!("{at}/{key}"), paths);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    object_paths(inner, format!("{at}/{i}"), paths);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn only_the_listed_structs_tolerate_unknown_fields() {
+        let job = every_struct_of_a_job();
+        serde_json::from_value::<LeptonJob>(job.clone()).unwrap();
+        let mut paths = Vec::new();
+        object_paths(&job, String::new(), &mut paths);
+        assert_eq!(paths.len(), 20, "{paths:?}");
+        for path in paths {
+            let mut changed = job.clone();
+            changed.pointer_mut(&path).unwrap().as_object_mut().unwrap().insert("not_a_field".into(), 1.into());
+            let accepted = serde_json::from_value::<LeptonJob>(changed).is_ok();
+            assert_eq!(accepted, path == "/status", "an unknown field at {path:?}");
+        }
+        assert_eq!(JOB_STRUCTS_TOLERATING_UNKNOWN_FIELDS, ["JobStatus"]);
+    }
 
     #[test]
     fn unknown_state_names_map_to_unknown() {
