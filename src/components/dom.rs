@@ -6,8 +6,6 @@
 //! download kilobytes of generated code, while these few helpers are shared.
 //! Text always goes in as text nodes or attribute values, never as markup.
 
-use std::collections::HashMap;
-
 use wasm_bindgen::JsCast;
 use web_sys::Element;
 
@@ -64,13 +62,20 @@ pub fn closest_attribute(event: &web_sys::Event, attribute: &str) -> Option<Stri
 /// element per key, made by `create` the first time, refreshed by `update`
 /// when its item changed, moved into order, removed when its key is gone.
 /// An element whose item did not change is left alone, focus and all.
+///
+/// The keys are looked up in a list, not a hash map: a displayed list
+/// mostly keeps its order from one update to the next (a table polled every
+/// second, log rows that scroll by a few), so each key is found where the
+/// last one was taken, and the console is spared a hash map per item type
+/// (hashbrown and SipHash, about 3 KB of code on each page that has one).
 pub struct Keyed<T> {
-    live: HashMap<String, (Element, T)>,
+    keys: Vec<String>,
+    live: Vec<Option<(Element, T)>>,
 }
 
 impl<T> Default for Keyed<T> {
     fn default() -> Self {
-        Keyed { live: HashMap::new() }
+        Keyed { keys: Vec::new(), live: Vec::new() }
     }
 }
 
@@ -82,9 +87,17 @@ impl<T: PartialEq + Clone> Keyed<T> {
         create: impl Fn() -> Element,
         update: impl Fn(&Element, &T, Option<&T>),
     ) {
-        let mut next = HashMap::with_capacity(items.len());
+        let mut old_keys = std::mem::take(&mut self.keys);
+        let mut old_live = std::mem::take(&mut self.live);
+        let mut cursor = 0;
         for (index, (key, item)) in items.iter().enumerate() {
-            let (node, previous) = match self.live.remove(key) {
+            let found = position(&old_keys, key, cursor).and_then(|at| {
+                // Taken: a repeated key gets an element of its own.
+                old_keys[at].clear();
+                cursor = at + 1;
+                old_live[at].take()
+            });
+            let (node, previous) = match found {
                 Some((node, previous)) => (node, Some(previous)),
                 None => (create(), None),
             };
@@ -95,11 +108,72 @@ impl<T: PartialEq + Clone> Keyed<T> {
             if here.as_ref() != Some(&node) {
                 let _ = parent.insert_before(&node, here.as_ref().map(|h| h.unchecked_ref()));
             }
-            next.insert(key.clone(), (node, item.clone()));
+            self.keys.push(key.clone());
+            self.live.push(Some((node, item.clone())));
         }
-        for (_, (node, _)) in self.live.drain() {
+        for (node, _) in old_live.into_iter().flatten() {
             node.remove();
         }
-        self.live = next;
+    }
+}
+
+/// Where `key` is among `keys`, looking from `from` on first, then before
+/// it. An empty key is never found (taken keys are emptied).
+fn position(keys: &[String], key: &str, from: usize) -> Option<usize> {
+    if key.is_empty() {
+        return None;
+    }
+    let from = from.min(keys.len());
+    let (before, after) = keys.split_at(from);
+    after.iter().position(|k| k == key).map(|at| at + from).or_else(|| before.iter().position(|k| k == key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parent's children as their text.
+    fn texts(parent: &Element) -> Vec<String> {
+        let children = parent.children();
+        (0..children.length()).map(|i| children.item(i).unwrap().text_content().unwrap_or_default()).collect()
+    }
+
+    fn items(pairs: &[(&str, u32)]) -> Vec<(String, u32)> {
+        pairs.iter().map(|(key, value)| (key.to_string(), *value)).collect()
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn a_keyed_list_keeps_each_element_through_moves_and_changes() {
+        let parent = element("ul");
+        let mut keyed = Keyed::<u32>::default();
+        let updates = std::cell::Cell::new(0);
+        let sync = |keyed: &mut Keyed<u32>, list: &[(String, u32)]| {
+            keyed.sync(
+                &parent,
+                list,
+                || element("li"),
+                |node, value, _| {
+                    updates.set(updates.get() + 1);
+                    node.set_text_content(Some(&value.to_string()));
+                },
+            )
+        };
+        sync(&mut keyed, &items(&[("a", 1), ("b", 2), ("c", 3)]));
+        assert_eq!(texts(&parent), ["1", "2", "3"]);
+        let b = parent.children().item(1).unwrap();
+
+        // Reversed, one changed, one gone, one new: only the changed and
+        // the new are drawn again, and `b` is the same element.
+        updates.set(0);
+        sync(&mut keyed, &items(&[("d", 4), ("b", 2), ("a", 10)]));
+        assert_eq!(texts(&parent), ["4", "2", "10"]);
+        assert_eq!(updates.get(), 2);
+        assert_eq!(parent.children().item(1).unwrap(), b);
+
+        // A repeated key gets an element of its own; nothing is left over.
+        sync(&mut keyed, &items(&[("b", 2), ("b", 5)]));
+        assert_eq!(texts(&parent), ["2", "5"]);
+        sync(&mut keyed, &[]);
+        assert_eq!(parent.children().length(), 0);
     }
 }

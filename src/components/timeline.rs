@@ -53,8 +53,7 @@ pub struct Layout {
 
 /// Attempts in reading order: by completion index, then attempt. Every
 /// page that orders attempts comes here, so the console holds one copy of
-/// the sort (each `sort_by_key` of another type or key is about 4 KB of
-/// code).
+/// the sort.
 pub fn in_order<'a>(replicas: impl IntoIterator<Item = &'a Replica>) -> Vec<&'a Replica> {
     let mut attempts: Vec<&Replica> = replicas.into_iter().collect();
     sort_attempts(&mut attempts);
@@ -66,8 +65,19 @@ pub fn into_order(replicas: Vec<Replica>) -> Vec<Replica> {
     in_order(&replicas).into_iter().cloned().collect()
 }
 
+/// A stable insertion sort. The server sends attempts in this order already
+/// (its store reads them so), which makes this one pass that moves nothing;
+/// the standard library's sort would be about 4.6 KB of code on every tab
+/// that orders attempts, for the same pass.
 fn sort_attempts(attempts: &mut [&Replica]) {
-    attempts.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
+    let key = |r: &Replica| (r.status.completion_index, r.status.attempt);
+    for sorted in 1..attempts.len() {
+        let mut at = sorted;
+        while at > 0 && key(attempts[at - 1]) > key(attempts[at]) {
+            attempts.swap(at - 1, at);
+            at -= 1;
+        }
+    }
 }
 
 /// Places every attempt. An attempt still pending or running reaches to
@@ -310,6 +320,17 @@ mod tests {
             replica(2, 1, Succeeded, Some(3_000), Some(20_000)),
             replica(3, 0, Succeeded, Some(1_000), Some(9_000)),
         ]
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn attempts_in_any_order_come_out_by_completion_then_attempt() {
+        let mut shuffled = retried();
+        shuffled.reverse();
+        shuffled.swap(0, 2);
+        let order: Vec<(i64, i64)> =
+            in_order(&shuffled).iter().map(|r| (r.status.completion_index, r.status.attempt)).collect();
+        assert_eq!(order, [(0, 0), (1, 0), (2, 0), (2, 1), (3, 0)]);
+        assert_eq!(into_order(shuffled), retried());
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]
