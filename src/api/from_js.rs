@@ -8,6 +8,11 @@
 //! parsed value, so the per-type code is small and the parsing costs no
 //! wasm at all (docs/measurements.md, "JSON read by the browser").
 //!
+//! A struct is read by asking the parsed object for each field the struct
+//! declares, in order (`FieldsInOrder`), so serde's smaller sequence reader
+//! is the only one compiled; keys a struct does not name are refused only
+//! in JSON a person gave (`from_js_checked`).
+//!
 //! JSON has one number type; the browser gives `f64`. An integral number
 //! that `f64` holds exactly is handed to serde as an integer (serde's integer
 //! types refuse floats), any other as a float. The contract's integers
@@ -310,8 +315,9 @@ impl<'de> de::Deserializer<'de> for Value {
     }
 
     /// A struct is read field by field in the order it declares them
-    /// (`FieldsInOrder`): a visitor's `visit_seq` is about half the code
-    /// of its `visit_map`, which matches every key against every name.
+    /// (`FieldsInOrder`): a visitor's `visit_seq` is smaller than its
+    /// `visit_map`, which matches every key against every name and checks
+    /// for duplicates (docs/measurements.md, "Structs read field by field").
     fn deserialize_struct<V: Visitor<'de>>(
         self,
         name: &'static str,
