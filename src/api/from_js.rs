@@ -425,6 +425,9 @@ impl<'de> SeqAccess<'de> for FieldsInOrder {
             MISSING_FIELD.set("");
             return Ok(None);
         };
+        // `Reflect.get` also finds inherited properties; the names asked for
+        // are the structs' own field names (none is a property of
+        // `Object.prototype`), never the input's keys.
         let value = js_sys::Reflect::get(&self.object, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED);
         if !value.is_undefined() {
             MISSING_FIELD.set("");
