@@ -4,39 +4,35 @@
 //!
 //!     jobdeck-precompress DICTIONARY FILE...
 //!
-//! Brotli at its best quality is slow (about a megabyte a second), so the
-//! files are shared among the machine's cores.
+//! Brotli at its best quality is slow (about 0.7 MB a second), so the files
+//! are shared among the machine's cores.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use failure::Failure;
+use anyhow::{Context, Result};
 
 fn main() {
     if let Err(failure) = run() {
-        eprintln!("jobdeck-precompress: {failure}");
+        eprintln!("jobdeck-precompress: {failure:#}");
         std::process::exit(1);
     }
 }
 
-fn run() -> Result<(), Failure> {
+fn run() -> Result<()> {
     let mut args = std::env::args_os().skip(1).map(PathBuf::from);
-    let dictionary_path = args.next().ok_or(Failure::Usage)?;
+    let dictionary_path = args.next().context("usage: jobdeck-precompress DICTIONARY FILE...")?;
     let files: Vec<PathBuf> = args.collect();
-    let dictionary = std::fs::read(&dictionary_path).map_err(|e| Failure::Read(dictionary_path.clone(), e))?;
+    let dictionary =
+        std::fs::read(&dictionary_path).with_context(|| format!("cannot read {}", dictionary_path.display()))?;
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
-                scope.spawn(|| -> Result<(), Failure> {
+                scope.spawn(|| {
                     while let Some(file) = files.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        let data = std::fs::read(file).map_err(|e| Failure::Read(file.clone(), e))?;
-                        let body = jobdeck_precompress::encode(&dictionary, &data, 11)
-                            .map_err(|e| Failure::Compress(file.clone(), e))?;
-                        let mut target = file.clone().into_os_string();
-                        target.push(".dcb");
-                        std::fs::write(&target, body).map_err(|e| Failure::Write(target.into(), e))?;
+                        write_dcb(&dictionary, file)?;
                     }
                     Ok(())
                 })
@@ -46,26 +42,12 @@ fn run() -> Result<(), Failure> {
     })
 }
 
-mod failure {
-    use std::path::PathBuf;
-
-    /// Why no file was written, with the file it is about.
-    #[derive(Debug)]
-    pub enum Failure {
-        Usage,
-        Read(PathBuf, std::io::Error),
-        Compress(PathBuf, std::io::Error),
-        Write(PathBuf, std::io::Error),
-    }
-
-    impl std::fmt::Display for Failure {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            match self {
-                Failure::Usage => f.write_str("usage: jobdeck-precompress DICTIONARY FILE..."),
-                Failure::Read(path, e) => write!(f, "cannot read {}: {e}", path.display()),
-                Failure::Compress(path, e) => write!(f, "cannot compress {}: {e}", path.display()),
-                Failure::Write(path, e) => write!(f, "cannot write {}: {e}", path.display()),
-            }
-        }
-    }
+/// Writes `file`'s dcb body against `dictionary` to `file.dcb`.
+fn write_dcb(dictionary: &[u8], file: &Path) -> Result<()> {
+    let data = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let body = jobdeck_precompress::encode(dictionary, &data, 11)
+        .with_context(|| format!("cannot compress {}", file.display()))?;
+    let mut target = file.as_os_str().to_owned();
+    target.push(".dcb");
+    std::fs::write(&target, body).with_context(|| format!("cannot write {}", Path::new(&target).display()))
 }
