@@ -6,10 +6,9 @@
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 use jobdeck_api::{
-    ApiError, FailureAnalysis, FieldErrors, JobEvent, JobList, LeptonJob, LogRange, LogSearch, NodeGroup, Replica,
-    Shape, API_BASE,
+    ApiError, Decode, FailureAnalysis, FieldErrors, JobEvent, JobList, LeptonJob, LogRange, LogSearch, NodeGroup,
+    Replica, Shape, API_BASE,
 };
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::JsCast;
 
@@ -72,14 +71,14 @@ fn authorized(builder: RequestBuilder) -> ApiResult<RequestBuilder> {
 }
 
 /// Turns a response into `T`, or its error body into an `ApiFailure`.
-async fn decode<T: DeserializeOwned>(response: Response) -> ApiResult<T> {
+async fn decode<T: Decode>(response: Response) -> ApiResult<T> {
     let response = check(response).await?;
     read_json(response).await.map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")))
 }
 
 /// Reads a JSON answer into `T`: the browser parses the text
 /// (`Response.json()`), `from_js` reads the parsed value.
-async fn read_json<T: DeserializeOwned>(response: Response) -> Result<T, String> {
+async fn read_json<T: Decode>(response: Response) -> Result<T, String> {
     let raw = web_sys::Response::from(response);
     let promise = raw.json().map_err(|e| format!("{e:?}"))?;
     let value = wasm_bindgen_futures::JsFuture::from(promise).await.map_err(|e| format!("{e:?}"))?;
@@ -89,7 +88,7 @@ async fn read_json<T: DeserializeOwned>(response: Response) -> Result<T, String>
 /// Reads JSON text the user gave (an imported job, a key in an error path):
 /// parsed by the browser, then by serde, refusing keys the contract does not
 /// name (`from_js_checked`).
-pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+pub fn parse_json<T: Decode>(text: &str) -> Result<T, String> {
     let value = js_sys::JSON::parse(text)
         .map_err(|e| e.dyn_into::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_default())?;
     from_js::from_js_checked(value).map_err(|e| e.to_string())
@@ -112,7 +111,7 @@ async fn check(response: Response) -> ApiResult<Response> {
     })
 }
 
-async fn get<T: DeserializeOwned>(path: &str) -> ApiResult<T> {
+async fn get<T: Decode>(path: &str) -> ApiResult<T> {
     decode(fetch(Request::get(&url(path))).await?).await
 }
 
@@ -120,7 +119,7 @@ async fn fetch(builder: RequestBuilder) -> ApiResult<Response> {
     authorized(builder)?.send().await.map_err(|e| ApiFailure::Network(e.to_string()))
 }
 
-async fn send<B: Serialize, T: DeserializeOwned>(builder: RequestBuilder, body: &B) -> ApiResult<T> {
+async fn send<B: Serialize, T: Decode>(builder: RequestBuilder, body: &B) -> ApiResult<T> {
     let body = to_json(body).map_err(|e| ApiFailure::Network(e.to_string()))?;
     let response = authorized(builder)?
         .header("Content-Type", "application/json")
@@ -137,7 +136,7 @@ async fn send<B: Serialize, T: DeserializeOwned>(builder: RequestBuilder, body: 
 /// job. (The whole answer describes
 /// shapes, quotas and usage; decoding it would put all of that into the
 /// first download.) Also proves the token works.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Decode)]
 pub struct Me {
     pub current_user: String,
     #[serde(default)]
@@ -166,10 +165,9 @@ pub async fn list_jobs(query: &str) -> ApiResult<JobList> {
 /// What the deployments list reads of `GET /jobs`. Unknown fields are
 /// skipped (these types only read).
 mod listed {
-    use jobdeck_api::{Affinity, JobList, JobSpec, JobStatus, LeptonJob, Metadata};
-    use serde::Deserialize;
+    use jobdeck_api::{Affinity, Decode, JobList, JobSpec, JobStatus, LeptonJob, Metadata};
 
-    #[derive(Deserialize)]
+    #[derive(Decode)]
     pub struct Jobs {
         jobs: Vec<Job>,
         #[serde(default)]
@@ -180,7 +178,7 @@ mod listed {
         page_size: i64,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Decode)]
     struct Job {
         metadata: JobMetadata,
         #[serde(default)]
@@ -189,7 +187,7 @@ mod listed {
         status: Option<JobStatus>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Decode, Default)]
     struct JobMetadata {
         #[serde(default)]
         id: Option<String>,
@@ -201,7 +199,7 @@ mod listed {
         created_at: Option<i64>,
     }
 
-    #[derive(Deserialize, Default)]
+    #[derive(Decode, Default)]
     struct Spec {
         #[serde(default)]
         completions: Option<i64>,
@@ -213,7 +211,7 @@ mod listed {
         affinity: Option<Groups>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Decode)]
     struct Groups {
         #[serde(default)]
         allowed_dedicated_node_groups: Option<Vec<String>>,
@@ -290,11 +288,11 @@ pub async fn job_events(id: &str) -> ApiResult<Vec<JobEvent>> {
 /// The ids of the node groups (`GET /dedicated-node-groups`), for the list's
 /// filter. Only the ids are read: a smaller decoder than the whole group.
 pub async fn node_group_names() -> ApiResult<Vec<String>> {
-    #[derive(serde::Deserialize)]
+    #[derive(Decode)]
     struct Named {
         metadata: Id,
     }
-    #[derive(serde::Deserialize)]
+    #[derive(Decode, Default)]
     struct Id {
         id: String,
     }
@@ -314,7 +312,7 @@ pub async fn node_groups() -> ApiResult<Vec<NodeGroup>> {
 }
 
 /// A secret an environment variable may reference, without its value.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Decode)]
 pub struct SecretChoice {
     pub name: String,
     #[serde(default)]
@@ -335,7 +333,7 @@ fn log_path(job: &str, replica: &str) -> String {
 
 /// A structured log request (`from`/`to`/`tail`/`wait`, or `search`): JSON
 /// back. `abort` cancels it when the viewer goes away.
-async fn log_json<T: DeserializeOwned>(
+async fn log_json<T: Decode>(
     job: &str,
     replica: &str,
     query: &str,

@@ -1,4 +1,4 @@
-//! Writes the contract's types as JSON the way `from_js` reads them: a serde
+//! Writes the contract's types as JSON the way the server reads them: a serde
 //! `Serializer` that builds the value in the browser (objects, arrays,
 //! strings, numbers), which `JSON.stringify` then writes out. The console
 //! carries no JSON writer of its own (docs/measurements.md, "JSON read by the
@@ -13,7 +13,23 @@ use js_sys::{Array, Object, Reflect};
 use serde::ser::{self, Serialize};
 use wasm_bindgen::JsValue;
 
-use super::from_js::JsonError;
+/// Why a value cannot be written as JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonError(String);
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+impl ser::Error for JsonError {
+    fn custom<T: std::fmt::Display>(message: T) -> Self {
+        JsonError(message.to_string())
+    }
+}
 
 type Written = Result<JsValue, JsonError>;
 
@@ -30,7 +46,7 @@ pub fn to_pretty_json<T: Serialize + ?Sized>(value: &T) -> Result<String, JsonEr
 fn stringify<T: Serialize + ?Sized>(value: &T, indent: &JsValue) -> Result<String, JsonError> {
     let built = value.serialize(Writer)?;
     let text = js_sys::JSON::stringify_with_replacer_and_space(&built, &JsValue::NULL, indent)
-        .map_err(|_| JsonError::new("the browser cannot write this value as JSON"))?;
+        .map_err(|_| JsonError("the browser cannot write this value as JSON".to_string()))?;
     Ok(text.into())
 }
 
@@ -234,14 +250,14 @@ impl ser::SerializeMap for ObjectWriter {
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), JsonError> {
         let key = key.serialize(Writer)?;
         if !key.is_string() && key.as_f64().is_none() {
-            return Err(JsonError::new("a map key that is neither a string nor a number"));
+            return Err(JsonError("a map key that is neither a string nor a number".to_string()));
         }
         self.key = Some(key);
         Ok(())
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), JsonError> {
-        let key = self.key.take().ok_or_else(|| JsonError::new("a map value without its key"))?;
+        let key = self.key.take().ok_or_else(|| JsonError("a map value without its key".to_string()))?;
         self.set(&key, value)
     }
 

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::decode::Decode;
+
 /// Messages per field path, such as `spec.envs[2].name`.
 pub type FieldErrors = BTreeMap<String, Vec<String>>;
 
@@ -13,7 +15,7 @@ pub type FieldErrors = BTreeMap<String, Vec<String>>;
 /// `unauthorized`, `not_found`, …); `message` is a sentence for people;
 /// `fields` is present on validation failures and maps each offending field
 /// path to one message per broken rule.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApiError {
     pub code: String,

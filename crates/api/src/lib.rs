@@ -10,6 +10,10 @@
 //! open-source `leptonai` Python SDK). Fields Lepton lacks are optional
 //! extensions with descriptive names, so Lepton clients ignore them.
 
+// The derive's code names `::jobdeck_api`, also inside this crate.
+extern crate self as jobdeck_api;
+
+pub mod decode;
 pub mod defaults;
 pub mod error;
 pub mod job;
@@ -20,6 +24,7 @@ pub mod validate;
 pub mod wire;
 pub mod workspace;
 
+pub use decode::{Decode, DecodeError, JsonValue};
 pub use defaults::{
     shared_memory_default_mib, split_image_reference, ImageReference, Priority, Protocol, PRIORITY_CLASSES,
 };

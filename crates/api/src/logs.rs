@@ -7,12 +7,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::decode::Decode;
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
 
 /// One stored log line.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogLine {
     /// 1-based line number within the attempt's log.
@@ -28,7 +30,7 @@ pub struct LogLine {
 }
 
 /// The answer to a line-range request (`from`, `to`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogRange {
     /// How many lines the log holds now.
@@ -41,7 +43,7 @@ pub struct LogRange {
 }
 
 /// The answer to a search (`search`, `regex`, `ignore_case`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogSearch {
     /// How many lines were searched (the log's length when the search ran).

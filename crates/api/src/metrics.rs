@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::decode::Decode;
+
 /// CPU cores used (1.0 = one core busy).
 pub const SERIES_CPU: &str = "cpu";
 /// Memory used, bytes (the working set, or resident memory without a
@@ -34,7 +36,7 @@ pub fn series_unit(series: &str) -> &'static str {
 /// One series of one attempt: points `[t (Unix ms), mean, max]`, oldest
 /// first; a point stands for one sample or, in a long run, the mean and peak
 /// of several.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MetricSeries {
     pub name: String,
@@ -43,7 +45,7 @@ pub struct MetricSeries {
 }
 
 /// `GET /jobs/{id}/replicas/{replica}/metrics`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaMetrics {
     pub replica_id: String,
@@ -53,7 +55,7 @@ pub struct ReplicaMetrics {
 }
 
 /// A replica attempt's use now and at its peak, in `GET /jobs/{id}/metrics`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaUse {
     pub replica_id: String,
@@ -74,7 +76,7 @@ pub struct ReplicaUse {
 }
 
 /// `GET /jobs/{id}/metrics`: every attempt that has samples.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobMetrics {
     pub replicas: Vec<ReplicaUse>,

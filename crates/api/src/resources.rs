@@ -5,10 +5,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::decode::Decode;
+
 use crate::{Metadata, Visibility};
 
 /// What a resource shape provides (`ShapeSpec`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ShapeSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -39,7 +41,7 @@ pub struct ShapeSpec {
 }
 
 /// A resource shape (`Shape`); its id is `metadata.id`, such as `cpu.small`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Shape {
     pub metadata: Metadata,
@@ -47,7 +49,7 @@ pub struct Shape {
 }
 
 /// Capacity or usage of a node group.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResourceAmounts {
     pub cpu: f64,
@@ -56,7 +58,7 @@ pub struct ResourceAmounts {
 }
 
 /// A node of a node group.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeInfo {
     pub name: String,
@@ -65,7 +67,7 @@ pub struct NodeInfo {
 }
 
 /// What a node group declares (`DedicatedNodeGroupSpec`, extended).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeGroupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,7 +87,7 @@ pub struct NodeGroupSpec {
 }
 
 /// A volume of a node group (Lepton's `Volume`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeGroupVolume {
     pub name: String,
@@ -98,7 +100,7 @@ pub struct NodeGroupVolume {
 
 /// One path prefix of a volume and who may mount it (Lepton's
 /// `/storage-permission/{volume}`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StoragePermission {
     pub path_prefix: String,
@@ -107,7 +109,7 @@ pub struct StoragePermission {
 }
 
 /// What a node group has in use (`DedicatedNodeGroupStatus`, extended).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeGroupStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,7 +127,7 @@ pub struct NodeGroupStatus {
 }
 
 /// A node group (`DedicatedNodeGroup`); its id is `metadata.id`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeGroup {
     pub metadata: Metadata,
@@ -136,7 +138,7 @@ pub struct NodeGroup {
 /// A node as `GET /dedicated-node-groups/{id}/nodes` lists it (Lepton's
 /// `Node`). `lep job create --node-id` reads this list to check the ids it is
 /// given, and `lep node list` sums it into its capacity table.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Node {
     /// `id` and `name` are both the node's name, which is what a job's
@@ -147,7 +149,7 @@ pub struct Node {
 }
 
 /// What a node is and holds (`NodeSpec`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeSpec {
     /// The node group's id.
@@ -164,7 +166,7 @@ pub struct NodeSpec {
 
 /// A node's capacity (`total`) and what admitted jobs hold of it
 /// (`allocated`), in Lepton's units: CPUs, MiB of memory, GPUs.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeResource {
     #[serde(default)]
@@ -177,7 +179,7 @@ pub struct NodeResource {
 }
 
 /// One resource of a node: what is allocated of the total.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeAmount<T> {
     pub allocated: T,
@@ -185,7 +187,7 @@ pub struct NodeAmount<T> {
 }
 
 /// A node's GPUs (`NodeResourceGPU`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeGpu {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -195,7 +197,7 @@ pub struct NodeGpu {
 }
 
 /// A node's condition and what runs on it (`NodeStatus`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeStatus {
     /// Conditions; `Ready` for every Jobdeck node (Lepton also has
@@ -208,7 +210,7 @@ pub struct NodeStatus {
 }
 
 /// A replica running on a node (`NodeResourceWorkload`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeWorkload {
     /// Always `job` here.
@@ -231,7 +233,7 @@ pub struct NodeWorkload {
 }
 
 /// Why a replica is not running yet (`ReplicaReadinessIssue`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReadinessIssue {
     /// `InProgress`, `NoCapacity`, `ConfigError`, `Queueing`, …
@@ -240,7 +242,7 @@ pub struct ReadinessIssue {
 }
 
 /// Replica phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ReplicaPhase {
@@ -276,7 +278,7 @@ impl ReplicaPhase {
 }
 
 /// The node a replica runs on (`Node`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaNode {
     pub name: String,
@@ -288,7 +290,7 @@ pub struct ReplicaNode {
 
 /// The observed state of one attempt of one replica (`ReplicaStatus`,
 /// extended with everything the replicas tab shows).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -337,7 +339,7 @@ pub struct ReplicaStatus {
 
 /// One replica attempt (`Replica`): `id` and `metadata.id` name it for the
 /// log endpoint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Replica {
     pub metadata: Metadata,
@@ -346,7 +348,7 @@ pub struct Replica {
 }
 
 /// What an event is about (a Kubernetes `ObjectReference` in Lepton).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EventSubject {
     pub kind: String,
@@ -354,7 +356,7 @@ pub struct EventSubject {
 }
 
 /// An event's type, as Kubernetes events have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum EventType {
     #[default]
@@ -377,7 +379,7 @@ impl EventType {
 }
 
 /// One event (`LeptonEvent`, plus `message`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobEvent {
     #[serde(rename = "type")]
@@ -393,7 +395,7 @@ pub struct JobEvent {
 }
 
 /// A node-level event behind a failure (OOM kill, eviction, preemption).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodeFailureEvent {
     /// `OOM`, `Evicted`, `Preempted`, …
@@ -414,7 +416,7 @@ pub struct NodeFailureEvent {
 }
 
 /// One log line of an excerpt.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExcerptLine {
     /// 1-based line number in the replica's log.
@@ -423,7 +425,7 @@ pub struct ExcerptLine {
 }
 
 /// The log lines around the first error of one failed replica.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogStream {
     pub replica_id: String,
@@ -436,7 +438,7 @@ pub struct LogStream {
 }
 
 /// When each failed replica failed, for the "who failed first" view.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaFailure {
     pub replica_id: String,
@@ -462,7 +464,7 @@ pub struct ReplicaFailure {
 
 /// One attempt of the analysed run on the failure view's time axis
 /// (extension).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplicaSpan {
     pub replica_id: String,
@@ -480,7 +482,7 @@ pub struct ReplicaSpan {
 }
 
 /// The body of `GET /jobs/{id}/failure-analysis`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FailureAnalysis {
     /// `ERR_PROGRAM`, `ERR_CUDA_OOM`, `ERR_OOM`, `ERR_NCCL`,
@@ -514,7 +516,7 @@ pub struct FailureAnalysis {
 
 /// A replica's memory over time up to its end, for the failure analysis of
 /// an out-of-memory kill.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MemoryCurve {
     pub replica_id: String,
@@ -524,7 +526,7 @@ pub struct MemoryCurve {
 }
 
 /// A stored secret (`SecretItem`); `value` is write-only and never returned.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Secret {
     pub name: String,
@@ -542,7 +544,7 @@ pub struct Secret {
 /// A stored image pull secret (Lepton's `/imagepullsecrets`): registry
 /// credentials a job names in `spec.image_pull_secrets`. `password` is
 /// write-only and never returned.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ImagePullSecret {
@@ -553,7 +555,7 @@ pub struct ImagePullSecret {
 }
 
 /// The credentials of an [`ImagePullSecret`].
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ImagePullSecretSpec {

@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::decode::Decode;
+
 /// One entry of `supported_shapes` (Lepton's `ResourceShape`): memory in MiB.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkspaceShape {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -22,7 +24,7 @@ pub struct WorkspaceShape {
 }
 
 /// Workload counts (Lepton's `Workloads`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Workloads {
     pub num_deployments: i64,
@@ -33,7 +35,7 @@ pub struct Workloads {
 }
 
 /// A resource total (Lepton's `TotalResource`): memory in MiB.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TotalResource {
     pub cpu: f64,
@@ -42,7 +44,7 @@ pub struct TotalResource {
 }
 
 /// Capacity and use over every node group (Lepton's `ResourceQuota`).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResourceQuota {
     pub limit: TotalResource,
@@ -52,7 +54,7 @@ pub struct ResourceQuota {
 /// What this server's executor needs of every job, beyond the contract's
 /// own rules (`GET /workspace`'s `job_requirements`). The console validates
 /// with it as the server does, so it cannot send what the server refuses.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobRequirements {
     /// Replicas run as plain processes: an empty command (the image's
@@ -78,7 +80,7 @@ pub struct JobRequirements {
 
 /// The body of `GET /workspace`: Lepton's `WorkspaceInfo` (so `lep` reads it)
 /// plus Jobdeck's extensions.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkspaceInfo {
     pub id: String,
@@ -136,7 +138,7 @@ pub struct WorkspaceInfo {
 /// The body of `GET /api/v2` itself: the workspace record `lep workspace
 /// login --workspace-url <url>` reads from the URL it is given, for the name
 /// `lep workspace list` shows.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkspaceRecord {
     pub id: String,

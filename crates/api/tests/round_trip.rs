@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use jobdeck_api::{
-    from_json, validate_job, Affinity, Container, ContainerPort, EnvValue, EnvVar, JobSpec, LeptonJob, LogConfig,
-    Metadata, Mount, MountOptions, QueueConfig, SegmentConfig, TimeSchedule, Visibility,
+    from_json, validate_job, Affinity, Container, ContainerPort, Decode, EnvValue, EnvVar, JobSpec, LeptonJob,
+    LogConfig, Metadata, Mount, MountOptions, QueueConfig, SegmentConfig, TimeSchedule, Visibility,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -255,6 +255,13 @@ proptest! {
         let errors = validate_job(&job);
         let json = serde_json::to_vec(&job).unwrap();
         let back: LeptonJob = from_json(&json).unwrap();
+        // The console's reader (`Decode`) reads the same JSON to the same
+        // job, or refuses an integer a browser's number cannot hold exactly.
+        let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        match LeptonJob::decode(&value, true) {
+            Ok(decoded) => prop_assert_eq!(&decoded, &back),
+            Err(error) => prop_assert!(error.to_string().contains("not a whole number below 2^53"), "{}", error),
+        }
         prop_assert_eq!(&validate_job(&back), &errors);
         if errors.is_empty() {
             prop_assert_eq!(&back, &job);
