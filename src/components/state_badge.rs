@@ -3,7 +3,7 @@
 use jobdeck_api::{JobState, ReplicaPhase, ReplicaStatus};
 use leptos::prelude::*;
 
-/// The CSS class of a state's colour family.
+/// The CSS class of a state's colour family (a badge is `badge <tone>`).
 pub fn state_tone(state: JobState) -> &'static str {
     match state {
         JobState::Completed => "ok",
@@ -11,14 +11,6 @@ pub fn state_tone(state: JobState) -> &'static str {
         JobState::Failed => "bad",
         JobState::Queueing | JobState::Awaiting | JobState::PendingRetry => "waiting",
         _ => "neutral",
-    }
-}
-
-#[component]
-pub fn StateBadge(#[prop(into)] state: Signal<Option<JobState>>) -> impl IntoView {
-    let state = move || state.get().unwrap_or(JobState::Unknown);
-    view! {
-        <span class=move || format!("badge {}", state_tone(state()))>{move || state().as_str()}</span>
     }
 }
 

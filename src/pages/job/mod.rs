@@ -14,16 +14,17 @@ pub mod replicas;
 
 use std::sync::Arc;
 
-use jobdeck_api::LeptonJob;
+use jobdeck_api::{JobState, LeptonJob};
 use leptos::prelude::*;
 
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::{use_sign_in_again, LiveNote};
+use crate::components::dom;
 use crate::components::job_actions::JobActions;
 use crate::components::lazy_view::{lazy_switch, load};
 use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::loaded::{fetch, Data, Loaded};
-use crate::components::state_badge::StateBadge;
+use crate::components::state_badge::state_tone;
 use crate::components::time::now_millis;
 use crate::router::use_url;
 use crate::routes::{self, Route};
@@ -164,19 +165,17 @@ fn JobView() -> impl IntoView {
     );
 
     let job = Signal::derive(move || context.job.get().unwrap_or_default());
-    let name = move || context.read(|j| j.metadata.name.clone().unwrap_or_else(|| j.id().to_string()));
-    let state = Signal::derive(move || context.read(|j| j.state()));
-    let reason = move || {
-        context.read(|j| {
-            let status = j.status.clone().unwrap_or_default();
-            match (status.reason, status.message) {
-                (Some(r), Some(m)) if !m.is_empty() => format!("{r}: {m}"),
-                (Some(r), _) => r,
-                (None, Some(m)) => m,
-                (None, None) => String::new(),
-            }
-        })
-    };
+    // Redrawn when what it shows changed, not at every change of the job.
+    let top = NodeRef::<leptos::html::Div>::new();
+    let draw_heading = RenderEffect::new(move |drawn: Option<Option<Heading>>| {
+        let top = top.get()?;
+        let heading = context.job.with(|job| job.as_ref().map(Heading::of))?;
+        if drawn.flatten().as_ref() != Some(&heading) {
+            heading.draw(&top);
+        }
+        Some(heading)
+    });
+    on_cleanup(move || drop(draw_heading));
     let tab = Memo::new(move |_| match Route::parse(&url.with(|u| u.path.clone())) {
         Route::Job { tab, .. } => tab,
         _ => "overview".to_string(),
@@ -189,20 +188,69 @@ fn JobView() -> impl IntoView {
             when=move || !gone.get()
             fallback=move || view! { <JobNotFound id=context.id.get_untracked()/> }
         >
-            <nav class="crumbs" aria-label="Breadcrumb">
-                <a href=routes::JOBS>"Deployments"</a>
-                <span aria-hidden="true">" / "</span>
-            </nav>
-            <div class="page-head job-head">
-                <h1>{name}</h1>
-                <StateBadge state/>
-            </div>
-            <p class="reason-line">{reason}</p>
+            <div node_ref=top></div>
             <JobActions job user on_update/>
             <LiveNote problem/>
             <JobTabs id=context.id tab/>
             <div class="tab-panel">{lazy_switch(tab, preload_tab, tab_view)}</div>
         </Show>
+    }
+}
+
+/// What the top of the job page shows: the crumbs, the name with the
+/// state's badge, and why the job is in that state.
+///
+/// Drawn straight into the page (`components/dom.rs`), as the tables are:
+/// as Leptos views, the header and the tab bar were 4.6 KB of the job
+/// page's download (docs/measurements.md, "The job page's header and tabs").
+#[derive(PartialEq)]
+struct Heading {
+    name: String,
+    state: JobState,
+    reason: String,
+}
+
+impl Heading {
+    fn of(job: &LeptonJob) -> Heading {
+        let status = job.status.as_ref();
+        let reason = match (status.and_then(|s| s.reason.as_deref()), status.and_then(|s| s.message.as_deref())) {
+            (Some(r), Some(m)) if !m.is_empty() => format!("{r}: {m}"),
+            (Some(r), _) => r.to_string(),
+            (None, Some(m)) => m.to_string(),
+            (None, None) => String::new(),
+        };
+        Heading {
+            name: job.metadata.name.clone().unwrap_or_else(|| job.id().to_string()),
+            state: job.state().unwrap_or(JobState::Unknown),
+            reason,
+        }
+    }
+
+    /// Shows this heading in `top`: the elements are made the first time
+    /// and keep their identity after, so only their words and the badge's
+    /// colour change.
+    fn draw(&self, top: &web_sys::Element) {
+        if top.child_element_count() == 0 {
+            let crumbs = dom::child(top, "nav", "crumbs", "");
+            dom::set(&crumbs, "aria-label", "Breadcrumb");
+            dom::set(&dom::child(&crumbs, "a", "", "Deployments"), "href", routes::JOBS);
+            dom::set(&dom::child(&crumbs, "span", "", " / "), "aria-hidden", "true");
+            let head = dom::child(top, "div", "page-head job-head", "");
+            dom::child(&head, "h1", "", "");
+            dom::child(&head, "span", "", "");
+            dom::child(top, "p", "reason-line", "");
+        }
+        let part = |selector: &str| top.query_selector(selector).ok().flatten();
+        if let Some(name) = part(".job-head h1") {
+            name.set_text_content(Some(&self.name));
+        }
+        if let Some(badge) = part(".job-head span") {
+            dom::set(&badge, "class", &format!("badge {}", state_tone(self.state)));
+            badge.set_text_content(Some(self.state.as_str()));
+        }
+        if let Some(reason) = part(".reason-line") {
+            reason.set_text_content(Some(&self.reason));
+        }
     }
 }
 
@@ -263,22 +311,36 @@ fn failure_tab() -> AnyView {
     view! { <failure::FailureTab/> }.into_any()
 }
 
-/// The tab bar: links, so each tab is an address of its own.
+/// The tab bar: links, so each tab is an address of its own; the current
+/// one says so (`aria-current`). Drawn with `components/dom.rs`, like the
+/// heading.
 #[component]
 pub fn JobTabs(#[prop(into)] id: Signal<String>, #[prop(into)] tab: Signal<String>) -> impl IntoView {
-    view! {
-        <nav class="tabs" aria-label="Job sections">
-            {routes::JOB_TABS
-                .iter()
-                .map(|(segment, label)| {
-                    let current = move || (tab.get() == *segment).then_some("page");
-                    view! {
-                        <a href=move || routes::job_tab(&id.get(), segment) aria-current=current>{*label}</a>
-                    }
-                })
-                .collect_view()}
-        </nav>
-    }
+    let nav = NodeRef::<leptos::html::Nav>::new();
+    // A render effect (run at once, and again when its signals change) is
+    // a smaller instance than an `Effect`; the page keeps it until it goes.
+    let effect = RenderEffect::new(move |_| {
+        let Some(nav) = nav.get() else { return };
+        let current = tab.get();
+        if nav.child_element_count() == 0 {
+            let id = id.get_untracked();
+            for (segment, label) in routes::JOB_TABS {
+                let link = dom::child(&nav, "a", "", label);
+                dom::set(&link, "href", &routes::job_tab(&id, segment));
+            }
+        }
+        let links = nav.children();
+        for (index, (segment, _)) in routes::JOB_TABS.iter().enumerate() {
+            let Some(link) = links.item(index as u32) else { continue };
+            if *segment == current {
+                dom::set(&link, "aria-current", "page");
+            } else {
+                let _ = link.remove_attribute("aria-current");
+            }
+        }
+    });
+    on_cleanup(move || drop(effect));
+    view! { <nav class="tabs" aria-label="Job sections" node_ref=nav></nav> }
 }
 
 #[cfg(test)]
@@ -291,6 +353,8 @@ mod tests {
     async fn every_tab_is_a_link_and_the_current_one_says_so() {
         let tab = RwSignal::new("replicas".to_string());
         let host = mount(move || view! { <JobTabs id=Signal::stored("train-1".to_string()) tab/> });
+        // The links are drawn once the bar is in the document.
+        crate::components::live::sleep(0).await;
         let links = host.query_selector_all("nav.tabs a").unwrap();
         let hrefs: Vec<String> = (0..links.length())
             .map(|i| wasm_bindgen::JsCast::unchecked_into::<web_sys::Element>(links.get(i).unwrap()))
@@ -333,6 +397,38 @@ mod tests {
         let asked = context.ticket();
         assert!(context.offer_job(asked, job(JobState::Stopped)));
         assert_eq!(shown(), Some(JobState::Stopped));
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn the_heading_names_the_job_its_state_and_why() {
+        let rows: &[(Option<&str>, Option<&str>, &str)] = &[
+            (Some("Failed"), Some("replica 0 exited 1"), "Failed: replica 0 exited 1"),
+            (Some("Completed"), Some(""), "Completed"),
+            (None, Some("waiting for a node"), "waiting for a node"),
+            (None, None, ""),
+        ];
+        for (reason, message, says) in rows {
+            let mut job = crate::fixtures::job("train-1", "train", "alice", JobState::Failed);
+            let status = job.status.get_or_insert_with(Default::default);
+            status.reason = reason.map(str::to_string);
+            status.message = message.map(str::to_string);
+            assert_eq!(Heading::of(&job).reason, *says, "{reason:?} {message:?}");
+        }
+        let job = crate::fixtures::job("train-1", "train", "alice", JobState::Failed);
+        let top = dom::element("div");
+        Heading::of(&job).draw(&top);
+        let text = |selector: &str| top.query_selector(selector).unwrap().unwrap().text_content().unwrap();
+        assert_eq!(text(".job-head h1"), "train");
+        assert_eq!(text(".job-head .badge.bad"), "Failed");
+        let crumb = top.query_selector("nav.crumbs a").unwrap().unwrap();
+        assert_eq!(crumb.get_attribute("href").as_deref(), Some(routes::JOBS));
+        // Drawn again, the same elements show the new words.
+        let name = top.query_selector("h1").unwrap().unwrap();
+        let stopped = crate::fixtures::job("train-1", "train", "alice", JobState::Stopped);
+        Heading::of(&stopped).draw(&top);
+        assert_eq!(top.query_selector_all("h1").unwrap().length(), 1);
+        assert!(top.query_selector("h1").unwrap().unwrap().is_same_node(Some(&name)));
+        assert_eq!(text(".job-head .badge.neutral"), "Stopped");
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]
