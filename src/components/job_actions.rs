@@ -46,7 +46,9 @@ pub fn may_act(user: Option<&str>, job: &LeptonJob) -> bool {
 
 #[component]
 pub fn JobActions(
-    #[prop(into)] job: Signal<LeptonJob>,
+    /// The job as last read (`None` before it is).
+    #[prop(into)]
+    job: Signal<Option<LeptonJob>>,
     #[prop(into)] user: Signal<Option<String>>,
     /// Called with the job as the server answered an action.
     #[prop(into)]
@@ -69,10 +71,17 @@ pub fn JobActions(
     let sign_in_again = use_sign_in_again();
     let navigate = use_navigate();
 
-    let id = move || job.with(|j| j.id().to_string());
-    let owner = move || job.with(|j| j.metadata.created_by.clone());
-    let allowed = move || job.with(|j| may_act(user.get().as_deref(), j));
-    let possible = move || job.with(|j| possible_actions(j.state(), j.spec.stopped == Some(true)));
+    // The job is read where it is kept, never copied (a derived signal
+    // copied the whole job for each of these reads, at every change).
+    let id = move || job.with(|j| j.as_ref().map(|j| j.id().to_string()).unwrap_or_default());
+    let owner = move || job.with(|j| j.as_ref().and_then(|j| j.metadata.created_by.clone()));
+    let allowed = move || job.with(|j| j.as_ref().is_some_and(|j| may_act(user.get().as_deref(), j)));
+    let possible = move || {
+        job.with(|j| {
+            let j = j.as_ref();
+            possible_actions(j.and_then(LeptonJob::state), j.is_some_and(|j| j.spec.stopped == Some(true)))
+        })
+    };
     let shown_failure = {
         let sign_in_again = sign_in_again.clone();
         move |failure: ApiFailure| match failure {
@@ -144,7 +153,10 @@ pub fn JobActions(
         });
     };
 
-    let name = move || job.with(|j| j.metadata.name.clone().unwrap_or_else(|| j.id().to_string()));
+    let name = move || {
+        job.with(|j| j.as_ref().map(|j| j.metadata.name.clone().unwrap_or_else(|| j.id().to_string())))
+            .unwrap_or_default()
+    };
     view! {
         <div class="actions" role="group" aria-label="Job actions">
             <button
@@ -265,7 +277,7 @@ mod tests {
 
     #[wasm_bindgen_test::wasm_bindgen_test]
     async fn the_buttons_follow_the_state_and_the_user() {
-        let current = RwSignal::new(job("train-1", "train", ME, JobState::Running));
+        let current = RwSignal::new(Some(job("train-1", "train", ME, JobState::Running)));
         let host = mount(
             move || view! { <JobActions job=current user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
         );
@@ -274,6 +286,7 @@ mod tests {
         assert_eq!(clone.get_attribute("href").as_deref(), Some("/jobs/new?clone=train-1"));
 
         current.update(|j| {
+            let j = j.as_mut().unwrap();
             j.spec.stopped = Some(true);
             j.status.as_mut().unwrap().state = Some(JobState::Stopped);
         });
@@ -282,7 +295,7 @@ mod tests {
 
         let theirs = job("eval-1", "eval", "bob", JobState::Running);
         let host = mount(
-            move || view! { <JobActions job=Signal::stored(theirs.clone()) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
+            move || view! { <JobActions job=Signal::stored(Some(theirs.clone())) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
         );
         assert!(enabled(&host).is_empty());
         assert!(host.text_content().unwrap().contains("Only bob can stop, start or delete this job."));
@@ -294,7 +307,7 @@ mod tests {
     fn delete_asks_first() {
         let current = job("train-2", "train", ME, JobState::Failed);
         let host = mount(
-            move || view! { <JobActions job=Signal::stored(current.clone()) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
+            move || view! { <JobActions job=Signal::stored(Some(current.clone())) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
         );
         let dialog: web_sys::HtmlDialogElement =
             wasm_bindgen::JsCast::unchecked_into(host.query_selector("dialog").unwrap().unwrap());

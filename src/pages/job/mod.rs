@@ -164,7 +164,6 @@ fn JobView() -> impl IntoView {
         },
     );
 
-    let job = Signal::derive(move || context.job.get().unwrap_or_default());
     // Redrawn when what it shows changed, not at every change of the job.
     let top = NodeRef::<leptos::html::Div>::new();
     let draw_heading = RenderEffect::new(move |drawn: Option<Option<Heading>>| {
@@ -189,7 +188,7 @@ fn JobView() -> impl IntoView {
             fallback=move || view! { <JobNotFound id=context.id.get_untracked()/> }
         >
             <div node_ref=top></div>
-            <JobActions job user on_update/>
+            <JobActions job=context.job user on_update/>
             <LiveNote problem/>
             <JobTabs id=context.id tab/>
             <div class="tab-panel">{lazy_switch(tab, preload_tab, tab_view)}</div>
