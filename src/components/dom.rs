@@ -1,5 +1,5 @@
-//! Direct DOM building for the live, read-only displays (the tables and the
-//! replica timeline).
+//! Direct DOM building for the live, read-only displays (the tables, the
+//! replica timeline, the job page's heading and tab bar).
 //!
 //! Those displays change every second and are nothing but data, so they are
 //! drawn here, outside Leptos's typed views: each typed view costs the
