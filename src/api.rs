@@ -86,8 +86,8 @@ async fn read_json<T: Decode>(response: Response) -> Result<T, String> {
 }
 
 /// Reads JSON text the user gave (an imported job, a key in an error path):
-/// parsed by the browser, then by serde, refusing keys the contract does not
-/// name (`from_js_checked`).
+/// parsed by the browser, then by the contract's reader (`Decode`), refusing
+/// keys where the server's serde refuses them (`from_js_checked`).
 pub fn parse_json<T: Decode>(text: &str) -> Result<T, String> {
     let value = js_sys::JSON::parse(text)
         .map_err(|e| e.dyn_into::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_default())?;
@@ -163,7 +163,9 @@ pub async fn list_jobs(query: &str) -> ApiResult<JobList> {
 }
 
 /// What the deployments list reads of `GET /jobs`. Unknown fields are
-/// skipped (these types only read).
+/// skipped (these types only read). `Decode`'s derive reads serde's
+/// attributes, so `#[serde(default)]` means here what it means on the
+/// contract's types.
 mod listed {
     use jobdeck_api::{Affinity, Decode, JobList, JobSpec, JobStatus, LeptonJob, Metadata};
 

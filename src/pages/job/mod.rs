@@ -200,8 +200,9 @@ fn JobView() -> impl IntoView {
 /// state's badge, and why the job is in that state.
 ///
 /// Drawn straight into the page (`components/dom.rs`), as the tables are:
-/// as Leptos views, the header and the tab bar were 4.6 KB of the job
-/// page's download (docs/measurements.md, "The job page's header and tabs").
+/// typed views of the heading and the tab bar were 1.1 KB more of the job
+/// page's download (docs/measurements.md, "The job page's heading and tab
+/// bar drawn").
 #[derive(PartialEq)]
 struct Heading {
     name: String,
