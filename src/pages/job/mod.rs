@@ -164,9 +164,19 @@ fn JobView() -> impl IntoView {
         },
     );
 
-    // Redrawn when what it shows changed, not at every change of the job.
+    let tab = Memo::new(move |_| match Route::parse(&url.with(|u| u.path.clone())) {
+        Route::Job { tab, .. } => tab,
+        _ => "overview".to_string(),
+    });
+    // The heading and the tab bar are drawn by one render effect (each
+    // effect is its own code): the tabs when the tab changes, the heading
+    // when what it shows changed, not at every change of the job.
     let top = NodeRef::<leptos::html::Div>::new();
+    let tab_bar = NodeRef::<leptos::html::Div>::new();
     let draw_heading = RenderEffect::new(move |drawn: Option<Option<Heading>>| {
+        if let Some(tab_bar) = tab_bar.get() {
+            draw_tabs(&tab_bar, &context.id.get_untracked(), &tab.read());
+        }
         let top = top.get()?;
         let heading = context.job.with(|job| job.as_ref().map(Heading::of))?;
         if drawn.flatten().as_ref() != Some(&heading) {
@@ -175,10 +185,6 @@ fn JobView() -> impl IntoView {
         Some(heading)
     });
     on_cleanup(move || drop(draw_heading));
-    let tab = Memo::new(move |_| match Route::parse(&url.with(|u| u.path.clone())) {
-        Route::Job { tab, .. } => tab,
-        _ => "overview".to_string(),
-    });
     let user = Signal::derive(move || session.user.get());
     let on_update = Callback::new(move |updated: LeptonJob| context.set_job(updated));
 
@@ -190,7 +196,7 @@ fn JobView() -> impl IntoView {
             <div node_ref=top></div>
             <JobActions job=context.job user on_update/>
             <LiveNote problem/>
-            <JobTabs id=context.id tab/>
+            <div node_ref=tab_bar></div>
             <div class="tab-panel">{lazy_switch(tab, preload_tab, tab_view)}</div>
         </Show>
     }
@@ -311,36 +317,26 @@ fn failure_tab() -> AnyView {
     view! { <failure::FailureTab/> }.into_any()
 }
 
-/// The tab bar: links, so each tab is an address of its own; the current
-/// one says so (`aria-current`). Drawn with `components/dom.rs`, like the
-/// heading.
-#[component]
-pub fn JobTabs(#[prop(into)] id: Signal<String>, #[prop(into)] tab: Signal<String>) -> impl IntoView {
-    let nav = NodeRef::<leptos::html::Nav>::new();
-    // A render effect (run at once, and again when its signals change) is
-    // a smaller instance than an `Effect`; the page keeps it until it goes.
-    let effect = RenderEffect::new(move |_| {
-        let Some(nav) = nav.get() else { return };
-        let current = tab.get();
-        if nav.child_element_count() == 0 {
-            let id = id.get_untracked();
-            for (segment, label) in routes::JOB_TABS {
-                let link = dom::child(&nav, "a", "", label);
-                dom::set(&link, "href", &routes::job_tab(&id, segment));
-            }
+/// Draws the tab bar into `host`: links, so each tab is an address of its
+/// own, made the first time; the current one says so (`aria-current`).
+fn draw_tabs(host: &web_sys::Element, id: &str, current: &str) {
+    if host.child_element_count() == 0 {
+        let nav = dom::child(host, "nav", "tabs", "");
+        dom::set(&nav, "aria-label", "Job sections");
+        for (segment, label) in routes::JOB_TABS {
+            dom::set(&dom::child(&nav, "a", "", label), "href", &routes::job_tab(id, segment));
         }
-        let links = nav.children();
-        for (index, (segment, _)) in routes::JOB_TABS.iter().enumerate() {
-            let Some(link) = links.item(index as u32) else { continue };
-            if *segment == current {
-                dom::set(&link, "aria-current", "page");
-            } else {
-                let _ = link.remove_attribute("aria-current");
-            }
+    }
+    let Some(nav) = host.first_element_child() else { return };
+    let links = nav.children();
+    for (index, (segment, _)) in routes::JOB_TABS.iter().enumerate() {
+        let Some(link) = links.item(index as u32) else { continue };
+        if *segment == current {
+            dom::set(&link, "aria-current", "page");
+        } else {
+            let _ = link.remove_attribute("aria-current");
         }
-    });
-    on_cleanup(move || drop(effect));
-    view! { <nav class="tabs" aria-label="Job sections" node_ref=nav></nav> }
+    }
 }
 
 #[cfg(test)]
@@ -350,11 +346,9 @@ mod tests {
     use jobdeck_api::JobState;
 
     #[wasm_bindgen_test::wasm_bindgen_test]
-    async fn every_tab_is_a_link_and_the_current_one_says_so() {
-        let tab = RwSignal::new("replicas".to_string());
-        let host = mount(move || view! { <JobTabs id=Signal::stored("train-1".to_string()) tab/> });
-        // The links are drawn once the bar is in the document.
-        crate::components::live::sleep(0).await;
+    fn every_tab_is_a_link_and_the_current_one_says_so() {
+        let host = dom::element("div");
+        draw_tabs(&host, "train-1", "replicas");
         let links = host.query_selector_all("nav.tabs a").unwrap();
         let hrefs: Vec<String> = (0..links.length())
             .map(|i| wasm_bindgen::JsCast::unchecked_into::<web_sys::Element>(links.get(i).unwrap()))
@@ -371,13 +365,14 @@ mod tests {
                 "/jobs/train-1/failure"
             ]
         );
-        let current = host.query_selector("[aria-current=page]").unwrap().unwrap();
-        assert_eq!(current.text_content().as_deref(), Some("Replicas"));
+        let current = || host.query_selector("[aria-current=page]").unwrap().unwrap().text_content().unwrap();
+        assert_eq!(current(), "Replicas");
         assert_eq!(host.query_selector_all("[aria-current]").unwrap().length(), 1);
-        tab.set("overview".to_string());
-        crate::components::live::sleep(0).await;
-        let current = host.query_selector("[aria-current=page]").unwrap().unwrap();
-        assert_eq!(current.text_content().as_deref(), Some("Overview"));
+        let first = host.query_selector("nav.tabs a").unwrap().unwrap();
+        draw_tabs(&host, "train-1", "overview");
+        assert_eq!(current(), "Overview");
+        assert_eq!(host.query_selector_all("[aria-current]").unwrap().length(), 1);
+        assert!(host.query_selector("nav.tabs a").unwrap().unwrap().is_same_node(Some(&first)), "links are kept");
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]
