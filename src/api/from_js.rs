@@ -25,9 +25,8 @@ struct Parsed(JsValue);
 
 impl JsonValue for Parsed {
     fn property(&self, key: &str) -> Option<Parsed> {
-        if !self.is_object() {
-            return None;
-        }
+        // Only asked of objects (see `JsonValue::property`); `Reflect.get`
+        // fails on anything that is not one, which reads as absent.
         // `Reflect.get` also finds inherited properties; the names asked for
         // are the structs' own field names (none is a property of
         // `Object.prototype`) or the object's own keys, never other input.

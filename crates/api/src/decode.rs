@@ -24,8 +24,9 @@ pub use jobdeck_api_derive::Decode;
 
 /// A parsed JSON value: the browser's in the console, serde_json's in tests.
 pub trait JsonValue: Sized {
-    /// The object's property `key`; `None` when it has none (or is not an
-    /// object).
+    /// The object's property `key`; `None` when it has none. Asked only of
+    /// a value already known to be an object (`Object::open`, a map's
+    /// `keys`), so an implementation need not check again for every field.
     fn property(&self, key: &str) -> Option<Self>;
     fn is_null(&self) -> bool;
     /// An object, not an array.
