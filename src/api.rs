@@ -417,6 +417,27 @@ pub async fn failure_analysis(id: &str) -> ApiResult<FailureAnalysis> {
     get(&format!("{}/failure-analysis", job_path(id))).await
 }
 
+/// Where the failure analysis found the first error in one attempt's log:
+/// its line and what was found there (`Python traceback`), if it found one.
+/// Only that is read of the analysis: the logs tab's jump to the error needs
+/// no more, and the whole analysis's decoder belongs to the failure tab.
+pub async fn first_error(id: &str, replica: &str) -> ApiResult<Option<(i64, String)>> {
+    #[derive(Decode)]
+    struct Analysis {
+        #[serde(default)]
+        log_streams: Vec<Stream>,
+    }
+    #[derive(Decode, Default)]
+    struct Stream {
+        replica_id: String,
+        error_line: i64,
+        pattern: String,
+    }
+    let analysis: Analysis = get(&format!("{}/failure-analysis", job_path(id))).await?;
+    let stream = analysis.log_streams.into_iter().find(|s| s.replica_id == replica);
+    Ok(stream.map(|s| (s.error_line, s.pattern)))
+}
+
 fn job_path(id: &str) -> String {
     format!("/jobs/{}", encode_component(id))
 }

@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use jobdeck_api::{Replica, ReplicaPhase};
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 use super::replicas::load_replicas;
 use super::use_job;
 use crate::api;
 use crate::components::api_error::{use_sign_in_again, LiveNote};
+use crate::components::dom;
 use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::loaded::{Data, Loaded};
 use crate::components::log_viewer::LogViewer;
@@ -109,85 +111,143 @@ fn LiveLogs(initial: Vec<Replica>) -> impl IntoView {
             }
         }
     });
+    // Either picker names an attempt; one listener on their box serves both.
     let on_pick = move |ev: leptos::ev::Event| {
         let id = event_target_value(&ev);
         navigate(&routes::job_logs(&context.id.get_untracked(), Some(&id)));
     };
-    // The replica picker selects the replica's latest attempt; the attempt
-    // picker any attempt of it.
-    let options = move |choices: Vec<(String, String)>, selected: Option<String>| {
-        choices
-            .into_iter()
-            .map(|(id, label)| {
-                let on = selected.as_deref() == Some(id.as_str());
-                view! { <option value=id prop:selected=on>{label}</option> }
-            })
-            .collect_view()
-    };
-    let replica_options = move || {
+    let host = NodeRef::<leptos::html::Div>::new();
+    let draw_pickers = RenderEffect::new(move |drawn: Option<Option<Pickers>>| {
+        let host = host.get()?;
+        let mut pickers = drawn.flatten().unwrap_or_else(|| Pickers::new(&host));
         let current = wanted.get();
-        let choices = replicas.with(|list| replica_choices(list));
-        // The latest attempt of the shown replica stands for the replica.
-        let selected = replicas.with(|list| {
-            let index = list.iter().find(|r| Some(&r.id) == current.as_ref()).map(|r| r.status.completion_index);
-            choices
-                .iter()
-                .find(|(id, _)| list.iter().any(|r| &r.id == id && Some(r.status.completion_index) == index))
-                .map(|(id, _)| id.clone())
+        let failed = replicas.with(|list| {
+            pickers.draw(list, current.as_deref());
+            failed_attempt(list, current.as_deref())
         });
-        options(choices, selected)
-    };
-    let attempt_options = move || {
-        let current = wanted.get().unwrap_or_default();
-        let mut choices = replicas.with(|list| attempt_choices(list, &current));
-        // An attempt named by the address but not (or no longer) listed.
-        if !current.is_empty() && !choices.iter().any(|(id, _)| *id == current) {
-            choices.push((current.clone(), current.clone()));
+        if failed != pickers.asked {
+            pickers.asked = failed.clone();
+            show_link(&pickers.first_error, None);
+            if let Some(replica) = failed {
+                let job = context.id.get_untracked();
+                let link = pickers.first_error.clone();
+                leptos::task::spawn_local(async move {
+                    let Ok(Some((line, pattern))) = api::first_error(&job, &replica).await else { return };
+                    // The answer is drawn only if the same attempt is still
+                    // on screen.
+                    if wanted.try_get_untracked().flatten().as_deref() == Some(replica.as_str()) {
+                        let href = format!("{}#L{line}", routes::job_logs(&job, Some(&replica)));
+                        show_link(&link, Some((&href, &format!("Go to the first error: {pattern} on line {line}"))));
+                    }
+                });
+            }
         }
-        options(choices, Some(current))
-    };
-
-    // For a failed attempt, where its first error is (from the failure
-    // analysis), as a link to that line.
-    let first_error = LocalResource::new(move || {
-        let replica = wanted.get();
-        let failed = replica.as_ref().is_some_and(|id| {
-            replicas.with_untracked(|list| list.iter().any(|r| &r.id == id && r.status.phase == ReplicaPhase::Failed))
-        });
-        let job = context.id.get_untracked();
-        async move {
-            let replica = replica.filter(|_| failed)?;
-            let analysis = api::failure_analysis(&job).await.ok()?;
-            let stream = analysis.log_streams.into_iter().find(|s| s.replica_id == replica)?;
-            let href = format!("{}#L{}", routes::job_logs(&job, Some(&replica)), stream.error_line);
-            Some((href, format!("Go to the first error: {} on line {}", stream.pattern, stream.error_line)))
-        }
+        Some(pickers)
     });
+    on_cleanup(move || drop(draw_pickers));
 
     view! {
         <LiveNote problem/>
         <h2>"Logs"</h2>
-        <Show
-            when=move || wanted.with(Option::is_some) || replicas.with(|r| !r.is_empty())
-            fallback=|| view! { <p class="empty">"No replica has started yet, so there is no log."</p> }
-        >
-            <div class="log-pickers">
-                <label for="log-replica">"Replica"</label>
-                <select id="log-replica" on:change=on_pick.clone()>{replica_options}</select>
-                <label for="log-attempt">"Attempt"</label>
-                <select id="log-attempt" on:change=on_pick.clone()>{attempt_options}</select>
-                {move || {
-                    first_error
-                        .get()
-                        .flatten()
-                        .map(|(href, label)| view! { <a class="first-error" href=href>{label}</a> })
-                }}
-            </div>
-            {move || {
-                wanted.get().map(|replica| view! { <LogViewer job=context.id.get_untracked() replica/> })
-            }}
-        </Show>
+        <div node_ref=host on:change=on_pick></div>
+        {move || {
+            wanted.get().map(|replica| view! { <LogViewer job=context.id.get_untracked() replica/> })
+        }}
     }
+}
+
+/// The shown attempt, if it failed: the one to offer a jump to its first
+/// error for.
+fn failed_attempt(replicas: &[Replica], current: Option<&str>) -> Option<String> {
+    let current = current?;
+    replicas.iter().any(|r| r.id == current && r.status.phase == ReplicaPhase::Failed).then(|| current.to_string())
+}
+
+/// The replica and attempt pickers and the link to the first error, drawn
+/// straight into the page (`components/dom.rs`) by one render effect: as
+/// typed views (two reactive option lists, a `Show`, a resource) they were
+/// most of the logs tab's own code. The elements are made once; options are
+/// made again only when the choices change, so an open picker stays open
+/// through the polls that change nothing.
+struct Pickers {
+    empty: web_sys::Element,
+    row: web_sys::Element,
+    replica: web_sys::HtmlSelectElement,
+    attempt: web_sys::HtmlSelectElement,
+    first_error: web_sys::Element,
+    choices: (Vec<(String, String)>, Vec<(String, String)>),
+    /// The failed attempt whose first error was asked for.
+    asked: Option<String>,
+}
+
+impl Pickers {
+    fn new(host: &web_sys::Element) -> Pickers {
+        let empty = dom::child(host, "p", "empty", "No replica has started yet, so there is no log.");
+        let row = dom::child(host, "div", "log-pickers", "");
+        let select = |id: &str, label: &str| {
+            dom::set(&dom::child(&row, "label", "", label), "for", id);
+            let select = dom::child(&row, "select", "", "");
+            dom::set(&select, "id", id);
+            select.unchecked_into::<web_sys::HtmlSelectElement>()
+        };
+        let replica = select("log-replica", "Replica");
+        let attempt = select("log-attempt", "Attempt");
+        let first_error = dom::child(&row, "a", "first-error", "");
+        show_link(&first_error, None);
+        Pickers { empty, row, replica, attempt, first_error, choices: Default::default(), asked: None }
+    }
+
+    /// Shows the choices for `replicas` with attempt `current` selected.
+    fn draw(&mut self, replicas: &[Replica], current: Option<&str>) {
+        let nothing = current.is_none() && replicas.is_empty();
+        show(&self.empty, nothing);
+        show(&self.row, !nothing);
+        let replica_choices = replica_choices(replicas);
+        // The latest attempt of the shown replica stands for the replica.
+        let index = replicas.iter().find(|r| Some(r.id.as_str()) == current).map(|r| r.status.completion_index);
+        let replica_selected = replica_choices
+            .iter()
+            .find(|(id, _)| replicas.iter().any(|r| &r.id == id && Some(r.status.completion_index) == index))
+            .map(|(id, _)| id.clone())
+            .unwrap_or_default();
+        let current = current.unwrap_or_default();
+        let mut attempt_choices = attempt_choices(replicas, current);
+        // An attempt named by the address but not (or no longer) listed.
+        if !current.is_empty() && !attempt_choices.iter().any(|(id, _)| id == current) {
+            attempt_choices.push((current.to_string(), current.to_string()));
+        }
+        if self.choices.0 != replica_choices {
+            fill_options(&self.replica, &replica_choices);
+            self.choices.0 = replica_choices;
+        }
+        if self.choices.1 != attempt_choices {
+            fill_options(&self.attempt, &attempt_choices);
+            self.choices.1 = attempt_choices;
+        }
+        self.replica.set_value(&replica_selected);
+        self.attempt.set_value(current);
+    }
+}
+
+/// Makes a picker's options again: `(value, label)` each.
+fn fill_options(select: &web_sys::Element, choices: &[(String, String)]) {
+    dom::clear(select);
+    for (id, label) in choices {
+        dom::set(&dom::child(select, "option", "", label), "value", id);
+    }
+}
+
+/// Shows or hides an element.
+fn show(element: &web_sys::Element, shown: bool) {
+    let _ = element.toggle_attribute_with_force("hidden", !shown);
+}
+
+/// Points the link at `(href, words)`, or hides it.
+fn show_link(link: &web_sys::Element, to: Option<(&str, &str)>) {
+    show(link, to.is_some());
+    let (href, words) = to.unwrap_or_default();
+    dom::set(link, "href", href);
+    link.set_text_content(Some(words));
 }
 
 #[cfg(test)]
@@ -232,5 +292,64 @@ mod tests {
         killed.status.exit_code = None;
         killed.status.signal = Some(15);
         assert_eq!(attempt_choices(&[killed], "job-1-2-0")[0].1, "Attempt 1 · Failed (signal 15)");
+    }
+
+    /// A picker's options as `(value, label)`.
+    fn options(select: &web_sys::HtmlSelectElement) -> Vec<(String, String)> {
+        let options = select.children();
+        (0..options.length())
+            .map(|i| options.item(i).unwrap())
+            .map(|o| (o.get_attribute("value").unwrap(), o.text_content().unwrap()))
+            .collect()
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn the_pickers_select_the_shown_attempt_and_its_replica() {
+        let host = dom::element("div");
+        let mut pickers = Pickers::new(&host);
+        pickers.draw(&[], None);
+        assert!(!pickers.empty.has_attribute("hidden") && pickers.row.has_attribute("hidden"));
+        assert!(pickers.first_error.has_attribute("hidden"));
+
+        let list = [
+            replica(0, 0, Succeeded, Some(0), Some(5)),
+            replica(1, 0, Failed, Some(1), Some(3)),
+            replica(1, 1, Running, Some(4), None),
+        ];
+        pickers.draw(&list, Some("job-1-1-0"));
+        assert!(pickers.empty.has_attribute("hidden") && !pickers.row.has_attribute("hidden"));
+        assert_eq!(options(&pickers.replica), replica_choices(&list));
+        assert_eq!(options(&pickers.attempt), attempt_choices(&list, "job-1-1-0"));
+        // The replica's latest attempt stands for the replica.
+        assert_eq!((pickers.replica.value(), pickers.attempt.value()), ("job-1-1-1".into(), "job-1-1-0".into()));
+
+        // Another attempt of the same replica: the options stay the same
+        // elements (an open picker stays open), only the selection moves.
+        let first_option = pickers.attempt.first_element_child();
+        pickers.draw(&list, Some("job-1-1-1"));
+        assert_eq!(pickers.attempt.first_element_child(), first_option);
+        assert_eq!(pickers.attempt.value(), "job-1-1-1");
+
+        // An attempt the address names but the list lacks is offered as
+        // itself.
+        pickers.draw(&list, Some("job-1-9-0"));
+        assert_eq!(options(&pickers.attempt), [("job-1-9-0".to_string(), "job-1-9-0".to_string())]);
+        assert_eq!(pickers.attempt.value(), "job-1-9-0");
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn only_a_failed_attempt_on_screen_is_offered_a_jump_to_its_first_error() {
+        let list = [replica(0, 0, Failed, Some(0), Some(5)), replica(0, 1, Running, Some(6), None)];
+        let cases =
+            [(Some("job-1-0-0"), Some("job-1-0-0")), (Some("job-1-0-1"), None), (Some("gone"), None), (None, None)];
+        for (current, offered) in cases {
+            assert_eq!(failed_attempt(&list, current).as_deref(), offered, "{current:?}");
+        }
+        let link = dom::element("a");
+        show_link(&link, Some(("/jobs/j/logs?replica=r#L4", "Go to the first error: Python traceback on line 4")));
+        assert!(!link.has_attribute("hidden"));
+        assert_eq!(link.get_attribute("href").as_deref(), Some("/jobs/j/logs?replica=r#L4"));
+        show_link(&link, None);
+        assert!(link.has_attribute("hidden"));
     }
 }
