@@ -28,7 +28,7 @@ use jobdeck_api::{LogLine, LogRange};
 use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
-use web_sys::{Element, HtmlElement};
+use web_sys::{Element, HtmlElement, HtmlInputElement};
 
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
@@ -205,12 +205,21 @@ struct Core {
     rows: Option<HtmlElement>,
     spacer: Option<HtmlElement>,
     position: Option<Element>,
+    controls: Option<Controls>,
     spacer_px: i64,
     keyed: Keyed<Row>,
     selection: Option<(u64, u64)>,
     matches: Matches,
     timestamps: bool,
     wrap: bool,
+    state: LogState,
+    follow: bool,
+    /// The search whose matches are shown.
+    searched: Option<Search>,
+    search_status: String,
+    /// Whether the link to the selected lines was copied since they were
+    /// selected.
+    copied: bool,
     /// The address of this log without a fragment, for line links.
     base_href: String,
     abort: Option<web_sys::AbortController>,
@@ -226,6 +235,8 @@ struct Core {
     first_place: Option<Option<u64>>,
     /// Redraws when the scroll box changes size (laid out, window resized).
     resize: Option<(web_sys::ResizeObserver, Closure<dyn FnMut()>)>,
+    /// The one listener of the viewer's controls, rows and scroll box.
+    listener: Option<Closure<dyn FnMut(web_sys::Event)>>,
 }
 
 impl Core {
@@ -443,15 +454,158 @@ fn fill_row(row: &Element, item: &Row, previous: Option<&Row>) {
 
 /// What the viewer says about the log as a whole.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LogState {
+enum LogState {
     Loading,
     Live,
     Ended,
     Failed(String),
 }
 
+/// The viewer's controls, kept to show the state in them.
+struct Controls {
+    root: Element,
+    follow: HtmlInputElement,
+    timestamps: HtmlInputElement,
+    wrap: HtmlInputElement,
+    copy_link: Element,
+    search_text: HtmlInputElement,
+    search_regex: HtmlInputElement,
+    search_case: HtmlInputElement,
+    previous: Element,
+    next: Element,
+    search_status: Element,
+    state: Element,
+}
+
+/// A search as asked: the text, whether it is a regular expression, whether
+/// case is ignored.
+type Search = (String, bool, bool);
+
+impl Controls {
+    /// Makes the viewer's elements in `root`: the controls, the search row,
+    /// the status line and the scroll box with its rows.
+    fn build(root: &Element) -> (Controls, [HtmlElement; 4], Element) {
+        let row = dom::child(root, "div", "log-controls", "");
+        let check = |parent: &Element, id: &str, words: &str| {
+            let label = dom::child(parent, "label", "check", "");
+            let input = dom::child(&label, "input", "", "");
+            dom::set(&input, "type", "checkbox");
+            dom::set(&input, "id", id);
+            let _ = label.append_with_str_1(words);
+            input.unchecked_into::<HtmlInputElement>()
+        };
+        let button = |parent: &Element, id: &str, words: &str| {
+            let button = dom::child(parent, "button", "", words);
+            dom::set(&button, "type", "button");
+            dom::set(&button, "id", id);
+            button
+        };
+        let follow = check(&row, "log-follow", "Follow");
+        let timestamps = check(&row, "log-timestamps", "Timestamps");
+        let wrap = check(&row, "log-wrap", "Wrap lines");
+        button(&row, "log-download", "Download");
+        let copy_link = button(&row, "log-copy-link", "");
+
+        let search = dom::child(root, "div", "log-search", "");
+        dom::set(&search, "role", "search");
+        dom::set(&dom::child(&search, "label", "", "Search the log"), "for", "log-search-text");
+        let search_text = dom::child(&search, "input", "", "");
+        dom::set(&search_text, "type", "search");
+        dom::set(&search_text, "id", "log-search-text");
+        dom::set(&search_text, "placeholder", "text, or a pattern with Regex");
+        let search_regex = check(&search, "log-search-regex", "Regex");
+        let search_case = check(&search, "log-search-case", "Ignore case");
+        button(&search, "log-search-go", "Find");
+        let previous = button(&search, "log-search-prev", "↑");
+        dom::set(&previous, "aria-label", "Previous match");
+        let next = button(&search, "log-search-next", "↓");
+        dom::set(&next, "aria-label", "Next match");
+        let search_status = dom::child(&search, "span", "log-search-status", "");
+        dom::set(&search_status, "role", "status");
+
+        let status = dom::child(root, "p", "log-status", "");
+        dom::set(&status, "role", "status");
+        let state = dom::child(&status, "span", "", "");
+        let _ = status.append_with_str_1(" ");
+        let position = dom::child(&status, "span", "log-position", "");
+
+        let scroller = dom::child(root, "div", "log-scroller", "");
+        dom::set(&scroller, "tabindex", "0");
+        dom::set(&scroller, "aria-label", "Log lines");
+        let window = dom::child(&scroller, "div", "log-window", "");
+        let rows = dom::child(&window, "div", "log-rows", "");
+        let spacer = dom::child(&scroller, "div", "log-spacer", "");
+        let controls = Controls {
+            root: root.clone(),
+            follow,
+            timestamps,
+            wrap,
+            copy_link,
+            search_text: search_text.unchecked_into(),
+            search_regex,
+            search_case,
+            previous,
+            next,
+            search_status,
+            state,
+        };
+        let boxes = [scroller, window, rows, spacer].map(|e| e.unchecked_into::<HtmlElement>());
+        (controls, boxes, position)
+    }
+
+    /// The search the inputs ask for now.
+    fn search(&self) -> Search {
+        (self.search_text.value(), self.search_regex.checked(), self.search_case.checked())
+    }
+}
+
+impl Core {
+    /// Shows the viewer's state in its controls and status line.
+    fn show_controls(&self) {
+        let Some(c) = &self.controls else { return };
+        c.follow.set_checked(self.follow);
+        c.follow.set_disabled(self.state != LogState::Live);
+        let _ = c.root.class_list().toggle_with_force("wrap", self.wrap);
+        let _ = c.copy_link.toggle_attribute_with_force("hidden", self.selection.is_none());
+        c.copy_link.set_text_content(Some(if self.copied { "Link copied" } else { "Copy link to selected lines" }));
+        for button in [&c.previous, &c.next] {
+            let _ = button.toggle_attribute_with_force("disabled", self.matches.lines.is_empty());
+        }
+        c.search_status.set_text_content(Some(&self.search_status));
+        let state = match &self.state {
+            LogState::Loading => "Loading the log…",
+            LogState::Live if self.total == 0 => "No output yet; new lines appear as they are written.",
+            LogState::Live if self.follow => "Following: new lines appear as they are written.",
+            LogState::Live => "The attempt is running. Scroll to the end, or tick Follow, to follow new lines.",
+            LogState::Ended if self.total == 0 => "This attempt wrote no output.",
+            LogState::Ended => "The attempt has ended; this is its whole log.",
+            LogState::Failed(why) => why,
+        };
+        c.state.set_text_content(Some(state));
+    }
+
+    /// A new state of the log, shown.
+    fn set_state(&mut self, state: LogState) {
+        self.state = state;
+        self.show_controls();
+    }
+}
+
+type Stored = StoredValue<Core, LocalStorage>;
+
+/// The events the viewer's one listener hears from its controls and rows
+/// (and `scroll`, from the scroll box itself).
+const LISTENED: [&str; 4] = ["click", "change", "input", "keydown"];
+
 /// The viewer for one attempt's log. `job` and `replica` are fixed: the page
 /// makes a new viewer for another attempt.
+///
+/// Its elements are drawn straight into the page (`components/dom.rs`) and
+/// its state lives in `Core`, outside the reactive graph: one listener on
+/// the viewer serves every control, and the only reactive input is the line
+/// selection in the address. As typed views with a signal per control it
+/// was a third of the logs tab's download (docs/measurements.md, "The log
+/// viewer drawn").
 #[component]
 pub fn LogViewer(job: String, replica: String) -> impl IntoView {
     let url = use_url();
@@ -475,35 +629,26 @@ pub fn LogViewer(job: String, replica: String) -> impl IntoView {
         rows: None,
         spacer: None,
         position: None,
+        controls: None,
         spacer_px: -1,
         keyed: Keyed::default(),
         selection: selection_in_address.get_untracked(),
         matches: Matches::default(),
         timestamps: false,
         wrap: false,
+        state: LogState::Loading,
+        follow: false,
+        searched: None,
+        search_status: String::new(),
+        copied: false,
         base_href,
         abort: web_sys::AbortController::new().ok(),
         anchor: None,
         first_place: None,
         resize: None,
+        listener: None,
     });
-    let state = RwSignal::new(LogState::Loading);
-    let total = RwSignal::new(0u64);
-    let follow = RwSignal::new(false);
-    let timestamps = RwSignal::new(false);
-    let wrap = RwSignal::new(false);
-    let search_text = RwSignal::new(String::new());
-    let search_regex = RwSignal::new(false);
-    let search_case = RwSignal::new(false);
-    let search_status = RwSignal::new(String::new());
-    let searched = RwSignal::new(None::<(String, bool, bool)>);
-    let copied = RwSignal::new(false);
-
-    let scroller_ref = NodeRef::<leptos::html::Div>::new();
-    let window_ref = NodeRef::<leptos::html::Div>::new();
-    let rows_ref = NodeRef::<leptos::html::Div>::new();
-    let spacer_ref = NodeRef::<leptos::html::Div>::new();
-    let position_ref = NodeRef::<leptos::html::Span>::new();
+    let host = NodeRef::<leptos::html::Div>::new();
 
     on_cleanup(move || {
         core.try_update_value(|c| {
@@ -513,141 +658,233 @@ pub fn LogViewer(job: String, replica: String) -> impl IntoView {
             if let Some((observer, _)) = c.resize.take() {
                 observer.disconnect();
             }
+            // The listener goes with the viewer: nothing may call it after.
+            if let (Some(listener), Some(controls), Some(scroller)) = (&c.listener, &c.controls, &c.scroller) {
+                let function = listener.as_ref().unchecked_ref();
+                for kind in LISTENED {
+                    let _ = controls.root.remove_event_listener_with_callback(kind, function);
+                }
+                let _ = scroller.remove_event_listener_with_callback("scroll", function);
+            }
         });
     });
 
-    // The first screen: the selected lines when the address names some,
-    // else the end of the log. Then, while the attempt runs, follow it.
-    Effect::new(move |done: Option<bool>| {
-        if done == Some(true) {
-            return true;
-        }
-        let (Some(scroller), Some(window), Some(rows), Some(spacer), Some(position)) =
-            (scroller_ref.get(), window_ref.get(), rows_ref.get(), spacer_ref.get(), position_ref.get())
-        else {
-            return false;
-        };
-        let on_resize = Closure::<dyn FnMut()>::new(move || {
-            let placed = core.try_update_value(|c| {
-                if c.geometry().viewport > 0.0 {
-                    if let Some(line) = c.first_place.take() {
-                        c.place_first_screen(line);
-                    }
-                }
-            });
-            if placed.is_some() {
-                refresh(core, state);
-            }
-        });
-        let observer = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()).ok();
-        if let Some(observer) = &observer {
-            observer.observe(&scroller);
-        }
-        core.update_value(|c| {
-            c.resize = observer.map(|o| (o, on_resize));
-            c.scroller = Some(scroller.unchecked_into());
-            c.window = Some(window.unchecked_into());
-            c.rows = Some(rows.unchecked_into());
-            c.spacer = Some(spacer.unchecked_into());
-            c.position = Some(position.unchecked_into());
-        });
-        let sign_in_again = sign_in_again.clone();
-        leptos::task::spawn_local(async move {
-            let Some((job, replica, selection, signal)) = core.try_with_value(|c| {
-                (c.job.clone(), c.replica.clone(), c.selection, c.abort.as_ref().map(|a| a.signal()))
-            }) else {
-                return;
-            };
-            let first = match selection {
-                Some((from, _)) => {
-                    let start = (from - 1) / CHUNK * CHUNK + 1;
-                    api::log_range(&job, &replica, start, start + CHUNK - 1, signal.as_ref()).await
-                }
-                None => api::log_tail(&job, &replica, CHUNK, signal.as_ref()).await,
-            };
-            let range = match first {
-                Ok(range) => range,
-                Err(ApiFailure::Unauthorized) => return sign_in_again(),
-                Err(ApiFailure::NotFound(message)) => return state.set(LogState::Failed(message)),
-                Err(failure) => return state.set(LogState::Failed(failure.to_string())),
-            };
-            let ended = range.ended;
-            let count = range.total_lines;
-            if core.try_update_value(|c| c.absorb(range)).is_none() {
-                return;
-            }
-            total.set(count);
-            state.set(if ended { LogState::Ended } else { LogState::Live });
-            // Size the spacer first, so the scroll position can be set.
-            refresh(core, state);
-            core.update_value(|c| c.place_first_screen(selection.map(|(from, _)| from)));
-            follow.set(selection.is_none() && !ended);
-            refresh(core, state);
-            follow_log(core, state, total, follow, signal).await;
-        });
-        true
-    });
-
-    // A selection arriving through the address (a link opened, back and
-    // forward) scrolls to it; one made by clicking is already on screen.
+    // The first run draws the viewer and loads the first screen: the
+    // selected lines when the address names some, else the end of the log;
+    // then, while the attempt runs, it follows it. Later runs come from a
+    // selection arriving through the address (a link opened, back and
+    // forward), which scrolls to it; one made by clicking is already on
+    // screen.
     Effect::new(move |_| {
         let wanted = selection_in_address.get();
+        let Some(host) = host.get() else { return };
+        if core.with_value(|c| c.controls.is_none()) {
+            let on_event = {
+                let navigate_replace = navigate_replace.clone();
+                Closure::<dyn FnMut(web_sys::Event)>::new(move |ev| on_event(core, &navigate_replace, ev))
+            };
+            start(core, &host, on_event, sign_in_again.clone());
+            return;
+        }
         let moved = core.try_update_value(|c| {
             if c.selection == wanted {
                 return false;
             }
             c.selection = wanted;
             if let Some((from, _)) = wanted {
+                c.follow = false;
                 c.scroll_to_line(from, JUMP_PLACE);
                 c.bring_into_view();
             }
             true
         });
         if moved == Some(true) {
-            if wanted.is_some() {
-                follow.set(false);
+            refresh(core);
+        }
+    });
+
+    view! { <div class="log-viewer" node_ref=host></div> }
+}
+
+/// Draws the viewer into `root`, listens to it, and loads its first screen.
+fn start(
+    core: Stored,
+    root: &Element,
+    on_event: Closure<dyn FnMut(web_sys::Event)>,
+    sign_in_again: impl Fn() + 'static,
+) {
+    let (controls, [scroller, window, rows, spacer], position) = Controls::build(root);
+    for kind in LISTENED {
+        let _ = root.add_event_listener_with_callback(kind, on_event.as_ref().unchecked_ref());
+    }
+    // A scroll does not bubble up to the viewer.
+    let _ = scroller.add_event_listener_with_callback("scroll", on_event.as_ref().unchecked_ref());
+    let on_resize = Closure::<dyn FnMut()>::new(move || {
+        let placed = core.try_update_value(|c| {
+            if c.geometry().viewport > 0.0 {
+                if let Some(line) = c.first_place.take() {
+                    c.place_first_screen(line);
+                }
             }
-            refresh(core, state);
-        }
-    });
-
-    Effect::new(move |_| {
-        let (stamps, wrapped) = (timestamps.get(), wrap.get());
-        core.update_value(|c| {
-            c.timestamps = stamps;
-            c.wrap = wrapped;
         });
-        refresh(core, state);
+        if placed.is_some() {
+            refresh(core);
+        }
     });
-
-    let on_scroll = move |_| {
-        let at_bottom = core.with_value(|c| c.at_bottom() && !c.ended);
-        if follow.get_untracked() != at_bottom {
-            follow.set(at_bottom);
+    let observer = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()).ok();
+    if let Some(observer) = &observer {
+        observer.observe(&scroller);
+    }
+    core.update_value(|c| {
+        c.resize = observer.map(|o| (o, on_resize));
+        c.scroller = Some(scroller);
+        c.window = Some(window);
+        c.rows = Some(rows);
+        c.spacer = Some(spacer);
+        c.position = Some(position);
+        c.controls = Some(controls);
+        c.listener = Some(on_event);
+        c.show_controls();
+    });
+    leptos::task::spawn_local(async move {
+        let Some((job, replica, selection, signal)) = core
+            .try_with_value(|c| (c.job.clone(), c.replica.clone(), c.selection, c.abort.as_ref().map(|a| a.signal())))
+        else {
+            return;
+        };
+        let first = match selection {
+            Some((from, _)) => {
+                let start = (from - 1) / CHUNK * CHUNK + 1;
+                api::log_range(&job, &replica, start, start + CHUNK - 1, signal.as_ref()).await
+            }
+            None => api::log_tail(&job, &replica, CHUNK, signal.as_ref()).await,
+        };
+        let failed = match first {
+            Ok(range) => {
+                let ended = range.ended;
+                core.try_update_value(|c| {
+                    c.absorb(range);
+                    c.state = if ended { LogState::Ended } else { LogState::Live };
+                })
+                .map(|_| None)
+            }
+            Err(ApiFailure::Unauthorized) => return sign_in_again(),
+            Err(ApiFailure::NotFound(message)) => Some(Some(message)),
+            Err(failure) => Some(Some(failure.to_string())),
+        };
+        match failed {
+            None => return,
+            Some(Some(why)) => {
+                core.try_update_value(|c| c.set_state(LogState::Failed(why)));
+                return;
+            }
+            Some(None) => {}
         }
-        refresh(core, state);
-    };
+        // Size the spacer first, so the scroll position can be set.
+        refresh(core);
+        core.update_value(|c| {
+            c.place_first_screen(selection.map(|(from, _)| from));
+            c.follow = selection.is_none() && !c.ended;
+        });
+        refresh(core);
+        follow_log(core, signal).await;
+    });
+}
 
-    let on_follow = move |ev: leptos::ev::Event| {
-        let on = event_target_checked(&ev);
-        follow.set(on);
-        if on {
-            core.update_value(Core::scroll_to_end);
-            refresh(core, state);
+/// Everything the viewer's controls and rows do, from one listener.
+fn on_event(core: Stored, navigate_replace: &impl Fn(&str), ev: web_sys::Event) {
+    let kind = ev.type_();
+    let id = ev.target().and_then(|t| t.dyn_into::<Element>().ok()).map(|t| t.id()).unwrap_or_default();
+    match (kind.as_str(), id.as_str()) {
+        ("scroll", _) => {
+            core.update_value(|c| {
+                let at_bottom = c.at_bottom() && !c.ended;
+                c.follow = at_bottom;
+            });
+            refresh(core);
         }
-    };
-
-    // A click on a line number selects that line, a shift-click the range
-    // from the line selected before; the address follows.
-    let on_rows_click = {
-        let navigate_replace = navigate_replace.clone();
-        move |ev: leptos::ev::MouseEvent| {
+        ("change", "log-follow") => {
+            core.update_value(|c| {
+                c.follow = c.controls.as_ref().is_some_and(|controls| controls.follow.checked());
+                if c.follow {
+                    c.scroll_to_end();
+                }
+            });
+            refresh(core);
+        }
+        ("change", "log-timestamps" | "log-wrap") => {
+            core.update_value(|c| {
+                if let Some(controls) = &c.controls {
+                    (c.timestamps, c.wrap) = (controls.timestamps.checked(), controls.wrap.checked());
+                }
+            });
+            refresh(core);
+        }
+        // A new search text, pattern mode or case rule clears the old
+        // matches.
+        ("input" | "change", "log-search-text" | "log-search-regex" | "log-search-case") => {
+            let changed = core.try_update_value(|c| {
+                let now = c.controls.as_ref().map(Controls::search);
+                if c.searched.is_none() || c.searched == now {
+                    return false;
+                }
+                c.searched = None;
+                c.search_status.clear();
+                c.matches = Matches::default();
+                true
+            });
+            if changed == Some(true) {
+                refresh(core);
+            }
+        }
+        ("keydown", "log-search-text") => {
+            let Some(key) = ev.dyn_ref::<web_sys::KeyboardEvent>() else { return };
+            if key.key() == "Enter" {
+                ev.prevent_default();
+                if key.shift_key() && core.with_value(|c| c.searched.is_some()) {
+                    step_match(core, -1);
+                } else {
+                    run_search(core);
+                }
+            }
+        }
+        ("click", "log-search-go") => run_search(core),
+        ("click", "log-search-prev") => step_match(core, -1),
+        ("click", "log-search-next") => step_match(core, 1),
+        ("click", "log-download") => {
+            let Some((job, replica, stamps)) =
+                core.try_with_value(|c| (c.job.clone(), c.replica.clone(), c.timestamps))
+            else {
+                return;
+            };
+            leptos::task::spawn_local(async move {
+                if let Err(failure) = api::download_log(&job, &replica, stamps).await {
+                    core.try_update_value(|c| {
+                        c.search_status = format!("Download failed: {failure}");
+                        c.show_controls();
+                    });
+                }
+            });
+        }
+        ("click", "log-copy-link") => {
+            let Some(window) = web_sys::window() else { return };
+            let href = window.location().href().unwrap_or_default();
+            let _ = window.navigator().clipboard().write_text(&href);
+            core.update_value(|c| {
+                c.copied = true;
+                c.show_controls();
+            });
+        }
+        // A click on a line number selects that line, a shift-click the
+        // range from the line selected before; the address follows.
+        ("click", _) => {
             let Some(line) = dom::closest_attribute(&ev, "data-ln").and_then(|n| n.parse::<u64>().ok()) else {
                 return;
             };
             ev.prevent_default();
+            let shift = ev.dyn_ref::<web_sys::MouseEvent>().is_some_and(|m| m.shift_key());
             let Some((selection, base)) = core.try_update_value(|c| {
-                let selection = match (ev.shift_key(), c.selection) {
+                let selection = match (shift, c.selection) {
                     (true, Some((a, b))) => {
                         let anchor = if line < a { b } else { a };
                         (anchor.min(line), anchor.max(line))
@@ -655,175 +892,94 @@ pub fn LogViewer(job: String, replica: String) -> impl IntoView {
                     _ => (line, line),
                 };
                 c.selection = Some(selection);
+                c.copied = false;
                 (selection, c.base_href.clone())
             }) else {
                 return;
             };
-            copied.set(false);
-            refresh(core, state);
+            refresh(core);
             navigate_replace(&format!("{base}#{}", selection_fragment(selection.0, selection.1)));
         }
-    };
+        _ => {}
+    }
+}
 
-    let run_search = move || {
-        let text = search_text.get_untracked();
-        if text.is_empty() {
-            return;
+/// Runs the search the inputs ask for, or moves to the next match of the
+/// same search.
+fn run_search(core: Stored) {
+    let Some(Some((wanted, again, job, replica))) = core.try_update_value(|c| {
+        let wanted = c.controls.as_ref().map(Controls::search)?;
+        if wanted.0.is_empty() {
+            return None;
         }
-        let wanted = (text.clone(), search_regex.get_untracked(), search_case.get_untracked());
-        if searched.get_untracked().as_ref() == Some(&wanted) {
-            return step_match(core, state, follow, search_status, 1);
+        let again = c.searched.as_ref() == Some(&wanted);
+        if !again {
+            c.searched = Some(wanted.clone());
+            c.search_status = "Searching…".into();
+            c.show_controls();
         }
-        searched.set(Some(wanted.clone()));
-        search_status.set("Searching…".into());
-        let Some((job, replica)) = core.try_with_value(|c| (c.job.clone(), c.replica.clone())) else { return };
-        leptos::task::spawn_local(async move {
-            let answer = api::log_search(&job, &replica, &wanted.0, wanted.1, wanted.2).await;
-            if searched.try_get_untracked().flatten().as_ref() != Some(&wanted) {
-                return;
+        Some((wanted, again, c.job.clone(), c.replica.clone()))
+    }) else {
+        return;
+    };
+    if again {
+        return step_match(core, 1);
+    }
+    leptos::task::spawn_local(async move {
+        let answer = api::log_search(&job, &replica, &wanted.0, wanted.1, wanted.2).await;
+        let current = core.try_update_value(|c| {
+            if c.searched.as_ref() != Some(&wanted) {
+                return None;
             }
             match answer {
                 Ok(found) => {
-                    let first_line = core.with_value(|c| c.visible().0);
-                    let current = first_match_from(&found.matches, first_line);
-                    let truncated = found.truncated;
-                    core.update_value(|c| c.matches = Matches { lines: found.matches, current });
-                    if current.is_some() {
-                        step_match(core, state, follow, search_status, 0);
-                    } else {
-                        search_status.set("No matching line".into());
-                        refresh(core, state);
-                    }
-                    if truncated {
-                        search_status.update(|s| s.push_str(" (only the first matches are listed)"));
-                    }
+                    let current = first_match_from(&found.matches, c.visible().0);
+                    c.matches = Matches { lines: found.matches, current };
+                    c.search_status = if current.is_some() { String::new() } else { "No matching line".into() };
+                    Some((current.is_some(), found.truncated))
                 }
                 Err(failure) => {
-                    searched.set(None);
-                    search_status.set(failure.to_string());
+                    c.searched = None;
+                    c.search_status = failure.to_string();
+                    c.show_controls();
+                    None
                 }
             }
         });
-    };
-    // A new search text, pattern mode or case rule clears the old matches.
-    Effect::new(move |_| {
-        let now = (search_text.get(), search_regex.get(), search_case.get());
-        if searched.get_untracked().is_some_and(|done| done != now) {
-            searched.set(None);
-            search_status.set(String::new());
-            core.update_value(|c| c.matches = Matches::default());
-            refresh(core, state);
+        let Some(Some((found, truncated))) = current else { return };
+        if found {
+            step_match(core, 0);
+        } else {
+            refresh(core);
+        }
+        if truncated {
+            core.update_value(|c| {
+                c.search_status.push_str(" (only the first matches are listed)");
+                c.show_controls();
+            });
         }
     });
-
-    let on_search_key = move |ev: leptos::ev::KeyboardEvent| {
-        if ev.key() == "Enter" {
-            ev.prevent_default();
-            if ev.shift_key() && searched.get_untracked().is_some() {
-                step_match(core, state, follow, search_status, -1);
-            } else {
-                run_search();
-            }
-        }
-    };
-
-    let on_download = move |_| {
-        let Some((job, replica)) = core.try_with_value(|c| (c.job.clone(), c.replica.clone())) else { return };
-        let stamps = timestamps.get_untracked();
-        leptos::task::spawn_local(async move {
-            if let Err(failure) = api::download_log(&job, &replica, stamps).await {
-                search_status.set(format!("Download failed: {failure}"));
-            }
-        });
-    };
-
-    let on_copy_link = move |_| {
-        let Some(window) = web_sys::window() else { return };
-        let href = window.location().href().unwrap_or_default();
-        let _ = window.navigator().clipboard().write_text(&href);
-        copied.set(true);
-    };
-
-    let state_text = move || match state.get() {
-        LogState::Loading => "Loading the log…".to_string(),
-        LogState::Live if total.get() == 0 => "No output yet; new lines appear as they are written.".into(),
-        LogState::Live if follow.get() => "Following: new lines appear as they are written.".into(),
-        LogState::Live => "The attempt is running. Scroll to the end, or tick Follow, to follow new lines.".into(),
-        LogState::Ended if total.get() == 0 => "This attempt wrote no output.".into(),
-        LogState::Ended => "The attempt has ended; this is its whole log.".into(),
-        LogState::Failed(why) => why,
-    };
-
-    view! {
-        <div class="log-viewer" class:wrap=move || wrap.get()>
-            <div class="log-controls">
-                <label class="check">
-                    <input type="checkbox" id="log-follow" prop:checked=move || follow.get() on:change=on_follow
-                        prop:disabled=move || state.get() != LogState::Live/>
-                    "Follow"
-                </label>
-                <label class="check"><input type="checkbox" id="log-timestamps" bind:checked=timestamps/>"Timestamps"</label>
-                <label class="check"><input type="checkbox" id="log-wrap" bind:checked=wrap/>"Wrap lines"</label>
-                <button type="button" id="log-download" on:click=on_download>"Download"</button>
-                <Show when=move || selection_in_address.with(Option::is_some)>
-                    <button type="button" id="log-copy-link" on:click=on_copy_link>
-                        {move || if copied.get() { "Link copied" } else { "Copy link to selected lines" }}
-                    </button>
-                </Show>
-            </div>
-            <div class="log-search" role="search">
-                <label for="log-search-text">"Search the log"</label>
-                <input type="search" id="log-search-text" bind:value=search_text on:keydown=on_search_key
-                    placeholder="text, or a pattern with Regex"/>
-                <label class="check"><input type="checkbox" id="log-search-regex" bind:checked=search_regex/>"Regex"</label>
-                <label class="check"><input type="checkbox" id="log-search-case" bind:checked=search_case/>"Ignore case"</label>
-                <button type="button" id="log-search-go" on:click=move |_| run_search()>"Find"</button>
-                <button type="button" id="log-search-prev" aria-label="Previous match"
-                    prop:disabled=move || search_status.with(|_| core.with_value(|c| c.matches.lines.is_empty()))
-                    on:click=move |_| step_match(core, state, follow, search_status, -1)>"↑"</button>
-                <button type="button" id="log-search-next" aria-label="Next match"
-                    prop:disabled=move || search_status.with(|_| core.with_value(|c| c.matches.lines.is_empty()))
-                    on:click=move |_| step_match(core, state, follow, search_status, 1)>"↓"</button>
-                <span class="log-search-status" role="status">{move || search_status.get()}</span>
-            </div>
-            <p class="log-status" role="status">
-                {state_text} " " <span class="log-position" node_ref=position_ref></span>
-            </p>
-            <div class="log-scroller" node_ref=scroller_ref tabindex="0" aria-label="Log lines" on:scroll=on_scroll>
-                <div class="log-window" node_ref=window_ref>
-                    <div class="log-rows" node_ref=rows_ref on:click=on_rows_click></div>
-                </div>
-                <div class="log-spacer" node_ref=spacer_ref></div>
-            </div>
-        </div>
-    }
 }
 
 /// Moves to the next (`step` 1), previous (-1) or current (0) match and
 /// scrolls it into view.
-fn step_match(
-    core: StoredValue<Core, LocalStorage>,
-    state: RwSignal<LogState>,
-    follow: RwSignal<bool>,
-    status: RwSignal<String>,
-    step: i64,
-) {
+fn step_match(core: Stored, step: i64) {
     let found = core.try_update_value(|c| {
         let count = c.matches.lines.len() as i64;
         if count == 0 {
-            return None;
+            return false;
         }
         let current = c.matches.current.map(|i| i as i64).unwrap_or(0);
         let next = (current + step).rem_euclid(count) as usize;
         c.matches.current = Some(next);
         let line = c.matches.lines[next];
         c.scroll_to_line(line, JUMP_PLACE);
-        Some((next + 1, count as u64, line))
+        c.follow = false;
+        c.search_status = format!("{} of {} · line {}", grouped(next as u64 + 1), grouped(count as u64), grouped(line));
+        true
     });
-    if let Some(Some((at, count, line))) = found {
-        follow.set(false);
-        status.set(format!("{} of {} · line {}", grouped(at as u64), grouped(count), grouped(line)));
-        refresh(core, state);
+    if found == Some(true) {
+        refresh(core);
     }
 }
 
@@ -831,25 +987,20 @@ fn step_match(
 /// one known and answers with them and the new total. While the user reads
 /// elsewhere in the log only the total is asked for, so a fast-growing log
 /// does not stream lines nobody looks at.
-async fn follow_log(
-    core: StoredValue<Core, LocalStorage>,
-    state: RwSignal<LogState>,
-    total: RwSignal<u64>,
-    follow: RwSignal<bool>,
-    signal: Option<web_sys::AbortSignal>,
-) {
+async fn follow_log(core: Stored, signal: Option<web_sys::AbortSignal>) {
     loop {
-        let Some((job, replica, known, ended)) =
-            core.try_with_value(|c| (c.job.clone(), c.replica.clone(), c.total, c.ended))
+        let Some((job, replica, known, ended, following)) =
+            core.try_with_value(|c| (c.job.clone(), c.replica.clone(), c.total, c.ended, c.follow))
         else {
             return;
         };
         if ended {
-            state.set(LogState::Ended);
-            follow.set(false);
+            core.update_value(|c| {
+                c.follow = false;
+                c.set_state(LogState::Ended);
+            });
             return;
         }
-        let following = follow.try_get_untracked().unwrap_or(false);
         let to = if following { known + CHUNK } else { known + 1 };
         let answer = api::log_range_waiting(&job, &replica, known + 1, to, FOLLOW_WAIT_SECONDS, signal.as_ref()).await;
         if signal.as_ref().is_some_and(|s| s.aborted()) {
@@ -857,43 +1008,44 @@ async fn follow_log(
         }
         match answer {
             Ok(range) => {
-                let count = range.total_lines;
-                if core.try_update_value(|c| c.absorb(range)).is_none() {
-                    return;
-                }
-                if total.try_get_untracked() != Some(count) {
-                    total.set(count);
-                }
-                let stick = follow.try_get_untracked().unwrap_or(false);
-                if stick {
-                    core.update_value(|c| {
+                let alive = core.try_update_value(|c| {
+                    c.absorb(range);
+                    if c.follow {
                         c.draw();
                         c.scroll_to_end();
-                    });
+                    }
+                });
+                if alive.is_none() {
+                    return;
                 }
-                refresh(core, state);
+                refresh(core);
             }
             Err(ApiFailure::Unauthorized) => {
-                state.set(LogState::Failed("Your session has ended; sign in again to follow the log.".into()));
+                let why = "Your session has ended; sign in again to follow the log.";
+                core.try_update_value(|c| c.set_state(LogState::Failed(why.into())));
                 return;
             }
             Err(failure) => {
-                state.set(LogState::Failed(format!("{failure}; trying again…")));
+                core.try_update_value(|c| c.set_state(LogState::Failed(format!("{failure}; trying again…"))));
                 sleep(2000).await;
-                if core.try_with_value(|_| ()).is_none() {
+                if core.try_update_value(|c| c.set_state(LogState::Live)).is_none() {
                     return;
                 }
-                state.set(LogState::Live);
             }
         }
     }
 }
 
-/// Draws the rows on screen, then fetches whatever they lack; each answer
-/// draws again. Fetches are few at a time, so dragging the scroll bar across
-/// a long log asks only for where it stops.
-fn refresh(core: StoredValue<Core, LocalStorage>, state: RwSignal<LogState>) {
-    let Some(wanted) = core.try_update_value(|c| c.draw()) else { return };
+/// Draws the rows on screen and the controls, then fetches whatever the
+/// rows lack; each answer draws again. Fetches are few at a time, so
+/// dragging the scroll bar across a long log asks only for where it stops.
+fn refresh(core: Stored) {
+    let Some(wanted) = core.try_update_value(|c| {
+        c.show_controls();
+        c.draw()
+    }) else {
+        return;
+    };
     for (from, to) in wanted {
         let Some(Some((job, replica, signal))) = core.try_update_value(|c| {
             if c.in_flight.len() >= MAX_IN_FLIGHT {
@@ -916,8 +1068,10 @@ fn refresh(core: StoredValue<Core, LocalStorage>, state: RwSignal<LogState>) {
                 return;
             }
             match answer {
-                Ok(_) => refresh(core, state),
-                Err(failure) => state.set(LogState::Failed(failure.to_string())),
+                Ok(_) => refresh(core),
+                Err(failure) => {
+                    core.try_update_value(|c| c.set_state(LogState::Failed(failure.to_string())));
+                }
             }
         });
     }
