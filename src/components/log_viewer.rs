@@ -14,9 +14,12 @@
 //! scaled down and a scroll position maps to a line proportionally, so there
 //! is no limit on the number of lines.
 //!
-//! The rows are drawn directly into the DOM (as the other live displays are,
-//! see `dom.rs`) from the scroll handler itself: a scroll must repaint within
-//! the same frame. Line text goes in as text nodes (`ansi::render_into`).
+//! The whole viewer is drawn directly into the DOM (as the other live
+//! displays are, see `dom.rs`) and its state lives in `Core`, outside the
+//! reactive graph: the rows are drawn from the scroll handler itself (a
+//! scroll must repaint within the same frame), the controls from the same
+//! state after every change. Line text goes in as text nodes
+//! (`ansi::render_into`).
 //!
 //! Line numbers are links: a click selects a line, a shift-click a range,
 //! and the address becomes `…#L120-L140`, which opens the same lines
@@ -240,6 +243,42 @@ struct Core {
 }
 
 impl Core {
+    /// A viewer of `job`'s attempt `replica` that has drawn nothing yet, with
+    /// lines `selection` selected; `base_href` is the log's address.
+    fn new(job: String, replica: String, selection: Option<(u64, u64)>, base_href: String) -> Core {
+        Core {
+            job,
+            replica,
+            total: 0,
+            ended: false,
+            lines: BTreeMap::new(),
+            in_flight: Vec::new(),
+            scroller: None,
+            window: None,
+            rows: None,
+            spacer: None,
+            position: None,
+            controls: None,
+            spacer_px: -1,
+            keyed: Keyed::default(),
+            selection,
+            matches: Matches::default(),
+            timestamps: false,
+            wrap: false,
+            state: LogState::Loading,
+            follow: false,
+            searched: None,
+            search_status: String::new(),
+            copied: false,
+            base_href,
+            abort: web_sys::AbortController::new().ok(),
+            anchor: None,
+            first_place: None,
+            resize: None,
+            listener: None,
+        }
+    }
+
     fn geometry(&self) -> Geometry {
         let viewport = self.scroller.as_ref().map(|s| s.client_height() as f64).unwrap_or(0.0);
         Geometry { total: self.total, viewport }
@@ -617,37 +656,7 @@ pub fn LogViewer(job: String, replica: String) -> impl IntoView {
         base.href()
     });
     let selection_in_address = Memo::new(move |_| url.with(|u| parse_selection(&u.hash)));
-    let core = StoredValue::new_local(Core {
-        job,
-        replica,
-        total: 0,
-        ended: false,
-        lines: BTreeMap::new(),
-        in_flight: Vec::new(),
-        scroller: None,
-        window: None,
-        rows: None,
-        spacer: None,
-        position: None,
-        controls: None,
-        spacer_px: -1,
-        keyed: Keyed::default(),
-        selection: selection_in_address.get_untracked(),
-        matches: Matches::default(),
-        timestamps: false,
-        wrap: false,
-        state: LogState::Loading,
-        follow: false,
-        searched: None,
-        search_status: String::new(),
-        copied: false,
-        base_href,
-        abort: web_sys::AbortController::new().ok(),
-        anchor: None,
-        first_place: None,
-        resize: None,
-        listener: None,
-    });
+    let core = StoredValue::new_local(Core::new(job, replica, selection_in_address.get_untracked(), base_href));
     let host = NodeRef::<leptos::html::Div>::new();
 
     on_cleanup(move || {
@@ -1137,6 +1146,55 @@ mod tests {
         assert_eq!(selection_fragment(5, 5), "L5");
         assert_eq!(selection_fragment(5, 9), "L5-L9");
         assert_eq!(parse_selection(&selection_fragment(7, 70)), Some((7, 70)));
+    }
+
+    #[wasm_bindgen_test]
+    fn the_controls_and_the_status_line_say_what_the_log_is_doing() {
+        use LogState::*;
+        let cases = [
+            (Loading, 0, false, "Loading the log…", false),
+            (Live, 0, false, "No output yet; new lines appear as they are written.", true),
+            (Live, 12, true, "Following: new lines appear as they are written.", true),
+            (Live, 12, false, "The attempt is running. Scroll to the end, or tick Follow, to follow new lines.", true),
+            (Ended, 0, false, "This attempt wrote no output.", false),
+            (Ended, 12, false, "The attempt has ended; this is its whole log.", false),
+            (Failed("No such replica".into()), 0, false, "No such replica", false),
+        ];
+        for (state, total, follow, says, can_follow) in cases {
+            let root = dom::element("div");
+            let mut core = Core::new("job".into(), "job-0-0".into(), None, "/jobs/job/logs".into());
+            core.controls = Some(Controls::build(&root).0);
+            (core.state, core.total, core.follow) = (state.clone(), total, follow);
+            core.show_controls();
+            let text = |selector: &str| root.query_selector(selector).unwrap().unwrap().text_content().unwrap();
+            assert_eq!(text(".log-status"), format!("{says} "), "{state:?}");
+            let controls = core.controls.as_ref().unwrap();
+            assert_eq!((controls.follow.checked(), !controls.follow.disabled()), (follow, can_follow), "{state:?}");
+        }
+    }
+
+    #[wasm_bindgen_test]
+    fn the_copy_link_and_the_match_steps_show_when_there_is_something_to_do() {
+        let root = dom::element("div");
+        let mut core = Core::new("job".into(), "job-0-0".into(), None, "/jobs/job/logs".into());
+        core.controls = Some(Controls::build(&root).0);
+        core.show_controls();
+        let controls = core.controls.as_ref().unwrap();
+        assert!(controls.copy_link.has_attribute("hidden"));
+        assert!(controls.previous.has_attribute("disabled") && controls.next.has_attribute("disabled"));
+
+        core.selection = Some((4, 9));
+        core.matches = Matches { lines: vec![3, 7], current: Some(0) };
+        core.search_status = "1 of 2 · line 3".into();
+        core.show_controls();
+        let controls = core.controls.as_ref().unwrap();
+        assert!(!controls.copy_link.has_attribute("hidden"));
+        assert_eq!(controls.copy_link.text_content().unwrap(), "Copy link to selected lines");
+        assert!(!controls.previous.has_attribute("disabled") && !controls.next.has_attribute("disabled"));
+        assert_eq!(controls.search_status.text_content().unwrap(), "1 of 2 · line 3");
+        core.copied = true;
+        core.show_controls();
+        assert_eq!(core.controls.as_ref().unwrap().copy_link.text_content().unwrap(), "Link copied");
     }
 
     #[wasm_bindgen_test]
