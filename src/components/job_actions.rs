@@ -5,14 +5,18 @@
 
 use jobdeck_api::{JobState, LeptonJob, Visibility};
 use leptos::prelude::*;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+use web_sys::{Element, HtmlDialogElement};
 
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
+use crate::components::dom;
 use crate::router::use_navigate;
 use crate::routes;
 
 /// Which state-changing actions a job's state allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Possible {
     pub stop: bool,
     pub start: bool,
@@ -51,6 +55,133 @@ enum Command {
     Delete,
 }
 
+/// What the actions show of the job and the signed-in user.
+#[derive(Clone, Default, PartialEq)]
+struct Facts {
+    id: String,
+    name: String,
+    owner: Option<String>,
+    allowed: bool,
+    possible: Possible,
+}
+
+impl Facts {
+    fn of(job: Option<&LeptonJob>, user: Option<&str>) -> Facts {
+        let Some(job) = job else { return Facts::default() };
+        Facts {
+            id: job.id().to_string(),
+            name: job.metadata.name.clone().unwrap_or_else(|| job.id().to_string()),
+            owner: job.metadata.created_by.clone(),
+            allowed: may_act(user, job),
+            possible: possible_actions(job.state(), job.spec.stopped == Some(true)),
+        }
+    }
+}
+
+/// The elements the actions change.
+struct Parts {
+    host: Element,
+    stop: Element,
+    start: Element,
+    delete: Element,
+    clone: Element,
+    note: Element,
+    problem: Element,
+    dialog: HtmlDialogElement,
+    title: Element,
+    confirm: Element,
+}
+
+impl Parts {
+    /// Makes the buttons, the note under them, the failure banner and the
+    /// delete confirmation in `host`.
+    fn build(host: &Element) -> Parts {
+        let row = dom::child(host, "div", "actions", "");
+        dom::set(&row, "role", "group");
+        dom::set(&row, "aria-label", "Job actions");
+        let button = |parent: &Element, class: &str, words: &str| {
+            let button = dom::child(parent, "button", class, words);
+            dom::set(&button, "type", "button");
+            button
+        };
+        let stop = button(&row, "stop", "Stop");
+        let start = button(&row, "start", "Start");
+        let delete = button(&row, "delete danger", "Delete…");
+        let clone = dom::child(&row, "a", "button clone", "Clone");
+        button(&row, "copy-link", "Copy link");
+        let note = dom::child(host, "p", "action-note", "");
+        dom::set(&note, "role", "status");
+        let problem = dom::child(host, "div", "banner error", "");
+        dom::set(&problem, "role", "alert");
+        let dialog = dom::child(host, "dialog", "confirm", "");
+        dom::set(&dialog, "aria-labelledby", "delete-title");
+        let title = dom::child(&dialog, "h2", "", "");
+        dom::set(&title, "id", "delete-title");
+        dom::child(
+            &dialog,
+            "p",
+            "",
+            "This stops its replicas and removes the job with its logs and events. It cannot be undone.",
+        );
+        let buttons = dom::child(&dialog, "div", "dialog-buttons", "");
+        dom::set(&button(&buttons, "cancel", "Cancel"), "autofocus", "");
+        let confirm = button(&buttons, "danger confirm-delete", "Delete job");
+        Parts {
+            host: host.clone(),
+            stop,
+            start,
+            delete,
+            clone,
+            note,
+            problem,
+            dialog: dialog.unchecked_into(),
+            title,
+            confirm,
+        }
+    }
+}
+
+/// The actions' state outside the reactive graph, drawn after each change.
+#[derive(Default)]
+struct Local {
+    facts: Facts,
+    busy: bool,
+    problem: Option<String>,
+    notice: String,
+    parts: Option<Parts>,
+    /// The one listener of the buttons, kept for as long as they are.
+    listener: Option<Closure<dyn FnMut(web_sys::Event)>>,
+}
+
+impl Local {
+    fn show(&self) {
+        let Some(p) = &self.parts else { return };
+        let f = &self.facts;
+        for (button, possible) in
+            [(&p.stop, f.possible.stop), (&p.start, f.possible.start), (&p.delete, f.possible.delete)]
+        {
+            let _ = button.toggle_attribute_with_force("disabled", self.busy || !f.allowed || !possible);
+        }
+        let _ = p.confirm.toggle_attribute_with_force("disabled", self.busy);
+        dom::set(&p.clone, "href", &routes::clone_job(&f.id));
+        let who = match (&f.owner, f.allowed) {
+            (_, true) => String::new(),
+            (Some(owner), false) => format!("Only {owner} can stop, start or delete this job."),
+            (None, false) => "You cannot stop, start or delete this job.".to_string(),
+        };
+        p.note.set_text_content(Some(&format!("{who} {}", self.notice)));
+        let _ = p.problem.toggle_attribute_with_force("hidden", self.problem.is_none());
+        p.problem.set_text_content(self.problem.as_deref());
+        p.title.set_text_content(Some(&format!("Delete {}?", f.name)));
+    }
+}
+
+type Stored = StoredValue<Local, LocalStorage>;
+
+/// The buttons, drawn straight into the page (`components/dom.rs`) by one
+/// render effect, with one listener for all of them: as typed views with a
+/// Leptos action they were the largest part of the job page's own code
+/// (docs/measurements.md, "The job page's actions drawn").
 #[component]
 pub fn JobActions(
     /// The job as last read (`None` before it is).
@@ -61,157 +192,133 @@ pub fn JobActions(
     #[prop(into)]
     on_update: Callback<LeptonJob>,
 ) -> impl IntoView {
-    // Stop, start and delete are one Leptos action: its `pending` is the
-    // busy state, its answers arrive through `value` (one action and one
-    // effect instead of two of each: less code in the job page's download).
-    let command = Action::new_local(|(id, command): &(String, Command)| {
-        let (id, command) = (id.clone(), *command);
-        async move {
-            match command {
-                Command::SetStopped(stopped) => api::set_job_stopped(&id, stopped).await.map(Some),
-                Command::Delete => api::delete_job(&id).await.map(|()| None),
-            }
-        }
-    });
-    let busy = move || command.pending().get();
-    let problem = RwSignal::new(None::<String>);
-    let notice = RwSignal::new(String::new());
-    let dialog = NodeRef::<leptos::html::Dialog>::new();
+    let local = StoredValue::new_local(Local::default());
+    let host = NodeRef::<leptos::html::Div>::new();
     let sign_in_again = use_sign_in_again();
     let navigate = use_navigate();
-
-    // The job is read where it is kept, never copied (a derived signal
-    // copied the whole job for each of these reads, at every change).
-    let id = move || job.with(|j| j.as_ref().map(|j| j.id().to_string()).unwrap_or_default());
-    let owner = move || job.with(|j| j.as_ref().and_then(|j| j.metadata.created_by.clone()));
-    let allowed = move || job.with(|j| j.as_ref().is_some_and(|j| may_act(user.get().as_deref(), j)));
-    let possible = move || {
-        job.with(|j| {
-            let j = j.as_ref();
-            possible_actions(j.and_then(LeptonJob::state), j.is_some_and(|j| j.spec.stopped == Some(true)))
-        })
-    };
-    let shown_failure = {
-        let sign_in_again = sign_in_again.clone();
-        move |failure: ApiFailure| match failure {
-            ApiFailure::Unauthorized => sign_in_again(),
-            other => problem.set(Some(other.to_string())),
-        }
-    };
-
-    Effect::new(move |_| match command.value().get() {
-        Some(Ok(Some(updated))) => on_update.run(updated),
-        // Deleted: the job is gone, and so is its page.
-        Some(Ok(None)) => navigate(routes::JOBS),
-        Some(Err(failure)) => {
-            if let Some(d) = dialog.get_untracked() {
-                d.close();
-            }
-            shown_failure(failure);
-        }
-        None => {}
-    });
-    let send_stopped = move |stopped: bool| {
-        problem.set(None);
-        command.dispatch_local((id(), Command::SetStopped(stopped)));
-    };
-    let stop = move |_| send_stopped(true);
-    let start = move |_| send_stopped(false);
-
-    let open_dialog = move |_| {
-        problem.set(None);
-        if let Some(d) = dialog.get() {
-            let _ = d.show_modal();
-        }
-    };
-    let close_dialog = move |_| {
-        if let Some(d) = dialog.get() {
-            d.close();
-        }
-    };
-    let confirm_delete = move |_| {
-        command.dispatch_local((id(), Command::Delete));
-    };
-
-    let copy_link = move |_| {
-        let Some(window) = web_sys::window() else { return };
-        let href = window.location().href().unwrap_or_default();
-        let navigator = window.navigator();
-        // Outside a secure context the browser offers no clipboard at all.
-        let has_clipboard =
-            js_sys::Reflect::get(&navigator, &"clipboard".into()).map(|c| !c.is_undefined()).unwrap_or(false);
-        if !has_clipboard {
-            notice.set(format!("Copying is not allowed here; the link is {href}"));
-            return;
-        }
-        let promise = navigator.clipboard().write_text(&href);
-        leptos::task::spawn_local(async move {
-            match wasm_bindgen_futures::JsFuture::from(promise).await {
-                Ok(_) => notice.set("Link copied.".into()),
-                Err(_) => notice.set(format!("Copying is not allowed here; the link is {href}")),
+    on_cleanup(move || {
+        local.try_update_value(|l| {
+            if let (Some(listener), Some(parts)) = (&l.listener, &l.parts) {
+                let _ = parts.host.remove_event_listener_with_callback("click", listener.as_ref().unchecked_ref());
             }
         });
-    };
+    });
+    let draw = RenderEffect::new(move |_| {
+        let facts = job.with(|j| Facts::of(j.as_ref(), user.read().as_deref()));
+        let Some(host) = host.get() else { return };
+        local.update_value(|l| {
+            if l.parts.is_none() {
+                let (navigate, sign_in_again) = (navigate.clone(), sign_in_again.clone());
+                let listener = Closure::<dyn FnMut(web_sys::Event)>::new(move |ev| {
+                    on_click(local, on_update, &navigate, &sign_in_again, ev)
+                });
+                let _ = host.add_event_listener_with_callback("click", listener.as_ref().unchecked_ref());
+                l.parts = Some(Parts::build(&host));
+                l.listener = Some(listener);
+            }
+            l.facts = facts;
+            l.show();
+        });
+    });
+    on_cleanup(move || drop(draw));
+    view! { <div node_ref=host></div> }
+}
 
-    let name = move || {
-        job.with(|j| j.as_ref().map(|j| j.metadata.name.clone().unwrap_or_else(|| j.id().to_string())))
-            .unwrap_or_default()
+/// What a click on one of the buttons does.
+fn on_click(
+    local: Stored,
+    on_update: Callback<LeptonJob>,
+    navigate: &(impl Fn(&str) + Clone + 'static),
+    sign_in_again: &(impl Fn() + Clone + 'static),
+    ev: web_sys::Event,
+) {
+    let Some(button) = ev.target().and_then(|t| t.dyn_into::<Element>().ok()).and_then(|t| t.closest("button").ok()?)
+    else {
+        return;
     };
-    view! {
-        <div class="actions" role="group" aria-label="Job actions">
-            <button
-                type="button"
-                class="stop"
-                on:click=stop
-                disabled=move || busy() || !allowed() || !possible().stop
-            >
-                "Stop"
-            </button>
-            <button
-                type="button"
-                class="start"
-                on:click=start
-                disabled=move || busy() || !allowed() || !possible().start
-            >
-                "Start"
-            </button>
-            <button
-                type="button"
-                class="delete danger"
-                on:click=open_dialog
-                disabled=move || busy() || !allowed() || !possible().delete
-            >
-                "Delete…"
-            </button>
-            <a class="button clone" href=move || routes::clone_job(&id())>"Clone"</a>
-            <button type="button" class="copy-link" on:click=copy_link>"Copy link"</button>
-        </div>
-        <p class="action-note" role="status">
-            {move || {
-                if allowed() {
-                    String::new()
-                } else {
-                    match owner() {
-                        Some(o) => format!("Only {o} can stop, start or delete this job."),
-                        None => "You cannot stop, start or delete this job.".to_string(),
-                    }
+    let is = |class: &str| button.class_list().contains(class);
+    let command = if is("stop") {
+        Command::SetStopped(true)
+    } else if is("start") {
+        Command::SetStopped(false)
+    } else if is("confirm-delete") {
+        Command::Delete
+    } else if is("copy-link") {
+        return copy_link(local);
+    } else {
+        local.update_value(|l| {
+            let Some(parts) = &l.parts else { return };
+            if is("delete") {
+                l.problem = None;
+                let _ = parts.dialog.show_modal();
+            } else if is("cancel") {
+                parts.dialog.close();
+            }
+            l.show();
+        });
+        return;
+    };
+    let Some(id) = local.try_update_value(|l| {
+        l.problem = None;
+        l.busy = true;
+        l.show();
+        l.facts.id.clone()
+    }) else {
+        return;
+    };
+    let (navigate, sign_in_again) = (navigate.clone(), sign_in_again.clone());
+    leptos::task::spawn_local(async move {
+        let answer = match command {
+            Command::SetStopped(stopped) => api::set_job_stopped(&id, stopped).await.map(Some),
+            Command::Delete => api::delete_job(&id).await.map(|()| None),
+        };
+        // The page may have gone while the server answered.
+        if local.try_update_value(|l| l.busy = false).is_none() {
+            return;
+        }
+        match answer {
+            Ok(Some(updated)) => on_update.run(updated),
+            // Deleted: the job is gone, and so is its page.
+            Ok(None) => navigate(routes::JOBS),
+            Err(ApiFailure::Unauthorized) => sign_in_again(),
+            Err(failure) => local.update_value(|l| {
+                if let Some(parts) = &l.parts {
+                    parts.dialog.close();
                 }
-            }}
-            " "
-            {move || notice.get()}
-        </p>
-        {move || problem.get().map(|p| view! { <div class="banner error" role="alert"><p>{p}</p></div> })}
-        <dialog node_ref=dialog class="confirm" aria-labelledby="delete-title">
-            <h2 id="delete-title">{move || format!("Delete {}?", name())}</h2>
-            <p>"This stops its replicas and removes the job with its logs and events. It cannot be undone."</p>
-            <div class="dialog-buttons">
-                <button type="button" class="cancel" autofocus on:click=close_dialog>"Cancel"</button>
-                <button type="button" class="danger confirm-delete" on:click=confirm_delete disabled=busy>
-                    "Delete job"
-                </button>
-            </div>
-        </dialog>
+                l.problem = Some(failure.to_string());
+            }),
+        }
+        local.try_update_value(|l| l.show());
+    });
+}
+
+/// Copies the page's address, or says where copying is not allowed.
+fn copy_link(local: Stored) {
+    let Some(window) = web_sys::window() else { return };
+    let href = window.location().href().unwrap_or_default();
+    let navigator = window.navigator();
+    let refused = format!("Copying is not allowed here; the link is {href}");
+    // Outside a secure context the browser offers no clipboard at all.
+    let has_clipboard =
+        js_sys::Reflect::get(&navigator, &"clipboard".into()).map(|c| !c.is_undefined()).unwrap_or(false);
+    if !has_clipboard {
+        local.update_value(|l| {
+            l.notice = refused;
+            l.show();
+        });
+        return;
     }
+    let promise = navigator.clipboard().write_text(&href);
+    leptos::task::spawn_local(async move {
+        let notice = match wasm_bindgen_futures::JsFuture::from(promise).await {
+            Ok(_) => "Link copied.".to_string(),
+            Err(_) => refused,
+        };
+        local.try_update_value(|l| {
+            l.notice = notice;
+            l.show();
+        });
+    });
 }
 
 #[cfg(test)]
@@ -281,6 +388,7 @@ mod tests {
         let host = mount(
             move || view! { <JobActions job=current user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
         );
+        crate::components::live::sleep(0).await;
         assert_eq!(enabled(&host), ["stop", "delete"]);
         let clone = host.query_selector("a.clone").unwrap().unwrap();
         assert_eq!(clone.get_attribute("href").as_deref(), Some("/jobs/new?clone=train-1"));
@@ -297,6 +405,7 @@ mod tests {
         let host = mount(
             move || view! { <JobActions job=Signal::stored(Some(theirs.clone())) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
         );
+        crate::components::live::sleep(0).await;
         assert!(enabled(&host).is_empty());
         assert!(host.text_content().unwrap().contains("Only bob can stop, start or delete this job."));
         let copy = host.query_selector("button.copy-link").unwrap().unwrap();
@@ -304,11 +413,12 @@ mod tests {
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]
-    fn delete_asks_first() {
+    async fn delete_asks_first() {
         let current = job("train-2", "train", ME, JobState::Failed);
         let host = mount(
             move || view! { <JobActions job=Signal::stored(Some(current.clone())) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
         );
+        crate::components::live::sleep(0).await;
         let dialog: web_sys::HtmlDialogElement =
             wasm_bindgen::JsCast::unchecked_into(host.query_selector("dialog").unwrap().unwrap());
         assert!(!dialog.open());
