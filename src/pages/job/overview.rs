@@ -5,6 +5,7 @@ use jobdeck_api::{LeptonJob, Visibility};
 use leptos::prelude::*;
 
 use super::use_job;
+use crate::components::dom;
 use crate::components::time::{format_duration, format_time};
 use crate::pages::jobs_list::{job_duration, node_groups_of, replica_counts, shape_of};
 
@@ -140,25 +141,74 @@ pub fn spec_facts(job: &LeptonJob) -> Vec<(&'static str, String)> {
     facts
 }
 
-fn fact_list(facts: Vec<(&'static str, String)>) -> impl IntoView {
-    facts.into_iter().map(|(label, value)| view! { <dt>{label}</dt><dd>{value}</dd> }).collect_view()
+/// Facts as (label, value), in the order shown.
+type Facts = Vec<(&'static str, String)>;
+
+/// The two fact lists as drawn, with what they show.
+struct Drawn {
+    status: web_sys::Element,
+    spec: web_sys::Element,
+    shown: (Facts, Facts),
 }
 
+impl Drawn {
+    /// Makes the two sections in `host`: a heading and a fact list each.
+    fn build(host: &web_sys::Element) -> Drawn {
+        let section = |id: &str, title: &str| {
+            let section = dom::child(host, "section", "", "");
+            dom::set(&section, "aria-labelledby", id);
+            dom::set(&dom::child(&section, "h2", "", title), "id", id);
+            dom::child(&section, "dl", "facts", "")
+        };
+        Drawn {
+            status: section("status-title", "Status"),
+            spec: section("spec-title", "Specification"),
+            shown: Default::default(),
+        }
+    }
+}
+
+/// Shows `facts` in the fact list `list`, which shows `shown`: when the
+/// labels are the same (a running job's duration, every second) only the
+/// values that changed are written, so a reader's selection stays.
+fn draw_facts(list: &web_sys::Element, facts: &Facts, shown: &Facts) {
+    let same_labels = facts.len() == shown.len() && facts.iter().zip(shown).all(|(a, b)| a.0 == b.0);
+    if !same_labels {
+        dom::clear(list);
+        for (label, value) in facts {
+            dom::child(list, "dt", "", label);
+            dom::child(list, "dd", "", value);
+        }
+        return;
+    }
+    let items = list.children();
+    for (index, ((_, value), (_, before))) in facts.iter().zip(shown).enumerate() {
+        if value != before {
+            if let Some(dd) = items.item(2 * index as u32 + 1) {
+                dd.set_text_content(Some(value));
+            }
+        }
+    }
+}
+
+/// The tab: both fact lists drawn straight into the page (`components/dom.rs`)
+/// by one render effect, as the heading is; they are read-only and change
+/// every second while the job runs.
 #[component]
 pub fn OverviewTab() -> impl IntoView {
     let context = use_job();
-    view! {
-        <div class="overview">
-            <section aria-labelledby="status-title">
-                <h2 id="status-title">"Status"</h2>
-                <dl class="facts">{move || fact_list(context.read(|j| status_facts(j, context.now.get())))}</dl>
-            </section>
-            <section aria-labelledby="spec-title">
-                <h2 id="spec-title">"Specification"</h2>
-                <dl class="facts">{move || fact_list(context.read(spec_facts))}</dl>
-            </section>
-        </div>
-    }
+    let host = NodeRef::<leptos::html::Div>::new();
+    let draw = RenderEffect::new(move |drawn: Option<Option<Drawn>>| {
+        let facts = context.read(|j| (status_facts(j, context.now.get()), spec_facts(j)));
+        let host = host.get()?;
+        let mut drawn = drawn.flatten().unwrap_or_else(|| Drawn::build(&host));
+        draw_facts(&drawn.status, &facts.0, &drawn.shown.0);
+        draw_facts(&drawn.spec, &facts.1, &drawn.shown.1);
+        drawn.shown = facts;
+        Some(drawn)
+    });
+    on_cleanup(move || drop(draw));
+    view! { <div class="overview" node_ref=host></div> }
 }
 
 #[cfg(test)]
@@ -196,6 +246,34 @@ mod tests {
         assert!(!facts.iter().any(|(_, v)| v.contains("fast")), "env values stay off the screen");
         assert_eq!(value(&facts, "Visibility"), Some("private (creator only)"));
         assert_eq!(value(&facts, "Deadline"), None);
+    }
+
+    /// A fact list's (label, value) pairs as drawn.
+    fn drawn(list: &web_sys::Element) -> Vec<(String, String)> {
+        let items = list.children();
+        let text = |i: u32| items.item(i).unwrap().text_content().unwrap();
+        (0..items.length() / 2).map(|i| (text(2 * i), text(2 * i + 1))).collect()
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn a_fact_list_keeps_its_elements_while_only_values_change() {
+        let list = dom::element("dl");
+        let first: Facts = vec![("State", "Running".into()), ("Duration", "3s".into())];
+        draw_facts(&list, &first, &Vec::new());
+        assert_eq!(drawn(&list), [("State".into(), "Running".into()), ("Duration".into(), "3s".into())]);
+        let state = list.children().item(1).unwrap();
+
+        let later: Facts = vec![("State", "Running".into()), ("Duration", "4s".into())];
+        draw_facts(&list, &later, &first);
+        assert_eq!(drawn(&list)[1].1, "4s");
+        assert_eq!(list.children().item(1).unwrap(), state, "an unchanged value keeps its element");
+
+        // A fact more (the job finished) draws the list again.
+        let finished: Facts =
+            vec![("State", "Completed".into()), ("Finished", "now".into()), ("Duration", "5s".into())];
+        draw_facts(&list, &finished, &later);
+        assert_eq!(drawn(&list).len(), 3);
+        assert_eq!(drawn(&list)[1], ("Finished".into(), "now".into()));
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]
