@@ -3,8 +3,15 @@
 //! and a readout of every line's value at the time under the pointer (or
 //! the newest values when the pointer is elsewhere). SVG, no library.
 
-use leptos::prelude::*;
+use std::cell::RefCell;
+use std::rc::Rc;
 
+use leptos::prelude::*;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+use web_sys::Element;
+
+use super::dom;
 use super::numbers::{decimal, within};
 use super::time::format_time;
 
@@ -83,67 +90,133 @@ pub fn readout(lines: &[Line], unit: &str, t: Option<i64>) -> String {
 
 const COLOURS: [&str; 4] = ["line-a", "line-b", "line-c", "line-d"];
 
-#[component]
-pub fn LineChart(
-    title: String,
-    unit: String,
-    #[prop(into)] lines: Signal<Vec<Line>>,
-    #[prop(into)] limit: Signal<Option<f64>>,
-    #[prop(into)] start: Signal<i64>,
-    #[prop(into)] end: Signal<i64>,
-) -> impl IntoView {
-    let hover = RwSignal::new(None::<i64>);
-    let top = Memo::new(move |_| lines.with(|l| top_of(l, limit.get())));
-    let unit_for_text = unit.clone();
-    let text = move || lines.with(|l| readout(l, &unit_for_text, hover.get()));
-    let unit_for_axis = unit.clone();
-    let axis_top = move || format_value(&unit_for_axis, top.get());
-    let on_move = move |ev: leptos::ev::MouseEvent| {
-        let Some(target) = ev.current_target() else { return };
-        let element: web_sys::Element = wasm_bindgen::JsCast::unchecked_into(target);
-        let width = f64::from(element.client_width());
-        if width > 0.0 {
-            let share = within(f64::from(ev.offset_x()) / width, 0.0, 1.0);
-            let (s, e) = (start.get_untracked(), end.get_untracked());
-            hover.set(Some(s + ((e - s) as f64 * share) as i64));
-        }
-    };
-    let limit_line = move || {
-        limit.get().map(|limit| {
-            let y = decimal(HEIGHT - within(limit / top.get() * HEIGHT, 0.0, HEIGHT), 1);
-            view! { <line class="limit" x1="0" x2=decimal(WIDTH, 0) y1=y.clone() y2=y></line> }
-        })
-    };
-    let polylines = move || {
-        lines.with(|l| {
-            l.iter()
-                .enumerate()
-                .map(|(i, line)| {
-                    let points = polyline(&line.points, start.get(), end.get(), top.get());
-                    // One sample is a dot: a polyline of one point draws
-                    // nothing (a replica shorter than the sampling period).
-                    let dot = (line.points.len() == 1).then(|| {
-                        let (x, y) = points.split_once(',').unwrap_or(("0", "0"));
-                        view! { <circle class=COLOURS[i % COLOURS.len()] cx=x.to_string() cy=y.to_string() r="4"></circle> }
-                    });
-                    view! { <polyline class=COLOURS[i % COLOURS.len()] points=points.clone()></polyline> {dot} }
-                })
-                .collect_view()
-        })
-    };
-    let unit_for_limit = unit.clone();
-    let limit_text = move || limit.get().map(|l| format!(" (limit {})", format_value(&unit_for_limit, l)));
-    view! {
-        <figure class="chart">
-            <figcaption><strong>{title.clone()}</strong>{limit_text}" "<span class="chart-readout">{text}</span></figcaption>
-            <svg viewBox=format!("0 0 {} {}", decimal(WIDTH, 0), decimal(HEIGHT, 0)) preserveAspectRatio="none" role="img" aria-label=title
-                on:mousemove=on_move on:mouseleave=move |_| hover.set(None)>
-                {limit_line}
-                {polylines}
-            </svg>
-            <div class="chart-axis"><span>{axis_top}</span><span>{move || format_time(start.get())}</span><span>{move || format_time(end.get())}</span></div>
-        </figure>
+/// A chart to draw: its title, the unit of its values, its lines and the
+/// limit drawn as a dashed line, if any.
+pub struct Chart {
+    pub title: String,
+    pub unit: &'static str,
+    pub lines: Vec<Line>,
+    pub limit: Option<f64>,
+}
+
+/// What a drawn chart's readout needs.
+struct Drawn {
+    lines: Vec<Line>,
+    unit: &'static str,
+    start: i64,
+    end: i64,
+    readout: Element,
+}
+
+/// Charts drawn straight into the page (`components/dom.rs`), SVG, on one
+/// time axis, with one listener for the readout of every chart: as typed
+/// views with signals each chart was its own generated code in the metrics
+/// tab's download (docs/measurements.md, "The charts drawn").
+pub struct Charts {
+    drawn: Rc<RefCell<Vec<Drawn>>>,
+    listener: Closure<dyn FnMut(web_sys::MouseEvent)>,
+}
+
+impl Default for Charts {
+    fn default() -> Self {
+        let drawn = Rc::new(RefCell::new(Vec::<Drawn>::new()));
+        let shown = drawn.clone();
+        // The value under the pointer, or the newest when it leaves.
+        let listener = Closure::<dyn FnMut(web_sys::MouseEvent)>::new(move |ev: web_sys::MouseEvent| {
+            let Some(svg) = ev.current_target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
+            let index = svg.get_attribute("data-chart").and_then(|i| i.parse::<usize>().ok());
+            let shown = shown.borrow();
+            let Some(chart) = index.and_then(|i| shown.get(i)) else { return };
+            let width = f64::from(svg.client_width());
+            let at = (ev.type_() == "mousemove" && width > 0.0).then(|| {
+                let share = within(f64::from(ev.offset_x()) / width, 0.0, 1.0);
+                chart.start + ((chart.end - chart.start) as f64 * share) as i64
+            });
+            chart.readout.set_text_content(Some(&readout(&chart.lines, chart.unit, at)));
+        });
+        Charts { drawn, listener }
     }
+}
+
+impl Charts {
+    /// Forgets the charts drawn so far (their elements are being removed).
+    pub fn clear(&self) {
+        self.drawn.borrow_mut().clear();
+    }
+
+    /// Draws `chart` at the end of `parent`, on the axis `start..end`.
+    pub fn draw(&self, parent: &Element, chart: Chart, start: i64, end: i64) {
+        let Chart { title, unit, lines, limit } = chart;
+        let top = top_of(&lines, limit);
+        let figure = dom::child(parent, "figure", "chart", "");
+        let caption = dom::child(&figure, "figcaption", "", "");
+        dom::child(&caption, "strong", "", &title);
+        if let Some(limit) = limit {
+            let _ = caption.append_with_str_1(&format!(" (limit {})", format_value(unit, limit)));
+        }
+        let _ = caption.append_with_str_1(" ");
+        let readout_text = dom::child(&caption, "span", "chart-readout", &readout(&lines, unit, None));
+
+        let svg = dom::svg_element("svg");
+        let _ = figure.append_child(&svg);
+        for (name, value) in [
+            ("viewBox", format!("0 0 {} {}", decimal(WIDTH, 0), decimal(HEIGHT, 0))),
+            ("preserveAspectRatio", "none".into()),
+            ("role", "img".into()),
+            ("aria-label", title),
+            ("data-chart", self.drawn.borrow().len().to_string()),
+        ] {
+            dom::set(&svg, name, &value);
+        }
+        for event in ["mousemove", "mouseleave"] {
+            let _ = svg.add_event_listener_with_callback(event, self.listener.as_ref().unchecked_ref());
+        }
+        if let Some(limit) = limit {
+            let y = decimal(HEIGHT - within(limit / top * HEIGHT, 0.0, HEIGHT), 1);
+            let line = dom::child(&svg, "line", "limit", "");
+            for (name, value) in [("x1", "0"), ("x2", &decimal(WIDTH, 0)), ("y1", &y), ("y2", &y)] {
+                dom::set(&line, name, value);
+            }
+        }
+        for (i, line) in lines.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            let points = polyline(&line.points, start, end, top);
+            // One sample is a dot: a polyline of one point draws nothing (a
+            // replica shorter than the sampling period).
+            if line.points.len() == 1 {
+                let (x, y) = points.split_once(',').unwrap_or(("0", "0"));
+                let dot = dom::child(&svg, "circle", colour, "");
+                for (name, value) in [("cx", x), ("cy", y), ("r", "4")] {
+                    dom::set(&dot, name, value);
+                }
+            }
+            dom::set(&dom::child(&svg, "polyline", colour, ""), "points", &points);
+        }
+        let axis = dom::child(&figure, "div", "chart-axis", "");
+        for words in [format_value(unit, top), format_time(start), format_time(end)] {
+            dom::child(&axis, "span", "", &words);
+        }
+        self.drawn.borrow_mut().push(Drawn { lines, unit, start, end, readout: readout_text });
+    }
+}
+
+/// One chart that does not change (the failure analysis's memory curve).
+#[component]
+pub fn StillChart(chart: Chart, start: i64, end: i64) -> impl IntoView {
+    let host = NodeRef::<leptos::html::Div>::new();
+    let mut chart = Some(chart);
+    let draw = RenderEffect::new(move |drawn: Option<Option<Charts>>| {
+        let host = host.get()?;
+        let charts = drawn.flatten().unwrap_or_default();
+        if let Some(chart) = chart.take() {
+            charts.draw(&host, chart, start, end);
+        }
+        Some(charts)
+    });
+    // Kept until the view goes (the charts' listener is not `Send`, so
+    // not an `on_cleanup` of its own).
+    StoredValue::new_local(draw);
+    view! { <div node_ref=host></div> }
 }
 
 #[cfg(test)]
@@ -162,6 +235,32 @@ mod tests {
         for (unit, value, text) in cases {
             assert_eq!(format_value(unit, value), text);
         }
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn a_chart_is_drawn_with_its_lines_limit_and_newest_values() {
+        let host = dom::element("div");
+        let charts = Charts::default();
+        let lines = vec![
+            Line { label: "GPU 0".into(), points: vec![(0, 10.0), (1000, 50.0)] },
+            Line { label: "GPU 1".into(), points: vec![(500, 20.0)] },
+        ];
+        charts.draw(&host, Chart { title: "GPU utilization".into(), unit: "%", lines, limit: Some(100.0) }, 0, 1000);
+        charts.draw(&host, Chart { title: "CPU".into(), unit: "cores", lines: Vec::new(), limit: None }, 0, 1000);
+        let all = |selector: &str| host.query_selector_all(selector).unwrap().length();
+        assert_eq!((all("figure.chart"), all("svg polyline"), all("svg circle"), all("svg line.limit")), (2, 2, 1, 1));
+        let first = host.query_selector("figure.chart").unwrap().unwrap();
+        let caption = first.query_selector("figcaption").unwrap().unwrap().text_content().unwrap();
+        assert!(caption.starts_with("GPU utilization (limit 100 %) GPU 0: 50 %, GPU 1: 20 % at "), "{caption}");
+        let svg = first.query_selector("svg").unwrap().unwrap();
+        assert_eq!(svg.namespace_uri().as_deref(), Some("http://www.w3.org/2000/svg"));
+        assert_eq!(svg.get_attribute("data-chart").as_deref(), Some("0"));
+        let points = first.query_selector("polyline").unwrap().unwrap().get_attribute("points").unwrap();
+        assert_eq!(points, "0.0,145.5 1000.0,87.3");
+        let second = host.query_selector_all("figure.chart").unwrap().get(1).unwrap();
+        assert!(second.text_content().unwrap().contains("no samples"));
+        charts.clear();
+        assert!(charts.drawn.borrow().is_empty());
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]

@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use super::use_job;
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
-use crate::components::chart::{Line, LineChart};
+use crate::components::chart::{Chart, Line, StillChart};
 use crate::components::time::{format_duration, format_time};
 use crate::components::timeline::ReplicaTimeline;
 use crate::components::{ansi, dom};
@@ -190,9 +190,8 @@ fn Analysis(analysis: FailureAnalysis, job_id: String) -> impl IntoView {
         let line = Line { label: curve.replica_id.clone(), points: curve.points.iter().map(|p| (p.0, p.2)).collect() };
         view! {
             <h3>"Memory up to the kill"</h3>
-            <LineChart title=format!("Memory of {}", curve.replica_id) unit="bytes".into()
-                lines=Signal::stored(vec![line]) limit=Signal::stored(Some(curve.limit_bytes as f64))
-                start=Signal::stored(start) end=Signal::stored(end)/>
+            <StillChart chart=Chart { title: format!("Memory of {}", curve.replica_id), unit: "bytes",
+                lines: vec![line], limit: Some(curve.limit_bytes as f64) } start end/>
         }
     });
     let excerpts = analysis

@@ -11,7 +11,8 @@ use leptos::prelude::*;
 use super::use_job;
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
-use crate::components::chart::{format_value, Line, LineChart};
+use crate::components::chart::{format_value, Chart, Charts, Line};
+use crate::components::dom;
 use crate::components::live::load_and_poll;
 use crate::components::time::now_millis;
 use crate::components::timeline::{into_order, layout, ReplicaTimeline};
@@ -160,56 +161,72 @@ fn Charts(loaded: RwSignal<Loaded>, now: RwSignal<i64>, job_id: String) -> impl 
         let l = replicas.with(|r| layout(r, completions.get(), now.get()));
         (l.start, l.end)
     });
-    let start = Signal::derive(move || axis.get().0);
-    let end = Signal::derive(move || axis.get().1);
-    let sections = move || {
+    // Every attempt's section, drawn again by one render effect when the
+    // data or the axis changed (a refresh brings both).
+    let host = NodeRef::<leptos::html::Div>::new();
+    let draw = RenderEffect::new(move |drawn: Option<Option<Charts>>| {
+        let (start, end) = axis.get();
+        let host = host.get()?;
+        let charts = drawn.flatten().unwrap_or_default();
+        charts.clear();
+        dom::clear(&host);
         loaded.with(|loaded| {
-            loaded
-                .uses
-                .iter()
-                .zip(loaded.series.iter())
-                .map(|(replica_use, metrics)| section(replica_use, metrics, start, end))
-                .collect_view()
-        })
-    };
+            for (replica_use, metrics) in loaded.uses.iter().zip(loaded.series.iter()) {
+                section(&host, &charts, replica_use, metrics, start, end);
+            }
+        });
+        Some(charts)
+    });
+    // Kept until the view goes (the charts' listener is not `Send`, so
+    // not an `on_cleanup` of its own).
+    StoredValue::new_local(draw);
     view! {
         <ReplicaTimeline replicas completions now job_id/>
-        {sections}
+        <div node_ref=host></div>
     }
 }
 
-/// One attempt's flags and charts.
-fn section(replica_use: &ReplicaUse, metrics: &ReplicaMetrics, start: Signal<i64>, end: Signal<i64>) -> impl IntoView {
-    let title = format!("Replica {}, attempt {}", replica_use.completion_index, replica_use.attempt + 1);
-    let flags = replica_use
-        .flags
-        .iter()
-        .map(|f| view! { <span class="badge waiting flag">{flag_words(f)}</span> })
-        .collect_view();
+/// Draws one attempt's flags and charts at the end of `host`.
+fn section(
+    host: &web_sys::Element,
+    charts: &Charts,
+    replica_use: &ReplicaUse,
+    metrics: &ReplicaMetrics,
+    start: i64,
+    end: i64,
+) {
+    let section = dom::child(host, "section", "replica-metrics", "");
+    dom::set(&section, "data-replica", &replica_use.replica_id);
+    let title = format!("Replica {}, attempt {} ", replica_use.completion_index, replica_use.attempt + 1);
+    let heading = dom::child(&section, "h3", "", &title);
+    for flag in &replica_use.flags {
+        dom::child(&heading, "span", "badge waiting flag", flag_words(flag));
+    }
     let peak_memory = replica_use.peak.get("memory").map(|m| format_value("bytes", *m)).unwrap_or_default();
-    let limit = replica_use.memory_limit_bytes as f64;
-    let gpu_util = gpu_lines(metrics, "util");
-    let gpu_memory = gpu_lines(metrics, "memory");
+    dom::child(&section, "p", "peak", &format!("Peak memory {peak_memory}"));
     let gpu_total =
         metrics.series.iter().find(|s| s.name.ends_with(".memory_total")).and_then(|s| s.points.last()).map(|p| p.1);
-    let gpus = (!gpu_util.is_empty()).then(|| {
-        view! {
-            <LineChart title="GPU utilization".into() unit="%".into() lines=Signal::stored(gpu_util)
-                limit=Signal::stored(Some(100.0)) start end/>
-            <LineChart title="GPU memory".into() unit="MiB".into() lines=Signal::stored(gpu_memory)
-                limit=Signal::stored(gpu_total) start end/>
-        }
-    });
-    view! {
-        <section class="replica-metrics" data-replica=replica_use.replica_id.clone()>
-            <h3>{title}" "{flags}</h3>
-            <p class="peak">{format!("Peak memory {peak_memory}")}</p>
-            <LineChart title="CPU".into() unit="cores".into() lines=Signal::stored(line(metrics, "cpu", "CPU"))
-                limit=Signal::stored(None) start end/>
-            <LineChart title="Memory".into() unit="bytes".into() lines=Signal::stored(line(metrics, "memory", "Memory"))
-                limit=Signal::stored(Some(limit)) start end/>
-            {gpus}
-        </section>
+    let mut shown = vec![
+        Chart { title: "CPU".into(), unit: "cores", lines: line(metrics, "cpu", "CPU"), limit: None },
+        Chart {
+            title: "Memory".into(),
+            unit: "bytes",
+            lines: line(metrics, "memory", "Memory"),
+            limit: Some(replica_use.memory_limit_bytes as f64),
+        },
+    ];
+    let gpu_util = gpu_lines(metrics, "util");
+    if !gpu_util.is_empty() {
+        shown.push(Chart { title: "GPU utilization".into(), unit: "%", lines: gpu_util, limit: Some(100.0) });
+        shown.push(Chart {
+            title: "GPU memory".into(),
+            unit: "MiB",
+            lines: gpu_lines(metrics, "memory"),
+            limit: gpu_total,
+        });
+    }
+    for chart in shown {
+        charts.draw(&section, chart, start, end);
     }
 }
 
