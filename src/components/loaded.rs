@@ -2,15 +2,18 @@
 //! time, the data once it is there (keeping the old view while a new address
 //! loads), or the failure.
 //!
-//! Every page goes through this single `Transition` + `ErrorBoundary` with a
-//! single data type (`Data`), instead of one generic copy per page: the
-//! console is a download, and each copy of that machinery costs kilobytes.
+//! The pages that use it go through this single `Transition` +
+//! `ErrorBoundary` with a single data type (`Data`), instead of one generic
+//! copy per page: the console is a download, and each copy of that machinery
+//! costs kilobytes. The job page and its logs tab load without it (the first
+//! round of their polling is the load), so a cold link to a job does not
+//! download it at all.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use jobdeck_api::{JobEvent, JobList, LeptonJob, Replica};
+use jobdeck_api::{JobEvent, JobList, Replica};
 use leptos::prelude::*;
 
 use crate::api::ApiResult;
@@ -19,15 +22,8 @@ use crate::routes::ListQuery;
 
 /// What a page loads.
 #[derive(Debug, Clone, PartialEq)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "a page holds one at a time; boxing the job would cost the console code and an allocation for nothing"
-)]
 pub enum Data {
     List(ListQuery, JobList),
-    Job(LeptonJob),
-    /// The job does not exist or is not visible; a page of its own.
-    Missing,
     Replicas(Vec<Replica>),
     Events(Vec<JobEvent>),
 }

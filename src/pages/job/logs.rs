@@ -3,19 +3,15 @@
 //! with pickers for the replica and its attempt and, for a failed attempt, a
 //! jump to the first error the failure analysis found in it.
 
-use std::sync::Arc;
-
 use jobdeck_api::{Replica, ReplicaPhase};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::replicas::load_replicas;
 use super::use_job;
 use crate::api;
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::dom;
-use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
-use crate::components::loaded::{Data, Loaded};
+use crate::components::live::{load_and_poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::log_viewer::LogViewer;
 use crate::components::state_badge::replica_outcome;
 use crate::components::timeline::{in_order, into_order};
@@ -71,25 +67,20 @@ pub fn attempt_choices(replicas: &[Replica], current: &str) -> Vec<(String, Stri
         .collect()
 }
 
+/// The tab. Its first load is the first round of its polling of the
+/// replicas; the log viewer starts at once when the address names an
+/// attempt.
 #[component]
 pub fn LogsTab() -> impl IntoView {
-    let render = Arc::new(|data| match data {
-        Data::Replicas(list) => view! { <LiveLogs initial=list/> }.into_any(),
-        _ => ().into_any(),
-    });
-    view! { <Loaded fetch=load_replicas(use_job()) render loading="Loading replicas…"/> }
-}
-
-#[component]
-fn LiveLogs(initial: Vec<Replica>) -> impl IntoView {
     let context = use_job();
     let url = use_url();
     let navigate = use_navigate();
     let navigate_replace = use_navigate_replace();
-    let replicas = RwSignal::new(initial);
+    let replicas = RwSignal::new(Vec::<Replica>::new());
+    let loaded = RwSignal::new(false);
     let problem = RwSignal::new(None::<String>);
     let sign_in_again = use_sign_in_again();
-    poll(
+    load_and_poll(
         POLL_INTERVAL_MS,
         move || {
             let id = context.id.get_untracked();
@@ -98,6 +89,7 @@ fn LiveLogs(initial: Vec<Replica>) -> impl IntoView {
         move |answer| {
             if let Some(list) = take_answer(answer, problem, &sign_in_again) {
                 set_if_changed(replicas, into_order(list));
+                set_if_changed(loaded, true);
             }
         },
     );
@@ -122,7 +114,7 @@ fn LiveLogs(initial: Vec<Replica>) -> impl IntoView {
         let mut pickers = drawn.flatten().unwrap_or_else(|| Pickers::new(&host));
         let current = wanted.get();
         let failed = replicas.with(|list| {
-            pickers.draw(list, current.as_deref());
+            pickers.draw(list, current.as_deref(), loaded.get());
             failed_attempt(list, current.as_deref())
         });
         if failed != pickers.asked {
@@ -182,7 +174,8 @@ struct Pickers {
 
 impl Pickers {
     fn new(host: &web_sys::Element) -> Pickers {
-        let empty = dom::child(host, "p", "empty", "No replica has started yet, so there is no log.");
+        let empty = dom::child(host, "p", "", "");
+        dom::set(&empty, "role", "status");
         let row = dom::child(host, "div", "log-pickers", "");
         let select = |id: &str, label: &str| {
             dom::set(&dom::child(&row, "label", "", label), "for", id);
@@ -197,11 +190,18 @@ impl Pickers {
         Pickers { empty, row, replica, attempt, first_error, choices: Default::default(), asked: None }
     }
 
-    /// Shows the choices for `replicas` with attempt `current` selected.
-    fn draw(&mut self, replicas: &[Replica], current: Option<&str>) {
+    /// Shows the choices for `replicas` with attempt `current` selected;
+    /// until the list has `loaded`, says so instead.
+    fn draw(&mut self, replicas: &[Replica], current: Option<&str>, loaded: bool) {
         let nothing = current.is_none() && replicas.is_empty();
-        show(&self.empty, nothing);
-        show(&self.row, !nothing);
+        self.empty.set_class_name(if loaded { "empty" } else { "loading" });
+        self.empty.set_text_content(Some(if loaded {
+            "No replica has started yet, so there is no log."
+        } else {
+            "Loading replicas…"
+        }));
+        show(&self.empty, nothing || !loaded);
+        show(&self.row, loaded && !nothing);
         let replica_choices = replica_choices(replicas);
         // The latest attempt of the shown replica stands for the replica.
         let index = replicas.iter().find(|r| Some(r.id.as_str()) == current).map(|r| r.status.completion_index);
@@ -307,7 +307,11 @@ mod tests {
     fn the_pickers_select_the_shown_attempt_and_its_replica() {
         let host = dom::element("div");
         let mut pickers = Pickers::new(&host);
-        pickers.draw(&[], None);
+        pickers.draw(&[], None, false);
+        assert_eq!(pickers.empty.text_content().as_deref(), Some("Loading replicas…"));
+        assert!(!pickers.empty.has_attribute("hidden") && pickers.row.has_attribute("hidden"));
+        pickers.draw(&[], None, true);
+        assert_eq!(pickers.empty.class_name(), "empty");
         assert!(!pickers.empty.has_attribute("hidden") && pickers.row.has_attribute("hidden"));
         assert!(pickers.first_error.has_attribute("hidden"));
 
@@ -316,7 +320,7 @@ mod tests {
             replica(1, 0, Failed, Some(1), Some(3)),
             replica(1, 1, Running, Some(4), None),
         ];
-        pickers.draw(&list, Some("job-1-1-0"));
+        pickers.draw(&list, Some("job-1-1-0"), true);
         assert!(pickers.empty.has_attribute("hidden") && !pickers.row.has_attribute("hidden"));
         assert_eq!(options(&pickers.replica), replica_choices(&list));
         assert_eq!(options(&pickers.attempt), attempt_choices(&list, "job-1-1-0"));
@@ -326,13 +330,13 @@ mod tests {
         // Another attempt of the same replica: the options stay the same
         // elements (an open picker stays open), only the selection moves.
         let first_option = pickers.attempt.first_element_child();
-        pickers.draw(&list, Some("job-1-1-1"));
+        pickers.draw(&list, Some("job-1-1-1"), true);
         assert_eq!(pickers.attempt.first_element_child(), first_option);
         assert_eq!(pickers.attempt.value(), "job-1-1-1");
 
         // An attempt the address names but the list lacks is offered as
         // itself.
-        pickers.draw(&list, Some("job-1-9-0"));
+        pickers.draw(&list, Some("job-1-9-0"), true);
         assert_eq!(options(&pickers.attempt), [("job-1-9-0".to_string(), "job-1-9-0".to_string())]);
         assert_eq!(pickers.attempt.value(), "job-1-9-0");
     }

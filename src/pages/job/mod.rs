@@ -12,8 +12,6 @@ pub mod metrics;
 pub mod overview;
 pub mod replicas;
 
-use std::sync::Arc;
-
 use jobdeck_api::{JobState, LeptonJob};
 use leptos::prelude::*;
 
@@ -22,8 +20,7 @@ use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::dom;
 use crate::components::job_actions::JobActions;
 use crate::components::lazy_view::{lazy_switch, load};
-use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
-use crate::components::loaded::{fetch, Data, Loaded};
+use crate::components::live::{load_and_poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::state_badge::state_tone;
 use crate::components::time::now_millis;
 use crate::router::use_url;
@@ -83,6 +80,22 @@ pub fn use_job() -> JobContext {
     crate::provided::<JobContext>()
 }
 
+/// Where the job page is: the job loads once, then the same sequence of
+/// requests keeps it up to date (`load_and_poll`), so the first answer and
+/// the refreshes are one stream and no loading machinery of its own is
+/// needed (`Loaded`'s transition and resource are most of a download's
+/// first kilobytes).
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    Loading,
+    Shown,
+    /// The job does not exist, is not visible, or was deleted (or made
+    /// private) while the page was open.
+    Missing,
+    /// The first load failed; the next round tries again.
+    Failed(String),
+}
+
 #[component]
 pub fn JobPage(id: String) -> impl IntoView {
     let signed_in = require_sign_in();
@@ -90,29 +103,45 @@ pub fn JobPage(id: String) -> impl IntoView {
     let id = Signal::stored(id);
     let context = JobContext::new(id);
     provide_context(context);
-    let load = fetch(move || {
-        let id = id.get();
-        async move {
-            if !signed_in {
-                return Err(ApiFailure::Unauthorized);
-            }
-            match api::job(&id).await {
-                Ok(job) => Ok(Data::Job(job)),
-                Err(ApiFailure::NotFound(_)) => Ok(Data::Missing),
-                Err(other) => Err(other),
-            }
-        }
-    });
-    let render = Arc::new(move |data| match data {
-        Data::Job(job) => {
-            context.set_job(job);
-            view! { <JobView/> }.into_any()
-        }
-        _ => view! { <JobNotFound id=id.get_untracked()/> }.into_any(),
-    });
+    let phase = RwSignal::new(Phase::Loading);
+    let problem = RwSignal::new(None::<String>);
+    let sign_in_again = use_sign_in_again();
+    if signed_in {
+        load_and_poll(
+            POLL_INTERVAL_MS,
+            move || {
+                let id = context.id.get_untracked();
+                let ticket = context.ticket();
+                async move { (ticket, api::job(&id).await) }
+            },
+            move |(ticket, answer)| {
+                context.now.set(now_millis());
+                let shown = phase.get_untracked() == Phase::Shown;
+                match answer {
+                    Err(ApiFailure::NotFound(_)) => set_if_changed(phase, Phase::Missing),
+                    Err(failure) if !shown && failure != ApiFailure::Unauthorized => {
+                        set_if_changed(phase, Phase::Failed(failure.to_string()))
+                    }
+                    answer => {
+                        if let Some(job) = take_answer(answer, problem, &sign_in_again) {
+                            context.offer_job(ticket, job);
+                            set_if_changed(phase, Phase::Shown);
+                        }
+                    }
+                }
+            },
+        );
+    }
     view! {
         <section class="page">
-            <Loaded fetch=load render loading="Loading job…"/>
+            {move || match phase.get() {
+                Phase::Loading => view! { <p class="loading" role="status">"Loading job…"</p> }.into_any(),
+                Phase::Shown => view! { <JobView problem/> }.into_any(),
+                Phase::Missing => view! { <JobNotFound id=id.get_untracked()/> }.into_any(),
+                Phase::Failed(message) => {
+                    view! { <div class="banner error" role="alert"><p>{message}</p></div> }.into_any()
+                }
+            }}
         </section>
     }
 }
@@ -134,36 +163,13 @@ pub fn JobNotFound(id: String) -> impl IntoView {
     }
 }
 
-/// The loaded job: header, actions, tabs and the current tab, all live.
+/// The loaded job: header, actions, tabs and the current tab, all live;
+/// `problem` says when the page's updates fail.
 #[component]
-fn JobView() -> impl IntoView {
+fn JobView(problem: RwSignal<Option<String>>) -> impl IntoView {
     let context = use_job();
     let session = use_session();
     let url = use_url();
-    let gone = RwSignal::new(false);
-    let problem = RwSignal::new(None::<String>);
-    let sign_in_again = use_sign_in_again();
-    poll(
-        POLL_INTERVAL_MS,
-        move || {
-            let id = context.id.get_untracked();
-            let ticket = context.ticket();
-            async move { (ticket, api::job(&id).await) }
-        },
-        move |(ticket, answer)| {
-            context.now.set(now_millis());
-            match answer {
-                // Deleted (or made private) while the page was open.
-                Err(ApiFailure::NotFound(_)) => gone.set(true),
-                answer => {
-                    if let Some(job) = take_answer(answer, problem, &sign_in_again) {
-                        context.offer_job(ticket, job);
-                    }
-                }
-            }
-        },
-    );
-
     let tab = Memo::new(move |_| match Route::parse(&url.with(|u| u.path.clone())) {
         Route::Job { tab, .. } => tab,
         _ => "overview".to_string(),
@@ -189,16 +195,11 @@ fn JobView() -> impl IntoView {
     let on_update = Callback::new(move |updated: LeptonJob| context.set_job(updated));
 
     view! {
-        <Show
-            when=move || !gone.get()
-            fallback=move || view! { <JobNotFound id=context.id.get_untracked()/> }
-        >
-            <div node_ref=top></div>
-            <JobActions job=context.job user on_update/>
-            <LiveNote problem/>
-            <div node_ref=tab_bar></div>
-            <div class="tab-panel">{lazy_switch(tab, preload_tab, tab_view)}</div>
-        </Show>
+        <div node_ref=top></div>
+        <JobActions job=context.job user on_update/>
+        <LiveNote problem/>
+        <div node_ref=tab_bar></div>
+        <div class="tab-panel">{lazy_switch(tab, preload_tab, tab_view)}</div>
     }
 }
 
