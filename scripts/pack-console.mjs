@@ -76,7 +76,11 @@ function pack(loaderPath, dir) {
   const splitPattern =
     /(export const __wasm_split_load_\w+ = wrapAsyncCb\(makeLoad\(\(\) => \{\s*const src = __fetchModule\((\d+)\);[^]*?\n, \[)([^\]]*)(\]\)\);)/g;
   const needs = [];
+  const names = [];
   loader = loader.replace(splitPattern, (_, head, own, deps) => {
+    const name = head.match(/__wasm_split_load_(\w+?)_\d+ =/);
+    if (!name) fail(`a split point without a name: ${head.slice(0, 80)}`);
+    names.push(name[1]);
     const set = [Number(own)];
     for (const dep of deps.split(",").map((d) => d.trim()).filter(Boolean)) {
       if (!chunkIndex.has(dep)) fail(`unknown chunk ${dep}`);
@@ -90,7 +94,10 @@ function pack(loaderPath, dir) {
   // Pack names follow from the split points, so the loader needs no table of
   // them: `pack{X}` holds all of split point X's modules, `pack{X}from{A}`
   // those X needs and A does not, `pack{A}and{B}` (A < B) those either needs
-  // (a page and its tab asked for at once). All end in one hash of every
+  // (a page and its tab asked for at once), `pack{X}from{A}and{B}` (A < B, a
+  // pair of `together` below) those X needs and neither A nor B does
+  // (another tab after that), `pack{A}and{B}from{X}` what such a pair needs
+  // that X does not (the job page opened from the list). All end in one hash of every
   // module's bytes, so a new build never reuses a name. The loader's choice
   // below (`__choosePacks`) asks for exactly these.
   // Modules are renamed `m{index}-{build}.wasm` too, so the loader needs no
@@ -104,6 +111,16 @@ function pack(loaderPath, dir) {
     writeFileSync(join(dir, `m${i}-${build}.wasm`), bytes[i]);
     unlinkSync(join(dir, file));
   });
+  // The pairs of split points asked for at once: the job page and one of
+  // its tabs (a split point named `*_tab`, pages/job/mod.rs), whose modules
+  // a cold link to a job fetches together. After such a pair only, another
+  // split point's pack is made of what neither of the two had; made for
+  // every pair, these packs would be three times all the others.
+  const together = [];
+  names.forEach((a, i) => names.forEach((b, j) => {
+    if (i < j && ((a === "job_page" && b.endsWith("_tab")) || (b === "job_page" && a.endsWith("_tab")))) together.push([i, j]);
+  }));
+  if (together.length === 0) fail("no split point named job_page with tabs named *_tab");
   const packs = [];
   needs.forEach((target, x) => {
     if (target.length > 1) packs.push([`pack${x}`, target]);
@@ -112,6 +129,16 @@ function pack(loaderPath, dir) {
       if (a !== x && added.length > 1 && added.length < target.length) packs.push([`pack${x}from${a}`, added]);
       if (x < a) packs.push([`pack${x}and${a}`, [...new Set([...target, ...from])].sort((i, j) => i - j)]);
     });
+    for (const [a, b] of together) {
+      if (a === x || b === x) continue;
+      // After a page and its tab came at once, what another split point adds.
+      const beyond = target.filter((i) => !needs[a].includes(i) && !needs[b].includes(i));
+      if (beyond.length > 1 && beyond.length < target.length) packs.push([`pack${x}from${a}and${b}`, beyond]);
+      // A page and its tab asked for at once after split point X (the job
+      // page opened from the list): what they add to it.
+      const both = [...new Set([...needs[a], ...needs[b]])].filter((i) => !target.includes(i)).sort((i, j) => i - j);
+      if (both.length > 1) packs.push([`pack${a}and${b}from${x}`, both]);
+    }
   });
   for (const [stem, indices] of packs) {
     const parts = indices.map((i) => bytes[i]);
@@ -137,6 +164,8 @@ function pack(loaderPath, dir) {
 // Module packs (scripts/pack-console.mjs): several modules in one download.
 // The modules each split point needs, and the packs' common name ending.
 const __needs = ${JSON.stringify(needs)};
+// The pairs asked for at once that have packs of what comes after them.
+const __together = ${JSON.stringify(together)};
 const __build = "${build}";
 // Each module's download, once: a Response, or its bytes out of a pack. A
 // failed one is forgotten, so a later load tries again.
@@ -173,11 +202,25 @@ function __choosePacks(splits) {
         const [a, b] = splits[0] < splits[1] ? splits : [splits[1], splits[0]];
         const both = [...new Set([...__needs[a], ...__needs[b]])].sort((i, j) => i - j);
         if (both.every(i => !__requested.has(i))) return __fetchPackFile("pack" + a + "and" + b, both);
+        // What they add to a split point fetched before, if a pack has it.
+        let pack, name;
+        if (__together.some(([i, j]) => i === a && j === b)) {
+            __needs.forEach((before, from) => {
+                const added = both.filter(i => !before.includes(i));
+                if (from !== a && from !== b && added.length > 1 && added.every(i => !__requested.has(i))
+                    && (pack === undefined || added.length > pack.length)) {
+                    pack = added;
+                    name = "pack" + a + "and" + b + "from" + from;
+                }
+            });
+        }
+        if (pack !== undefined) __fetchPackFile(name, pack);
     }
     splits.forEach(__fetchPack);
 }
 // Fetches the largest pack of split point \`split\`'s modules that holds
-// none fetched already: all of them, or what it adds to another split point.
+// none fetched already: all of them, or what it adds to another split point
+// or to a page and its tab.
 function __fetchPack(split) {
     const needs = __needs[split];
     const fresh = i => !__requested.has(i);
@@ -186,14 +229,21 @@ function __fetchPack(split) {
         pack = needs;
         name = "pack" + split;
     } else {
-        __needs.forEach((other, from) => {
-            const added = needs.filter(i => !other.includes(i));
-            if (from !== split && added.length > 1 && added.length < needs.length && added.every(fresh)
+        const consider = (added, packName) => {
+            if (added.length > 1 && added.length < needs.length && added.every(fresh)
                 && (pack === undefined || added.length > pack.length)) {
                 pack = added;
-                name = "pack" + split + "from" + from;
+                name = packName;
             }
+        };
+        __needs.forEach((other, from) => {
+            if (from !== split) consider(needs.filter(i => !other.includes(i)), "pack" + split + "from" + from);
         });
+        for (const [a, b] of __together) {
+            if (a !== split && b !== split) {
+                consider(needs.filter(i => !__needs[a].includes(i) && !__needs[b].includes(i)), "pack" + split + "from" + a + "and" + b);
+            }
+        }
     }
     if (pack !== undefined) __fetchPackFile(name, pack);
 }

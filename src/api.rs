@@ -79,10 +79,79 @@ async fn decode<T: Decode>(response: Response) -> ApiResult<T> {
 /// Reads a JSON answer into `T`: the browser parses the text
 /// (`Response.json()`), `from_js` reads the parsed value.
 async fn read_json<T: Decode>(response: Response) -> Result<T, String> {
+    from_js(read_value(response).await?).map_err(|e| e.to_string())
+}
+
+/// A JSON answer as the browser parsed it.
+async fn read_value(response: Response) -> Result<wasm_bindgen::JsValue, String> {
     let raw = web_sys::Response::from(response);
     let promise = raw.json().map_err(|e| format!("{e:?}"))?;
-    let value = wasm_bindgen_futures::JsFuture::from(promise).await.map_err(|e| format!("{e:?}"))?;
-    from_js(value).map_err(|e| e.to_string())
+    wasm_bindgen_futures::JsFuture::from(promise).await.map_err(|e| format!("{e:?}"))
+}
+
+/// A job answer as the browser parsed it, read in two parts by the job page:
+/// `summary` is what its header, actions and tabs use, `whole` the whole job
+/// (the overview shows the specification). The specification's reader is
+/// the largest part of the job's, so a link to a job's logs or metrics does
+/// not download it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobJson(wasm_bindgen::JsValue);
+
+impl JobJson {
+    /// The job with, of its specification, only `stopped`, `completions`
+    /// and `workers`.
+    pub fn summary(&self) -> ApiResult<LeptonJob> {
+        let summary: summary::Job = from_js(self.0.clone()).map_err(unreadable)?;
+        Ok(summary.into())
+    }
+
+    /// The whole job.
+    pub fn whole(&self) -> ApiResult<LeptonJob> {
+        from_js(self.0.clone()).map_err(unreadable)
+    }
+
+    /// A job as the server would answer it, for tests.
+    #[cfg(test)]
+    pub fn of(job: &LeptonJob) -> JobJson {
+        JobJson(js_sys::JSON::parse(&to_json(job).unwrap()).unwrap())
+    }
+}
+
+fn unreadable(error: jobdeck_api::DecodeError) -> ApiFailure {
+    ApiFailure::Network(format!("unreadable answer: {error}"))
+}
+
+/// What `JobJson::summary` reads. Unknown fields are skipped (these types
+/// only read).
+mod summary {
+    use jobdeck_api::{Decode, JobSpec, JobStatus, LeptonJob, Metadata};
+
+    #[derive(Decode)]
+    pub struct Job {
+        metadata: Metadata,
+        #[serde(default)]
+        spec: Spec,
+        #[serde(default)]
+        status: Option<JobStatus>,
+    }
+
+    #[derive(Decode, Default)]
+    struct Spec {
+        #[serde(default)]
+        stopped: Option<bool>,
+        #[serde(default)]
+        completions: Option<i64>,
+        #[serde(default)]
+        workers: Option<i64>,
+    }
+
+    impl From<Job> for LeptonJob {
+        fn from(job: Job) -> LeptonJob {
+            let Spec { stopped, completions, workers } = job.spec;
+            let spec = JobSpec { stopped, completions, workers, ..Default::default() };
+            LeptonJob { metadata: job.metadata, spec, status: job.status }
+        }
+    }
 }
 
 /// Reads JSON text the user gave (an imported job, a key in an error path):
@@ -262,14 +331,24 @@ pub async fn create_job(job: &LeptonJob) -> ApiResult<LeptonJob> {
 
 /// `PATCH /jobs/{id}` with `{"spec":{"stopped":…}}`: stops a job, or starts a
 /// stopped one again. Answers the job as it is now.
-pub async fn set_job_stopped(id: &str, stopped: bool) -> ApiResult<LeptonJob> {
+pub async fn set_job_stopped(id: &str, stopped: bool) -> ApiResult<JobJson> {
     // A fixed body: building it from a JSON value would bring a JSON value
     // type into the download for one line.
     let body = if stopped { r#"{"spec":{"stopped":true}}"# } else { r#"{"spec":{"stopped":false}}"# };
     let builder = authorized(Request::patch(&url(&job_path(id))))?.header("Content-Type", "application/json");
     let request = builder.body(body).map_err(|e| ApiFailure::Network(e.to_string()))?;
     let response = request.send().await.map_err(|e| ApiFailure::Network(e.to_string()))?;
-    decode(response).await
+    job_answer(response).await
+}
+
+/// `GET /jobs/{id}`, for the job page (`JobJson`).
+pub async fn job_json(id: &str) -> ApiResult<JobJson> {
+    job_answer(fetch(Request::get(&url(&job_path(id)))).await?).await
+}
+
+async fn job_answer(response: Response) -> ApiResult<JobJson> {
+    let value = read_value(check(response).await?).await;
+    value.map(JobJson).map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")))
 }
 
 /// `DELETE /jobs/{id}`.
@@ -440,4 +519,36 @@ pub async fn first_error(id: &str, replica: &str) -> ApiResult<Option<(i64, Stri
 
 fn job_path(id: &str) -> String {
     format!("/jobs/{}", encode_component(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jobdeck_api::{EnvVar, JobState};
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn a_job_answer_reads_whole_or_as_the_page_header_needs_it() {
+        let mut job = crate::fixtures::job("train-1", "train", "alice", JobState::Running);
+        job.spec.container.image = Some("busybox".into());
+        job.spec.envs = Some(vec![EnvVar { name: "MODE".into(), value: Some("fast".into()), value_from: None }]);
+        job.spec.stopped = Some(true);
+        job.spec.completions = Some(4);
+        job.spec.workers = Some(2);
+        let json = JobJson::of(&job);
+        assert_eq!(json.whole().unwrap(), job);
+        let summary = json.summary().unwrap();
+        assert_eq!((summary.metadata.clone(), summary.status.clone()), (job.metadata.clone(), job.status.clone()));
+        let spec = &summary.spec;
+        assert_eq!((spec.stopped, spec.completions, spec.workers), (Some(true), Some(4), Some(2)));
+        assert_eq!(
+            (spec.container.image.as_deref(), spec.envs.as_ref()),
+            (None, None),
+            "the rest is left to the overview"
+        );
+        // An answer the page cannot read says so, as any other.
+        let broken = JobJson(js_sys::JSON::parse(r#"{"metadata": 7}"#).unwrap());
+        assert!(
+            matches!(broken.summary(), Err(ApiFailure::Network(m)) if m.starts_with("unreadable answer: metadata"))
+        );
+    }
 }

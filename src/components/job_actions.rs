@@ -9,7 +9,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlDialogElement};
 
-use crate::api::{self, ApiFailure};
+use crate::api::{self, ApiFailure, JobJson};
 use crate::components::api_error::use_sign_in_again;
 use crate::components::dom;
 use crate::router::use_navigate;
@@ -190,7 +190,7 @@ pub fn JobActions(
     #[prop(into)] user: Signal<Option<String>>,
     /// Called with the job as the server answered an action.
     #[prop(into)]
-    on_update: Callback<LeptonJob>,
+    on_update: Callback<JobJson>,
 ) -> impl IntoView {
     let local = StoredValue::new_local(Local::default());
     let host = NodeRef::<leptos::html::Div>::new();
@@ -227,7 +227,7 @@ pub fn JobActions(
 /// What a click on one of the buttons does.
 fn on_click(
     local: Stored,
-    on_update: Callback<LeptonJob>,
+    on_update: Callback<JobJson>,
     navigate: &(impl Fn(&str) + Clone + 'static),
     sign_in_again: &(impl Fn() + Clone + 'static),
     ev: web_sys::Event,

@@ -15,7 +15,7 @@ pub mod replicas;
 use jobdeck_api::{JobState, LeptonJob};
 use leptos::prelude::*;
 
-use crate::api::{self, ApiFailure};
+use crate::api::{self, ApiFailure, JobJson};
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::dom;
 use crate::components::job_actions::JobActions;
@@ -32,8 +32,13 @@ use crate::session::{require_sign_in, use_session};
 pub struct JobContext {
     /// The job id from the address.
     pub id: Signal<String>,
-    /// The job as last read; set before any tab renders.
+    /// The job as last read, its specification but for what the header and
+    /// the tabs use left out (`JobJson::summary`); set before any tab
+    /// renders.
     pub job: RwSignal<Option<LeptonJob>>,
+    /// The same answer as the browser parsed it, for the overview to read
+    /// the whole job from (`JobJson::whole`).
+    pub json: RwSignal<Option<JobJson>>,
     /// The time of the last update, for durations of things still running.
     pub now: RwSignal<i64>,
     /// How many times `job` was written; a poll's answer carries the count
@@ -43,13 +48,20 @@ pub struct JobContext {
 
 impl JobContext {
     fn new(id: Signal<String>) -> Self {
-        JobContext { id, job: RwSignal::new(None), now: RwSignal::new(now_millis()), writes: StoredValue::new(0) }
+        JobContext {
+            id,
+            job: RwSignal::new(None),
+            json: RwSignal::new(None),
+            now: RwSignal::new(now_millis()),
+            writes: StoredValue::new(0),
+        }
     }
 
-    /// Shows the job as the server answered a load or a user's action.
-    pub fn set_job(&self, job: LeptonJob) {
+    /// Shows the job as the server answered a user's action.
+    pub fn set_job(&self, job: LeptonJob, json: Option<JobJson>) {
         self.writes.update_value(|w| *w += 1);
         self.job.set(Some(job));
+        self.json.set(json);
     }
 
     /// What a poll takes before it asks the server.
@@ -61,12 +73,13 @@ impl JobContext {
     /// asked: the answer to a Stop that arrives while a poll is under way is
     /// newer than the poll's, and must not be replaced by it. The next poll
     /// brings the current state either way.
-    pub fn offer_job(&self, ticket: u64, job: LeptonJob) -> bool {
+    pub fn offer_job(&self, ticket: u64, job: LeptonJob, json: Option<JobJson>) -> bool {
         if self.writes.try_get_value() != Some(ticket) {
             return false;
         }
         self.writes.update_value(|w| *w += 1);
         set_if_changed(self.job, Some(job));
+        self.json.set(json);
         true
     }
 
@@ -112,7 +125,10 @@ pub fn JobPage(id: String) -> impl IntoView {
             move || {
                 let id = context.id.get_untracked();
                 let ticket = context.ticket();
-                async move { (ticket, api::job(&id).await) }
+                async move {
+                    let answer = api::job_json(&id).await.and_then(|json| Ok((json.summary()?, json)));
+                    (ticket, answer)
+                }
             },
             move |(ticket, answer)| {
                 context.now.set(now_millis());
@@ -123,8 +139,8 @@ pub fn JobPage(id: String) -> impl IntoView {
                         set_if_changed(phase, Phase::Failed(failure.to_string()))
                     }
                     answer => {
-                        if let Some(job) = take_answer(answer, problem, &sign_in_again) {
-                            context.offer_job(ticket, job);
+                        if let Some((job, json)) = take_answer(answer, problem, &sign_in_again) {
+                            context.offer_job(ticket, job, Some(json));
                             set_if_changed(phase, Phase::Shown);
                         }
                     }
@@ -192,7 +208,10 @@ fn JobView(problem: RwSignal<Option<String>>) -> impl IntoView {
     });
     on_cleanup(move || drop(draw_heading));
     let user = Signal::derive(move || session.user.get());
-    let on_update = Callback::new(move |updated: LeptonJob| context.set_job(updated));
+    let on_update = Callback::new(move |updated: JobJson| match updated.summary() {
+        Ok(job) => context.set_job(job, Some(updated)),
+        Err(failure) => problem.set(Some(failure.to_string())),
+    });
 
     view! {
         <div node_ref=top></div>
@@ -261,12 +280,13 @@ impl Heading {
     }
 }
 
-/// A tab's view. Every tab but the overview is a split point of the
-/// console's WebAssembly, one each: its code (the replica table and
-/// timeline, the events, the log viewer, the charts, the failure analysis)
-/// downloads the first time that tab is opened, so a link to a job's logs
-/// does not also carry the charts and the analysis. The overview, the tab a
-/// job opens on, comes with the job page.
+/// A tab's view. Every tab is a split point of the console's WebAssembly,
+/// one each: its code (the facts and the specification's reader, the replica
+/// table and timeline, the events, the log viewer, the charts, the failure
+/// analysis) downloads the first time that tab is opened, so a link to a
+/// job's logs does not also carry the charts, the analysis or the reader of
+/// a job's whole specification. A cold load asks for the job page's module
+/// and its tab's at once (`preload_tab`).
 async fn tab_view(tab: String) -> AnyView {
     match tab.as_str() {
         "replicas" => load!(replicas_tab()),
@@ -274,11 +294,11 @@ async fn tab_view(tab: String) -> AnyView {
         "logs" => load!(logs_tab()),
         "metrics" => load!(metrics_tab()),
         "failure" => load!(failure_tab()),
-        _ => view! { <overview::OverviewTab/> }.into_any(),
+        _ => load!(overview_tab()),
     }
 }
 
-/// Downloads a tab's module; the overview comes with the job page.
+/// Downloads a tab's module.
 #[cfg(not(test))]
 pub(crate) async fn preload_tab(tab: String) {
     match tab.as_str() {
@@ -287,11 +307,16 @@ pub(crate) async fn preload_tab(tab: String) {
         "logs" => __preload_logs_tab().await,
         "metrics" => __preload_metrics_tab().await,
         "failure" => __preload_failure_tab().await,
-        _ => {}
+        _ => __preload_overview_tab().await,
     }
 }
 #[cfg(test)]
 pub(crate) async fn preload_tab(_: String) {}
+
+#[cfg_attr(not(test), lazy)]
+fn overview_tab() -> AnyView {
+    view! { <overview::OverviewTab/> }.into_any()
+}
 
 #[cfg_attr(not(test), lazy)]
 fn replicas_tab() -> AnyView {
@@ -381,17 +406,17 @@ mod tests {
         let context = JobContext::new(Signal::stored("train-1".to_string()));
         let job = |state| crate::fixtures::job("train-1", "train", "alice", state);
         let shown = || context.job.get_untracked().and_then(|j| j.state());
-        context.set_job(job(JobState::Running));
+        context.set_job(job(JobState::Running), None);
         let asked = context.ticket();
         // The Stop's answer arrives while that poll is under way.
-        context.set_job(job(JobState::Stopping));
-        assert!(!context.offer_job(asked, job(JobState::Running)));
+        context.set_job(job(JobState::Stopping), None);
+        assert!(!context.offer_job(asked, job(JobState::Running), None));
         assert_eq!(shown(), Some(JobState::Stopping));
         // A poll that asks after the answer is shown, and so is the next.
         let asked = context.ticket();
-        assert!(context.offer_job(asked, job(JobState::Stopping)));
+        assert!(context.offer_job(asked, job(JobState::Stopping), None));
         let asked = context.ticket();
-        assert!(context.offer_job(asked, job(JobState::Stopped)));
+        assert!(context.offer_job(asked, job(JobState::Stopped), None));
         assert_eq!(shown(), Some(JobState::Stopped));
     }
 

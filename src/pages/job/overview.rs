@@ -199,12 +199,17 @@ pub fn OverviewTab() -> impl IntoView {
     let context = use_job();
     let host = NodeRef::<leptos::html::Div>::new();
     let draw = RenderEffect::new(move |drawn: Option<Option<Drawn>>| {
-        let facts = context.read(|j| (status_facts(j, context.now.get()), spec_facts(j)));
+        // The whole job, specification included, is read here only.
+        let job = context.json.with(|json| json.as_ref().and_then(|json| json.whole().ok()));
+        let now = context.now.get();
         let host = host.get()?;
         let mut drawn = drawn.flatten().unwrap_or_else(|| Drawn::build(&host));
-        draw_facts(&drawn.status, &facts.0, &drawn.shown.0);
-        draw_facts(&drawn.spec, &facts.1, &drawn.shown.1);
-        drawn.shown = facts;
+        if let Some(job) = job {
+            let facts = (status_facts(&job, now), spec_facts(&job));
+            draw_facts(&drawn.status, &facts.0, &drawn.shown.0);
+            draw_facts(&drawn.spec, &facts.1, &drawn.shown.1);
+            drawn.shown = facts;
+        }
         Some(drawn)
     });
     on_cleanup(move || drop(draw));
