@@ -111,7 +111,7 @@ struct Drawn {
 /// Charts drawn straight into the page (`components/dom.rs`), SVG, on one
 /// time axis, with one listener for the readout of every chart: as typed
 /// views with signals each chart was its own generated code in the metrics
-/// tab's download (docs/measurements.md, "The charts drawn").
+/// tab's download (docs/measurements.md, "The job page's parts drawn").
 pub struct Charts {
     drawn: Rc<RefCell<Vec<Drawn>>>,
     listener: Closure<dyn FnMut(web_sys::MouseEvent)>,

@@ -181,7 +181,7 @@ type Stored = StoredValue<Local, LocalStorage>;
 /// The buttons, drawn straight into the page (`components/dom.rs`) by one
 /// render effect, with one listener for all of them: as typed views with a
 /// Leptos action they were the largest part of the job page's own code
-/// (docs/measurements.md, "The job page's actions drawn").
+/// (docs/measurements.md, "The job page's parts drawn").
 #[component]
 pub fn JobActions(
     /// The job as last read (`None` before it is).

@@ -643,8 +643,8 @@ const LISTENED: [&str; 4] = ["click", "change", "input", "keydown"];
 /// its state lives in `Core`, outside the reactive graph: one listener on
 /// the viewer serves every control, and the only reactive input is the line
 /// selection in the address. As typed views with a signal per control it
-/// was a third of the logs tab's download (docs/measurements.md, "The log
-/// viewer drawn").
+/// was a third of the logs tab's download (docs/measurements.md, "The job
+/// page's parts drawn").
 #[component]
 pub fn LogViewer(job: String, replica: String) -> impl IntoView {
     let url = use_url();

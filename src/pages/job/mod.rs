@@ -227,8 +227,8 @@ fn JobView(problem: RwSignal<Option<String>>) -> impl IntoView {
 ///
 /// Drawn straight into the page (`components/dom.rs`), as the tables are,
 /// with the tab bar by one render effect: as typed views they were 1.9 KB
-/// more of the job page's download (docs/measurements.md, "The job page's
-/// heading and tab bar drawn").
+/// more of the job page's download (docs/measurements.md, "A decoder from
+/// the contract's attributes; the job page's heading and actions").
 #[derive(PartialEq)]
 struct Heading {
     name: String,
