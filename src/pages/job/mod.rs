@@ -109,6 +109,19 @@ enum Phase {
     Failed(String),
 }
 
+/// The phase an answer moves the page to, if it moves it (`None`: a failed
+/// update while the job is shown, or a token no longer accepted, which
+/// `take_answer` handles).
+fn phase_after<T>(shown: bool, answer: &Result<T, ApiFailure>) -> Option<Phase> {
+    match answer {
+        Ok(_) => Some(Phase::Shown),
+        Err(ApiFailure::NotFound(_)) => Some(Phase::Missing),
+        Err(ApiFailure::Unauthorized) => None,
+        Err(_) if shown => None,
+        Err(failure) => Some(Phase::Failed(failure.to_string())),
+    }
+}
+
 #[component]
 pub fn JobPage(id: String) -> impl IntoView {
     let signed_in = require_sign_in();
@@ -132,18 +145,14 @@ pub fn JobPage(id: String) -> impl IntoView {
             },
             move |(ticket, answer)| {
                 context.now.set(now_millis());
-                let shown = phase.get_untracked() == Phase::Shown;
-                match answer {
-                    Err(ApiFailure::NotFound(_)) => set_if_changed(phase, Phase::Missing),
-                    Err(failure) if !shown && failure != ApiFailure::Unauthorized => {
-                        set_if_changed(phase, Phase::Failed(failure.to_string()))
-                    }
-                    answer => {
+                match phase_after(phase.get_untracked() == Phase::Shown, &answer) {
+                    Some(Phase::Shown) | None => {
                         if let Some((job, json)) = take_answer(answer, problem, &sign_in_again) {
                             context.offer_job(ticket, job, Some(json));
                             set_if_changed(phase, Phase::Shown);
                         }
                     }
+                    Some(other) => set_if_changed(phase, other),
                 }
             },
         );
@@ -399,6 +408,28 @@ mod tests {
         assert_eq!(current(), "Overview");
         assert_eq!(host.query_selector_all("[aria-current]").unwrap().length(), 1);
         assert!(host.query_selector("nav.tabs a").unwrap().unwrap().is_same_node(Some(&first)), "links are kept");
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn each_answer_moves_the_page_where_it_should() {
+        let down = || ApiFailure::Server { status: 503, message: "restarting".into() };
+        let gone = || ApiFailure::NotFound("no job".into());
+        // (the job is on screen, the answer, where the page goes)
+        let cases: [(bool, Result<(), ApiFailure>, Option<Phase>); 8] = [
+            (false, Ok(()), Some(Phase::Shown)),
+            (true, Ok(()), Some(Phase::Shown)),
+            (false, Err(gone()), Some(Phase::Missing)),
+            // Deleted, or made private, while the page was open.
+            (true, Err(gone()), Some(Phase::Missing)),
+            (false, Err(down()), Some(Phase::Failed(down().to_string()))),
+            // A failed update leaves the job on screen, with a note.
+            (true, Err(down()), None),
+            (false, Err(ApiFailure::Unauthorized), None),
+            (true, Err(ApiFailure::Unauthorized), None),
+        ];
+        for (shown, answer, expected) in cases {
+            assert_eq!(phase_after(shown, &answer), expected, "shown={shown} {answer:?}");
+        }
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]

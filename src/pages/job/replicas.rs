@@ -19,7 +19,7 @@ use crate::components::timeline::{into_order, ReplicaTimeline};
 use crate::pages::jobs_list::completions_of;
 use crate::routes;
 
-/// Loads the job's replicas (the replicas and logs tabs share it).
+/// Loads the job's replicas for the replicas tab.
 pub fn load_replicas(context: JobContext) -> Fetch {
     fetch(move || {
         let id = context.id.get();
