@@ -1,7 +1,8 @@
-//! Direct DOM building for the live, read-only displays (the tables, the
-//! replica timeline, the job page's heading and tab bar).
+//! Direct DOM building for the live displays (the tables, the replica
+//! timeline, the charts, the job page's heading, tabs, actions and
+//! overview, the log viewer).
 //!
-//! Those displays change every second and are nothing but data, so they are
+//! Those displays change every second and are mostly data, so they are
 //! drawn here, outside Leptos's typed views: each typed view costs the
 //! download kilobytes of generated code, while these few helpers are shared.
 //! Text always goes in as text nodes or attribute values, never as markup.

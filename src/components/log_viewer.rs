@@ -209,6 +209,8 @@ struct Core {
     spacer: Option<HtmlElement>,
     position: Option<Element>,
     controls: Option<Controls>,
+    /// What the controls show, once drawn.
+    shown: Option<Shown>,
     spacer_px: i64,
     keyed: Keyed<Row>,
     selection: Option<(u64, u64)>,
@@ -259,6 +261,7 @@ impl Core {
             spacer: None,
             position: None,
             controls: None,
+            shown: None,
             spacer_px: -1,
             keyed: Keyed::default(),
             selection,
@@ -516,6 +519,19 @@ struct Controls {
     state: Element,
 }
 
+/// What the controls and the status line show: `copy_link` is `None` while
+/// no lines are selected, else whether the link was copied.
+#[derive(PartialEq)]
+struct Shown {
+    follow: bool,
+    can_follow: bool,
+    wrap: bool,
+    copy_link: Option<bool>,
+    can_step: bool,
+    search_status: String,
+    state: String,
+}
+
 /// A search as asked: the text, whether it is a regular expression, whether
 /// case is ignored.
 type Search = (String, bool, bool);
@@ -599,18 +615,8 @@ impl Controls {
 }
 
 impl Core {
-    /// Shows the viewer's state in its controls and status line.
-    fn show_controls(&self) {
-        let Some(c) = &self.controls else { return };
-        c.follow.set_checked(self.follow);
-        c.follow.set_disabled(self.state != LogState::Live);
-        let _ = c.root.class_list().toggle_with_force("wrap", self.wrap);
-        let _ = c.copy_link.toggle_attribute_with_force("hidden", self.selection.is_none());
-        c.copy_link.set_text_content(Some(if self.copied { "Link copied" } else { "Copy link to selected lines" }));
-        for button in [&c.previous, &c.next] {
-            let _ = button.toggle_attribute_with_force("disabled", self.matches.lines.is_empty());
-        }
-        c.search_status.set_text_content(Some(&self.search_status));
+    /// What the controls and the status line would show now.
+    fn controls_shown(&self) -> Shown {
         let state = match &self.state {
             LogState::Loading => "Loading the log…",
             LogState::Live if self.total == 0 => "No output yet; new lines appear as they are written.",
@@ -620,7 +626,37 @@ impl Core {
             LogState::Ended => "The attempt has ended; this is its whole log.",
             LogState::Failed(why) => why,
         };
-        c.state.set_text_content(Some(state));
+        Shown {
+            follow: self.follow,
+            can_follow: self.state == LogState::Live,
+            wrap: self.wrap,
+            copy_link: self.selection.map(|_| self.copied),
+            can_step: !self.matches.lines.is_empty(),
+            search_status: self.search_status.clone(),
+            state: state.to_string(),
+        }
+    }
+
+    /// Shows the viewer's state in its controls and status line. Every
+    /// redraw asks (a scroll, at every frame), so only a change is written.
+    fn show_controls(&mut self) {
+        let Some(c) = &self.controls else { return };
+        let shown = self.controls_shown();
+        if self.shown.as_ref() == Some(&shown) {
+            return;
+        }
+        c.follow.set_checked(shown.follow);
+        c.follow.set_disabled(!shown.can_follow);
+        let _ = c.root.class_list().toggle_with_force("wrap", shown.wrap);
+        let _ = c.copy_link.toggle_attribute_with_force("hidden", shown.copy_link.is_none());
+        let copied = shown.copy_link == Some(true);
+        c.copy_link.set_text_content(Some(if copied { "Link copied" } else { "Copy link to selected lines" }));
+        for button in [&c.previous, &c.next] {
+            let _ = button.toggle_attribute_with_force("disabled", !shown.can_step);
+        }
+        c.search_status.set_text_content(Some(&shown.search_status));
+        c.state.set_text_content(Some(&shown.state));
+        self.shown = Some(shown);
     }
 
     /// A new state of the log, shown.
@@ -1195,6 +1231,15 @@ mod tests {
         core.copied = true;
         core.show_controls();
         assert_eq!(core.controls.as_ref().unwrap().copy_link.text_content().unwrap(), "Link copied");
+
+        // Nothing changed, nothing is written (a scroll asks at every frame).
+        let status = core.controls.as_ref().unwrap().search_status.clone();
+        status.set_text_content(Some("left alone"));
+        core.show_controls();
+        assert_eq!(status.text_content().unwrap(), "left alone");
+        core.search_status = "2 of 2 · line 7".into();
+        core.show_controls();
+        assert_eq!(status.text_content().unwrap(), "2 of 2 · line 7");
     }
 
     #[wasm_bindgen_test]
