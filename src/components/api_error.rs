@@ -1,11 +1,10 @@
 //! What a page shows when an API call failed: the server's message, or a
 //! trip through sign-in when the token is missing or no longer accepted.
 
-use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::api::ApiFailure;
-use crate::router::{navigate_replace, use_navigate_replace};
+use crate::router::use_navigate_replace;
 use crate::routes;
 use crate::session::{current_page, use_session};
 
@@ -35,18 +34,6 @@ pub fn ApiErrorView(errors: ArcRwSignal<Errors>) -> impl IntoView {
                 {failures.into_iter().map(|m| view! { <p>{m}</p> }).collect_view()}
             </div>
         }
-    }
-}
-
-/// Shows `failure` inline, sending the user through sign-in when needed.
-pub fn failure_view(failure: ApiFailure) -> impl IntoView {
-    if failure == ApiFailure::Unauthorized {
-        let session = use_session();
-        session.sign_out();
-        navigate_replace(&routes::login_then(&current_page()));
-        Either::Left(())
-    } else {
-        Either::Right(view! { <div class="banner error" role="alert"><p>{failure.to_string()}</p></div> })
     }
 }
 

@@ -1,12 +1,16 @@
 //! One labelled form field: its input, a one-line help text with the default,
 //! and its error, tied to the input for screen readers.
 //!
-//! Every field of every form renders through `field`, whatever its control,
+//! Every field of every form is drawn by `FieldParts`, whatever its control,
 //! so the console carries the code for a field once. The control is chosen
-//! at run time from `Control` rather than by type, for the same reason.
+//! at run time from `Control` rather than by type, for the same reason. The
+//! field is drawn straight into the page (`components/dom.rs`): the form
+//! that owns it listens for its events and tells it what to show.
 
-use leptos::prelude::*;
 use wasm_bindgen::JsCast;
+use web_sys::Element;
+
+use crate::components::dom;
 
 /// What kind of input a field has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,26 +36,6 @@ pub enum Control {
 
 /// Options of a `Select` or `Choices` field: `(value, label)`.
 pub type Options = Vec<(String, String)>;
-
-/// Everything one field needs.
-pub struct FieldProps {
-    /// The input's id; the help and error get `<id>-help` and `<id>-error`.
-    pub id: &'static str,
-    pub label: &'static str,
-    pub help: &'static str,
-    /// The default as people read it, shown after the help text.
-    pub default: Signal<String>,
-    pub control: Control,
-    pub options: Signal<Options>,
-    pub value: Signal<String>,
-    pub set: Callback<String>,
-    /// Called when the input loses focus: its error may show from then on.
-    pub touch: Callback<()>,
-    /// The error to show now, if any.
-    pub error: Signal<Option<String>>,
-    pub disabled: Signal<bool>,
-    pub placeholder: &'static str,
-}
 
 /// The value of the input or select an event came from (`"1"`/`""` for a
 /// check box).
@@ -94,107 +78,182 @@ pub fn sentence(label: &str, message: &str) -> String {
     }
 }
 
-/// Renders one field.
-pub fn field(p: FieldProps) -> AnyView {
-    let FieldProps { id, label, help, default, control, options, value, set, touch, error, disabled, placeholder } = p;
-    let help_id = format!("{id}-help");
-    let error_id = format!("{id}-error");
-    let described = format!("{help_id} {error_id}");
-    let invalid = move || error.with(|e| e.is_some()).then_some("true");
-    let on_input = move |ev: web_sys::Event| set.run(event_value(&ev));
-    let on_blur = move |_| touch.run(());
-    let control_view = match control {
-        Control::Area => view! {
-            <textarea id=id rows="4" spellcheck="false" placeholder=placeholder
-                aria-describedby=described aria-invalid=invalid disabled=move || disabled.get()
-                prop:value=move || value.get() on:input=on_input on:blur=on_blur></textarea>
+/// What one field is: fixed once it is drawn.
+pub struct FieldSpec {
+    /// The input's id; the help and error get `<id>-help` and `<id>-error`.
+    pub id: &'static str,
+    pub label: &'static str,
+    pub help: &'static str,
+    pub control: Control,
+    pub placeholder: &'static str,
+}
+
+/// What a field shows now.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldView {
+    pub value: String,
+    /// The default as people read it, shown after the help text.
+    pub default: String,
+    /// The choices of a `Select` or `Choices` field.
+    pub options: Options,
+    pub disabled: bool,
+    /// The problem to show now, if any.
+    pub error: Option<String>,
+}
+
+/// A drawn field: the elements it changes, and what they show.
+pub struct FieldParts {
+    label: &'static str,
+    control: Control,
+    input: Element,
+    default: Element,
+    error: Element,
+    shown: FieldView,
+}
+
+impl FieldParts {
+    /// Draws the field, empty, at the end of `parent`.
+    pub fn build(parent: &Element, spec: &FieldSpec) -> FieldParts {
+        let FieldSpec { id, label, help, control, placeholder } = *spec;
+        let class = match control {
+            Control::Check => "field check",
+            Control::Area | Control::Choices => "field wide",
+            _ => "field",
+        };
+        let wrap = dom::child(parent, "div", class, "");
+        // A fieldset names itself through its legend; other controls
+        // through a label pointing at them.
+        if control == Control::Choices {
+            dom::set(&dom::child(&wrap, "span", "label", label), "aria-hidden", "true");
+        } else {
+            dom::set(&dom::child(&wrap, "label", "", label), "for", id);
         }
-        .into_any(),
-        Control::Select => view! {
-            <select id=id aria-describedby=described aria-invalid=invalid disabled=move || disabled.get()
-                on:change=on_input on:blur=on_blur>
-                {move || {
-                    let current = value.get();
-                    options
-                        .get()
-                        .into_iter()
-                        .map(|(key, text)| {
-                            let selected = key == current;
-                            view! { <option value=key selected=selected>{text}</option> }
-                        })
-                        .collect_view()
-                }}
-            </select>
-        }
-        .into_any(),
-        Control::Choices => view! {
-            <fieldset id=id class="choices" tabindex="-1" aria-describedby=described aria-invalid=invalid
-                disabled=move || disabled.get() on:focusout=on_blur>
-                <legend class="sr-only">{label}</legend>
-                {move || {
-                    let options = options.get();
-                    if options.is_empty() {
-                        return view! { <p class="help">"None to choose from."</p> }.into_any();
-                    }
-                    options
-                        .into_iter()
-                        .map(|(key, text)| {
-                            let k = key.clone();
-                            let checked = move || value.with(|v| has_choice(v, &k));
-                            let key_for_toggle = key.clone();
-                            let on_change = move |ev: web_sys::Event| {
-                                let on = event_value(&ev) == "1";
-                                set.run(toggle_choice(&value.get_untracked(), &key_for_toggle, on));
-                            };
-                            view! {
-                                <label class="choice">
-                                    <input type="checkbox" value=key prop:checked=checked on:change=on_change/>
-                                    <span>{text}</span>
-                                </label>
-                            }
-                        })
-                        .collect_view()
-                        .into_any()
-                }}
-            </fieldset>
-        }
-        .into_any(),
-        _ => {
-            let (kind, mode, auto) = match control {
-                Control::Check => ("checkbox", None, None),
-                Control::Password => ("password", None, Some("new-password")),
-                Control::Number => ("text", Some("numeric"), Some("off")),
-                _ => ("text", None, Some("off")),
-            };
-            view! {
-                <input id=id type=kind inputmode=mode autocomplete=auto spellcheck="false" placeholder=placeholder
-                    aria-describedby=described aria-invalid=invalid disabled=move || disabled.get()
-                    prop:value=move || if control == Control::Check { String::new() } else { value.get() }
-                    prop:checked=move || control == Control::Check && !value.with(String::is_empty)
-                    on:input=on_input on:blur=on_blur/>
+        let (tag, class) = match control {
+            Control::Area => ("textarea", ""),
+            Control::Select => ("select", ""),
+            Control::Choices => ("fieldset", "choices"),
+            _ => ("input", ""),
+        };
+        let input = dom::child(&wrap, tag, class, "");
+        dom::set(&input, "id", id);
+        dom::set(&input, "aria-describedby", &format!("{id}-help {id}-error"));
+        let (kind, mode, auto) = match control {
+            Control::Check => ("checkbox", "", ""),
+            Control::Password => ("password", "", "new-password"),
+            Control::Number => ("text", "numeric", "off"),
+            _ => ("text", "", "off"),
+        };
+        match control {
+            Control::Select => {}
+            Control::Choices => {
+                dom::set(&input, "tabindex", "-1");
+                dom::child(&input, "legend", "sr-only", label);
             }
-            .into_any()
+            _ => {
+                if control == Control::Area {
+                    dom::set(&input, "rows", "4");
+                } else {
+                    dom::set(&input, "type", kind);
+                }
+                for (name, value) in [("inputmode", mode), ("autocomplete", auto), ("placeholder", placeholder)] {
+                    if !value.is_empty() {
+                        dom::set(&input, name, value);
+                    }
+                }
+                dom::set(&input, "spellcheck", "false");
+            }
         }
-    };
-    let class = match control {
-        Control::Check => "field check",
-        Control::Area | Control::Choices => "field wide",
-        _ => "field",
-    };
-    // A fieldset names itself through its legend; other controls through a
-    // label pointing at them.
-    let label_view = if control == Control::Choices {
-        view! { <span class="label" aria-hidden="true">{label}</span> }.into_any()
-    } else {
-        view! { <label for=id>{label}</label> }.into_any()
-    };
-    view! {
-        <div class=class>
-            {label_view}
-            {control_view}
-            <p id=help_id class="help">{help}" "<span class="default">"Default: "{move || default.get()}"."</span></p>
-            <p id=error_id class="field-error">{move || error.get().map(|m| sentence(label, &m))}</p>
-        </div>
+        let help_line = dom::child(&wrap, "p", "help", &format!("{help} "));
+        dom::set(&help_line, "id", &format!("{id}-help"));
+        let default = dom::child(&help_line, "span", "default", "");
+        let error = dom::child(&wrap, "p", "field-error", "");
+        dom::set(&error, "id", &format!("{id}-error"));
+        FieldParts { label, control, input, default, error, shown: FieldView::default() }
     }
-    .into_any()
+
+    /// Shows `view`, writing only what changed. A typed value is compared
+    /// with the input's own, so what the user is typing is never rewritten.
+    pub fn show(&mut self, view: FieldView) {
+        let input = &self.input;
+        if view.options != self.shown.options {
+            self.draw_options(&view.options);
+        }
+        match self.control {
+            Control::Check => {
+                let input: &web_sys::HtmlInputElement = input.unchecked_ref();
+                input.set_checked(!view.value.is_empty());
+            }
+            Control::Choices => {
+                let boxes = input.get_elements_by_tag_name("input");
+                for index in 0..boxes.length() {
+                    let Some(choice) = boxes.item(index).and_then(|b| b.dyn_into::<web_sys::HtmlInputElement>().ok())
+                    else {
+                        continue;
+                    };
+                    choice.set_checked(has_choice(&view.value, &choice.value()));
+                }
+            }
+            Control::Select => {
+                let select: &web_sys::HtmlSelectElement = input.unchecked_ref();
+                if select.value() != view.value {
+                    select.set_value(&view.value);
+                }
+            }
+            Control::Area => {
+                let area: &web_sys::HtmlTextAreaElement = input.unchecked_ref();
+                if area.value() != view.value {
+                    area.set_value(&view.value);
+                }
+            }
+            _ => {
+                let text: &web_sys::HtmlInputElement = input.unchecked_ref();
+                if text.value() != view.value {
+                    text.set_value(&view.value);
+                }
+            }
+        }
+        if view.default != self.shown.default {
+            self.default.set_text_content(Some(&format!("Default: {}.", view.default)));
+        }
+        if view.disabled != self.shown.disabled {
+            let _ = input.toggle_attribute_with_force("disabled", view.disabled);
+        }
+        if view.error != self.shown.error {
+            self.error.set_text_content(view.error.as_deref().map(|m| sentence(self.label, m)).as_deref());
+            match view.error {
+                Some(_) => dom::set(input, "aria-invalid", "true"),
+                None => {
+                    let _ = input.remove_attribute("aria-invalid");
+                }
+            }
+        }
+        self.shown = view;
+    }
+
+    /// The choices of a select (options) or of a `Choices` field (check
+    /// boxes), made again.
+    fn draw_options(&self, options: &Options) {
+        let input = &self.input;
+        if self.control == Control::Choices {
+            // Everything after the legend.
+            while let Some(last) = input.last_element_child().filter(|e| e.tag_name() != "LEGEND") {
+                last.remove();
+            }
+            if options.is_empty() {
+                dom::child(input, "p", "help", "None to choose from.");
+            }
+            for (key, text) in options {
+                let choice = dom::child(input, "label", "choice", "");
+                let check = dom::child(&choice, "input", "", "");
+                dom::set(&check, "type", "checkbox");
+                dom::set(&check, "value", key);
+                dom::child(&choice, "span", "", text);
+            }
+        } else if self.control == Control::Select {
+            dom::clear(input);
+            for (key, text) in options {
+                dom::set(&dom::child(input, "option", "", text), "value", key);
+            }
+        }
+    }
 }

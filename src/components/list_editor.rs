@@ -1,13 +1,17 @@
 //! An editable list of rows (environment variables, ports, mounts, labels):
 //! add, edit and remove rows, each cell labelled, each row with its errors.
 //!
-//! Every list of every form renders through `list_editor`. Rows are
-//! addressed by index and cells by column; what the cells mean is up to the
-//! caller's callbacks, so one piece of code serves every list.
+//! Every list of every form is drawn by `ListParts`. Rows are addressed by
+//! index and cells by column; what the cells mean is up to the form that
+//! owns the list, which listens for its events (each cell and remove button
+//! carries `data-row`, each cell `data-col`, the list `data-list`) and tells
+//! it what to show, so one piece of code serves every list.
 
-use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::Element;
 
-use crate::components::field::{event_value, sentence, Control};
+use crate::components::dom;
+use crate::components::field::{sentence, Control};
 
 /// One column of a list.
 #[derive(Debug)]
@@ -19,36 +23,6 @@ pub struct Column {
     pub placeholder: &'static str,
 }
 
-/// Everything one list needs.
-pub struct ListProps {
-    /// The prefix of every id in the list: cells are `<id>-<row>-<col>`, the
-    /// add button `<id>-add`.
-    pub id: &'static str,
-    pub label: &'static str,
-    pub help: &'static str,
-    pub default: &'static str,
-    /// The label of the add button ("Add variable").
-    pub add_label: &'static str,
-    pub columns: &'static [Column],
-    /// How many rows there are; the rows are rebuilt only when it changes.
-    pub len: Memo<usize>,
-    /// The text of a cell.
-    pub cell: Callback<(usize, usize), String>,
-    /// The label of a cell when it depends on the row (an environment
-    /// variable's "Value" or "Secret"); `None` keeps the column's.
-    pub cell_label: Callback<(usize, usize), Option<&'static str>>,
-    /// The `datalist` a cell suggests from, if any.
-    pub cell_list: Callback<(usize, usize), Option<&'static str>>,
-    pub set: Callback<(usize, usize, String)>,
-    pub add: Callback<()>,
-    pub remove: Callback<usize>,
-    pub touch: Callback<(usize, usize)>,
-    /// The error of a cell to show now, if any.
-    pub error: Callback<(usize, usize), Option<String>>,
-    /// An error about the list as a whole.
-    pub list_error: Signal<Option<String>>,
-}
-
 /// The id of a cell's input.
 pub fn cell_id(list: &str, row: usize, col: usize) -> String {
     format!("{list}-{row}-{col}")
@@ -56,7 +30,6 @@ pub fn cell_id(list: &str, row: usize, col: usize) -> String {
 
 /// Focuses the element with `id`, if it exists.
 pub fn focus(id: &str) {
-    use wasm_bindgen::JsCast;
     let element = web_sys::window()
         .and_then(|w| w.document())
         .and_then(|d| d.get_element_by_id(id))
@@ -66,116 +39,179 @@ pub fn focus(id: &str) {
     }
 }
 
-/// Renders one list.
-pub fn list_editor(p: ListProps) -> AnyView {
-    let ListProps {
-        id,
-        label,
-        help,
-        default,
-        add_label,
-        columns,
-        len,
-        cell,
-        cell_label,
-        cell_list,
-        set,
-        add,
-        remove,
-        touch,
-        error,
-        list_error,
-    } = p;
-    let help_id = format!("{id}-help");
-    let add_id = format!("{id}-add");
-    let on_add = move |_| {
-        add.run(());
-        let row = len.get_untracked().saturating_sub(1);
-        // The new row exists once the list re-rendered.
-        request_animation_frame(move || focus(&cell_id(id, row, 0)));
-    };
-    let add_id_for_remove = add_id.clone();
-    let row_view = move |row: usize| {
-        let row_error_id = format!("{id}-{row}-error");
-        let messages = move || {
-            let found: Vec<String> = (0..columns.len())
-                .filter_map(|col| {
-                    let message = error.run((row, col))?;
-                    Some(sentence(cell_label.run((row, col)).unwrap_or(columns[col].label), &message))
-                })
-                .collect();
-            found.join(" ")
-        };
-        let cells = columns
+/// What one list is: fixed once it is drawn.
+pub struct ListSpec {
+    /// The prefix of every id in the list: cells are `<id>-<row>-<col>`, the
+    /// add button `<id>-add`.
+    pub id: &'static str,
+    /// What the form calls the list in its events' `data-list`.
+    pub key: usize,
+    pub label: &'static str,
+    pub help: &'static str,
+    pub default: &'static str,
+    /// The label of the add button ("Add variable").
+    pub add_label: &'static str,
+    pub columns: &'static [Column],
+}
+
+/// What a cell shows now.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CellView {
+    pub value: String,
+    /// The cell's label when it depends on the row (an environment
+    /// variable's "Value" or "Secret"); `None` keeps the column's.
+    pub label: Option<&'static str>,
+    /// The `datalist` the cell suggests from, if any.
+    pub list: Option<&'static str>,
+    /// The problem to show now, if any.
+    pub error: Option<String>,
+}
+
+/// A drawn row: each cell's label and input, and the row's error line.
+struct RowParts {
+    cells: Vec<(Element, Element)>,
+    error: Element,
+    shown: Vec<CellView>,
+}
+
+/// A drawn list: the elements it changes.
+pub struct ListParts {
+    id: &'static str,
+    label: &'static str,
+    columns: &'static [Column],
+    rows_host: Element,
+    rows: Vec<RowParts>,
+    list_error: Element,
+}
+
+impl ListParts {
+    /// Draws the list, without rows, at the end of `parent`.
+    pub fn build(parent: &Element, spec: &ListSpec) -> ListParts {
+        let ListSpec { id, key, label, help, default, add_label, columns } = *spec;
+        let wrap = dom::child(parent, "div", "field wide list", "");
+        dom::set(&wrap, "role", "group");
+        dom::set(&wrap, "aria-labelledby", &format!("{id}-label"));
+        dom::set(&wrap, "aria-describedby", &format!("{id}-help"));
+        dom::set(&wrap, "data-list", &key.to_string());
+        dom::set(&dom::child(&wrap, "span", "label", label), "id", &format!("{id}-label"));
+        let help_line = dom::child(&wrap, "p", "help", &format!("{help} "));
+        dom::set(&help_line, "id", &format!("{id}-help"));
+        dom::child(&help_line, "span", "default", &format!("Default: {default}."));
+        let rows_host = dom::child(&wrap, "ol", "rows", "");
+        let list_error = dom::child(&wrap, "p", "field-error", "");
+        let add = dom::child(&wrap, "button", "", add_label);
+        dom::set(&add, "type", "button");
+        dom::set(&add, "id", &format!("{id}-add"));
+        ListParts { id, label, columns, rows_host, rows: Vec::new(), list_error }
+    }
+
+    /// Shows `rows` (each a cell per column) and the list's own error,
+    /// writing only what changed. Rows are added or taken away at the end:
+    /// a row is its index, so after a removal the rows below show the values
+    /// that moved up.
+    pub fn show(&mut self, rows: Vec<Vec<CellView>>, list_error: Option<&str>) {
+        while self.rows.len() > rows.len() {
+            if let Some(row) = self.rows.pop() {
+                if let Some(item) = row.error.parent_element() {
+                    item.remove();
+                }
+            }
+        }
+        while self.rows.len() < rows.len() {
+            let row = self.build_row(self.rows.len());
+            self.rows.push(row);
+        }
+        for (row, cells) in self.rows.iter_mut().zip(rows) {
+            if row.shown == cells {
+                continue;
+            }
+            let mut messages = Vec::new();
+            for (col, cell) in cells.iter().enumerate() {
+                let Some((label, input)) = row.cells.get(col) else { continue };
+                let name = cell.label.unwrap_or(self.columns[col].label);
+                if label.text_content().as_deref() != Some(name) {
+                    label.set_text_content(Some(name));
+                }
+                if let Some(select) = input.dyn_ref::<web_sys::HtmlSelectElement>() {
+                    if select.value() != cell.value {
+                        select.set_value(&cell.value);
+                    }
+                } else {
+                    let text: &web_sys::HtmlInputElement = input.unchecked_ref();
+                    if text.value() != cell.value {
+                        text.set_value(&cell.value);
+                    }
+                }
+                match cell.list {
+                    Some(list) => dom::set(input, "list", list),
+                    None => {
+                        let _ = input.remove_attribute("list");
+                    }
+                }
+                match &cell.error {
+                    Some(message) => {
+                        dom::set(input, "aria-invalid", "true");
+                        messages.push(sentence(name, message));
+                    }
+                    None => {
+                        let _ = input.remove_attribute("aria-invalid");
+                    }
+                }
+            }
+            row.error.set_text_content(Some(&messages.join(" ")));
+            row.shown = cells;
+        }
+        if self.list_error.text_content().as_deref().unwrap_or("") != list_error.unwrap_or("") {
+            self.list_error.set_text_content(list_error);
+        }
+    }
+
+    /// Draws row `row`, empty, at the end of the list.
+    fn build_row(&self, row: usize) -> RowParts {
+        let id = self.id;
+        let item = dom::child(&self.rows_host, "li", "row", "");
+        let cells_line = dom::child(&item, "div", "cells", "");
+        let error_id = format!("{id}-{row}-error");
+        let row_text = row.to_string();
+        let cells = self
+            .columns
             .iter()
             .enumerate()
             .map(|(col, column)| {
+                let cell = dom::child(&cells_line, "div", "cell", "");
                 let input_id = cell_id(id, row, col);
-                let text = move || cell_label.run((row, col)).unwrap_or(column.label);
-                let invalid = move || error.run((row, col)).is_some().then_some("true");
-                let on_input = move |ev: web_sys::Event| set.run((row, col, event_value(&ev)));
-                let on_blur = move |_| touch.run((row, col));
-                let described = row_error_id.clone();
-                let input = if column.control == Control::Select {
-                    let options = column.options;
-                    view! {
-                        <select id=input_id.clone() aria-describedby=described aria-invalid=invalid
-                            on:change=on_input on:blur=on_blur>
-                            {move || {
-                                let current = cell.run((row, col));
-                                options
-                                    .iter()
-                                    .map(|(key, text)| view! { <option value=*key selected=current == *key>{*text}</option> })
-                                    .collect_view()
-                            }}
-                        </select>
+                let label = dom::child(&cell, "label", "", column.label);
+                dom::set(&label, "for", &input_id);
+                let select = column.control == Control::Select;
+                let input = dom::child(&cell, if select { "select" } else { "input" }, "", "");
+                if select {
+                    for (key, text) in column.options {
+                        dom::set(&dom::child(&input, "option", "", text), "value", key);
                     }
-                    .into_any()
                 } else {
-                    let mode = (column.control == Control::Number).then_some("numeric");
-                    view! {
-                        <input id=input_id.clone() type="text" inputmode=mode autocomplete="off" spellcheck="false"
-                            placeholder=column.placeholder list=move || cell_list.run((row, col))
-                            aria-describedby=described aria-invalid=invalid
-                            prop:value=move || cell.run((row, col)) on:input=on_input on:blur=on_blur/>
+                    dom::set(&input, "type", "text");
+                    if column.control == Control::Number {
+                        dom::set(&input, "inputmode", "numeric");
                     }
-                    .into_any()
-                };
-                view! {
-                    <div class="cell">
-                        <label for=input_id>{text}</label>
-                        {input}
-                    </div>
+                    dom::set(&input, "autocomplete", "off");
+                    dom::set(&input, "spellcheck", "false");
+                    if !column.placeholder.is_empty() {
+                        dom::set(&input, "placeholder", column.placeholder);
+                    }
                 }
+                dom::set(&input, "id", &input_id);
+                dom::set(&input, "aria-describedby", &error_id);
+                dom::set(&input, "data-row", &row_text);
+                dom::set(&input, "data-col", &col.to_string());
+                (label, input)
             })
-            .collect_view();
-        let add_id = add_id_for_remove.clone();
-        let on_remove = move |_| {
-            remove.run(row);
-            let add_id = add_id.clone();
-            request_animation_frame(move || focus(&add_id));
-        };
-        view! {
-            <li class="row">
-                <div class="cells">
-                    {cells}
-                    <button type="button" class="remove" on:click=on_remove>
-                        "Remove" <span class="sr-only">{format!(" {label} row {}", row + 1)}</span>
-                    </button>
-                </div>
-                <p id=row_error_id class="field-error">{messages}</p>
-            </li>
-        }
-    };
-    let described = help_id.clone();
-    view! {
-        <div class="field wide list" role="group" aria-labelledby=format!("{id}-label") aria-describedby=described>
-            <span id=format!("{id}-label") class="label">{label}</span>
-            <p id=help_id class="help">{help}" "<span class="default">"Default: "{default}"."</span></p>
-            <ol class="rows">{move || (0..len.get()).map(row_view.clone()).collect_view()}</ol>
-            <p class="field-error">{move || list_error.get()}</p>
-            <button type="button" id=add_id on:click=on_add>{add_label}</button>
-        </div>
+            .collect();
+        let remove = dom::child(&cells_line, "button", "remove", "Remove");
+        dom::set(&remove, "type", "button");
+        dom::set(&remove, "data-row", &row_text);
+        dom::child(&remove, "span", "sr-only", &format!(" {} row {}", self.label, row + 1));
+        let error = dom::child(&item, "p", "field-error", "");
+        dom::set(&error, "id", &error_id);
+        RowParts { cells, error, shown: Vec::new() }
     }
-    .into_any()
 }

@@ -115,6 +115,16 @@ impl FieldId {
 }
 
 impl ListId {
+    /// The list's place in `LISTS`, as events name it.
+    pub fn index(self) -> usize {
+        self.0
+    }
+
+    /// The list at `index` in `LISTS`, if there is one.
+    pub fn from_index(index: usize) -> Option<ListId> {
+        (index < LIST_COUNT).then_some(ListId(index))
+    }
+
     /// Every list, in the order of `LISTS`.
     pub fn all() -> impl Iterator<Item = ListId> {
         (0..LIST_COUNT).map(ListId)

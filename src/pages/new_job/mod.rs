@@ -5,25 +5,36 @@
 //! A field shows its problem once the user has left it or tried to submit,
 //! and the problem goes away as soon as the field is valid. The server's 422
 //! lands on the same inputs through the same path table (`form::target_of`).
+//!
+//! The form is drawn straight into the page (`components/dom.rs`,
+//! `FieldParts`, `ListParts`) from one state (`Core`), with one listener for
+//! every input, button and submit, and drawn again after each change: as a
+//! Leptos view of signals, memos, callbacks and an action it was most of
+//! the page's download (docs/measurements.md, "The create-job form drawn").
 
 pub mod export;
 pub mod form;
 #[cfg(test)]
 mod tests;
 
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
 use jobdeck_api::{
     shared_memory_default_mib, validate_job, validate_job_in, JobSpec, LeptonJob, ValidationContext, Visibility,
 };
 use leptos::prelude::*;
+use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
+use web_sys::Element;
 
 use crate::api::{self, ApiFailure};
-use crate::components::api_error::failure_view;
-use crate::components::field::{field, Control, FieldProps, Options};
-use crate::components::list_editor::{focus, list_editor, ListProps};
-use crate::router::{use_navigate, use_url};
+use crate::components::dom;
+use crate::components::field::{event_value, toggle_choice, Control, FieldParts, FieldSpec, FieldView, Options};
+use crate::components::list_editor::{focus, CellView, ListParts, ListSpec};
+use crate::router::{navigate_replace, use_navigate, use_url};
 use crate::routes;
-use crate::session::require_sign_in;
+use crate::session::{current_page, require_sign_in, Session};
 
 use form::*;
 
@@ -32,220 +43,303 @@ const OTHER_PROBLEMS_ID: &str = "form-problems";
 /// The id of the datalist of secret names.
 const SECRET_LIST_ID: &str = "secret-names";
 
-/// The form's reactive state. `Copy`, so every handler can hold it.
-#[derive(Clone, Copy)]
-pub struct JobForm {
-    pub state: RwSignal<FormState>,
+/// Everything the form knows, outside the reactive graph.
+#[derive(Default)]
+pub struct Core {
+    pub state: FormState,
     /// The server's shapes, node groups and secret names, once loaded.
-    pub context: RwSignal<Option<ValidationContext>>,
+    context: Option<ValidationContext>,
     /// The workspace's log collection setting, once loaded.
-    pub log_default: RwSignal<Option<bool>>,
+    log_default: Option<bool>,
     /// The secrets a variable may reference, each with who may see it.
-    pub secret_labels: RwSignal<Vec<(String, String)>>,
+    secret_labels: Vec<(String, String)>,
     /// Inputs the user has left: their problems show.
-    pub touched: RwSignal<Vec<String>>,
+    touched: Vec<String>,
     /// Every problem shows: after a submit attempt, an import or a draft.
-    pub show_all: RwSignal<bool>,
+    show_all: bool,
     /// The server's last 422, placed on inputs; an entry goes when its input
     /// is edited.
-    pub server: RwSignal<Placed>,
-    /// The contract's and the conversion's problems, placed on inputs.
-    pub problems: Memo<Placed>,
+    server: Placed,
+    /// The contract's and the conversion's problems, placed on inputs: made
+    /// again after every change of the state or the context.
+    problems: Placed,
     /// An error that is about no field (the server is down, …).
-    pub banner: RwSignal<Option<ApiFailure>>,
+    banner: Option<String>,
     /// Where the form's content came from ("Cloned from …").
-    pub notice: RwSignal<Option<String>>,
-    /// Creating the job: `POST /jobs` as a Leptos action (its `pending` is
-    /// the busy state, its `value` the answer).
-    pub create: Action<LeptonJob, Result<LeptonJob, ApiFailure>>,
+    notice: Option<String>,
+    /// The job is being created.
+    busy: bool,
     /// A copied command, spec or link, shown as well as copied.
-    pub output: RwSignal<Option<(&'static str, String)>>,
+    output: Option<(&'static str, String)>,
+    /// Why the last import failed.
+    import_error: Option<String>,
+    /// The drawn page, once mounted.
+    parts: Option<Parts>,
+    /// Opens a created job's page.
+    navigate: Option<Rc<dyn Fn(&str)>>,
+    /// The session, signed out when the server no longer takes its token.
+    session: Option<Session>,
 }
 
-impl Default for JobForm {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl JobForm {
-    pub fn new() -> JobForm {
-        let state = RwSignal::new(FormState::default());
-        let context = RwSignal::new(None::<ValidationContext>);
-        let problems = Memo::new(move |_| {
-            state.with(|s| {
-                let (job, mut found) = s.to_job();
-                let rules = context.with(|c| match c {
-                    Some(c) => validate_job_in(&job, c),
-                    None => validate_job(&job),
-                });
-                for (path, messages) in rules {
-                    found.entry(path).or_insert(messages);
-                }
-                Placed::place(&found, s)
-            })
-        });
-        JobForm {
-            state,
-            context,
-            log_default: RwSignal::new(None),
-            secret_labels: RwSignal::new(Vec::new()),
-            touched: RwSignal::new(Vec::new()),
-            show_all: RwSignal::new(false),
-            server: RwSignal::new(Placed::default()),
-            problems,
-            banner: RwSignal::new(None),
-            notice: RwSignal::new(None),
-            create: Action::new_local(|job: &LeptonJob| {
-                let job = job.clone();
-                async move { api::create_job(&job).await }
-            }),
-            output: RwSignal::new(None),
-        }
-    }
-
+impl Core {
     /// The problem to show at input `id` now, if any.
-    pub fn error_for(self, id: &str) -> Option<String> {
-        if let Some(message) = self.server.with(|s| s.by_input.get(id).cloned()) {
-            return Some(message);
+    pub fn error_for(&self, id: &str) -> Option<String> {
+        if let Some(message) = self.server.by_input.get(id) {
+            return Some(message.clone());
         }
-        let shown = self.show_all.get() || self.touched.with(|t| t.iter().any(|t| t == id));
+        let shown = self.show_all || self.touched.iter().any(|t| t == id);
         if !shown {
             return None;
         }
-        self.problems.with(|p| p.by_input.get(id).cloned())
+        self.problems.by_input.get(id).cloned()
     }
 
     /// Every problem, the server's and the form's, once per input.
-    pub fn problem_count(self) -> usize {
-        let problems = self.problems.get();
-        let server = self.server.get();
+    pub fn problem_count(&self) -> usize {
+        let (problems, server) = (&self.problems, &self.server);
         let only_server = server.by_input.keys().filter(|id| !problems.by_input.contains_key(*id)).count();
         problems.by_input.len() + only_server + problems.other.len() + server.other.len()
     }
 
-    /// Changes the form as the user did at input `id`.
-    pub fn edit(self, id: &str, change: impl FnOnce(&mut FormState)) {
-        self.state.update(change);
-        if self.server.with_untracked(|s| s.by_input.contains_key(id)) {
-            self.server.update(|s| {
-                s.by_input.remove(id);
-            });
+    /// Checks the state with the contract's rules (and the workspace's, once
+    /// known).
+    fn check(&mut self) {
+        let (job, mut found) = self.state.to_job();
+        let rules = match &self.context {
+            Some(c) => validate_job_in(&job, c),
+            None => validate_job(&job),
+        };
+        for (path, messages) in rules {
+            found.entry(path).or_insert(messages);
         }
+        self.problems = Placed::place(&found, &self.state);
     }
 
-    fn touch(self, id: &str) {
-        if !self.touched.with_untracked(|t| t.iter().any(|t| t == id)) {
-            self.touched.update(|t| t.push(id.to_string()));
+    /// Changes the form as the user did at input `id`.
+    fn edit(&mut self, id: &str, change: impl FnOnce(&mut FormState)) {
+        change(&mut self.state);
+        self.server.by_input.remove(id);
+        self.check();
+    }
+
+    fn touch(&mut self, id: &str) {
+        if !self.touched.iter().any(|t| t == id) {
+            self.touched.push(id.to_string());
         }
     }
 
     /// Replaces what the form holds (a clone, an import, a draft).
-    pub fn load(self, state: FormState) {
-        self.state.set(state);
-        self.server.set(Placed::default());
+    fn load(&mut self, state: FormState) {
+        self.state = state;
+        self.server = Placed::default();
         self.fill_default_shape();
+        self.check();
     }
 
     /// An empty shape becomes the workspace's first, which is what the server
     /// would run the job with.
-    fn fill_default_shape(self) {
-        let first = self
-            .context
-            .with_untracked(|c| c.as_ref().and_then(|c| c.shapes.first()).and_then(|s| s.metadata.id.clone()));
+    fn fill_default_shape(&mut self) {
+        let first = self.first_shape();
         if let Some(first) = first {
-            if self.state.with_untracked(|s| s.v[SHAPE].is_empty()) {
-                self.state.update(|s| s.v[SHAPE] = first);
+            if self.state.v[SHAPE].is_empty() {
+                self.state.v[SHAPE] = first;
             }
         }
     }
 
-    /// Takes in the server's data for the rules and the defaults.
-    pub fn set_context(self, context: ValidationContext, log_default: Option<bool>) {
-        self.context.set(Some(context));
-        self.log_default.set(log_default);
-        self.fill_default_shape();
+    fn first_shape(&self) -> Option<String> {
+        self.context.as_ref().and_then(|c| c.shapes.first()).and_then(|s| s.metadata.id.clone())
     }
 
-    /// Shows a failed create: a 422 on its fields, anything else in a banner;
-    /// either way the form keeps what was typed.
-    pub fn show_failure(self, failure: ApiFailure) {
-        match failure {
-            ApiFailure::Invalid { message, fields } => {
-                let placed = self.state.with_untracked(|s| Placed::place(&fields, s));
-                if placed.count() == 0 {
-                    self.banner.set(Some(ApiFailure::Invalid { message, fields }));
-                }
-                self.server.set(placed);
-                self.show_all.set(true);
-                self.focus_first_problem();
+    /// The shape the form has chosen, with its memory in MiB.
+    fn chosen_shape(&self) -> Option<(String, i64)> {
+        let shape = &self.state.v[SHAPE];
+        let c = self.context.as_ref()?;
+        let found = c.shapes.iter().find(|s| s.metadata.id.as_deref() == Some(shape.as_str()))?;
+        Some((shape.clone(), found.spec.memory_in_mb?))
+    }
+
+    /// Whether more than one worker is asked for: completions and
+    /// parallelism then follow the workers.
+    fn many_workers(&self) -> bool {
+        self.state.v[WORKERS].trim().parse::<i64>().is_ok_and(|w| w > 1)
+    }
+
+    /// What field `index` shows now.
+    fn field_view(&self, index: FieldId) -> FieldView {
+        let def = index.def();
+        let many_workers = self.many_workers();
+        let value = match index {
+            SHARED_MEMORY if !self.state.shared_memory_typed => {
+                self.chosen_shape().map(|(_, memory)| shared_memory_default_mib(memory).to_string()).unwrap_or_default()
             }
-            ApiFailure::Unauthorized => {
-                // Signing in again must not lose the form: it travels in the
-                // address the sign-in page returns to.
-                let link = self.draft_link();
-                if let Ok(history) = web_sys::window().expect("a window").history() {
-                    let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&link));
-                }
-                self.banner.set(Some(ApiFailure::Unauthorized));
-            }
-            other => self.banner.set(Some(other)),
+            COMPLETIONS | PARALLELISM if many_workers => self.state.v[WORKERS].trim().to_string(),
+            _ => self.state.v[index].clone(),
+        };
+        let image_ignored = self.context.as_ref().is_some_and(|c| c.requirements.image_ignored);
+        let default = match index {
+            SHAPE => self
+                .first_shape()
+                .map(|first| format!("{first}, the workspace's first shape"))
+                .unwrap_or_else(|| "the workspace's first shape".into()),
+            SHARED_MEMORY => match self.chosen_shape() {
+                Some((shape, memory)) => format!(
+                    "{} for {shape} ({} of memory); an emptied field uses the default",
+                    mib_text(shared_memory_default_mib(memory)),
+                    gib_text(memory)
+                ),
+                None => "from the memory of the resource shape".into(),
+            },
+            LOG_COLLECTION => self.log_default_text().into(),
+            // In process mode the server runs the command on its own
+            // machine: say so where the image is typed, not after the job
+            // failed to use it.
+            IMAGE if image_ignored => "not used on this server: it runs the command as a process on its own \
+                                       machine, without the image, its ports or its storage mounts"
+                .into(),
+            COMPLETIONS | PARALLELISM if many_workers => "the number of workers".into(),
+            _ => def.default.to_string(),
+        };
+        FieldView {
+            value,
+            default,
+            options: self.options_for(index),
+            disabled: matches!(index, COMPLETIONS | PARALLELISM) && many_workers,
+            error: self.error_for(def.id),
         }
     }
 
-    /// Moves the focus to the first problem in the order the form shows.
-    pub fn focus_first_problem(self) {
-        let form = self;
-        request_animation_frame(move || {
-            let (other, first) = form.state.with_untracked(|s| {
-                let other = form.problems.with_untracked(|p| !p.other.is_empty())
-                    || form.server.with_untracked(|p| !p.other.is_empty());
-                let has = |id: &String| {
-                    form.server.with_untracked(|p| p.by_input.contains_key(id))
-                        || form.problems.with_untracked(|p| p.by_input.contains_key(id))
-                };
-                (other, input_order(s).into_iter().find(has))
-            });
-            match (other, first) {
-                (true, _) | (false, None) => focus(OTHER_PROBLEMS_ID),
-                (false, Some(id)) => focus(&id),
-            }
-        });
+    /// What list `l`'s rows show now.
+    fn rows_view(&self, l: ListId) -> Vec<Vec<CellView>> {
+        let columns = l.def().columns.len();
+        self.state.lists[l]
+            .iter()
+            .enumerate()
+            .map(|(row, cells)| {
+                // An environment variable's value names a secret when its
+                // source says so.
+                let secret = l == ENVS && cells[1] == "secret";
+                (0..columns)
+                    .map(|col| CellView {
+                        value: cells[col].clone(),
+                        label: (secret && col == 2).then_some("Secret"),
+                        list: (secret && col == 2).then_some(SECRET_LIST_ID),
+                        error: self.error_for(&Target::Cell(l, row, col).input_id()),
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
-    /// A link to this form as it is now, without the registry password.
-    pub fn draft_link(self) -> String {
-        let job = self.state.with_untracked(FormState::shareable_job);
-        routes::draft(&api::to_json(&job).unwrap_or_default())
-    }
-
-    /// Fills the form from a JSON job or job spec; every problem shows.
-    pub fn import(self, text: &str) -> Result<(), String> {
-        let job = parse_job(text)?;
-        self.load(FormState::from_job(&job));
-        self.show_all.set(true);
-        Ok(())
-    }
-
-    /// Checks the form and, when it is valid, creates the job and goes to
-    /// its page.
-    /// Sends the job if the form holds no problem; otherwise shows them all
-    /// and moves to the first. The answer arrives through `create`.
-    pub fn submit(self) {
-        self.show_all.set(true);
-        self.banner.set(None);
-        self.server.update(|s| s.other.clear());
-        if self.problem_count() > 0 {
-            self.focus_first_problem();
-            return;
+    /// Shows the state: every part writes only what changed.
+    fn draw(&mut self) {
+        let Some(mut parts) = self.parts.take() else { return };
+        for (index, field) in parts.fields.iter_mut() {
+            field.show(self.field_view(*index));
         }
-        let job = self.state.with_untracked(|s| s.to_job().0);
-        self.create.dispatch_local(job);
+        for (l, list) in parts.lists.iter_mut() {
+            let l = *l;
+            list.show(self.rows_view(l), self.error_for(&Target::List(l).input_id()).as_deref());
+        }
+        let count = self.problem_count();
+        let summary = self.show_all && count > 0;
+        let mut other = self.problems.other.clone();
+        other.extend(self.server.other.iter().cloned());
+        let status = match (self.show_all, count) {
+            (_, 0) => String::new(),
+            (false, n) => format!("{n} required or invalid {}", if n == 1 { "field" } else { "fields" }),
+            (true, 1) => "1 problem remains".to_string(),
+            (true, n) => format!("{n} problems remain"),
+        };
+        let shown = Shown {
+            notice: self.notice.clone(),
+            banner: self.banner.clone(),
+            summary: summary
+                .then(|| (format!("{count} {} to fix before the job can be created.", plural(count)), other)),
+            busy: self.busy,
+            status,
+            output: self.output.clone(),
+            import_error: self.import_error.clone(),
+            secrets: self.secret_labels.clone(),
+        };
+        parts.show(shown);
+        self.parts = Some(parts);
     }
 
-    /// Whether the job is being created.
-    pub fn busy(self) -> bool {
-        self.create.pending().get()
+    fn log_default_text(&self) -> &'static str {
+        match self.log_default {
+            Some(true) => "the workspace setting (on)",
+            Some(false) => "the workspace setting (off)",
+            None => "the workspace setting",
+        }
+    }
+
+    /// The choices of a select or check-box field; a value the form holds
+    /// that is not among them (from a clone or an import) is kept, so its
+    /// problem can show.
+    fn options_for(&self, index: FieldId) -> Options {
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let shapes = self.context.iter().flat_map(|c| &c.shapes);
+        let groups = self.context.iter().flat_map(|c| &c.node_groups);
+        let mut options: Options = match index {
+            PRIORITY => priority_options(),
+            LOG_COLLECTION => vec![
+                (String::new(), format!("Follow {}", self.log_default_text())),
+                pair("on", "On"),
+                pair("off", "Off"),
+            ],
+            VISIBILITY => vec![pair("public", "Public"), pair("private", "Private")],
+            SHAPE => shapes
+                .filter_map(|s| {
+                    let id = s.metadata.id.clone()?;
+                    let text = match &s.spec.description {
+                        Some(d) => format!("{id} — {d}"),
+                        None => id.clone(),
+                    };
+                    Some((id, text))
+                })
+                .collect(),
+            NODE_GROUPS => groups
+                .filter_map(|g| {
+                    let id = g.metadata.id.clone()?;
+                    let cap = &g.spec.capacity;
+                    let text = format!(
+                        "{id} — {} CPU, {} memory, {} GPU; {} queued",
+                        cpu_text(cap.cpu),
+                        gib_text(cap.memory_in_mb),
+                        cap.gpu,
+                        g.status.queued_jobs
+                    );
+                    Some((id, text))
+                })
+                .collect(),
+            NODES => {
+                let chosen = split_names(&self.state.v[NODE_GROUPS]);
+                groups
+                    .filter(|g| chosen.is_empty() || g.metadata.id.as_ref().is_some_and(|id| chosen.contains(id)))
+                    .flat_map(|g| &g.spec.nodes)
+                    .map(|n| (n.name.clone(), n.name.clone()))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let held = &self.state.v[index];
+        let held: Vec<String> =
+            if index.def().control == Control::Choices { split_names(held) } else { vec![held.clone()] };
+        for value in held {
+            if !value.is_empty() && !options.iter().any(|(k, _)| *k == value) {
+                options.push((value.clone(), format!("{value} (not in this workspace)")));
+            }
+        }
+        options
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        "problem"
+    } else {
+        "problems"
     }
 }
 
@@ -291,53 +385,687 @@ fn mib_text(mib: i64) -> String {
     }
 }
 
+/// What the page shows around the fields.
+#[derive(Clone, Default, PartialEq)]
+struct Shown {
+    notice: Option<String>,
+    banner: Option<String>,
+    /// After a submit attempt: the count and the problems that have no
+    /// input of their own.
+    summary: Option<(String, Vec<String>)>,
+    busy: bool,
+    status: String,
+    output: Option<(&'static str, String)>,
+    import_error: Option<String>,
+    secrets: Vec<(String, String)>,
+}
+
+/// The drawn page: the elements that change.
+struct Parts {
+    host: Element,
+    fields: Vec<(FieldId, FieldParts)>,
+    lists: Vec<(ListId, ListParts)>,
+    /// The notice and the banner shown now, before `problems`.
+    notes: Vec<Element>,
+    problems: Element,
+    submit: Element,
+    status: Element,
+    /// The import box: a copied text shows before it.
+    import: Element,
+    output: Option<Element>,
+    import_text: web_sys::HtmlTextAreaElement,
+    import_error: Element,
+    secrets: Element,
+    shown: Shown,
+    /// The one listener of the whole form, kept for as long as it is. It is
+    /// a `Fn`: drawing can remove a focused element, whose blur then calls
+    /// it again while it runs (and is ignored, see `JobForm::change`).
+    listener: Closure<dyn Fn(web_sys::Event)>,
+}
+
+/// Every event the form listens to; `blur` on its way down.
+const EVENTS: [(&str, bool); 5] =
+    [("input", false), ("change", false), ("click", false), ("submit", false), ("blur", true)];
+
+impl Drop for Parts {
+    /// The host may still be in the page (and its focused element fire a
+    /// blur on the way out) after the form is gone.
+    fn drop(&mut self) {
+        let function = self.listener.as_ref().unchecked_ref();
+        for (kind, capture) in EVENTS {
+            let _ = self.host.remove_event_listener_with_callback_and_bool(kind, function, capture);
+        }
+    }
+}
+
+impl Parts {
+    /// Draws the page into `host`, its inputs empty, and listens there.
+    fn build(host: &Element, listener: Closure<dyn Fn(web_sys::Event)>) -> Parts {
+        let function = listener.as_ref().unchecked_ref();
+        // A blur does not bubble: the form hears it on its way down.
+        for (kind, capture) in EVENTS {
+            let _ = host.add_event_listener_with_callback_and_bool(kind, function, capture);
+        }
+        let head = dom::child(host, "div", "page-head", "");
+        dom::child(&head, "h1", "", "New job");
+        let problems = dom::child(host, "div", "problems", "");
+        dom::set(&problems, "id", OTHER_PROBLEMS_ID);
+        dom::set(&problems, "tabindex", "-1");
+        dom::set(&problems, "role", "alert");
+        let form = dom::child(host, "form", "job-form", "");
+        dom::set(&form, "novalidate", "");
+        let (mut fields, mut lists) = (Vec::new(), Vec::new());
+        for section in LAYOUT.iter() {
+            let card = dom::child(&form, "section", "card form-section", "");
+            let heading = format!("{}-heading", section.id);
+            dom::set(&card, "aria-labelledby", &heading);
+            dom::set(&dom::child(&card, "h2", "", section.title), "id", &heading);
+            dom::child(&card, "p", "help", section.intro);
+            let items = dom::child(&card, "div", "fields", "");
+            for item in section.items {
+                match *item {
+                    Item::Field(i) => {
+                        let def = i.def();
+                        let spec = FieldSpec {
+                            id: def.id,
+                            label: def.label,
+                            help: def.help,
+                            control: def.control,
+                            placeholder: def.placeholder,
+                        };
+                        fields.push((i, FieldParts::build(&items, &spec)));
+                    }
+                    Item::List(l) => {
+                        let def = l.def();
+                        let spec = ListSpec {
+                            id: def.id,
+                            key: l.index(),
+                            label: def.label,
+                            help: def.help,
+                            default: "none",
+                            add_label: def.add_label,
+                            columns: def.columns,
+                        };
+                        lists.push((l, ListParts::build(&items, &spec)));
+                    }
+                }
+            }
+        }
+        let actions = dom::child(&form, "div", "form-actions", "");
+        let submit = dom::child(&actions, "button", "primary", "Create job");
+        dom::set(&submit, "type", "submit");
+        let status = dom::child(&actions, "span", "status", "");
+        dom::set(&status, "aria-live", "polite");
+
+        let tools = dom::child(host, "section", "card tools", "");
+        dom::set(&tools, "aria-labelledby", "tools-heading");
+        dom::set(&dom::child(&tools, "h2", "", "Copy, share or import"), "id", "tools-heading");
+        dom::child(&tools, "p", "help", "Copies leave out the registry password.");
+        let buttons = dom::child(&tools, "div", "tool-buttons", "");
+        let button = |parent: &Element, tool: &str, words: &str| {
+            let button = dom::child(parent, "button", "", words);
+            dom::set(&button, "type", "button");
+            dom::set(&button, "data-tool", tool);
+        };
+        button(&buttons, "lep", "Copy as lep command");
+        button(&buttons, "json", "Copy JSON spec");
+        button(&buttons, "share", "Share draft link");
+        let import = dom::child(&tools, "details", "import", "");
+        dom::child(&import, "summary", "", "Import a JSON spec");
+        dom::set(&dom::child(&import, "label", "", "JSON spec"), "for", "import-text");
+        let import_text = dom::child(&import, "textarea", "mono", "");
+        for (name, value) in [
+            ("id", "import-text"),
+            ("rows", "6"),
+            ("spellcheck", "false"),
+            ("aria-describedby", "import-help import-error"),
+            ("placeholder", r#"{"metadata": {"name": "train"}, "spec": {…}}"#),
+        ] {
+            dom::set(&import_text, name, value);
+        }
+        let help = dom::child(
+            &import,
+            "p",
+            "help",
+            "Paste a job as the API or the JSON spec copy has it, or a spec as lep job create -f takes it, or choose a file.",
+        );
+        dom::set(&help, "id", "import-help");
+        let import_error = dom::child(&import, "p", "field-error", "");
+        dom::set(&import_error, "id", "import-error");
+        dom::set(&import_error, "role", "alert");
+        let buttons = dom::child(&import, "div", "tool-buttons", "");
+        button(&buttons, "import", "Import");
+        let file = dom::child(&dom::child(&buttons, "label", "file", "Choose a file"), "input", "", "");
+        dom::set(&file, "type", "file");
+        dom::set(&file, "accept", ".json,application/json");
+        let secrets = dom::child(host, "datalist", "", "");
+        dom::set(&secrets, "id", SECRET_LIST_ID);
+        Parts {
+            host: host.clone(),
+            fields,
+            lists,
+            notes: Vec::new(),
+            problems,
+            submit,
+            status,
+            import,
+            output: None,
+            import_text: import_text.unchecked_into(),
+            import_error,
+            secrets,
+            shown: Shown::default(),
+            listener,
+        }
+    }
+
+    /// Shows what is around the fields, writing only what changed.
+    fn show(&mut self, new: Shown) {
+        let old = std::mem::take(&mut self.shown);
+        if (&new.notice, &new.banner) != (&old.notice, &old.banner) {
+            for note in self.notes.drain(..) {
+                note.remove();
+            }
+            if let Some(notice) = &new.notice {
+                let note = dom::element("p");
+                dom::set(&note, "class", "banner note");
+                dom::set(&note, "role", "status");
+                note.set_text_content(Some(notice));
+                self.notes.push(note);
+            }
+            if let Some(banner) = &new.banner {
+                let note = dom::element("div");
+                dom::set(&note, "class", "banner error");
+                dom::set(&note, "role", "alert");
+                dom::child(&note, "p", "", banner);
+                self.notes.push(note);
+            }
+            for note in &self.notes {
+                let _ = self.host.insert_before(note, Some(&self.problems));
+            }
+        }
+        if new.summary != old.summary {
+            dom::clear(&self.problems);
+            if let Some((title, other)) = &new.summary {
+                let banner = dom::child(&self.problems, "div", "banner error", "");
+                dom::child(&banner, "p", "", title);
+                let list = dom::child(&banner, "ul", "", "");
+                for message in other {
+                    dom::child(&list, "li", "mono", message);
+                }
+            }
+        }
+        if new.busy != old.busy {
+            let _ = self.submit.toggle_attribute_with_force("disabled", new.busy);
+            self.submit.set_text_content(Some(if new.busy { "Creating…" } else { "Create job" }));
+        }
+        if new.status != old.status {
+            self.status.set_text_content(Some(&new.status));
+        }
+        if new.output != old.output {
+            if let Some(output) = self.output.take() {
+                output.remove();
+            }
+            if let Some((title, text)) = &new.output {
+                let output = dom::element("div");
+                dom::set(&output, "class", "output");
+                let label = dom::child(&output, "label", "", &format!("{title} (copied to the clipboard)"));
+                dom::set(&label, "for", "output-text");
+                let area = dom::child(&output, "textarea", "mono", "");
+                for (name, value) in [("id", "output-text"), ("readonly", ""), ("rows", "8")] {
+                    dom::set(&area, name, value);
+                }
+                area.unchecked_ref::<web_sys::HtmlTextAreaElement>().set_value(text);
+                if let Some(tools) = self.import.parent_element() {
+                    let _ = tools.insert_before(&output, Some(&self.import));
+                }
+                self.output = Some(output);
+            }
+        }
+        if new.import_error != old.import_error {
+            self.import_error.set_text_content(new.import_error.as_deref());
+        }
+        if new.secrets != old.secrets {
+            dom::clear(&self.secrets);
+            for (name, label) in &new.secrets {
+                let option = dom::child(&self.secrets, "option", "", "");
+                dom::set(&option, "value", name);
+                dom::set(&option, "label", label);
+            }
+        }
+        self.shown = new;
+    }
+}
+
+/// The form: its state and drawing, shared by the page, its listener and
+/// its requests.
+#[derive(Clone)]
+pub struct JobForm(Rc<RefCell<Core>>);
+
+impl Default for JobForm {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What a submit leads to.
+enum Submit {
+    /// A job is being created already.
+    Wait,
+    /// Problems remain.
+    Fix,
+    Send(Box<LeptonJob>),
+}
+
+impl JobForm {
+    pub fn new() -> JobForm {
+        let mut core = Core::default();
+        core.check();
+        JobForm(Rc::new(RefCell::new(core)))
+    }
+
+    /// Changes the form and draws the result; `None` (and nothing changed)
+    /// while the form is already changing: an event the drawing itself
+    /// caused.
+    fn change<R>(&self, change: impl FnOnce(&mut Core) -> R) -> Option<R> {
+        let mut core = self.0.try_borrow_mut().ok()?;
+        let result = change(&mut core);
+        core.draw();
+        Some(result)
+    }
+
+    /// Reads what the form holds.
+    pub fn with_state<R>(&self, read: impl FnOnce(&FormState) -> R) -> R {
+        read(&self.0.borrow().state)
+    }
+
+    /// Replaces what the form holds (a clone, an import, a draft).
+    pub fn load(&self, state: FormState) {
+        self.change(|c| c.load(state));
+    }
+
+    /// Takes in the server's data for the rules and the defaults.
+    pub fn set_context(&self, context: ValidationContext, log_default: Option<bool>) {
+        self.change(|c| {
+            c.context = Some(context);
+            c.log_default = log_default;
+            c.fill_default_shape();
+            c.check();
+        });
+    }
+
+    /// Shows a failed create: a 422 on its fields, anything else in a banner;
+    /// either way the form keeps what was typed.
+    pub fn show_failure(&self, failure: ApiFailure) {
+        match failure {
+            ApiFailure::Invalid { message, fields } => {
+                self.change(|c| {
+                    let placed = Placed::place(&fields, &c.state);
+                    if placed.count() == 0 {
+                        c.banner = Some(message);
+                    }
+                    c.server = placed;
+                    c.show_all = true;
+                });
+                self.focus_first_problem();
+            }
+            ApiFailure::Unauthorized => {
+                // Signing in again must not lose the form: it travels in the
+                // address the sign-in page returns to.
+                let link = self.draft_link();
+                if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+                    let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&link));
+                }
+                self.sign_in_again();
+            }
+            other => self.fail(other),
+        }
+    }
+
+    /// Shows a failure that is about no field: a banner, or a trip through
+    /// sign-in back to this page.
+    fn fail(&self, failure: ApiFailure) {
+        match failure {
+            ApiFailure::Unauthorized => self.sign_in_again(),
+            other => {
+                self.change(|c| c.banner = Some(other.to_string()));
+            }
+        }
+    }
+
+    fn sign_in_again(&self) {
+        if let Some(session) = self.0.try_borrow().ok().and_then(|c| c.session) {
+            session.sign_out();
+        }
+        navigate_replace(&routes::login_then(&current_page()));
+    }
+
+    /// Moves the focus to the first problem in the order the form shows.
+    pub fn focus_first_problem(&self) {
+        let form = self.clone();
+        request_animation_frame(move || {
+            let Ok(c) = form.0.try_borrow() else { return };
+            let other = !c.problems.other.is_empty() || !c.server.other.is_empty();
+            let has = |id: &String| c.server.by_input.contains_key(id) || c.problems.by_input.contains_key(id);
+            let first = input_order(&c.state).into_iter().find(has);
+            drop(c);
+            match (other, first) {
+                (false, Some(id)) => focus(&id),
+                _ => focus(OTHER_PROBLEMS_ID),
+            }
+        });
+    }
+
+    /// A link to this form as it is now, without the registry password.
+    pub fn draft_link(&self) -> String {
+        let job = self.with_state(FormState::shareable_job);
+        routes::draft(&api::to_json(&job).unwrap_or_default())
+    }
+
+    /// Fills the form from a JSON job or job spec; every problem shows.
+    pub fn import(&self, text: &str) -> Result<(), String> {
+        let job = parse_job(text)?;
+        self.change(|c| {
+            c.load(FormState::from_job(&job));
+            c.show_all = true;
+        });
+        Ok(())
+    }
+
+    /// Sends the job if the form holds no problem; otherwise shows them all
+    /// and moves to the first. A created job's page is shown next.
+    pub fn submit(&self) {
+        let next = self.change(|c| {
+            if c.busy {
+                return Submit::Wait;
+            }
+            c.show_all = true;
+            c.banner = None;
+            c.server.other.clear();
+            if c.problem_count() > 0 {
+                return Submit::Fix;
+            }
+            c.busy = true;
+            Submit::Send(Box::new(c.state.to_job().0))
+        });
+        let job = match next {
+            Some(Submit::Send(job)) => job,
+            Some(Submit::Fix) => return self.focus_first_problem(),
+            _ => return,
+        };
+        let form = self.clone();
+        leptos::task::spawn_local(async move {
+            let answer = api::create_job(&job).await;
+            form.change(|c| c.busy = false);
+            match answer {
+                Ok(created) => {
+                    // Only while the form is still on screen: the user may
+                    // have gone elsewhere while the server answered.
+                    let navigate = form.0.borrow().navigate_here();
+                    if let Some(navigate) = navigate {
+                        navigate(&routes::job(created.id()));
+                    }
+                }
+                Err(failure) => form.show_failure(failure),
+            }
+        });
+    }
+
+    /// Draws the form into `host` and listens to it there.
+    fn mount(&self, host: &Element) {
+        let weak = Rc::downgrade(&self.0);
+        let listener = Closure::<dyn Fn(web_sys::Event)>::new(move |ev| on_event(&weak, ev));
+        self.change(|c| c.parts = Some(Parts::build(host, listener)));
+    }
+}
+
+impl Core {
+    /// Where a created job's page is opened, while the form is on screen.
+    fn navigate_here(&self) -> Option<Rc<dyn Fn(&str)>> {
+        self.parts.as_ref().filter(|p| p.host.is_connected())?;
+        self.navigate.clone()
+    }
+}
+
+/// What an event in the form does: a value typed or chosen, an input left,
+/// a button, the submit.
+fn on_event(form: &Weak<RefCell<Core>>, ev: web_sys::Event) {
+    let Some(form) = form.upgrade().map(JobForm) else { return };
+    let Some(target) = ev.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
+    match ev.type_().as_str() {
+        "submit" => {
+            ev.prevent_default();
+            form.submit();
+        }
+        "blur" => {
+            // A check box of a `Choices` field speaks for its fieldset.
+            let input = target.closest("fieldset.choices").ok().flatten().unwrap_or(target);
+            let id = input.id();
+            if !id.is_empty() && input.closest("form").ok().flatten().is_some() {
+                form.change(|c| c.touch(&id));
+            }
+        }
+        "click" => {
+            if let Some(button) = target.closest("button").ok().flatten() {
+                on_button(&form, &button);
+            }
+        }
+        _ => on_value(&form, &target, &ev),
+    }
+}
+
+/// A whole number from an attribute of `element` or an element above it.
+fn number_above(element: &Element, attribute: &str) -> Option<usize> {
+    element.closest(&format!("[{attribute}]")).ok()??.get_attribute(attribute)?.parse().ok()
+}
+
+/// A value typed or chosen in a field, a check box of a `Choices` field or a
+/// list's cell, or a file chosen to import.
+fn on_value(form: &JobForm, target: &Element, ev: &web_sys::Event) {
+    let value = event_value(ev);
+    let id = target.id();
+    if let Some(index) = FieldId::all().find(|i| i.def().id == id) {
+        form.change(|c| {
+            c.edit(&id, |s| {
+                s.v[index] = value;
+                // Once typed into, the field is the user's: emptied, it
+                // stays empty and the job leaves the size to the shape's
+                // default.
+                if index == SHARED_MEMORY {
+                    s.shared_memory_typed = true;
+                }
+            })
+        });
+    } else if let Some(fieldset) = target.closest("fieldset.choices").ok().flatten() {
+        let (id, key) = (fieldset.id(), target.get_attribute("value").unwrap_or_default());
+        let Some(index) = FieldId::all().find(|i| i.def().id == id) else { return };
+        form.change(|c| {
+            let keys = toggle_choice(&c.state.v[index], &key, value == "1");
+            c.edit(&id, |s| s.v[index] = keys);
+        });
+    } else if let (Some(l), Some(row), Some(col)) = (
+        number_above(target, "data-list").and_then(ListId::from_index),
+        number_above(target, "data-row"),
+        number_above(target, "data-col"),
+    ) {
+        form.change(|c| {
+            c.edit(&id, |s| {
+                if let Some(cells) = s.lists[l].get_mut(row) {
+                    cells[col] = value;
+                }
+            })
+        });
+    } else if ev.type_() == "change" && target.get_attribute("type").as_deref() == Some("file") {
+        import_file(form, target);
+    }
+}
+
+/// What a button of a list or of the tools does.
+fn on_button(form: &JobForm, button: &Element) {
+    if let Some(l) = number_above(button, "data-list").and_then(ListId::from_index) {
+        let id = l.def().id;
+        // What the server said about the list's rows no longer applies once
+        // rows come or go.
+        let prefix = format!("{id}-");
+        if let Some(row) = number_above(button, "data-row") {
+            form.change(|c| {
+                if row < c.state.lists[l].len() {
+                    c.state.lists[l].remove(row);
+                }
+                // Rows after the removed one moved up: their ids now name
+                // other rows, so what was touched no longer applies either.
+                c.touched.retain(|t| !t.starts_with(&prefix));
+                c.server.by_input.retain(|t, _| !t.starts_with(&prefix));
+                c.check();
+            });
+            let add = Target::List(l).input_id();
+            request_animation_frame(move || focus(&add));
+        } else if let Some(row) = form.change(|c| {
+            c.state.add_row(l);
+            c.server.by_input.retain(|t, _| !t.starts_with(&prefix));
+            c.check();
+            c.state.lists[l].len() - 1
+        }) {
+            request_animation_frame(move || focus(&Target::Cell(l, row, 0).input_id()));
+        }
+        return;
+    }
+    match button.get_attribute("data-tool").as_deref() {
+        Some("lep") => {
+            let job = form.with_state(FormState::shareable_job);
+            copy_out(form, "lep command", export::lep_command(&job));
+        }
+        Some("json") => {
+            let job = form.with_state(FormState::shareable_job);
+            copy_out(form, "JSON spec", api::to_pretty_json(&job).unwrap_or_default());
+        }
+        Some("share") => {
+            let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+            copy_out(form, "Draft link", format!("{origin}{}", form.draft_link()));
+        }
+        Some("import") => {
+            let text = form.0.borrow().parts.as_ref().map(|p| p.import_text.value()).unwrap_or_default();
+            run_import(form, &text);
+        }
+        _ => {}
+    }
+}
+
+/// Copies `text` to the clipboard and shows it under `title`.
+fn copy_out(form: &JobForm, title: &'static str, text: String) {
+    if let Some(window) = web_sys::window() {
+        let _ = window.navigator().clipboard().write_text(&text);
+    }
+    form.change(|c| c.output = Some((title, text)));
+}
+
+/// Fills the form from an imported JSON spec, or says why it cannot.
+fn run_import(form: &JobForm, text: &str) {
+    match form.import(text) {
+        Ok(()) => {
+            form.change(|c| {
+                c.import_error = None;
+                c.notice = Some("Imported the JSON spec: every problem in it is marked below.".into());
+            });
+            form.focus_first_problem();
+        }
+        Err(message) => {
+            form.change(|c| c.import_error = Some(message));
+        }
+    }
+}
+
+/// Reads the file chosen in `input` into the import box and imports it.
+fn import_file(form: &JobForm, input: &Element) {
+    let Some(file) = input.dyn_ref::<web_sys::HtmlInputElement>().and_then(|i| i.files()).and_then(|f| f.get(0)) else {
+        return;
+    };
+    let form = form.clone();
+    leptos::task::spawn_local(async move {
+        match wasm_bindgen_futures::JsFuture::from(file.text()).await {
+            Ok(text) => {
+                let text = text.as_string().unwrap_or_default();
+                if let Some(parts) = &form.0.borrow().parts {
+                    parts.import_text.set_value(&text);
+                }
+                run_import(&form, &text);
+            }
+            Err(_) => {
+                form.change(|c| c.import_error = Some("The file could not be read.".into()));
+            }
+        }
+    });
+}
+
 /// The page.
 #[component]
 pub fn NewJobPage() -> impl IntoView {
     let signed_in = require_sign_in();
     let form = JobForm::new();
     if signed_in {
-        leptos::task::spawn_local(load_context(form));
+        leptos::task::spawn_local(load_context(form.clone()));
         // A clone or a draft fills the form; following another draft link
         // from this page changes only the fragment, so this follows the URL.
         let url = use_url();
         let source = Memo::new(move |_| url.with(|u| (u.param("clone"), u.hash.clone())));
+        let filled = form.clone();
         Effect::new(move |_| match source.get() {
-            (Some(id), _) => leptos::task::spawn_local(clone_into(form, id)),
+            (Some(id), _) => leptos::task::spawn_local(clone_into(filled.clone(), id)),
             (None, hash) => {
                 if let Some(draft) = hash.strip_prefix(routes::DRAFT_FRAGMENT) {
-                    open_draft(form, &routes::decode_component(draft));
+                    open_draft(&filled, &routes::decode_component(draft));
                 }
             }
         });
     }
-    let navigate = use_navigate();
-    view! { <section class="page form-page">{job_form(form, navigate)}</section> }
+    job_form(form, use_navigate())
+}
+
+/// The form, with everything it shows around it, drawn once its host is in
+/// the page; `navigate` opens a created job's page.
+pub fn job_form(form: JobForm, navigate: impl Fn(&str) + 'static) -> impl IntoView {
+    {
+        let mut core = form.0.borrow_mut();
+        core.navigate = Some(Rc::new(navigate));
+        core.session = use_context::<Session>();
+    }
+    let host = NodeRef::<leptos::html::Div>::new();
+    let draw = RenderEffect::new(move |_| {
+        if let Some(host) = host.get() {
+            if form.0.borrow().parts.is_none() {
+                form.mount(&host);
+            }
+        }
+    });
+    on_cleanup(move || drop(draw));
+    view! { <div class="page form-page" node_ref=host></div> }
 }
 
 /// Fills the form from job `id`.
 async fn clone_into(form: JobForm, id: String) {
-    form.notice.set(Some(format!("Loading job {id} to clone…")));
+    form.change(|c| c.notice = Some(format!("Loading job {id} to clone…")));
     match api::job(&id).await {
         Ok(job) => {
-            form.load(FormState::for_clone(&job));
-            form.notice.set(Some(format!(
-                "Cloned from {id}. Secret values and the registry password are never copied: type the password again if the image needs one."
-            )));
+            form.change(|c| {
+                c.load(FormState::for_clone(&job));
+                c.notice = Some(format!(
+                    "Cloned from {id}. Secret values and the registry password are never copied: type the password again if the image needs one."
+                ));
+            });
         }
         Err(failure) => {
-            form.notice.set(None);
-            form.banner.set(Some(failure));
+            form.change(|c| c.notice = None);
+            form.fail(failure);
         }
     }
 }
 
 /// Fills the form from a shared draft's JSON.
-fn open_draft(form: JobForm, json: &str) {
-    form.notice.set(Some(match form.import(json) {
+fn open_draft(form: &JobForm, json: &str) {
+    let notice = match form.import(json) {
         Ok(()) => "This form was shared as a draft: review every field, then create the job. Registry passwords are never shared.".into(),
         Err(message) => format!("The draft link is damaged, so the form starts empty. {message}"),
-    }));
+    };
+    form.change(|c| c.notice = Some(notice));
 }
 
 /// Loads what the rules and defaults need from the server.
@@ -351,19 +1079,18 @@ async fn load_context(form: JobForm) {
     let user = me.as_ref().map(|w| w.current_user.clone()).unwrap_or_default();
     // Who may see each secret, next to its name in the list: a public one is
     // a choice its owner made, and worth seeing before using it.
-    form.secret_labels.set(
-        secrets
-            .iter()
-            .map(|s| {
-                let label = match s.visibility {
-                    Some(Visibility::Public) if s.owner != user => format!("public, {}'s", s.owner),
-                    Some(Visibility::Public) => "public".to_string(),
-                    _ => "private".to_string(),
-                };
-                (s.name.clone(), label)
-            })
-            .collect(),
-    );
+    let secret_labels: Vec<(String, String)> = secrets
+        .iter()
+        .map(|s| {
+            let label = match s.visibility {
+                Some(Visibility::Public) if s.owner != user => format!("public, {}'s", s.owner),
+                Some(Visibility::Public) => "public".to_string(),
+                _ => "private".to_string(),
+            };
+            (s.name.clone(), label)
+        })
+        .collect();
+    form.change(|c| c.secret_labels = secret_labels);
     let mut secret_names: Vec<String> = secrets.into_iter().map(|s| s.name).collect();
     secret_names.dedup();
     let log_default = me.as_ref().map(|w| w.log_collection_default);
@@ -378,396 +1105,6 @@ async fn load_context(form: JobForm) {
                 ValidationContext { shapes, node_groups, secret_names, requirements, image_pull_secret_names: None };
             form.set_context(context, log_default)
         }
-        (Err(failure), _) | (_, Err(failure)) => form.banner.set(Some(failure)),
-    }
-}
-
-/// The form, with everything it shows around it.
-pub fn job_form(form: JobForm, navigate: impl Fn(&str) + Clone + 'static) -> AnyView {
-    let on_submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        form.submit();
-    };
-    // The answer: the new job's page, or the failure on the form.
-    Effect::new(move |_| match form.create.value().get() {
-        Some(Ok(created)) => navigate(&routes::job(created.id())),
-        Some(Err(failure)) => form.show_failure(failure),
-        None => {}
-    });
-    let sections = LAYOUT.iter().map(|section| section_view(form, section)).collect_view();
-    let count = move || form.problem_count();
-    let other = move || {
-        let mut other = form.problems.with(|p| p.other.clone());
-        other.extend(form.server.with(|p| p.other.clone()));
-        other
-    };
-    let secret_options = move || {
-        form.secret_labels.with(|secrets| {
-            secrets
-                .iter()
-                .map(|(name, label)| view! { <option value=name.clone() label=label.clone()></option> })
-                .collect_view()
-        })
-    };
-    view! {
-        <div class="page-head">
-            <h1>"New job"</h1>
-        </div>
-        {move || form.notice.get().map(|n| view! { <p class="banner note" role="status">{n}</p> })}
-        {move || form.banner.get().map(failure_view)}
-        <div id=OTHER_PROBLEMS_ID tabindex="-1" class="problems" role="alert">
-            {move || {
-                (form.show_all.get() && count() > 0).then(|| {
-                    let n = count();
-                    view! {
-                        <div class="banner error">
-                            <p>{format!("{n} {} to fix before the job can be created.", if n == 1 { "problem" } else { "problems" })}</p>
-                            <ul>{other().into_iter().map(|m| view! { <li class="mono">{m}</li> }).collect_view()}</ul>
-                        </div>
-                    }
-                })
-            }}
-        </div>
-        <form class="job-form" novalidate on:submit=on_submit>
-            {sections}
-            <div class="form-actions">
-                <button type="submit" class="primary" disabled=move || form.busy()>
-                    {move || if form.busy() { "Creating…" } else { "Create job" }}
-                </button>
-                <span class="status" aria-live="polite">
-                    {move || {
-                        let n = count();
-                        match (form.show_all.get(), n) {
-                            (_, 0) => String::new(),
-                            (false, _) => format!("{n} required or invalid {}", if n == 1 { "field" } else { "fields" }),
-                            (true, 1) => "1 problem remains".to_string(),
-                            (true, _) => format!("{n} problems remain"),
-                        }
-                    }}
-                </span>
-            </div>
-        </form>
-        {tools(form)}
-        <datalist id=SECRET_LIST_ID>{secret_options}</datalist>
-    }
-    .into_any()
-}
-
-fn section_view(form: JobForm, section: &'static Section) -> impl IntoView {
-    let heading = format!("{}-heading", section.id);
-    let items = section
-        .items
-        .iter()
-        .map(|item| match *item {
-            Item::Field(i) => field_view(form, i),
-            Item::List(l) => list_view(form, l),
-        })
-        .collect_view();
-    let labelled_by = heading.clone();
-    view! {
-        <section class="card form-section" aria-labelledby=labelled_by>
-            <h2 id=heading>{section.title}</h2>
-            <p class="help">{section.intro}</p>
-            <div class="fields">{items}</div>
-        </section>
-    }
-}
-
-/// The shape the form has chosen, with its memory in MiB.
-fn chosen_shape(form: JobForm) -> Option<(String, i64)> {
-    let shape = form.state.with(|s| s.v[SHAPE].clone());
-    form.context.with(|c| {
-        let c = c.as_ref()?;
-        let found = c.shapes.iter().find(|s| s.metadata.id.as_deref() == Some(shape.as_str()))?;
-        Some((shape.clone(), found.spec.memory_in_mb?))
-    })
-}
-
-fn field_view(form: JobForm, index: FieldId) -> AnyView {
-    let def = index.def();
-    let id = def.id;
-    let many_workers = move || form.state.with(|s| s.v[WORKERS].trim().parse::<i64>().is_ok_and(|w| w > 1));
-    let value = Signal::derive(move || match index {
-        SHARED_MEMORY if !form.state.with(|s| s.shared_memory_typed) => {
-            chosen_shape(form).map(|(_, memory)| shared_memory_default_mib(memory).to_string()).unwrap_or_default()
-        }
-        COMPLETIONS | PARALLELISM if many_workers() => form.state.with(|s| s.v[WORKERS].trim().to_string()),
-        _ => form.state.with(|s| s.v[index].clone()),
-    });
-    let default = Signal::derive(move || match index {
-        SHAPE => form
-            .context
-            .with(|c| c.as_ref().and_then(|c| c.shapes.first()).and_then(|s| s.metadata.id.clone()))
-            .map(|first| format!("{first}, the workspace's first shape"))
-            .unwrap_or_else(|| "the workspace's first shape".into()),
-        SHARED_MEMORY => match chosen_shape(form) {
-            Some((shape, memory)) => format!(
-                "{} for {shape} ({} of memory); an emptied field uses the default",
-                mib_text(shared_memory_default_mib(memory)),
-                gib_text(memory)
-            ),
-            None => "from the memory of the resource shape".into(),
-        },
-        LOG_COLLECTION => log_default_text(form),
-        // In process mode the server runs the command on its own machine:
-        // say so where the image is typed, not after the job failed to use it.
-        IMAGE if form.context.with(|c| c.as_ref().is_some_and(|c| c.requirements.image_ignored)) => {
-            "not used on this server: it runs the command as a process on its own machine, without the image, \
-             its ports or its storage mounts"
-                .into()
-        }
-        COMPLETIONS | PARALLELISM if many_workers() => "the number of workers".into(),
-        _ => def.default.to_string(),
-    });
-    let options = Signal::derive(move || options_for(form, index));
-    let set = Callback::new(move |text: String| {
-        form.edit(id, |s| {
-            s.v[index] = text;
-            // Once typed into, the field is the user's: emptied, it stays
-            // empty and the job leaves the size to the shape's default.
-            if index == SHARED_MEMORY {
-                s.shared_memory_typed = true;
-            }
-        })
-    });
-    let disabled = Signal::derive(move || matches!(index, COMPLETIONS | PARALLELISM) && many_workers());
-    field(FieldProps {
-        id,
-        label: def.label,
-        help: def.help,
-        default,
-        control: def.control,
-        options,
-        value,
-        set,
-        touch: Callback::new(move |_| form.touch(id)),
-        error: Signal::derive(move || form.error_for(id)),
-        disabled,
-        placeholder: def.placeholder,
-    })
-}
-
-fn log_default_text(form: JobForm) -> String {
-    match form.log_default.get() {
-        Some(true) => "the workspace setting (on)".into(),
-        Some(false) => "the workspace setting (off)".into(),
-        None => "the workspace setting".into(),
-    }
-}
-
-/// The choices of a select or check-box field; a value the form holds that
-/// is not among them (from a clone or an import) is kept, so its problem can
-/// show.
-fn options_for(form: JobForm, index: FieldId) -> Options {
-    let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
-    let mut options: Options = match index {
-        PRIORITY => priority_options(),
-        LOG_COLLECTION => {
-            vec![(String::new(), format!("Follow {}", log_default_text(form))), pair("on", "On"), pair("off", "Off")]
-        }
-        VISIBILITY => vec![pair("public", "Public"), pair("private", "Private")],
-        SHAPE => form.context.with(|c| {
-            c.iter()
-                .flat_map(|c| &c.shapes)
-                .filter_map(|s| {
-                    let id = s.metadata.id.clone()?;
-                    let text = match &s.spec.description {
-                        Some(d) => format!("{id} — {d}"),
-                        None => id.clone(),
-                    };
-                    Some((id, text))
-                })
-                .collect()
-        }),
-        NODE_GROUPS => form.context.with(|c| {
-            c.iter()
-                .flat_map(|c| &c.node_groups)
-                .filter_map(|g| {
-                    let id = g.metadata.id.clone()?;
-                    let cap = &g.spec.capacity;
-                    let text = format!(
-                        "{id} — {} CPU, {} memory, {} GPU; {} queued",
-                        cpu_text(cap.cpu),
-                        gib_text(cap.memory_in_mb),
-                        cap.gpu,
-                        g.status.queued_jobs
-                    );
-                    Some((id, text))
-                })
-                .collect()
-        }),
-        NODES => {
-            let groups = form.state.with(|s| split_names(&s.v[NODE_GROUPS]));
-            form.context.with(|c| {
-                c.iter()
-                    .flat_map(|c| &c.node_groups)
-                    .filter(|g| groups.is_empty() || g.metadata.id.as_ref().is_some_and(|id| groups.contains(id)))
-                    .flat_map(|g| &g.spec.nodes)
-                    .map(|n| (n.name.clone(), n.name.clone()))
-                    .collect()
-            })
-        }
-        _ => Vec::new(),
-    };
-    let held = form.state.with(|s| s.v[index].clone());
-    let held: Vec<String> = if def_is_choices(index) { split_names(&held) } else { vec![held] };
-    for value in held {
-        if !value.is_empty() && !options.iter().any(|(k, _)| *k == value) {
-            options.push((value.clone(), format!("{value} (not in this workspace)")));
-        }
-    }
-    options
-}
-
-fn def_is_choices(index: FieldId) -> bool {
-    index.def().control == Control::Choices
-}
-
-fn list_view(form: JobForm, l: ListId) -> AnyView {
-    let def = l.def();
-    let prefix = format!("{}-", def.id);
-    let clear_server = move |form: JobForm| {
-        let prefix = prefix.clone();
-        form.server.update(|s| s.by_input.retain(|id, _| !id.starts_with(&prefix)));
-    };
-    let clear_on_add = clear_server.clone();
-    list_editor(ListProps {
-        id: def.id,
-        label: def.label,
-        help: def.help,
-        default: "none",
-        add_label: def.add_label,
-        columns: def.columns,
-        len: Memo::new(move |_| form.state.with(|s| s.lists[l].len())),
-        cell: Callback::new(move |(row, col): (usize, usize)| {
-            form.state.with(|s| s.lists[l].get(row).map(|r| r[col].clone()).unwrap_or_default())
-        }),
-        cell_label: Callback::new(move |(row, col): (usize, usize)| {
-            (l == ENVS && col == 2 && form.state.with(|s| s.lists[l].get(row).is_some_and(|r| r[1] == "secret")))
-                .then_some("Secret")
-        }),
-        cell_list: Callback::new(move |(row, col): (usize, usize)| {
-            (l == ENVS && col == 2 && form.state.with(|s| s.lists[l].get(row).is_some_and(|r| r[1] == "secret")))
-                .then_some(SECRET_LIST_ID)
-        }),
-        set: Callback::new(move |(row, col, text): (usize, usize, String)| {
-            let id = Target::Cell(l, row, col).input_id();
-            form.edit(&id, |s| {
-                if let Some(r) = s.lists[l].get_mut(row) {
-                    r[col] = text;
-                }
-            });
-        }),
-        add: Callback::new(move |_| {
-            form.state.update(|s| s.add_row(l));
-            clear_on_add(form);
-        }),
-        remove: Callback::new(move |row: usize| {
-            form.state.update(|s| {
-                if row < s.lists[l].len() {
-                    s.lists[l].remove(row);
-                }
-            });
-            // Rows after the removed one moved up: their ids now name other
-            // rows, so what was touched and what the server said no longer
-            // applies to them.
-            let prefix = format!("{}-", l.def().id);
-            form.touched.update(|t| t.retain(|id| !id.starts_with(&prefix)));
-            clear_server(form);
-        }),
-        touch: Callback::new(move |(row, col): (usize, usize)| form.touch(&Target::Cell(l, row, col).input_id())),
-        error: Callback::new(move |(row, col): (usize, usize)| form.error_for(&Target::Cell(l, row, col).input_id())),
-        list_error: Signal::derive(move || form.error_for(&Target::List(l).input_id())),
-    })
-}
-
-/// Copies `text` to the clipboard and shows it under `title`.
-fn copy_out(form: JobForm, title: &'static str, text: String) {
-    form.output.set(Some((title, text.clone())));
-    if let Some(window) = web_sys::window() {
-        let _ = window.navigator().clipboard().write_text(&text);
-    }
-}
-
-/// Copy as, share and import.
-fn tools(form: JobForm) -> impl IntoView {
-    let copy_lep = move |_| {
-        let job = form.state.with_untracked(FormState::shareable_job);
-        copy_out(form, "lep command", export::lep_command(&job));
-    };
-    let copy_json = move |_| {
-        let job = form.state.with_untracked(FormState::shareable_job);
-        let json = api::to_pretty_json(&job).unwrap_or_default();
-        copy_out(form, "JSON spec", json);
-    };
-    let share = move |_| {
-        let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
-        copy_out(form, "Draft link", format!("{origin}{}", form.draft_link()));
-    };
-    let import_text = RwSignal::new(String::new());
-    let import_error = RwSignal::new(None::<String>);
-    let run_import = move |text: String| match form.import(&text) {
-        Ok(()) => {
-            import_error.set(None);
-            form.notice.set(Some("Imported the JSON spec: every problem in it is marked below.".into()));
-            form.focus_first_problem();
-        }
-        Err(message) => import_error.set(Some(message)),
-    };
-    let on_import = move |_| run_import(import_text.get_untracked());
-    let on_file = move |ev: web_sys::Event| {
-        let file = ev
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
-            .and_then(|input| input.files())
-            .and_then(|files| files.get(0));
-        if let Some(file) = file {
-            leptos::task::spawn_local(async move {
-                match wasm_bindgen_futures::JsFuture::from(file.text()).await {
-                    Ok(text) => {
-                        let text = text.as_string().unwrap_or_default();
-                        import_text.set(text.clone());
-                        run_import(text);
-                    }
-                    Err(_) => import_error.set(Some("The file could not be read.".into())),
-                }
-            });
-        }
-    };
-    view! {
-        <section class="card tools" aria-labelledby="tools-heading">
-            <h2 id="tools-heading">"Copy, share or import"</h2>
-            <p class="help">"Copies leave out the registry password."</p>
-            <div class="tool-buttons">
-                <button type="button" on:click=copy_lep>"Copy as lep command"</button>
-                <button type="button" on:click=copy_json>"Copy JSON spec"</button>
-                <button type="button" on:click=share>"Share draft link"</button>
-            </div>
-            {move || form.output.get().map(|(title, text)| view! {
-                <div class="output">
-                    <label for="output-text">{title}" (copied to the clipboard)"</label>
-                    <textarea id="output-text" class="mono" readonly rows="8" prop:value=text></textarea>
-                </div>
-            })}
-            <details class="import">
-                <summary>"Import a JSON spec"</summary>
-                <label for="import-text">"JSON spec"</label>
-                <textarea id="import-text" class="mono" rows="6" spellcheck="false"
-                    aria-describedby="import-help import-error"
-                    placeholder=r#"{"metadata": {"name": "train"}, "spec": {…}}"#
-                    prop:value=move || import_text.get()
-                    on:input=move |ev| import_text.set(crate::components::field::event_value(&ev))></textarea>
-                <p id="import-help" class="help">
-                    "Paste a job as the API or the JSON spec copy has it, or a spec as lep job create -f takes it, or choose a file."
-                </p>
-                <p id="import-error" class="field-error" role="alert">{move || import_error.get()}</p>
-                <div class="tool-buttons">
-                    <button type="button" on:click=on_import>"Import"</button>
-                    <label class="file">
-                        "Choose a file" <input type="file" accept=".json,application/json" on:change=on_file/>
-                    </label>
-                </div>
-            </details>
-        </section>
+        (Err(failure), _) | (_, Err(failure)) => form.fail(failure),
     }
 }

@@ -54,8 +54,9 @@ async fn mount() -> Mounted {
     let form = JobForm::new();
     form.set_context(context(), Some(true));
     let navigated = RwSignal::new(None::<String>);
+    let mounted = form.clone();
     leptos::mount::mount_to(host.clone(), move || {
-        super::job_form(form, move |href: &str| navigated.set(Some(href.into())))
+        super::job_form(mounted, move |href: &str| navigated.set(Some(href.into())))
     })
     .forget();
     settle().await;
@@ -296,13 +297,13 @@ async fn the_shared_memory_default_follows_the_shape_until_typed() {
     m.type_into("shared-memory", "1000").await;
     m.type_into("resource-shape", "gpu.big").await;
     assert_eq!(m.value("shared-memory"), "1000");
-    assert_eq!(m.form.state.with_untracked(|s| s.to_job().0.spec.shared_memory_size), Some(1000));
+    assert_eq!(m.form.with_state(|s| s.to_job().0.spec.shared_memory_size), Some(1000));
     // Emptied, it stays empty (no refill while typing) and the job leaves
     // the size to the shape's default.
     m.type_into("shared-memory", "").await;
     m.type_into("resource-shape", "cpu.small").await;
     assert_eq!(m.value("shared-memory"), "");
-    assert_eq!(m.form.state.with_untracked(|s| s.to_job().0.spec.shared_memory_size), None);
+    assert_eq!(m.form.with_state(|s| s.to_job().0.spec.shared_memory_size), None);
     assert_eq!(m.error("shared-memory"), "");
 }
 
@@ -482,7 +483,7 @@ async fn a_clone_fills_the_form_without_secrets() {
     // The password is needed again before the clone can be created.
     m.click("button[type=submit]").await;
     assert_eq!(m.focused(), "registry-password");
-    let (again, _) = m.form.state.with_untracked(|s| s.to_job());
+    let (again, _) = m.form.with_state(|s| s.to_job());
     assert_eq!(again.metadata.id, None);
     assert_eq!(again.spec.container.command, job.spec.container.command);
 }
@@ -523,7 +524,7 @@ async fn a_draft_link_carries_the_form_but_no_password() {
     let fragment = link.split_once('#').unwrap().1.strip_prefix(crate::routes::DRAFT_FRAGMENT).unwrap();
     let other = JobForm::new();
     other.import(&crate::routes::decode_component(fragment)).unwrap();
-    let job = other.state.with_untracked(|s| s.to_job().0);
+    let job = other.with_state(|s| s.to_job().0);
     assert_eq!(job.metadata.name.as_deref(), Some("draft"));
     assert_eq!(job.spec.container.registry_password, None);
     assert_eq!(job.spec.container.command.unwrap()[2], "echo 'a b' && exit 0");
