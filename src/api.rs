@@ -9,7 +9,6 @@ use jobdeck_api::{
     ApiError, Decode, FailureAnalysis, FieldErrors, JobEvent, JobList, LeptonJob, LogRange, LogSearch, NodeGroup,
     Replica, Shape, API_BASE,
 };
-use serde::Serialize;
 use wasm_bindgen::JsCast;
 
 mod from_js;
@@ -105,6 +104,14 @@ impl JobJson {
         Ok(summary.into())
     }
 
+    /// The job's id, as `LeptonJob::id` has it (the name where the answer
+    /// has no id), read without the job's reader.
+    pub fn id(&self) -> String {
+        let metadata = js_sys::Reflect::get(&self.0, &"metadata".into()).unwrap_or_default();
+        let text = |key: &str| js_sys::Reflect::get(&metadata, &key.into()).ok().and_then(|v| v.as_string());
+        text("id").or_else(|| text("name")).unwrap_or_default()
+    }
+
     /// The whole job.
     pub fn whole(&self) -> ApiResult<LeptonJob> {
         from_js(self.0.clone()).map_err(unreadable)
@@ -186,18 +193,6 @@ async fn get<T: Decode>(path: &str) -> ApiResult<T> {
 
 async fn fetch(builder: RequestBuilder) -> ApiResult<Response> {
     authorized(builder)?.send().await.map_err(|e| ApiFailure::Network(e.to_string()))
-}
-
-async fn send<B: Serialize, T: Decode>(builder: RequestBuilder, body: &B) -> ApiResult<T> {
-    let body = to_json(body).map_err(|e| ApiFailure::Network(e.to_string()))?;
-    let response = authorized(builder)?
-        .header("Content-Type", "application/json")
-        .body(body)
-        .map_err(|e| ApiFailure::Network(e.to_string()))?
-        .send()
-        .await
-        .map_err(|e| ApiFailure::Network(e.to_string()))?;
-    decode(response).await
 }
 
 /// What the console reads of `GET /workspace`: who the token belongs to,
@@ -319,14 +314,14 @@ mod listed {
     }
 }
 
-/// `GET /jobs/{id}`.
-pub async fn job(id: &str) -> ApiResult<LeptonJob> {
-    get(&job_path(id)).await
-}
-
-/// `POST /jobs`.
-pub async fn create_job(job: &LeptonJob) -> ApiResult<LeptonJob> {
-    send(Request::post(&url("/jobs")), job).await
+/// `POST /jobs`. Answers the created job as the browser parsed it: the
+/// form only reads its id (`JobJson::id`), without the job's reader.
+pub async fn create_job(job: &LeptonJob) -> ApiResult<JobJson> {
+    let body = to_json(job).map_err(|e| ApiFailure::Network(e.to_string()))?;
+    let builder = authorized(Request::post(&url("/jobs")))?.header("Content-Type", "application/json");
+    let request = builder.body(body).map_err(|e| ApiFailure::Network(e.to_string()))?;
+    let response = request.send().await.map_err(|e| ApiFailure::Network(e.to_string()))?;
+    job_answer(response).await
 }
 
 /// `PATCH /jobs/{id}` with `{"spec":{"stopped":…}}`: stops a job, or starts a
@@ -381,15 +376,97 @@ pub async fn node_group_names() -> ApiResult<Vec<String>> {
     Ok(groups.into_iter().map(|g| g.metadata.id).collect())
 }
 
-/// `GET /shapes`: the resource shapes a job may run on.
+/// `GET /shapes`: the resource shapes a job may run on, with what the
+/// create-job form shows and checks of them (`form_context`).
 pub async fn shapes() -> ApiResult<Vec<Shape>> {
-    get("/shapes").await
+    let shapes: Vec<form_context::Shape> = get("/shapes").await?;
+    Ok(shapes.into_iter().map(Into::into).collect())
 }
 
 /// `GET /dedicated-node-groups`: the node groups with their nodes, capacity
-/// and use, for the create-job form.
+/// and queue, for the create-job form (`form_context`).
 pub async fn node_groups() -> ApiResult<Vec<NodeGroup>> {
-    get("/dedicated-node-groups").await
+    let groups: Vec<form_context::NodeGroup> = get("/dedicated-node-groups").await?;
+    Ok(groups.into_iter().map(Into::into).collect())
+}
+
+/// What the create-job form reads of the shapes and node groups: what its
+/// choices show and what the contract's rules look at (`validate_job_in`:
+/// a shape's id, CPU, memory and GPUs; a group's id and nodes). Reading the
+/// whole types (metadata, volumes, …) took half of the form's code for
+/// loading its context. Unknown fields are skipped.
+mod form_context {
+    use jobdeck_api::{Decode, NodeGroupSpec, NodeGroupStatus, NodeInfo, ResourceAmounts, ShapeSpec};
+
+    #[derive(Decode, Default)]
+    struct Id {
+        #[serde(default)]
+        id: Option<String>,
+    }
+
+    #[derive(Decode)]
+    pub struct Shape {
+        #[serde(default)]
+        metadata: Id,
+        #[serde(default)]
+        spec: Sizes,
+    }
+
+    #[derive(Decode, Default)]
+    struct Sizes {
+        #[serde(default)]
+        description: Option<String>,
+        #[serde(default)]
+        cpu: Option<f64>,
+        #[serde(default)]
+        memory_in_mb: Option<i64>,
+        #[serde(default)]
+        accelerator_num: Option<f64>,
+    }
+
+    impl From<Shape> for jobdeck_api::Shape {
+        fn from(shape: Shape) -> jobdeck_api::Shape {
+            let Sizes { description, cpu, memory_in_mb, accelerator_num } = shape.spec;
+            let mut whole = jobdeck_api::Shape::default();
+            whole.metadata.id = shape.metadata.id;
+            whole.spec = ShapeSpec { description, cpu, memory_in_mb, accelerator_num, ..Default::default() };
+            whole
+        }
+    }
+
+    #[derive(Decode)]
+    pub struct NodeGroup {
+        #[serde(default)]
+        metadata: Id,
+        #[serde(default)]
+        spec: Nodes,
+        #[serde(default)]
+        status: Queue,
+    }
+
+    #[derive(Decode, Default)]
+    struct Nodes {
+        #[serde(default)]
+        nodes: Vec<NodeInfo>,
+        #[serde(default)]
+        capacity: ResourceAmounts,
+    }
+
+    #[derive(Decode, Default)]
+    struct Queue {
+        #[serde(default)]
+        queued_jobs: i64,
+    }
+
+    impl From<NodeGroup> for jobdeck_api::NodeGroup {
+        fn from(group: NodeGroup) -> jobdeck_api::NodeGroup {
+            let mut whole = jobdeck_api::NodeGroup::default();
+            whole.metadata.id = group.metadata.id;
+            whole.spec = NodeGroupSpec { nodes: group.spec.nodes, capacity: group.spec.capacity, ..Default::default() };
+            whole.status = NodeGroupStatus { queued_jobs: group.status.queued_jobs, ..Default::default() };
+            whole
+        }
+    }
 }
 
 /// A secret an environment variable may reference, without its value.
@@ -550,5 +627,48 @@ mod tests {
         assert!(
             matches!(broken.summary(), Err(ApiFailure::Network(m)) if m.starts_with("unreadable answer: metadata"))
         );
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn the_form_reads_of_shapes_and_node_groups_what_it_shows_and_checks() {
+        use jobdeck_api::{NodeGroup, NodeGroupSpec, NodeGroupStatus, NodeInfo, ResourceAmounts, Shape, ShapeSpec};
+        fn read<T: Decode>(json: String) -> Result<T, jobdeck_api::DecodeError> {
+            from_js::from_js(js_sys::JSON::parse(&json).unwrap())
+        }
+        let mut shape = Shape::default();
+        shape.metadata.id = Some("gpu.big".into());
+        shape.metadata.name = Some("GPU, big".into());
+        shape.spec = ShapeSpec {
+            description: Some("8 GPUs".into()),
+            cpu: Some(32.0),
+            memory_in_mb: Some(131072),
+            accelerator_num: Some(8.0),
+            accelerator_type: Some("H100".into()),
+            ephemeral_storage_in_gb: Some(500),
+            ..Default::default()
+        };
+        let partial: form_context::Shape = read(to_json(&shape).unwrap()).unwrap();
+        let kept = Shape::from(partial);
+        assert_eq!(kept.metadata.id, shape.metadata.id);
+        let (a, b) = (&kept.spec, &shape.spec);
+        assert_eq!(
+            (&a.description, a.cpu, a.memory_in_mb, a.accelerator_num),
+            (&b.description, b.cpu, b.memory_in_mb, b.accelerator_num)
+        );
+        assert_eq!((a.accelerator_type.as_deref(), a.ephemeral_storage_in_gb), (None, None), "not read");
+
+        let mut group = NodeGroup::default();
+        group.metadata.id = Some("local".into());
+        group.metadata.created_by = Some("admin".into());
+        let capacity = ResourceAmounts { cpu: 64.0, memory_in_mb: 1 << 20, gpu: 8 };
+        let nodes = vec![NodeInfo { name: "box".into(), capacity }];
+        group.spec = NodeGroupSpec { nodes, capacity, desired_nodes: Some(1), ..Default::default() };
+        group.status = NodeGroupStatus { queued_jobs: 3, ready_nodes: Some(1), ..Default::default() };
+        let partial: form_context::NodeGroup = read(to_json(&group).unwrap()).unwrap();
+        let kept = NodeGroup::from(partial);
+        assert_eq!(kept.metadata.id, group.metadata.id);
+        assert_eq!((&kept.spec.nodes, kept.spec.capacity), (&group.spec.nodes, group.spec.capacity));
+        assert_eq!(kept.status.queued_jobs, 3);
+        assert_eq!((kept.spec.desired_nodes, kept.status.ready_nodes), (None, None), "not read");
     }
 }

@@ -31,6 +31,7 @@ use web_sys::Element;
 use crate::api::{self, ApiFailure};
 use crate::components::dom;
 use crate::components::field::{event_value, toggle_choice, Control, FieldParts, FieldSpec, FieldView, Options};
+use crate::components::lazy_view::load;
 use crate::components::list_editor::{focus, CellView, ListParts, ListSpec};
 use crate::router::{navigate_replace, use_navigate, use_url};
 use crate::routes;
@@ -340,6 +341,27 @@ fn plural(n: usize) -> &'static str {
         "problem"
     } else {
         "problems"
+    }
+}
+
+/// Where a job to fill the form from comes from.
+pub enum JobSource {
+    /// A job as the server answered it, to clone.
+    Clone(api::JobJson),
+    /// JSON text: an import or a draft.
+    Text(String),
+}
+
+/// The form filled from a job. The job's reader (the contract's `Decode` of
+/// a whole job and the form's `from_job`, a fifth of the form's code) is
+/// needed only here, so this is a split point of its own: opening the form
+/// leaves it out, and a clone, an import or a draft fetches it the first
+/// time (docs/measurements.md, "The create-job form drawn").
+#[cfg_attr(not(test), lazy)]
+fn read_job(source: JobSource) -> Result<FormState, String> {
+    match source {
+        JobSource::Clone(json) => json.whole().map(|job| FormState::for_clone(&job)).map_err(|e| e.to_string()),
+        JobSource::Text(text) => parse_job(&text).map(|job| FormState::from_job(&job)),
     }
 }
 
@@ -761,14 +783,21 @@ impl JobForm {
         routes::draft(&api::to_json(&job).unwrap_or_default())
     }
 
-    /// Fills the form from a JSON job or job spec; every problem shows.
-    pub fn import(&self, text: &str) -> Result<(), String> {
-        let job = parse_job(text)?;
+    /// Fills the form from a job: a clone, or JSON text (an import or a
+    /// draft), after which every problem shows.
+    pub async fn fill(&self, source: JobSource) -> Result<(), String> {
+        let show_all = matches!(source, JobSource::Text(_));
+        let state = load!(read_job(source))?;
         self.change(|c| {
-            c.load(FormState::from_job(&job));
-            c.show_all = true;
+            c.load(state);
+            c.show_all |= show_all;
         });
         Ok(())
+    }
+
+    /// Fills the form from a JSON job or job spec; every problem shows.
+    pub async fn import(&self, text: &str) -> Result<(), String> {
+        self.fill(JobSource::Text(text.to_string())).await
     }
 
     /// Sends the job if the form holds no problem; otherwise shows them all
@@ -802,7 +831,7 @@ impl JobForm {
                     // have gone elsewhere while the server answered.
                     let navigate = form.0.borrow().navigate_here();
                     if let Some(navigate) = navigate {
-                        navigate(&routes::job(created.id()));
+                        navigate(&routes::job(&created.id()));
                     }
                 }
                 Err(failure) => form.show_failure(failure),
@@ -944,7 +973,8 @@ fn on_button(form: &JobForm, button: &Element) {
         }
         Some("import") => {
             let text = form.0.borrow().parts.as_ref().map(|p| p.import_text.value()).unwrap_or_default();
-            run_import(form, &text);
+            let form = form.clone();
+            leptos::task::spawn_local(async move { run_import(&form, &text).await });
         }
         _ => {}
     }
@@ -959,8 +989,8 @@ fn copy_out(form: &JobForm, title: &'static str, text: String) {
 }
 
 /// Fills the form from an imported JSON spec, or says why it cannot.
-fn run_import(form: &JobForm, text: &str) {
-    match form.import(text) {
+async fn run_import(form: &JobForm, text: &str) {
+    match form.import(text).await {
         Ok(()) => {
             form.change(|c| {
                 c.import_error = None;
@@ -987,7 +1017,7 @@ fn import_file(form: &JobForm, input: &Element) {
                 if let Some(parts) = &form.0.borrow().parts {
                     parts.import_text.set_value(&text);
                 }
-                run_import(&form, &text);
+                run_import(&form, &text).await;
             }
             Err(_) => {
                 form.change(|c| c.import_error = Some("The file could not be read.".into()));
@@ -1012,7 +1042,7 @@ pub fn NewJobPage() -> impl IntoView {
             (Some(id), _) => leptos::task::spawn_local(clone_into(filled.clone(), id)),
             (None, hash) => {
                 if let Some(draft) = hash.strip_prefix(routes::DRAFT_FRAGMENT) {
-                    open_draft(&filled, &routes::decode_component(draft));
+                    leptos::task::spawn_local(open_draft(filled.clone(), routes::decode_component(draft)));
                 }
             }
         });
@@ -1043,13 +1073,16 @@ pub fn job_form(form: JobForm, navigate: impl Fn(&str) + 'static) -> impl IntoVi
 /// Fills the form from job `id`.
 async fn clone_into(form: JobForm, id: String) {
     form.change(|c| c.notice = Some(format!("Loading job {id} to clone…")));
-    match api::job(&id).await {
-        Ok(job) => {
+    let filled = match api::job_json(&id).await {
+        Ok(job) => form.fill(JobSource::Clone(job)).await.map_err(ApiFailure::Network),
+        Err(failure) => Err(failure),
+    };
+    match filled {
+        Ok(()) => {
             form.change(|c| {
-                c.load(FormState::for_clone(&job));
                 c.notice = Some(format!(
                     "Cloned from {id}. Secret values and the registry password are never copied: type the password again if the image needs one."
-                ));
+                ))
             });
         }
         Err(failure) => {
@@ -1060,8 +1093,8 @@ async fn clone_into(form: JobForm, id: String) {
 }
 
 /// Fills the form from a shared draft's JSON.
-fn open_draft(form: &JobForm, json: &str) {
-    let notice = match form.import(json) {
+async fn open_draft(form: JobForm, json: String) {
+    let notice = match form.import(&json).await {
         Ok(()) => "This form was shared as a draft: review every field, then create the job. Registry passwords are never shared.".into(),
         Err(message) => format!("The draft link is damaged, so the form starts empty. {message}"),
     };

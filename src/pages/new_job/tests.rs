@@ -491,23 +491,22 @@ async fn a_clone_fills_the_form_without_secrets() {
 #[wasm_bindgen_test]
 async fn an_import_is_validated_like_typing() {
     let m = mount().await;
-    let err = m.form.import("{not json").unwrap_err();
+    let err = m.form.import("{not json").await.unwrap_err();
     assert!(err.starts_with("This is not a job spec in JSON"), "{err}");
     // A whole job, with problems: they show at once.
     m.form
-        .import(r#"{"metadata":{"name":"Bad_Name"},"spec":{"completions":1,"parallelism":5,"envs":[{"name":"LEPTON_X","value":"1"}]}}"#)
-        .unwrap();
+        .import(r#"{"metadata":{"name":"Bad_Name"},"spec":{"completions":1,"parallelism":5,"envs":[{"name":"LEPTON_X","value":"1"}]}}"#).await.unwrap();
     settle().await;
     assert!(m.error("job-name").contains("must start with a lowercase letter"));
     assert!(m.error("parallelism").contains("less than or equal to completions (1)"));
     assert!(m.error("envs-0-0").contains("LEPTON_"));
     // A bare spec, as `lep job create -f` takes it.
-    m.form.import(r#"{"resource_shape":"gpu.big","container":{"image":"busybox"}}"#).unwrap();
+    m.form.import(r#"{"resource_shape":"gpu.big","container":{"image":"busybox"}}"#).await.unwrap();
     settle().await;
     assert_eq!(m.value("resource-shape"), "gpu.big");
     assert_eq!(m.value("image"), "busybox");
     // Unknown fields are named.
-    let err = m.form.import(r#"{"metadata":{"name":"a"},"spec":{"complétions":2}}"#).unwrap_err();
+    let err = m.form.import(r#"{"metadata":{"name":"a"},"spec":{"complétions":2}}"#).await.unwrap_err();
     assert!(err.contains("complétions"), "{err}");
 }
 
@@ -523,7 +522,7 @@ async fn a_draft_link_carries_the_form_but_no_password() {
     assert!(!link.contains("hunter2"));
     let fragment = link.split_once('#').unwrap().1.strip_prefix(crate::routes::DRAFT_FRAGMENT).unwrap();
     let other = JobForm::new();
-    other.import(&crate::routes::decode_component(fragment)).unwrap();
+    other.import(&crate::routes::decode_component(fragment)).await.unwrap();
     let job = other.with_state(|s| s.to_job().0);
     assert_eq!(job.metadata.name.as_deref(), Some("draft"));
     assert_eq!(job.spec.container.registry_password, None);
