@@ -737,8 +737,60 @@ pub fn target_of(path: &str, state: &FormState) -> Option<Target> {
 /// about parts of the job the form has no input for, as `path: message`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Placed {
-    pub by_input: BTreeMap<String, String>,
+    pub by_input: ByInput,
     pub other: Vec<String>,
+}
+
+/// A message per input id, in the order they were placed. A form has a few
+/// dozen problems at most, so a list does; a map's removal and rebalancing
+/// code was a kilobyte of the form's download.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ByInput(Vec<(String, String)>);
+
+impl ByInput {
+    pub fn get(&self, id: &str) -> Option<&String> {
+        self.0.iter().find(|(input, _)| input == id).map(|(_, message)| message)
+    }
+
+    pub fn contains_key(&self, id: &str) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// Keeps the first message of each input.
+    pub fn add(&mut self, id: String, message: &str) {
+        if !self.contains_key(&id) {
+            self.0.push((id, message.to_string()));
+        }
+    }
+
+    pub fn remove(&mut self, id: &str) {
+        self.0.retain(|(input, _)| input != id);
+    }
+
+    /// Drops the messages of the inputs whose id starts with `prefix`.
+    pub fn remove_under(&mut self, prefix: &str) {
+        self.0.retain(|(input, _)| !input.starts_with(prefix));
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(input, _)| input)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::ops::Index<&str> for ByInput {
+    type Output = String;
+
+    fn index(&self, id: &str) -> &String {
+        self.get(id).expect("a message for the input")
+    }
 }
 
 impl Placed {
@@ -749,7 +801,7 @@ impl Placed {
             let Some(message) = messages.first() else { continue };
             match target_of(path, state) {
                 Some(target) => {
-                    placed.by_input.entry(target.input_id()).or_insert_with(|| message.clone());
+                    placed.by_input.add(target.input_id(), message);
                 }
                 None => placed.other.push(format!("{path}: {message}")),
             }

@@ -98,7 +98,7 @@ impl Core {
     /// Every problem, the server's and the form's, once per input.
     pub fn problem_count(&self) -> usize {
         let (problems, server) = (&self.problems, &self.server);
-        let only_server = server.by_input.keys().filter(|id| !problems.by_input.contains_key(*id)).count();
+        let only_server = server.by_input.keys().filter(|id| !problems.by_input.contains_key(id)).count();
         problems.by_input.len() + only_server + problems.other.len() + server.other.len()
     }
 
@@ -943,14 +943,14 @@ fn on_button(form: &JobForm, button: &Element) {
                 // Rows after the removed one moved up: their ids now name
                 // other rows, so what was touched no longer applies either.
                 c.touched.retain(|t| !t.starts_with(&prefix));
-                c.server.by_input.retain(|t, _| !t.starts_with(&prefix));
+                c.server.by_input.remove_under(&prefix);
                 c.check();
             });
             let add = Target::List(l).input_id();
             request_animation_frame(move || focus(&add));
         } else if let Some(row) = form.change(|c| {
             c.state.add_row(l);
-            c.server.by_input.retain(|t, _| !t.starts_with(&prefix));
+            c.server.by_input.remove_under(&prefix);
             c.check();
             c.state.lists[l].len() - 1
         }) {
