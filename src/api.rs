@@ -71,8 +71,15 @@ fn authorized(builder: RequestBuilder) -> ApiResult<RequestBuilder> {
 
 /// Turns a response into `T`, or its error body into an `ApiFailure`.
 async fn decode<T: Decode>(response: Response) -> ApiResult<T> {
+    from_js(answer_value(response).await?).map_err(unreadable)
+}
+
+/// A 2xx response's JSON as the browser parsed it, or the failure. Not
+/// generic, so the request's code is in the download once rather than once
+/// per type read (the create-job form reads four).
+async fn answer_value(response: Response) -> ApiResult<wasm_bindgen::JsValue> {
     let response = check(response).await?;
-    read_json(response).await.map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")))
+    read_value(response).await.map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")))
 }
 
 /// Reads a JSON answer into `T`: the browser parses the text
@@ -188,7 +195,12 @@ async fn check(response: Response) -> ApiResult<Response> {
 }
 
 async fn get<T: Decode>(path: &str) -> ApiResult<T> {
-    decode(fetch(Request::get(&url(path))).await?).await
+    from_js(get_value(path).await?).map_err(unreadable)
+}
+
+/// `GET path`'s JSON as the browser parsed it (see `answer_value`).
+async fn get_value(path: &str) -> ApiResult<wasm_bindgen::JsValue> {
+    answer_value(fetch(Request::get(&url(path))).await?).await
 }
 
 async fn fetch(builder: RequestBuilder) -> ApiResult<Response> {
@@ -342,8 +354,7 @@ pub async fn job_json(id: &str) -> ApiResult<JobJson> {
 }
 
 async fn job_answer(response: Response) -> ApiResult<JobJson> {
-    let value = read_value(check(response).await?).await;
-    value.map(JobJson).map_err(|e| ApiFailure::Network(format!("unreadable answer: {e}")))
+    answer_value(response).await.map(JobJson)
 }
 
 /// `DELETE /jobs/{id}`.
