@@ -168,7 +168,10 @@ impl FieldParts {
         let default = dom::child(&help_line, "span", "default", "");
         let error = dom::child(&wrap, "p", "field-error", "");
         dom::set(&error, "id", &format!("{id}-error"));
-        FieldParts { label, control, input, default, error, shown: FieldView::default() }
+        let parts = FieldParts { label, control, input, default, error, shown: FieldView::default() };
+        // Until there are choices, a `Choices` field says there are none.
+        parts.draw_options(&Vec::new());
+        parts
     }
 
     /// Shows `view`, writing only what changed. A typed value is compared

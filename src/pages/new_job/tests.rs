@@ -48,11 +48,18 @@ struct Mounted {
 }
 
 async fn mount() -> Mounted {
+    mount_with(Some(context())).await
+}
+
+/// The form, mounted, with `context` as the server's data if any.
+async fn mount_with(context: Option<ValidationContext>) -> Mounted {
     let document = web_sys::window().unwrap().document().unwrap();
     let host: HtmlElement = document.create_element("div").unwrap().unchecked_into();
     document.body().unwrap().append_child(&host).unwrap();
     let form = JobForm::new();
-    form.set_context(context(), Some(true));
+    if let Some(context) = context {
+        form.set_context(context, Some(true));
+    }
     let navigated = RwSignal::new(None::<String>);
     let mounted = form.clone();
     leptos::mount::mount_to(host.clone(), move || {
@@ -412,6 +419,25 @@ async fn the_image_field_says_when_the_server_ignores_images() {
     m.form.set_context(process, Some(true));
     settle().await;
     assert!(help(&m).contains("not used on this server: it runs the command as a process"), "{}", help(&m));
+}
+
+#[wasm_bindgen_test]
+async fn choices_say_when_there_is_nothing_to_choose() {
+    // Before the server's data came, and when the workspace has no groups.
+    let m = mount_with(None).await;
+    let text = |m: &Mounted, id: &str| m.element(id).text_content().unwrap_or_default();
+    for id in ["node-groups", "nodes"] {
+        assert!(text(&m, id).contains("None to choose from."), "{}", text(&m, id));
+    }
+    m.form.set_context(context(), Some(true));
+    settle().await;
+    assert!(text(&m, "node-groups").contains("local"), "{}", text(&m, "node-groups"));
+    assert!(!text(&m, "node-groups").contains("None to choose from."));
+    let mut empty = context();
+    empty.node_groups.clear();
+    m.form.set_context(empty, Some(true));
+    settle().await;
+    assert!(text(&m, "node-groups").contains("None to choose from."), "{}", text(&m, "node-groups"));
 }
 
 #[wasm_bindgen_test]
