@@ -326,10 +326,11 @@ mod listed {
     }
 }
 
-/// `POST /jobs`. Answers the created job as the browser parsed it: the
-/// form only reads its id (`JobJson::id`), without the job's reader.
-pub async fn create_job(job: &LeptonJob) -> ApiResult<JobJson> {
-    let body = to_json(job).map_err(|e| ApiFailure::Network(e.to_string()))?;
+/// `POST /jobs` with the job as JSON text (the form writes it, see
+/// `pages/new_job`'s `write_job`). Answers the created job as the browser
+/// parsed it: the form only reads its id (`JobJson::id`), without the job's
+/// reader.
+pub async fn create_job(body: String) -> ApiResult<JobJson> {
     let builder = authorized(Request::post(&url("/jobs")))?.header("Content-Type", "application/json");
     let request = builder.body(body).map_err(|e| ApiFailure::Network(e.to_string()))?;
     let response = request.send().await.map_err(|e| ApiFailure::Network(e.to_string()))?;

@@ -365,6 +365,30 @@ fn read_job(source: JobSource) -> Result<FormState, String> {
     }
 }
 
+/// How the form writes its job as text.
+pub enum JobText {
+    /// JSON, as `POST /jobs` and a draft link take it.
+    Json,
+    /// JSON for people: the "Copy JSON spec" tool.
+    PrettyJson,
+    /// The `lep job create` command line.
+    LepCommand,
+}
+
+/// The form's job as text. The job's writer (the contract's `Serialize` of a
+/// whole job as JSON, 10 KB of code) and the lep command are needed only
+/// when the job leaves the form (created, copied, shared), so they are a
+/// split point of their own, fetched the first time (docs/measurements.md,
+/// "The create-job form drawn").
+#[cfg_attr(not(test), lazy)]
+fn write_job(job: LeptonJob, text: JobText) -> Result<String, String> {
+    match text {
+        JobText::Json => api::to_json(&job).map_err(|e| e.to_string()),
+        JobText::PrettyJson => api::to_pretty_json(&job).map_err(|e| e.to_string()),
+        JobText::LepCommand => Ok(export::lep_command(&job)),
+    }
+}
+
 /// A job in JSON: `{metadata, spec}` as the API takes it, or a bare spec as
 /// `lep job create -f` takes it.
 pub fn parse_job(text: &str) -> Result<LeptonJob, String> {
@@ -733,11 +757,14 @@ impl JobForm {
             ApiFailure::Unauthorized => {
                 // Signing in again must not lose the form: it travels in the
                 // address the sign-in page returns to.
-                let link = self.draft_link();
-                if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-                    let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&link));
-                }
-                self.sign_in_again();
+                let form = self.clone();
+                leptos::task::spawn_local(async move {
+                    let link = form.draft_link().await;
+                    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+                        let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&link));
+                    }
+                    form.sign_in_again();
+                });
             }
             other => self.fail(other),
         }
@@ -778,9 +805,9 @@ impl JobForm {
     }
 
     /// A link to this form as it is now, without the registry password.
-    pub fn draft_link(&self) -> String {
+    pub async fn draft_link(&self) -> String {
         let job = self.with_state(FormState::shareable_job);
-        routes::draft(&api::to_json(&job).unwrap_or_default())
+        routes::draft(&load!(write_job(job, JobText::Json)).unwrap_or_default())
     }
 
     /// Fills the form from a job: a clone, or JSON text (an import or a
@@ -823,7 +850,10 @@ impl JobForm {
         };
         let form = self.clone();
         leptos::task::spawn_local(async move {
-            let answer = api::create_job(&job).await;
+            let answer = match load!(write_job(*job, JobText::Json)) {
+                Ok(body) => api::create_job(body).await,
+                Err(message) => Err(ApiFailure::Network(message)),
+            };
             form.change(|c| c.busy = false);
             match answer {
                 Ok(created) => {
@@ -958,26 +988,30 @@ fn on_button(form: &JobForm, button: &Element) {
         }
         return;
     }
-    match button.get_attribute("data-tool").as_deref() {
-        Some("lep") => {
-            let job = form.with_state(FormState::shareable_job);
-            copy_out(form, "lep command", export::lep_command(&job));
+    let Some(tool) = button.get_attribute("data-tool") else { return };
+    let form = form.clone();
+    leptos::task::spawn_local(async move {
+        let job = || form.with_state(FormState::shareable_job);
+        match tool.as_str() {
+            "lep" => {
+                let text = load!(write_job(job(), JobText::LepCommand));
+                copy_out(&form, "lep command", text.unwrap_or_default());
+            }
+            "json" => {
+                let text = load!(write_job(job(), JobText::PrettyJson));
+                copy_out(&form, "JSON spec", text.unwrap_or_default());
+            }
+            "share" => {
+                let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+                copy_out(&form, "Draft link", format!("{origin}{}", form.draft_link().await));
+            }
+            "import" => {
+                let text = form.0.borrow().parts.as_ref().map(|p| p.import_text.value()).unwrap_or_default();
+                run_import(&form, &text).await;
+            }
+            _ => {}
         }
-        Some("json") => {
-            let job = form.with_state(FormState::shareable_job);
-            copy_out(form, "JSON spec", api::to_pretty_json(&job).unwrap_or_default());
-        }
-        Some("share") => {
-            let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
-            copy_out(form, "Draft link", format!("{origin}{}", form.draft_link()));
-        }
-        Some("import") => {
-            let text = form.0.borrow().parts.as_ref().map(|p| p.import_text.value()).unwrap_or_default();
-            let form = form.clone();
-            leptos::task::spawn_local(async move { run_import(&form, &text).await });
-        }
-        _ => {}
-    }
+    });
 }
 
 /// Copies `text` to the clipboard and shows it under `title`.

@@ -543,7 +543,7 @@ async fn a_draft_link_carries_the_form_but_no_password() {
     m.type_into("registry-username", "robot").await;
     m.type_into("registry-password", "hunter2").await;
     m.type_into("command", "echo 'a b' && exit 0").await;
-    let link = m.form.draft_link();
+    let link = m.form.draft_link().await;
     assert!(link.starts_with("/jobs/new#draft="), "{link}");
     assert!(!link.contains("hunter2"));
     let fragment = link.split_once('#').unwrap().1.strip_prefix(crate::routes::DRAFT_FRAGMENT).unwrap();
