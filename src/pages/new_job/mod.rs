@@ -267,6 +267,12 @@ impl Core {
         self.parts = Some(parts);
     }
 
+    /// Where a created job's page is opened, while the form is on screen.
+    fn navigate_here(&self) -> Option<Rc<dyn Fn(&str)>> {
+        self.parts.as_ref().filter(|p| p.host.is_connected())?;
+        self.navigate.clone()
+    }
+
     fn log_default_text(&self) -> &'static str {
         match self.log_default {
             Some(true) => "the workspace setting (on)",
@@ -874,14 +880,6 @@ impl JobForm {
         let weak = Rc::downgrade(&self.0);
         let listener = Closure::<dyn Fn(web_sys::Event)>::new(move |ev| on_event(&weak, ev));
         self.change(|c| c.parts = Some(Parts::build(host, listener)));
-    }
-}
-
-impl Core {
-    /// Where a created job's page is opened, while the form is on screen.
-    fn navigate_here(&self) -> Option<Rc<dyn Fn(&str)>> {
-        self.parts.as_ref().filter(|p| p.host.is_connected())?;
-        self.navigate.clone()
     }
 }
 
