@@ -1,6 +1,7 @@
 //! Direct DOM building for the live displays (the tables, the replica
 //! timeline, the charts, the job page's heading, tabs, actions and
-//! overview, the log viewer).
+//! overview, the log viewer) and the create-job form (its fields and
+//! lists, `components/field.rs` and `components/list_editor.rs`).
 //!
 //! Those displays change every second and are mostly data, so they are
 //! drawn here, outside Leptos's typed views: each typed view costs the
