@@ -70,12 +70,21 @@ async fn mount_with(context: Option<ValidationContext>) -> Mounted {
     Mounted { form, host, navigated }
 }
 
-/// Lets the effects the last change scheduled run, and a frame pass.
+/// Lets what the last change scheduled run: the form draws at once, its
+/// requests and file reads are tasks, and moving the focus waits for the
+/// next frame. So this waits for that frame, then for one turn of the event
+/// loop after it (a zero-delay timeout comes after every queued task): an
+/// order of events, not a length of time.
 async fn settle() {
-    let promise = web_sys::js_sys::Promise::new(&mut |resolve, _| {
-        let _ = web_sys::window().unwrap().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 40);
+    let window = web_sys::window().unwrap();
+    let frame = web_sys::js_sys::Promise::new(&mut |resolve, _| {
+        let _ = window.request_animation_frame(&resolve);
     });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+    let _ = wasm_bindgen_futures::JsFuture::from(frame).await;
+    let turn = web_sys::js_sys::Promise::new(&mut |resolve, _| {
+        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(turn).await;
 }
 
 impl Mounted {
