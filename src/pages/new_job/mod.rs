@@ -29,13 +29,14 @@ use wasm_bindgen::JsCast;
 use web_sys::Element;
 
 use crate::api::{self, ApiFailure};
+use crate::components::api_error::use_sign_in_again;
 use crate::components::dom;
 use crate::components::field::{event_value, toggle_choice, Control, FieldParts, FieldSpec, FieldView, Options};
 use crate::components::lazy_view::load;
 use crate::components::list_editor::{focus, CellView, ListParts, ListSpec};
-use crate::router::{navigate_replace, use_navigate, use_url};
+use crate::router::{use_navigate, use_url};
 use crate::routes;
-use crate::session::{current_page, require_sign_in, Session};
+use crate::session::require_sign_in;
 
 use form::*;
 
@@ -78,8 +79,11 @@ pub struct Core {
     parts: Option<Parts>,
     /// Opens a created job's page.
     navigate: Option<Rc<dyn Fn(&str)>>,
-    /// The session, signed out when the server no longer takes its token.
-    session: Option<Session>,
+    /// Signs the user out and sends them through sign-in back here
+    /// (`api_error::use_sign_in_again`). Taken where the page is made:
+    /// requests answer in tasks outside the page's reactive owner, where the
+    /// session and the router cannot be looked up.
+    sign_in_again: Option<Rc<dyn Fn()>>,
 }
 
 impl Core {
@@ -788,10 +792,15 @@ impl JobForm {
     }
 
     fn sign_in_again(&self) {
-        if let Some(session) = self.0.try_borrow().ok().and_then(|c| c.session) {
-            session.sign_out();
+        let sign_in_again = self.0.try_borrow().ok().and_then(|c| c.sign_in_again.clone());
+        if let Some(sign_in_again) = sign_in_again {
+            sign_in_again();
         }
-        navigate_replace(&routes::login_then(&current_page()));
+    }
+
+    /// What to do when the server no longer takes the token.
+    pub fn when_signed_out(&self, sign_in_again: impl Fn() + 'static) {
+        self.0.borrow_mut().sign_in_again = Some(Rc::new(sign_in_again));
     }
 
     /// Moves the focus to the first problem in the order the form shows.
@@ -1063,6 +1072,7 @@ fn import_file(form: &JobForm, input: &Element) {
 pub fn NewJobPage() -> impl IntoView {
     let signed_in = require_sign_in();
     let form = JobForm::new();
+    form.when_signed_out(use_sign_in_again());
     if signed_in {
         leptos::task::spawn_local(load_context(form.clone()));
         // A clone or a draft fills the form; following another draft link
@@ -1085,11 +1095,7 @@ pub fn NewJobPage() -> impl IntoView {
 /// The form, with everything it shows around it, drawn once its host is in
 /// the page; `navigate` opens a created job's page.
 pub fn job_form(form: JobForm, navigate: impl Fn(&str) + 'static) -> impl IntoView {
-    {
-        let mut core = form.0.borrow_mut();
-        core.navigate = Some(Rc::new(navigate));
-        core.session = use_context::<Session>();
-    }
+    form.0.borrow_mut().navigate = Some(Rc::new(navigate));
     let host = NodeRef::<leptos::html::Div>::new();
     let draw = RenderEffect::new(move |_| {
         if let Some(host) = host.get() {

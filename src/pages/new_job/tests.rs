@@ -450,6 +450,25 @@ async fn choices_say_when_there_is_nothing_to_choose() {
 }
 
 #[wasm_bindgen_test]
+async fn a_lost_sign_in_keeps_the_form_in_the_address_it_returns_to() {
+    let m = mount().await;
+    let asked = std::rc::Rc::new(std::cell::Cell::new(false));
+    let seen = asked.clone();
+    m.form.when_signed_out(move || seen.set(true));
+    m.type_into("job-name", "kept-draft").await;
+    let window = web_sys::window().unwrap();
+    let before = window.location().href().unwrap();
+    // The answer comes in a task, outside the page's reactive owner.
+    m.form.show_failure(ApiFailure::Unauthorized);
+    settle().await;
+    let after = window.location().href().unwrap();
+    let history = window.history().unwrap();
+    history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&before)).unwrap();
+    assert!(asked.get(), "the user was sent through sign-in");
+    assert!(after.contains("/jobs/new#draft=") && after.contains("kept-draft"), "{after}");
+}
+
+#[wasm_bindgen_test]
 async fn a_server_422_lands_on_the_same_fields() {
     let m = mount().await;
     m.type_into("job-name", "hello").await;
