@@ -475,6 +475,19 @@ fn has_control(s: &str) -> bool {
     s.chars().any(char::is_control)
 }
 
+/// A character that broke a rule, quoted: `'B'`, `'é'`, `'\n'`, `'\''`.
+/// Control characters, the quote and the backslash are escaped as Rust
+/// writes them; everything else is shown as it is. (`{:?}` would say the
+/// same of these, with the Unicode tables of its escaping in the console's
+/// download.)
+fn quoted(c: char) -> String {
+    if c.is_control() || c == '\'' || c == '\\' {
+        format!("'{}'", c.escape_default())
+    } else {
+        format!("'{c}'")
+    }
+}
+
 // ---------------------------------------------------------------- metadata
 
 /// Checks a job name: starts with a lowercase letter; lowercase letters,
@@ -488,7 +501,7 @@ pub fn check_job_name(name: &str, max_len: usize) -> Result<(), String> {
         return Err("must start with a lowercase letter".into());
     }
     if let Some(bad) = name.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')) {
-        return Err(format!("may contain only lowercase letters, digits and hyphens, not {bad:?}",));
+        return Err(format!("may contain only lowercase letters, digits and hyphens, not {}", quoted(bad)));
     }
     if name.ends_with('-') {
         return Err("must end with a lowercase letter or a digit".into());
@@ -544,7 +557,7 @@ fn check_label_token(token: &str, max: usize) -> Result<(), String> {
         return Err(format!("must be at most {max} characters (it has {len})"));
     }
     if let Some(bad) = token.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))) {
-        return Err(format!("may contain only letters, digits, '-', '_' and '.', not {bad:?}",));
+        return Err(format!("may contain only letters, digits, '-', '_' and '.', not {}", quoted(bad)));
     }
     let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     if !alnum(token.chars().next()) || !alnum(token.chars().last()) {
@@ -766,7 +779,7 @@ pub fn check_image_tag(tag: &str) -> Result<(), String> {
         return Err("must start with a letter, a digit or '_'".into());
     }
     if let Some(bad) = tag.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))) {
-        return Err(format!("may contain only letters, digits, '_', '.' and '-', not {bad:?}",));
+        return Err(format!("may contain only letters, digits, '_', '.' and '-', not {}", quoted(bad)));
     }
     Ok(())
 }
@@ -782,7 +795,7 @@ pub fn check_port_name(name: &str) -> Result<(), String> {
         return Err(format!("must be at most {PORT_NAME_MAX_LEN} characters (it has {len})"));
     }
     if let Some(bad) = name.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')) {
-        return Err(format!("may contain only lowercase letters, digits and '-', not {bad:?}",));
+        return Err(format!("may contain only lowercase letters, digits and '-', not {}", quoted(bad)));
     }
     if !name.chars().any(|c| c.is_ascii_lowercase()) {
         return Err("must contain at least one letter".into());
@@ -895,7 +908,7 @@ pub fn check_env_name(name: &str) -> Result<(), String> {
         return Err("must start with a letter or '_'".into());
     }
     if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
-        return Err(format!("may contain only letters, digits and '_', not {bad:?}",));
+        return Err(format!("may contain only letters, digits and '_', not {}", quoted(bad)));
     }
     if RESERVED_ENV_NAMES.contains(&name) {
         return Err(format!("'{name}' is reserved: Jobdeck sets it in every replica"));

@@ -983,3 +983,14 @@ fn image_pull_secret_names_are_checked_when_known() {
     );
     assert!(!validate_job_in(&job, &context()).contains_key("spec.image_pull_secrets[1]"));
 }
+
+#[test]
+fn a_character_that_broke_a_rule_is_quoted_as_rust_debug_quotes_it() {
+    // `quoted` replaces `{:?}` in the messages: the same text for what a
+    // person types, letters of any script shown as they are.
+    for c in ['B', '_', '/', ' ', 'é', '中', '\n', '\t', '\r', '\'', '\\', '\u{7f}', '\u{85}'] {
+        assert_eq!(super::quoted(c), format!("{c:?}"), "{c:?}");
+    }
+    // NUL is the one character written differently (Rust's `{:?}` says '\0').
+    assert_eq!(super::quoted('\0'), "'\\u{0}'");
+}

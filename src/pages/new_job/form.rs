@@ -364,7 +364,7 @@ pub fn parse_duration(s: &str) -> Result<Option<i64>, String> {
         return Ok(None);
     }
     let (number, unit) = match s.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => (s[..i].trim(), c.to_ascii_lowercase()),
+        Some((i, c)) if c.is_ascii_alphabetic() => (s.get(..i).unwrap_or_default().trim(), c.to_ascii_lowercase()),
         _ => (s, 's'),
     };
     let scale = match unit {
@@ -708,11 +708,20 @@ pub fn target_of(path: &str, state: &FormState) -> Option<Target> {
     for l in ListId::all() {
         let list = l.def();
         let Some(at) = continues(path, list.path) else { continue };
-        let rest = &path[at..];
-        let Some(inner) = rest.strip_prefix('[') else { return Some(Target::List(l)) };
-        let end = if inner.starts_with('"') { inner.find("\"]").map(|e| e + 1) } else { inner.find(']') };
-        let Some(end) = end else { return Some(Target::List(l)) };
-        let (index, suffix) = (&inner[..end], &inner[end + 1..]);
+        // Read without slicing by position or searching for a string: their
+        // panic and search code would be about 4 KB of the form's download.
+        let Some(inner) = path.get(at..).and_then(|rest| rest.strip_prefix('[')) else {
+            return Some(Target::List(l));
+        };
+        let bytes = inner.as_bytes();
+        let end = if inner.starts_with('"') {
+            bytes.windows(2).position(|pair| pair == b"\"]").map(|e| e + 1)
+        } else {
+            bytes.iter().position(|&b| b == b']')
+        };
+        let Some((index, suffix)) = end.and_then(|end| Some((inner.get(..end)?, inner.get(end + 1..)?))) else {
+            return Some(Target::List(l));
+        };
         let row = match index.parse::<usize>() {
             Ok(row) => Some(row),
             // A map entry: `["key"]`, the key as a JSON string.
