@@ -59,11 +59,13 @@ function pack(loaderPath, dir) {
 
   // Every module the loader fetches, by the variable that loads it.
   const modules = [];
+  // wasm-split-cli 0.2.4 observes the fetch's rejection (`src.catch`), so an
+  // early failure is not an unhandled rejection; the line is kept.
   const fetchPattern =
-    /fetch\(new URL\("\.\/([^"]+\.wasm)", import\.meta\.url\)\);\n(\s*)return async \(imports\) => \(WebAssembly\.instantiateStreaming\(src, imports\)\);/g;
-  loader = loader.replace(fetchPattern, (_, file, indent) => {
+    /fetch\(new URL\("\.\/([^"]+\.wasm)", import\.meta\.url\)\);\n(\s*src\.catch\(\(\) => \{\}\);\n)?(\s*)return async \(imports\) => \(WebAssembly\.instantiateStreaming\(src, imports\)\);/g;
+  loader = loader.replace(fetchPattern, (_, file, observed, indent) => {
     const index = modules.push(file) - 1;
-    return `__fetchModule(${index});\n${indent}return async (imports) => __instantiate(${index}, await src, imports);`;
+    return `__fetchModule(${index});\n${observed ?? ""}${indent}return async (imports) => __instantiate(${index}, await src, imports);`;
   });
   if (modules.length === 0) fail("the loader fetches no module");
   const chunkIndex = new Map();

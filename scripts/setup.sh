@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 TRUNK_VERSION="0.21.14"
 BINARYEN_VERSION="132.0.0"
 TERSER_VERSION="5.51.4"
-WASM_SPLIT_VERSION="0.2.3"
+WASM_SPLIT_VERSION="0.2.4"
 WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)"
 
 with_browser=false

@@ -388,18 +388,57 @@ pub async fn node_group_names() -> ApiResult<Vec<String>> {
     Ok(groups.into_iter().map(|g| g.metadata.id).collect())
 }
 
-/// `GET /shapes`: the resource shapes a job may run on, with what the
-/// create-job form shows and checks of them (`form_context`).
-pub async fn shapes() -> ApiResult<Vec<Shape>> {
-    let shapes: Vec<form_context::Shape> = get("/shapes").await?;
-    Ok(shapes.into_iter().map(Into::into).collect())
+/// The answers the create-job form loads its context from (`GET /shapes`,
+/// `/dedicated-node-groups`, `/usersecrets` and `/workspace`), as the
+/// browser parsed them. They are read by the methods below, outside the
+/// requests' async code: read inside it, every value was copied across each
+/// await of the future's state and the four readers were inlined there, 12
+/// KB of the form's download.
+pub struct FormAnswers {
+    shapes: ApiResult<wasm_bindgen::JsValue>,
+    node_groups: ApiResult<wasm_bindgen::JsValue>,
+    secrets: ApiResult<wasm_bindgen::JsValue>,
+    workspace: ApiResult<wasm_bindgen::JsValue>,
 }
 
-/// `GET /dedicated-node-groups`: the node groups with their nodes, capacity
-/// and queue, for the create-job form (`form_context`).
-pub async fn node_groups() -> ApiResult<Vec<NodeGroup>> {
-    let groups: Vec<form_context::NodeGroup> = get("/dedicated-node-groups").await?;
-    Ok(groups.into_iter().map(Into::into).collect())
+/// Fetches the create-job form's answers, one after another.
+pub async fn form_answers() -> FormAnswers {
+    FormAnswers {
+        shapes: get_value("/shapes").await,
+        node_groups: get_value("/dedicated-node-groups").await,
+        secrets: get_value("/usersecrets").await,
+        workspace: get_value("/workspace").await,
+    }
+}
+
+impl FormAnswers {
+    /// The resource shapes a job may run on, with what the form shows and
+    /// checks of them (`form_context`).
+    pub fn shapes(&self) -> ApiResult<Vec<Shape>> {
+        let shapes: Vec<form_context::Shape> = read_answer(&self.shapes)?;
+        Ok(shapes.into_iter().map(Into::into).collect())
+    }
+
+    /// The node groups with their nodes, capacity and queue (`form_context`).
+    pub fn node_groups(&self) -> ApiResult<Vec<NodeGroup>> {
+        let groups: Vec<form_context::NodeGroup> = read_answer(&self.node_groups)?;
+        Ok(groups.into_iter().map(Into::into).collect())
+    }
+
+    /// The secrets an environment variable may reference: the caller's own
+    /// and public ones. Values are never returned.
+    pub fn secrets(&self) -> ApiResult<Vec<SecretChoice>> {
+        read_answer(&self.secrets)
+    }
+
+    /// Who the caller is, and what the workspace asks of a job.
+    pub fn me(&self) -> ApiResult<Me> {
+        read_answer(&self.workspace)
+    }
+}
+
+fn read_answer<T: Decode>(answer: &ApiResult<wasm_bindgen::JsValue>) -> ApiResult<T> {
+    from_js(answer.clone()?).map_err(unreadable)
 }
 
 /// What the create-job form reads of the shapes and node groups: what its
@@ -489,12 +528,6 @@ pub struct SecretChoice {
     pub owner: String,
     #[serde(default)]
     pub visibility: Option<jobdeck_api::Visibility>,
-}
-
-/// The secrets an environment variable may reference (`GET /usersecrets`):
-/// the caller's own and public ones. Values are never returned.
-pub async fn secrets() -> ApiResult<Vec<SecretChoice>> {
-    get("/usersecrets").await
 }
 
 fn log_path(job: &str, replica: &str) -> String {

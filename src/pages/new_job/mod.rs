@@ -749,6 +749,53 @@ impl JobForm {
         });
     }
 
+    /// Reads the form's context out of the server's answers: shapes and
+    /// node groups are needed (the form says why it cannot go on without
+    /// them); without the secrets, references are not checked here (the
+    /// server still checks them); without the workspace, its defaults and
+    /// requirements are not known here.
+    fn take_context(&self, answers: &api::FormAnswers) {
+        let me = answers.me().ok();
+        let secrets = answers.secrets().unwrap_or_default();
+        let user = me.as_ref().map(|w| w.current_user.as_str()).unwrap_or_default();
+        // Who may see each secret, next to its name in the list: a public one
+        // is a choice its owner made, and worth seeing before using it.
+        let secret_labels: Vec<(String, String)> = secrets
+            .iter()
+            .map(|s| {
+                let label = match s.visibility {
+                    Some(Visibility::Public) if s.owner != user => format!("public, {}'s", s.owner),
+                    Some(Visibility::Public) => "public".to_string(),
+                    _ => "private".to_string(),
+                };
+                (s.name.clone(), label)
+            })
+            .collect();
+        self.change(|c| c.secret_labels = secret_labels);
+        let mut secret_names: Vec<String> = secrets.into_iter().map(|s| s.name).collect();
+        secret_names.dedup();
+        let log_default = me.as_ref().map(|w| w.log_collection_default);
+        // What the executor needs (a command in process mode, …): checked
+        // here as the server checks it, so the form never sends what it
+        // refuses.
+        let requirements = me.map(|w| w.job_requirements).unwrap_or_default();
+        match (answers.shapes(), answers.node_groups()) {
+            (Ok(shapes), Ok(node_groups)) => {
+                // Image pull secret names are checked by the server, whose
+                // 422 lands on the field; the form does not load them.
+                let context = ValidationContext {
+                    shapes,
+                    node_groups,
+                    secret_names,
+                    requirements,
+                    image_pull_secret_names: None,
+                };
+                self.set_context(context, log_default)
+            }
+            (Err(failure), _) | (_, Err(failure)) => self.fail(failure),
+        }
+    }
+
     /// Shows a failed create: a 422 on its fields, anything else in a banner;
     /// either way the form keeps what was typed.
     pub fn show_failure(&self, failure: ApiFailure) {
@@ -1077,17 +1124,27 @@ pub fn NewJobPage() -> impl IntoView {
         leptos::task::spawn_local(load_context(form.clone()));
         // A clone or a draft fills the form; following another draft link
         // from this page changes only the fragment, so this follows the URL.
+        // One render effect that remembers what it filled from: a memo and
+        // an effect were 2.5 KB of the form's download for the same.
         let url = use_url();
-        let source = Memo::new(move |_| url.with(|u| (u.param("clone"), u.hash.clone())));
         let filled = form.clone();
-        Effect::new(move |_| match source.get() {
-            (Some(id), _) => leptos::task::spawn_local(clone_into(filled.clone(), id)),
-            (None, hash) => {
-                if let Some(draft) = hash.strip_prefix(routes::DRAFT_FRAGMENT) {
-                    leptos::task::spawn_local(open_draft(filled.clone(), routes::decode_component(draft)));
+        let seen: std::cell::RefCell<Option<(Option<String>, String)>> = Default::default();
+        let follow = RenderEffect::new(move |_| {
+            let source = url.with(|u| (u.param("clone"), u.hash.clone()));
+            if seen.borrow().as_ref() == Some(&source) {
+                return;
+            }
+            *seen.borrow_mut() = Some(source.clone());
+            match source {
+                (Some(id), _) => leptos::task::spawn_local(clone_into(filled.clone(), id)),
+                (None, hash) => {
+                    if let Some(draft) = hash.strip_prefix(routes::DRAFT_FRAGMENT) {
+                        leptos::task::spawn_local(open_draft(filled.clone(), routes::decode_component(draft)));
+                    }
                 }
             }
         });
+        on_cleanup(move || drop(follow));
     }
     job_form(form, use_navigate())
 }
@@ -1096,16 +1153,16 @@ pub fn NewJobPage() -> impl IntoView {
 /// the page; `navigate` opens a created job's page.
 pub fn job_form(form: JobForm, navigate: impl Fn(&str) + 'static) -> impl IntoView {
     form.0.borrow_mut().navigate = Some(Rc::new(navigate));
-    let host = NodeRef::<leptos::html::Div>::new();
-    let draw = RenderEffect::new(move |_| {
-        if let Some(host) = host.get() {
-            if form.0.borrow().parts.is_none() {
-                form.mount(&host);
-            }
-        }
-    });
-    on_cleanup(move || drop(draw));
-    view! { <div class="page form-page" node_ref=host></div> }
+    // Drawn when the host is made, by a directive: a node reference and an
+    // effect that waits for it were 2 KB more of the form's download.
+    view! { <div class="page form-page" use:mount_form=form></div> }
+}
+
+/// Draws the form into its host (`job_form`'s directive).
+fn mount_form(host: Element, form: JobForm) {
+    if form.0.borrow().parts.is_none() {
+        form.mount(&host);
+    }
 }
 
 /// Fills the form from job `id`.
@@ -1141,41 +1198,6 @@ async fn open_draft(form: JobForm, json: String) {
 
 /// Loads what the rules and defaults need from the server.
 async fn load_context(form: JobForm) {
-    let shapes = api::shapes().await;
-    let node_groups = api::node_groups().await;
-    // Without the secrets list, references cannot be checked here; the
-    // server still checks them.
-    let secrets = api::secrets().await.unwrap_or_default();
-    let me = api::me().await.ok();
-    let user = me.as_ref().map(|w| w.current_user.clone()).unwrap_or_default();
-    // Who may see each secret, next to its name in the list: a public one is
-    // a choice its owner made, and worth seeing before using it.
-    let secret_labels: Vec<(String, String)> = secrets
-        .iter()
-        .map(|s| {
-            let label = match s.visibility {
-                Some(Visibility::Public) if s.owner != user => format!("public, {}'s", s.owner),
-                Some(Visibility::Public) => "public".to_string(),
-                _ => "private".to_string(),
-            };
-            (s.name.clone(), label)
-        })
-        .collect();
-    form.change(|c| c.secret_labels = secret_labels);
-    let mut secret_names: Vec<String> = secrets.into_iter().map(|s| s.name).collect();
-    secret_names.dedup();
-    let log_default = me.as_ref().map(|w| w.log_collection_default);
-    // What the executor needs (a command in process mode, …): checked here
-    // as the server checks it, so the form never sends what it refuses.
-    let requirements = me.map(|w| w.job_requirements).unwrap_or_default();
-    match (shapes, node_groups) {
-        (Ok(shapes), Ok(node_groups)) => {
-            // Image pull secret names are checked by the server, whose 422
-            // lands on the field; the form does not load them.
-            let context =
-                ValidationContext { shapes, node_groups, secret_names, requirements, image_pull_secret_names: None };
-            form.set_context(context, log_default)
-        }
-        (Err(failure), _) | (_, Err(failure)) => form.fail(failure),
-    }
+    let answers = api::form_answers().await;
+    form.take_context(&answers);
 }
