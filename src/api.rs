@@ -11,9 +11,11 @@ use jobdeck_api::{
 };
 use wasm_bindgen::JsCast;
 
+mod form_context;
 mod from_js;
 mod to_js;
 
+pub use form_context::{SecretChoice, Workspace};
 use from_js::from_js;
 pub use to_js::{to_json, to_pretty_json};
 
@@ -412,122 +414,33 @@ pub async fn form_answers() -> FormAnswers {
 }
 
 impl FormAnswers {
-    /// The resource shapes a job may run on, with what the form shows and
-    /// checks of them (`form_context`).
+    /// The resource shapes a job may run on.
     pub fn shapes(&self) -> ApiResult<Vec<Shape>> {
-        let shapes: Vec<form_context::Shape> = read_answer(&self.shapes)?;
-        Ok(shapes.into_iter().map(Into::into).collect())
+        read_answer(&self.shapes, form_context::shapes)
     }
 
-    /// The node groups with their nodes, capacity and queue (`form_context`).
+    /// The node groups with their nodes, capacity and queue.
     pub fn node_groups(&self) -> ApiResult<Vec<NodeGroup>> {
-        let groups: Vec<form_context::NodeGroup> = read_answer(&self.node_groups)?;
-        Ok(groups.into_iter().map(Into::into).collect())
+        read_answer(&self.node_groups, form_context::node_groups)
     }
 
     /// The secrets an environment variable may reference: the caller's own
-    /// and public ones. Values are never returned.
+    /// and public ones.
     pub fn secrets(&self) -> ApiResult<Vec<SecretChoice>> {
-        read_answer(&self.secrets)
+        read_answer(&self.secrets, form_context::secrets)
     }
 
     /// Who the caller is, and what the workspace asks of a job.
-    pub fn me(&self) -> ApiResult<Me> {
-        read_answer(&self.workspace)
+    pub fn workspace(&self) -> ApiResult<Workspace> {
+        read_answer(&self.workspace, form_context::workspace)
     }
 }
 
-fn read_answer<T: Decode>(answer: &ApiResult<wasm_bindgen::JsValue>) -> ApiResult<T> {
-    from_js(answer.clone()?).map_err(unreadable)
-}
-
-/// What the create-job form reads of the shapes and node groups: what its
-/// choices show and what the contract's rules look at (`validate_job_in`:
-/// a shape's id, CPU, memory and GPUs; a group's id and nodes). Reading the
-/// whole types (metadata, volumes, …) took half of the form's code for
-/// loading its context. Unknown fields are skipped.
-mod form_context {
-    use jobdeck_api::{Decode, NodeGroupSpec, NodeGroupStatus, NodeInfo, ResourceAmounts, ShapeSpec};
-
-    #[derive(Decode, Default)]
-    struct Id {
-        #[serde(default)]
-        id: Option<String>,
-    }
-
-    #[derive(Decode)]
-    pub struct Shape {
-        #[serde(default)]
-        metadata: Id,
-        #[serde(default)]
-        spec: Sizes,
-    }
-
-    #[derive(Decode, Default)]
-    struct Sizes {
-        #[serde(default)]
-        description: Option<String>,
-        #[serde(default)]
-        cpu: Option<f64>,
-        #[serde(default)]
-        memory_in_mb: Option<i64>,
-        #[serde(default)]
-        accelerator_num: Option<f64>,
-    }
-
-    impl From<Shape> for jobdeck_api::Shape {
-        fn from(shape: Shape) -> jobdeck_api::Shape {
-            let Sizes { description, cpu, memory_in_mb, accelerator_num } = shape.spec;
-            let mut whole = jobdeck_api::Shape::default();
-            whole.metadata.id = shape.metadata.id;
-            whole.spec = ShapeSpec { description, cpu, memory_in_mb, accelerator_num, ..Default::default() };
-            whole
-        }
-    }
-
-    #[derive(Decode)]
-    pub struct NodeGroup {
-        #[serde(default)]
-        metadata: Id,
-        #[serde(default)]
-        spec: Nodes,
-        #[serde(default)]
-        status: Queue,
-    }
-
-    #[derive(Decode, Default)]
-    struct Nodes {
-        #[serde(default)]
-        nodes: Vec<NodeInfo>,
-        #[serde(default)]
-        capacity: ResourceAmounts,
-    }
-
-    #[derive(Decode, Default)]
-    struct Queue {
-        #[serde(default)]
-        queued_jobs: i64,
-    }
-
-    impl From<NodeGroup> for jobdeck_api::NodeGroup {
-        fn from(group: NodeGroup) -> jobdeck_api::NodeGroup {
-            let mut whole = jobdeck_api::NodeGroup::default();
-            whole.metadata.id = group.metadata.id;
-            whole.spec = NodeGroupSpec { nodes: group.spec.nodes, capacity: group.spec.capacity, ..Default::default() };
-            whole.status = NodeGroupStatus { queued_jobs: group.status.queued_jobs, ..Default::default() };
-            whole
-        }
-    }
-}
-
-/// A secret an environment variable may reference, without its value.
-#[derive(Debug, Clone, PartialEq, Decode)]
-pub struct SecretChoice {
-    pub name: String,
-    #[serde(default)]
-    pub owner: String,
-    #[serde(default)]
-    pub visibility: Option<jobdeck_api::Visibility>,
+fn read_answer<T>(
+    answer: &ApiResult<wasm_bindgen::JsValue>,
+    read: fn(&wasm_bindgen::JsValue) -> Option<T>,
+) -> ApiResult<T> {
+    read(answer.as_ref().map_err(Clone::clone)?).ok_or_else(|| ApiFailure::Network("unreadable answer".into()))
 }
 
 fn log_path(job: &str, replica: &str) -> String {
@@ -672,48 +585,5 @@ mod tests {
         assert!(
             matches!(broken.summary(), Err(ApiFailure::Network(m)) if m.starts_with("unreadable answer: metadata"))
         );
-    }
-
-    #[wasm_bindgen_test::wasm_bindgen_test]
-    fn the_form_reads_of_shapes_and_node_groups_what_it_shows_and_checks() {
-        use jobdeck_api::{NodeGroup, NodeGroupSpec, NodeGroupStatus, NodeInfo, ResourceAmounts, Shape, ShapeSpec};
-        fn read<T: Decode>(json: String) -> Result<T, jobdeck_api::DecodeError> {
-            from_js::from_js(js_sys::JSON::parse(&json).unwrap())
-        }
-        let mut shape = Shape::default();
-        shape.metadata.id = Some("gpu.big".into());
-        shape.metadata.name = Some("GPU, big".into());
-        shape.spec = ShapeSpec {
-            description: Some("8 GPUs".into()),
-            cpu: Some(32.0),
-            memory_in_mb: Some(131072),
-            accelerator_num: Some(8.0),
-            accelerator_type: Some("H100".into()),
-            ephemeral_storage_in_gb: Some(500),
-            ..Default::default()
-        };
-        let partial: form_context::Shape = read(to_json(&shape).unwrap()).unwrap();
-        let kept = Shape::from(partial);
-        assert_eq!(kept.metadata.id, shape.metadata.id);
-        let (a, b) = (&kept.spec, &shape.spec);
-        assert_eq!(
-            (&a.description, a.cpu, a.memory_in_mb, a.accelerator_num),
-            (&b.description, b.cpu, b.memory_in_mb, b.accelerator_num)
-        );
-        assert_eq!((a.accelerator_type.as_deref(), a.ephemeral_storage_in_gb), (None, None), "not read");
-
-        let mut group = NodeGroup::default();
-        group.metadata.id = Some("local".into());
-        group.metadata.created_by = Some("admin".into());
-        let capacity = ResourceAmounts { cpu: 64.0, memory_in_mb: 1 << 20, gpu: 8 };
-        let nodes = vec![NodeInfo { name: "box".into(), capacity }];
-        group.spec = NodeGroupSpec { nodes, capacity, desired_nodes: Some(1), ..Default::default() };
-        group.status = NodeGroupStatus { queued_jobs: 3, ready_nodes: Some(1), ..Default::default() };
-        let partial: form_context::NodeGroup = read(to_json(&group).unwrap()).unwrap();
-        let kept = NodeGroup::from(partial);
-        assert_eq!(kept.metadata.id, group.metadata.id);
-        assert_eq!((&kept.spec.nodes, kept.spec.capacity), (&group.spec.nodes, group.spec.capacity));
-        assert_eq!(kept.status.queued_jobs, 3);
-        assert_eq!((kept.spec.desired_nodes, kept.status.ready_nodes), (None, None), "not read");
     }
 }

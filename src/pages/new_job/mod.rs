@@ -755,7 +755,7 @@ impl JobForm {
     /// server still checks them); without the workspace, its defaults and
     /// requirements are not known here.
     fn take_context(&self, answers: &api::FormAnswers) {
-        let me = answers.me().ok();
+        let me = answers.workspace().ok();
         let secrets = answers.secrets().unwrap_or_default();
         let user = me.as_ref().map(|w| w.current_user.as_str()).unwrap_or_default();
         // Who may see each secret, next to its name in the list: a public one
