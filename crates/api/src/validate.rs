@@ -20,8 +20,6 @@
 //! from the most basic ("must not be empty") to the relational ("is listed
 //! twice"), so fixing the reported problem is always the next step.
 
-use std::collections::BTreeMap;
-
 use crate::defaults::{split_image_reference, Priority, Protocol, PRIORITY_CLASSES};
 use crate::{Container, EnvVar, FieldErrors, JobSpec, LeptonJob, Metadata, Mount, Shape};
 
@@ -471,6 +469,68 @@ fn has_pair(s: &str, pair: &[u8; 2]) -> bool {
     s.as_bytes().windows(2).any(|w| w == pair)
 }
 
+/// The keys of a list's items, to find the ones given twice, in the order
+/// the items come.
+#[derive(Default)]
+struct Keys(Vec<(String, usize)>);
+
+impl Keys {
+    fn add(&mut self, key: impl Into<String>, index: usize) {
+        self.0.push((key.into(), index));
+    }
+
+    /// Each item whose key an earlier item had: its index, the key and the
+    /// index of the first item with it.
+    fn repeats(self) -> Vec<(usize, String, usize)> {
+        let keys = self.0;
+        let mut repeats = Vec::new();
+        let mut first = 0;
+        let order = key_order(&keys);
+        for (at, &item) in order.iter().enumerate() {
+            let (key, index) = &keys[item];
+            if at > 0 && keys[order[at - 1]].0 == *key {
+                repeats.push((*index, key.clone(), first));
+            } else {
+                first = *index;
+            }
+        }
+        repeats
+    }
+}
+
+/// The positions of `keys` sorted by key, equal keys in the order they
+/// came: a merge sort. A map of the keys seen was 2 KB of the console's
+/// download and the standard library's sorts are 1.5 KB; comparing each key
+/// with every one before it would take quadratic time on a hostile list.
+fn key_order(keys: &[(String, usize)]) -> Vec<usize> {
+    let count = keys.len();
+    let mut order: Vec<usize> = (0..count).collect();
+    let mut merged = vec![0; count];
+    let mut width = 1;
+    while width < count {
+        let mut start = 0;
+        while start < count {
+            let middle = (start + width).min(count);
+            let end = (start + 2 * width).min(count);
+            let (mut left, mut right) = (start, middle);
+            for slot in start..end {
+                // On equal keys the left run's comes first: the sort is stable.
+                let take_left = right >= end || (left < middle && keys[order[left]].0 <= keys[order[right]].0);
+                merged[slot] = if take_left { order[left] } else { order[right] };
+                if take_left {
+                    left += 1;
+                } else {
+                    right += 1;
+                }
+            }
+            start = end;
+        }
+        std::mem::swap(&mut order, &mut merged);
+        width *= 2;
+    }
+    order
+}
+
 fn has_control(s: &str) -> bool {
     s.chars().any(char::is_control)
 }
@@ -715,16 +775,16 @@ fn check_replica_counts(spec: &JobSpec, problems: &mut Problems) {
 
 /// A list of names (node groups, nodes, pull secrets): none empty, none twice.
 fn check_name_list(path: &str, names: &[String], problems: &mut Problems) {
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut seen = Keys::default();
     for (i, name) in names.iter().enumerate() {
-        let item = format!("{path}[{i}]");
         if name.trim().is_empty() {
-            problems.add(item, "must not be empty");
-        } else if let Some(first) = seen.get(name.as_str()) {
-            problems.add(item, format!("'{name}' is already listed at {path}[{first}]"));
+            problems.add(format!("{path}[{i}]"), "must not be empty");
         } else {
-            seen.insert(name, i);
+            seen.add(name, i);
         }
+    }
+    for (i, name, first) in seen.repeats() {
+        problems.add(format!("{path}[{i}]"), format!("'{name}' is already listed at {path}[{first}]"));
     }
 }
 
@@ -851,8 +911,7 @@ fn check_container(container: &Container, problems: &mut Problems) {
             problems.add(format!("spec.container.command[{i}]"), "must not contain a NUL character");
         }
     }
-    let mut seen_ports: BTreeMap<(i64, Protocol), usize> = BTreeMap::new();
-    let mut seen_names: BTreeMap<&str, usize> = BTreeMap::new();
+    let (mut seen_ports, mut seen_names) = (Keys::default(), Keys::default());
     for (i, port) in container.ports().iter().enumerate() {
         let path = format!("spec.container.ports[{i}]");
         let protocol = match port.protocol.as_deref() {
@@ -863,24 +922,13 @@ fn check_container(container: &Container, problems: &mut Problems) {
             problems.add(format!("{path}.protocol"), "must be TCP, UDP or SCTP");
         }
         if let (Some(protocol), true) = (protocol, (1..=PORT_MAX).contains(&port.container_port)) {
-            let key = (port.container_port, protocol);
-            if let Some(first) = seen_ports.get(&key) {
-                problems.add(
-                    format!("{path}.container_port"),
-                    format!("{}/{protocol} is already listed at spec.container.ports[{first}]", port.container_port),
-                );
-            } else {
-                seen_ports.insert(key, i);
-            }
+            seen_ports.add(format!("{}/{protocol}", port.container_port), i);
         }
         if let Some(name) = port.name.as_deref() {
             if let Err(message) = check_port_name(name) {
                 problems.add(format!("{path}.name"), message);
-            } else if let Some(first) = seen_names.get(name) {
-                problems
-                    .add(format!("{path}.name"), format!("'{name}' is already used by spec.container.ports[{first}]"));
             } else {
-                seen_names.insert(name, i);
+                seen_names.add(name, i);
             }
         }
         for (j, strategy) in port.expose_strategies.iter().flatten().enumerate() {
@@ -888,6 +936,14 @@ fn check_container(container: &Container, problems: &mut Problems) {
                 problems.add(format!("{path}.expose_strategies[{j}]"), "must be HostPortMapping or IngressProxy");
             }
         }
+    }
+    for (i, port, first) in seen_ports.repeats() {
+        let message = format!("{port} is already listed at spec.container.ports[{first}]");
+        problems.add(format!("spec.container.ports[{i}].container_port"), message);
+    }
+    for (i, name, first) in seen_names.repeats() {
+        let message = format!("'{name}' is already used by spec.container.ports[{first}]");
+        problems.add(format!("spec.container.ports[{i}].name"), message);
     }
 }
 
@@ -922,15 +978,13 @@ pub fn check_env_name(name: &str) -> Result<(), String> {
 }
 
 fn check_envs(envs: &[EnvVar], problems: &mut Problems) {
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut seen = Keys::default();
     for (i, env) in envs.iter().enumerate() {
         let path = format!("spec.envs[{i}]");
         if let Err(message) = check_env_name(&env.name) {
             problems.add(format!("{path}.name"), message);
-        } else if let Some(first) = seen.get(env.name.as_str()) {
-            problems.add(format!("{path}.name"), format!("'{}' is already set by spec.envs[{first}]", env.name));
         } else {
-            seen.insert(&env.name, i);
+            seen.add(&env.name, i);
         }
         if env.value.as_deref().is_some_and(|v| v.contains('\0')) {
             problems.add(format!("{path}.value"), "must not contain a NUL character");
@@ -945,6 +999,9 @@ fn check_envs(envs: &[EnvVar], problems: &mut Problems) {
                 problems.add(format!("{path}.value_from.secret_name_ref"), "must name a secret");
             }
         }
+    }
+    for (i, name, first) in seen.repeats() {
+        problems.add(format!("spec.envs[{i}].name"), format!("'{name}' is already set by spec.envs[{first}]"));
     }
 }
 
@@ -1057,18 +1114,13 @@ pub fn check_volume_path(path: &str) -> Result<(), String> {
 }
 
 fn check_mounts(mounts: &[Mount], problems: &mut Problems) {
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut seen = Keys::default();
     for (i, mount) in mounts.iter().enumerate() {
         let path = format!("spec.mounts[{i}]");
         if let Err(message) = check_mount_path(&mount.mount_path) {
             problems.add(format!("{path}.mount_path"), message);
-        } else if let Some(first) = seen.get(mount.mount_path.as_str()) {
-            problems.add(
-                format!("{path}.mount_path"),
-                format!("'{}' is already used by spec.mounts[{first}]", mount.mount_path),
-            );
         } else {
-            seen.insert(&mount.mount_path, i);
+            seen.add(&mount.mount_path, i);
         }
         if let Err(message) = check_volume(&mount.from) {
             problems.add(format!("{path}.from"), message);
@@ -1076,6 +1128,10 @@ fn check_mounts(mounts: &[Mount], problems: &mut Problems) {
         if let Some(Err(message)) = mount.path.as_deref().map(check_volume_path) {
             problems.add(format!("{path}.path"), message);
         }
+    }
+    for (i, path, first) in seen.repeats() {
+        problems
+            .add(format!("spec.mounts[{i}].mount_path"), format!("'{path}' is already used by spec.mounts[{first}]"));
     }
 }
 

@@ -994,3 +994,30 @@ fn a_character_that_broke_a_rule_is_quoted_as_rust_debug_quotes_it() {
     // NUL is the one character written differently (Rust's `{:?}` says '\0').
     assert_eq!(super::quoted('\0'), "'\\u{0}'");
 }
+
+#[test]
+fn repeated_keys_are_found_with_their_first_index_as_a_scan_finds_them() {
+    // Lists of every length up to 40 over a few keys, against the plain
+    // quadratic scan: the merge sort's runs, odd tails and equal keys.
+    let mut seed = 7u32;
+    for length in 0..40 {
+        let items: Vec<String> = (0..length)
+            .map(|_| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                format!("k{}", (seed >> 16) % 5)
+            })
+            .collect();
+        let mut keys = super::Keys::default();
+        for (i, item) in items.iter().enumerate() {
+            keys.add(item.as_str(), i);
+        }
+        let mut found = keys.repeats();
+        found.sort();
+        let scanned: Vec<(usize, String, usize)> = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, key)| Some((i, key.clone(), items[..i].iter().position(|k| k == key)?)))
+            .collect();
+        assert_eq!(found, scanned, "{items:?}");
+    }
+}
