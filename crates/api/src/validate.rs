@@ -513,10 +513,10 @@ fn key_order(keys: &[(String, usize)]) -> Vec<usize> {
             let middle = (start + width).min(count);
             let end = (start + 2 * width).min(count);
             let (mut left, mut right) = (start, middle);
-            for slot in start..end {
+            for slot in &mut merged[start..end] {
                 // On equal keys the left run's comes first: the sort is stable.
                 let take_left = right >= end || (left < middle && keys[order[left]].0 <= keys[order[right]].0);
-                merged[slot] = if take_left { order[left] } else { order[right] };
+                *slot = if take_left { order[left] } else { order[right] };
                 if take_left {
                     left += 1;
                 } else {
