@@ -6,8 +6,8 @@
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 use jobdeck_api::{
-    ApiError, Decode, FailureAnalysis, FieldErrors, JobEvent, JobList, LeptonJob, LogRange, LogSearch, NodeGroup,
-    Replica, Shape, API_BASE,
+    ApiError, Decode, FailureAnalysis, FieldErrors, JobEvent, JobList, LeptonJob, LogRange, LogSearch, NodeGroupChoice,
+    Replica, ShapeChoice, API_BASE,
 };
 use wasm_bindgen::JsCast;
 
@@ -415,12 +415,12 @@ pub async fn form_answers() -> FormAnswers {
 
 impl FormAnswers {
     /// The resource shapes a job may run on.
-    pub fn shapes(&self) -> ApiResult<Vec<Shape>> {
+    pub fn shapes(&self) -> ApiResult<Vec<ShapeChoice>> {
         read_answer(&self.shapes, form_context::shapes)
     }
 
     /// The node groups with their nodes, capacity and queue.
-    pub fn node_groups(&self) -> ApiResult<Vec<NodeGroup>> {
+    pub fn node_groups(&self) -> ApiResult<Vec<NodeGroupChoice>> {
         read_answer(&self.node_groups, form_context::node_groups)
     }
 

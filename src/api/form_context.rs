@@ -14,7 +14,7 @@
 //! without its user, is unreadable. The tests read what the server's own
 //! types write, so a field renamed in the contract fails them.
 
-use jobdeck_api::{JobRequirements, NodeGroup, NodeInfo, ResourceAmounts, Shape, Visibility};
+use jobdeck_api::{JobRequirements, NodeGroupChoice, NodeInfo, ResourceAmounts, ShapeChoice, Visibility};
 use wasm_bindgen::{JsCast, JsValue};
 
 /// A secret an environment variable may reference, without its value.
@@ -70,33 +70,33 @@ fn amounts(value: &JsValue) -> ResourceAmounts {
 }
 
 /// `GET /shapes`: each shape's id, description, CPU, memory and GPUs.
-pub fn shapes(answer: &JsValue) -> Option<Vec<Shape>> {
+pub fn shapes(answer: &JsValue) -> Option<Vec<ShapeChoice>> {
     let read = |value: &JsValue| {
         let spec = field(value, "spec");
-        let mut shape = Shape::default();
-        shape.metadata.id = text(&field(value, "metadata"), "id");
-        shape.spec.description = text(&spec, "description");
-        shape.spec.cpu = number(&spec, "cpu");
-        shape.spec.memory_in_mb = whole(&spec, "memory_in_mb");
-        shape.spec.accelerator_num = number(&spec, "accelerator_num");
-        shape
+        ShapeChoice {
+            id: text(&field(value, "metadata"), "id"),
+            description: text(&spec, "description"),
+            cpu: number(&spec, "cpu"),
+            memory_in_mb: whole(&spec, "memory_in_mb"),
+            accelerator_num: number(&spec, "accelerator_num"),
+        }
     };
     Some(items(answer)?.iter().map(read).collect())
 }
 
 /// `GET /dedicated-node-groups`: each group's id, nodes, capacity and
 /// queued jobs.
-pub fn node_groups(answer: &JsValue) -> Option<Vec<NodeGroup>> {
+pub fn node_groups(answer: &JsValue) -> Option<Vec<NodeGroupChoice>> {
     let node =
         |value: &JsValue| Some(NodeInfo { name: text(value, "name")?, capacity: amounts(&field(value, "capacity")) });
     let read = |value: &JsValue| {
         let spec = field(value, "spec");
-        let mut group = NodeGroup::default();
-        group.metadata.id = text(&field(value, "metadata"), "id");
-        group.spec.nodes = items(&field(&spec, "nodes")).unwrap_or_default().iter().filter_map(node).collect();
-        group.spec.capacity = amounts(&field(&spec, "capacity"));
-        group.status.queued_jobs = whole(&field(value, "status"), "queued_jobs").unwrap_or(0);
-        group
+        NodeGroupChoice {
+            id: text(&field(value, "metadata"), "id"),
+            nodes: items(&field(&spec, "nodes")).unwrap_or_default().iter().filter_map(node).collect(),
+            capacity: amounts(&field(&spec, "capacity")),
+            queued_jobs: whole(&field(value, "status"), "queued_jobs").unwrap_or(0),
+        }
     };
     Some(items(answer)?.iter().map(read).collect())
 }
@@ -137,7 +137,7 @@ pub fn workspace(answer: &JsValue) -> Option<Workspace> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jobdeck_api::{NodeGroupSpec, NodeGroupStatus, Secret, ShapeSpec, WorkspaceInfo};
+    use jobdeck_api::{NodeGroup, NodeGroupSpec, NodeGroupStatus, Secret, Shape, ShapeSpec, WorkspaceInfo};
     use wasm_bindgen_test::wasm_bindgen_test;
 
     /// `value` as the server writes it, parsed as the browser parses it.
@@ -160,10 +160,15 @@ mod tests {
             ..Default::default()
         };
         let read = shapes(&answer(&vec![shape.clone()])).unwrap();
-        let mut kept = shape.clone();
-        kept.metadata.name = None;
-        (kept.spec.accelerator_type, kept.spec.ephemeral_storage_in_gb) = (None, None);
-        assert_eq!(read, vec![kept], "what the form shows and checks, nothing else");
+        let kept = ShapeChoice {
+            id: Some("gpu.big".into()),
+            description: Some("8 GPUs".into()),
+            cpu: Some(32.0),
+            memory_in_mb: Some(131072),
+            accelerator_num: Some(8.0),
+        };
+        assert_eq!(read, vec![kept.clone()], "what the form shows and checks, nothing else");
+        assert_eq!(ShapeChoice::from(&shape), kept, "as the server reads its own shapes");
 
         let mut group = NodeGroup::default();
         group.metadata.id = Some("local".into());
@@ -173,11 +178,10 @@ mod tests {
         group.spec = NodeGroupSpec { nodes, capacity, desired_nodes: Some(1), ..Default::default() };
         group.status = NodeGroupStatus { queued_jobs: 3, ready_nodes: Some(1), ..Default::default() };
         let read = node_groups(&answer(&vec![group.clone()])).unwrap();
-        let mut kept = NodeGroup::default();
-        kept.metadata.id = group.metadata.id.clone();
-        (kept.spec.nodes, kept.spec.capacity) = (group.spec.nodes.clone(), capacity);
-        kept.status.queued_jobs = 3;
-        assert_eq!(read, vec![kept]);
+        let kept =
+            NodeGroupChoice { id: Some("local".into()), nodes: group.spec.nodes.clone(), capacity, queued_jobs: 3 };
+        assert_eq!(read, vec![kept.clone()]);
+        assert_eq!(NodeGroupChoice::from(&group), kept, "as the server reads its own groups");
     }
 
     #[wasm_bindgen_test]
@@ -226,11 +230,8 @@ mod tests {
         assert_eq!(secrets(&parse(r#""hf""#)), None);
         assert_eq!(workspace(&parse(r#"{"log_collection_default": true}"#)), None, "no user");
         let odd = shapes(&parse(r#"[{"metadata": "x", "spec": {"cpu": "4", "memory_in_mb": 2048}}, 7]"#)).unwrap();
-        assert_eq!(
-            (odd[0].metadata.id.as_deref(), odd[0].spec.cpu, odd[0].spec.memory_in_mb),
-            (None, None, Some(2048))
-        );
-        assert_eq!(odd[1], Shape::default());
+        assert_eq!((odd[0].id.as_deref(), odd[0].cpu, odd[0].memory_in_mb), (None, None, Some(2048)));
+        assert_eq!(odd[1], ShapeChoice::default());
         let unnamed = secrets(&parse(r#"[{"owner": "ann"}, {"name": "hf", "visibility": "team"}]"#)).unwrap();
         assert_eq!(unnamed, vec![SecretChoice { name: "hf".into(), owner: String::new(), visibility: None }]);
     }

@@ -143,13 +143,60 @@ fn validate_job_with_name_limit(job: &LeptonJob, name_max_len: usize) -> FieldEr
     problems.0
 }
 
+/// What the rules read of a resource shape (and what the console's form
+/// shows of it): a [`Shape`] without the rest, so the console builds and
+/// keeps only this much of each (the whole type's construction and drop
+/// were most of the form's code for its context).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShapeChoice {
+    pub id: Option<String>,
+    pub description: Option<String>,
+    pub cpu: Option<f64>,
+    pub memory_in_mb: Option<i64>,
+    pub accelerator_num: Option<f64>,
+}
+
+impl From<&Shape> for ShapeChoice {
+    fn from(shape: &Shape) -> ShapeChoice {
+        let spec = &shape.spec;
+        ShapeChoice {
+            id: shape.metadata.id.clone(),
+            description: spec.description.clone(),
+            cpu: spec.cpu,
+            memory_in_mb: spec.memory_in_mb,
+            accelerator_num: spec.accelerator_num,
+        }
+    }
+}
+
+/// What the rules read of a node group (and what the console's form shows
+/// of it): its id, nodes, capacity and queue.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeGroupChoice {
+    pub id: Option<String>,
+    pub nodes: Vec<crate::NodeInfo>,
+    pub capacity: crate::ResourceAmounts,
+    pub queued_jobs: i64,
+}
+
+impl From<&crate::NodeGroup> for NodeGroupChoice {
+    fn from(group: &crate::NodeGroup) -> NodeGroupChoice {
+        NodeGroupChoice {
+            id: group.metadata.id.clone(),
+            nodes: group.spec.nodes.clone(),
+            capacity: group.spec.capacity,
+            queued_jobs: group.status.queued_jobs,
+        }
+    }
+}
+
 /// What the server knows that the rules of a job depend on: the resource
 /// shapes, node groups and secrets that exist. The console fills it from the
 /// API; the server from its configuration and store.
 #[derive(Debug, Clone, Default)]
 pub struct ValidationContext {
-    pub shapes: Vec<crate::Shape>,
-    pub node_groups: Vec<crate::NodeGroup>,
+    pub shapes: Vec<ShapeChoice>,
+    pub node_groups: Vec<NodeGroupChoice>,
     /// Names of the secrets the submitting user may reference.
     pub secret_names: Vec<String>,
     /// What the server's executor needs of every job.
@@ -163,9 +210,9 @@ pub struct ValidationContext {
 impl ValidationContext {
     /// The shape a job runs with: the one it names, or, when it names none,
     /// the server's first shape (the server's default).
-    pub fn shape_for(&self, spec: &JobSpec) -> Option<&Shape> {
+    pub fn shape_for(&self, spec: &JobSpec) -> Option<&ShapeChoice> {
         match spec.resource_shape.as_deref() {
-            Some(name) => self.shapes.iter().find(|s| s.metadata.id.as_deref() == Some(name)),
+            Some(name) => self.shapes.iter().find(|s| s.id.as_deref() == Some(name)),
             None => self.shapes.first(),
         }
     }
@@ -182,7 +229,7 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
     let spec = &job.spec;
     if let Some(name) = spec.resource_shape.as_deref() {
         if !name.is_empty() && context.shape_for(spec).is_none() {
-            let known: Vec<&str> = context.shapes.iter().filter_map(|s| s.metadata.id.as_deref()).collect();
+            let known: Vec<&str> = context.shapes.iter().filter_map(|s| s.id.as_deref()).collect();
             problems.add(
                 "spec.resource_shape",
                 format!("no resource shape named '{name}'; this workspace has {}", or_list(&known)),
@@ -190,9 +237,9 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
         }
     }
     if let (Some(size), Some(shape)) = (spec.shared_memory_size, context.shape_for(spec)) {
-        if let Some(memory) = shape.spec.memory_in_mb {
+        if let Some(memory) = shape.memory_in_mb {
             if size > memory {
-                let id = shape.metadata.id.as_deref().unwrap_or("");
+                let id = shape.id.as_deref().unwrap_or("");
                 problems.add(
                     "spec.shared_memory_size",
                     format!("must be at most the memory of shape '{id}' ({memory} MiB)"),
@@ -200,7 +247,7 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
             }
         }
     }
-    let group_id = |g: &crate::NodeGroup| g.metadata.id.clone().unwrap_or_default();
+    let group_id = |g: &NodeGroupChoice| g.id.clone().unwrap_or_default();
     let groups = spec.node_groups();
     for (i, group) in groups.iter().enumerate() {
         if !group.is_empty() && !context.node_groups.iter().any(|g| &group_id(g) == group) {
@@ -215,7 +262,7 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
             .node_groups
             .iter()
             .filter(|g| groups.is_empty() || groups.contains(&group_id(g)))
-            .any(|g| g.spec.nodes.iter().any(|n| &n.name == node));
+            .any(|g| g.nodes.iter().any(|n| &n.name == node));
         if !node.is_empty() && !belongs {
             problems.add(
                 format!("spec.affinity.allowed_nodes_in_node_group[{i}]"),
@@ -280,12 +327,12 @@ fn check_requirements(spec: &JobSpec, requirements: &crate::JobRequirements, pro
 /// names some), with nothing else running. A job that could not would wait
 /// forever, so it is refused with what is too big. The server runs the same
 /// check on its own view of the cluster before it schedules a stored job.
-pub fn check_fit(spec: &JobSpec, shape: &Shape, node_groups: &[crate::NodeGroup]) -> FieldErrors {
+pub fn check_fit(spec: &JobSpec, shape: &ShapeChoice, node_groups: &[NodeGroupChoice]) -> FieldErrors {
     let mut problems = Problems(FieldErrors::new());
-    let cpu = shape.spec.cpu.unwrap_or(0.0);
-    let memory = shape.spec.memory_in_mb.unwrap_or(0);
-    let gpus = shape.spec.accelerator_num.unwrap_or(0.0).ceil() as i64;
-    let shape_id = shape.metadata.id.as_deref().unwrap_or("");
+    let cpu = shape.cpu.unwrap_or(0.0);
+    let memory = shape.memory_in_mb.unwrap_or(0);
+    let gpus = shape.accelerator_num.unwrap_or(0.0).ceil() as i64;
+    let shape_id = shape.id.as_deref().unwrap_or("");
     let parallelism = spec.parallelism().clamp(1, spec.completions().max(1));
     let chosen = spec.node_groups();
     let nodes = spec.nodes();
@@ -298,12 +345,12 @@ pub fn check_fit(spec: &JobSpec, shape: &Shape, node_groups: &[crate::NodeGroup]
     let mut best: Option<(&str, String)> = None;
     let mut node_known = nodes.is_empty();
     for group in node_groups {
-        let name = group.metadata.id.as_deref().unwrap_or("");
+        let name = group.id.as_deref().unwrap_or("");
         if !chosen.is_empty() && !chosen.iter().any(|c| c == name) {
             continue;
         }
         let usable: Vec<&crate::NodeInfo> =
-            group.spec.nodes.iter().filter(|n| nodes.is_empty() || nodes.contains(&n.name)).collect();
+            group.nodes.iter().filter(|n| nodes.is_empty() || nodes.contains(&n.name)).collect();
         node_known |= !usable.is_empty();
         let fits = usable.iter().map(|n| per_node(n)).fold(0i64, |a, b| a.saturating_add(b));
         if fits >= parallelism {

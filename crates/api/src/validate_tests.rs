@@ -869,8 +869,11 @@ fn context() -> ValidationContext {
         status: Default::default(),
     };
     ValidationContext {
-        shapes: vec![shape("cpu.small", 4096), shape("cpu.large", 16384), shape("mem.64g", 65536)],
-        node_groups: vec![group("a", &["a1", "a2"]), group("b", &["b1"])],
+        shapes: [shape("cpu.small", 4096), shape("cpu.large", 16384), shape("mem.64g", 65536)]
+            .iter()
+            .map(ShapeChoice::from)
+            .collect(),
+        node_groups: [group("a", &["a1", "a2"]), group("b", &["b1"])].iter().map(NodeGroupChoice::from).collect(),
         secret_names: vec!["hf-token".into()],
         ..Default::default()
     }

@@ -27,11 +27,12 @@ fn assert_round_trips(name: &str, raw: &Value, job: &LeptonJob) {
 /// the two referenced secrets knows.
 fn context() -> ValidationContext {
     ValidationContext {
-        shapes: vec![Shape {
+        shapes: vec![(&Shape {
             metadata: Metadata { id: Some("cpu.small".into()), ..Default::default() },
             spec: ShapeSpec { memory_in_mb: Some(4096), ..Default::default() },
-        }],
-        node_groups: vec![NodeGroup {
+        })
+            .into()],
+        node_groups: vec![(&NodeGroup {
             metadata: Metadata { id: Some("gpu-a".into()), ..Default::default() },
             spec: NodeGroupSpec {
                 nodes: ["node-1", "node-2"]
@@ -43,7 +44,8 @@ fn context() -> ValidationContext {
                 ..Default::default()
             },
             status: Default::default(),
-        }],
+        })
+            .into()],
         secret_names: vec!["hf-token".into(), "WANDB_API_KEY".into()],
         ..Default::default()
     }

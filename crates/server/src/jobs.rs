@@ -207,8 +207,8 @@ pub async fn validation_context(state: &AppState, user: &str) -> AppResult<Valid
         ),
     };
     Ok(ValidationContext {
-        shapes: state.config.shapes.iter().map(shape_view).collect(),
-        node_groups: node_group_views(&state.config, &[], &[]),
+        shapes: state.config.shapes.iter().map(|shape| (&shape_view(shape)).into()).collect(),
+        node_groups: node_group_views(&state.config, &[], &[]).iter().map(Into::into).collect(),
         secret_names,
         requirements: state.job_requirements(),
         image_pull_secret_names,

@@ -158,7 +158,8 @@ impl ResolvedSpec {
         // forever: the contract's rule, asked of this server's own view of
         // its shapes and node groups.
         if errors.is_empty() {
-            let fit = jobdeck_api::check_fit(spec, &shape_view(&resolved.shape), &node_group_views(config, &[], &[]));
+            let groups: Vec<_> = node_group_views(config, &[], &[]).iter().map(Into::into).collect();
+            let fit = jobdeck_api::check_fit(spec, &(&shape_view(&resolved.shape)).into(), &groups);
             errors.extend(fit);
         }
         if errors.is_empty() {

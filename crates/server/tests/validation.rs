@@ -246,8 +246,16 @@ async fn the_server_answers_what_the_console_computes_with_the_servers_data() {
     let workspace: jobdeck_api::WorkspaceInfo = serde_json::from_value(get("/api/v2/workspace").await).unwrap();
     assert!(workspace.job_requirements.command_required, "process mode needs a command");
     let context = jobdeck_api::ValidationContext {
-        shapes: serde_json::from_value(get("/api/v2/shapes").await).unwrap(),
-        node_groups: serde_json::from_value(get("/api/v2/dedicated-node-groups").await).unwrap(),
+        shapes: serde_json::from_value::<Vec<jobdeck_api::Shape>>(get("/api/v2/shapes").await)
+            .unwrap()
+            .iter()
+            .map(Into::into)
+            .collect(),
+        node_groups: serde_json::from_value::<Vec<jobdeck_api::NodeGroup>>(get("/api/v2/dedicated-node-groups").await)
+            .unwrap()
+            .iter()
+            .map(Into::into)
+            .collect(),
         secret_names: get("/api/v2/usersecrets")
             .await
             .as_array()

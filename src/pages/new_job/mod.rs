@@ -153,15 +153,15 @@ impl Core {
     }
 
     fn first_shape(&self) -> Option<String> {
-        self.context.as_ref().and_then(|c| c.shapes.first()).and_then(|s| s.metadata.id.clone())
+        self.context.as_ref().and_then(|c| c.shapes.first()).and_then(|s| s.id.clone())
     }
 
     /// The shape the form has chosen, with its memory in MiB.
     fn chosen_shape(&self) -> Option<(String, i64)> {
         let shape = &self.state.v[SHAPE];
         let c = self.context.as_ref()?;
-        let found = c.shapes.iter().find(|s| s.metadata.id.as_deref() == Some(shape.as_str()))?;
-        Some((shape.clone(), found.spec.memory_in_mb?))
+        let found = c.shapes.iter().find(|s| s.id.as_deref() == Some(shape.as_str()))?;
+        Some((shape.clone(), found.memory_in_mb?))
     }
 
     /// Whether more than one worker is asked for: completions and
@@ -302,8 +302,8 @@ impl Core {
             VISIBILITY => vec![pair("public", "Public"), pair("private", "Private")],
             SHAPE => shapes
                 .filter_map(|s| {
-                    let id = s.metadata.id.clone()?;
-                    let text = match &s.spec.description {
+                    let id = s.id.clone()?;
+                    let text = match &s.description {
                         Some(d) => format!("{id} — {d}"),
                         None => id.clone(),
                     };
@@ -312,14 +312,14 @@ impl Core {
                 .collect(),
             NODE_GROUPS => groups
                 .filter_map(|g| {
-                    let id = g.metadata.id.clone()?;
-                    let cap = &g.spec.capacity;
+                    let id = g.id.clone()?;
+                    let cap = &g.capacity;
                     let text = format!(
                         "{id} — {} CPU, {} memory, {} GPU; {} queued",
                         cpu_text(cap.cpu),
                         gib_text(cap.memory_in_mb),
                         cap.gpu,
-                        g.status.queued_jobs
+                        g.queued_jobs
                     );
                     Some((id, text))
                 })
@@ -327,8 +327,8 @@ impl Core {
             NODES => {
                 let chosen = split_names(&self.state.v[NODE_GROUPS]);
                 groups
-                    .filter(|g| chosen.is_empty() || g.metadata.id.as_ref().is_some_and(|id| chosen.contains(id)))
-                    .flat_map(|g| &g.spec.nodes)
+                    .filter(|g| chosen.is_empty() || g.id.as_ref().is_some_and(|id| chosen.contains(id)))
+                    .flat_map(|g| &g.nodes)
                     .map(|n| (n.name.clone(), n.name.clone()))
                     .collect()
             }

@@ -1,8 +1,7 @@
 //! The form in a real browser: mounted, typed into, left, submitted.
 
 use jobdeck_api::{
-    FieldErrors, JobRequirements, LeptonJob, NodeGroup, NodeGroupSpec, NodeInfo, ResourceAmounts, Shape, ShapeSpec,
-    ValidationContext,
+    FieldErrors, JobRequirements, LeptonJob, NodeGroupChoice, NodeInfo, ResourceAmounts, ShapeChoice, ValidationContext,
 };
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -15,22 +14,19 @@ use crate::api::ApiFailure;
 
 const GIB: i64 = 1024;
 
-fn shape(id: &str, memory_mib: i64) -> Shape {
-    let mut shape = Shape::default();
-    shape.metadata.id = Some(id.into());
-    shape.spec = ShapeSpec {
+fn shape(id: &str, memory_mib: i64) -> ShapeChoice {
+    ShapeChoice {
+        id: Some(id.into()),
         memory_in_mb: Some(memory_mib),
         description: Some(format!("{memory_mib} MiB")),
         ..Default::default()
-    };
-    shape
+    }
 }
 
 fn context() -> ValidationContext {
-    let mut group = NodeGroup::default();
-    group.metadata.id = Some("local".into());
     let capacity = ResourceAmounts { cpu: 64.0, memory_in_mb: 1024 * GIB, gpu: 8 };
-    group.spec = NodeGroupSpec { nodes: vec![NodeInfo { name: "box".into(), capacity }], ..Default::default() };
+    let nodes = vec![NodeInfo { name: "box".into(), capacity }];
+    let group = NodeGroupChoice { id: Some("local".into()), nodes, ..Default::default() };
     ValidationContext {
         shapes: vec![shape("cpu.small", 4 * GIB), shape("gpu.big", 128 * GIB), shape("cpu.tiny", GIB)],
         node_groups: vec![group],
