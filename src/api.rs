@@ -392,10 +392,8 @@ pub async fn node_group_names() -> ApiResult<Vec<String>> {
 
 /// The answers the create-job form loads its context from (`GET /shapes`,
 /// `/dedicated-node-groups`, `/usersecrets` and `/workspace`), as the
-/// browser parsed them. They are read by the methods below, outside the
-/// requests' async code: read inside it, every value was copied across each
-/// await of the future's state and the four readers were inlined there, 12
-/// KB of the form's download.
+/// browser parsed them, read by the methods below with the form's own
+/// readers (`api/form_context.rs`, which says why not with `Decode`).
 pub struct FormAnswers {
     shapes: ApiResult<wasm_bindgen::JsValue>,
     node_groups: ApiResult<wasm_bindgen::JsValue>,
