@@ -401,44 +401,53 @@ pub struct FormAnswers {
     workspace: ApiResult<wasm_bindgen::JsValue>,
 }
 
+const SHAPES: &str = "/shapes";
+const NODE_GROUPS: &str = "/dedicated-node-groups";
+const SECRETS: &str = "/usersecrets";
+const WORKSPACE: &str = "/workspace";
+
 /// Fetches the create-job form's answers, one after another.
 pub async fn form_answers() -> FormAnswers {
     FormAnswers {
-        shapes: get_value("/shapes").await,
-        node_groups: get_value("/dedicated-node-groups").await,
-        secrets: get_value("/usersecrets").await,
-        workspace: get_value("/workspace").await,
+        shapes: get_value(SHAPES).await,
+        node_groups: get_value(NODE_GROUPS).await,
+        secrets: get_value(SECRETS).await,
+        workspace: get_value(WORKSPACE).await,
     }
 }
 
 impl FormAnswers {
     /// The resource shapes a job may run on.
     pub fn shapes(&self) -> ApiResult<Vec<ShapeChoice>> {
-        read_answer(&self.shapes, form_context::shapes)
+        read_answer(&self.shapes, SHAPES, form_context::shapes)
     }
 
     /// The node groups with their nodes, capacity and queue.
     pub fn node_groups(&self) -> ApiResult<Vec<NodeGroupChoice>> {
-        read_answer(&self.node_groups, form_context::node_groups)
+        read_answer(&self.node_groups, NODE_GROUPS, form_context::node_groups)
     }
 
     /// The secrets an environment variable may reference: the caller's own
     /// and public ones.
     pub fn secrets(&self) -> ApiResult<Vec<SecretChoice>> {
-        read_answer(&self.secrets, form_context::secrets)
+        read_answer(&self.secrets, SECRETS, form_context::secrets)
     }
 
     /// Who the caller is, and what the workspace asks of a job.
     pub fn workspace(&self) -> ApiResult<Workspace> {
-        read_answer(&self.workspace, form_context::workspace)
+        read_answer(&self.workspace, WORKSPACE, form_context::workspace)
     }
 }
 
+/// `answer` read, or a failure naming the request whose answer was not what
+/// the form reads.
 fn read_answer<T>(
     answer: &ApiResult<wasm_bindgen::JsValue>,
+    path: &str,
     read: fn(&wasm_bindgen::JsValue) -> Option<T>,
 ) -> ApiResult<T> {
-    read(answer.as_ref().map_err(Clone::clone)?).ok_or_else(|| ApiFailure::Network("unreadable answer".into()))
+    read(answer.as_ref().map_err(Clone::clone)?)
+        .ok_or_else(|| ApiFailure::Network(format!("unreadable answer to GET {API_BASE}{path}")))
 }
 
 fn log_path(job: &str, replica: &str) -> String {
@@ -583,5 +592,20 @@ mod tests {
         assert!(
             matches!(broken.summary(), Err(ApiFailure::Network(m)) if m.starts_with("unreadable answer: metadata"))
         );
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn an_unreadable_form_answer_names_its_request() {
+        let parsed = |json: &str| Ok(js_sys::JSON::parse(json).unwrap());
+        let answers = FormAnswers {
+            shapes: parsed(r#"{"shapes": []}"#),
+            node_groups: parsed("[]"),
+            secrets: Err(ApiFailure::Unauthorized),
+            workspace: parsed(r#"{"current_user": "ann"}"#),
+        };
+        assert_eq!(answers.shapes(), Err(ApiFailure::Network(format!("unreadable answer to GET {API_BASE}/shapes"))));
+        assert_eq!(answers.node_groups(), Ok(vec![]));
+        assert_eq!(answers.secrets(), Err(ApiFailure::Unauthorized), "a failed request stays what it was");
+        assert_eq!(answers.workspace().map(|w| w.current_user), Ok("ann".to_string()));
     }
 }

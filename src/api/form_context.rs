@@ -7,8 +7,8 @@
 //!
 //! These are read field by field out of the value the browser parsed, not
 //! with the contract's `Decode`: its readers of the eleven types involved
-//! were 14 KB of the form's download (5 KB brotli), these helpers a fraction
-//! of that (docs/measurements.md, "The create-job form's context read by
+//! were 14 KB of the form's code (5 KB brotli), these helpers about half of
+//! that (docs/measurements.md, "The create-job form's context read by
 //! hand"). A field that is missing or of another type reads as absent, as
 //! `#[serde(default)]` has it; an answer that is not a list, or a workspace
 //! without its user, is unreadable. The tests read what the server's own

@@ -145,8 +145,8 @@ fn validate_job_with_name_limit(job: &LeptonJob, name_max_len: usize) -> FieldEr
 
 /// What the rules read of a resource shape (and what the console's form
 /// shows of it): a [`Shape`] without the rest, so the console builds and
-/// keeps only this much of each (the whole type's construction and drop
-/// were most of the form's code for its context).
+/// keeps only this much of each (building and dropping whole shapes and
+/// groups, mostly defaults, was part of the form's download).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ShapeChoice {
     pub id: Option<String>,
@@ -546,9 +546,10 @@ impl Keys {
 }
 
 /// The positions of `keys` sorted by key, equal keys in the order they
-/// came: a merge sort. A map of the keys seen was 2 KB of the console's
-/// download and the standard library's sorts are 1.5 KB; comparing each key
-/// with every one before it would take quadratic time on a hostile list.
+/// came: a merge sort. A map of the keys seen cost the console's form
+/// 1.6 KB (brotli) and the standard library's sort 1.2 KB more than this;
+/// comparing each key with every one before it would take quadratic time on
+/// a hostile list, and the server runs these rules on bodies up to 4 MB.
 fn key_order(keys: &[(String, usize)]) -> Vec<usize> {
     let count = keys.len();
     let mut order: Vec<usize> = (0..count).collect();

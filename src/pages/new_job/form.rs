@@ -709,7 +709,7 @@ pub fn target_of(path: &str, state: &FormState) -> Option<Target> {
         let list = l.def();
         let Some(at) = continues(path, list.path) else { continue };
         // Read without slicing by position or searching for a string: their
-        // panic and search code would be about 4 KB of the form's download.
+        // panic and search code was 1.5 KB (brotli) of the form's download.
         let Some(inner) = path.get(at..).and_then(|rest| rest.strip_prefix('[')) else {
             return Some(Target::List(l));
         };

@@ -1125,7 +1125,7 @@ pub fn NewJobPage() -> impl IntoView {
         // A clone or a draft fills the form; following another draft link
         // from this page changes only the fragment, so this follows the URL.
         // One render effect that remembers what it filled from: a memo and
-        // an effect were 2.5 KB of the form's download for the same.
+        // an effect were 2.5 KB of the form's code for the same.
         let url = use_url();
         let filled = form.clone();
         let seen: std::cell::RefCell<Option<(Option<String>, String)>> = Default::default();
@@ -1154,7 +1154,7 @@ pub fn NewJobPage() -> impl IntoView {
 pub fn job_form(form: JobForm, navigate: impl Fn(&str) + 'static) -> impl IntoView {
     form.0.borrow_mut().navigate = Some(Rc::new(navigate));
     // Drawn when the host is made, by a directive: a node reference and an
-    // effect that waits for it were 2 KB more of the form's download.
+    // effect that waits for it were 2 KB more of the form's code.
     view! { <div class="page form-page" use:mount_form=form></div> }
 }
 
