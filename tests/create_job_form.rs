@@ -74,9 +74,18 @@ fn a_job_typed_into_the_form_runs_to_completed() {
     assert_eq!(labels, serde_json::json!(["HF_SECRET: private", "TEAM_KEY: public, bob's"]));
 
     // A wrong name shows its rule once the field is left, and clears when
-    // fixed.
+    // fixed. The contract's rules are fetched at the form's first use (a
+    // split point of their own), so the first message is waited for; once
+    // in, every check is immediate.
+    assert_eq!(
+        browser.text(&browser.find("form.job-form .status")),
+        "",
+        "no problem is counted before the rules are in"
+    );
     fill(&browser, "job-name", "Hello");
-    assert_eq!(error_of(&browser, "job-name"), "Job name must start with a lowercase letter");
+    browser.wait_until("the rules' first message", || {
+        (error_of(&browser, "job-name") == "Job name must start with a lowercase letter").then_some(())
+    });
     fill(&browser, "job-name", "hello-form");
     assert_eq!(error_of(&browser, "job-name"), "");
 

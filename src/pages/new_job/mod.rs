@@ -1,7 +1,11 @@
 //! The create-job form: `/jobs/new`, `/jobs/new?clone=<id>` (filled from an
 //! existing job) and `/jobs/new#draft=…` (a shared, unsubmitted draft).
 //!
-//! The form validates with the contract (`validate_job_in`) on every change.
+//! The form validates with the contract (`validate_job_in`) on every change,
+//! once it is used: the contract's rules are a split point of their own
+//! (`job_rules`), fetched at the first focus, value, click or submit in the
+//! form, or a fill, rather than with the page (nothing on screen needs them
+//! before).
 //! A field shows its problem once the user has left it or tried to submit,
 //! and the problem goes away as soon as the field is valid. The server's 422
 //! lands on the same inputs through the same path table (`form::target_of`).
@@ -21,7 +25,8 @@ use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use jobdeck_api::{
-    shared_memory_default_mib, validate_job, validate_job_in, JobSpec, LeptonJob, ValidationContext, Visibility,
+    shared_memory_default_mib, validate_job, validate_job_in, FieldErrors, JobSpec, LeptonJob, ValidationContext,
+    Visibility,
 };
 use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;
@@ -51,6 +56,11 @@ pub struct Core {
     pub state: FormState,
     /// The server's shapes, node groups and secret names, once loaded.
     context: Option<ValidationContext>,
+    /// The contract's rules, once fetched (`job_rules`); until then only
+    /// what the conversion finds is a problem.
+    rules: Option<Rules>,
+    /// The rules have been asked for.
+    rules_asked: bool,
     /// The workspace's log collection setting, once loaded.
     log_default: Option<bool>,
     /// The secrets a variable may reference, each with who may see it.
@@ -107,15 +117,13 @@ impl Core {
     }
 
     /// Checks the state with the contract's rules (and the workspace's, once
-    /// known).
+    /// known), once the rules are in.
     fn check(&mut self) {
         let (job, mut found) = self.state.to_job();
-        let rules = match &self.context {
-            Some(c) => validate_job_in(&job, c),
-            None => validate_job(&job),
-        };
-        for (path, messages) in rules {
-            found.entry(path).or_insert(messages);
+        if let Some(rules) = self.rules {
+            for (path, messages) in rules(&job, self.context.as_ref()) {
+                found.entry(path).or_insert(messages);
+            }
         }
         self.problems = Placed::place(&found, &self.state);
     }
@@ -375,6 +383,24 @@ fn read_job(source: JobSource) -> Result<FormState, String> {
     }
 }
 
+/// The contract's rules as the form runs them: the job-only ones, and the
+/// server's once its data is loaded.
+type Rules = fn(&LeptonJob, Option<&ValidationContext>) -> FieldErrors;
+
+/// The contract's rules (`validate_job`, `validate_job_in`), 14 KB brotli of
+/// the form's download, are needed only once the form is used: until then
+/// no problem shows and the status says nothing. So they are a split point
+/// of their own, fetched at the first focus, value, click or submit in the
+/// form or the first fill (`JobForm::rules_in`), while the user reads and
+/// types (docs/measurements.md, "The contract's rules on first use").
+#[cfg_attr(not(test), lazy)]
+fn job_rules() -> Rules {
+    |job, context| match context {
+        Some(context) => validate_job_in(job, context),
+        None => validate_job(job),
+    }
+}
+
 /// How the form writes its job as text.
 pub enum JobText {
     /// JSON, as `POST /jobs` and a draft link take it.
@@ -479,9 +505,9 @@ struct Parts {
     listener: Closure<dyn Fn(web_sys::Event)>,
 }
 
-/// Every event the form listens to; `blur` on its way down.
-const EVENTS: [(&str, bool); 5] =
-    [("input", false), ("change", false), ("click", false), ("submit", false), ("blur", true)];
+/// Every event the form listens to; `blur` and `focus` on their way down.
+const EVENTS: [(&str, bool); 6] =
+    [("input", false), ("change", false), ("click", false), ("submit", false), ("blur", true), ("focus", true)];
 
 impl Drop for Parts {
     /// The host may still be in the page (and its focused element fire a
@@ -876,6 +902,7 @@ impl JobForm {
     /// draft), after which every problem shows.
     pub async fn fill(&self, source: JobSource) -> Result<(), String> {
         let show_all = matches!(source, JobSource::Text(_));
+        self.rules_in().await;
         let state = load!(read_job(source))?;
         self.change(|c| {
             c.load(state);
@@ -892,6 +919,14 @@ impl JobForm {
     /// Sends the job if the form holds no problem; otherwise shows them all
     /// and moves to the first. A created job's page is shown next.
     pub fn submit(&self) {
+        if !self.has_rules() {
+            let form = self.clone();
+            leptos::task::spawn_local(async move {
+                form.rules_in().await;
+                form.submit();
+            });
+            return;
+        }
         let next = self.change(|c| {
             if c.busy {
                 return Submit::Wait;
@@ -931,6 +966,32 @@ impl JobForm {
         });
     }
 
+    pub(crate) fn has_rules(&self) -> bool {
+        self.0.try_borrow().is_ok_and(|c| c.rules.is_some())
+    }
+
+    /// Fetches the contract's rules (`job_rules`) and checks the form with
+    /// them; at once when they are in already.
+    async fn rules_in(&self) {
+        if self.has_rules() {
+            return;
+        }
+        let rules = load!(job_rules());
+        self.change(|c| {
+            c.rules = Some(rules);
+            c.check();
+        });
+    }
+
+    /// Starts fetching the rules the first time the form is used.
+    fn want_rules(&self) {
+        let asked = self.0.try_borrow_mut().map(|mut c| std::mem::replace(&mut c.rules_asked, true)).ok();
+        if asked == Some(false) {
+            let form = self.clone();
+            leptos::task::spawn_local(async move { form.rules_in().await });
+        }
+    }
+
     /// Draws the form into `host` and listens to it there.
     fn mount(&self, host: &Element) {
         let weak = Rc::downgrade(&self.0);
@@ -944,7 +1005,9 @@ impl JobForm {
 fn on_event(form: &Weak<RefCell<Core>>, ev: web_sys::Event) {
     let Some(form) = form.upgrade().map(JobForm) else { return };
     let Some(target) = ev.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
+    form.want_rules();
     match ev.type_().as_str() {
+        "focus" => {}
         "submit" => {
             ev.prevent_default();
             form.submit();

@@ -393,6 +393,35 @@ async fn submit_is_blocked_until_valid_and_focuses_the_first_problem() {
     assert_eq!(m.focused(), "backoff-limit");
 }
 
+/// The contract's rules come with the form's first use, not with the page:
+/// until then nothing is counted or shown; a focus in the form fetches them
+/// and the form checks itself with them.
+#[wasm_bindgen_test]
+async fn the_rules_come_with_the_first_use() {
+    let m = mount().await;
+    assert!(!m.text().contains("required or invalid"), "{}", m.text());
+    assert!(!m.form.has_rules());
+    m.element("job-name").dispatch_event(&web_sys::Event::new("focus").unwrap()).unwrap();
+    settle().await;
+    assert!(m.form.has_rules());
+    // The name is missing and this server asks for a command.
+    assert!(m.text().contains("2 required or invalid fields"), "{}", m.text());
+    m.leave("job-name").await;
+    assert_eq!(m.error("job-name"), "Job name must not be empty");
+}
+
+/// A submit that comes first waits for the rules, then is blocked by them.
+#[wasm_bindgen_test]
+async fn a_submit_before_the_rules_are_in_waits_for_them() {
+    let m = mount().await;
+    assert!(!m.form.has_rules());
+    m.form.submit();
+    settle().await;
+    assert!(m.text().contains("2 problems to fix before the job can be created."), "{}", m.text());
+    assert_eq!(m.focused(), "job-name");
+    assert_eq!(m.navigated.get_untracked(), None);
+}
+
 /// What the server's executor needs (`GET /workspace`'s `job_requirements`)
 /// is a rule like any other: this server runs plain processes, so the form
 /// asks for a command and will not send a job without one.
