@@ -80,7 +80,9 @@ function pack(loaderPath, dir) {
   const needs = [];
   const names = [];
   loader = loader.replace(splitPattern, (_, head, own, deps) => {
-    const name = head.match(/__wasm_split_load_(\w+?)_\d+ =/);
+    // Leptos's `#[lazy]` adds a hash to the name; a split point declared
+    // with `wasm_split` itself (the form's `job_rules`) has none.
+    const name = head.match(/__wasm_split_load_(\w+?)(?:_\d+)? =/);
     if (!name) fail(`a split point without a name: ${head.slice(0, 80)}`);
     names.push(name[1]);
     const set = [Number(own)];

@@ -226,6 +226,33 @@ fn the_form_follows_the_dark_theme() {
     browser.screenshot(&screenshot_path("create-job-form-dark"));
 }
 
+/// The contract's rules come with the form's first use, as a download of
+/// their own: when it fails (a dropped connection on a train), the form
+/// stays usable without them, and its next use downloads them.
+#[test]
+fn a_failed_download_of_the_rules_leaves_the_form_working() {
+    let server = Server::start();
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/new", server.base_url));
+    browser.wait_until("the shapes", || (value_of(&browser, "resource-shape")? == "cpu.small").then_some(()));
+    // From here on no part of the console downloads.
+    browser.block_urls(&["*.bin", "*.wasm"]);
+    fill(&browser, "job-name", "Bad_Name");
+    fill(&browser, "command", "echo hi");
+    // The page still answers (its drawing is not stopped): an added
+    // variable's row appears.
+    browser.click(&browser.find("#envs-add"));
+    browser.find("#envs-0-0");
+    assert_eq!(error_of(&browser, "job-name"), "", "no rules, no message");
+    assert_eq!(browser.text(&browser.find("form.job-form .status")), "");
+    browser.block_urls(&[]);
+    fill(&browser, "job-name", "Bad_Again");
+    browser.wait_until("the rules, downloaded at the next use", || {
+        (error_of(&browser, "job-name") == "Job name must start with a lowercase letter").then_some(())
+    });
+}
+
 /// Usable with the keyboard alone: from the top of the page, Tab reaches
 /// the fields in reading order, typing fills them, and Enter on the submit
 /// button creates the job.

@@ -627,6 +627,18 @@ impl Browser {
         );
     }
 
+    /// Makes every request whose URL matches one of `patterns` (`*` any
+    /// characters) fail as a lost connection would, through the DevTools
+    /// protocol; an empty list lets everything through again.
+    pub fn block_urls(&self, patterns: &[&str]) {
+        self.call("POST", "/goog/cdp/execute", Some(&json!({"cmd": "Network.enable", "params": {}})));
+        self.call(
+            "POST",
+            "/goog/cdp/execute",
+            Some(&json!({"cmd": "Network.setBlockedURLs", "params": {"urls": patterns}})),
+        );
+    }
+
     /// The browser console's messages since the last call (errors, CSP
     /// violations, warnings), as text.
     pub fn console_messages(&self) -> Vec<String> {

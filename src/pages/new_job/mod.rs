@@ -387,18 +387,33 @@ fn read_job(source: JobSource) -> Result<FormState, String> {
 /// server's once its data is loaded.
 type Rules = fn(&LeptonJob, Option<&ValidationContext>) -> FieldErrors;
 
+/// The rules could not be fetched (the browser's console says why).
+#[derive(Debug)]
+pub struct RulesUnavailable;
+
+impl From<leptos::wasm_split::SplitLoaderError> for RulesUnavailable {
+    fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
+        RulesUnavailable
+    }
+}
+
 /// The contract's rules (`validate_job`, `validate_job_in`), 14 KB brotli of
 /// the form's download, are needed only once the form is used: until then
 /// no problem shows and the status says nothing. So they are a split point
 /// of their own, fetched at the first focus, value, click or submit in the
 /// form or the first fill (`JobForm::rules_in`), while the user reads and
 /// types (docs/measurements.md, "The contract's rules on first use").
-#[cfg_attr(not(test), lazy)]
-fn job_rules() -> Rules {
-    |job, context| match context {
+/// Unlike a page's module, a failed fetch is an answer (`fallible`), not a
+/// panic that would stop the console: the form goes on without them.
+#[cfg_attr(
+    not(test),
+    leptos::wasm_split::wasm_split(job_rules, wasm_split_path = ::leptos::wasm_split, fallible)
+)]
+fn job_rules() -> Result<Rules, RulesUnavailable> {
+    Ok(|job, context| match context {
         Some(context) => validate_job_in(job, context),
         None => validate_job(job),
-    }
+    })
 }
 
 /// How the form writes its job as text.
@@ -917,16 +932,19 @@ impl JobForm {
     }
 
     /// Sends the job if the form holds no problem; otherwise shows them all
-    /// and moves to the first. A created job's page is shown next.
+    /// and moves to the first. A created job's page is shown next. The rules
+    /// are fetched first if they are not in yet.
     pub fn submit(&self) {
-        if !self.has_rules() {
-            let form = self.clone();
-            leptos::task::spawn_local(async move {
-                form.rules_in().await;
-                form.submit();
-            });
-            return;
-        }
+        let form = self.clone();
+        leptos::task::spawn_local(async move {
+            form.rules_in().await;
+            form.send();
+        });
+    }
+
+    /// `submit`, once the rules are in (or could not be fetched: then the
+    /// server's answer is the check).
+    fn send(&self) {
         let next = self.change(|c| {
             if c.busy {
                 return Submit::Wait;
@@ -973,13 +991,21 @@ impl JobForm {
     /// Fetches the contract's rules (`job_rules`) and checks the form with
     /// them; at once when they are in already.
     async fn rules_in(&self) {
-        if self.has_rules() {
-            return;
+        if !self.has_rules() {
+            self.take_rules(load!(job_rules()));
         }
-        let rules = load!(job_rules());
-        self.change(|c| {
-            c.rules = Some(rules);
-            c.check();
+    }
+
+    /// Checks the form with the rules just fetched. Without them the form
+    /// goes on (the server checks every create with the same rules, and its
+    /// 422 lands on the fields) and asks again at its next use.
+    pub(crate) fn take_rules(&self, fetched: Result<Rules, RulesUnavailable>) {
+        self.change(|c| match fetched {
+            Ok(rules) => {
+                c.rules = Some(rules);
+                c.check();
+            }
+            Err(RulesUnavailable) => c.rules_asked = false,
         });
     }
 

@@ -422,6 +422,21 @@ async fn a_submit_before_the_rules_are_in_waits_for_them() {
     assert_eq!(m.navigated.get_untracked(), None);
 }
 
+/// Rules that could not be fetched leave the form working without them,
+/// and its next use asks again.
+#[wasm_bindgen_test]
+async fn rules_that_could_not_be_fetched_are_asked_for_again() {
+    let m = mount().await;
+    // As a failed fetch leaves the form: the rules asked for, and not in.
+    m.form.0.borrow_mut().rules_asked = true;
+    m.form.take_rules(Err(super::RulesUnavailable));
+    assert!(!m.form.has_rules());
+    m.type_into("job-name", "Bad").await;
+    assert!(m.form.has_rules(), "the next use fetched them");
+    m.leave("job-name").await;
+    assert_eq!(m.error("job-name"), "Job name must start with a lowercase letter");
+}
+
 /// What the server's executor needs (`GET /workspace`'s `job_requirements`)
 /// is a rule like any other: this server runs plain processes, so the form
 /// asks for a command and will not send a job without one.
