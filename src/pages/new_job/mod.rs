@@ -59,7 +59,7 @@ pub struct Core {
     /// The contract's rules, once fetched (`job_rules`); until then only
     /// what the conversion finds is a problem.
     rules: Option<Rules>,
-    /// The rules have been asked for.
+    /// The rules have been asked for (and their download has not failed).
     rules_asked: bool,
     /// The workspace's log collection setting, once loaded.
     log_default: Option<bool>,
@@ -984,6 +984,7 @@ impl JobForm {
         });
     }
 
+    /// Whether the contract's rules are in (`job_rules`).
     pub(crate) fn has_rules(&self) -> bool {
         self.0.try_borrow().is_ok_and(|c| c.rules.is_some())
     }
