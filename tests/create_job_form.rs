@@ -228,7 +228,8 @@ fn the_form_follows_the_dark_theme() {
 
 /// The contract's rules come with the form's first use, as a download of
 /// their own: when it fails (a dropped connection on a train), the form
-/// stays usable without them, and its next use downloads them.
+/// stays usable without them, and its next use downloads them. The same
+/// holds for the job's writer, which a create downloads.
 #[test]
 fn a_failed_download_of_the_rules_leaves_the_form_working() {
     let server = Server::start();
@@ -246,6 +247,13 @@ fn a_failed_download_of_the_rules_leaves_the_form_working() {
     browser.find("#envs-0-0");
     assert_eq!(error_of(&browser, "job-name"), "", "no rules, no message");
     assert_eq!(browser.text(&browser.find("form.job-form .status")), "");
+    // Creating needs the job's writer, another such part: its failed
+    // download is a banner, and the form is ready to try again.
+    browser.click(&browser.find("button[type=submit]"));
+    browser.wait_for_text("a part of the console could not be downloaded");
+    browser.wait_until("the button back", || {
+        (browser.text(&browser.find("button[type=submit]")) == "Create job").then_some(())
+    });
     browser.block_urls(&[]);
     fill(&browser, "job-name", "Bad_Again");
     browser.wait_until("the rules, downloaded at the next use", || {

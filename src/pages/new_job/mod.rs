@@ -370,32 +370,47 @@ pub enum JobSource {
     Text(String),
 }
 
+/// What went wrong in a part of the form downloaded on first use (the
+/// job's reader and writer, the rules), as the user reads it: the part's own
+/// failure, or its download's. The three are declared with `wasm_split`'s
+/// `fallible` (Leptos's `#[lazy]` has no such option), so a failed download
+/// is this answer rather than a panic that would stop the console; the next
+/// call downloads again.
+#[derive(Debug)]
+pub struct PartFailed(pub String);
+
+impl From<leptos::wasm_split::SplitLoaderError> for PartFailed {
+    fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
+        PartFailed("a part of the console could not be downloaded; try again".into())
+    }
+}
+
+impl From<String> for PartFailed {
+    fn from(message: String) -> Self {
+        PartFailed(message)
+    }
+}
+
 /// The form filled from a job. The job's reader (the contract's `Decode` of
 /// a whole job and the form's `from_job`, a fifth of the form's code) is
 /// needed only here, so this is a split point of its own: opening the form
 /// leaves it out, and a clone, an import or a draft fetches it the first
 /// time (docs/measurements.md, "The create-job form drawn").
-#[cfg_attr(not(test), lazy)]
-fn read_job(source: JobSource) -> Result<FormState, String> {
-    match source {
+#[cfg_attr(
+    not(test),
+    leptos::wasm_split::wasm_split(read_job, wasm_split_path = ::leptos::wasm_split, fallible)
+)]
+fn read_job(source: JobSource) -> Result<FormState, PartFailed> {
+    let state = match source {
         JobSource::Clone(json) => json.whole().map(|job| FormState::for_clone(&job)).map_err(|e| e.to_string()),
         JobSource::Text(text) => parse_job(&text).map(|job| FormState::from_job(&job)),
-    }
+    };
+    Ok(state?)
 }
 
 /// The contract's rules as the form runs them: the job-only ones, and the
 /// server's once its data is loaded.
 type Rules = fn(&LeptonJob, Option<&ValidationContext>) -> FieldErrors;
-
-/// The rules could not be fetched (the browser's console says why).
-#[derive(Debug)]
-pub struct RulesUnavailable;
-
-impl From<leptos::wasm_split::SplitLoaderError> for RulesUnavailable {
-    fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
-        RulesUnavailable
-    }
-}
 
 /// The contract's rules (`validate_job`, `validate_job_in`), 14 KB brotli of
 /// the form's download, are needed only once the form is used: until then
@@ -403,13 +418,12 @@ impl From<leptos::wasm_split::SplitLoaderError> for RulesUnavailable {
 /// of their own, fetched at the first focus, value, click or submit in the
 /// form or the first fill (`JobForm::rules_in`), while the user reads and
 /// types (docs/measurements.md, "The contract's rules on first use").
-/// Unlike a page's module, a failed fetch is an answer (`fallible`), not a
-/// panic that would stop the console: the form goes on without them.
+/// When their download fails the form goes on without them (`PartFailed`).
 #[cfg_attr(
     not(test),
     leptos::wasm_split::wasm_split(job_rules, wasm_split_path = ::leptos::wasm_split, fallible)
 )]
-fn job_rules() -> Result<Rules, RulesUnavailable> {
+fn job_rules() -> Result<Rules, PartFailed> {
     Ok(|job, context| match context {
         Some(context) => validate_job_in(job, context),
         None => validate_job(job),
@@ -431,13 +445,17 @@ pub enum JobText {
 /// when the job leaves the form (created, copied, shared), so they are a
 /// split point of their own, fetched the first time (docs/measurements.md,
 /// "The create-job form drawn").
-#[cfg_attr(not(test), lazy)]
-fn write_job(job: LeptonJob, text: JobText) -> Result<String, String> {
-    match text {
+#[cfg_attr(
+    not(test),
+    leptos::wasm_split::wasm_split(write_job, wasm_split_path = ::leptos::wasm_split, fallible)
+)]
+fn write_job(job: LeptonJob, text: JobText) -> Result<String, PartFailed> {
+    let written = match text {
         JobText::Json => api::to_json(&job).map_err(|e| e.to_string()),
         JobText::PrettyJson => api::to_pretty_json(&job).map_err(|e| e.to_string()),
         JobText::LepCommand => Ok(export::lep_command(&job)),
-    }
+    };
+    Ok(written?)
 }
 
 /// A job in JSON: `{metadata, spec}` as the API takes it, or a bare spec as
@@ -857,7 +875,7 @@ impl JobForm {
                 // address the sign-in page returns to.
                 let form = self.clone();
                 leptos::task::spawn_local(async move {
-                    let link = form.draft_link().await;
+                    let link = form.draft_link().await.unwrap_or_else(|_| routes::NEW_JOB.into());
                     if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
                         let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&link));
                     }
@@ -908,9 +926,9 @@ impl JobForm {
     }
 
     /// A link to this form as it is now, without the registry password.
-    pub async fn draft_link(&self) -> String {
+    pub async fn draft_link(&self) -> Result<String, PartFailed> {
         let job = self.with_state(FormState::shareable_job);
-        routes::draft(&load!(write_job(job, JobText::Json)).unwrap_or_default())
+        Ok(routes::draft(&load!(write_job(job, JobText::Json))?))
     }
 
     /// Fills the form from a job: a clone, or JSON text (an import or a
@@ -918,7 +936,7 @@ impl JobForm {
     pub async fn fill(&self, source: JobSource) -> Result<(), String> {
         let show_all = matches!(source, JobSource::Text(_));
         self.rules_in().await;
-        let state = load!(read_job(source))?;
+        let state = load!(read_job(source)).map_err(|failed| failed.0)?;
         self.change(|c| {
             c.load(state);
             c.show_all |= show_all;
@@ -967,7 +985,7 @@ impl JobForm {
         leptos::task::spawn_local(async move {
             let answer = match load!(write_job(*job, JobText::Json)) {
                 Ok(body) => api::create_job(body).await,
-                Err(message) => Err(ApiFailure::Network(message)),
+                Err(PartFailed(message)) => Err(ApiFailure::Network(message)),
             };
             form.change(|c| c.busy = false);
             match answer {
@@ -1000,13 +1018,13 @@ impl JobForm {
     /// Checks the form with the rules just fetched. Without them the form
     /// goes on (the server checks every create with the same rules, and its
     /// 422 lands on the fields) and asks again at its next use.
-    pub(crate) fn take_rules(&self, fetched: Result<Rules, RulesUnavailable>) {
+    pub(crate) fn take_rules(&self, fetched: Result<Rules, PartFailed>) {
         self.change(|c| match fetched {
             Ok(rules) => {
                 c.rules = Some(rules);
                 c.check();
             }
-            Err(RulesUnavailable) => c.rules_asked = false,
+            Err(_) => c.rules_asked = false,
         });
     }
 
@@ -1136,24 +1154,25 @@ fn on_button(form: &JobForm, button: &Element) {
     let form = form.clone();
     leptos::task::spawn_local(async move {
         let job = || form.with_state(FormState::shareable_job);
-        match tool.as_str() {
-            "lep" => {
-                let text = load!(write_job(job(), JobText::LepCommand));
-                copy_out(&form, "lep command", text.unwrap_or_default());
-            }
-            "json" => {
-                let text = load!(write_job(job(), JobText::PrettyJson));
-                copy_out(&form, "JSON spec", text.unwrap_or_default());
-            }
+        let copied = match tool.as_str() {
+            "lep" => load!(write_job(job(), JobText::LepCommand)).map(|text| ("lep command", text)),
+            "json" => load!(write_job(job(), JobText::PrettyJson)).map(|text| ("JSON spec", text)),
             "share" => {
                 let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
-                copy_out(&form, "Draft link", format!("{origin}{}", form.draft_link().await));
+                form.draft_link().await.map(|link| ("Draft link", format!("{origin}{link}")))
             }
             "import" => {
                 let text = form.0.borrow().parts.as_ref().map(|p| p.import_text.value()).unwrap_or_default();
                 run_import(&form, &text).await;
+                return;
             }
-            _ => {}
+            _ => return,
+        };
+        match copied {
+            Ok((title, text)) => copy_out(&form, title, text),
+            Err(PartFailed(message)) => {
+                form.change(|c| c.banner = Some(message));
+            }
         }
     });
 }

@@ -429,7 +429,7 @@ async fn rules_that_could_not_be_fetched_are_asked_for_again() {
     let m = mount().await;
     // As a failed fetch leaves the form: the rules asked for, and not in.
     m.form.0.borrow_mut().rules_asked = true;
-    m.form.take_rules(Err(super::RulesUnavailable));
+    m.form.take_rules(Err(super::PartFailed("not downloaded".into())));
     assert!(!m.form.has_rules());
     m.type_into("job-name", "Bad").await;
     assert!(m.form.has_rules(), "the next use fetched them");
@@ -611,7 +611,7 @@ async fn a_draft_link_carries_the_form_but_no_password() {
     m.type_into("registry-username", "robot").await;
     m.type_into("registry-password", "hunter2").await;
     m.type_into("command", "echo 'a b' && exit 0").await;
-    let link = m.form.draft_link().await;
+    let link = m.form.draft_link().await.unwrap();
     assert!(link.starts_with("/jobs/new#draft="), "{link}");
     assert!(!link.contains("hunter2"));
     let fragment = link.split_once('#').unwrap().1.strip_prefix(crate::routes::DRAFT_FRAGMENT).unwrap();
