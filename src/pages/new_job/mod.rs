@@ -697,6 +697,13 @@ impl Parts {
             for note in &self.notes {
                 let _ = self.host.insert_before(note, Some(&self.problems));
             }
+            // A failure usually follows a button far below the banner (Create
+            // is at the bottom): the banner is brought into view.
+            if new.banner.is_some() {
+                if let Some(banner) = self.notes.last() {
+                    banner.scroll_into_view_with_bool(true);
+                }
+            }
         }
         if new.summary != old.summary {
             dom::clear(&self.problems);

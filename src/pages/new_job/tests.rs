@@ -543,6 +543,22 @@ async fn any_other_failure_is_a_banner_and_the_form_keeps_what_was_typed() {
     assert_eq!(m.element("command").unchecked_into::<web_sys::HtmlTextAreaElement>().value(), "echo hi");
 }
 
+/// A failure after a click far down the form (Create is at its bottom)
+/// brings its banner into view.
+#[wasm_bindgen_test]
+async fn a_banner_is_brought_into_view() {
+    let m = mount().await;
+    let window = web_sys::window().unwrap();
+    let submit = m.host.query_selector("button[type=submit]").unwrap().unwrap();
+    submit.scroll_into_view_with_bool(true);
+    let height = window.inner_height().unwrap().as_f64().unwrap();
+    m.form.show_failure(ApiFailure::Network("a part of the console could not be downloaded".into()));
+    settle().await;
+    let banner = m.host.query_selector(".banner.error").unwrap().expect("a banner");
+    let top = banner.get_bounding_client_rect().top();
+    assert!((0.0..height).contains(&top), "the banner is at {top}, the window {height} high");
+}
+
 #[wasm_bindgen_test]
 async fn a_clone_fills_the_form_without_secrets() {
     let m = mount().await;
