@@ -80,9 +80,9 @@ function pack(loaderPath, dir) {
   const needs = [];
   const names = [];
   loader = loader.replace(splitPattern, (_, head, own, deps) => {
-    // Leptos's `#[lazy]` adds a hash to the name; a split point declared
-    // with `wasm_split` itself (the form's `job_rules`) has none.
-    const name = head.match(/__wasm_split_load_(\w+?)(?:_\d+)? =/);
+    // Every split point is declared with `wasm_split` itself, under its
+    // function's name (`split_view!`, the form's parts).
+    const name = head.match(/__wasm_split_load_(\w+) =/);
     if (!name) fail(`a split point without a name: ${head.slice(0, 80)}`);
     names.push(name[1]);
     const set = [Number(own)];

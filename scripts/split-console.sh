@@ -3,7 +3,8 @@
 # a core and one module per page, so a browser downloads only the core and
 # the page it opens first, and every other page the first time it is shown.
 #
-# The split points are the `#[lazy]` page functions in src/lib.rs. Trunk has
+# The split points are the `split_view!` page functions in src/lib.rs, the
+# job page's tabs and the form's parts (docs/architecture.md). Trunk has
 # already built everything; this re-does its last steps on the same cargo
 # output (which keeps the linker's relocations, see .cargo/config.toml):
 #   wasm-split-cli   core module + per-page modules + the loader `__wasm_split.js`

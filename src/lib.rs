@@ -15,7 +15,7 @@ pub mod session;
 
 use leptos::prelude::*;
 
-use crate::components::lazy_view::{lazy_switch, load};
+use crate::components::lazy_view::{lazy_switch, load, split_view, SplitLoaderError};
 use crate::components::top_bar::TopBar;
 use crate::pages::{
     job::JobPage, jobs_list::JobsListPage, login::LoginPage, new_job::NewJobPage, not_found::NotFoundPage,
@@ -64,71 +64,73 @@ pub fn App() -> impl IntoView {
 /// same task, so the loader can send both in one pack
 /// (scripts/pack-console.mjs).
 #[cfg(not(test))]
-async fn preload(route: &Route, tab: String) {
+async fn preload(route: &Route, tab: String) -> Result<(), SplitLoaderError> {
     match route {
-        Route::Login => __preload_login_page().await,
-        Route::Jobs => __preload_jobs_list_page().await,
-        Route::NewJob => __preload_new_job_page().await,
-        Route::Job { .. } => both(__preload_job_page(), pages::job::preload_tab(tab)).await,
-        Route::NotFound => {}
+        Route::Login => download_login_page().await,
+        Route::Jobs => download_jobs_list_page().await,
+        Route::NewJob => download_new_job_page().await,
+        Route::Job { .. } => both(download_job_page(), pages::job::preload_tab(tab)).await,
+        Route::NotFound => Ok(()),
     }
 }
 #[cfg(test)]
-async fn preload(_: &Route, _: String) {}
+async fn preload(_: &Route, _: String) -> Result<(), SplitLoaderError> {
+    Ok(())
+}
 
-/// Runs two futures to their end, polling both in every poll: the first poll
-/// starts both downloads in the same task.
+/// Runs two downloads to their end, polling both in every poll: the first
+/// poll starts both in the same task. The first failure is the answer.
 #[cfg(not(test))]
-async fn both(first: impl std::future::Future<Output = ()>, second: impl std::future::Future<Output = ()>) {
+async fn both(
+    first: impl std::future::Future<Output = Result<(), SplitLoaderError>>,
+    second: impl std::future::Future<Output = Result<(), SplitLoaderError>>,
+) -> Result<(), SplitLoaderError> {
     use std::task::Poll;
     let (mut first, mut second) = (std::pin::pin!(first), std::pin::pin!(second));
-    let (mut first_done, mut second_done) = (false, false);
+    let (mut first_done, mut second_done) = (None, None);
     std::future::poll_fn(|cx| {
-        first_done = first_done || first.as_mut().poll(cx).is_ready();
-        second_done = second_done || second.as_mut().poll(cx).is_ready();
-        if first_done && second_done {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
+        if first_done.is_none() {
+            first_done = match first.as_mut().poll(cx) {
+                Poll::Ready(done) => Some(done),
+                Poll::Pending => None,
+            };
+        }
+        if second_done.is_none() {
+            second_done = match second.as_mut().poll(cx) {
+                Poll::Ready(done) => Some(done),
+                Poll::Pending => None,
+            };
+        }
+        match (first_done.take(), second_done.take()) {
+            (Some(first), Some(second)) => Poll::Ready(first.and(second)),
+            (first, second) => {
+                (first_done, second_done) = (first, second);
+                Poll::Pending
+            }
         }
     })
     .await
 }
 
 /// The page for a route. Each page's code is a split point of the console's
-/// WebAssembly (`#[lazy]`): the browser downloads the shared core and the
+/// WebAssembly (`split_view!`): the browser downloads the shared core and the
 /// first page it shows, and every other page the first time it is opened,
 /// so the first load carries only what the first page needs. See
 /// docs/architecture.md, "The console's download".
-async fn page(route: Route) -> AnyView {
+async fn page(route: Route) -> Result<AnyView, SplitLoaderError> {
     match route {
         Route::Login => load!(login_page()),
         Route::Jobs => load!(jobs_list_page()),
         Route::NewJob => load!(new_job_page()),
         Route::Job { id, .. } => load!(job_page(id)),
-        Route::NotFound => view! { <NotFoundPage/> }.into_any(),
+        Route::NotFound => Ok(view! { <NotFoundPage/> }.into_any()),
     }
 }
 
-#[cfg_attr(not(test), lazy)]
-fn login_page() -> AnyView {
-    view! { <LoginPage/> }.into_any()
-}
-
-#[cfg_attr(not(test), lazy)]
-fn jobs_list_page() -> AnyView {
-    view! { <JobsListPage/> }.into_any()
-}
-
-#[cfg_attr(not(test), lazy)]
-fn new_job_page() -> AnyView {
-    view! { <NewJobPage/> }.into_any()
-}
-
-#[cfg_attr(not(test), lazy)]
-fn job_page(id: String) -> AnyView {
-    view! { <JobPage id/> }.into_any()
-}
+split_view!(fn login_page(), preload download_login_page, { view! { <LoginPage/> } });
+split_view!(fn jobs_list_page(), preload download_jobs_list_page, { view! { <JobsListPage/> } });
+split_view!(fn new_job_page(), preload download_new_job_page, { view! { <NewJobPage/> } });
+split_view!(fn job_page(id: String), preload download_job_page, { view! { <JobPage id/> } });
 
 #[cfg(test)]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);

@@ -154,6 +154,37 @@ fn packs_come_compressed_against_the_core_module() {
     }
 }
 
+/// A page whose modules cannot be downloaded (a lost connection) says so
+/// where the page would be, and "Try again" brings it once they can. The
+/// console keeps answering in between: the top bar still leads back to a
+/// page it holds.
+#[test]
+fn a_page_that_could_not_be_downloaded_can_be_tried_again() {
+    let server = Server::start();
+    echo_job(&server, "offline");
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.wait_for_text("offline");
+    // From here on no part of the console downloads.
+    browser.block_urls(&["*.bin", "*.wasm"]);
+    browser.click(&browser.find("nav a[href='/jobs/new']"));
+    browser.wait_for_text("This part of the console could not be downloaded.");
+    assert!(browser.try_find("#job-name").is_none(), "no form without its module");
+
+    browser.click(&browser.find("nav a[href='/jobs']"));
+    browser.wait_for_text("offline");
+    let page = browser.text(&browser.find("main"));
+    assert!(!page.contains("could not be downloaded"), "the list, its module already in, is whole: {page}");
+
+    browser.click(&browser.find("nav a[href='/jobs/new']"));
+    browser.wait_for_text("This part of the console could not be downloaded.");
+    browser.block_urls(&[]);
+    browser.click(&browser.find("[role=alert] button"));
+    browser.wait_until("the form", || browser.try_find("#job-name").map(|_| ()));
+    let page = browser.text(&browser.find("main"));
+    assert!(!page.contains("could not be downloaded"), "the note is gone with the form: {page}");
+}
+
 /// Creates a job that prints one line; returns its id.
 fn echo_job(server: &Server, name: &str) -> String {
     let job = json!({

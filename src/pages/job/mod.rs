@@ -19,7 +19,7 @@ use crate::api::{self, ApiFailure, JobJson};
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::dom;
 use crate::components::job_actions::JobActions;
-use crate::components::lazy_view::{lazy_switch, load};
+use crate::components::lazy_view::{lazy_switch, load, split_view, SplitLoaderError};
 use crate::components::live::{load_and_poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::state_badge::state_tone;
 use crate::components::time::now_millis;
@@ -296,7 +296,7 @@ impl Heading {
 /// job's logs does not also carry the charts, the analysis or the reader of
 /// a job's whole specification. A cold load asks for the job page's module
 /// and its tab's at once (`preload_tab`).
-async fn tab_view(tab: String) -> AnyView {
+async fn tab_view(tab: String) -> Result<AnyView, SplitLoaderError> {
     match tab.as_str() {
         "replicas" => load!(replicas_tab()),
         "events" => load!(events_tab()),
@@ -309,48 +309,27 @@ async fn tab_view(tab: String) -> AnyView {
 
 /// Downloads a tab's module.
 #[cfg(not(test))]
-pub(crate) async fn preload_tab(tab: String) {
+pub(crate) async fn preload_tab(tab: String) -> Result<(), SplitLoaderError> {
     match tab.as_str() {
-        "replicas" => __preload_replicas_tab().await,
-        "events" => __preload_events_tab().await,
-        "logs" => __preload_logs_tab().await,
-        "metrics" => __preload_metrics_tab().await,
-        "failure" => __preload_failure_tab().await,
-        _ => __preload_overview_tab().await,
+        "replicas" => download_replicas_tab().await,
+        "events" => download_events_tab().await,
+        "logs" => download_logs_tab().await,
+        "metrics" => download_metrics_tab().await,
+        "failure" => download_failure_tab().await,
+        _ => download_overview_tab().await,
     }
 }
 #[cfg(test)]
-pub(crate) async fn preload_tab(_: String) {}
-
-#[cfg_attr(not(test), lazy)]
-fn overview_tab() -> AnyView {
-    view! { <overview::OverviewTab/> }.into_any()
+pub(crate) async fn preload_tab(_: String) -> Result<(), SplitLoaderError> {
+    Ok(())
 }
 
-#[cfg_attr(not(test), lazy)]
-fn replicas_tab() -> AnyView {
-    view! { <replicas::ReplicasTab/> }.into_any()
-}
-
-#[cfg_attr(not(test), lazy)]
-fn events_tab() -> AnyView {
-    view! { <events::EventsTab/> }.into_any()
-}
-
-#[cfg_attr(not(test), lazy)]
-fn logs_tab() -> AnyView {
-    view! { <logs::LogsTab/> }.into_any()
-}
-
-#[cfg_attr(not(test), lazy)]
-fn metrics_tab() -> AnyView {
-    view! { <metrics::MetricsTab/> }.into_any()
-}
-
-#[cfg_attr(not(test), lazy)]
-fn failure_tab() -> AnyView {
-    view! { <failure::FailureTab/> }.into_any()
-}
+split_view!(fn overview_tab(), preload download_overview_tab, { view! { <overview::OverviewTab/> } });
+split_view!(fn replicas_tab(), preload download_replicas_tab, { view! { <replicas::ReplicasTab/> } });
+split_view!(fn events_tab(), preload download_events_tab, { view! { <events::EventsTab/> } });
+split_view!(fn logs_tab(), preload download_logs_tab, { view! { <logs::LogsTab/> } });
+split_view!(fn metrics_tab(), preload download_metrics_tab, { view! { <metrics::MetricsTab/> } });
+split_view!(fn failure_tab(), preload download_failure_tab, { view! { <failure::FailureTab/> } });
 
 /// Draws the tab bar into `host`: links, so each tab is an address of its
 /// own, made the first time; the current one says so (`aria-current`).
