@@ -46,6 +46,10 @@ where
     Effect::new(move |_| {
         attempt.track();
         let next = key.get();
+        // A failed view gives way to "Loading…" while the next try runs.
+        if switched.with_untracked(|s| matches!(s, Some(Switched::Failed))) {
+            switched.set(None);
+        }
         let loading = preload(next.clone());
         leptos::task::spawn_local(async move {
             let loaded = loading.await;
@@ -57,22 +61,8 @@ where
             }
         });
     });
-    let try_again = move |_| {
-        switched.set(None);
-        attempt.notify();
-    };
-    let loading = || view! { <p class="loading" role="status">"Loading…"</p> }.into_any();
-    let failed = move || {
-        view! {
-            <div class="banner error" role="alert">
-                <p>"This part of the console could not be downloaded."</p>
-                <button type="button" on:click=try_again>"Try again"</button>
-            </div>
-        }
-        .into_any()
-    };
     view! {
-        <Suspense fallback=loading>
+        <Suspense fallback=loading_view>
             {move || {
                 let view = switched.get().map(|switched| match switched {
                     Switched::Shown(shown_key) => {
@@ -86,14 +76,34 @@ where
                 });
                 Suspend::new(async move {
                     match view {
-                        Some(Some(view)) => view.await.unwrap_or_else(|_| failed()),
-                        Some(None) => failed(),
-                        None => loading(),
+                        Some(Some(view)) => view.await.unwrap_or_else(|_| not_downloaded(attempt)),
+                        Some(None) => not_downloaded(attempt),
+                        None => loading_view(),
                     }
                 })
             }}
         </Suspense>
     }
+}
+
+// The two views below are functions of their own, not closures inside
+// `lazy_switch`, so the console carries them once rather than once per kind
+// of switch (the pages', the job page's tabs').
+
+fn loading_view() -> AnyView {
+    view! { <p class="loading" role="status">"Loading…"</p> }.into_any()
+}
+
+/// The note shown where a view whose download failed would be; "Try again"
+/// asks for it again through the switch's `attempt`.
+fn not_downloaded(attempt: Trigger) -> AnyView {
+    view! {
+        <div class="banner error" role="alert">
+            <p>"This part of the console could not be downloaded."</p>
+            <button type="button" on:click=move |_| attempt.notify()>"Try again"</button>
+        </div>
+    }
+    .into_any()
 }
 
 /// Declares a view function as a split point of the console's WebAssembly:
