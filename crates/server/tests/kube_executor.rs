@@ -543,9 +543,12 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
                "reason": "Killing", "type": "Normal", "count": 1, "message": "not ours",
                "lastTimestamp": now_rfc3339()}),
     );
-    eventually!("the Kubernetes events", {
+    // The controller records a repeated event once per repetition, and the
+    // store folds them: the pull's event is whole once all three are in.
+    eventually!("the Kubernetes events, the pull's with its 3 repetitions", {
         let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
-        events.iter().any(|e| e.reason == "Failed") && events.iter().any(|e| e.reason == "SuccessfulCreate")
+        events.iter().any(|e| e.reason == "Failed" && e.count == 3)
+            && events.iter().any(|e| e.reason == "SuccessfulCreate")
     });
     let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
     let pull = events.iter().find(|e| e.reason == "Failed").unwrap();
