@@ -5,8 +5,8 @@
 //! until the next view's module is in and then changes synchronously, so the
 //! old view stays whole on screen while the module downloads. (Changing at
 //! once under a `Suspense` would dispose the old view's signals while its
-//! effects still ran: a panic.) A download that fails shows where the view
-//! would be, with a button that asks for it again.
+//! effects still ran: a panic.) When a download fails, a note says so where
+//! the view would be, with a button that asks for it again.
 
 use std::future::Future;
 
