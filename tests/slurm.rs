@@ -98,6 +98,34 @@ fn an_indexed_job_runs_each_index_once_as_a_task_of_one_array() {
     assert_eq!(scontrol_field(&array, "ArrayTaskThrottle"), "2", "parallelism is the array's throttle");
 }
 
+/// A job's variables never reach `sbatch` or Slurm's tools (issue 32): a
+/// name Slurm or the loader reads is a 422 naming it, and a value built to
+/// run a command wherever a shell reads it as code reaches the program byte
+/// for byte without running anything.
+#[test]
+fn a_jobs_variables_reach_its_program_as_data_and_never_slurms_tools() {
+    let _cluster = one_at_a_time();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server("");
+    let token = &server.admin_token;
+    for name in ["SBATCH_EXPORT", "SLURM_CONF", "LD_PRELOAD", "PATH"] {
+        let mut spec = job("attack", "true");
+        spec["spec"]["envs"] = json!([{"name": name, "value": "/tmp/x"}]);
+        let (status, body) = server.call("POST", "/jobs", token, Some(&spec));
+        assert_eq!(status, 422, "{name}: {body}");
+        assert!(body.to_string().contains("spec.envs[0].name"), "{name}: {body}");
+    }
+    let marker = scratch.path().join("ran-from-a-value");
+    let hostile = format!("it's\n$(touch {m}) `touch {m}`; touch {m}", m = marker.display());
+    let mut spec = job("values", "printf '<%s>' \"$HOSTILE\"");
+    spec["spec"]["envs"] = json!([{"name": "HOSTILE", "value": hostile}]);
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, "Completed");
+    let text = server.log_text(token, &id, &format!("{id}-0-0"));
+    assert!(text.contains(&format!("<{hostile}>")), "the value arrived intact:\n{text}");
+    assert!(!marker.exists(), "a value ran a command");
+}
+
 #[test]
 fn a_failing_job_is_a_program_error_and_a_retry_waits_with_begin() {
     let _cluster = one_at_a_time();
@@ -274,8 +302,9 @@ fn slurm_render_prints_the_batch_script_of_a_multi_node_job() {
         "'--ntasks-per-node=1'",
         "'--gres=gpu:8'",
         "'--output=/shared/jobdeck/pretrain/%A_%a.out'",
-        "#   WANDB_KEY=<secret WANDB>",
-        "#   WORLD_SIZE=2",
+        "#   export WANDB_KEY='<secret WANDB>'",
+        "#   export WORLD_SIZE='2'",
+        "jobdeck-worker \"$variables\" 'torchrun'",
         "srun --kill-on-bad-exit=1",
         "MASTER_ADDR=\"$(scontrol show hostnames",
         "'torchrun' 'train.py'",

@@ -126,6 +126,10 @@ pub fn workspace(answer: &JsValue) -> Option<Workspace> {
         image_ignored: flag(&needs, "image_ignored"),
         volumes,
         job_name_max_length: whole(&needs, "job_name_max_length").map(|n| n.max(0) as usize),
+        refused_env_names: items(&field(&needs, "refused_env_names"))
+            .map(|list| list.iter().filter_map(JsValue::as_string).collect())
+            .unwrap_or_default(),
+        multi_line_env_refused: flag(&needs, "multi_line_env_refused"),
     };
     Some(Workspace {
         current_user: text(answer, "current_user")?,
@@ -208,6 +212,8 @@ mod tests {
             image_ignored: true,
             volumes: Some(vec!["node-local".into(), "node-nfs:data".into()]),
             job_name_max_length: Some(20),
+            refused_env_names: vec!["PATH".into(), "SLURM_*".into()],
+            multi_line_env_refused: true,
         };
         let info = WorkspaceInfo {
             current_user: "ann".into(),

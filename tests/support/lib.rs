@@ -319,6 +319,13 @@ fn cancel_slurm_jobs(data_dir: &Path) {
     }
 }
 
+/// The longest a browser wait may take before the test fails. It bounds a
+/// failure, not a success: every wait ends as soon as what it waits for is
+/// on the page. A console page opened cold on a loaded machine (the whole
+/// suite running on two cores, a debug server, dozens of modules fetched one
+/// by one when packs do not come) once took more than the 10 s this was.
+pub const BROWSER_WAIT: Duration = Duration::from_secs(45);
+
 /// Polls `probe` every 50 ms until it answers, for at most `limit`; fails
 /// naming `what`. For waiting on an event (a file, a state), never to let
 /// time pass.
@@ -510,7 +517,7 @@ impl Browser {
         v["value"][ELEMENT_KEY].as_str().map(|id| Element(id.to_string()))
     }
 
-    /// Waits up to 10 s for an element matching `css`.
+    /// Waits up to [`BROWSER_WAIT`] for an element matching `css`.
     pub fn find(&self, css: &str) -> Element {
         self.wait_until(&format!("an element matching {css:?}"), || self.try_find(css))
     }
@@ -581,14 +588,14 @@ impl Browser {
         self.execute("return document.body.innerText;", vec![]).as_str().unwrap_or_default().to_string()
     }
 
-    /// Waits up to 10 s for the page to show `needle`.
+    /// Waits up to [`BROWSER_WAIT`] for the page to show `needle`.
     pub fn wait_for_text(&self, needle: &str) {
         self.wait_until(&format!("the page to show {needle:?}"), || self.page_text().contains(needle).then_some(()))
     }
 
-    /// Polls `probe` every 50 ms for up to 10 s.
+    /// Polls `probe` every 50 ms for up to [`BROWSER_WAIT`].
     pub fn wait_until<T>(&self, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + BROWSER_WAIT;
         loop {
             if let Some(v) = probe() {
                 return v;

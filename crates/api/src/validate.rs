@@ -309,6 +309,22 @@ fn check_requirements(spec: &JobSpec, requirements: &crate::JobRequirements, pro
     if requirements.image_required && spec.container.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
         problems.add("spec.container.image", "an image is required on this server: it runs replicas in containers");
     }
+    for (i, env) in spec.envs().iter().enumerate() {
+        if let Some(pattern) = requirements.refused_env_name(&env.name) {
+            problems.add(
+                format!("spec.envs[{i}].name"),
+                format!(
+                    "'{pattern}' may not be set on this server: a process outside the job's container would read it"
+                ),
+            );
+        }
+        if requirements.multi_line_env_refused && env.value.as_deref().is_some_and(|v| v.contains(['\n', '\r'])) {
+            problems.add(
+                format!("spec.envs[{i}].value"),
+                "must be one line on this server: its container engine cannot pass a line break to the container safely",
+            );
+        }
+    }
     if let Some(volumes) = &requirements.volumes {
         let known: Vec<&str> = volumes.iter().map(String::as_str).collect();
         for (i, mount) in spec.mounts().iter().enumerate() {
@@ -846,18 +862,30 @@ pub fn check_image(image: &str) -> Result<(), String> {
     if image.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("must not contain spaces or control characters".into());
     }
+    // An engine reads its command line with option parsing: a reference
+    // that starts with '-' would be taken as one of its options (a volume
+    // of the host's root, say) wherever it is not behind `--`.
+    if image.starts_with('-') {
+        return Err("must not start with '-': a container engine would read it as an option".into());
+    }
     let parts = split_image_reference(image);
     if parts.name.is_empty() || parts.name.ends_with('/') || parts.name.starts_with('/') {
         return Err("must name an image, such as 'nvcr.io/nvidia/pytorch'".into());
     }
     // Registries are host names (case-insensitive); repository paths must be
     // lowercase or every container engine refuses to pull them.
-    let repository = match parts.name.split_once('/') {
-        Some((host, rest)) if host.contains(['.', ':']) || host == "localhost" => rest,
-        _ => parts.name,
+    let (host, repository) = match parts.name.split_once('/') {
+        Some((host, rest)) if host.contains(['.', ':']) || host == "localhost" => (Some(host), rest),
+        _ => (None, parts.name),
     };
     if repository.chars().any(|c| c.is_ascii_uppercase()) {
         return Err(format!("must be lowercase in its repository path ('{repository}')"));
+    }
+    if let Some(host) = host {
+        check_registry_host(host)?;
+    }
+    for part in repository.split('/') {
+        check_repository_part(part)?;
     }
     if let Some(tag) = parts.tag {
         check_image_tag(tag).map_err(|m| format!("has an invalid tag: it {m}"))?;
@@ -868,6 +896,79 @@ pub fn check_image(image: &str) -> Result<(), String> {
         });
         if !valid {
             return Err(format!("has an invalid digest '{digest}': it must look like 'sha256:<hex>'"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the registry of an image reference: a host name (letters,
+/// digits and '-' between dots) or a bracketed IPv6 address, with an
+/// optional port.
+fn check_registry_host(host: &str) -> Result<(), String> {
+    let bad = || Err(format!("has an invalid registry '{host}': it must be a host name with an optional port"));
+    let (name, port) = match host.rsplit_once(':') {
+        Some((name, port)) if !name.ends_with(':') && !port.contains(']') => (name, Some(port)),
+        _ => (host, None),
+    };
+    if port.is_some_and(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+        return bad();
+    }
+    if let Some(inner) = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        if inner.is_empty() || !inner.chars().all(|c| c.is_ascii_hexdigit() || c == ':') {
+            return bad();
+        }
+        return Ok(());
+    }
+    let label_ok = |label: &str| {
+        let bytes = label.as_bytes();
+        !bytes.is_empty()
+            && bytes[0].is_ascii_alphanumeric()
+            && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+            && bytes.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+    };
+    if name.split('.').all(label_ok) {
+        Ok(())
+    } else {
+        bad()
+    }
+}
+
+/// Checks one part of an image's repository path (between slashes):
+/// lowercase letters and digits, joined by one '.', one or two '_', or any
+/// number of '-' (the OCI distribution grammar).
+fn check_repository_part(part: &str) -> Result<(), String> {
+    let bad = || {
+        Err(format!(
+            "has an invalid name part '{part}': each part is lowercase letters and digits, joined by '.', '_', '__' or '-'"
+        ))
+    };
+    let bytes = part.as_bytes();
+    let alphanumeric = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    if !bytes.first().is_some_and(alphanumeric) || !bytes.last().is_some_and(alphanumeric) {
+        return bad();
+    }
+    // The separator before the current character: its first character,
+    // its length and whether all of it is that character.
+    let (mut first, mut length, mut uniform) = (0u8, 0usize, true);
+    for b in bytes {
+        if alphanumeric(b) {
+            let allowed = length == 0
+                || (uniform && first == b'-')
+                || (uniform && first == b'_' && length <= 2)
+                || (first == b'.' && length == 1);
+            if !allowed {
+                return bad();
+            }
+            length = 0;
+        } else if matches!(b, b'.' | b'_' | b'-') {
+            if length == 0 {
+                (first, uniform) = (*b, true);
+            } else {
+                uniform &= *b == first;
+            }
+            length += 1;
+        } else {
+            return bad();
         }
     }
     Ok(())

@@ -372,6 +372,48 @@ fn the_bounds_keep_server_arithmetic_in_range() {
     assert_eq!(DURATION_MAX_SECONDS, 315_360_000);
 }
 
+/// Image references follow the OCI distribution grammar, so nothing a
+/// container engine could read as one of its options is ever accepted: the
+/// reference goes on the engine's command line.
+#[test]
+fn image_references_that_an_engine_could_read_as_options_are_refused() {
+    let valid = [
+        "busybox",
+        "library/busybox:1.36",
+        "nvcr.io/nvidia/pytorch:25.08-py3",
+        "localhost:5000/team/app",
+        "127.0.0.1:5000/a/b",
+        "[::1]:5000/a",
+        "my-registry.example.com/team__x/a.b-c---d",
+        "a_b/c",
+        "img@sha256:0123abcd",
+    ];
+    for image in valid {
+        assert_eq!(check_image(image), Ok(()), "{image}");
+    }
+    let refused = [
+        ("--volume=/:/host:rw", "must not start with '-'"),
+        ("-v", "must not start with '-'"),
+        ("--privileged", "must not start with '-'"),
+        ("team/--privileged", "has an invalid name part '--privileged'"),
+        ("team/-x", "has an invalid name part '-x'"),
+        ("team/x-", "has an invalid name part 'x-'"),
+        ("a..b", "has an invalid name part 'a..b'"),
+        ("a___b", "has an invalid name part 'a___b'"),
+        ("a.-b", "has an invalid name part 'a.-b'"),
+        ("a=b", "has an invalid name part 'a=b'"),
+        ("team/a,b", "has an invalid name part 'a,b'"),
+        ("-registry.io/a", "must not start with '-'"),
+        ("bad-.io/a", "has an invalid registry 'bad-.io'"),
+        ("registry.io:x/a", "has an invalid registry 'registry.io:x'"),
+        ("reg_istry.io/a", "has an invalid registry 'reg_istry.io'"),
+    ];
+    for (image, start) in refused {
+        let message = check_image(image).expect_err(image);
+        assert!(message.starts_with(start), "{image}: {message}");
+    }
+}
+
 #[test]
 fn image_and_registry_rules() {
     run(&[
@@ -933,6 +975,32 @@ fn executor_requirements() {
         ("containers, known volume", &containers, Box::new(|j| j.spec.mounts = Some(vec![Mount { path: Some("/".into()), mount_path: "/data".into(), from: "data".into(), mount_options: None }])), None),
         ("containers, unknown volume", &containers, Box::new(|j| j.spec.mounts = Some(vec![Mount { path: Some("/".into()), mount_path: "/data".into(), from: "scratch".into(), mount_options: None }])), Some(("spec.mounts[0].from", "no volume named 'scratch' on this server; it has 'data'"))),
     ];
+    let slurm = JobRequirements {
+        refused_env_names: vec!["PATH".into(), "LD_*".into(), "SLURM_*".into()],
+        ..Default::default()
+    };
+    let docker = JobRequirements { multi_line_env_refused: true, ..Default::default() };
+    let env = |name: &str, value: &str| {
+        let (name, value) = (name.to_string(), value.to_string());
+        Box::new(move |j: &mut LeptonJob| {
+            j.spec.envs = Some(vec![EnvVar { name: name.clone(), value: Some(value.clone()), value_from: None }])
+        }) as Box<dyn Fn(&mut LeptonJob)>
+    };
+    let refused = "may not be set on this server: a process outside the job's container would read it";
+    let cases: Vec<(&str, &JobRequirements, Box<dyn Fn(&mut LeptonJob)>, Option<(&str, String)>)> = cases
+        .into_iter()
+        .map(|(rule, r, change, expected)| (rule, r, change, expected.map(|(p, m)| (p, m.to_string()))))
+        .chain([
+            ("slurm, own variable", &slurm, env("HF_HOME", "/data"), None),
+            ("slurm, PATH", &slurm, env("PATH", "/tmp/evil"), Some(("spec.envs[0].name", format!("'PATH' {refused}")))),
+            ("slurm, LD_PRELOAD", &slurm, env("LD_PRELOAD", "/x.so"), Some(("spec.envs[0].name", format!("'LD_*' {refused}")))),
+            ("slurm, SLURM_ prefix", &slurm, env("SLURM_JOB_ID", "1"), Some(("spec.envs[0].name", format!("'SLURM_*' {refused}")))),
+            ("slurm, PATHS is another name", &slurm, env("PATHS", "x"), None),
+            ("docker, one line", &docker, env("KEY", "a b"), None),
+            ("docker, two lines", &docker, env("KEY", "a\nb"), Some(("spec.envs[0].value", "must be one line on this server: its container engine cannot pass a line break to the container safely".to_string()))),
+            ("podman, two lines", &containers, env("KEY", "a\r\nb"), None),
+        ])
+        .collect();
     for (rule, requirements, change, expected) in cases {
         let context = ValidationContext { requirements: requirements.clone(), ..context() };
         let mut job = base();

@@ -76,6 +76,26 @@ pub struct JobRequirements {
     /// [`crate::JOB_NAME_MAX_LEN`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_name_max_length: Option<usize>,
+    /// Variable names a job may not set here, because a process outside
+    /// the job's container would read them (`SLURM_*` with a trailing `*`
+    /// for a prefix). Empty where every name reaches only the job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_env_names: Vec<String>,
+    /// The engine has no channel that carries a value with a line break to
+    /// the container without passing it through a host process's
+    /// environment (docker), so such a value is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub multi_line_env_refused: bool,
+}
+
+impl JobRequirements {
+    /// The pattern of `refused_env_names` that `name` matches, if any.
+    pub fn refused_env_name(&self, name: &str) -> Option<&str> {
+        self.refused_env_names.iter().map(String::as_str).find(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *pattern,
+        })
+    }
 }
 
 /// The body of `GET /workspace`: Lepton's `WorkspaceInfo` (so `lep` reads it)

@@ -188,6 +188,10 @@ pub struct LocalExecutorConfig {
     /// How often running replicas' CPU, memory and GPUs are sampled, in
     /// milliseconds; 0 turns sampling off.
     pub metrics_interval_ms: u64,
+    /// Container mode: the most processes and threads one container may
+    /// hold (the engine's `--pids-limit`), so a fork bomb in one job cannot
+    /// exhaust the machine's process table.
+    pub pids_limit: u32,
 }
 
 impl Default for LocalExecutorConfig {
@@ -203,6 +207,7 @@ impl Default for LocalExecutorConfig {
             retry_backoff_max_seconds: 360,
             engine_environment: BTreeMap::new(),
             metrics_interval_ms: 5_000,
+            pids_limit: 8192,
         }
     }
 }

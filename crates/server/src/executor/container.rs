@@ -10,11 +10,19 @@
 //! ("Pulling image"), and tells an image that cannot be pulled, an engine
 //! that cannot create or start a container, and a program that failed apart.
 //!
-//! Secret values never appear on a command line (where `ps` would show
-//! them): the environment goes to the engine in an env file (0600, removed
-//! once the container exists); a value with a line break, which an env file
-//! cannot hold, goes as `-e NAME` with its value in the engine process's
-//! environment.
+//! No value of the job's reaches a host process as anything but data
+//! (docs/security.md): never on a command line (where `ps` would show it)
+//! and never in the engine process's environment (where the loader or the
+//! engine would act on it). The environment goes to the engine in an env
+//! file (0600, removed once the container exists). A value with a line
+//! break, which an env file cannot hold, goes as a podman secret
+//! (`--secret NAME,type=env,target=VAR`, created from a 0600 file and
+//! removed with the container); docker has no such channel, so there the
+//! contract refuses the value (`JobRequirements::multi_line_env_refused`).
+//!
+//! Every container runs with the least privilege a training job needs:
+//! [`CAPABILITIES`] only, `no-new-privileges`, a pids limit, and the image
+//! behind `--`, so no reference is ever read as an option.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -60,6 +68,38 @@ impl RegistryLogin {
     }
 }
 
+/// The capabilities a container keeps; every other one is dropped. What a
+/// training job's root needs, and no more:
+/// * `CHOWN`, `DAC_OVERRIDE`, `FOWNER`, `FSETID`: installing packages and
+///   writing its own files as root in the image (pip, apt, caches);
+/// * `SETUID`, `SETGID`: images that switch to an unprivileged user at start
+///   (gosu, su-exec, `useradd` then `su`);
+/// * `KILL`: a launcher that signals workers running as another user;
+/// * `NET_BIND_SERVICE`: a server on a port below 1024 inside the container.
+///
+/// Left out of the engines' defaults: `NET_RAW` (raw sockets: spoofing on
+/// the shared network), `MKNOD` (device nodes), `SYS_CHROOT`, `SETPCAP`,
+/// `SETFCAP` (granting capabilities to files) and `AUDIT_WRITE`.
+pub const CAPABILITIES: &[&str] =
+    &["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "KILL", "NET_BIND_SERVICE"];
+
+/// A variable whose value reaches the container as a podman secret (a value
+/// an env file cannot hold). Never logged: it holds the value.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvSecret {
+    /// The engine's name for the secret (`<container>-env<n>`).
+    pub name: String,
+    /// The variable the container sees.
+    pub variable: String,
+    pub value: String,
+}
+
+impl std::fmt::Debug for EnvSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvSecret").field("name", &self.name).field("variable", &self.variable).finish_non_exhaustive()
+    }
+}
+
 /// What the supervisor does for a container replica (part of its spec).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerSteps {
@@ -79,6 +119,10 @@ pub struct ContainerSteps {
     pub args: Vec<String>,
     /// The container's environment, written to an env file.
     pub env_file: Vec<(String, String)>,
+    /// Variables the env file cannot hold, as podman secrets created
+    /// before the container and removed with it.
+    #[serde(default)]
+    pub secrets: Vec<EnvSecret>,
 }
 
 impl ContainerSteps {
@@ -108,14 +152,28 @@ impl ContainerSteps {
         command
     }
 
+    /// `<engine> create`: the options, then `--` so that nothing after it
+    /// is read as an option, then the image and the command's arguments.
     pub fn create(&self, env_file: &Path) -> Vec<String> {
         let mut command = self.command(&["create"]);
         command.extend(self.create_options.iter().cloned());
         command.push("--env-file".into());
         command.push(env_file.to_string_lossy().into_owned());
+        command.push("--".into());
         command.push(self.image.clone());
         command.extend(self.args.iter().cloned());
         command
+    }
+
+    /// Creates the secret `secret` from the file `value` (podman).
+    pub fn create_secret(&self, secret: &EnvSecret, value: &Path) -> Vec<String> {
+        let file = value.to_string_lossy();
+        self.command(&["secret", "create", &secret.name, &file])
+    }
+
+    /// Removes the secret `secret` (podman).
+    pub fn remove_secret(&self, secret: &EnvSecret) -> Vec<String> {
+        self.command(&["secret", "rm", &secret.name])
     }
 
     /// Runs the created container with its output attached; the engine
@@ -138,15 +196,6 @@ impl ContainerSteps {
     }
 }
 
-/// A container replica: the supervisor's steps and the variables its
-/// engine process needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerPlan {
-    pub steps: ContainerSteps,
-    /// Values passed as `-e NAME` (those an env file cannot hold).
-    pub engine_env: Vec<(String, String)>,
-}
-
 /// The registry host of an image reference (`docker.io` when it names none).
 pub fn registry_of(image: &str) -> String {
     match image.split_once('/') {
@@ -164,6 +213,24 @@ pub fn container_name(replica_id: &str) -> String {
 /// again (`<engine> ps --filter label=…`).
 pub fn job_label(job_id: &str) -> String {
     format!("jobdeck.job={job_id}")
+}
+
+/// The secrets of a job among the engine's secret names (`podman secret ls`
+/// output, one a line): `jobdeck-<job>-<index>-<attempt>-env<n>` exactly,
+/// so another job whose id starts with this one's is never matched.
+pub fn secrets_of_job<'a>(listed: &'a str, job_id: &str) -> Vec<&'a str> {
+    let prefix = format!("{}-", container_name(job_id));
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    listed
+        .lines()
+        .map(str::trim)
+        .filter(|name| {
+            let Some(rest) = name.strip_prefix(&prefix) else { return false };
+            let parts: Vec<&str> = rest.split('-').collect();
+            matches!(parts.as_slice(), [index, attempt, env]
+                if number(index) && number(attempt) && env.strip_prefix("env").is_some_and(number))
+        })
+        .collect()
 }
 
 /// Resolves `path` inside the volume directory `root`, refusing anything
@@ -187,6 +254,7 @@ pub struct ContainerSettings<'a> {
     pub engine: &'a str,
     pub pull_policy: PullPolicy,
     pub volumes: &'a BTreeMap<String, PathBuf>,
+    pub pids_limit: u32,
 }
 
 /// Builds the steps of one replica attempt.
@@ -196,7 +264,7 @@ pub fn plan(
     replica_id: &str,
     completion_index: i64,
     gpu_ids: &[u32],
-) -> Result<ContainerPlan, String> {
+) -> Result<ContainerSteps, String> {
     let engine = Engine::from_binary(settings.engine);
     let container = &launch.spec.container;
     // The tag (explicit, embedded or `latest`) is the contract's business.
@@ -212,6 +280,12 @@ pub fn plan(
     push(&["--name", &name]);
     push(&["--label", &job_label(&launch.job_id)]);
     push(&["--label", &format!("jobdeck.replica={replica_id}")]);
+    push(&["--cap-drop", "all"]);
+    for capability in CAPABILITIES {
+        push(&["--cap-add", capability]);
+    }
+    push(&["--security-opt", "no-new-privileges"]);
+    push(&["--pids-limit", &settings.pids_limit.to_string()]);
     push(&["--cpus", &format_cpus(launch.resolved.shape.cpu)]);
     push(&["--memory", &format!("{}m", launch.resolved.shape.memory_mb)]);
     // Shared memory 0 is "none beyond the engine's own": no flag, as the
@@ -252,12 +326,26 @@ pub fn plan(
             .ok_or_else(|| format!("no volume named '{}' in executor.local.volumes", mount.from))?;
         let host = volume_path(root, mount.path.as_deref())?;
         let read_only = mount.mount_options.as_ref().and_then(|o| o.read_only).unwrap_or(false);
-        let suffix = if read_only { ":ro" } else { "" };
+        // Podman mounts a volume without set-user-id files or devices;
+        // docker's `-v` has no such options (docs/security.md).
+        let access = if read_only { "ro" } else { "rw" };
+        let suffix = match engine {
+            Engine::Podman => format!(":{access},nosuid,nodev"),
+            Engine::Docker => format!(":{access}"),
+        };
         push(&["-v", &format!("{}:{}{suffix}", host.display(), mount.mount_path)]);
     }
     let (multi_line, single_line): (Vec<_>, Vec<_>) = env.into_iter().partition(|(_, v)| v.contains(['\n', '\r']));
-    for (key, _) in &multi_line {
-        push(&["-e", key]);
+    let mut secrets = Vec::new();
+    for (variable, value) in multi_line {
+        if engine == Engine::Docker {
+            return Err(format!(
+                "the variable {variable} holds a line break, which docker cannot pass to a container safely"
+            ));
+        }
+        let secret = EnvSecret { name: format!("{name}-env{}", secrets.len()), variable, value };
+        push(&["--secret", &format!("{},type=env,target={}", secret.name, secret.variable)]);
+        secrets.push(secret);
     }
     let command = container.command.as_deref().unwrap_or(&[]);
     if let Some((entrypoint, _)) = command.split_first() {
@@ -279,18 +367,16 @@ pub fn plan(
             .map(|c| (c.username.clone(), c.password.clone()))
     };
     let login = own.or_else(stored).map(|(username, password)| RegistryLogin { registry, username, password });
-    Ok(ContainerPlan {
-        steps: ContainerSteps {
-            engine: settings.engine.to_string(),
-            name,
-            image,
-            always_pull: settings.pull_policy == PullPolicy::Always,
-            login,
-            create_options: options,
-            args,
-            env_file: single_line,
-        },
-        engine_env: multi_line,
+    Ok(ContainerSteps {
+        engine: settings.engine.to_string(),
+        name,
+        image,
+        always_pull: settings.pull_policy == PullPolicy::Always,
+        login,
+        create_options: options,
+        args,
+        env_file: single_line,
+        secrets,
     })
 }
 
@@ -319,6 +405,16 @@ mod tests {
         for (image, expected) in cases {
             assert_eq!(registry_of(image), expected, "{image}");
         }
+    }
+
+    #[test]
+    fn a_jobs_secrets_are_found_by_their_exact_names() {
+        let listed = "jobdeck-train-abcde-0-0-env0\njobdeck-train-abcde-12-3-env1\n\
+                      jobdeck-train-abcde-1-ab123-0-0-env0\njobdeck-train-abcde-0-0-envx\nother\n";
+        assert_eq!(
+            secrets_of_job(listed, "train-abcde"),
+            ["jobdeck-train-abcde-0-0-env0", "jobdeck-train-abcde-12-3-env1"]
+        );
     }
 
     #[test]
@@ -358,16 +454,27 @@ mod tests {
         BTreeMap::from([("shared".to_string(), PathBuf::from("/srv/shared"))])
     }
 
-    fn plan_with(engine: &str, launch: &JobLaunch, gpus: &[u32]) -> ContainerPlan {
+    fn plan_with(engine: &str, launch: &JobLaunch, gpus: &[u32]) -> ContainerSteps {
+        try_plan(engine, launch, gpus).unwrap()
+    }
+
+    fn try_plan(engine: &str, launch: &JobLaunch, gpus: &[u32]) -> Result<ContainerSteps, String> {
         let volumes = volumes();
-        let settings = ContainerSettings { engine, pull_policy: PullPolicy::Missing, volumes: &volumes };
-        plan(&settings, launch, "train-abcde-0-0", 0, gpus).unwrap()
+        let settings =
+            ContainerSettings { engine, pull_policy: PullPolicy::Missing, volumes: &volumes, pids_limit: 8192 };
+        plan(&settings, launch, "train-abcde-0-0", 0, gpus)
+    }
+
+    /// One line values only: docker has no channel for a line break.
+    fn one_line_launch() -> JobLaunch {
+        let mut launch = sample_launch();
+        launch.env.retain(|(name, _)| name != "PEM");
+        launch
     }
 
     #[test]
     fn docker_create_has_every_part_of_the_spec_and_no_secret_values() {
-        let plan = plan_with("docker", &sample_launch(), &[0, 2]);
-        let steps = &plan.steps;
+        let steps = plan_with("docker", &one_line_launch(), &[0, 2]);
         let line = steps.create(Path::new("/run/r/env")).join(" ");
         let expected_parts = [
             "docker create --name jobdeck-train-abcde-0-0",
@@ -376,18 +483,15 @@ mod tests {
             "--gpus \"device=0,2\"",
             "-p 8080/tcp -p 19000:9000/udp",
             "-v /srv/shared/datasets:/data:ro",
-            "-e PEM --entrypoint /bin/bash --env-file /run/r/env nvcr.io/nvidia/pytorch:25.08-py3 -c python train.py",
+            "--entrypoint /bin/bash --env-file /run/r/env -- nvcr.io/nvidia/pytorch:25.08-py3 -c python train.py",
         ];
         for part in expected_parts {
             assert!(line.contains(part), "missing {part:?} in {line}");
         }
-        assert!(!line.contains("s3cret") && !line.contains("BEGIN"), "{line}");
-        // Single-line values go to the env file, the multi-line one to the
-        // engine's environment.
+        assert!(!line.contains("s3cret"), "{line}");
         assert!(steps.env_file.contains(&("HF_TOKEN".to_string(), "s3cret".to_string())));
         assert!(steps.env_file.contains(&("CUDA_VISIBLE_DEVICES".to_string(), "0,2".to_string())));
-        assert!(steps.env_file.iter().all(|(name, _)| name != "PEM"));
-        assert_eq!(plan.engine_env, [("PEM".to_string(), "-----BEGIN\nkey\n-----END".to_string())]);
+        assert!(steps.secrets.is_empty());
         assert_eq!(steps.start(), ["docker", "start", "--attach", "jobdeck-train-abcde-0-0"]);
         assert_eq!(steps.kill(), ["docker", "kill", "jobdeck-train-abcde-0-0"]);
         assert_eq!(steps.remove(), ["docker", "rm", "-f", "jobdeck-train-abcde-0-0"]);
@@ -398,23 +502,64 @@ mod tests {
         assert_eq!(steps.pull(Some(Path::new("/run/r/auth"))), ["docker", "pull", "nvcr.io/nvidia/pytorch:25.08-py3"]);
     }
 
+    /// Every container drops all capabilities but the listed ones, cannot
+    /// gain privileges, has a pids limit and reads its image behind `--`,
+    /// on either engine.
+    #[test]
+    fn containers_run_with_least_privilege() {
+        for engine in ["docker", "podman"] {
+            let steps = plan_with(engine, &one_line_launch(), &[]);
+            let line = steps.create(Path::new("env")).join(" ");
+            let adds: Vec<String> = CAPABILITIES.iter().map(|c| format!("--cap-add {c}")).collect();
+            let caps = format!("--cap-drop all {}", adds.join(" "));
+            for part in [caps.as_str(), "--security-opt no-new-privileges", "--pids-limit 8192", " -- nvcr.io/"] {
+                assert!(line.contains(part), "{engine}: missing {part:?} in {line}");
+            }
+            assert!(!CAPABILITIES.contains(&"NET_RAW") && !CAPABILITIES.contains(&"SYS_ADMIN"));
+        }
+    }
+
+    /// A value with a line break never reaches the engine's own
+    /// environment: podman gets it as a secret, docker refuses it.
+    #[test]
+    fn multi_line_values_go_as_podman_secrets_and_docker_refuses_them() {
+        let steps = plan_with("/usr/bin/podman", &sample_launch(), &[]);
+        assert_eq!(steps.secrets.len(), 1);
+        let secret = &steps.secrets[0];
+        assert_eq!((secret.name.as_str(), secret.variable.as_str()), ("jobdeck-train-abcde-0-0-env0", "PEM"));
+        assert_eq!(secret.value, "-----BEGIN\nkey\n-----END");
+        let line = steps.create(Path::new("env")).join(" ");
+        assert!(line.contains("--secret jobdeck-train-abcde-0-0-env0,type=env,target=PEM"), "{line}");
+        assert!(!line.contains("BEGIN") && !format!("{secret:?}").contains("BEGIN"), "{line}");
+        assert!(steps.env_file.iter().all(|(name, _)| name != "PEM"));
+        assert_eq!(
+            steps.create_secret(secret, Path::new("/run/r/value")),
+            ["/usr/bin/podman", "secret", "create", "jobdeck-train-abcde-0-0-env0", "/run/r/value"]
+        );
+        assert_eq!(steps.remove_secret(secret), ["/usr/bin/podman", "secret", "rm", "jobdeck-train-abcde-0-0-env0"]);
+
+        let refused = try_plan("docker", &sample_launch(), &[]).unwrap_err();
+        assert_eq!(refused, "the variable PEM holds a line break, which docker cannot pass to a container safely");
+    }
+
     #[test]
     fn podman_uses_cdi_devices_and_an_auth_file() {
         let mut launch = sample_launch();
         launch.spec.container.registry_username = Some("bot".into());
         launch.spec.container.registry_password = Some("pw".into());
-        let plan = plan_with("/usr/bin/podman", &launch, &[1]);
-        let line = plan.steps.create(Path::new("env")).join(" ");
+        let steps = plan_with("/usr/bin/podman", &launch, &[1]);
+        let line = steps.create(Path::new("env")).join(" ");
         assert!(line.contains("--device nvidia.com/gpu=1"), "{line}");
         assert!(!line.contains("--gpus"), "{line}");
-        let login = plan.steps.login.clone().unwrap();
+        let login = steps.login.clone().unwrap();
         assert_eq!(
             (login.registry.as_str(), login.username.as_str(), login.password.as_str()),
             ("nvcr.io", "bot", "pw")
         );
-        assert!(!format!("{:?}", plan.steps).contains("pw\""), "the password is not in Debug output");
+        assert!(line.contains("-v /srv/shared/datasets:/data:ro,nosuid,nodev"), "{line}");
+        assert!(!format!("{steps:?}").contains("pw\""), "the password is not in Debug output");
         assert_eq!(
-            plan.steps.pull(Some(Path::new("/run/r/auth.json"))),
+            steps.pull(Some(Path::new("/run/r/auth.json"))),
             ["/usr/bin/podman", "pull", "--authfile", "/run/r/auth.json", "nvcr.io/nvidia/pytorch:25.08-py3"]
         );
         let file: serde_json::Value = serde_json::from_str(&login.auth_file()).unwrap();
@@ -437,14 +582,14 @@ mod tests {
         let mut launch = sample_launch();
         launch.pull_credentials =
             vec![credential("elsewhere", "https://ghcr.io"), credential("ngc", "https://nvcr.io/")];
-        let login = plan_with("podman", &launch, &[]).steps.login.unwrap();
+        let login = plan_with("podman", &launch, &[]).login.unwrap();
         assert_eq!((login.registry.as_str(), login.password.as_str()), ("nvcr.io", "ngc-key"));
 
         launch.pull_credentials = vec![credential("elsewhere", "https://ghcr.io")];
-        assert_eq!(plan_with("podman", &launch, &[]).steps.login, None);
+        assert_eq!(plan_with("podman", &launch, &[]).login, None);
         launch.spec.container.image = Some("busybox".into());
         launch.pull_credentials = vec![credential("hub", "https://index.docker.io/v1/")];
-        assert_eq!(plan_with("podman", &launch, &[]).steps.login.map(|l| l.registry), Some("docker.io".to_string()));
+        assert_eq!(plan_with("podman", &launch, &[]).login.map(|l| l.registry), Some("docker.io".to_string()));
     }
 
     #[test]
@@ -452,14 +597,14 @@ mod tests {
         let mut launch = sample_launch();
         launch.resolved.workers = 2;
         launch.spec.container.command = None;
-        let plan = plan_with("docker", &launch, &[]);
-        let line = plan.steps.create(Path::new("env")).join(" ");
+        let steps = plan_with("podman", &launch, &[]);
+        let line = steps.create(Path::new("env")).join(" ");
         assert!(line.contains("--network host"), "{line}");
         assert!(!line.contains("-p "), "{line}");
         assert!(!line.contains("--entrypoint"), "{line}");
         assert!(!line.contains("--gpus"), "{line}");
         assert!(line.ends_with("nvcr.io/nvidia/pytorch:25.08-py3"), "{line}");
-        assert!(plan.steps.env_file.contains(&("WORLD_SIZE".to_string(), "2".to_string())));
+        assert!(steps.env_file.contains(&("WORLD_SIZE".to_string(), "2".to_string())));
     }
 
     #[test]
@@ -477,9 +622,9 @@ mod tests {
             launch.spec.container.image = Some(image.into());
             launch.spec.container.image_tag = tag.map(String::from);
             launch.resolved.shared_memory_mb = shm;
-            let plan = plan_with("docker", &launch, &[]);
-            assert_eq!(plan.steps.image, expected_image, "{image} {tag:?}");
-            let options = &plan.steps.create_options;
+            let steps = plan_with("podman", &launch, &[]);
+            assert_eq!(steps.image, expected_image, "{image} {tag:?}");
+            let options = &steps.create_options;
             let flag = options.iter().position(|a| a == "--shm-size").map(|i| options[i + 1].as_str());
             assert_eq!(flag, expected_shm, "{image} with {shm} MiB");
         }
@@ -489,11 +634,12 @@ mod tests {
     fn unknown_volumes_and_missing_images_are_errors() {
         let mut launch = sample_launch();
         let none = BTreeMap::new();
-        let settings = ContainerSettings { engine: "docker", pull_policy: PullPolicy::Always, volumes: &none };
+        let settings =
+            ContainerSettings { engine: "podman", pull_policy: PullPolicy::Always, volumes: &none, pids_limit: 1 };
         let err = plan(&settings, &launch, "r-0-0", 0, &[]).unwrap_err();
         assert_eq!(err, "no volume named 'shared' in executor.local.volumes");
         launch.spec.mounts = None;
-        assert!(plan(&settings, &launch, "r-0-0", 0, &[]).unwrap().steps.always_pull);
+        assert!(plan(&settings, &launch, "r-0-0", 0, &[]).unwrap().always_pull);
         launch.spec.container.image = None;
         assert!(plan(&settings, &launch, "r-0-0", 0, &[]).unwrap_err().contains("image"));
     }

@@ -123,6 +123,7 @@ impl Executor for SlurmExecutor {
             command_required: true,
             image_required: self.shared.settings.pyxis,
             image_ignored: !self.shared.settings.pyxis,
+            refused_env_names: script::REFUSED_ENV_NAMES.iter().map(|n| n.to_string()).collect(),
             ..JobRequirements::default()
         }
     }
@@ -493,7 +494,16 @@ impl Controller {
         });
         let submitted = match rendered {
             Ok(sub) => {
-                self.shared.tools.submit(&sub.options, &sub.script, &sub.env, &job_dir).await.map_err(|e| e.to_string())
+                let variables = script::env_file(&job_dir, self.launch.run, submission);
+                match crate::executor::local::process::write_atomic(&variables, sub.env_file.as_bytes(), 0o600) {
+                    Ok(()) => self
+                        .shared
+                        .tools
+                        .submit(&sub.options, &sub.script, &sub.env, &job_dir)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(format!("cannot write the job's variables to {}: {e}", variables.display())),
+                }
             }
             Err(e) => Err(e),
         };

@@ -68,9 +68,12 @@ pub fn render_job_file(json: &str, config: &Config, node_group: Option<&str>) ->
     })
     .map_err(anyhow::Error::msg)?;
     let mut out = String::new();
-    out.push_str("# The job's variables, exported by name from sbatch's environment:\n");
-    for (name, value) in &submission.env {
-        out.push_str(&format!("#   {name}={value}\n"));
+    out.push_str(&format!(
+        "# The job's variables, in {} (0600), read by the task's shell:\n",
+        script::env_file(&job_dir, 0, 0).display()
+    ));
+    for line in submission.env_file.lines() {
+        out.push_str(&format!("#   {line}\n"));
     }
     out.push_str(&format!(
         "sbatch --parsable --chdir={} \\\n  {} <<'JOBDECK_SCRIPT'\n",

@@ -20,12 +20,19 @@
 //!   partition; the image → pyxis' `--container-image` when the cluster
 //!   has pyxis.
 //!
-//! Secret values never appear in the script or on a command line (where
-//! `ps` and `scontrol show job` would show them): the job's variables are
-//! exported by name (`--export=NAME,…`) from `sbatch`'s own environment, as
-//! Slurm reads them. The script writes the program's exit code next to its
-//! output (`%A_%a.exit`), so an ended task's code is known even after
-//! slurmctld has forgotten the job.
+//! No value of the job's reaches a host process as anything but data:
+//! `sbatch` runs with the server's own environment only (exported by name,
+//! `--export=NAME,…`), and the job's variables are in an environment file
+//! beside the output (0600, [`env_file`]) that the task reads in a subshell
+//! of its own just before it runs the program, after Slurm's own tools
+//! (`srun`, `scontrol`) have run. Each value is quoted for the shell, so
+//! its content is never read as code. Names that Slurm's tools or the
+//! loader read (`SBATCH_*`, `SLURM_*`, `LD_*`, `PATH`, …,
+//! [`REFUSED_ENV_NAMES`]) are refused when the job is created. Secret values
+//! never appear in the script or on a command line (where `ps` and
+//! `scontrol show job` would show them). The script writes the program's
+//! exit code next to its output (`%A_%a.exit`), so an ended task's code is
+//! known even after slurmctld has forgotten the job.
 
 use std::path::Path;
 
@@ -82,8 +89,12 @@ pub struct Submission {
     pub options: Vec<String>,
     pub script: String,
     /// The variables `--export` names, with their values: `sbatch`'s
-    /// environment. Never log them: they hold secrets.
+    /// environment, the server's own (`PATH`, `HOME`, …), never the job's.
     pub env: Vec<(String, String)>,
+    /// The job's variables as the task's shell reads them (`export
+    /// NAME='value'` lines), written to [`env_file`] before `sbatch`. Never
+    /// log it: it holds secrets.
+    pub env_file: String,
 }
 
 /// The variables the script sets per task or per worker, so the submission
@@ -115,6 +126,18 @@ pub fn shell_quote(text: &str) -> String {
 /// more per level below.
 fn nice(level: u8) -> u32 {
     u32::from(4u8.saturating_sub(level)) * 1000
+}
+
+/// Variable names a job may not set on Slurm (a trailing `*` is a
+/// prefix): Slurm's tools read `SBATCH_*`, `SALLOC_*`, `SRUN_*` and
+/// `SLURM_*`, and the loader and the shell `LD_*`, `PATH`, `IFS`, `ENV` and
+/// `BASH_ENV`, wherever they are set.
+pub const REFUSED_ENV_NAMES: &[&str] =
+    &["SBATCH_*", "SALLOC_*", "SRUN_*", "SLURM_*", "LD_*", "PATH", "IFS", "ENV", "BASH_ENV"];
+
+/// The environment file of one submission, beside its output.
+pub fn env_file(job_dir: &Path, run: i64, submission: u32) -> std::path::PathBuf {
+    job_dir.join(format!("run{run}-{submission}.env"))
 }
 
 /// Builds one submission.
@@ -178,22 +201,33 @@ pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
     // requeue by Slurm would run an attempt twice under one id.
     options.push("--no-requeue".into());
 
-    let mut env: Vec<(String, String)> = input.base_env.to_vec();
+    let mut job_env: Vec<(String, String)> = Vec::new();
     for (name, value) in replica_env(launch, 0, &[]) {
         if PER_TASK.contains(&name.as_str()) {
             continue;
         }
-        env.retain(|(n, _)| *n != name);
-        env.push((name, value));
+        // The contract refuses these when the job is created; a job stored
+        // before that rule still never hands one to a host process.
+        if let Some(pattern) = REFUSED_ENV_NAMES.iter().find(|p| match p.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == **p,
+        }) {
+            return Err(format!("the variable {name} may not be set on Slurm ('{pattern}' is read outside the job)"));
+        }
+        job_env.push((name, value));
     }
     if workers > 1 {
-        env.retain(|(n, _)| n != "MASTER_PORT");
-        env.push(("MASTER_PORT".into(), input.settings.master_port.to_string()));
+        job_env.retain(|(n, _)| n != "MASTER_PORT");
+        job_env.push(("MASTER_PORT".into(), input.settings.master_port.to_string()));
     }
+    let env: Vec<(String, String)> = input.base_env.to_vec();
     let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
     option_export(&mut options, &names);
+    let env_file_text: String =
+        job_env.iter().map(|(name, value)| format!("export {name}={}\n", shell_quote(value))).collect();
 
     let dir = shell_quote(&input.job_dir.to_string_lossy());
+    let variables = shell_quote(&env_file(input.job_dir, launch.run, input.submission).to_string_lossy());
     let program = command.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ");
     let mut script = String::new();
     script.push_str("#!/bin/sh\n");
@@ -202,27 +236,32 @@ pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
         launch.job_id, launch.run, input.submission
     ));
     script.push_str(&format!("dir={dir}\n"));
+    script.push_str(&format!("variables={variables}\n"));
     script.push_str("task=\"$SLURM_ARRAY_TASK_ID\"\n");
     script.push_str("exit_file=\"$dir/${SLURM_ARRAY_JOB_ID}_${task}.exit\"\n");
+    // The job's variables are read in the program's own shell, after
+    // Slurm's tools have run and where they cannot change the script's.
     if workers > 1 {
         script.push_str(&format!("export WORLD_SIZE={workers}\n"));
         script.push_str("export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n");
         script.push_str(
             "srun --kill-on-bad-exit=1 --output=\"$dir/${SLURM_ARRAY_JOB_ID}_${task}-%t.out\" \\\n  \
              sh -c 'export NODE_RANK=\"$SLURM_PROCID\" JOB_COMPLETION_INDEX=\"$SLURM_PROCID\" \
-             LEPTON_JOB_WORKER_INDEX=\"$SLURM_PROCID\"; exec \"$@\"' jobdeck-worker ",
+             LEPTON_JOB_WORKER_INDEX=\"$SLURM_PROCID\"; . \"$1\"; shift; exec \"$@\"' jobdeck-worker \"$variables\" ",
         );
         script.push_str(&program);
         script.push('\n');
     } else {
-        script.push_str("export JOB_COMPLETION_INDEX=\"$task\" LEPTON_JOB_WORKER_INDEX=\"$task\"\n");
+        script.push_str(
+            "(export JOB_COMPLETION_INDEX=\"$task\" LEPTON_JOB_WORKER_INDEX=\"$task\"; . \"$variables\"; exec ",
+        );
         script.push_str(&program);
-        script.push('\n');
+        script.push_str(")\n");
     }
     script.push_str("code=$?\n");
     script.push_str("printf '%s\\n' \"$code\" > \"$exit_file\"\n");
     script.push_str("exit \"$code\"\n");
-    Ok(Submission { options, script, env })
+    Ok(Submission { options, script, env, env_file: env_file_text })
 }
 
 fn option_export(options: &mut Vec<String>, names: &[&str]) {
@@ -298,16 +337,23 @@ mod tests {
             assert!(options.contains(part), "missing {part} in {options}");
         }
         assert!(!options.contains("--nice") && !options.contains("--qos") && !options.contains("--begin"), "{options}");
-        // Secrets are exported by name; their values are in sbatch's
-        // environment only, never in the options or the script.
-        assert!(options.contains("HF_TOKEN") && options.contains("JOB_COMPLETIONS"), "{options}");
-        assert!(!options.contains("JOB_COMPLETION_INDEX,") && !options.contains("CUDA_VISIBLE_DEVICES"), "{options}");
+        // The job's variables are in the environment file only: never in
+        // sbatch's environment, the options or the script.
+        assert!(!options.contains("HF_TOKEN") && !options.contains("JOB_COMPLETIONS"), "{options}");
         assert!(!options.contains("s3cret") && !submission.script.contains("s3cret"));
-        assert!(submission.env.contains(&("HF_TOKEN".to_string(), "s3cret".to_string())));
-        assert!(submission.env.contains(&("JOB_COMPLETIONS".to_string(), "10".to_string())));
+        assert!(submission.env.iter().all(|(name, _)| name != "HF_TOKEN"), "{:?}", submission.env);
+        assert!(submission.env_file.contains("export HF_TOKEN='s3cret'\n"), "{}", submission.env_file);
+        assert!(submission.env_file.contains("export JOB_COMPLETIONS='10'\n"), "{}", submission.env_file);
+        assert!(!submission.env_file.contains("JOB_COMPLETION_INDEX") && !submission.env_file.contains("CUDA_VISIBLE"));
         let script = &submission.script;
-        assert!(script.contains("export JOB_COMPLETION_INDEX=\"$task\""), "{script}");
-        assert!(script.contains(r"'python3' 'train.py' '--name=it'\''s'"), "{script}");
+        assert!(script.contains("variables='/shared/jobdeck/train-abcde/run0-0.env'"), "{script}");
+        assert!(
+            script.contains(
+                "(export JOB_COMPLETION_INDEX=\"$task\" LEPTON_JOB_WORKER_INDEX=\"$task\"; . \"$variables\"; exec "
+            ),
+            "{script}"
+        );
+        assert!(script.contains(r"'python3' 'train.py' '--name=it'\''s')"), "{script}");
         assert!(script.contains("printf '%s\\n' \"$code\" > \"$exit_file\""), "{script}");
         assert!(!script.contains("srun"), "{script}");
     }
@@ -352,16 +398,57 @@ mod tests {
         let submission = render(&input(&launch, &settings, &[0], None)).unwrap();
         let options = submission.options.join(" ");
         assert!(options.contains("--array=0 ") && options.contains("--nodes=4 --ntasks-per-node=1"), "{options}");
-        assert!(submission.env.contains(&("WORLD_SIZE".to_string(), "4".to_string())));
-        assert!(submission.env.contains(&("MASTER_PORT".to_string(), "29400".to_string())));
+        assert!(submission.env_file.contains("export WORLD_SIZE='4'\n"), "{}", submission.env_file);
+        assert!(submission.env_file.contains("export MASTER_PORT='29400'\n"), "{}", submission.env_file);
         let script = &submission.script;
         for part in [
             "MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"",
             "srun --kill-on-bad-exit=1 --output=\"$dir/${SLURM_ARRAY_JOB_ID}_${task}-%t.out\"",
             "NODE_RANK=\"$SLURM_PROCID\" JOB_COMPLETION_INDEX=\"$SLURM_PROCID\"",
+            "; . \"$1\"; shift; exec \"$@\"' jobdeck-worker \"$variables\" 'python3'",
         ] {
             assert!(script.contains(part), "missing {part} in {script}");
         }
+    }
+
+    /// Whatever a value holds (quotes, a line break, `$(…)`), the task's
+    /// shell reads it as data: the file is run by a real shell here and the
+    /// values come back byte for byte, with no command of theirs run.
+    #[test]
+    fn the_environment_file_carries_any_value_as_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let hostile = format!("a'b\nc $(touch {m}) `touch {m}` \\ \"d\" ;touch {m}", m = marker.display());
+        let mut launch = sample();
+        launch.env = vec![("HOSTILE".into(), hostile.clone()), ("EMPTY".into(), String::new())];
+        let submission = render(&input(&launch, &SlurmSettings::default(), &[0], None)).unwrap();
+        let file = dir.path().join("vars.env");
+        std::fs::write(&file, &submission.env_file).unwrap();
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(". \"$1\"; printf '%s' \"$HOSTILE\"; printf '|%s|' \"$EMPTY\"")
+            .arg("sh")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{hostile}||"));
+        assert!(!marker.exists(), "a value ran a command");
+    }
+
+    /// Names Slurm's tools or the loader read are never taken from a job,
+    /// even one stored before the contract refused them.
+    #[test]
+    fn variables_slurm_or_the_loader_would_read_are_refused() {
+        for name in ["SBATCH_EXPORT", "SLURM_CONF", "LD_PRELOAD", "PATH", "SRUN_CPUS_PER_TASK", "BASH_ENV"] {
+            let mut launch = sample();
+            launch.env = vec![(name.into(), "x".into())];
+            let err = render(&input(&launch, &SlurmSettings::default(), &[0], None)).unwrap_err();
+            assert!(err.contains(name), "{name}: {err}");
+        }
+        let mut launch = sample();
+        launch.env = vec![("PATHS".into(), "x".into()), ("MY_LD_PATH".into(), "y".into())];
+        assert!(render(&input(&launch, &SlurmSettings::default(), &[0], None)).is_ok());
     }
 
     #[test]

@@ -208,6 +208,8 @@ impl Executor for LocalExecutor {
             LocalMode::Container => JobRequirements {
                 image_required: true,
                 volumes: Some(self.shared.settings.volumes.keys().cloned().collect()),
+                multi_line_env_refused: container::Engine::from_binary(&self.shared.settings.engine)
+                    == container::Engine::Docker,
                 ..JobRequirements::default()
             },
         }
@@ -263,11 +265,11 @@ impl Executor for LocalExecutor {
         let dir = self.shared.runs_dir.join(job_id);
         let engine = (self.shared.settings.mode == LocalMode::Container).then(|| self.shared.settings.engine.clone());
         let engine_env = self.shared.engine_env.clone();
-        let label = container::job_label(job_id);
+        let job = job_id.to_string();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 if let Some(engine) = engine {
-                    remove_labelled_containers(&engine, &engine_env, &label);
+                    remove_job_containers(&engine, &engine_env, &job);
                 }
                 match std::fs::remove_dir_all(&dir) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -608,24 +610,24 @@ impl Controller {
             }
             LocalMode::Container => {
                 let settings = self.container_settings();
-                let plan = container::plan(&settings, &self.launch, &replica, index, &gpu_ids)
+                let steps = container::plan(&settings, &self.launch, &replica, index, &gpu_ids)
                     .map_err(AttemptStartError::Container)?;
-                // The engine process gets the server's engine settings and the
-                // values only `-e NAME` can carry; the container gets only
-                // its own environment.
-                for (k, v) in self.shared.engine_env.iter().cloned().chain(plan.engine_env) {
+                // The engine process gets the server's engine settings and
+                // nothing of the job's: the container gets its environment
+                // through the env file and the engine's secrets.
+                for (k, v) in self.shared.engine_env.iter().cloned() {
                     env.retain(|(n, _)| *n != k);
                     env.push((k, v));
                 }
                 SuperviseSpec {
-                    command: plan.steps.start(),
+                    command: steps.start(),
                     env,
                     workdir,
                     log,
                     // The engine enforces the memory limit of a container.
                     cgroup: None,
                     grace_seconds: grace,
-                    container: Some(plan.steps),
+                    container: Some(steps),
                 }
             }
         };
@@ -637,6 +639,7 @@ impl Controller {
             engine: &self.shared.settings.engine,
             pull_policy: self.shared.settings.pull_policy,
             volumes: &self.shared.settings.volumes,
+            pids_limit: self.shared.settings.pids_limit,
         }
     }
 
@@ -1072,6 +1075,13 @@ fn claim_lost(run_dir: &Path, remove_container: Option<&RemoveContainer>) -> Exi
 /// environment to run it in.
 type RemoveContainer = (Vec<String>, Vec<(String, String)>);
 
+/// Removes every container of a job, running or not, then the secrets they
+/// read their variables from.
+fn remove_job_containers(engine: &str, engine_env: &[(String, String)], job_id: &str) {
+    remove_labelled_containers(engine, engine_env, &container::job_label(job_id));
+    remove_job_secrets(engine, engine_env, job_id);
+}
+
 /// Removes every container carrying `label` (`jobdeck.job=<id>`), running
 /// or not.
 fn remove_labelled_containers(engine: &str, engine_env: &[(String, String)], label: &str) {
@@ -1100,6 +1110,32 @@ fn remove_labelled_containers(engine: &str, engine_env: &[(String, String)], lab
         .status();
     if let Err(e) = removed {
         tracing::warn!(label, error = %e, "cannot remove a deleted job's containers");
+    }
+}
+
+/// Removes the podman secrets a job's attempts left (a supervisor that was
+/// killed before it removed its container's).
+fn remove_job_secrets(engine: &str, engine_env: &[(String, String)], job_id: &str) {
+    if container::Engine::from_binary(engine) != container::Engine::Podman {
+        return;
+    }
+    let engine_command = |args: &[&str]| {
+        std::process::Command::new(engine)
+            .args(args)
+            .envs(engine_env.iter().cloned())
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+    };
+    let Ok(listed) = engine_command(&["secret", "ls", "--format", "{{.Name}}"]) else { return };
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let names = container::secrets_of_job(&listed, job_id);
+    if !names.is_empty() {
+        let mut args = vec!["secret", "rm"];
+        args.extend(names);
+        if let Err(e) = engine_command(&args) {
+            tracing::warn!(job = job_id, error = %e, "cannot remove a deleted job's secrets");
+        }
     }
 }
 

@@ -115,6 +115,8 @@ pub const STAGE_FILE: &str = "stage";
 const AUTH_FILE: &str = "auth.json";
 const DOCKER_CONFIG_DIR: &str = "docker-auth";
 const ENV_FILE: &str = "env";
+/// A value on its way into a podman secret, for as long as that takes.
+const SECRET_FILE: &str = "secret-value";
 
 /// What a container replica is doing, as the `stage` file says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -350,6 +352,44 @@ fn run_quietly(command: &[String], env: &[(String, String)], run_dir: &Path, log
     }
 }
 
+/// Removes the attempt's container, then the secrets it read its
+/// variables from.
+fn remove_container(
+    steps: &ContainerSteps,
+    env: &[(String, String)],
+    run_dir: &Path,
+    log: &Option<Arc<Mutex<LogWriter>>>,
+) {
+    run_quietly(&steps.remove(), env, run_dir, log);
+    for secret in &steps.secrets {
+        // A secret that was never created (the pull failed) is not an error.
+        let _ = run_step(&steps.remove_secret(secret), env, run_dir, false);
+    }
+}
+
+/// Creates the podman secrets that carry the variables an env file cannot
+/// hold: each value goes through a 0600 file of the run directory that is
+/// removed at once, never through a command line or an environment.
+fn create_secrets(run_dir: &Path, spec: &SuperviseSpec, steps: &ContainerSteps) -> Result<(), String> {
+    let file = run_dir.join(SECRET_FILE);
+    for secret in &steps.secrets {
+        // One left by an earlier supervisor of this attempt is replaced.
+        let _ = run_step(&steps.remove_secret(secret), &spec.env, run_dir, false);
+        write_atomic(&file, secret.value.as_bytes(), 0o600)
+            .map_err(|e| format!("cannot write the value of {}: {e}", secret.variable))?;
+        let created = run_step(&steps.create_secret(secret, &file), &spec.env, run_dir, false);
+        let _ = std::fs::remove_file(&file);
+        match created {
+            Ok(out) if out.success() => {}
+            Ok(out) => {
+                return Err(format!("the engine could not store the value of {}: {}", secret.variable, out.words()))
+            }
+            Err(e) => return Err(crate::error_chain(&e)),
+        }
+    }
+    Ok(())
+}
+
 fn ended_now(describe: impl FnOnce(&mut ExitRecord)) -> ExitRecord {
     let mut record = ExitRecord { ended_at: now_millis(), ..ExitRecord::default() };
     describe(&mut record);
@@ -390,6 +430,10 @@ fn prepare_container(
         return Err(Box::new(ended_now(|r| r.stop_requested = true)));
     }
     Stage::Creating.write(run_dir);
+    if let Err(message) = create_secrets(run_dir, spec, steps) {
+        note(log, &message);
+        return Err(Box::new(ended_now(|r| r.engine_error = Some(message))));
+    }
     let env_path = run_dir.join(ENV_FILE);
     let lines: String = steps.env_file.iter().map(|(name, value)| format!("{name}={value}\n")).collect();
     if let Err(e) = write_atomic(&env_path, lines.as_bytes(), 0o600) {
@@ -541,7 +585,7 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
         match prepare_container(run_dir, spec, steps, &log) {
             Ok(id) => container_id = id,
             Err(record) => {
-                run_quietly(&steps.remove(), &spec.env, run_dir, &log);
+                remove_container(steps, &spec.env, run_dir, &log);
                 return *record;
             }
         }
@@ -690,7 +734,7 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     if let Some(steps) = &spec.container {
         let start_words = last_stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
         finish_container(steps, &spec.env, run_dir, &container_id, &start_words, &mut record);
-        run_quietly(&steps.remove(), &spec.env, run_dir, &log);
+        remove_container(steps, &spec.env, run_dir, &log);
     }
     if record.oom_killed {
         // The failure analysis finds this line (and its victim) in the log.
