@@ -8,16 +8,23 @@
 use std::path::Path;
 use std::process::Command;
 
-use jobdeck_e2e::containers;
-use jobdeck_e2e::Server;
+use std::time::Duration;
+
+use jobdeck_e2e::containers::{self, GatedProxy, Registry};
+use jobdeck_e2e::{wait_for, Server};
 use serde_json::{json, Value};
 
 /// A container-mode server on podman with one volume, `scratch`.
 fn server(scratch: &Path) -> Server {
+    server_with(scratch, "")
+}
+
+/// [`server`] with `extra` lines for `[executor.local]`.
+fn server_with(scratch: &Path, extra: &str) -> Server {
     containers::test_image();
     let config = format!(
         "[executor.local]\nmode = \"container\"\nengine = \"{engine}\"\ngrace_period_seconds = 2\n\
-         retry_backoff_seconds = 0\npids_limit = 300\nvolumes = {{ scratch = \"{scratch}\" }}\n\n\
+         retry_backoff_seconds = 0\npids_limit = 300\nvolumes = {{ scratch = \"{scratch}\" }}\n{extra}\n\n\
          [[node_groups]]\nname = \"local\"\ncpu = 8\nmemory_mb = 16384\n\n\
          [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 1024\n",
         engine = containers::ENGINE,
@@ -137,4 +144,84 @@ fn a_container_runs_with_least_privilege() {
     }
     assert!(text.contains("mknod refused"), "{text}");
     assert!(text.lines().any(|l| l.trim() == "300"), "the configured pids limit:\n{text}");
+}
+
+/// A job that mounts `path` of the scratch volume at `/mnt` and runs
+/// `script`.
+fn mounting(name: &str, path: &str, script: &str) -> Value {
+    let mut spec = job(name, script);
+    spec["spec"]["mounts"] = json!([{"from": "scratch", "path": path, "mount_path": "/mnt"}]);
+    spec
+}
+
+/// One job plants a link to the host's root in a shared volume; a second
+/// job that mounts that path must not get the host's root. It fails as a
+/// configuration error naming the link, and nothing it tried to write
+/// reaches the host.
+#[test]
+fn a_link_planted_in_a_volume_never_leads_a_mount_out_of_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path());
+    let token = &server.admin_token;
+    let mut plant = job("plant", "ln -s / /scratch/escape; mkdir -p /scratch/ok/inner; ln -s /etc /scratch/ok/etc");
+    plant["spec"]["mounts"] = json!([{"from": "scratch", "path": "/", "mount_path": "/scratch"}]);
+    let planted = server.create_job(token, &plant);
+    server.wait_for_state(token, &planted, "Completed");
+    assert!(scratch.path().join("escape").is_symlink(), "the link is planted");
+
+    let host_marker = format!("/tmp/jobdeck-escaped-{}", std::process::id());
+    for path in ["/escape", "/escape/tmp", "/ok/etc"] {
+        let id = server.create_job(token, &mounting("follow", path, &format!("touch /mnt{host_marker}; ls /mnt")));
+        server.wait_for_state(token, &id, "Failed");
+        let found = server.failure_analysis(token, &id);
+        assert_eq!(found["err_class"], "ERR_CONFIG", "{path}: {found}");
+        assert!(found["summary"].as_str().unwrap().contains("is a symbolic link"), "{path}: {found}");
+        let replica = &server.replicas(token, &id)[0]["status"];
+        let text = replica.to_string();
+        assert!(text.contains("is a symbolic link"), "{path}: the replica names the link: {text}");
+    }
+    assert!(!Path::new(&host_marker).exists(), "a job wrote to the host's /tmp through a planted link");
+
+    let id = server.create_job(token, &mounting("inside", "/ok/inner", "touch /mnt/written; echo mounted"));
+    server.wait_for_state(token, &id, "Completed");
+    assert!(scratch.path().join("ok/inner/written").exists(), "a plain directory of the volume mounts as before");
+}
+
+/// The check and the mount cannot be raced: the directory is bound when it
+/// is checked, before the image is pulled. While the pull is held, the test
+/// swaps the checked directory for a link to the host's root, as a running
+/// job on the same volume could; the container still gets the directory
+/// that was checked.
+#[test]
+fn a_link_swapped_in_after_the_check_changes_nothing() {
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(scratch.path().join("data")).unwrap();
+    std::fs::write(scratch.path().join("data/original"), "the checked directory\n").unwrap();
+    let registry = Registry::start();
+    registry.push(containers::test_image(), "team/gated:1");
+    let proxy = GatedProxy::start(&registry.address);
+    registry.allow(&[&proxy.address]);
+    let extra =
+        format!("engine_environment = {{ CONTAINERS_REGISTRIES_CONF = \"{}\" }}", registry.registries_conf.display());
+    let server = server_with(scratch.path(), &extra);
+    let token = &server.admin_token;
+    let mut spec =
+        mounting("swapped", "/data", "cat /mnt/original; [ -e /mnt/etc/hostname ] && echo host root || true");
+    spec["spec"]["container"]["image"] = json!(format!("{}/team/gated:1", proxy.address));
+    spec["spec"]["container"]["registry_username"] = json!(registry.username);
+    spec["spec"]["container"]["registry_password"] = json!(registry.password);
+    let id = server.create_job(token, &spec);
+    wait_for("the replica to pull its image", Duration::from_secs(60), || {
+        let list = server.replicas(token, &id);
+        list.first()?["status"]["readiness_issue"]["message"].as_str()?.starts_with("Pulling image").then_some(())
+    });
+    std::fs::rename(scratch.path().join("data"), scratch.path().join("moved")).unwrap();
+    std::os::unix::fs::symlink("/", scratch.path().join("data")).unwrap();
+    proxy.open();
+    server.wait_for_state(token, &id, "Completed");
+    let text = server.log_text(token, &id, &format!("{id}-0-0"));
+    assert!(text.contains("the checked directory"), "{text}");
+    assert!(!text.contains("host root"), "the swapped-in link was followed:\n{text}");
+    let binds = std::fs::read_dir(server.data_dir.join("mounts")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(binds, 0, "the bind is undone with the container");
 }

@@ -97,6 +97,16 @@ pub fn remove_containers(names: &[String]) {
         .status();
 }
 
+/// Detaches every volume bind under a data directory's `mounts/` and
+/// removes the empty mount points (`umount -l`, then `rmdir`: never
+/// anything inside them).
+pub fn release_volume_binds(data_dir: &Path) {
+    for point in std::fs::read_dir(data_dir.join("mounts")).into_iter().flatten().flatten() {
+        let _ = Command::new("umount").arg("-l").arg(point.path()).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        let _ = std::fs::remove_dir(point.path());
+    }
+}
+
 /// The containers carrying a job's label, running or not.
 pub fn containers_of_job(job_id: &str) -> Vec<String> {
     engine(&["ps", "-a", "--format", "{{.Names}}", "--filter", &format!("label=jobdeck.job={job_id}")])

@@ -303,6 +303,9 @@ impl Drop for Server {
         end_replicas(&self.data_dir);
         // A container runs under its engine, not its supervisor's session.
         containers::remove_containers(&containers::attempt_containers(&self.data_dir));
+        // The volumes a killed supervisor had bound, before the data
+        // directory is removed recursively (through them, otherwise).
+        containers::release_volume_binds(&self.data_dir);
         // Nor does a Slurm job: cancel what the server's jobs left there.
         cancel_slurm_jobs(&self.data_dir);
     }

@@ -537,6 +537,19 @@ impl Config {
         if self.node_groups.is_empty() {
             return Some("node_groups must declare at least one node group".into());
         }
+        // A job mounting such a volume would read every secret and token.
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let data_dir = canonical(&self.data_dir);
+        for (name, dir) in &self.executor.local.volumes {
+            if data_dir.starts_with(canonical(dir)) {
+                return Some(format!(
+                    "executor.local.volumes.{name} ('{}') contains the data directory ({}), which holds every \
+                     secret and token",
+                    dir.display(),
+                    self.data_dir.display()
+                ));
+            }
+        }
         let mut group_names = BTreeSet::new();
         let mut node_names = BTreeSet::new();
         for (i, group) in self.node_groups.iter().enumerate() {
@@ -669,6 +682,26 @@ mod tests {
         let names: Vec<_> = config.shapes.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["cpu.small", "cpu.medium", "cpu.large"]);
         assert_eq!(config.executor.kind, ExecutorKind::Local);
+        config.check().unwrap();
+    }
+
+    /// A volume at or above the data directory would hand a job every
+    /// secret and token; one beside it is fine.
+    #[test]
+    fn a_volume_that_contains_the_data_directory_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("srv/jobdeck");
+        std::fs::create_dir_all(&data).unwrap();
+        std::os::unix::fs::symlink(root.path().join("srv"), root.path().join("link")).unwrap();
+        for volume in [root.path().join("srv"), data.clone(), root.path().join("link"), root.path().to_path_buf()] {
+            let mut config = Config::for_machine(&data, &machine(0));
+            config.executor.local.volumes = [("shared".to_string(), volume.clone())].into();
+            let rule = config.first_broken_rule().unwrap_or_else(|| panic!("{} was accepted", volume.display()));
+            assert!(rule.starts_with("executor.local.volumes.shared ("), "{rule}");
+            assert!(rule.contains("contains the data directory"), "{rule}");
+        }
+        let mut config = Config::for_machine(&data, &machine(0));
+        config.executor.local.volumes = [("shared".to_string(), root.path().join("srv/datasets"))].into();
         config.check().unwrap();
     }
 

@@ -123,6 +123,14 @@ pub struct ContainerSteps {
     /// before the container and removed with it.
     #[serde(default)]
     pub secrets: Vec<EnvSecret>,
+    /// The volumes to mount, bound by the supervisor before `create`.
+    #[serde(default)]
+    pub mounts: Vec<VolumeMount>,
+    /// The directory of the data directory where those binds are made
+    /// (`<data dir>/mounts`), never inside a run directory, which is removed
+    /// recursively.
+    #[serde(default)]
+    pub staging_dir: PathBuf,
 }
 
 impl ContainerSteps {
@@ -152,11 +160,24 @@ impl ContainerSteps {
         command
     }
 
-    /// `<engine> create`: the options, then `--` so that nothing after it
-    /// is read as an option, then the image and the command's arguments.
-    pub fn create(&self, env_file: &Path) -> Vec<String> {
+    /// `<engine> create`: the options, each volume from its bound `sources`
+    /// (one per mount, in order), then `--` so that nothing after it is read
+    /// as an option, then the image and the command's arguments.
+    pub fn create(&self, env_file: &Path, sources: &[PathBuf]) -> Vec<String> {
         let mut command = self.command(&["create"]);
         command.extend(self.create_options.iter().cloned());
+        for (mount, source) in self.mounts.iter().zip(sources) {
+            // Podman mounts a volume without set-user-id files or devices;
+            // docker's `-v` has no such options (the bind the supervisor made
+            // has them on both, docs/security.md).
+            let access = if mount.read_only { "ro" } else { "rw" };
+            let options = match self.engine_kind() {
+                Engine::Podman => format!("{access},nosuid,nodev"),
+                Engine::Docker => access.to_string(),
+            };
+            command.push("-v".into());
+            command.push(format!("{}:{}:{options}", source.display(), mount.target));
+        }
         command.push("--env-file".into());
         command.push(env_file.to_string_lossy().into_owned());
         command.push("--".into());
@@ -233,13 +254,14 @@ pub fn secrets_of_job<'a>(listed: &'a str, job_id: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// Resolves `path` inside the volume directory `root`, refusing anything
-/// that climbs out of it.
-pub fn volume_path(root: &Path, path: Option<&str>) -> Result<PathBuf, String> {
-    let mut out = root.to_path_buf();
+/// The components of `path` inside a volume, refusing anything that climbs
+/// out of it. The supervisor opens them one by one without following links
+/// ([`super::local::volumes`]).
+pub fn volume_components(path: Option<&str>) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
     for component in Path::new(path.unwrap_or("")).components() {
         match component {
-            Component::Normal(part) => out.push(part),
+            Component::Normal(part) => out.push(part.to_string_lossy().into_owned()),
             Component::RootDir | Component::CurDir => {}
             Component::ParentDir | Component::Prefix(_) => {
                 return Err(format!("path '{}' climbs out of its volume", path.unwrap_or("")))
@@ -249,12 +271,37 @@ pub fn volume_path(root: &Path, path: Option<&str>) -> Result<PathBuf, String> {
     Ok(out)
 }
 
+/// A volume a container mounts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeMount {
+    /// The volume's name in the job (`spec.mounts[].from`), for messages.
+    pub volume: String,
+    /// The configured volume's directory (the operator's, trusted as it is).
+    pub root: PathBuf,
+    /// The directory inside it, as components: no `..`, opened without
+    /// following links.
+    pub path: Vec<String>,
+    /// Where the container sees it.
+    pub target: String,
+    pub read_only: bool,
+}
+
+impl VolumeMount {
+    /// The directory as a path, for messages (and for engines given the
+    /// path itself, which a bound source replaces).
+    pub fn host_path(&self) -> PathBuf {
+        self.path.iter().fold(self.root.clone(), |dir, part| dir.join(part))
+    }
+}
+
 /// What the plan needs beyond the launch.
 pub struct ContainerSettings<'a> {
     pub engine: &'a str,
     pub pull_policy: PullPolicy,
     pub volumes: &'a BTreeMap<String, PathBuf>,
     pub pids_limit: u32,
+    /// Where the supervisor binds the volumes' directories for the engine.
+    pub staging_dir: &'a Path,
 }
 
 /// Builds the steps of one replica attempt.
@@ -320,20 +367,18 @@ pub fn plan(
             push(&["-p", &mapping]);
         }
     }
+    let mut mounts = Vec::new();
     for mount in launch.spec.mounts.iter().flatten() {
         let root = jobdeck_api::volume_key(&mount.from, settings.volumes.keys())
             .and_then(|key| settings.volumes.get(key))
             .ok_or_else(|| format!("no volume named '{}' in executor.local.volumes", mount.from))?;
-        let host = volume_path(root, mount.path.as_deref())?;
-        let read_only = mount.mount_options.as_ref().and_then(|o| o.read_only).unwrap_or(false);
-        // Podman mounts a volume without set-user-id files or devices;
-        // docker's `-v` has no such options (docs/security.md).
-        let access = if read_only { "ro" } else { "rw" };
-        let suffix = match engine {
-            Engine::Podman => format!(":{access},nosuid,nodev"),
-            Engine::Docker => format!(":{access}"),
-        };
-        push(&["-v", &format!("{}:{}{suffix}", host.display(), mount.mount_path)]);
+        mounts.push(VolumeMount {
+            volume: mount.from.clone(),
+            root: root.clone(),
+            path: volume_components(mount.path.as_deref())?,
+            target: mount.mount_path.clone(),
+            read_only: mount.mount_options.as_ref().and_then(|o| o.read_only).unwrap_or(false),
+        });
     }
     let (multi_line, single_line): (Vec<_>, Vec<_>) = env.into_iter().partition(|(_, v)| v.contains(['\n', '\r']));
     let mut secrets = Vec::new();
@@ -377,6 +422,8 @@ pub fn plan(
         args,
         env_file: single_line,
         secrets,
+        mounts,
+        staging_dir: settings.staging_dir.to_path_buf(),
     })
 }
 
@@ -419,11 +466,17 @@ mod tests {
 
     #[test]
     fn volume_paths_stay_inside_the_volume() {
-        let root = Path::new("/srv/vol");
-        assert_eq!(volume_path(root, Some("/data/a")).unwrap(), Path::new("/srv/vol/data/a"));
-        assert_eq!(volume_path(root, None).unwrap(), Path::new("/srv/vol"));
-        assert!(volume_path(root, Some("../etc")).is_err());
-        assert!(volume_path(root, Some("a/../../b")).is_err());
+        assert_eq!(volume_components(Some("/data/./a")).unwrap(), ["data", "a"]);
+        assert_eq!(volume_components(None).unwrap(), Vec::<String>::new());
+        assert!(volume_components(Some("../etc")).is_err());
+        assert!(volume_components(Some("a/../../b")).is_err());
+    }
+
+    /// The command line as the supervisor gives it once the volumes are
+    /// bound (here: at their own paths).
+    fn create_line(steps: &ContainerSteps, env_file: &str) -> String {
+        let sources: Vec<PathBuf> = steps.mounts.iter().map(VolumeMount::host_path).collect();
+        steps.create(Path::new(env_file), &sources).join(" ")
     }
 
     fn sample_launch() -> JobLaunch {
@@ -460,8 +513,13 @@ mod tests {
 
     fn try_plan(engine: &str, launch: &JobLaunch, gpus: &[u32]) -> Result<ContainerSteps, String> {
         let volumes = volumes();
-        let settings =
-            ContainerSettings { engine, pull_policy: PullPolicy::Missing, volumes: &volumes, pids_limit: 8192 };
+        let settings = ContainerSettings {
+            engine,
+            pull_policy: PullPolicy::Missing,
+            volumes: &volumes,
+            pids_limit: 8192,
+            staging_dir: Path::new("/data/mounts"),
+        };
         plan(&settings, launch, "train-abcde-0-0", 0, gpus)
     }
 
@@ -475,15 +533,15 @@ mod tests {
     #[test]
     fn docker_create_has_every_part_of_the_spec_and_no_secret_values() {
         let steps = plan_with("docker", &one_line_launch(), &[0, 2]);
-        let line = steps.create(Path::new("/run/r/env")).join(" ");
+        let line = create_line(&steps, "/run/r/env");
         let expected_parts = [
             "docker create --name jobdeck-train-abcde-0-0",
             "--label jobdeck.job=train-abcde --label jobdeck.replica=train-abcde-0-0",
             "--cpus 4 --memory 8192m --shm-size 2048m",
             "--gpus \"device=0,2\"",
             "-p 8080/tcp -p 19000:9000/udp",
-            "-v /srv/shared/datasets:/data:ro",
-            "--entrypoint /bin/bash --env-file /run/r/env -- nvcr.io/nvidia/pytorch:25.08-py3 -c python train.py",
+            "--entrypoint /bin/bash",
+            "-v /srv/shared/datasets:/data:ro --env-file /run/r/env -- nvcr.io/nvidia/pytorch:25.08-py3 -c python train.py",
         ];
         for part in expected_parts {
             assert!(line.contains(part), "missing {part:?} in {line}");
@@ -509,7 +567,7 @@ mod tests {
     fn containers_run_with_least_privilege() {
         for engine in ["docker", "podman"] {
             let steps = plan_with(engine, &one_line_launch(), &[]);
-            let line = steps.create(Path::new("env")).join(" ");
+            let line = create_line(&steps, "env");
             let adds: Vec<String> = CAPABILITIES.iter().map(|c| format!("--cap-add {c}")).collect();
             let caps = format!("--cap-drop all {}", adds.join(" "));
             for part in [caps.as_str(), "--security-opt no-new-privileges", "--pids-limit 8192", " -- nvcr.io/"] {
@@ -528,7 +586,7 @@ mod tests {
         let secret = &steps.secrets[0];
         assert_eq!((secret.name.as_str(), secret.variable.as_str()), ("jobdeck-train-abcde-0-0-env0", "PEM"));
         assert_eq!(secret.value, "-----BEGIN\nkey\n-----END");
-        let line = steps.create(Path::new("env")).join(" ");
+        let line = create_line(&steps, "env");
         assert!(line.contains("--secret jobdeck-train-abcde-0-0-env0,type=env,target=PEM"), "{line}");
         assert!(!line.contains("BEGIN") && !format!("{secret:?}").contains("BEGIN"), "{line}");
         assert!(steps.env_file.iter().all(|(name, _)| name != "PEM"));
@@ -548,7 +606,7 @@ mod tests {
         launch.spec.container.registry_username = Some("bot".into());
         launch.spec.container.registry_password = Some("pw".into());
         let steps = plan_with("/usr/bin/podman", &launch, &[1]);
-        let line = steps.create(Path::new("env")).join(" ");
+        let line = create_line(&steps, "env");
         assert!(line.contains("--device nvidia.com/gpu=1"), "{line}");
         assert!(!line.contains("--gpus"), "{line}");
         let login = steps.login.clone().unwrap();
@@ -598,7 +656,7 @@ mod tests {
         launch.resolved.workers = 2;
         launch.spec.container.command = None;
         let steps = plan_with("podman", &launch, &[]);
-        let line = steps.create(Path::new("env")).join(" ");
+        let line = create_line(&steps, "env");
         assert!(line.contains("--network host"), "{line}");
         assert!(!line.contains("-p "), "{line}");
         assert!(!line.contains("--entrypoint"), "{line}");
@@ -634,8 +692,13 @@ mod tests {
     fn unknown_volumes_and_missing_images_are_errors() {
         let mut launch = sample_launch();
         let none = BTreeMap::new();
-        let settings =
-            ContainerSettings { engine: "podman", pull_policy: PullPolicy::Always, volumes: &none, pids_limit: 1 };
+        let settings = ContainerSettings {
+            engine: "podman",
+            pull_policy: PullPolicy::Always,
+            volumes: &none,
+            pids_limit: 1,
+            staging_dir: Path::new("/data/mounts"),
+        };
         let err = plan(&settings, &launch, "r-0-0", 0, &[]).unwrap_err();
         assert_eq!(err, "no volume named 'shared' in executor.local.volumes");
         launch.spec.mounts = None;

@@ -229,6 +229,15 @@ fn explain(
                     .to_string(),
             )
         }
+        // A configuration the executor refused before anything ran (a volume
+        // path that is a link): its own words say what to change.
+        FailureClass::Config if first.is_some_and(|(row, _)| row.reason.as_deref() == Some("ConfigError")) => {
+            let why = first.and_then(|(row, _)| row.message.clone()).unwrap_or_default();
+            (
+                format!("{who} could not start: {why}."),
+                "Change what the message names in the job's configuration, then start the job again.".to_string(),
+            )
+        }
         FailureClass::Config => (
             format!("{who} could not run its command.{evidence}"),
             "Check the command (spec.container.command): the program it names must exist in the image (in process mode, on \

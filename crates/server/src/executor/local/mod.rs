@@ -18,6 +18,7 @@ pub mod cgroup;
 pub mod policy;
 pub mod process;
 pub mod supervisor;
+pub mod volumes;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -83,6 +84,8 @@ struct Shared {
     host: ExecutorHost,
     settings: LocalExecutorConfig,
     runs_dir: PathBuf,
+    /// Where supervisors bind containers' volumes (`volumes.rs`).
+    mounts_dir: PathBuf,
     supervisor_bin: PathBuf,
     memory: MemoryLimits,
     /// Makes cgroup names unique among servers sharing a machine.
@@ -146,6 +149,7 @@ impl LocalExecutor {
                 host,
                 settings,
                 runs_dir: config.data_dir.join("runs"),
+                mounts_dir: config.data_dir.join("mounts"),
                 supervisor_bin,
                 memory,
                 cgroup_prefix: format!("jd{digest}"),
@@ -266,10 +270,14 @@ impl Executor for LocalExecutor {
         let engine = (self.shared.settings.mode == LocalMode::Container).then(|| self.shared.settings.engine.clone());
         let engine_env = self.shared.engine_env.clone();
         let job = job_id.to_string();
+        let mounts_dir = self.shared.mounts_dir.clone();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 if let Some(engine) = engine {
                     remove_job_containers(&engine, &engine_env, &job);
+                    // Before the run directories go: a bind left by a killed
+                    // supervisor must never be removed recursively.
+                    volumes::release_job(&mounts_dir, &job);
                 }
                 match std::fs::remove_dir_all(&dir) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -640,6 +648,7 @@ impl Controller {
             pull_policy: self.shared.settings.pull_policy,
             volumes: &self.shared.settings.volumes,
             pids_limit: self.shared.settings.pids_limit,
+            staging_dir: &self.shared.mounts_dir,
         }
     }
 

@@ -83,6 +83,10 @@ pub fn classify(record: &ExitRecord, ending: Option<&str>, finding: Option<Findi
         let message = format!("cannot pull the image: {words}");
         return verdict(ReplicaPhase::Failed, reason, message, true, class(reason).is_program_error());
     }
+    if let Some(words) = &record.config_error {
+        let reason = "ConfigError";
+        return verdict(ReplicaPhase::Failed, reason, words.clone(), true, class(reason).is_program_error());
+    }
     if let Some(words) = &record.cannot_run {
         let reason = "ContainerCannotRun";
         let message = format!("the container's command cannot run: {words}");
@@ -228,6 +232,8 @@ mod tests {
         let pull = ExitRecord { image_pull_error: Some("unauthorized".into()), ..record(None, None) };
         let engine = ExitRecord { engine_error: Some("runc: setrlimit".into()), ..record(Some(125), None) };
         let cannot_run = ExitRecord { cannot_run: Some("/nope: not found".into()), ..record(Some(125), None) };
+        let config =
+            ExitRecord { config_error: Some("'/x' in volume 'v' is a symbolic link".into()), ..record(None, None) };
         // (record, ending, phase, reason, counts, program error)
         let cases: Vec<(ExitRecord, Option<&str>, ReplicaPhase, &str, bool, bool)> = vec![
             (record(Some(0), None), None, ReplicaPhase::Succeeded, "Completed", false, false),
@@ -253,6 +259,7 @@ mod tests {
             (pull, Some("Stopped"), ReplicaPhase::Failed, "Stopped", false, false),
             (engine, None, ReplicaPhase::Failed, "EngineError", true, false),
             (cannot_run, None, ReplicaPhase::Failed, "ContainerCannotRun", true, true),
+            (config, None, ReplicaPhase::Failed, "ConfigError", true, true),
         ];
         for (record, ending, phase, reason, counts, program) in cases {
             let v = classify(&record, ending, None);

@@ -87,6 +87,10 @@ pub struct ExitRecord {
     /// for reasons of its own (not the job's command); its words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_error: Option<String>,
+    /// Container mode: the job's configuration was refused before anything
+    /// ran (a volume path that is a symbolic link); why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_error: Option<String>,
     /// Container mode: the container's command cannot run (not found, not
     /// executable); the engine's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -402,6 +406,7 @@ fn prepare_container(
     run_dir: &Path,
     spec: &SuperviseSpec,
     steps: &ContainerSteps,
+    volume_sources: &[PathBuf],
     log: &Option<Arc<Mutex<LogWriter>>>,
 ) -> Result<String, Box<ExitRecord>> {
     let env = &spec.env;
@@ -441,7 +446,7 @@ fn prepare_container(
         note(log, &message);
         return Err(Box::new(ended_now(|r| r.engine_error = Some(message))));
     }
-    let created = run_step(&steps.create(&env_path), env, run_dir, false);
+    let created = run_step(&steps.create(&env_path, volume_sources), env, run_dir, false);
     let _ = std::fs::remove_file(&env_path);
     match created {
         Ok(out) if out.success() => Ok(out.stdout.trim().to_string()),
@@ -581,8 +586,31 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
         }
     }
     let mut container_id = String::new();
+    // Held until the function returns, after the container is removed.
+    let mut _volumes = super::volumes::Bound::default();
     if let Some(steps) = &spec.container {
-        match prepare_container(run_dir, spec, steps, &log) {
+        // Bound before the pull: what the job mounts is decided now, and no
+        // link swapped into a volume later changes it.
+        match super::volumes::bind(&steps.mounts, &steps.staging_dir, &steps.name) {
+            Ok(bound) => {
+                if let Some(words) = &bound.note {
+                    note(&log, words);
+                }
+                _volumes = bound;
+            }
+            Err(error) => {
+                let message = crate::error_chain(&error);
+                note(&log, &message);
+                return ended_now(|r| {
+                    if error.is_the_jobs() {
+                        r.config_error = Some(message);
+                    } else {
+                        r.engine_error = Some(message);
+                    }
+                });
+            }
+        }
+        match prepare_container(run_dir, spec, steps, &_volumes.sources, &log) {
             Ok(id) => container_id = id,
             Err(record) => {
                 remove_container(steps, &spec.env, run_dir, &log);
