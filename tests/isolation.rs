@@ -225,3 +225,34 @@ fn a_link_swapped_in_after_the_check_changes_nothing() {
     let binds = std::fs::read_dir(server.data_dir.join("mounts")).map(|d| d.count()).unwrap_or(0);
     assert_eq!(binds, 0, "the bind is undone with the container");
 }
+
+/// A multi-worker job's workers share a pod of their own: they reach each
+/// other on 127.0.0.1:MASTER_PORT, as `torchrun` expects, but not the
+/// host's loopback, where the server listens (they shared the host's network
+/// before). The pod goes with the job's last container.
+#[test]
+fn a_multi_worker_job_has_a_network_of_its_own() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path());
+    let token = &server.admin_token;
+    let server_port = server.base_url.rsplit(':').next().unwrap().trim_end_matches('/').to_string();
+    // Rank 1 retries until rank 0 listens (bounded), then sends a line.
+    let script = format!(
+        "if [ \"$NODE_RANK\" = 0 ]; then nc -l -p \"$MASTER_PORT\"; else \
+           i=0; until echo hello-from-rank-1 | nc 127.0.0.1 \"$MASTER_PORT\"; do \
+             i=$((i + 1)); [ $i -lt 600 ] || exit 9; sleep 0.1; done; fi; \
+         if echo | nc -w 2 127.0.0.1 {server_port}; then echo reached-the-server; else echo server-unreachable; fi"
+    );
+    let mut spec = job("workers", &script);
+    spec["spec"]["workers"] = json!(2);
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, "Completed");
+    let rank0 = server.log_text(token, &id, &format!("{id}-0-0"));
+    assert!(rank0.contains("hello-from-rank-1"), "the workers reach each other:\n{rank0}");
+    for index in 0..2 {
+        let text = server.log_text(token, &id, &format!("{id}-{index}-0"));
+        assert!(text.contains("server-unreachable"), "worker {index} reached the host's loopback:\n{text}");
+    }
+    let pods = containers::engine(&["pod", "ps", "--format", "{{.Name}}"]);
+    assert!(!pods.contains(&id), "the pod is removed with the last worker: {pods}");
+}

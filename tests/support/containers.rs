@@ -97,6 +97,36 @@ pub fn remove_containers(names: &[String]) {
         .status();
 }
 
+/// Removes the pods of the container jobs under a data directory (those
+/// with a container attempt, `runs/<job>/<attempt>/stage`), with their
+/// infra containers.
+pub fn remove_pods(data_dir: &Path) {
+    for job in std::fs::read_dir(data_dir.join("runs")).into_iter().flatten().flatten() {
+        let in_containers = std::fs::read_dir(job.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|attempt| attempt.path().join("stage").exists());
+        if !in_containers {
+            continue;
+        }
+        let label = format!("label=jobdeck.job={}", job.file_name().to_string_lossy());
+        let Ok(out) = Command::new(ENGINE).args(["pod", "ps", "-q", "--filter", &label]).stderr(Stdio::null()).output()
+        else {
+            return;
+        };
+        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout).split_whitespace().map(String::from).collect();
+        if !ids.is_empty() {
+            let _ = Command::new(ENGINE)
+                .args(["pod", "rm", "-f"])
+                .args(&ids)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
 /// Detaches every volume bind under a data directory's `mounts/` and
 /// removes the empty mount points (`umount -l`, then `rmdir`: never
 /// anything inside them).

@@ -173,7 +173,9 @@ impl Server {
                 }
             }
         });
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // Bounds a failure only: the loop ends at the line that says the
+        // server listens.
+        let deadline = Instant::now() + Duration::from_secs(90);
         let mut base_url = None;
         let mut sign_in_link = String::new();
         while Instant::now() < deadline {
@@ -303,6 +305,7 @@ impl Drop for Server {
         end_replicas(&self.data_dir);
         // A container runs under its engine, not its supervisor's session.
         containers::remove_containers(&containers::attempt_containers(&self.data_dir));
+        containers::remove_pods(&self.data_dir);
         // The volumes a killed supervisor had bound, before the data
         // directory is removed recursively (through them, otherwise).
         containers::release_volume_binds(&self.data_dir);
@@ -466,7 +469,8 @@ impl Browser {
                 }
             }}
         });
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // Chromium starting on a loaded machine; ends at the first answer.
+        let deadline = Instant::now() + Duration::from_secs(60);
         let session = loop {
             match raw_call("POST", &format!("{endpoint}/session"), Some(&capabilities)) {
                 Ok(v) => break v["value"]["sessionId"].as_str().expect("a session id").to_string(),

@@ -126,6 +126,10 @@ pub struct ContainerSteps {
     /// The volumes to mount, bound by the supervisor before `create`.
     #[serde(default)]
     pub mounts: Vec<VolumeMount>,
+    /// The pod to join (a multi-worker job on podman), created by the
+    /// first of its workers and removed by the last.
+    #[serde(default)]
+    pub pod: Option<Pod>,
     /// The directory of the data directory where those binds are made
     /// (`<data dir>/mounts`), never inside a run directory, which is removed
     /// recursively.
@@ -184,6 +188,27 @@ impl ContainerSteps {
         command.push(self.image.clone());
         command.extend(self.args.iter().cloned());
         command
+    }
+
+    /// Succeeds when the pod exists.
+    pub fn pod_exists(&self, pod: &Pod) -> Vec<String> {
+        self.command(&["pod", "exists", &pod.name])
+    }
+
+    /// Creates the pod: the workers share its network and IPC namespaces.
+    pub fn create_pod(&self, pod: &Pod) -> Vec<String> {
+        let mut command = self.command(&["pod", "create", "--name", &pod.name, "--label", &pod.label]);
+        command.extend(["--share".to_string(), "net,ipc".to_string()]);
+        for port in &pod.ports {
+            command.extend(["-p".to_string(), port.clone()]);
+        }
+        command
+    }
+
+    /// Removes the pod once it holds no container of a worker: the engine
+    /// refuses while one is left, so the last worker out removes it.
+    pub fn remove_pod(&self, pod: &Pod) -> Vec<String> {
+        self.command(&["pod", "rm", &pod.name])
     }
 
     /// Creates the secret `secret` from the file `value` (podman).
@@ -271,6 +296,25 @@ pub fn volume_components(path: Option<&str>) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// The pod a multi-worker job's containers share (podman): one network and
+/// IPC namespace for the workers of one run, so `MASTER_ADDR=127.0.0.1` and
+/// NCCL's shared-memory transport work, apart from the host's network and
+/// from every other job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pod {
+    /// `jobdeck-<job>-run<run>`.
+    pub name: String,
+    /// The job's label (`jobdeck.job=<id>`), by which a delete finds it.
+    pub label: String,
+    /// The job's published ports (`-p`), which belong to the pod.
+    pub ports: Vec<String>,
+}
+
+/// The pod of a job's run.
+pub fn pod_name(job_id: &str, run: i64) -> String {
+    format!("{}-run{run}", container_name(job_id))
+}
+
 /// A volume a container mounts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VolumeMount {
@@ -353,18 +397,34 @@ pub fn plan(
             }
         }
     }
-    if launch.resolved.workers > 1 {
-        // Workers find each other on 127.0.0.1:MASTER_PORT, so they share the
-        // host's network; published ports would be meaningless there.
-        push(&["--network", "host"]);
-    } else {
-        for port in container.ports.iter().flatten() {
+    let ports: Vec<String> = container
+        .ports
+        .iter()
+        .flatten()
+        .map(|port| {
             let protocol = port.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase();
-            let mapping = match port.host_port {
+            match port.host_port {
                 Some(host) => format!("{host}:{}/{protocol}", port.container_port),
                 None => format!("{}/{protocol}", port.container_port),
-            };
-            push(&["-p", &mapping]);
+            }
+        })
+        .collect();
+    let mut pod = None;
+    match (launch.resolved.workers > 1, engine) {
+        // Workers find each other on 127.0.0.1:MASTER_PORT: on podman they
+        // share a pod of their own, which holds the published ports.
+        (true, Engine::Podman) => {
+            let shared = Pod { name: pod_name(&launch.job_id, launch.run), label: job_label(&launch.job_id), ports };
+            push(&["--pod", &shared.name]);
+            pod = Some(shared);
+        }
+        // Docker has no pods: its workers share the host's network
+        // (docs/security.md says so), where published ports are meaningless.
+        (true, Engine::Docker) => push(&["--network", "host"]),
+        (false, _) => {
+            for mapping in &ports {
+                push(&["-p", mapping]);
+            }
         }
     }
     let mut mounts = Vec::new();
@@ -423,6 +483,7 @@ pub fn plan(
         env_file: single_line,
         secrets,
         mounts,
+        pod,
         staging_dir: settings.staging_dir.to_path_buf(),
     })
 }
@@ -436,274 +497,5 @@ fn format_cpus(cpu: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::executor::env::tests::launch;
-    use jobdeck_api::{ContainerPort, Mount, MountOptions};
-
-    #[test]
-    fn registries_are_read_from_the_image() {
-        let cases = [
-            ("busybox:latest", "docker.io"),
-            ("team/img:1", "docker.io"),
-            ("nvcr.io/nvidia/pytorch:1", "nvcr.io"),
-            ("localhost:5000/x:1", "localhost:5000"),
-        ];
-        for (image, expected) in cases {
-            assert_eq!(registry_of(image), expected, "{image}");
-        }
-    }
-
-    #[test]
-    fn a_jobs_secrets_are_found_by_their_exact_names() {
-        let listed = "jobdeck-train-abcde-0-0-env0\njobdeck-train-abcde-12-3-env1\n\
-                      jobdeck-train-abcde-1-ab123-0-0-env0\njobdeck-train-abcde-0-0-envx\nother\n";
-        assert_eq!(
-            secrets_of_job(listed, "train-abcde"),
-            ["jobdeck-train-abcde-0-0-env0", "jobdeck-train-abcde-12-3-env1"]
-        );
-    }
-
-    #[test]
-    fn volume_paths_stay_inside_the_volume() {
-        assert_eq!(volume_components(Some("/data/./a")).unwrap(), ["data", "a"]);
-        assert_eq!(volume_components(None).unwrap(), Vec::<String>::new());
-        assert!(volume_components(Some("../etc")).is_err());
-        assert!(volume_components(Some("a/../../b")).is_err());
-    }
-
-    /// The command line as the supervisor gives it once the volumes are
-    /// bound (here: at their own paths).
-    fn create_line(steps: &ContainerSteps, env_file: &str) -> String {
-        let sources: Vec<PathBuf> = steps.mounts.iter().map(VolumeMount::host_path).collect();
-        steps.create(Path::new(env_file), &sources).join(" ")
-    }
-
-    fn sample_launch() -> JobLaunch {
-        let mut launch = launch(1);
-        launch.spec.container.image = Some("nvcr.io/nvidia/pytorch".into());
-        launch.spec.container.image_tag = Some("25.08-py3".into());
-        launch.spec.container.command = Some(vec!["/bin/bash".into(), "-c".into(), "python train.py".into()]);
-        launch.spec.container.ports = Some(vec![
-            ContainerPort { container_port: 8080, ..Default::default() },
-            ContainerPort {
-                container_port: 9000,
-                protocol: Some("UDP".into()),
-                host_port: Some(19000),
-                ..Default::default()
-            },
-        ]);
-        launch.spec.mounts = Some(vec![Mount {
-            path: Some("/datasets".into()),
-            from: "shared".into(),
-            mount_path: "/data".into(),
-            mount_options: Some(MountOptions { local_cache_size_mib: None, read_only: Some(true) }),
-        }]);
-        launch.env = vec![("HF_TOKEN".into(), "s3cret".into()), ("PEM".into(), "-----BEGIN\nkey\n-----END".into())];
-        launch
-    }
-
-    fn volumes() -> BTreeMap<String, PathBuf> {
-        BTreeMap::from([("shared".to_string(), PathBuf::from("/srv/shared"))])
-    }
-
-    fn plan_with(engine: &str, launch: &JobLaunch, gpus: &[u32]) -> ContainerSteps {
-        try_plan(engine, launch, gpus).unwrap()
-    }
-
-    fn try_plan(engine: &str, launch: &JobLaunch, gpus: &[u32]) -> Result<ContainerSteps, String> {
-        let volumes = volumes();
-        let settings = ContainerSettings {
-            engine,
-            pull_policy: PullPolicy::Missing,
-            volumes: &volumes,
-            pids_limit: 8192,
-            staging_dir: Path::new("/data/mounts"),
-        };
-        plan(&settings, launch, "train-abcde-0-0", 0, gpus)
-    }
-
-    /// One line values only: docker has no channel for a line break.
-    fn one_line_launch() -> JobLaunch {
-        let mut launch = sample_launch();
-        launch.env.retain(|(name, _)| name != "PEM");
-        launch
-    }
-
-    #[test]
-    fn docker_create_has_every_part_of_the_spec_and_no_secret_values() {
-        let steps = plan_with("docker", &one_line_launch(), &[0, 2]);
-        let line = create_line(&steps, "/run/r/env");
-        let expected_parts = [
-            "docker create --name jobdeck-train-abcde-0-0",
-            "--label jobdeck.job=train-abcde --label jobdeck.replica=train-abcde-0-0",
-            "--cpus 4 --memory 8192m --shm-size 2048m",
-            "--gpus \"device=0,2\"",
-            "-p 8080/tcp -p 19000:9000/udp",
-            "--entrypoint /bin/bash",
-            "-v /srv/shared/datasets:/data:ro --env-file /run/r/env -- nvcr.io/nvidia/pytorch:25.08-py3 -c python train.py",
-        ];
-        for part in expected_parts {
-            assert!(line.contains(part), "missing {part:?} in {line}");
-        }
-        assert!(!line.contains("s3cret"), "{line}");
-        assert!(steps.env_file.contains(&("HF_TOKEN".to_string(), "s3cret".to_string())));
-        assert!(steps.env_file.contains(&("CUDA_VISIBLE_DEVICES".to_string(), "0,2".to_string())));
-        assert!(steps.secrets.is_empty());
-        assert_eq!(steps.start(), ["docker", "start", "--attach", "jobdeck-train-abcde-0-0"]);
-        assert_eq!(steps.kill(), ["docker", "kill", "jobdeck-train-abcde-0-0"]);
-        assert_eq!(steps.remove(), ["docker", "rm", "-f", "jobdeck-train-abcde-0-0"]);
-        assert_eq!(steps.inspect(), ["docker", "inspect", "--format", "{{json .State}}", "jobdeck-train-abcde-0-0"]);
-        assert_eq!(steps.image_present(), ["docker", "image", "inspect", "nvcr.io/nvidia/pytorch:25.08-py3"]);
-        assert_eq!(steps.login, None);
-        // Docker reads credentials from DOCKER_CONFIG, not from a flag.
-        assert_eq!(steps.pull(Some(Path::new("/run/r/auth"))), ["docker", "pull", "nvcr.io/nvidia/pytorch:25.08-py3"]);
-    }
-
-    /// Every container drops all capabilities but the listed ones, cannot
-    /// gain privileges, has a pids limit and reads its image behind `--`,
-    /// on either engine.
-    #[test]
-    fn containers_run_with_least_privilege() {
-        for engine in ["docker", "podman"] {
-            let steps = plan_with(engine, &one_line_launch(), &[]);
-            let line = create_line(&steps, "env");
-            let adds: Vec<String> = CAPABILITIES.iter().map(|c| format!("--cap-add {c}")).collect();
-            let caps = format!("--cap-drop all {}", adds.join(" "));
-            for part in [caps.as_str(), "--security-opt no-new-privileges", "--pids-limit 8192", " -- nvcr.io/"] {
-                assert!(line.contains(part), "{engine}: missing {part:?} in {line}");
-            }
-            assert!(!CAPABILITIES.contains(&"NET_RAW") && !CAPABILITIES.contains(&"SYS_ADMIN"));
-        }
-    }
-
-    /// A value with a line break never reaches the engine's own
-    /// environment: podman gets it as a secret, docker refuses it.
-    #[test]
-    fn multi_line_values_go_as_podman_secrets_and_docker_refuses_them() {
-        let steps = plan_with("/usr/bin/podman", &sample_launch(), &[]);
-        assert_eq!(steps.secrets.len(), 1);
-        let secret = &steps.secrets[0];
-        assert_eq!((secret.name.as_str(), secret.variable.as_str()), ("jobdeck-train-abcde-0-0-env0", "PEM"));
-        assert_eq!(secret.value, "-----BEGIN\nkey\n-----END");
-        let line = create_line(&steps, "env");
-        assert!(line.contains("--secret jobdeck-train-abcde-0-0-env0,type=env,target=PEM"), "{line}");
-        assert!(!line.contains("BEGIN") && !format!("{secret:?}").contains("BEGIN"), "{line}");
-        assert!(steps.env_file.iter().all(|(name, _)| name != "PEM"));
-        assert_eq!(
-            steps.create_secret(secret, Path::new("/run/r/value")),
-            ["/usr/bin/podman", "secret", "create", "jobdeck-train-abcde-0-0-env0", "/run/r/value"]
-        );
-        assert_eq!(steps.remove_secret(secret), ["/usr/bin/podman", "secret", "rm", "jobdeck-train-abcde-0-0-env0"]);
-
-        let refused = try_plan("docker", &sample_launch(), &[]).unwrap_err();
-        assert_eq!(refused, "the variable PEM holds a line break, which docker cannot pass to a container safely");
-    }
-
-    #[test]
-    fn podman_uses_cdi_devices_and_an_auth_file() {
-        let mut launch = sample_launch();
-        launch.spec.container.registry_username = Some("bot".into());
-        launch.spec.container.registry_password = Some("pw".into());
-        let steps = plan_with("/usr/bin/podman", &launch, &[1]);
-        let line = create_line(&steps, "env");
-        assert!(line.contains("--device nvidia.com/gpu=1"), "{line}");
-        assert!(!line.contains("--gpus"), "{line}");
-        let login = steps.login.clone().unwrap();
-        assert_eq!(
-            (login.registry.as_str(), login.username.as_str(), login.password.as_str()),
-            ("nvcr.io", "bot", "pw")
-        );
-        assert!(line.contains("-v /srv/shared/datasets:/data:ro,nosuid,nodev"), "{line}");
-        assert!(!format!("{steps:?}").contains("pw\""), "the password is not in Debug output");
-        assert_eq!(
-            steps.pull(Some(Path::new("/run/r/auth.json"))),
-            ["/usr/bin/podman", "pull", "--authfile", "/run/r/auth.json", "nvcr.io/nvidia/pytorch:25.08-py3"]
-        );
-        let file: serde_json::Value = serde_json::from_str(&login.auth_file()).unwrap();
-        assert_eq!(file["auths"]["nvcr.io"]["auth"], "Ym90OnB3"); // base64("bot:pw")
-        let hub = RegistryLogin { registry: "docker.io".into(), username: "u".into(), password: "p".into() };
-        assert!(hub.auth_file().contains("https://index.docker.io/v1/"));
-    }
-
-    /// A stored image pull secret the job names is used for its image's
-    /// registry when the job has no credentials of its own; one for another
-    /// registry is not.
-    #[test]
-    fn a_named_image_pull_secret_for_the_images_registry_is_used() {
-        let credential = |name: &str, server: &str| crate::executor::PullCredential {
-            name: name.into(),
-            registry_server: server.into(),
-            username: "$oauthtoken".into(),
-            password: format!("{name}-key"),
-        };
-        let mut launch = sample_launch();
-        launch.pull_credentials =
-            vec![credential("elsewhere", "https://ghcr.io"), credential("ngc", "https://nvcr.io/")];
-        let login = plan_with("podman", &launch, &[]).login.unwrap();
-        assert_eq!((login.registry.as_str(), login.password.as_str()), ("nvcr.io", "ngc-key"));
-
-        launch.pull_credentials = vec![credential("elsewhere", "https://ghcr.io")];
-        assert_eq!(plan_with("podman", &launch, &[]).login, None);
-        launch.spec.container.image = Some("busybox".into());
-        launch.pull_credentials = vec![credential("hub", "https://index.docker.io/v1/")];
-        assert_eq!(plan_with("podman", &launch, &[]).login.map(|l| l.registry), Some("docker.io".to_string()));
-    }
-
-    #[test]
-    fn multi_worker_jobs_share_the_host_network_and_empty_commands_use_the_entrypoint() {
-        let mut launch = sample_launch();
-        launch.resolved.workers = 2;
-        launch.spec.container.command = None;
-        let steps = plan_with("podman", &launch, &[]);
-        let line = create_line(&steps, "env");
-        assert!(line.contains("--network host"), "{line}");
-        assert!(!line.contains("-p "), "{line}");
-        assert!(!line.contains("--entrypoint"), "{line}");
-        assert!(!line.contains("--gpus"), "{line}");
-        assert!(line.ends_with("nvcr.io/nvidia/pytorch:25.08-py3"), "{line}");
-        assert!(steps.env_file.contains(&("WORLD_SIZE".to_string(), "2".to_string())));
-    }
-
-    #[test]
-    fn images_run_with_the_contracts_tag_and_no_shared_memory_means_no_flag() {
-        // (image, image_tag, shared memory MiB, expected image, expected --shm-size)
-        let cases = [
-            ("busybox", None, 64, "busybox:latest", Some("64m")),
-            ("busybox", Some("1.36"), 64, "busybox:1.36", Some("64m")),
-            ("busybox:1.35", None, 1, "busybox:1.35", Some("1m")),
-            ("localhost:5000/team/img", None, 2048, "localhost:5000/team/img:latest", Some("2048m")),
-            ("img@sha256:abc", None, 0, "img@sha256:abc", None),
-        ];
-        for (image, tag, shm, expected_image, expected_shm) in cases {
-            let mut launch = sample_launch();
-            launch.spec.container.image = Some(image.into());
-            launch.spec.container.image_tag = tag.map(String::from);
-            launch.resolved.shared_memory_mb = shm;
-            let steps = plan_with("podman", &launch, &[]);
-            assert_eq!(steps.image, expected_image, "{image} {tag:?}");
-            let options = &steps.create_options;
-            let flag = options.iter().position(|a| a == "--shm-size").map(|i| options[i + 1].as_str());
-            assert_eq!(flag, expected_shm, "{image} with {shm} MiB");
-        }
-    }
-
-    #[test]
-    fn unknown_volumes_and_missing_images_are_errors() {
-        let mut launch = sample_launch();
-        let none = BTreeMap::new();
-        let settings = ContainerSettings {
-            engine: "podman",
-            pull_policy: PullPolicy::Always,
-            volumes: &none,
-            pids_limit: 1,
-            staging_dir: Path::new("/data/mounts"),
-        };
-        let err = plan(&settings, &launch, "r-0-0", 0, &[]).unwrap_err();
-        assert_eq!(err, "no volume named 'shared' in executor.local.volumes");
-        launch.spec.mounts = None;
-        assert!(plan(&settings, &launch, "r-0-0", 0, &[]).unwrap().always_pull);
-        launch.spec.container.image = None;
-        assert!(plan(&settings, &launch, "r-0-0", 0, &[]).unwrap_err().contains("image"));
-    }
-}
+#[path = "container_tests.rs"]
+mod tests;

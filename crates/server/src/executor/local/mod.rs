@@ -15,6 +15,7 @@
 //! is lost.
 
 pub mod cgroup;
+mod leftovers;
 pub mod policy;
 pub mod process;
 pub mod supervisor;
@@ -274,7 +275,7 @@ impl Executor for LocalExecutor {
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
                 if let Some(engine) = engine {
-                    remove_job_containers(&engine, &engine_env, &job);
+                    leftovers::remove_job_containers(&engine, &engine_env, &job);
                     // Before the run directories go: a bind left by a killed
                     // supervisor must never be removed recursively.
                     volumes::release_job(&mounts_dir, &job);
@@ -1083,70 +1084,6 @@ fn claim_lost(run_dir: &Path, remove_container: Option<&RemoveContainer>) -> Exi
 /// The command that removes an attempt's container, and the engine's
 /// environment to run it in.
 type RemoveContainer = (Vec<String>, Vec<(String, String)>);
-
-/// Removes every container of a job, running or not, then the secrets they
-/// read their variables from.
-fn remove_job_containers(engine: &str, engine_env: &[(String, String)], job_id: &str) {
-    remove_labelled_containers(engine, engine_env, &container::job_label(job_id));
-    remove_job_secrets(engine, engine_env, job_id);
-}
-
-/// Removes every container carrying `label` (`jobdeck.job=<id>`), running
-/// or not.
-fn remove_labelled_containers(engine: &str, engine_env: &[(String, String)], label: &str) {
-    let listed = std::process::Command::new(engine)
-        .args(["ps", "-a", "-q", "--filter", &format!("label={label}")])
-        .envs(engine_env.iter().cloned())
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    let ids: Vec<String> = match listed {
-        Ok(out) if out.status.success() => {
-            String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect()
-        }
-        Ok(_) | Err(_) => return,
-    };
-    if ids.is_empty() {
-        return;
-    }
-    let removed = std::process::Command::new(engine)
-        .args(["rm", "-f"])
-        .args(&ids)
-        .envs(engine_env.iter().cloned())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
-    if let Err(e) = removed {
-        tracing::warn!(label, error = %e, "cannot remove a deleted job's containers");
-    }
-}
-
-/// Removes the podman secrets a job's attempts left (a supervisor that was
-/// killed before it removed its container's).
-fn remove_job_secrets(engine: &str, engine_env: &[(String, String)], job_id: &str) {
-    if container::Engine::from_binary(engine) != container::Engine::Podman {
-        return;
-    }
-    let engine_command = |args: &[&str]| {
-        std::process::Command::new(engine)
-            .args(args)
-            .envs(engine_env.iter().cloned())
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-    };
-    let Ok(listed) = engine_command(&["secret", "ls", "--format", "{{.Name}}"]) else { return };
-    let listed = String::from_utf8_lossy(&listed.stdout);
-    let names = container::secrets_of_job(&listed, job_id);
-    if !names.is_empty() {
-        let mut args = vec!["secret", "rm"];
-        args.extend(names);
-        if let Err(e) = engine_command(&args) {
-            tracing::warn!(job = job_id, error = %e, "cannot remove a deleted job's secrets");
-        }
-    }
-}
 
 /// Reports the stages of a container attempt as they change, until it runs
 /// or ends.

@@ -369,6 +369,28 @@ fn remove_container(
         // A secret that was never created (the pull failed) is not an error.
         let _ = run_step(&steps.remove_secret(secret), env, run_dir, false);
     }
+    if let Some(pod) = &steps.pod {
+        // Refused while another worker's container is in it: the last
+        // worker out removes the pod.
+        let _ = run_step(&steps.remove_pod(pod), env, run_dir, false);
+    }
+}
+
+/// Creates the pod a multi-worker job's containers share, unless another
+/// worker already did.
+fn ensure_pod(run_dir: &Path, spec: &SuperviseSpec, steps: &ContainerSteps) -> Result<(), String> {
+    let Some(pod) = &steps.pod else { return Ok(()) };
+    let exists = || run_step(&steps.pod_exists(pod), &spec.env, run_dir, false).is_ok_and(|o| o.success());
+    if exists() {
+        return Ok(());
+    }
+    match run_step(&steps.create_pod(pod), &spec.env, run_dir, false) {
+        Ok(out) if out.success() => Ok(()),
+        // Another worker created it meanwhile.
+        Ok(_) if exists() => Ok(()),
+        Ok(out) => Err(format!("the engine could not create the pod {}: {}", pod.name, out.words())),
+        Err(e) => Err(crate::error_chain(&e)),
+    }
 }
 
 /// Creates the podman secrets that carry the variables an env file cannot
@@ -435,7 +457,7 @@ fn prepare_container(
         return Err(Box::new(ended_now(|r| r.stop_requested = true)));
     }
     Stage::Creating.write(run_dir);
-    if let Err(message) = create_secrets(run_dir, spec, steps) {
+    if let Err(message) = create_secrets(run_dir, spec, steps).and_then(|()| ensure_pod(run_dir, spec, steps)) {
         note(log, &message);
         return Err(Box::new(ended_now(|r| r.engine_error = Some(message))));
     }
