@@ -556,7 +556,9 @@ async fn a_banner_is_brought_into_view() {
     settle().await;
     let banner = m.host.query_selector(".banner.error").unwrap().expect("a banner");
     let top = banner.get_bounding_client_rect().top();
-    assert!((0.0..height).contains(&top), "the banner is at {top}, the window {height} high");
+    // Scrolled to the banner's top, which the browser may place a fraction
+    // of a pixel above the window's edge (-0.4375 was seen): still in view.
+    assert!((-1.0..height).contains(&top), "the banner is at {top}, the window {height} high");
 }
 
 #[wasm_bindgen_test]
