@@ -256,3 +256,44 @@ fn a_multi_worker_job_has_a_network_of_its_own() {
     let pods = containers::engine(&["pod", "ps", "--format", "{{.Name}}"]);
     assert!(!pods.contains(&id), "the pod is removed with the last worker: {pods}");
 }
+
+/// A teammate cannot take over the public secret another's jobs read: a
+/// second public secret of that name is refused (409 naming its owner), a
+/// job's reference is pinned to the secret it was created with (and says
+/// whose), and naming another user's private secret is a 422.
+#[test]
+fn a_public_secret_cannot_be_taken_over_by_a_teammate() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path());
+    let (alice, bob, mallory) = (server.token_for("alice"), server.token_for("bob"), server.token_for("mallory"));
+    let public = |value: &str| json!([{"name": "HF_TOKEN", "value": value, "visibility": "public"}]);
+    let (status, body) = server.call("POST", "/usersecrets", &alice, Some(&public("alice-value")));
+    assert_eq!(status, 200, "{body}");
+
+    let mut spec = job("reads-secret", "echo \"token=[$TOKEN]\"");
+    spec["spec"]["envs"] = json!([{"name": "TOKEN", "value_from": {"secret_name_ref": "HF_TOKEN"}}]);
+    let (status, created) = server.call("POST", "/jobs", &bob, Some(&spec));
+    assert_eq!(status, 200, "{created}");
+    assert_eq!(created["spec"]["envs"][0]["value_from"]["secret_owner"], "alice", "the reference is pinned");
+    let id = created["metadata"]["id"].as_str().unwrap().to_string();
+
+    // The takeover: a newer public secret of the same name.
+    let (status, body) = server.call("POST", "/usersecrets", &mallory, Some(&public("mallory-value")));
+    assert_eq!(status, 409, "{body}");
+    assert!(body.to_string().contains("alice"), "the answer names the owner: {body}");
+    // A private one of the same name is mallory's own business, and unseen.
+    let mut private = public("mallory-value");
+    private[0]["visibility"] = json!("private");
+    assert_eq!(server.call("POST", "/usersecrets", &mallory, Some(&private)).0, 200);
+
+    server.wait_for_state(&bob, &id, "Completed");
+    let text = server.log_text(&bob, &id, &format!("{id}-0-0"));
+    assert!(text.contains("token=[alice-value]"), "bob's job read alice's secret:\n{text}");
+    let (_, second) = server.call("POST", "/jobs", &bob, Some(&spec));
+    assert_eq!(second["spec"]["envs"][0]["value_from"]["secret_owner"], "alice", "{second}");
+
+    spec["spec"]["envs"][0]["value_from"]["secret_owner"] = json!("mallory");
+    let (status, body) = server.call("POST", "/jobs", &bob, Some(&spec));
+    assert_eq!(status, 422, "{body}");
+    assert!(body.to_string().contains("spec.envs[0].value_from.secret_owner"), "{body}");
+}

@@ -312,7 +312,7 @@ mod tests {
             EnvVar { name: "A".into(), value: Some("1".into()), ..Default::default() },
             EnvVar {
                 name: "S".into(),
-                value_from: Some(EnvValue { secret_name_ref: Some("tok".into()) }),
+                value_from: Some(EnvValue { secret_name_ref: Some("tok".into()), secret_owner: None }),
                 ..Default::default()
             },
         ]);

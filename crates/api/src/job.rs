@@ -155,6 +155,12 @@ pub struct Container {
 pub struct EnvValue {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_name_ref: Option<String>,
+    /// Jobdeck's extension: whose secret the reference reads. The server
+    /// pins it when the job is created (the creator's own secret, else the
+    /// one public secret of that name), so a secret made later under the
+    /// same name never replaces it; a client may name it to choose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_owner: Option<String>,
 }
 
 /// One environment variable (`EnvVar`): a literal value or a secret reference.

@@ -33,7 +33,11 @@ fn env(name: &str, value: &str) -> EnvVar {
 }
 
 fn secret_env(name: &str, secret: &str) -> EnvVar {
-    EnvVar { name: name.into(), value: None, value_from: Some(EnvValue { secret_name_ref: Some(secret.into()) }) }
+    EnvVar {
+        name: name.into(),
+        value: None,
+        value_from: Some(EnvValue { secret_name_ref: Some(secret.into()), secret_owner: None }),
+    }
 }
 
 fn mount(mount_path: &str) -> Mount {

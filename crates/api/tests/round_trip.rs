@@ -60,7 +60,7 @@ fn env() -> impl Strategy<Value = EnvVar> {
     (env_name(), of(value()), proptest::option::weighted(0.15, of(value()))).prop_map(|(name, value, secret)| EnvVar {
         name,
         value,
-        value_from: secret.map(|secret_name_ref| EnvValue { secret_name_ref }),
+        value_from: secret.map(|secret_name_ref| EnvValue { secret_name_ref, secret_owner: None }),
     })
 }
 

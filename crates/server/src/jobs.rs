@@ -16,7 +16,7 @@ use crate::config::ExecutorKind;
 use crate::error::{ApiJson, AppError, AppResult};
 use crate::scheduler::{Command, NewJob};
 use crate::spec::ResolvedSpec;
-use crate::store::{JobFilter, JobRow, JobRuntime, QueryMode, SortKey};
+use crate::store::{JobFilter, JobRow, JobRuntime, QueryMode, SecretRow, SortKey};
 use crate::topology::{node_group_views, shape_view};
 use crate::{now_millis, AppState, Route};
 
@@ -195,8 +195,13 @@ async fn list_jobs(
 /// active jobs are not read: that read grew with the queue and slowed every
 /// creation) and the secrets `user` may reference.
 pub async fn validation_context(state: &AppState, user: &str) -> AppResult<ValidationContext> {
-    let mut secret_names: Vec<String> =
-        state.store.secrets_visible_to(user.to_string()).await?.into_iter().map(|s| s.name).collect();
+    let secrets = state.store.secrets_visible_to(user.to_string()).await?;
+    validation_context_with(state, user, &secrets).await
+}
+
+/// [`validation_context`] with the secrets `user` may read already read.
+async fn validation_context_with(state: &AppState, user: &str, secrets: &[SecretRow]) -> AppResult<ValidationContext> {
+    let mut secret_names: Vec<String> = secrets.iter().map(|s| s.name.clone()).collect();
     secret_names.dedup();
     // On Kubernetes a name Jobdeck does not store names a Secret of the
     // namespace, which only the cluster knows.
@@ -242,8 +247,10 @@ async fn create_job(
     if job.metadata.name.is_none() {
         job.metadata.name = job.metadata.id.clone();
     }
-    let context = validation_context(&state, &user.name).await?;
+    let secrets = state.store.secrets_visible_to(user.name.clone()).await?;
+    let context = validation_context_with(&state, &user.name, &secrets).await?;
     let mut errors = jobdeck_api::validate_job_in(&job, &context);
+    merge(&mut errors, crate::secrets::pin_secret_owners(&mut job.spec, &user.name, &secrets));
     merge(&mut errors, state.executor.check_spec(&job.spec));
     // Whether the job can ever fit this server is a question about a valid
     // job: asked of an out-of-range count it would only add a second message

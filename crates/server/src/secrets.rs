@@ -39,6 +39,46 @@ fn secret_view(row: SecretRow) -> Secret {
     }
 }
 
+/// Pins every secret reference of `spec` to an owner (`value_from.
+/// secret_owner`), so that a secret someone makes later under the same name
+/// never replaces the one the job was created with: the owner the client
+/// named, else the creator's own secret, else the one public secret of that
+/// name. `visible` are the secrets `user` may read. A reference the
+/// contract already refused (no such name) is left to its message.
+pub fn pin_secret_owners(spec: &mut jobdeck_api::JobSpec, user: &str, visible: &[SecretRow]) -> FieldErrors {
+    let mut errors = FieldErrors::new();
+    for (i, env) in spec.envs.iter_mut().flatten().enumerate() {
+        let Some(from) = env.value_from.as_mut() else { continue };
+        let Some(name) = from.secret_name_ref.clone().filter(|n| !n.is_empty()) else { continue };
+        let named = |owner: &str| visible.iter().any(|s| s.name == name && s.owner == owner);
+        match from.secret_owner.as_deref() {
+            Some(owner) if named(owner) => {}
+            Some(owner) => {
+                errors
+                    .entry(format!("spec.envs[{i}].value_from.secret_owner"))
+                    .or_default()
+                    .push(format!("{owner} has no secret named '{name}' that you may use"));
+            }
+            None if named(user) => from.secret_owner = Some(user.to_string()),
+            None => {
+                let public: Vec<&str> =
+                    visible.iter().filter(|s| s.name == name && s.owner != user).map(|s| s.owner.as_str()).collect();
+                match public.as_slice() {
+                    [] => {}
+                    [owner] => from.secret_owner = Some(owner.to_string()),
+                    owners => {
+                        errors.entry(format!("spec.envs[{i}].value_from.secret_name_ref")).or_default().push(format!(
+                            "several public secrets are named '{name}' ({}): choose one with value_from.secret_owner",
+                            owners.join(", ")
+                        ))
+                    }
+                }
+            }
+        }
+    }
+    errors
+}
+
 /// The rules of a secret; messages by field path (`[1].name`).
 fn check(secrets: &[Secret]) -> FieldErrors {
     let mut errors = FieldErrors::new();
@@ -106,7 +146,15 @@ async fn create_secrets(
             updated_at: now,
         })
         .collect();
-    state.store.put_secrets(rows.clone()).await?;
+    // A public name belongs to one owner: another user's public secret of
+    // the same name would otherwise be a way to hand a teammate's jobs a
+    // value of one's own choosing.
+    if let Some(taken) = state.store.put_secrets(rows.clone()).await? {
+        return Err(AppError::Conflict(format!(
+            "a public secret named '{}' already exists ({}'s): choose another name, or make yours private",
+            taken.name, taken.owner
+        )));
+    }
     Ok(Json(rows.into_iter().map(secret_view).collect()))
 }
 
@@ -128,6 +176,64 @@ mod tests {
 
     fn secret(name: &str, value: Option<&str>) -> Secret {
         Secret { name: name.into(), value: value.map(String::from), ..Secret::default() }
+    }
+
+    fn stored(owner: &str, name: &str, public: bool) -> SecretRow {
+        SecretRow {
+            owner: owner.into(),
+            name: name.into(),
+            value: String::new(),
+            visibility: if public { jobdeck_api::Visibility::Public } else { jobdeck_api::Visibility::Private },
+            tags: vec![],
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    fn spec_with(refs: &[(&str, Option<&str>)]) -> jobdeck_api::JobSpec {
+        let envs = refs
+            .iter()
+            .enumerate()
+            .map(|(i, (name, owner))| jobdeck_api::EnvVar {
+                name: format!("V{i}"),
+                value: None,
+                value_from: Some(jobdeck_api::EnvValue {
+                    secret_name_ref: Some(name.to_string()),
+                    secret_owner: owner.map(String::from),
+                }),
+            })
+            .collect();
+        jobdeck_api::JobSpec { envs: Some(envs), ..Default::default() }
+    }
+
+    fn owners(spec: &jobdeck_api::JobSpec) -> Vec<Option<String>> {
+        spec.envs().iter().map(|e| e.value_from.as_ref().and_then(|v| v.secret_owner.clone())).collect()
+    }
+
+    /// Own first, then the one public secret; a named owner is kept when
+    /// that secret may be used; several public ones of a name must be
+    /// chosen among.
+    #[test]
+    fn secret_references_are_pinned_to_an_owner() {
+        let visible = [stored("bob", "OWN", false), stored("alice", "HF", true), stored("bob", "HF", true)];
+        let mut spec = spec_with(&[("OWN", None), ("HF", None), ("HF", Some("alice")), ("GONE", None)]);
+        assert!(pin_secret_owners(&mut spec, "bob", &visible).is_empty());
+        assert_eq!(owners(&spec), [Some("bob".into()), Some("bob".into()), Some("alice".into()), None]);
+
+        let mut spec = spec_with(&[("HF", None)]);
+        assert!(pin_secret_owners(&mut spec, "carol", &visible[..2]).is_empty());
+        assert_eq!(owners(&spec), [Some("alice".into())]);
+
+        let mut spec = spec_with(&[("HF", None), ("HF", Some("mallory"))]);
+        let errors = pin_secret_owners(&mut spec, "carol", &visible);
+        assert_eq!(
+            errors["spec.envs[0].value_from.secret_name_ref"],
+            ["several public secrets are named 'HF' (alice, bob): choose one with value_from.secret_owner"]
+        );
+        assert_eq!(
+            errors["spec.envs[1].value_from.secret_owner"],
+            ["mallory has no secret named 'HF' that you may use"]
+        );
     }
 
     #[test]

@@ -107,9 +107,11 @@ pub fn spec_facts(job: &LeptonJob) -> Vec<(&'static str, String)> {
         "Environment",
         spec.envs.as_ref().map(|envs| {
             envs.iter()
-                .map(|e| match e.value_from.as_ref().and_then(|v| v.secret_name_ref.as_ref()) {
-                    Some(secret) => format!("{} (secret {secret})", e.name),
-                    None => e.name.clone(),
+                .map(|e| match e.value_from.as_ref().map(|v| (v.secret_name_ref.as_ref(), v.secret_owner.as_ref())) {
+                    // Whose secret it reads, pinned when the job was created.
+                    Some((Some(secret), Some(owner))) => format!("{} (secret {secret} of {owner})", e.name),
+                    Some((Some(secret), None)) => format!("{} (secret {secret})", e.name),
+                    _ => e.name.clone(),
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -238,7 +240,7 @@ mod tests {
             EnvVar {
                 name: "TOKEN".into(),
                 value: None,
-                value_from: Some(EnvValue { secret_name_ref: Some("hf".into()) }),
+                value_from: Some(EnvValue { secret_name_ref: Some("hf".into()), secret_owner: Some("ann".into()) }),
             },
         ]);
         let facts = spec_facts(&j);
@@ -247,7 +249,7 @@ mod tests {
         assert_eq!(value(&facts, "Completions / parallelism"), Some("4 / 1"));
         assert_eq!(value(&facts, "Backoff limit"), Some("3"));
         assert_eq!(value(&facts, "Node groups"), Some("any"));
-        assert_eq!(value(&facts, "Environment"), Some("MODE, TOKEN (secret hf)"));
+        assert_eq!(value(&facts, "Environment"), Some("MODE, TOKEN (secret hf of ann)"));
         assert!(!facts.iter().any(|(_, v)| v.contains("fast")), "env values stay off the screen");
         assert_eq!(value(&facts, "Visibility"), Some("private (creator only)"));
         assert_eq!(value(&facts, "Deadline"), None);

@@ -491,7 +491,8 @@ impl FormState {
                     EnvVar {
                         name: row[0].trim().to_string(),
                         value: (!secret).then(|| row[2].clone()),
-                        value_from: secret.then(|| EnvValue { secret_name_ref: Some(row[2].trim().to_string()) }),
+                        value_from: secret
+                            .then(|| EnvValue { secret_name_ref: Some(row[2].trim().to_string()), secret_owner: None }),
                     }
                 })
                 .collect(),

@@ -838,9 +838,10 @@ impl Scheduler {
         };
         let mut env = Vec::new();
         for (i, var) in active.spec.envs.iter().flatten().enumerate() {
+            let pinned = var.value_from.as_ref().and_then(|v| v.secret_owner.clone());
             let value = match (&var.value, var.value_from.as_ref().and_then(|v| v.secret_name_ref.as_deref())) {
                 (_, Some(secret)) => {
-                    match self.store.resolve_secret(active.row.created_by.clone(), secret.to_string()).await? {
+                    match self.store.resolve_secret(active.row.created_by.clone(), secret.to_string(), pinned).await? {
                         Some(value) => value,
                         None => {
                             return Ok(Err(LaunchRefusal::MissingSecret {

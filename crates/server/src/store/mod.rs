@@ -18,6 +18,7 @@ mod image_pull_secrets;
 mod names;
 pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
+pub use secrets::TakenName;
 mod jobs;
 mod metrics;
 mod replicas;
@@ -839,7 +840,7 @@ pub(crate) mod tests {
             updated_at: at,
         };
         store.put_secrets(vec![secret("alice", "private", "a", 1), secret("bob", "public", "b", 2)]).await.unwrap();
-        let resolve = |who: &str| store.resolve_secret(who.into(), "TOKEN".into());
+        let resolve = |who: &str| store.resolve_secret(who.into(), "TOKEN".into(), None);
         assert_eq!(resolve("alice").await.unwrap().as_deref(), Some("a"));
         assert_eq!(resolve("carol").await.unwrap().as_deref(), Some("b"));
         store.put_secrets(vec![secret("carol", "private", "c", 3)]).await.unwrap();
@@ -848,5 +849,34 @@ pub(crate) mod tests {
         assert!(store.delete_secret("alice".into(), "TOKEN".into()).await.unwrap());
         assert!(!store.delete_secret("alice".into(), "TOKEN".into()).await.unwrap());
         assert_eq!(resolve("alice").await.unwrap().as_deref(), Some("b"));
+    }
+
+    /// A public name belongs to its first owner: another user's public
+    /// secret of that name is refused whole; a pinned reference reads only
+    /// its owner's secret, and only while the job's creator may.
+    #[tokio::test]
+    async fn a_public_secret_name_cannot_be_taken_over() {
+        let (_dir, store) = temp_store();
+        let secret = |owner: &str, visibility: &str, value: &str, at: i64| SecretRow {
+            owner: owner.into(),
+            name: "TOKEN".into(),
+            value: value.into(),
+            visibility: Visibility::parse(visibility).expect("a visibility"),
+            tags: vec![],
+            created_at: at,
+            updated_at: at,
+        };
+        assert_eq!(store.put_secrets(vec![secret("alice", "public", "a", 1)]).await.unwrap(), None);
+        let taken = store.put_secrets(vec![secret("mallory", "public", "m", 2)]).await.unwrap();
+        assert_eq!(taken, Some(TakenName { name: "TOKEN".into(), owner: "alice".into() }));
+        assert_eq!(store.secrets_visible_to("bob".into()).await.unwrap().len(), 1, "nothing was written");
+        // Private under the same name is the owner's own business.
+        assert_eq!(store.put_secrets(vec![secret("mallory", "private", "m", 3)]).await.unwrap(), None);
+        let pinned = |owner: &str| store.resolve_secret("bob".into(), "TOKEN".into(), Some(owner.into()));
+        assert_eq!(pinned("alice").await.unwrap().as_deref(), Some("a"));
+        assert_eq!(pinned("mallory").await.unwrap(), None, "another user's private secret");
+        // Alice may update her own public secret.
+        assert_eq!(store.put_secrets(vec![secret("alice", "public", "a2", 4)]).await.unwrap(), None);
+        assert_eq!(pinned("alice").await.unwrap().as_deref(), Some("a2"));
     }
 }

@@ -1,5 +1,6 @@
-//! Secrets. Names are unique per owner; a job resolves a reference to its
-//! creator's own secret first, then to a public one.
+//! Secrets. Names are unique per owner, and a public name belongs to one
+//! owner; a job's reference is pinned to an owner when it is created
+//! (`secrets::pin_secret_owners`).
 
 use rusqlite::{params, OptionalExtension};
 
@@ -21,9 +22,24 @@ fn secret_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SecretRow> {
 }
 
 impl Store {
-    /// Creates or replaces the caller's secrets, all or none.
-    pub async fn put_secrets(&self, rows: Vec<SecretRow>) -> StoreResult<()> {
+    /// Creates or replaces the caller's secrets, all or none. A public one
+    /// whose name another owner's public secret already has is not written:
+    /// nothing is, and that secret is returned.
+    pub async fn put_secrets(&self, rows: Vec<SecretRow>) -> StoreResult<Option<TakenName>> {
         self.write(move |tx| {
+            for row in rows.iter().filter(|r| r.visibility == jobdeck_api::Visibility::Public) {
+                let taken: Option<String> = tx
+                    .query_row(
+                        "SELECT owner FROM secrets WHERE name = ?1 AND visibility = 'public' AND owner != ?2
+                         ORDER BY created_at LIMIT 1",
+                        params![row.name, row.owner],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                if let Some(owner) = taken {
+                    return Ok(Some(TakenName { name: row.name.clone(), owner }));
+                }
+            }
             for row in &rows {
                 let tags = serde_json::to_string(&row.tags).unwrap_or_else(|_| "[]".into());
                 tx.execute(
@@ -34,7 +50,7 @@ impl Store {
                     params![row.owner, row.name, row.value, row.visibility.as_str(), tags, row.updated_at],
                 )?;
             }
-            Ok(())
+            Ok(None)
         })
         .await
     }
@@ -61,17 +77,33 @@ impl Store {
     }
 
     /// The value a reference to `name` in a job of `owner` resolves to: the
-    /// owner's own secret, else the newest public one.
-    pub async fn resolve_secret(&self, owner: String, name: String) -> StoreResult<Option<String>> {
+    /// secret of `pinned` (the owner the job was created with) while `owner`
+    /// may still read it. A job stored before references were pinned reads
+    /// the owner's own secret, else the oldest public one: the one that
+    /// existed when such a job could have been made, never one made since.
+    pub async fn resolve_secret(
+        &self,
+        owner: String,
+        name: String,
+        pinned: Option<String>,
+    ) -> StoreResult<Option<String>> {
         self.read(move |conn| {
             conn.query_row(
                 "SELECT value FROM secrets WHERE name = ?2 AND (owner = ?1 OR visibility = 'public')
-                 ORDER BY owner = ?1 DESC, updated_at DESC LIMIT 1",
-                params![owner, name],
+                   AND (?3 IS NULL OR owner = ?3)
+                 ORDER BY owner = ?1 DESC, created_at ASC LIMIT 1",
+                params![owner, name, pinned],
                 |r| r.get(0),
             )
             .optional()
         })
         .await
     }
+}
+
+/// A public secret's name that another owner already has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakenName {
+    pub name: String,
+    pub owner: String,
 }
