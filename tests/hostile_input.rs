@@ -39,3 +39,29 @@ fn an_oversized_body_gets_a_413_the_client_can_read() {
     let (status, _) = server.call("GET", "/jobs", &server.admin_token, None);
     assert_eq!(status, 200, "the server still answers");
 }
+
+/// A client without a token that streams a body of unknown length (chunked)
+/// is refused before its body is read: the 401 arrives while the body is
+/// still unfinished. Before, the server read up to 4 MiB of it first, for
+/// anyone.
+#[test]
+fn an_anonymous_chunked_body_is_refused_before_it_is_read() {
+    use std::io::{Read, Write};
+    let server = Server::start_api_with_config("");
+    let address = server.base_url.trim_start_matches("http://").to_string();
+    let mut socket = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        socket,
+        "POST /api/v2/jobs HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\n\r\n5\r\n{{\"a\":\r\n"
+    )
+    .unwrap();
+    socket.flush().unwrap();
+    // The body is never finished: only an answer that did not wait for it
+    // arrives. The timeout bounds a failure, it does not pace the test.
+    socket.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let mut answer = [0u8; 64];
+    let read = socket.read(&mut answer).expect("an answer before the body ends");
+    let head = String::from_utf8_lossy(&answer[..read]);
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+}
