@@ -297,3 +297,36 @@ fn a_public_secret_cannot_be_taken_over_by_a_teammate() {
     assert_eq!(status, 422, "{body}");
     assert!(body.to_string().contains("spec.envs[0].value_from.secret_owner"), "{body}");
 }
+
+/// A server whose jobs ran in containers never turns into one that runs
+/// them as processes of its own user because the engine broke: restarted
+/// with no working engine (and no mode in its config), it stays in container
+/// mode and says so, and a job that would leave a file on the host if it
+/// ran unisolated fails as the engine's failure instead.
+#[test]
+fn a_server_that_ran_containers_does_not_fall_back_to_processes_when_the_engine_breaks() {
+    containers::test_image();
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let config = |engine: &str| {
+        let path = dir.path().join(format!("{}.toml", engine.replace('/', "_")));
+        std::fs::write(&path, format!("[executor.local]\nengine = \"{engine}\"\nretry_backoff_seconds = 0\n")).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let working = config(containers::ENGINE);
+    let server = Server::start_api_in(&data_dir, &["--config", &working]);
+    let (_, workspace) = server.call("GET", "/workspace", &server.admin_token, None);
+    assert_eq!(workspace["executor_mode"], "container", "{workspace}");
+    let token = server.admin_token.clone();
+    drop(server);
+
+    let broken = config("/nonexistent/podman");
+    let server = Server::start_api_in(&data_dir, &["--config", &broken]);
+    let (_, workspace) = server.call("GET", "/workspace", &token, None);
+    assert_eq!(workspace["executor_mode"], "container", "still containers: {workspace}");
+    let marker = dir.path().join("ran-on-the-host");
+    let id = server.create_job(&token, &job("unisolated", &format!("touch {}", marker.display())));
+    server.wait_for_state(&token, &id, "Failed");
+    assert_eq!(server.failure_analysis(&token, &id)["err_class"], "ERR_ENGINE");
+    assert!(!marker.exists(), "the job ran as a process of the server's user");
+}

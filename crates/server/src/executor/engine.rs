@@ -133,17 +133,30 @@ pub fn probe(binary: &str, env: &[(String, String)]) -> Result<(), ProbeError> {
     })
 }
 
+/// The file of the data directory that says this server ran containers:
+/// once it has, an engine that breaks never turns into running jobs
+/// unisolated (below).
+pub const MODE_MARKER: &str = "container-mode";
+
 /// Decides the mode of `settings` when it is `auto`, and names the engine
-/// binary in container mode. Returns what to tell the user.
-pub fn resolve(settings: &mut LocalExecutorConfig, env: &[(String, String)]) -> String {
-    resolve_with(settings, find, |binary| probe(binary, env))
+/// binary in container mode. Returns what to tell the user. `ran_containers`
+/// says this data directory's server ran containers before: then an engine
+/// that fails its probe (or is gone) keeps container mode, whose replicas
+/// fail saying the engine is broken, rather than fall back to running jobs
+/// as processes of the server's user without a word (docs/security.md);
+/// `mode = "process"` in the config is how an operator asks for that.
+pub fn resolve(settings: &mut LocalExecutorConfig, env: &[(String, String)], ran_containers: bool) -> String {
+    resolve_with(settings, find, |binary| probe(binary, env), ran_containers)
 }
 
 fn resolve_with<E: std::error::Error + 'static>(
     settings: &mut LocalExecutorConfig,
     find: impl Fn(&str) -> Option<String>,
     probe: impl Fn(&str) -> Result<(), E>,
+    ran_containers: bool,
 ) -> String {
+    let keep_containers = "this server ran its jobs in containers before, so they are not run unisolated now: \
+                           they fail until the engine works, or until the config says mode = \"process\"";
     match settings.mode {
         LocalMode::Process => "process mode (set in the config): replicas run as processes; images are ignored".into(),
         LocalMode::Container => match find(&settings.engine) {
@@ -171,6 +184,15 @@ fn resolve_with<E: std::error::Error + 'static>(
                     settings.mode = LocalMode::Container;
                     note
                 }
+                Err(why) if ran_containers => {
+                    settings.mode = LocalMode::Container;
+                    let note = format!(
+                        "container mode with {binary}, which failed its probe: {}; {keep_containers}",
+                        crate::error_chain(&why)
+                    );
+                    settings.engine = binary;
+                    note
+                }
                 Err(why) => {
                     settings.mode = LocalMode::Process;
                     format!(
@@ -179,6 +201,11 @@ fn resolve_with<E: std::error::Error + 'static>(
                     )
                 }
             },
+            None if ran_containers => {
+                settings.mode = LocalMode::Container;
+                settings.engine = "podman".into();
+                format!("container mode, but neither podman nor docker is on PATH; {keep_containers}")
+            }
             None => {
                 settings.mode = LocalMode::Process;
                 "process mode: no container engine (podman or docker) is installed; replicas run as processes and \
@@ -239,12 +266,37 @@ mod tests {
         ];
         for (mode, engine, found, probed, want_mode, want_engine, note_part) in cases {
             let mut settings = LocalExecutorConfig { mode, engine: engine.into(), ..LocalExecutorConfig::default() };
-            let note =
-                resolve_with(&mut settings, |_| found.map(String::from), |_| probed.map_err(std::io::Error::other));
+            let note = resolve_with(
+                &mut settings,
+                |_| found.map(String::from),
+                |_| probed.map_err(std::io::Error::other),
+                false,
+            );
             assert_eq!(settings.mode, want_mode, "{mode:?} {found:?} {probed:?}");
             assert_eq!(settings.engine, want_engine, "{mode:?} {found:?} {probed:?}");
             assert!(note.contains(note_part), "{note}");
         }
+    }
+
+    /// A server that ran containers never falls back to processes on its
+    /// own: with the engine broken or gone it stays in container mode and
+    /// says why; only the config's `mode = "process"` runs jobs unisolated.
+    #[test]
+    fn a_server_that_ran_containers_never_falls_back_to_processes_by_itself() {
+        let broken = |_: &str| Err::<(), _>(std::io::Error::other("runc: exec failed"));
+        let mut settings = LocalExecutorConfig::default();
+        let note = resolve_with(&mut settings, |_| Some("/usr/bin/podman".into()), broken, true);
+        assert_eq!((settings.mode, settings.engine.as_str()), (LocalMode::Container, "/usr/bin/podman"));
+        assert!(note.contains("runc: exec failed") && note.contains("not run unisolated"), "{note}");
+
+        let mut settings = LocalExecutorConfig::default();
+        let note = resolve_with(&mut settings, |_| None, broken, true);
+        assert_eq!(settings.mode, LocalMode::Container);
+        assert!(note.contains("neither podman nor docker") && note.contains("not run unisolated"), "{note}");
+
+        let mut settings = LocalExecutorConfig { mode: LocalMode::Process, ..LocalExecutorConfig::default() };
+        resolve_with(&mut settings, |_| Some("/usr/bin/podman".into()), broken, true);
+        assert_eq!(settings.mode, LocalMode::Process, "asked for in the config");
     }
 
     #[test]

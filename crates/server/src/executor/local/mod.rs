@@ -134,7 +134,13 @@ impl LocalExecutor {
         let base_env = inherited_env(std::env::vars_os());
         let mut settings = config.executor.local.clone();
         let engine_env = engine::engine_env(&settings, std::env::vars_os());
-        let mode_note = engine::resolve(&mut settings, &engine_env);
+        let marker = config.data_dir.join(engine::MODE_MARKER);
+        let mode_note = engine::resolve(&mut settings, &engine_env, marker.exists());
+        if settings.mode == LocalMode::Container {
+            if let Err(e) = std::fs::write(&marker, "this data directory's jobs run in containers\n") {
+                tracing::warn!(path = %marker.display(), error = %e, "cannot record that jobs run in containers");
+            }
+        }
         let digest = {
             use sha2::Digest;
             let hash = sha2::Sha256::digest(config.data_dir.to_string_lossy().as_bytes());
