@@ -827,10 +827,9 @@ pub(crate) mod tests {
         assert_eq!((got.phase.as_str(), got.exit_code), ("failed", Some(3)));
     }
 
-    #[tokio::test]
-    async fn secrets_resolve_own_first_then_public() {
-        let (_dir, store) = temp_store();
-        let secret = |owner: &str, visibility: &str, value: &str, at: i64| SecretRow {
+    /// A secret named `TOKEN`.
+    fn secret(owner: &str, visibility: &str, value: &str, at: i64) -> SecretRow {
+        SecretRow {
             owner: owner.into(),
             name: "TOKEN".into(),
             value: value.into(),
@@ -838,7 +837,12 @@ pub(crate) mod tests {
             tags: vec![],
             created_at: at,
             updated_at: at,
-        };
+        }
+    }
+
+    #[tokio::test]
+    async fn secrets_resolve_own_first_then_public() {
+        let (_dir, store) = temp_store();
         store.put_secrets(vec![secret("alice", "private", "a", 1), secret("bob", "public", "b", 2)]).await.unwrap();
         let resolve = |who: &str| store.resolve_secret(who.into(), "TOKEN".into(), None);
         assert_eq!(resolve("alice").await.unwrap().as_deref(), Some("a"));
@@ -857,15 +861,6 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn a_public_secret_name_cannot_be_taken_over() {
         let (_dir, store) = temp_store();
-        let secret = |owner: &str, visibility: &str, value: &str, at: i64| SecretRow {
-            owner: owner.into(),
-            name: "TOKEN".into(),
-            value: value.into(),
-            visibility: Visibility::parse(visibility).expect("a visibility"),
-            tags: vec![],
-            created_at: at,
-            updated_at: at,
-        };
         assert_eq!(store.put_secrets(vec![secret("alice", "public", "a", 1)]).await.unwrap(), None);
         let taken = store.put_secrets(vec![secret("mallory", "public", "m", 2)]).await.unwrap();
         assert_eq!(taken, Some(TakenName { name: "TOKEN".into(), owner: "alice".into() }));
