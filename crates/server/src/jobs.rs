@@ -12,7 +12,6 @@ use jobdeck_api::{
 };
 
 use crate::auth::CurrentUser;
-use crate::config::ExecutorKind;
 use crate::error::{ApiJson, AppError, AppResult};
 use crate::scheduler::{Command, NewJob};
 use crate::spec::ResolvedSpec;
@@ -203,14 +202,13 @@ pub async fn validation_context(state: &AppState, user: &str) -> AppResult<Valid
 async fn validation_context_with(state: &AppState, user: &str, secrets: &[SecretRow]) -> AppResult<ValidationContext> {
     let mut secret_names: Vec<String> = secrets.iter().map(|s| s.name.clone()).collect();
     secret_names.dedup();
-    // On Kubernetes a name Jobdeck does not store names a Secret of the
-    // namespace, which only the cluster knows.
-    let image_pull_secret_names = match state.config.executor.kind {
-        ExecutorKind::Kubernetes => None,
-        ExecutorKind::Local | ExecutorKind::Slurm => Some(
-            state.store.image_pull_secrets_visible_to(user.to_string()).await?.into_iter().map(|s| s.name).collect(),
-        ),
-    };
+    // The stored ones the user may use, and on Kubernetes the namespace's
+    // Secrets the config allows: never any Secret of the namespace, which
+    // would include the registry Secrets of other users' jobs.
+    let mut image_pull_secret_names: Vec<String> =
+        state.store.image_pull_secrets_visible_to(user.to_string()).await?.into_iter().map(|s| s.name).collect();
+    image_pull_secret_names.extend(state.executor.cluster_pull_secrets());
+    let image_pull_secret_names = Some(image_pull_secret_names);
     Ok(ValidationContext {
         shapes: state.config.shapes.iter().map(|shape| (&shape_view(shape)).into()).collect(),
         node_groups: node_group_views(&state.config, &[], &[]).iter().map(Into::into).collect(),

@@ -3,6 +3,7 @@
 //! and delete a run, and how it reads pods, watches, logs and events back
 //! into replicas, events, logs and outcomes in the real store.
 
+mod common;
 mod kube_fake;
 
 use std::sync::Arc;
@@ -1299,4 +1300,46 @@ async fn running_pods_are_sampled_from_the_metrics_api() {
     let asked = h.fake.requests().into_iter().find(|r| r.path.contains("metrics.k8s.io")).unwrap();
     assert_eq!(asked.path, "/apis/metrics.k8s.io/v1beta1/namespaces/ml/pods");
     assert_eq!(asked.query.get("labelSelector").map(String::as_str), Some("app.kubernetes.io/managed-by=jobdeck"));
+}
+
+/// A job may name as an image pull secret only one stored in Jobdeck for its
+/// user or a Secret of the namespace the config allows: never any other
+/// Secret of the namespace, such as the registry Secret Jobdeck made for
+/// another user's job (`<id>-registry`), which the kubelet would pull with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_names_only_the_pull_secrets_its_user_may_use() {
+    let h = harness("").await;
+    let kubeconfig = write_kubeconfig(h._dir.path(), &h.fake.url());
+    let text = config_text("image_pull_secrets = [\"cluster-pull\"]").replace(
+        &format!("namespace = \"{NAMESPACE}\""),
+        &format!("kubeconfig = \"{}\"\ncontext = \"fake\"", kubeconfig.display()),
+    );
+    let machine = MachineInfo {
+        hostname: "box".into(),
+        cpus: 4.0,
+        memory_mb: 16384,
+        gpus: 0,
+        gpu_product: None,
+        gpu_memory_mb: None,
+    };
+    let parsed = Config::from_toml(&text, h._dir.path(), &machine).unwrap();
+    let app = common::TestApp::with_config(|config| {
+        config.executor = parsed.executor.clone();
+        config.node_groups = parsed.node_groups.clone();
+        config.shapes = parsed.shapes.clone();
+    })
+    .await;
+    let job = |pull: &str| {
+        json!({"metadata": {"name": "pull"}, "spec": {
+            "resource_shape": "gpu.1xh100",
+            "container": {"image": "registry.example.com/team/train:v1", "command": ["python", "train.py"]},
+            "image_pull_secrets": [pull]}})
+    };
+    for stolen in ["other-ab12c-registry", "default-token-x"] {
+        let res = app.post_json("/api/v2/jobs", &app.admin_token, &job(stolen)).await;
+        assert_eq!(res.status.as_u16(), 422, "{stolen}: {}", res.text());
+        assert!(res.text().contains("spec.image_pull_secrets[0]"), "{}", res.text());
+    }
+    let res = app.post_json("/api/v2/jobs", &app.admin_token, &job("cluster-pull")).await;
+    assert_eq!(res.status.as_u16(), 200, "the allowed Secret: {}", res.text());
 }

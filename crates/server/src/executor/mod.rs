@@ -420,6 +420,12 @@ pub trait Executor: Send + Sync + 'static {
         JobRequirements::default()
     }
 
+    /// Image pull secrets a job may name that are not stored in Jobdeck:
+    /// on Kubernetes, the namespace's Secrets the config allows.
+    fn cluster_pull_secrets(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Problems that make a job impossible to run on this executor, by field
     /// path (for example an empty command in process mode). Checked when a
     /// job is created, next to the contract's own rules.

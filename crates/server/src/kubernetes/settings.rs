@@ -56,6 +56,12 @@ pub struct KubernetesSettings {
     /// `default`. Its token is never mounted: jobs have no business with the
     /// Kubernetes API.
     pub job_service_account: Option<String>,
+    /// Secrets of the namespace that jobs may name in
+    /// `spec.image_pull_secrets` (a registry Secret the cluster's operators
+    /// made). Any other name must be an image pull secret stored in Jobdeck
+    /// that its user may use: never another job's Secret of the namespace,
+    /// such as the registry Secret Jobdeck made for another user's job.
+    pub image_pull_secrets: Vec<String>,
     /// `Always`, `IfNotPresent` or `Never`; absent leaves Kubernetes' default
     /// (`Always` for `latest`, `IfNotPresent` otherwise).
     pub image_pull_policy: Option<String>,
@@ -82,6 +88,7 @@ impl Default for KubernetesSettings {
             master_port: DEFAULT_MASTER_PORT,
             volumes: BTreeMap::new(),
             job_service_account: None,
+            image_pull_secrets: Vec::new(),
             image_pull_policy: None,
             stuck_pod_timeout_seconds: DEFAULT_STUCK_POD_TIMEOUT_SECONDS,
             metrics_interval_seconds: 15,

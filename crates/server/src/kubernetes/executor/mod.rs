@@ -335,6 +335,10 @@ impl Executor for KubernetesExecutor {
         }
     }
 
+    fn cluster_pull_secrets(&self) -> Vec<String> {
+        self.shared.settings.image_pull_secrets.clone()
+    }
+
     fn check_spec(&self, spec: &JobSpec) -> FieldErrors {
         check_spec(&self.shared, spec)
     }
