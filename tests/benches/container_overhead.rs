@@ -1,7 +1,9 @@
 //! Container overhead (issue 15): how long a replica takes from the moment
 //! the executor starts its attempt to the first line its program prints, in
 //! process mode and in container mode (podman with runc, the test image
-//! already in the engine's store), against the real `jobdeck serve`.
+//! already in the engine's store), against the real `jobdeck serve`; and in
+//! container mode with a volume directory and a multi-line variable (mode
+//! `inputs`: the bind and the podman secret isolation adds, issue 32).
 //!
 //! Each mode runs `REPLICAS` one-replica jobs one after another (default 20)
 //! whose command prints one line and exits. Per replica it reads the
@@ -32,12 +34,31 @@ fn config(mode: &str) -> String {
                 [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 256\n"
             .to_string();
     }
+    // `inputs`: container mode where each job also mounts a directory of a
+    // volume (opened without links and bound by the supervisor) and carries
+    // a variable with a line break (a podman secret): the steps isolation
+    // adds for such inputs (docs/security.md).
+    let (mode, volumes) = match mode {
+        "inputs" => ("container", format!("volumes = {{ scratch = \"{}\" }}\n", scratch().display())),
+        other => (other, String::new()),
+    };
     format!(
-        "[executor.local]\nmode = \"{mode}\"\nengine = \"{}\"\nretry_backoff_seconds = 0\n\n\
+        "[executor.local]\nmode = \"{mode}\"\nengine = \"{}\"\nretry_backoff_seconds = 0\n{volumes}\n\
          [[node_groups]]\nname = \"local\"\ncpu = 4\nmemory_mb = 8192\n\n\
          [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 1024\n",
         containers::ENGINE
     )
+}
+
+/// The volume of the `inputs` mode, with the directory its jobs mount.
+fn scratch() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("data/set")).unwrap();
+        dir
+    })
+    .path()
 }
 
 struct Sample {
@@ -46,15 +67,19 @@ struct Sample {
     round_trip: f64,
 }
 
-fn measure(server: &Server, n: usize) -> Sample {
+fn measure(server: &Server, mode: &str, n: usize) -> Sample {
     let token = &server.admin_token;
-    let job = json!({
+    let mut job = json!({
         "metadata": {"name": format!("overhead-{n}")},
         "spec": {
             "resource_shape": "cpu.small",
             "container": {"image": containers::TEST_IMAGE, "command": ["/bin/sh", "-c", "echo first line"]}
         }
     });
+    if mode == "inputs" {
+        job["spec"]["mounts"] = json!([{"from": "scratch", "path": "/data/set", "mount_path": "/data"}]);
+        job["spec"]["envs"] = json!([{"name": "KEY", "value": "-----BEGIN-----\nabc\n-----END-----"}]);
+    }
     let sent = Instant::now();
     let id = server.create_job(token, &job);
     server.wait_for_state(token, &id, "Completed");
@@ -84,12 +109,13 @@ fn main() {
     );
     // Slurm when `BENCH_SLURM=1` (a cluster must be up: scripts/setup.sh --slurm).
     let slurm = std::env::var("BENCH_SLURM").is_ok_and(|v| v == "1");
-    let modes: &[&str] = if slurm { &["process", "container", "slurm"] } else { &["process", "container"] };
+    let modes: &[&str] =
+        if slurm { &["process", "container", "inputs", "slurm"] } else { &["process", "container", "inputs"] };
     for &mode in modes {
         let server = Server::start_api_with_config(&config(mode));
         // One job first, so the figures are of a warm server and engine.
-        measure(&server, 0);
-        let samples: Vec<Sample> = (1..=n).map(|i| measure(&server, i)).collect();
+        measure(&server, mode, 0);
+        let samples: Vec<Sample> = (1..=n).map(|i| measure(&server, mode, i)).collect();
         let column = |f: fn(&Sample) -> f64| {
             let mut values: Vec<f64> = samples.iter().map(f).collect();
             format!("{:.0} / {:.0}", percentile(&mut values, 0.5), percentile(&mut values, 0.9))
