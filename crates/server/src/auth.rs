@@ -75,6 +75,31 @@ impl FromRequestParts<AppState> for CurrentUser {
     }
 }
 
+/// Refuses a request whose body comes without a length (chunked) unless
+/// its sender has a valid token, before a byte of the body is read: such a
+/// body is read by the server itself to bound it
+/// (`error::refuse_oversized_bodies`), and an anonymous client must not be
+/// able to make it hold megabytes. A body with a `Content-Length` is read
+/// only by a handler, whose extractors ask who sent it first.
+pub async fn refuse_anonymous_streams(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let headers = request.headers();
+    let streamed = !headers.contains_key(axum::http::header::CONTENT_LENGTH)
+        && headers.contains_key(axum::http::header::TRANSFER_ENCODING);
+    if !streamed {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    if let Err(refused) = CurrentUser::from_request_parts(&mut parts, &state).await {
+        return refused.into_response();
+    }
+    next.run(axum::extract::Request::from_parts(parts, body)).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

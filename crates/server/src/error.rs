@@ -155,17 +155,9 @@ const DISCARD_AT_MOST: u64 = 64 * 1024 * 1024;
 /// or, for a body sent without a length (chunked), once that much has
 /// arrived. Either way the rest is read and thrown away in the background
 /// (up to [`DISCARD_AT_MOST`]) so the client can finish sending and read the
-/// answer.
-///
-/// A body without a length is read here, so here too its sender's token is
-/// checked first: an anonymous client gets its 401 before a byte of its body
-/// is read, and cannot make the server hold megabytes for it.
-pub async fn refuse_oversized_bodies(
-    axum::extract::State(state): axum::extract::State<crate::AppState>,
-    request: Request,
-    next: axum::middleware::Next,
-) -> Response {
-    use axum::extract::FromRequestParts;
+/// answer. A body without a length is read here, so its sender's token is
+/// checked before this runs (`auth::refuse_anonymous_streams`).
+pub async fn refuse_oversized_bodies(request: Request, next: axum::middleware::Next) -> Response {
     use futures_util::StreamExt;
     let headers = request.headers();
     let declared = headers
@@ -186,11 +178,8 @@ pub async fn refuse_oversized_bodies(
     if !chunked {
         return next.run(request).await;
     }
-    let (mut parts, body) = request.into_parts();
-    if let Err(refused) = crate::auth::CurrentUser::from_request_parts(&mut parts, &state).await {
-        return refused.into_response();
-    }
     // Read a body of unknown length up to the limit; past it, refuse.
+    let (parts, body) = request.into_parts();
     let mut stream = body.into_data_stream();
     let mut buffer = Vec::new();
     while let Some(chunk) = stream.next().await {

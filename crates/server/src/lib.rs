@@ -141,7 +141,10 @@ pub fn app(state: AppState) -> Router {
         .fallback(error::api_route_not_found)
         .method_not_allowed_fallback(error::api_method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(error::MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), error::refuse_oversized_bodies));
+        .layer(axum::middleware::from_fn(error::refuse_oversized_bodies))
+        // The outermost, so it runs first: who sent a body of unknown length
+        // is asked before the layer above reads it.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::refuse_anonymous_streams));
 
     // `/api/v2/` with its slash is the API's root too: nesting matches the
     // root only without it, and clients write either.

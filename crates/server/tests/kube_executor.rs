@@ -68,16 +68,14 @@ struct Harness {
     _dir: tempfile::TempDir,
 }
 
+/// The machine the tests' configs are read for.
+fn machine() -> MachineInfo {
+    MachineInfo { hostname: "box".into(), cpus: 4.0, memory_mb: 16384, gpus: 0, gpu_product: None, gpu_memory_mb: None }
+}
+
 async fn harness(extra_settings: &str) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let machine = MachineInfo {
-        hostname: "box".into(),
-        cpus: 4.0,
-        memory_mb: 16384,
-        gpus: 0,
-        gpu_product: None,
-        gpu_memory_mb: None,
-    };
+    let machine = machine();
     let config = Arc::new(Config::from_toml(&config_text(extra_settings), dir.path(), &machine).unwrap());
     let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
     let logs = LogStore::new(dir.path());
@@ -915,14 +913,7 @@ fn write_kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
 async fn a_kubeconfig_file_and_context_point_the_executor_at_a_cluster() {
     let h = harness("").await;
     let kubeconfig = write_kubeconfig(h._dir.path(), &h.fake.url());
-    let machine = MachineInfo {
-        hostname: "box".into(),
-        cpus: 4.0,
-        memory_mb: 16384,
-        gpus: 0,
-        gpu_product: None,
-        gpu_memory_mb: None,
-    };
+    let machine = machine();
     // No namespace in the settings: the context's is used.
     let text = config_text("").replace(
         &format!("namespace = \"{NAMESPACE}\""),
@@ -1314,14 +1305,7 @@ async fn a_job_names_only_the_pull_secrets_its_user_may_use() {
         &format!("namespace = \"{NAMESPACE}\""),
         &format!("kubeconfig = \"{}\"\ncontext = \"fake\"", kubeconfig.display()),
     );
-    let machine = MachineInfo {
-        hostname: "box".into(),
-        cpus: 4.0,
-        memory_mb: 16384,
-        gpus: 0,
-        gpu_product: None,
-        gpu_memory_mb: None,
-    };
+    let machine = machine();
     let parsed = Config::from_toml(&text, h._dir.path(), &machine).unwrap();
     let app = common::TestApp::with_config(|config| {
         config.executor = parsed.executor.clone();
