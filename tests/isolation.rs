@@ -236,19 +236,22 @@ fn a_multi_worker_job_has_a_network_of_its_own() {
     let server = server(scratch.path());
     let token = &server.admin_token;
     let server_port = server.base_url.rsplit(':').next().unwrap().trim_end_matches('/').to_string();
-    // Rank 1 retries until rank 0 listens (bounded), then sends a line.
+    // Rank 0 waits for one connection on its loopback; rank 1 retries
+    // (bounded) until it can open one to 127.0.0.1:MASTER_PORT, which only
+    // a listener in its own network namespace answers. Neither sends data:
+    // busybox's nc may close on its own input's end before it reads any.
     let script = format!(
-        "if [ \"$NODE_RANK\" = 0 ]; then nc -l -p \"$MASTER_PORT\"; else \
-           i=0; until echo hello-from-rank-1 | nc 127.0.0.1 \"$MASTER_PORT\"; do \
-             i=$((i + 1)); [ $i -lt 600 ] || exit 9; sleep 0.1; done; fi; \
+        "if [ \"$NODE_RANK\" = 0 ]; then nc -l -p \"$MASTER_PORT\" < /dev/null; else \
+           i=0; until nc 127.0.0.1 \"$MASTER_PORT\" < /dev/null; do \
+             i=$((i + 1)); [ $i -lt 600 ] || exit 9; sleep 0.1; done; echo connected-to-rank-0; fi; \
          if echo | nc -w 2 127.0.0.1 {server_port}; then echo reached-the-server; else echo server-unreachable; fi"
     );
     let mut spec = job("workers", &script);
     spec["spec"]["workers"] = json!(2);
     let id = server.create_job(token, &spec);
     server.wait_for_state(token, &id, "Completed");
-    let rank0 = server.log_text(token, &id, &format!("{id}-0-0"));
-    assert!(rank0.contains("hello-from-rank-1"), "the workers reach each other:\n{rank0}");
+    let rank1 = server.log_text(token, &id, &format!("{id}-1-0"));
+    assert!(rank1.contains("connected-to-rank-0"), "the workers reach each other:\n{rank1}");
     for index in 0..2 {
         let text = server.log_text(token, &id, &format!("{id}-{index}-0"));
         assert!(text.contains("server-unreachable"), "worker {index} reached the host's loopback:\n{text}");
