@@ -308,6 +308,13 @@ pub struct Pod {
     pub label: String,
     /// The job's published ports (`-p`), which belong to the pod.
     pub ports: Vec<String>,
+    /// The file whose lock a worker's supervisor holds while it creates the
+    /// pod and its container in it, or removes them: `pod create` is not
+    /// atomic (the pod exists before its infra container does), so a
+    /// worker that found the pod could otherwise join one not ready, or
+    /// one the last worker out is removing.
+    #[serde(default)]
+    pub lock: PathBuf,
 }
 
 /// The pod of a job's run.
@@ -414,7 +421,9 @@ pub fn plan(
         // Workers find each other on 127.0.0.1:MASTER_PORT: on podman they
         // share a pod of their own, which holds the published ports.
         (true, Engine::Podman) => {
-            let shared = Pod { name: pod_name(&launch.job_id, launch.run), label: job_label(&launch.job_id), ports };
+            let name = pod_name(&launch.job_id, launch.run);
+            let lock = settings.staging_dir.with_file_name("pods").join(format!("{name}.lock"));
+            let shared = Pod { name, label: job_label(&launch.job_id), ports, lock };
             push(&["--pod", &shared.name]);
             pod = Some(shared);
         }

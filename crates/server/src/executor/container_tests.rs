@@ -247,6 +247,7 @@ fn multi_worker_jobs_share_a_pod_and_empty_commands_use_the_entrypoint() {
         ]
     );
     assert_eq!(steps.remove_pod(&pod), ["podman", "pod", "rm", "jobdeck-train-abcde-run3"]);
+    assert_eq!(pod.lock, Path::new("/data/pods/jobdeck-train-abcde-run3.lock"), "beside the volume binds");
     let docker = create_line(&plan_with("docker", &one_line_launch_with_workers(2), &[]), "env");
     assert!(docker.contains("--network host") && !docker.contains("--pod"), "{docker}");
     assert!(!line.contains("--entrypoint"), "{line}");

@@ -364,6 +364,7 @@ fn remove_container(
     run_dir: &Path,
     log: &Option<Arc<Mutex<LogWriter>>>,
 ) {
+    let _pod = steps.pod.as_ref().map(|pod| PodLock::take(&pod.lock));
     run_quietly(&steps.remove(), env, run_dir, log);
     for secret in &steps.secrets {
         // A secret that was never created (the pull failed) is not an error.
@@ -373,6 +374,26 @@ fn remove_container(
         // Refused while another worker's container is in it: the last
         // worker out removes the pod.
         let _ = run_step(&steps.remove_pod(pod), env, run_dir, false);
+    }
+}
+
+/// The lock of a multi-worker job's pod (`Pod::lock`), held until dropped.
+/// A lock that cannot be taken is not held: the worker goes on, as before
+/// there was one.
+struct PodLock {
+    _held: Option<std::fs::File>,
+}
+
+impl PodLock {
+    fn take(path: &Path) -> PodLock {
+        use std::os::fd::AsRawFd;
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).ok();
+        // SAFETY: flock on a descriptor this process owns.
+        let file = file.filter(|f| unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0);
+        PodLock { _held: file }
     }
 }
 
@@ -457,6 +478,8 @@ fn prepare_container(
         return Err(Box::new(ended_now(|r| r.stop_requested = true)));
     }
     Stage::Creating.write(run_dir);
+    // Held until the container exists in the pod (the function's end).
+    let _pod = steps.pod.as_ref().map(|pod| PodLock::take(&pod.lock));
     if let Err(message) = create_secrets(run_dir, spec, steps).and_then(|()| ensure_pod(run_dir, spec, steps)) {
         note(log, &message);
         return Err(Box::new(ended_now(|r| r.engine_error = Some(message))));
