@@ -1251,13 +1251,18 @@ pub fn check_volume(from: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks the path inside a volume: it may not climb out of the volume.
+/// Checks the path inside a volume: it may not climb out of the volume,
+/// and holds no `:` or `,`, which a container engine's volume argument
+/// (`-v source:target:options`) would read as its separators.
 pub fn check_volume_path(path: &str) -> Result<(), String> {
     if has_control(path) {
         return Err("must not contain control characters".into());
     }
     if path.split('/').any(|s| s == "..") {
         return Err("must not contain '..' segments: a mount stays inside its volume".into());
+    }
+    if path.contains([':', ',']) {
+        return Err("must not contain ':' or ',' (container engines split volume arguments on them)".into());
     }
     Ok(())
 }

@@ -791,6 +791,14 @@ fn mount_rules() {
             Some(("spec.mounts[0].from", "must be 'node-local' or 'node-<type>:<name>', such as 'node-nfs:my-nfs'")),
         ),
         (
+            "path a volume argument would split",
+            |j| j.spec.mounts = Some(vec![Mount { path: Some("/a:/etc:rw".into()), ..mount("/a") }]),
+            Some((
+                "spec.mounts[0].path",
+                "must not contain ':' or ',' (container engines split volume arguments on them)",
+            )),
+        ),
+        (
             "path climbing out of the volume",
             |j| j.spec.mounts = Some(vec![Mount { path: Some("/a/../../etc".into()), ..mount("/a") }]),
             Some(("spec.mounts[0].path", "must not contain '..' segments: a mount stays inside its volume")),

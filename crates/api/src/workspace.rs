@@ -91,11 +91,17 @@ pub struct JobRequirements {
 impl JobRequirements {
     /// The pattern of `refused_env_names` that `name` matches, if any.
     pub fn refused_env_name(&self, name: &str) -> Option<&str> {
-        self.refused_env_names.iter().map(String::as_str).find(|pattern| match pattern.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == *pattern,
-        })
+        refused_env_name(&self.refused_env_names, name)
     }
+}
+
+/// The first of `patterns` (a name, or a prefix ending in `*`) that the
+/// variable name `name` matches.
+pub fn refused_env_name<'a, P: AsRef<str>>(patterns: &'a [P], name: &str) -> Option<&'a str> {
+    patterns.iter().map(AsRef::as_ref).find(|pattern| match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == *pattern,
+    })
 }
 
 /// The body of `GET /workspace`: Lepton's `WorkspaceInfo` (so `lep` reads it)

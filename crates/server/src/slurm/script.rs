@@ -208,10 +208,7 @@ pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
         }
         // The contract refuses these when the job is created; a job stored
         // before that rule still never hands one to a host process.
-        if let Some(pattern) = REFUSED_ENV_NAMES.iter().find(|p| match p.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == **p,
-        }) {
+        if let Some(pattern) = jobdeck_api::refused_env_name(REFUSED_ENV_NAMES, &name) {
             return Err(format!("the variable {name} may not be set on Slurm ('{pattern}' is read outside the job)"));
         }
         job_env.push((name, value));

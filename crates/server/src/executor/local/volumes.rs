@@ -170,6 +170,13 @@ pub fn bind(mounts: &[VolumeMount], staging_dir: &Path, container: &str) -> Resu
                 // links, as the engine would have had it.
                 let opened = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
                     .unwrap_or_else(|_| mount.host_path());
+                // The contract refuses these in a job's path; a job stored
+                // before it did never splits the engine's volume argument.
+                if opened.to_string_lossy().contains([':', ',']) {
+                    bound.release();
+                    let source = std::io::Error::other("the path holds ':' or ','");
+                    return Err(VolumeError::Bind { volume: mount.volume.clone(), source });
+                }
                 bound.sources.push(opened);
                 bound.note = Some(
                     "volumes were checked for symbolic links but not bound (the server may not mount): a link \
