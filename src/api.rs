@@ -223,6 +223,19 @@ pub struct Me {
     pub job_requirements: jobdeck_api::JobRequirements,
 }
 
+/// `POST /sessions`: trades the stored token (a sign-in link's or a pasted
+/// one) for a console session, which the browser keeps instead; the
+/// answer's token is the session's.
+pub async fn start_session() -> ApiResult<jobdeck_api::NewSession> {
+    decode(fetch(Request::post(&url("/sessions"))).await?).await
+}
+
+/// `DELETE /sessions/current`: signing out revokes the stored session on the
+/// server, so a copy of it left in the browser no longer signs in.
+pub async fn end_session() -> ApiResult<()> {
+    check(fetch(Request::delete(&url("/sessions/current"))).await?).await.map(|_| ())
+}
+
 /// `GET /workspace`, read as `Me`.
 pub async fn me() -> ApiResult<Me> {
     get("/workspace").await

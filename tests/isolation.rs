@@ -258,6 +258,48 @@ fn a_multi_worker_job_has_a_network_of_its_own() {
     }
     let pods = containers::engine(&["pod", "ps", "--format", "{{.Name}}"]);
     assert!(!pods.contains(&id), "the pod is removed with the last worker: {pods}");
+    let networks = containers::engine(&["network", "ls", "--format", "{{.Name}}"]);
+    assert!(!networks.contains(&id), "the run's network is removed with the last worker: {networks}");
+}
+
+/// A job cannot reach another job's container, even at its address on the
+/// machine's bridges, nor the cloud metadata address. The first job listens
+/// (and proves it to itself) and leaves its address in the shared volume;
+/// the second tries it. Both ran on the engine's one default network
+/// before, where the second connected (and netavark's `isolate` alone let
+/// it through now and then while other networks came and went). Both are
+/// refused at once by routes the job cannot remove (it has no `NET_ADMIN`);
+/// without them the metadata connection would wait for its timeout.
+#[test]
+fn a_job_reaches_neither_another_jobs_container_nor_the_metadata_address() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path());
+    let token = &server.admin_token;
+    let listen = "nc -ll -p 8080 -e echo hi & \
+        until nc 127.0.0.1 8080 < /dev/null; do sleep 0.1; done; \
+        ip -o -4 addr show eth0 | sed 's/.* inet \\([0-9.]*\\).*/\\1/' > /mnt/address.tmp; \
+        mv /mnt/address.tmp /mnt/address; \
+        while [ ! -e /mnt/done ]; do sleep 0.1; done";
+    let listener = server.create_job(token, &mounting("listener", "/", listen));
+    let address = scratch.path().join("address");
+    wait_for("the first job's address", Duration::from_secs(120), || address.exists().then_some(()));
+    let address = std::fs::read_to_string(&address).unwrap().trim().to_string();
+    assert!(address.parse::<std::net::Ipv4Addr>().is_ok(), "{address:?}");
+
+    let probe = format!(
+        "if nc -w 3 {address} 8080 < /dev/null; then echo reached-the-other-job; else echo other-job-unreachable; fi; \
+         nc -w 3 169.254.169.254 80 < /dev/null 2>&1; ip route del prohibit 169.254.0.0/16 2>&1; ip route; true"
+    );
+    let prober = server.create_job(token, &mounting("prober", "/", &probe));
+    server.wait_for_state(token, &prober, "Completed");
+    std::fs::write(scratch.path().join("done"), "").unwrap();
+    server.wait_for_state(token, &listener, "Completed");
+    let text = server.log_text(token, &prober, &format!("{prober}-0-0"));
+    assert!(text.contains("other-job-unreachable"), "a job reached another job's container:\n{text}");
+    assert!(text.contains("169.254.169.254): Permission denied"), "the metadata address is refused at once:\n{text}");
+    assert!(text.contains("Operation not permitted"), "the job cannot remove the route:\n{text}");
+    assert!(text.contains("prohibit 169.254.0.0/16"), "{text}");
+    assert!(text.contains("prohibit 10.89.0.0/16"), "the other runs' networks are refused too:\n{text}");
 }
 
 /// A teammate cannot take over the public secret another's jobs read: a
@@ -332,4 +374,62 @@ fn a_server_that_ran_containers_does_not_fall_back_to_processes_when_the_engine_
     server.wait_for_state(&token, &id, "Failed");
     assert_eq!(server.failure_analysis(&token, &id)["err_class"], "ERR_ENGINE");
     assert!(!marker.exists(), "the job ran as a process of the server's user");
+}
+
+/// A token that leaked (or a teammate who left) is revoked from the
+/// server's shell, and it stops working on its very next request, with
+/// every console session made from it. Listing tokens never shows a
+/// secret, and the first-start sign-in link's token expires within a day.
+#[test]
+fn a_revoked_token_and_its_sessions_stop_working_at_once() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_api_in(&data.path().join("data"), &[]);
+    let out = server.token_command(&["create", "--user", "mallory", "--name", "laptop", "--expires", "2h"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let said = String::from_utf8(out.stderr).unwrap();
+    assert!(said.contains("for mallory; expires "), "{said}");
+    let (status, session) = server.call("POST", "/sessions", &token, Some(&json!({})));
+    assert_eq!(status, 200, "{session}");
+    let session = session["token"].as_str().unwrap().to_string();
+    assert_eq!(server.call("GET", "/jobs", &session, None).0, 200);
+
+    let list = server.token_command(&["list"]);
+    let listed = String::from_utf8(list.stdout).unwrap();
+    assert!(list.status.success(), "{}", String::from_utf8_lossy(&list.stderr));
+    for secret in [&token, &session, &server.admin_token] {
+        assert!(!listed.contains(secret.as_str()), "a secret was listed:\n{listed}");
+    }
+    assert!(!listed.contains("jd_"), "{listed}");
+    let row = |kind: &str, user: &str| -> Vec<String> {
+        let line = listed.lines().find(|l| l.contains(kind) && l.contains(user));
+        line.unwrap_or_else(|| panic!("no {kind} token of {user}:\n{listed}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    let link = row("sign-in-link", "admin");
+    let (created, expires) = (&link[link.len() - 4], &link[link.len() - 3]);
+    let hours = |t: &str| humantime::parse_rfc3339(t).unwrap().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    assert_eq!(hours(expires) - hours(created), 24 * 3600, "the sign-in link lasts 24 hours: {link:?}");
+    let laptop = row("laptop", "mallory");
+    assert_eq!(laptop[2], "api", "{laptop:?}");
+
+    let revoked = server.token_command(&["revoke", &laptop[0]]);
+    let said = String::from_utf8(revoked.stdout).unwrap();
+    assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
+    assert!(said.contains("and 1 console sessions made with it"), "{said}");
+    for used in [&token, &session] {
+        let (status, body) = server.call("GET", "/jobs", used, None);
+        assert_eq!(status, 401, "a revoked token still signs in: {body}");
+        assert!(body.to_string().contains("revoked"), "{body}");
+    }
+    let all = String::from_utf8(server.token_command(&["list", "--all"]).stdout).unwrap();
+    assert!(all.lines().any(|l| l.contains("laptop") && l.ends_with("revoked")), "{all}");
+
+    let refused = server.token_command(&["create", "--user", "x", "--expires", "soon"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--expires"), "the error names the option");
+    let missing = server.token_command(&["revoke", "999"]);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("there is no token 999"));
 }

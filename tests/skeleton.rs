@@ -31,6 +31,12 @@ fn a_job_created_through_the_api_appears_in_the_deployments_list() {
     assert_eq!(browser.text(&link), "hello-e2e");
     assert!(browser.page_text().contains("admin"), "the top bar names the signed-in user");
     browser.screenshot(&screenshot_path("skeleton-deployments"));
+    // The browser keeps a session made from the link's token, not the
+    // token itself, which expires within a day.
+    let kept = browser.execute("return localStorage.getItem('jobdeck.token');", vec![]);
+    let session = kept.as_str().expect("the browser keeps a token").to_string();
+    assert!(session.starts_with("jd_") && session != server.admin_token, "{session}");
+    assert_eq!(server.call("GET", "/jobs", &session, None).0, 200);
 
     // Following the link routes inside the app to the job page.
     browser.execute("window.__same_document = true;", vec![]);
@@ -45,6 +51,14 @@ fn a_job_created_through_the_api_appears_in_the_deployments_list() {
     // A deep link opened cold lands on that page.
     browser.goto(&format!("{}/jobs/{id}", server.base_url));
     browser.wait_for_text("busybox");
+
+    // Signing out revokes the session on the server: a copy of it no
+    // longer signs in. The link's own token is left alone.
+    browser.click(&browser.find(".top-bar .who button"));
+    browser.wait_until("the sign-in page", || browser.current_url().contains("/login").then_some(()));
+    let (status, body) = server.call("GET", "/jobs", &session, None);
+    assert_eq!(status, 401, "the session outlived sign-out: {body}");
+    assert_eq!(server.call("GET", "/jobs", &server.admin_token, None).0, 200);
 }
 
 #[test]

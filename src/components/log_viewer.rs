@@ -345,11 +345,13 @@ impl Core {
         let mut line = first;
         while line <= last {
             if !self.lines.contains_key(&line) {
-                let from = (line - 1) / CHUNK * CHUNK + 1;
-                let to = from + CHUNK - 1;
+                // From the first missing line to the end of its chunk: an
+                // answer the server cut at its byte bound is then followed
+                // by one for the lines after it, never the same one again.
+                let to = (line - 1) / CHUNK * CHUNK + CHUNK;
                 let asked = self.in_flight.iter().any(|(a, b)| *a <= line && line <= *b);
-                if !asked && !wanted.contains(&(from, to)) {
-                    wanted.push((from, to));
+                if !asked && !wanted.contains(&(line, to)) {
+                    wanted.push((line, to));
                 }
                 line = to + 1;
                 continue;
@@ -1182,6 +1184,18 @@ mod tests {
         assert_eq!(selection_fragment(5, 5), "L5");
         assert_eq!(selection_fragment(5, 9), "L5-L9");
         assert_eq!(parse_selection(&selection_fragment(7, 70)), Some((7, 70)));
+    }
+
+    /// The server cuts a range at its byte bound: the viewer then asks for
+    /// the lines after the last one it got, not for the same range again.
+    #[wasm_bindgen_test]
+    fn an_answer_cut_short_is_followed_by_one_for_the_lines_after_it() {
+        let mut core = Core::new("job".into(), "job-0-0".into(), None, "/jobs/job/logs".into());
+        assert_eq!(core.missing(1, 40), vec![(1, CHUNK)]);
+        let line = |n: u64| LogLine { line: n, time: 0, stderr: false, text: "x".repeat(65_536) };
+        core.absorb(LogRange { total_lines: 2 * CHUNK, ended: true, lines: (1..=32).map(line).collect() });
+        assert_eq!(core.missing(1, 40), vec![(33, CHUNK)]);
+        assert_eq!(core.missing(1, CHUNK + 1), vec![(33, CHUNK), (CHUNK + 1, 2 * CHUNK)]);
     }
 
     #[wasm_bindgen_test]

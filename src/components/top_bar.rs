@@ -22,8 +22,15 @@ pub fn TopBar() -> impl IntoView {
     });
     let navigate = use_navigate();
     let sign_out = move |_| {
-        session.sign_out();
-        navigate(routes::LOGIN);
+        let navigate = navigate.clone();
+        leptos::task::spawn_local(async move {
+            // The server revokes the session first; the browser forgets it
+            // either way (a server that cannot be reached does not keep
+            // anyone signed in here).
+            let _ = api::end_session().await;
+            session.sign_out();
+            navigate(routes::LOGIN);
+        });
     };
     let url = use_url();
     // The nav link of the section the user is in is marked for screen readers

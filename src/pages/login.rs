@@ -1,6 +1,7 @@
 //! Sign-in: takes the token from a sign-in link's fragment (`#token=…`) or
-//! from the paste box, keeps it in the browser and returns the user to the
-//! page they asked for (`?next=`).
+//! from the paste box, trades it for a console session (`POST /sessions`),
+//! keeps the session in the browser and returns the user to the page they
+//! asked for (`?next=`).
 
 use leptos::prelude::*;
 
@@ -45,7 +46,17 @@ pub fn LoginPage() -> impl IntoView {
         busy.set(true);
         error.set(None);
         leptos::task::spawn_local(async move {
-            match api::me().await {
+            // The browser keeps a session made from the token, never the
+            // token itself: a sign-in link's token expires within a day,
+            // and signing out revokes only the session.
+            let signed_in = match api::start_session().await {
+                Ok(started) => {
+                    session.sign_in(&started.token);
+                    api::me().await
+                }
+                Err(failure) => Err(failure),
+            };
+            match signed_in {
                 Ok(info) => {
                     session.user.set(Some(info.current_user));
                     let next = routes::safe_next(url.get_untracked().param("next").as_deref());
@@ -55,7 +66,7 @@ pub fn LoginPage() -> impl IntoView {
                     session.sign_out();
                     error.set(Some(match failure {
                         ApiFailure::Unauthorized => {
-                            "This token is not valid. Ask for a new sign-in link, or create a token with `jobdeck token create --user <name>`.".to_string()
+                            "This token is not valid, or has expired or been revoked. Ask for a new one, or create one with `jobdeck token create --user <name>`.".to_string()
                         }
                         other => other.to_string(),
                     }));

@@ -97,9 +97,9 @@ pub fn remove_containers(names: &[String]) {
         .status();
 }
 
-/// Removes the pods of the container jobs under a data directory (those
-/// with a container attempt, `runs/<job>/<attempt>/stage`), with their
-/// infra containers.
+/// Removes the pods and networks of the container jobs under a data
+/// directory (those with a container attempt, `runs/<job>/<attempt>/stage`),
+/// the pods with their infra containers.
 pub fn remove_pods(data_dir: &Path) {
     for job in std::fs::read_dir(data_dir.join("runs")).into_iter().flatten().flatten() {
         let in_containers = std::fs::read_dir(job.path())
@@ -120,6 +120,20 @@ pub fn remove_pods(data_dir: &Path) {
             let _ = Command::new(ENGINE)
                 .args(["pod", "rm", "-f"])
                 .args(&ids)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+        let listed = Command::new(ENGINE)
+            .args(["network", "ls", "-q", "--filter", &label, "--format", "{{.Name}}"])
+            .stderr(Stdio::null())
+            .output();
+        let networks = listed.map(|out| String::from_utf8_lossy(&out.stdout).into_owned()).unwrap_or_default();
+        let names: Vec<&str> = networks.split_whitespace().collect();
+        if !names.is_empty() {
+            let _ = Command::new(ENGINE)
+                .args(["network", "rm", "-f"])
+                .args(&names)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status();

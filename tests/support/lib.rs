@@ -212,13 +212,20 @@ impl Server {
 
     /// Creates a token for `user` with `jobdeck token create`.
     pub fn token_for(&self, user: &str) -> String {
-        let out = Command::new(jobdeck_bin())
-            .args(["token", "create", "--user", user, "--data-dir"])
-            .arg(&self.data_dir)
-            .output()
-            .expect("jobdeck token create runs");
+        let out = self.token_command(&["create", "--user", user]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// Runs `jobdeck token ARGS --data-dir <this server's>`.
+    pub fn token_command(&self, args: &[&str]) -> std::process::Output {
+        Command::new(jobdeck_bin())
+            .arg("token")
+            .args(args)
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .output()
+            .expect("jobdeck token runs")
     }
 
     /// Sends a request with a bearer token; returns status and JSON body.

@@ -42,7 +42,7 @@ async fn main() {
     config.executor.local.mode = jobdeck_server::config::LocalMode::Process;
     config.executor.local.metrics_interval_ms = 0;
     config.supervisor_bin = std::env::var_os("JOBDECK_BIN").map(Into::into);
-    let token = auth::issue_token(&store, "admin").await.unwrap();
+    let token = auth::issue_token(&store, "admin", auth::TokenRequest::api()).await.unwrap().secret;
     let router = app(AppState::start(store.clone(), config).await.unwrap());
 
     let job = serde_json::json!({"metadata": {"name": "week"}, "spec": {"resource_shape": "cpu.small",

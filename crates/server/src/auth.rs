@@ -3,14 +3,21 @@
 //! A token is 32 random bytes shown once to the user; the database keeps only
 //! its SHA-256, so a leaked database does not leak working tokens. Tokens are
 //! random and long, which is why a fast hash is enough (no password stretching
-//! is needed for 256 bits of entropy).
+//! is needed for 256 bits of entropy). Every token has a kind, may expire and
+//! may be revoked (`jobdeck_api::tokens` says which kinds there are);
+//! `sessions.rs` makes the console's sessions and serves `/tokens`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use jobdeck_api::TokenKind;
 use sha2::{Digest, Sha256};
 
 use crate::error::AppError;
-use crate::store::StoreResult;
+use crate::store::{NewToken, StoreResult, TokenOwner};
 use crate::{now_millis, AppState, Store};
 
 /// The workspace administrator `jobdeck serve` creates on first start. It may
@@ -20,11 +27,25 @@ pub const ADMIN_USER: &str = "admin";
 /// The prefix of every token, so a token is recognisable in a secret scanner.
 const TOKEN_PREFIX: &str = "jd_";
 
-/// The signed-in user of a request.
+/// How long a token from `jobdeck token create` lives unless `--expires`
+/// says otherwise.
+pub const DEFAULT_API_TOKEN_LIFETIME: Duration = Duration::from_secs(90 * 24 * 3600);
+
+/// How often a token's `last_used_at` is written at most: once a minute, so
+/// a busy client does not make every request a database write.
+const LAST_USED_RESOLUTION_MS: i64 = 60_000;
+
+/// The signed-in user of a request, and the token it signed in with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CurrentUser {
     pub id: i64,
     pub name: String,
+    pub token_id: i64,
+    pub token_kind: TokenKind,
+    /// When the token expires (Unix ms), if it does.
+    pub token_expires_at: Option<i64>,
+    /// The token the signing-in token was made from, if any.
+    pub token_origin_id: Option<i64>,
 }
 
 /// A new random token.
@@ -45,14 +66,86 @@ pub fn hash_token(token: &str) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Creates `user` if needed and a new token for it; returns the token, which
-/// is not stored anywhere in clear.
-pub async fn issue_token(store: &Store, user: &str) -> StoreResult<String> {
+/// What a new token is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRequest {
+    pub kind: TokenKind,
+    pub name: String,
+    /// `None`: it never expires.
+    pub lifetime: Option<Duration>,
+    pub origin_id: Option<i64>,
+}
+
+impl TokenRequest {
+    /// An API token with the default lifetime.
+    pub fn api() -> Self {
+        Self { kind: TokenKind::Api, name: String::new(), lifetime: Some(DEFAULT_API_TOKEN_LIFETIME), origin_id: None }
+    }
+}
+
+/// A token just made: the secret (shown once, stored nowhere in clear) and
+/// its row.
+#[derive(Debug, Clone)]
+pub struct IssuedToken {
+    pub secret: String,
+    pub id: i64,
+    pub expires_at: Option<i64>,
+}
+
+/// Creates `user` if needed and a new token for it.
+pub async fn issue_token(store: &Store, user: &str, request: TokenRequest) -> StoreResult<IssuedToken> {
     let now = now_millis();
     let (row, _) = store.ensure_user(user, now).await?;
-    let token = generate_token();
-    store.insert_token(row.id, hash_token(&token), now).await?;
-    Ok(token)
+    let secret = generate_token();
+    let expires_at = request.lifetime.map(|life| now.saturating_add(life.as_millis().min(i64::MAX as u128) as i64));
+    let id = store
+        .insert_token(NewToken {
+            user_id: row.id,
+            hash: hash_token(&secret),
+            kind: request.kind,
+            name: request.name,
+            created_at: now,
+            expires_at,
+            origin_id: request.origin_id,
+        })
+        .await?;
+    Ok(IssuedToken { secret, id, expires_at })
+}
+
+/// Why a stored token does not sign in at `now`, if it does not.
+pub fn token_ended(owner: &TokenOwner, now: i64) -> Option<AppError> {
+    if owner.revoked_at.is_some() {
+        return Some(AppError::TokenEnded("this token was revoked".into()));
+    }
+    match owner.expires_at {
+        Some(at) if at <= now => Some(AppError::TokenEnded(format!("this token expired at {}", format_time(at)))),
+        _ => None,
+    }
+}
+
+/// A Unix-millisecond time as RFC 3339 (UTC, to the second).
+pub fn format_time(unix_ms: i64) -> String {
+    let time = std::time::UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(time).to_string()
+}
+
+/// When each token's `last_used_at` was last written, so it is written at
+/// most once a minute per token.
+#[derive(Clone, Default)]
+pub struct LastUsed(Arc<Mutex<HashMap<i64, i64>>>);
+
+impl LastUsed {
+    /// Whether a use at `now` should be written.
+    fn due(&self, token_id: i64, now: i64) -> bool {
+        let mut written = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match written.get(&token_id) {
+            Some(&at) if now - at < LAST_USED_RESOLUTION_MS => false,
+            _ => {
+                written.insert(token_id, now);
+                true
+            }
+        }
+    }
 }
 
 fn bearer_token(parts: &Parts) -> Option<&str> {
@@ -68,36 +161,31 @@ fn bearer_token(parts: &Parts) -> Option<&str> {
 impl FromRequestParts<AppState> for CurrentUser {
     type Rejection = AppError;
 
+    /// Every request reads its token's row, so a revoked or expired token
+    /// answers 401 on the very next request.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        // `request_limits::bound_request` has read the token already.
+        if let Some(user) = parts.extensions.get::<CurrentUser>() {
+            return Ok(user.clone());
+        }
         let token = bearer_token(parts).ok_or(AppError::Unauthorized)?;
-        let user = state.store.user_by_token_hash(hash_token(token)).await?.ok_or(AppError::Unauthorized)?;
-        Ok(CurrentUser { id: user.id, name: user.name })
+        let owner = state.store.token_by_hash(hash_token(token)).await?.ok_or(AppError::Unauthorized)?;
+        let now = now_millis();
+        if let Some(ended) = token_ended(&owner, now) {
+            return Err(ended);
+        }
+        if state.tokens_used.due(owner.token_id, now) {
+            state.store.touch_token(owner.token_id, now).await?;
+        }
+        Ok(CurrentUser {
+            id: owner.user.id,
+            name: owner.user.name,
+            token_id: owner.token_id,
+            token_kind: owner.kind,
+            token_expires_at: owner.expires_at,
+            token_origin_id: owner.origin_id,
+        })
     }
-}
-
-/// Refuses a request whose body comes without a length (chunked) unless
-/// its sender has a valid token, before a byte of the body is read: such a
-/// body is read by the server itself to bound it
-/// (`error::refuse_oversized_bodies`), and an anonymous client must not be
-/// able to make it hold megabytes. A body with a `Content-Length` is read
-/// only by a handler, whose extractors ask who sent it first.
-pub async fn refuse_anonymous_streams(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let headers = request.headers();
-    let streamed = !headers.contains_key(axum::http::header::CONTENT_LENGTH)
-        && headers.contains_key(axum::http::header::TRANSFER_ENCODING);
-    if !streamed {
-        return next.run(request).await;
-    }
-    let (mut parts, body) = request.into_parts();
-    if let Err(refused) = CurrentUser::from_request_parts(&mut parts, &state).await {
-        return refused.into_response();
-    }
-    next.run(axum::extract::Request::from_parts(parts, body)).await
 }
 
 #[cfg(test)]
@@ -111,6 +199,36 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.starts_with("jd_"));
         assert_eq!(a.len(), 3 + 64);
+    }
+
+    fn owner(expires_at: Option<i64>, revoked_at: Option<i64>) -> TokenOwner {
+        TokenOwner {
+            token_id: 1,
+            kind: TokenKind::Api,
+            expires_at,
+            revoked_at,
+            origin_id: None,
+            user: crate::store::UserRow { id: 1, name: "alice".into() },
+        }
+    }
+
+    #[test]
+    fn a_token_signs_in_until_it_expires_or_is_revoked() {
+        assert!(token_ended(&owner(None, None), i64::MAX).is_none(), "no expiry: signs in until revoked");
+        assert!(token_ended(&owner(Some(1_000), None), 999).is_none());
+        let expired = token_ended(&owner(Some(1_000), None), 1_000).expect("expired at its expiry");
+        assert_eq!(expired.to_string(), "this token expired at 1970-01-01T00:00:01Z");
+        let revoked = token_ended(&owner(Some(i64::MAX), Some(5)), 6).expect("revoked");
+        assert_eq!(revoked.to_string(), "this token was revoked");
+    }
+
+    #[test]
+    fn last_use_is_written_at_most_once_a_minute_per_token() {
+        let used = LastUsed::default();
+        assert!(used.due(1, 0));
+        assert!(!used.due(1, 59_999));
+        assert!(used.due(2, 59_999), "each token has its own clock");
+        assert!(used.due(1, 60_000));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The command line: `jobdeck serve` and `jobdeck token create`.
+//! The command line: `jobdeck serve`, `jobdeck token create|list|revoke` and
+//! the executors' render tools.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -124,6 +125,32 @@ enum TokenCommand {
         /// The user the token signs in as.
         #[arg(long)]
         user: String,
+        /// What the token is for, shown by `token list` (e.g. `laptop`, `ci`).
+        #[arg(long, default_value = "")]
+        name: String,
+        /// How long the token signs in: `30d`, `12h`, … or `never`.
+        #[arg(long, default_value = "90d")]
+        expires: String,
+        #[command(flatten)]
+        data: DataDirArg,
+    },
+    /// List tokens (never their secrets): id, user, kind, name, created,
+    /// expires, last used.
+    List {
+        /// Only this user's tokens.
+        #[arg(long)]
+        user: Option<String>,
+        /// Also those revoked or expired.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        data: DataDirArg,
+    },
+    /// Revoke a token, and every console session made with it; its next
+    /// request answers 401.
+    Revoke {
+        /// The token's id, from `token list`.
+        id: i64,
         #[command(flatten)]
         data: DataDirArg,
     },
@@ -149,9 +176,7 @@ pub fn run() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve(args).await,
-            Command::Token { command: TokenCommand::Create { user, data } } => {
-                token_create(&user, &data.data_dir).await
-            }
+            Command::Token { command } => token_command(command).await,
             Command::Kube { command: KubeCommand::Render(args) } => kube_render(args),
             Command::Slurm { command: SlurmCommand::Render(args) } => slurm_render(args),
             Command::Supervise { .. } => unreachable!("handled before the runtime starts"),
@@ -240,20 +265,33 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // The executor first: a server whose executor cannot start says so
     // instead of printing a sign-in address that would never answer.
     let data_dir = config.data_dir.clone();
+    let link_lifetime = config.auth.sign_in_link_lifetime;
     let state = AppState::start(store.clone(), config).await?;
 
     let (_, created) = store.ensure_user("admin", now_millis()).await.context("cannot create the admin user")?;
     println!("Jobdeck is listening on {base}/");
     if created {
-        let token = auth::issue_token(&store, "admin").await.context("cannot create the admin token")?;
-        println!("Sign in as admin: {base}/login#token={token}");
+        let request = auth::TokenRequest {
+            kind: jobdeck_api::TokenKind::SignInLink,
+            name: "first sign-in link".into(),
+            lifetime: Some(link_lifetime),
+            origin_id: None,
+        };
+        let issued = auth::issue_token(&store, "admin", request).await.context("cannot create the admin token")?;
+        let until = issued.expires_at.map(auth::format_time).unwrap_or_default();
+        println!("Sign in as admin: {base}/login#token={}", issued.secret);
+        println!(
+            "The link works until {until}; after that: jobdeck token create --user admin --data-dir {}",
+            data_dir.display()
+        );
     } else {
         println!(
             "Sign in with an existing token, or make a new one: jobdeck token create --user admin --data-dir {}",
             data_dir.display()
         );
     }
-    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal()).await.context("the server stopped")
+    let limits = state.config.limits.clone();
+    crate::listener::serve(listener, app(state), &limits, shutdown_signal()).await.context("the server stopped")
 }
 
 /// The address to print: a wildcard listen address is reachable on loopback.
@@ -284,13 +322,99 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-async fn token_create(user: &str, data_dir: &Path) -> anyhow::Result<()> {
+async fn token_command(command: TokenCommand) -> anyhow::Result<()> {
+    match command {
+        TokenCommand::Create { user, name, expires, data } => {
+            token_create(&user, &name, &expires, &data.data_dir).await
+        }
+        TokenCommand::List { user, all, data } => token_list(user, all, &data.data_dir).await,
+        TokenCommand::Revoke { id, data } => token_revoke(id, &data.data_dir).await,
+    }
+}
+
+async fn token_create(user: &str, name: &str, expires: &str, data_dir: &Path) -> anyhow::Result<()> {
     if user.is_empty() || user.len() > 64 || user.chars().any(|c| c.is_control()) {
         anyhow::bail!("--user must be 1 to 64 printable characters");
     }
+    if name.len() > 64 || name.chars().any(|c| c.is_control()) {
+        anyhow::bail!("--name must be at most 64 printable characters");
+    }
+    let lifetime = match expires.trim() {
+        "never" => None,
+        text => Some(
+            crate::config::parse_duration(text)
+                .map_err(|e| anyhow::anyhow!("--expires: {e}, or 'never'"))
+                .and_then(|d| if d.is_zero() { anyhow::bail!("--expires must be longer than 0") } else { Ok(d) })?,
+        ),
+    };
     let store = open_store(data_dir)?;
-    let token = auth::issue_token(&store, user).await.context("cannot create the token")?;
-    println!("{token}");
+    let request =
+        auth::TokenRequest { kind: jobdeck_api::TokenKind::Api, name: name.to_string(), lifetime, origin_id: None };
+    let issued = auth::issue_token(&store, user, request).await.context("cannot create the token")?;
+    // The token alone on standard output, so `$(jobdeck token create …)`
+    // captures it; what it is, on standard error.
+    println!("{}", issued.secret);
+    let until =
+        issued.expires_at.map_or("never expires".to_string(), |at| format!("expires {}", auth::format_time(at)));
+    eprintln!("token {} for {user}; {until}; revoke it with `jobdeck token revoke {}`", issued.id, issued.id);
+    Ok(())
+}
+
+async fn token_list(user: Option<String>, all: bool, data_dir: &Path) -> anyhow::Result<()> {
+    let store = open_store(data_dir)?;
+    let now = now_millis();
+    let tokens = store.list_tokens(user).await.context("cannot read the tokens")?;
+    let time = |at: Option<i64>, none: &str| at.map_or(none.to_string(), auth::format_time);
+    let mut rows = vec![["ID", "USER", "KIND", "NAME", "CREATED", "EXPIRES", "LAST USED", "STATE"].map(String::from)];
+    for token in tokens.into_iter().filter(|t| all || t.is_live(now)) {
+        let state = match (token.revoked_at, token.expires_at) {
+            (Some(_), _) => "revoked",
+            (None, Some(at)) if at <= now => "expired",
+            _ => "active",
+        };
+        rows.push([
+            token.id.to_string(),
+            token.user,
+            token.kind.as_str().to_string(),
+            if token.name.is_empty() { "-".into() } else { token.name },
+            auth::format_time(token.created_at),
+            time(token.expires_at, "never"),
+            time(token.last_used_at, "never"),
+            state.to_string(),
+        ]);
+    }
+    print!("{}", table(&rows));
+    Ok(())
+}
+
+/// Rows as columns padded to their widest cell.
+fn table(rows: &[[String; 8]]) -> String {
+    let mut widths = [0usize; 8];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut text = String::new();
+    for row in rows {
+        let cells: Vec<String> = row.iter().zip(widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+        text.push_str(cells.join("  ").trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+async fn token_revoke(id: i64, data_dir: &Path) -> anyhow::Result<()> {
+    let store = open_store(data_dir)?;
+    let Some(token) = store.token(id).await.context("cannot read the tokens")? else {
+        anyhow::bail!("there is no token {id}: `jobdeck token list` shows them");
+    };
+    let revoked = store.revoke_token(id, now_millis()).await.context("cannot revoke the token")?;
+    match revoked {
+        0 => println!("token {id} of {} was already revoked", token.user),
+        1 => println!("revoked token {id} of {}", token.user),
+        n => println!("revoked token {id} of {} and {} console sessions made with it", token.user, n - 1),
+    }
     Ok(())
 }
 

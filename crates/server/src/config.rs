@@ -14,6 +14,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod auth;
+mod limits;
+mod networks;
+pub use auth::{parse_duration, AuthConfig};
+pub use limits::LimitsConfig;
+pub use networks::{is_network, Ipv4Network};
+
 /// Why a config cannot be used. The command line prints it with its chain
 /// of sources (`error_chain`): "invalid config file x.toml: shapes[0].cpu
 /// must be more than 0".
@@ -68,6 +75,10 @@ pub struct Config {
     pub node_groups: Vec<NodeGroupConfig>,
     /// The resource shapes a job may ask for; never empty.
     pub shapes: Vec<ShapeConfig>,
+    /// `[auth]`: how long sign-in links and sessions live.
+    pub auth: AuthConfig,
+    /// `[limits]`: timeouts, and what one user may hold at once.
+    pub limits: LimitsConfig,
     /// The `jobdeck` binary that runs replica supervisors (`jobdeck
     /// supervise`). `None` means the running executable, which is right for
     /// `jobdeck serve`; in-process tests point it at the built binary.
@@ -192,6 +203,14 @@ pub struct LocalExecutorConfig {
     /// hold (the engine's `--pids-limit`), so a fork bomb in one job cannot
     /// exhaust the machine's process table.
     pub pids_limit: u32,
+    /// Container mode on podman: networks no job may reach, as addresses
+    /// with an optional prefix length. The default is the link-local range,
+    /// where clouds answer instance metadata (and credentials) at
+    /// `169.254.169.254`.
+    pub blocked_networks: Vec<String>,
+    /// Container mode on podman: the IPv4 range each run's own network
+    /// gets a `/24` of. Jobs may not reach any of it but their own `/24`.
+    pub network_pool: String,
 }
 
 impl Default for LocalExecutorConfig {
@@ -208,6 +227,8 @@ impl Default for LocalExecutorConfig {
             engine_environment: BTreeMap::new(),
             metrics_interval_ms: 5_000,
             pids_limit: 8192,
+            blocked_networks: vec!["169.254.0.0/16".into()],
+            network_pool: "10.89.0.0/16".into(),
         }
     }
 }
@@ -439,6 +460,8 @@ struct ConfigFile {
     executor: Option<ExecutorSection>,
     node_groups: Option<Vec<NodeGroupConfig>>,
     shapes: Option<Vec<ShapeConfig>>,
+    auth: Option<AuthConfig>,
+    limits: Option<LimitsConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -468,6 +491,8 @@ impl Config {
             executor: ExecutorConfig::default(),
             node_groups: default_node_groups(machine),
             shapes: default_shapes(machine),
+            auth: AuthConfig::default(),
+            limits: LimitsConfig::default(),
             supervisor_bin: None,
         }
     }
@@ -514,6 +539,12 @@ impl Config {
         if let Some(shapes) = file.shapes {
             config.shapes = shapes;
         }
+        if let Some(auth) = file.auth {
+            config.auth = auth;
+        }
+        if let Some(limits) = file.limits {
+            config.limits = limits;
+        }
         config.check()?;
         Ok(config)
     }
@@ -537,6 +568,9 @@ impl Config {
         if self.node_groups.is_empty() {
             return Some("node_groups must declare at least one node group".into());
         }
+        if let Some(rule) = self.auth.broken_rule().or_else(|| self.limits.broken_rule()) {
+            return Some(rule);
+        }
         // A job mounting such a volume would read every secret and token.
         let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let data_dir = canonical(&self.data_dir);
@@ -549,6 +583,20 @@ impl Config {
                     self.data_dir.display()
                 ));
             }
+        }
+        for (i, network) in self.executor.local.blocked_networks.iter().enumerate() {
+            if !is_network(network) {
+                return Some(format!(
+                    "executor.local.blocked_networks[{i}] '{network}' must be an IP address or network, such as \
+                     169.254.0.0/16"
+                ));
+            }
+        }
+        let pool = &self.executor.local.network_pool;
+        if Ipv4Network::parse(pool).is_none_or(|network| network.subnets_24().next().is_none()) {
+            return Some(format!(
+                "executor.local.network_pool '{pool}' must be an IPv4 network of at least a /24, such as 10.89.0.0/16"
+            ));
         }
         let mut group_names = BTreeSet::new();
         let mut node_names = BTreeSet::new();
@@ -658,6 +706,16 @@ mod tests {
             assert_eq!(retry_backoff(10, 360, failures).as_secs(), seconds, "{failures}");
         }
         assert_eq!(retry_backoff(0, 360, 5).as_secs(), 0);
+    }
+
+    #[test]
+    fn blocked_networks_and_the_network_pool_are_checked() {
+        let config = "[executor.local]\nblocked_networks = [\"169.254.0.0/16\", \"metadata\"]\n";
+        let refused = Config::from_toml(config, Path::new("/tmp/x"), &machine(0)).unwrap_err().to_string();
+        assert!(refused.contains("executor.local.blocked_networks[1] 'metadata'"), "{refused}");
+        let config = "[executor.local]\nnetwork_pool = \"10.89.0.0/25\"\n";
+        let refused = Config::from_toml(config, Path::new("/tmp/x"), &machine(0)).unwrap_err().to_string();
+        assert!(refused.contains("executor.local.network_pool '10.89.0.0/25'"), "{refused}");
     }
 
     fn machine(gpus: i64) -> MachineInfo {

@@ -19,6 +19,9 @@ use crate::store::StoreError;
 pub enum AppError {
     /// No token, or a token that matches no one.
     Unauthorized,
+    /// A token that was good once: revoked or expired, said in a sentence
+    /// so its holder knows to ask for a new one.
+    TokenEnded(String),
     /// The resource does not exist or the caller may not see it; the two are
     /// deliberately indistinguishable so private names do not leak.
     NotFound(String),
@@ -36,6 +39,11 @@ pub enum AppError {
     PayloadTooLarge,
     /// The data directory's disk is full: nothing was stored.
     StorageFull,
+    /// The caller holds as many requests or log follows as one user may
+    /// (`[limits]`); the sentence names the bound.
+    TooManyRequests(String),
+    /// The answer did not start within `limits.request_timeout`.
+    TimedOut(std::time::Duration),
     /// Anything else; the cause, with the chain of its sources, is logged
     /// and the caller sees a bare 500.
     Internal(Box<dyn std::error::Error + Send + Sync>),
@@ -54,11 +62,14 @@ impl std::fmt::Display for AppError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AppError::Unauthorized => f.write_str("no valid token"),
-            AppError::NotFound(what)
+            AppError::TokenEnded(what)
+            | AppError::NotFound(what)
             | AppError::NotFoundCode(_, what)
             | AppError::Forbidden(what)
             | AppError::BadRequest(what)
-            | AppError::Conflict(what) => f.write_str(what),
+            | AppError::Conflict(what)
+            | AppError::TooManyRequests(what) => f.write_str(what),
+            AppError::TimedOut(limit) => write!(f, "the request took longer than {} s", limit.as_secs()),
             AppError::Validation(fields) => write!(f, "{} invalid fields", fields.len()),
             AppError::PayloadTooLarge => write!(f, "the body is over {MAX_BODY_BYTES} bytes"),
             AppError::StorageFull => f.write_str("the data directory's disk is full"),
@@ -86,6 +97,10 @@ impl AppError {
                     "a valid token is required: send 'Authorization: Bearer <token>'",
                 ),
             ),
+            AppError::TokenEnded(what) => (
+                StatusCode::UNAUTHORIZED,
+                ApiError::new("unauthorized", format!("{what}: sign in again, or ask for a new token")),
+            ),
             AppError::NotFound(what) => (StatusCode::NOT_FOUND, ApiError::new("not_found", what)),
             AppError::NotFoundCode(code, what) => (StatusCode::NOT_FOUND, ApiError::new(code, what)),
             AppError::Forbidden(what) => (StatusCode::FORBIDDEN, ApiError::new("forbidden", what)),
@@ -96,6 +111,16 @@ impl AppError {
                 (StatusCode::UNPROCESSABLE_ENTITY, ApiError::validation(fields))
             }
             AppError::Conflict(what) => (StatusCode::CONFLICT, ApiError::new("conflict", what)),
+            AppError::TooManyRequests(what) => {
+                (StatusCode::TOO_MANY_REQUESTS, ApiError::new("too_many_requests", what))
+            }
+            AppError::TimedOut(limit) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ApiError::new(
+                    "timeout",
+                    format!("the request took longer than {} s (limits.request_timeout); try again", limit.as_secs()),
+                ),
+            ),
             AppError::StorageFull => (
                 StatusCode::INSUFFICIENT_STORAGE,
                 ApiError::new(
@@ -156,7 +181,7 @@ const DISCARD_AT_MOST: u64 = 64 * 1024 * 1024;
 /// arrived. Either way the rest is read and thrown away in the background
 /// (up to [`DISCARD_AT_MOST`]) so the client can finish sending and read the
 /// answer. A body without a length is read here, so its sender's token is
-/// checked before this runs (`auth::refuse_anonymous_streams`).
+/// checked before this runs (`request_limits::bound_request`).
 pub async fn refuse_oversized_bodies(request: Request, next: axum::middleware::Next) -> Response {
     use futures_util::StreamExt;
     let headers = request.headers();

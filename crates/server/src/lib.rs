@@ -18,6 +18,7 @@ pub mod gateway;
 pub mod image_pull_secrets;
 pub mod jobs;
 pub mod kubernetes;
+pub mod listener;
 pub mod log_api;
 pub mod log_query;
 pub mod logs;
@@ -25,8 +26,10 @@ pub mod metrics;
 pub mod metrics_api;
 pub mod openapi;
 pub mod replicas;
+pub mod request_limits;
 pub mod scheduler;
 pub mod secrets;
+pub mod sessions;
 pub mod slurm;
 pub mod spec;
 pub mod store;
@@ -50,6 +53,10 @@ pub struct AppState {
     pub scheduler: scheduler::SchedulerHandle,
     /// Each running job's newest GPU use, for the list.
     pub metrics_now: metrics::Now,
+    /// When each token's last use was last written.
+    pub tokens_used: auth::LastUsed,
+    /// The requests and log follows each user holds now.
+    pub user_limits: request_limits::UserLimits,
 }
 
 impl AppState {
@@ -75,7 +82,17 @@ impl AppState {
         let scheduler = scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx)
             .await
             .map_err(StartError::Resume)?;
-        Ok(Self { store, config, logs, executor, scheduler, metrics_now })
+        let user_limits = request_limits::UserLimits::new(&config.limits);
+        Ok(Self {
+            store,
+            config,
+            logs,
+            executor,
+            scheduler,
+            metrics_now,
+            tokens_used: auth::LastUsed::default(),
+            user_limits,
+        })
     }
 
     /// What every job must satisfy on this server beyond the contract's own
@@ -120,6 +137,7 @@ pub fn api_routes() -> Vec<Route> {
         metrics_api::routes(),
         secrets::routes(),
         image_pull_secrets::routes(),
+        sessions::routes(),
         openapi::routes(),
     ]
     .into_iter()
@@ -143,8 +161,9 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(error::MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(error::refuse_oversized_bodies))
         // The outermost, so it runs first: who sent a body of unknown length
-        // is asked before the layer above reads it.
-        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::refuse_anonymous_streams));
+        // is asked before the layer above reads it, and every request counts
+        // against its user's bounds.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), request_limits::bound_request));
 
     // `/api/v2/` with its slash is the API's root too: nesting matches the
     // root only without it, and clients write either.

@@ -17,6 +17,12 @@ use crate::store::Store;
 
 /// The most lines one range answer holds.
 pub const MAX_RANGE_LINES: u64 = 5_000;
+/// The most line text one structured answer (a range here, a `/logs`
+/// query) holds: lines may be 64 KiB each, so 5,000 of them could make an
+/// answer of hundreds of megabytes. An answer that reaches the bound stops
+/// after the line that reaches it (a range's first line always comes), and
+/// the client asks again from the line after its last one.
+pub const MAX_ANSWER_BYTES: usize = 2 << 20;
 /// Lines in a range that names only `from`.
 pub const DEFAULT_RANGE_LINES: u64 = 1_000;
 /// The longest a range request waits for new lines.
@@ -202,17 +208,40 @@ pub async fn range(attempt: Attempt, from: RangeStart, to: Option<u64>, wait: Du
             RangeStart::Tail(n) => (count.saturating_sub(n) + 1, count),
         };
         let last = last.min(first.saturating_add(MAX_RANGE_LINES - 1));
-        let lines = reader
+        let mut lines: Vec<LogLine> = reader
             .lines(first, last)?
             .into_iter()
             .map(|l| LogLine { line: l.number, time: l.time, stderr: l.stream == Stream::Stderr, text: l.text })
             .collect();
+        // A tail keeps the lines nearest the end; a range those nearest its start.
+        match from {
+            RangeStart::Tail(_) => {
+                lines.reverse();
+                within_bytes(&mut lines, |l| l.text.len());
+                lines.reverse();
+            }
+            RangeStart::Line(_) => within_bytes(&mut lines, |l| l.text.len()),
+        }
         Ok((count, lines))
     })
     .await?;
     let mut response = Json(LogRange { total_lines, ended, lines }).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
+}
+
+/// Cuts `items` after the first one whose text brings their sum to
+/// [`MAX_ANSWER_BYTES`], so an answer holds at least one line.
+pub fn within_bytes<T>(items: &mut Vec<T>, bytes: impl Fn(&T) -> usize) {
+    let mut sum = 0usize;
+    let keep = items
+        .iter()
+        .position(|item| {
+            sum = sum.saturating_add(bytes(item));
+            sum >= MAX_ANSWER_BYTES
+        })
+        .map_or(items.len(), |at| at + 1);
+    items.truncate(keep);
 }
 
 /// Builds the matcher for a search: the text as a literal unless `regex`.
@@ -346,6 +375,20 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matcher("(a{1000}){1000}", true, false).is_err(), "huge patterns are refused");
+    }
+
+    #[test]
+    fn answers_stop_after_the_line_that_reaches_the_byte_bound() {
+        let line = MAX_ANSWER_BYTES / 4;
+        let mut lines = vec![line; 10];
+        within_bytes(&mut lines, |n| *n);
+        assert_eq!(lines.len(), 4, "the fourth line reaches the bound");
+        let mut huge = vec![MAX_ANSWER_BYTES * 2, 1];
+        within_bytes(&mut huge, |n| *n);
+        assert_eq!(huge, vec![MAX_ANSWER_BYTES * 2], "one line always comes");
+        let mut small = vec![10; 100];
+        within_bytes(&mut small, |n| *n);
+        assert_eq!(small.len(), 100);
     }
 
     #[test]

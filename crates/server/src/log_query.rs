@@ -228,6 +228,9 @@ fn attempt_lines(
         }
     }
     found.truncate(limit);
+    // Lines past the bound cannot be in the answer, which is bounded the same
+    // way over every attempt in the same order (`answer`).
+    crate::log_api::within_bytes(&mut found, |line| line.text.len());
     Ok(found)
 }
 
@@ -254,6 +257,7 @@ fn answer(
         Direction::Forward => all.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1))),
     }
     all.truncate(query.limit);
+    crate::log_api::within_bytes(&mut all, |(_, _, text)| text.len());
     let mut streams: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for (nanos, replica, text) in all {
         streams.entry(replica).or_default().push((nanos.to_string(), text));

@@ -173,6 +173,8 @@ struct Tail {
     follow: bool,
     timestamps: bool,
     done: bool,
+    /// A follow holds one of its user's follower permits until it ends.
+    _follower: Option<crate::request_limits::Permit>,
 }
 
 const CHUNK: usize = 256 * 1024;
@@ -281,6 +283,7 @@ async fn replica_log(
     let (follow, timestamps, download) = match request {
         LogRequest::Text { follow, timestamps, download } => (follow, timestamps, download),
         LogRequest::Range { from, to, wait } => {
+            let _follower = if wait.is_zero() { None } else { Some(state.user_limits.follow(&user)?) };
             let at =
                 log_api::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
             return log_api::range(at, from, to, wait).await;
@@ -297,6 +300,7 @@ async fn replica_log(
     // started and not ended. `follow=false` asks for what is there now; an
     // attempt still queued or already ended answers at once either way.
     let follow = follow.unwrap_or_else(|| !download && stored.as_ref().is_some_and(|row| !row.is_finished()));
+    let follower = if follow { Some(state.user_limits.follow(&user)?) } else { None };
     let tail = Tail {
         store: state.store.clone(),
         logs: state.logs.clone(),
@@ -307,6 +311,7 @@ async fn replica_log(
         follow,
         timestamps,
         done: false,
+        _follower: follower,
     };
     let stream =
         futures_util::stream::unfold(tail, |mut tail| async move { tail.next().await.map(|item| (item, tail)) });

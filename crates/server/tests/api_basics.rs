@@ -26,6 +26,99 @@ async fn a_missing_or_wrong_token_gets_401_with_a_json_error() {
     }
 }
 
+fn typed<T: serde::de::DeserializeOwned>(res: &common::TestResponse) -> T {
+    serde_json::from_slice(&res.body).unwrap_or_else(|e| panic!("{e}: {}", res.text()))
+}
+
+/// A console session is made from a token, lists as the request's own,
+/// ends on sign-out, and ends at once when the token it came from is
+/// revoked: a stolen session cannot outlive its revoked origin.
+#[tokio::test]
+async fn sessions_end_on_sign_out_and_with_the_token_they_came_from() {
+    use jobdeck_api::{NewSession, TokenKind, TokenList};
+    let app = TestApp::new().await;
+    let bob = app.token_for("bob").await;
+    let made = app.call(Method::POST, "/api/v2/sessions", &bob, None).await;
+    assert_eq!(made.status, StatusCode::OK, "{}", made.text());
+    let session: NewSession = typed(&made);
+    assert_ne!(session.token, bob);
+
+    let listed: TokenList = typed(&app.call(Method::GET, "/api/v2/tokens", &session.token, None).await);
+    let kinds: Vec<(TokenKind, bool)> = listed.tokens.iter().map(|t| (t.kind, t.current)).collect();
+    assert_eq!(kinds, vec![(TokenKind::Api, false), (TokenKind::Session, true)]);
+    assert!(
+        !made.text().contains(&bob)
+            && !app.call(Method::GET, "/api/v2/tokens", &bob, None).await.text().contains("jd_"),
+        "no secret is listed"
+    );
+    let api_id = listed.tokens[0].id;
+    assert_eq!(listed.tokens[1].origin_id, Some(api_id));
+
+    // Signing out with an API token is refused: only sessions end that way.
+    let refused = app.call(Method::DELETE, "/api/v2/sessions/current", &bob, None).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text());
+
+    // Alice cannot revoke bob's token, and learns nothing about it.
+    let alice = app.token_for("alice").await;
+    let other = app.call(Method::DELETE, &format!("/api/v2/tokens/{api_id}"), &alice, None).await;
+    assert_eq!(other.status, StatusCode::NOT_FOUND);
+    assert_eq!(app.call(Method::GET, "/api/v2/jobs", &session.token, None).await.status, StatusCode::OK);
+
+    // Revoking the API token ends the session made from it, on its next request.
+    let revoked = app.call(Method::DELETE, &format!("/api/v2/tokens/{api_id}"), &bob, None).await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.text());
+    assert_eq!(revoked.json()["revoked"], 2);
+    for token in [&bob, &session.token] {
+        let res = app.call(Method::GET, "/api/v2/jobs", token, None).await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+        assert!(res.text().contains("this token was revoked"), "{}", res.text());
+    }
+
+    // Signing out revokes the session itself, and only it.
+    let bob = app.token_for("bob").await;
+    let session: NewSession = typed(&app.call(Method::POST, "/api/v2/sessions", &bob, None).await);
+    let out = app.call(Method::DELETE, "/api/v2/sessions/current", &session.token, None).await;
+    assert_eq!(out.status, StatusCode::OK, "{}", out.text());
+    assert_eq!(app.call(Method::GET, "/api/v2/jobs", &session.token, None).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(app.call(Method::GET, "/api/v2/jobs", &bob, None).await.status, StatusCode::OK);
+}
+
+/// An expired token answers 401 saying so; a session never outlives the
+/// token it came from, except the sign-in link's, which exists to be
+/// traded for one.
+#[tokio::test]
+async fn expired_tokens_are_refused_and_sessions_end_with_their_token() {
+    use jobdeck_api::{NewSession, TokenKind};
+    use jobdeck_server::auth::{self, TokenRequest};
+    use std::time::Duration;
+    let app = TestApp::with_config(|config| config.auth.session_lifetime = Duration::from_secs(30 * 86_400)).await;
+    let now = jobdeck_server::now_millis();
+    let (user, _) = app.store.ensure_user("carol", now).await.unwrap();
+    let expired = jobdeck_server::store::NewToken {
+        user_id: user.id,
+        hash: auth::hash_token("jd_expired"),
+        kind: TokenKind::Api,
+        name: String::new(),
+        created_at: now - 10_000,
+        expires_at: Some(now - 1),
+        origin_id: None,
+    };
+    app.store.insert_token(expired).await.unwrap();
+    let res = app.call(Method::GET, "/api/v2/jobs", "jd_expired", None).await;
+    assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+    assert!(res.text().contains("this token expired at"), "{}", res.text());
+
+    let hour = TokenRequest { lifetime: Some(Duration::from_secs(3600)), ..TokenRequest::api() };
+    let short = auth::issue_token(&app.store, "carol", hour.clone()).await.unwrap();
+    let session: NewSession = typed(&app.call(Method::POST, "/api/v2/sessions", &short.secret, None).await);
+    assert!(session.expires_at <= short.expires_at.unwrap(), "a session ends with its token");
+
+    let link = TokenRequest { kind: TokenKind::SignInLink, ..hour };
+    let link = auth::issue_token(&app.store, "carol", link).await.unwrap();
+    let session: NewSession = typed(&app.call(Method::POST, "/api/v2/sessions", &link.secret, None).await);
+    assert!(session.expires_at >= now + 29 * 86_400_000, "the link's session lasts the configured 30 days");
+}
+
 #[tokio::test]
 async fn a_created_job_is_listed_and_read_back_with_name_image_and_command() {
     let app = TestApp::new().await;

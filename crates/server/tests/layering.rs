@@ -53,7 +53,13 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
     let mut graph = BTreeMap::new();
     for module in &modules {
         let file = src.join(format!("{module}.rs"));
-        let files = if file.is_file() { vec![file] } else { rust_files(&src.join(module)) };
+        // A module is its file, its directory, or both (`config.rs` with
+        // `config/auth.rs`).
+        let dir = src.join(module);
+        let mut files = if dir.is_dir() { rust_files(&dir) } else { Vec::new() };
+        if file.is_file() {
+            files.push(file);
+        }
         let mut uses = BTreeSet::new();
         for file in files {
             let text = code(&file);

@@ -91,6 +91,37 @@ async fn ranges_are_read_by_line_number_with_the_total() {
     assert!(plain.ends_with("<script>alert(1)</script>\nNeedle in CAPS\nto stderr\n"));
 }
 
+/// 100 lines of 50,000 bytes are 5 MB: a range or a `/logs` query asking
+/// for all of them gets the lines up to the one that reaches the 2 MiB
+/// bound, and the next request from the line after those continues.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_bounded_in_bytes_and_continue_where_they_stopped() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let script = "i=0; while [ $i -lt 100 ]; do head -c 50000 /dev/zero | tr '\\0' x; echo; i=$((i+1)); done";
+    let id = app.create_job(&app.admin_token, &sh_job("wide", script)).await;
+    app.wait_until("the job to complete", || {
+        let (app, id) = (&app, id.clone());
+        async move { app.get(&format!("/api/v2/jobs/{id}")).await.json()["status"]["state"] == "Completed" }
+    })
+    .await;
+    let log = |query: &str| {
+        let (app, uri) = (&app, format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log?{query}"));
+        async move { app.get(&uri).await.json() }
+    };
+    // 2 MiB / 50,000 bytes: the 42nd line reaches the bound.
+    let first = log("from=1&to=100").await;
+    assert_eq!(first["total_lines"], 100);
+    assert_eq!(numbers(&first), (1..=42).collect::<Vec<u64>>());
+    assert_eq!(texts(&first)[41].len(), 50_000);
+    assert_eq!(numbers(&log("from=43&to=100").await), (43..=84).collect::<Vec<u64>>());
+    assert_eq!(numbers(&log("tail=100").await), (59..=100).collect::<Vec<u64>>(), "a tail keeps the last lines");
+
+    let query = app.get(&format!("/api/v2/logs?job={id}&limit=100&direction=forward")).await;
+    assert_eq!(query.status, StatusCode::OK, "{}", query.text());
+    let values = query.json()["data"]["result"][0]["values"].as_array().unwrap().len();
+    assert_eq!(values, 42, "Lepton's /logs is bounded the same way");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn searches_return_matching_line_numbers_over_the_whole_log() {
     let app = TestApp::with_config(small_cluster(2.0)).await;
@@ -211,4 +242,94 @@ async fn private_logs_ranges_searches_downloads_and_analyses_are_the_creators_on
     // A replica that does not exist is a 404 as well, for every form.
     let res = app.call(Method::GET, &format!("/api/v2/jobs/{id}/replicas/{id}-0-7/log?from=1"), &alice, None).await;
     assert_eq!(res.status, StatusCode::NOT_FOUND);
+}
+
+/// Opens a log follow as `token` and returns its answer with the body
+/// unread, so the follow stays open while the test holds it.
+async fn open_follow(app: &TestApp, path: &str, token: &str) -> axum::response::Response {
+    use tower::ServiceExt;
+    let request = axum::http::Request::builder()
+        .uri(format!("{path}?follow=true"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    app.router.clone().oneshot(request).await.unwrap()
+}
+
+/// One user may hold `limits.log_followers_per_user` follows and
+/// `limits.requests_per_user` requests at once; past either, a 429 names
+/// the bound, other users are not affected, and closing a follow makes room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_holds_a_bounded_number_of_follows_and_requests() {
+    let app = TestApp::with_config(|config| {
+        small_cluster(2.0)(config);
+        config.limits.log_followers_per_user = 2;
+        config.limits.requests_per_user = 2;
+    })
+    .await;
+    let (gate, open) = app.gate("end");
+    let id = app.create_job(&app.admin_token, &sh_job("followed", &format!("echo up; {gate}"))).await;
+    app.wait_state(&id, "Running").await;
+    let path = format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log");
+    let alice = app.token_for("alice").await;
+
+    let first = open_follow(&app, &path, &alice).await;
+    let second = open_follow(&app, &path, &alice).await;
+    assert_eq!((first.status(), second.status()), (StatusCode::OK, StatusCode::OK));
+    // Two follows are two requests in flight: a third request is refused.
+    let refused = app.call(Method::GET, "/api/v2/jobs", &alice, None).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS, "{}", refused.text());
+    assert!(refused.text().contains("limits.requests_per_user"), "{}", refused.text());
+    assert_eq!(app.get("/api/v2/jobs").await.status, StatusCode::OK, "the admin has bounds of its own");
+    drop(first);
+    assert_eq!(app.call(Method::GET, "/api/v2/jobs", &alice, None).await.status, StatusCode::OK);
+
+    // With room for requests, the follower bound is what refuses.
+    let app_followers = TestApp::with_config(|config| {
+        small_cluster(2.0)(config);
+        config.limits.log_followers_per_user = 1;
+    })
+    .await;
+    let (gate, open_too) = app_followers.gate("end");
+    let other =
+        app_followers.create_job(&app_followers.admin_token, &sh_job("followed", &format!("echo up; {gate}"))).await;
+    app_followers.wait_state(&other, "Running").await;
+    let other_path = format!("/api/v2/jobs/{other}/replicas/{other}-0-0/log");
+    let held = open_follow(&app_followers, &other_path, &app_followers.admin_token).await;
+    assert_eq!(held.status(), StatusCode::OK);
+    for query in ["follow=true", "from=99&wait=30"] {
+        let res = app_followers.get(&format!("{other_path}?{query}")).await;
+        assert_eq!(res.status, StatusCode::TOO_MANY_REQUESTS, "{query}: {}", res.text());
+        assert!(res.text().contains("limits.log_followers_per_user"), "{}", res.text());
+    }
+    assert_eq!(
+        app_followers.get(&format!("{other_path}?from=1")).await.status,
+        StatusCode::OK,
+        "a plain range is no follow"
+    );
+    drop(held);
+    std::fs::write(open, "").unwrap();
+    std::fs::write(open_too, "").unwrap();
+    drop(second);
+}
+
+/// An answer that does not start within `limits.request_timeout` is a 503
+/// naming the setting. (The configured minimum is 35 s, past the longest
+/// wait of a log range; the test sets a shorter one directly.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_takes_too_long_is_answered_503() {
+    let app = TestApp::with_config(|config| {
+        small_cluster(2.0)(config);
+        config.limits.request_timeout = std::time::Duration::from_millis(200);
+    })
+    .await;
+    let (gate, open) = app.gate("end");
+    let id = app.create_job(&app.admin_token, &sh_job("quiet", &format!("echo up; {gate}"))).await;
+    app.wait_state(&id, "Running").await;
+    // Waits for line 99, which never comes while the gate is shut.
+    let res = app.get(&format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log?from=99&wait=5")).await;
+    assert_eq!(res.status, StatusCode::SERVICE_UNAVAILABLE, "{}", res.text());
+    assert_eq!(res.json()["code"], "timeout");
+    assert!(res.text().contains("limits.request_timeout"), "{}", res.text());
+    std::fs::write(open, "").unwrap();
 }

@@ -29,6 +29,9 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+mod network;
+pub use network::JobNetwork;
+
 pub use super::engine::Engine;
 use super::env::replica_env;
 use super::JobLaunch;
@@ -130,6 +133,10 @@ pub struct ContainerSteps {
     /// first of its workers and removed by the last.
     #[serde(default)]
     pub pod: Option<Pod>,
+    /// The run's own network (podman), created by the first of its
+    /// containers and removed by the last.
+    #[serde(default)]
+    pub network: Option<JobNetwork>,
     /// The directory of the data directory where those binds are made
     /// (`<data dir>/mounts`), never inside a run directory, which is removed
     /// recursively.
@@ -140,6 +147,12 @@ pub struct ContainerSteps {
 impl ContainerSteps {
     pub fn engine_kind(&self) -> Engine {
         Engine::from_binary(&self.engine)
+    }
+
+    /// The file a worker's supervisor locks while it creates or removes
+    /// what the run's containers share (network, pod).
+    pub fn run_lock(&self) -> Option<&Path> {
+        self.pod.as_ref().map(|pod| pod.lock.as_path()).or(self.network.as_ref().map(|network| network.lock.as_path()))
     }
 
     fn command(&self, args: &[&str]) -> Vec<String> {
@@ -195,10 +208,14 @@ impl ContainerSteps {
         self.command(&["pod", "exists", &pod.name])
     }
 
-    /// Creates the pod: the workers share its network and IPC namespaces.
+    /// Creates the pod: the workers share its network and IPC namespaces,
+    /// on the run's network.
     pub fn create_pod(&self, pod: &Pod) -> Vec<String> {
         let mut command = self.command(&["pod", "create", "--name", &pod.name, "--label", &pod.label]);
         command.extend(["--share".to_string(), "net,ipc".to_string()]);
+        if let Some(network) = &self.network {
+            command.extend(["--network".to_string(), network.name.clone()]);
+        }
         for port in &pod.ports {
             command.extend(["-p".to_string(), port.clone()]);
         }
@@ -351,6 +368,10 @@ pub struct ContainerSettings<'a> {
     pub pull_policy: PullPolicy,
     pub volumes: &'a BTreeMap<String, PathBuf>,
     pub pids_limit: u32,
+    /// Networks no job may reach (`executor.local.blocked_networks`).
+    pub blocked_networks: &'a [String],
+    /// Where runs' networks get their subnets (`executor.local.network_pool`).
+    pub network_pool: &'a str,
     /// Where the supervisor binds the volumes' directories for the engine.
     pub staging_dir: &'a Path,
 }
@@ -416,14 +437,23 @@ pub fn plan(
             }
         })
         .collect();
+    // On podman every run has a network of its own (docs/security.md).
+    let run_name = pod_name(&launch.job_id, launch.run);
+    let lock = settings.staging_dir.with_file_name("pods").join(format!("{run_name}.lock"));
+    let network = (engine == Engine::Podman).then(|| JobNetwork {
+        name: run_name.clone(),
+        label: job_label(&launch.job_id),
+        blocked: settings.blocked_networks.iter().cloned().chain([settings.network_pool.to_string()]).collect(),
+        pool: settings.network_pool.to_string(),
+        lock: lock.clone(),
+    });
     let mut pod = None;
     match (launch.resolved.workers > 1, engine) {
         // Workers find each other on 127.0.0.1:MASTER_PORT: on podman they
-        // share a pod of their own, which holds the published ports.
+        // share a pod of their own, on the run's network, which holds the
+        // published ports.
         (true, Engine::Podman) => {
-            let name = pod_name(&launch.job_id, launch.run);
-            let lock = settings.staging_dir.with_file_name("pods").join(format!("{name}.lock"));
-            let shared = Pod { name, label: job_label(&launch.job_id), ports, lock };
+            let shared = Pod { name: run_name, label: job_label(&launch.job_id), ports, lock };
             push(&["--pod", &shared.name]);
             pod = Some(shared);
         }
@@ -431,6 +461,9 @@ pub fn plan(
         // (docs/security.md says so), where published ports are meaningless.
         (true, Engine::Docker) => push(&["--network", "host"]),
         (false, _) => {
+            if let Some(network) = &network {
+                push(&["--network", &network.name]);
+            }
             for mapping in &ports {
                 push(&["-p", mapping]);
             }
@@ -493,6 +526,7 @@ pub fn plan(
         secrets,
         mounts,
         pod,
+        network,
         staging_dir: settings.staging_dir.to_path_buf(),
     })
 }

@@ -76,11 +76,14 @@ fn plan_with(engine: &str, launch: &JobLaunch, gpus: &[u32]) -> ContainerSteps {
 
 fn try_plan(engine: &str, launch: &JobLaunch, gpus: &[u32]) -> Result<ContainerSteps, String> {
     let volumes = volumes();
+    let blocked = vec!["169.254.0.0/16".to_string()];
     let settings = ContainerSettings {
         engine,
         pull_policy: PullPolicy::Missing,
         volumes: &volumes,
         pids_limit: 8192,
+        blocked_networks: &blocked,
+        network_pool: "10.89.0.0/16",
         staging_dir: Path::new("/data/mounts"),
     };
     plan(&settings, launch, "train-abcde-0-0", 0, gpus)
@@ -226,7 +229,7 @@ fn multi_worker_jobs_share_a_pod_and_empty_commands_use_the_entrypoint() {
     let steps = plan_with("podman", &launch, &[]);
     let line = create_line(&steps, "env");
     assert!(line.contains("--pod jobdeck-train-abcde-run3"), "{line}");
-    assert!(!line.contains("--network") && !line.contains("-p "), "{line}");
+    assert!(!line.contains("--network") && !line.contains("-p "), "the pod has them: {line}");
     let pod = steps.pod.clone().unwrap();
     assert_eq!(
         steps.create_pod(&pod),
@@ -240,6 +243,8 @@ fn multi_worker_jobs_share_a_pod_and_empty_commands_use_the_entrypoint() {
             "jobdeck.job=train-abcde",
             "--share",
             "net,ipc",
+            "--network",
+            "jobdeck-train-abcde-run3",
             "-p",
             "8080/tcp",
             "-p",
@@ -254,6 +259,57 @@ fn multi_worker_jobs_share_a_pod_and_empty_commands_use_the_entrypoint() {
     assert!(!line.contains("--gpus"), "{line}");
     assert!(line.ends_with("nvcr.io/nvidia/pytorch:25.08-py3"), "{line}");
     assert!(steps.env_file.contains(&("WORLD_SIZE".to_string(), "2".to_string())));
+}
+
+/// On podman every run has a network of its own, isolated from every
+/// other, and the container's namespace gets a route that refuses each
+/// blocked network before the program starts; docker keeps its default
+/// network (docs/security.md says so).
+#[test]
+fn every_run_on_podman_has_an_isolated_network_and_blocked_routes() {
+    let mut launch = one_line_launch();
+    launch.run = 2;
+    let steps = plan_with("podman", &launch, &[]);
+    let line = create_line(&steps, "env");
+    assert!(line.contains("--network jobdeck-train-abcde-run2 -p 8080/tcp"), "{line}");
+    let network = steps.network.clone().unwrap();
+    assert_eq!(network.blocked, ["169.254.0.0/16", "10.89.0.0/16"], "other runs' networks are blocked too");
+    assert_eq!(steps.run_lock(), Some(Path::new("/data/pods/jobdeck-train-abcde-run2.lock")));
+    assert_eq!(
+        steps.create_network(&network, "10.89.7.0/24"),
+        [
+            "podman",
+            "network",
+            "create",
+            "--subnet",
+            "10.89.7.0/24",
+            "--opt",
+            "isolate=true",
+            "--label",
+            "jobdeck.job=train-abcde",
+            "jobdeck-train-abcde-run2"
+        ]
+    );
+    assert_eq!(steps.remove_network(&network), ["podman", "network", "rm", "jobdeck-train-abcde-run2"]);
+    assert_eq!(steps.init(), ["podman", "init", "jobdeck-train-abcde-0-0"]);
+    assert_eq!(
+        steps.block_route("/run/netns/netns-1", "169.254.0.0/16", false),
+        [
+            "/usr/bin/nsenter",
+            "--net=/run/netns/netns-1",
+            "/usr/sbin/ip",
+            "route",
+            "replace",
+            "prohibit",
+            "169.254.0.0/16"
+        ]
+    );
+    assert_eq!(
+        steps.block_route("/run/user/1000/netns/x", "10.0.0.0/8", true)[..3],
+        ["podman", "unshare", "/usr/bin/nsenter"]
+    );
+    let docker = plan_with("docker", &launch, &[]);
+    assert!(docker.network.is_none() && !create_line(&docker, "env").contains("--network"));
 }
 
 #[test]
@@ -288,6 +344,8 @@ fn unknown_volumes_and_missing_images_are_errors() {
         pull_policy: PullPolicy::Always,
         volumes: &none,
         pids_limit: 1,
+        blocked_networks: &[],
+        network_pool: "10.89.0.0/16",
         staging_dir: Path::new("/data/mounts"),
     };
     let err = plan(&settings, &launch, "r-0-0", 0, &[]).unwrap_err();

@@ -19,11 +19,13 @@ mod names;
 pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
 pub use secrets::TakenName;
+pub use tokens::{NewToken, TokenOwner};
 mod jobs;
 mod metrics;
 mod replicas;
 mod secrets;
 pub mod series;
+mod tokens;
 mod users;
 
 pub use self::error::{StoreError, StoreResult};
@@ -201,6 +203,29 @@ const MIGRATIONS: &[&str] = &[
         count INTEGER NOT NULL,
         PRIMARY KEY (job_id, completion_index, attempt, series, t)
     ) WITHOUT ROWID;",
+    // 7: tokens with an id to list and revoke them by, a kind, a name, an
+    // expiry, when they were last used and revoked, and the token a console
+    // session was made from (`origin_id`), so that revoking a token ends its
+    // sessions too (auth.rs). Tokens from before keep working: kind `api`,
+    // no expiry.
+    "CREATE TABLE tokens_v7 (
+        id INTEGER PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        last_used_at INTEGER,
+        revoked_at INTEGER,
+        origin_id INTEGER
+    );
+    INSERT INTO tokens_v7 (hash, user_id, kind, created_at)
+        SELECT hash, user_id, 'api', created_at FROM tokens ORDER BY created_at, rowid;
+    DROP TABLE tokens;
+    ALTER TABLE tokens_v7 RENAME TO tokens;
+    CREATE INDEX tokens_by_user ON tokens(user_id, id);
+    CREATE INDEX tokens_by_origin ON tokens(origin_id) WHERE origin_id IS NOT NULL;",
 ];
 
 const READERS: usize = 4;
@@ -514,6 +539,7 @@ impl Store {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use jobdeck_api::TokenKind;
 
     fn temp_store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -597,6 +623,59 @@ pub(crate) mod tests {
         assert_eq!(store.list_jobs(list("bob", None)).await.unwrap().1, 3);
         let (rows, total) = store.list_jobs(list("alice", Some("train"))).await.unwrap();
         assert_eq!((rows.len(), total), (2, 2));
+    }
+
+    /// Tokens made before tokens could expire (schema 6) keep signing in
+    /// after the upgrade, as API tokens without expiry.
+    #[tokio::test]
+    async fn tokens_of_an_older_database_keep_working_without_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobdeck.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for step in &MIGRATIONS[..6] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 6).unwrap();
+            conn.execute_batch(
+                "INSERT INTO users (id, name, created_at) VALUES (1, 'admin', 1), (2, 'bob', 2);
+                 INSERT INTO tokens (hash, user_id, created_at) VALUES ('hash-admin', 1, 10), ('hash-bob', 2, 20);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let admin = store.token_by_hash("hash-admin".into()).await.unwrap().expect("the admin's token survives");
+        assert_eq!(
+            (admin.user.name.as_str(), admin.kind, admin.expires_at, admin.revoked_at),
+            ("admin", TokenKind::Api, None, None)
+        );
+        let listed = store.list_tokens(None).await.unwrap();
+        let summary: Vec<(i64, &str, i64)> = listed.iter().map(|t| (t.id, t.user.as_str(), t.created_at)).collect();
+        assert_eq!(summary, vec![(1, "admin", 10), (2, "bob", 20)], "ids follow the tokens' age");
+        // A new token gets the next id, and the old hashes stay unique.
+        let id = store
+            .insert_token(NewToken {
+                user_id: 2,
+                hash: "hash-new".into(),
+                kind: TokenKind::Session,
+                name: "console".into(),
+                created_at: 30,
+                expires_at: Some(100),
+                origin_id: Some(2),
+            })
+            .await
+            .unwrap();
+        assert_eq!(id, 3);
+        let duplicate = NewToken {
+            user_id: 1,
+            hash: "hash-bob".into(),
+            kind: TokenKind::Api,
+            name: String::new(),
+            created_at: 40,
+            expires_at: None,
+            origin_id: None,
+        };
+        assert!(store.insert_token(duplicate).await.is_err());
     }
 
     #[tokio::test]

@@ -1,6 +1,6 @@
-//! Users and their hashed tokens.
+//! Users (their tokens are in `tokens.rs`).
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::params;
 
 use super::error::StoreResult;
 use super::{Store, UserRow};
@@ -19,29 +19,6 @@ impl Store {
                 Ok(UserRow { id: r.get(0)?, name: r.get(1)? })
             })?;
             Ok((user, created))
-        })
-        .await
-    }
-
-    pub async fn insert_token(&self, user_id: i64, hash: String, now: i64) -> StoreResult<()> {
-        self.write(move |tx| {
-            tx.execute(
-                "INSERT INTO tokens (hash, user_id, created_at) VALUES (?1, ?2, ?3)",
-                params![hash, user_id, now],
-            )?;
-            Ok(())
-        })
-        .await
-    }
-
-    pub async fn user_by_token_hash(&self, hash: String) -> StoreResult<Option<UserRow>> {
-        self.read(move |conn| {
-            conn.query_row(
-                "SELECT u.id, u.name FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?1",
-                params![hash],
-                |r| Ok(UserRow { id: r.get(0)?, name: r.get(1)? }),
-            )
-            .optional()
         })
         .await
     }

@@ -62,14 +62,14 @@ impl TestApp {
         config.executor.local.mode = jobdeck_server::config::LocalMode::Process;
         config.executor.local.retry_backoff_seconds = 0;
         adjust(&mut config);
-        let admin_token = auth::issue_token(&store, "admin").await.unwrap();
+        let admin_token = auth::issue_token(&store, "admin", auth::TokenRequest::api()).await.unwrap().secret;
         let state = AppState::start(store.clone(), config).await.unwrap();
         let router = app(state);
         TestApp { router, store, admin_token, _dir: dir }
     }
 
     pub async fn token_for(&self, user: &str) -> String {
-        auth::issue_token(&self.store, user).await.unwrap()
+        auth::issue_token(&self.store, user, auth::TokenRequest::api()).await.unwrap().secret
     }
 
     pub async fn request(

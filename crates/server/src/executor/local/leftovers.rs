@@ -1,6 +1,6 @@
 //! What a deleted job leaves with the container engine: its containers,
-//! the podman secrets that carried its multi-line variables, and the pods
-//! of its multi-worker runs. A supervisor removes its own on every way out;
+//! the podman secrets that carried its multi-line variables, the pods of
+//! its multi-worker runs and its runs' networks. A supervisor removes its own on every way out;
 //! these are what one killed before it could left behind.
 
 use std::process::{Command, Output, Stdio};
@@ -28,7 +28,7 @@ fn listed(output: Option<Output>) -> Vec<String> {
 }
 
 /// Removes every container of a job, running or not, then the secrets they
-/// read their variables from and the pods they shared.
+/// read their variables from, the pods they shared and their networks.
 pub fn remove_job_containers(engine: &str, engine_env: &[(String, String)], job_id: &str) {
     let label = container::job_label(job_id);
     let filter = format!("label={label}");
@@ -43,6 +43,12 @@ pub fn remove_job_containers(engine: &str, engine_env: &[(String, String)], job_
     remove(engine, engine_env, &["secret", "rm"], &secrets);
     let pods = listed(engine_output(engine, engine_env, &["pod", "ps", "-q", "--filter", &filter]));
     remove(engine, engine_env, &["pod", "rm", "-f"], &pods);
+    let networks = listed(engine_output(
+        engine,
+        engine_env,
+        &["network", "ls", "-q", "--filter", &filter, "--format", "{{.Name}}"],
+    ));
+    remove(engine, engine_env, &["network", "rm", "-f"], &networks);
 }
 
 /// `<engine> <command> <names…>`, when there are any.

@@ -18,6 +18,7 @@ pub mod cgroup;
 mod leftovers;
 pub mod policy;
 pub mod process;
+mod run_network;
 pub mod supervisor;
 pub mod volumes;
 
@@ -655,6 +656,8 @@ impl Controller {
             pull_policy: self.shared.settings.pull_policy,
             volumes: &self.shared.settings.volumes,
             pids_limit: self.shared.settings.pids_limit,
+            blocked_networks: &self.shared.settings.blocked_networks,
+            network_pool: &self.shared.settings.network_pool,
             staging_dir: &self.shared.mounts_dir,
         }
     }

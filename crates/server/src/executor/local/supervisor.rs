@@ -249,21 +249,21 @@ fn stop_wanted(run_dir: &Path) -> bool {
 }
 
 /// How an engine step ended and what it printed.
-struct StepOutput {
+pub(super) struct StepOutput {
     /// `None` when a stop was asked for and the step was killed.
     status: Option<std::process::ExitStatus>,
-    stdout: String,
+    pub(super) stdout: String,
     stderr: String,
 }
 
 impl StepOutput {
-    fn success(&self) -> bool {
+    pub(super) fn success(&self) -> bool {
         self.status.is_some_and(|s| s.success())
     }
 
     /// The engine's own words about a failure: the last lines of its
     /// standard error that say something.
-    fn words(&self) -> String {
+    pub(super) fn words(&self) -> String {
         let lines: Vec<&str> = self.stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
         let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
         match (tail.is_empty(), self.status) {
@@ -278,7 +278,7 @@ impl StepOutput {
 /// failing, which its `StepOutput` says). Recorded as an engine error: the
 /// error and its sources in one sentence.
 #[derive(Debug, thiserror::Error)]
-enum StepError {
+pub(super) enum StepError {
     #[error("an engine step has no command")]
     Empty,
     #[error("cannot start {program}")]
@@ -305,7 +305,7 @@ enum StepError {
 
 /// Runs one engine step to its end. A `stoppable` step (a pull, which may
 /// take minutes) is killed when a stop is asked for meanwhile.
-fn run_step(
+pub(super) fn run_step(
     command: &[String],
     env: &[(String, String)],
     run_dir: &Path,
@@ -364,7 +364,7 @@ fn remove_container(
     run_dir: &Path,
     log: &Option<Arc<Mutex<LogWriter>>>,
 ) {
-    let _pod = steps.pod.as_ref().map(|pod| PodLock::take(&pod.lock));
+    let _run = steps.run_lock().map(super::run_network::FileLock::take);
     run_quietly(&steps.remove(), env, run_dir, log);
     for secret in &steps.secrets {
         // A secret that was never created (the pull failed) is not an error.
@@ -375,26 +375,7 @@ fn remove_container(
         // worker out removes the pod.
         let _ = run_step(&steps.remove_pod(pod), env, run_dir, false);
     }
-}
-
-/// The lock of a multi-worker job's pod (`Pod::lock`), held until dropped.
-/// A lock that cannot be taken is not held: the worker goes on, as before
-/// there was one.
-struct PodLock {
-    _held: Option<std::fs::File>,
-}
-
-impl PodLock {
-    fn take(path: &Path) -> PodLock {
-        use std::os::fd::AsRawFd;
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).ok();
-        // SAFETY: flock on a descriptor this process owns.
-        let file = file.filter(|f| unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0);
-        PodLock { _held: file }
-    }
+    super::run_network::remove(run_dir, env, steps);
 }
 
 /// Creates the pod a multi-worker job's containers share, unless another
@@ -478,9 +459,13 @@ fn prepare_container(
         return Err(Box::new(ended_now(|r| r.stop_requested = true)));
     }
     Stage::Creating.write(run_dir);
-    // Held until the container exists in the pod (the function's end).
-    let _pod = steps.pod.as_ref().map(|pod| PodLock::take(&pod.lock));
-    if let Err(message) = create_secrets(run_dir, spec, steps).and_then(|()| ensure_pod(run_dir, spec, steps)) {
+    // Held until the container exists on the network, in the pod (the
+    // function's end).
+    let _run = steps.run_lock().map(super::run_network::FileLock::take);
+    let shared = create_secrets(run_dir, spec, steps)
+        .and_then(|()| super::run_network::ensure(run_dir, &spec.env, steps))
+        .and_then(|()| ensure_pod(run_dir, spec, steps));
+    if let Err(message) = shared {
         note(log, &message);
         return Err(Box::new(ended_now(|r| r.engine_error = Some(message))));
     }
@@ -494,7 +479,23 @@ fn prepare_container(
     let created = run_step(&steps.create(&env_path, volume_sources), env, run_dir, false);
     let _ = std::fs::remove_file(&env_path);
     match created {
-        Ok(out) if out.success() => Ok(out.stdout.trim().to_string()),
+        Ok(out) if out.success() => match super::run_network::block_routes(run_dir, env, steps) {
+            Ok(()) => Ok(out.stdout.trim().to_string()),
+            Err(super::run_network::BlockError::Init(words)) => {
+                note(log, &format!("the engine could not set the container up: {words}"));
+                Err(Box::new(ended_now(|r| {
+                    if cannot_run(&words) {
+                        r.cannot_run = Some(words);
+                    } else {
+                        r.engine_error = Some(words);
+                    }
+                })))
+            }
+            Err(super::run_network::BlockError::Route(message)) => {
+                note(log, &message);
+                Err(Box::new(ended_now(|r| r.engine_error = Some(message))))
+            }
+        },
         Ok(out) => {
             let words = out.words();
             note(log, &format!("the engine could not create the container: {words}"));

@@ -1,0 +1,130 @@
+//! API tokens and console sessions (Jobdeck extensions; Lepton has none).
+//!
+//! Every credential the server accepts is a row of one table, whatever made
+//! it: a token an admin created for a person or a machine (`api`), the
+//! first-start sign-in link's token (`sign-in-link`), and the session the
+//! console makes from either when someone signs in (`session`). A session
+//! remembers the credential it came from, so revoking a token also ends
+//! every console session made with it. docs/security.md describes the whole
+//! life of a token.
+
+use serde::{Deserialize, Serialize};
+
+use crate::decode::Decode;
+
+/// What made a token, and so how long it lives by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum TokenKind {
+    /// Made by `jobdeck token create` for a person, a script or the `lep`
+    /// CLI. Tokens from before expiry existed are of this kind and never
+    /// expire.
+    #[default]
+    Api,
+    /// The token of the sign-in link `jobdeck serve` prints on its first
+    /// start; short-lived, since the link is written to a terminal.
+    #[serde(rename = "sign-in-link")]
+    SignInLink,
+    /// A console sign-in, made from another token by `POST /sessions`.
+    Session,
+}
+
+impl TokenKind {
+    /// The name on the wire and in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::Api => "api",
+            TokenKind::SignInLink => "sign-in-link",
+            TokenKind::Session => "session",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<TokenKind> {
+        [TokenKind::Api, TokenKind::SignInLink, TokenKind::Session].into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+/// One token as `GET /tokens` and `jobdeck token list` show it: never its
+/// secret, which is shown once when it is made and stored only as a hash.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenInfo {
+    /// The number `jobdeck token revoke` and `DELETE /tokens/{id}` take.
+    pub id: i64,
+    /// The user the token signs in as.
+    pub user: String,
+    pub kind: TokenKind,
+    /// What its maker called it (may be empty).
+    #[serde(default)]
+    pub name: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// Unix milliseconds; `None`: it never expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    /// Unix milliseconds, to within a minute; `None`: never used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_used_at: Option<i64>,
+    /// Unix milliseconds; `None`: not revoked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<i64>,
+    /// The token this one was made from (a session's sign-in credential).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_id: Option<i64>,
+    /// Whether this is the token of the request that asked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub current: bool,
+}
+
+impl TokenInfo {
+    /// Whether the token still signs in at `now` (Unix milliseconds).
+    pub fn is_live(&self, now: i64) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|at| at > now)
+    }
+}
+
+/// `GET /tokens`: the caller's own live tokens, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TokenList {
+    pub tokens: Vec<TokenInfo>,
+}
+
+/// `POST /sessions`: a new console session for the caller. The token is
+/// shown this once.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NewSession {
+    pub token: String,
+    /// The session's own id in `GET /tokens`.
+    pub id: i64,
+    /// Unix milliseconds.
+    pub expires_at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_have_one_name_on_the_wire_in_both_decoders() {
+        for kind in [TokenKind::Api, TokenKind::SignInLink, TokenKind::Session] {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+            assert_eq!(serde_json::from_str::<TokenKind>(&json).unwrap(), kind);
+            let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert_eq!(<TokenKind as Decode>::decode(&value, true).unwrap(), kind);
+            assert_eq!(TokenKind::parse(kind.as_str()), Some(kind));
+        }
+    }
+
+    #[test]
+    fn a_token_is_live_until_revoked_or_expired() {
+        let token = TokenInfo { expires_at: Some(100), ..TokenInfo::default() };
+        assert!(token.is_live(99));
+        assert!(!token.is_live(100));
+        assert!(TokenInfo::default().is_live(i64::MAX), "no expiry: live until revoked");
+        assert!(!TokenInfo { revoked_at: Some(1), ..TokenInfo::default() }.is_live(0));
+    }
+}
