@@ -433,3 +433,73 @@ fn a_revoked_token_and_its_sessions_stop_working_at_once() {
     let missing = server.token_command(&["revoke", "999"]);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("there is no token 999"));
 }
+
+/// Secret values are sealed at rest with a key kept beside, not inside,
+/// the data directory: no file of a copy of the data directory holds a
+/// secret's value or a registry password, though jobs still get them; and
+/// a server given the data directory without its key refuses to start
+/// rather than make a new key and lose every secret.
+#[test]
+fn a_copy_of_the_data_directory_reveals_no_secret_value() {
+    let temp = tempfile::tempdir().unwrap();
+    let data_dir = temp.path().join("data");
+    let mut server = Server::start_api_in(&data_dir, &[]);
+    let token = server.admin_token.clone();
+    let marker = format!("hf-marker-{}", std::process::id());
+    let password = format!("pw-marker-{}", std::process::id());
+    let secret = json!([{"name": "HF_TOKEN", "value": marker}]);
+    assert_eq!(server.call("POST", "/usersecrets", &token, Some(&secret)).0, 200);
+    let registry = json!({"metadata": {"name": "team"},
+        "spec": {"registry_server": "registry.example", "username": "u", "password": password}});
+    assert_eq!(server.call("POST", "/imagepullsecrets", &token, Some(&registry)).0, 201);
+
+    // The job prints the value changed (upper case), so its log does not
+    // hold the value itself either.
+    let mut spec = job("reads", "echo \"$TOKEN\" | tr a-z A-Z");
+    spec["spec"]["envs"] = json!([{"name": "TOKEN", "value_from": {"secret_name_ref": "HF_TOKEN"}}]);
+    let id = server.create_job(&token, &spec);
+    server.wait_for_state(&token, &id, "Completed");
+    assert!(server.log_text(&token, &id, &format!("{id}-0-0")).contains(&marker.to_uppercase()));
+
+    fn files(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.is_symlink() {
+                files(&path, found);
+            } else if path.is_file() {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    files(&data_dir, &mut found);
+    assert!(found.iter().any(|p| p.ends_with("jobdeck.db")), "{found:?}");
+    for file in &found {
+        let bytes = std::fs::read(file).unwrap_or_default();
+        for value in [&marker, &password] {
+            let at = bytes.windows(value.len()).position(|w| w == value.as_bytes());
+            assert!(at.is_none(), "{} holds a secret value in clear", file.display());
+        }
+    }
+    let key = temp.path().join("data.key");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600, "the key is the server's only");
+
+    // Without its key, the server refuses to start and says why.
+    server.kill();
+    std::fs::rename(&key, temp.path().join("elsewhere.key")).unwrap();
+    let mut refused = std::process::Command::new(jobdeck_e2e::jobdeck_bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--local-mode", "process", "--data-dir"])
+        .arg(&data_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status =
+        wait_for("the server to refuse to start", Duration::from_secs(60), || refused.try_wait().ok().flatten());
+    let mut said = String::new();
+    std::io::Read::read_to_string(refused.stderr.as_mut().unwrap(), &mut said).unwrap();
+    assert!(!status.success(), "{said}");
+    assert!(said.contains("cannot load the key that seals secret values") && said.contains("data.key"), "{said}");
+    assert!(!key.exists(), "no new key was made in place of the lost one");
+}

@@ -256,6 +256,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     };
     let store = open_store(&config.data_dir)?;
+    unseal(&store, &config).await?;
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -292,6 +293,36 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let limits = state.config.limits.clone();
     crate::listener::serve(listener, app(state), &limits, shutdown_signal()).await.context("the server stopped")
+}
+
+/// Gives the store the key that seals secret values (creating it beside
+/// the data directory on a first start), then seals what is not sealed with
+/// it yet: values from before sealing, and values of a key being rotated
+/// out. A lost key is never replaced while sealed values exist.
+async fn unseal(store: &Store, config: &Config) -> anyhow::Result<()> {
+    use crate::store::sealing::{KeySource, SealingKeys};
+    let location = config.secrets.key_location(&config.data_dir).map_err(anyhow::Error::msg)?;
+    let source = match location {
+        crate::config::KeyLocation::File(path) => KeySource::File(path),
+        crate::config::KeyLocation::Env(name) => KeySource::Env(name),
+    };
+    let may_create = !store.holds_sealed_values().await.context("cannot read the secrets")?;
+    let (keys, created) = SealingKeys::load(&source, &config.secrets.previous_key_files, may_create)
+        .context("cannot load the key that seals secret values (docs/security.md, \"Secrets at rest\")")?;
+    if created {
+        if let KeySource::File(path) = &source {
+            println!(
+                "Created the key that seals secret values: {} (back it up apart from the data directory)",
+                path.display()
+            );
+        }
+    }
+    store.use_keys(keys);
+    let sealed = store.seal_stored_secrets().await.context("cannot seal the stored secret values")?;
+    if sealed > 0 {
+        tracing::info!(sealed, "secret values sealed with the current key");
+    }
+    Ok(())
 }
 
 /// The address to print: a wildcard listen address is reachable on loopback.

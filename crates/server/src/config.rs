@@ -17,9 +17,11 @@ use serde::Deserialize;
 mod auth;
 mod limits;
 mod networks;
+mod secrets;
 pub use auth::{parse_duration, AuthConfig};
 pub use limits::LimitsConfig;
 pub use networks::{is_network, Ipv4Network};
+pub use secrets::{KeyLocation, SecretsConfig};
 
 /// Why a config cannot be used. The command line prints it with its chain
 /// of sources (`error_chain`): "invalid config file x.toml: shapes[0].cpu
@@ -79,6 +81,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// `[limits]`: timeouts, and what one user may hold at once.
     pub limits: LimitsConfig,
+    /// `[secrets]`: where the key sealing secret values is kept.
+    pub secrets: SecretsConfig,
     /// The `jobdeck` binary that runs replica supervisors (`jobdeck
     /// supervise`). `None` means the running executable, which is right for
     /// `jobdeck serve`; in-process tests point it at the built binary.
@@ -462,6 +466,7 @@ struct ConfigFile {
     shapes: Option<Vec<ShapeConfig>>,
     auth: Option<AuthConfig>,
     limits: Option<LimitsConfig>,
+    secrets: Option<SecretsConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -493,6 +498,7 @@ impl Config {
             shapes: default_shapes(machine),
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
+            secrets: SecretsConfig::default(),
             supervisor_bin: None,
         }
     }
@@ -545,6 +551,9 @@ impl Config {
         if let Some(limits) = file.limits {
             config.limits = limits;
         }
+        if let Some(secrets) = file.secrets {
+            config.secrets = secrets;
+        }
         config.check()?;
         Ok(config)
     }
@@ -568,7 +577,12 @@ impl Config {
         if self.node_groups.is_empty() {
             return Some("node_groups must declare at least one node group".into());
         }
-        if let Some(rule) = self.auth.broken_rule().or_else(|| self.limits.broken_rule()) {
+        if let Some(rule) = self
+            .auth
+            .broken_rule()
+            .or_else(|| self.limits.broken_rule())
+            .or_else(|| self.secrets.broken_rule(&self.data_dir))
+        {
             return Some(rule);
         }
         // A job mounting such a volume would read every secret and token.

@@ -6,17 +6,25 @@ use rusqlite::{params, OptionalExtension};
 
 use super::error::StoreResult;
 use super::names::column;
+use super::sealing::{open_value, row_of, seal_value, Keys};
 use super::{ImagePullSecretRow, Store};
 
 const COLUMNS: &str = "owner, name, registry_server, username, password, email, visibility, created_at, updated_at";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ImagePullSecretRow> {
+/// The associated data a password is sealed with.
+fn sealed_row(owner: &str, name: &str) -> String {
+    row_of("imagepullsecrets", owner, name)
+}
+
+fn row(r: &rusqlite::Row<'_>, keys: &Keys) -> rusqlite::Result<ImagePullSecretRow> {
+    let (owner, name): (String, String) = (r.get(0)?, r.get(1)?);
+    let password = open_value(keys, r.get(4)?, &sealed_row(&owner, &name), 4)?;
     Ok(ImagePullSecretRow {
-        owner: r.get(0)?,
-        name: r.get(1)?,
+        owner,
+        name,
         registry_server: r.get(2)?,
         username: r.get(3)?,
-        password: r.get(4)?,
+        password,
         email: r.get(5)?,
         visibility: column(r, 6)?,
         created_at: r.get(7)?,
@@ -27,7 +35,9 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ImagePullSecretRow> {
 impl Store {
     /// Creates or replaces the owner's image pull secret of that name.
     pub async fn put_image_pull_secret(&self, secret: ImagePullSecretRow) -> StoreResult<()> {
+        let keys = self.keys();
         self.write(move |tx| {
+            let password = seal_value(&keys, &secret.password, &sealed_row(&secret.owner, &secret.name))?;
             tx.execute(
                 &format!(
                     "INSERT INTO image_pull_secrets ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
@@ -40,7 +50,7 @@ impl Store {
                     secret.name,
                     secret.registry_server,
                     secret.username,
-                    secret.password,
+                    password,
                     secret.email,
                     secret.visibility.as_str(),
                     secret.updated_at
@@ -53,11 +63,12 @@ impl Store {
 
     /// The image pull secrets `viewer` may see: their own and public ones.
     pub async fn image_pull_secrets_visible_to(&self, viewer: String) -> StoreResult<Vec<ImagePullSecretRow>> {
+        let keys = self.keys();
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM image_pull_secrets WHERE owner = ?1 OR visibility = 'public' ORDER BY name, owner"
             ))?;
-            let rows = stmt.query_map(params![viewer], row)?;
+            let rows = stmt.query_map(params![viewer], |r| row(r, &keys))?;
             rows.collect()
         })
         .await
@@ -78,6 +89,7 @@ impl Store {
         owner: String,
         name: String,
     ) -> StoreResult<Option<ImagePullSecretRow>> {
+        let keys = self.keys();
         self.read(move |conn| {
             conn.query_row(
                 &format!(
@@ -85,7 +97,7 @@ impl Store {
                      ORDER BY owner = ?1 DESC, updated_at DESC LIMIT 1"
                 ),
                 params![owner, name],
-                row,
+                |r| row(r, &keys),
             )
             .optional()
         })

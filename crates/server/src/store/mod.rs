@@ -16,6 +16,7 @@ mod error;
 mod events;
 mod image_pull_secrets;
 mod names;
+pub mod sealing;
 pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
 pub use secrets::TakenName;
@@ -241,6 +242,8 @@ struct Inner {
     writer: Mutex<Connection>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
+    /// The keys secret values are sealed with (`use_keys`), once given.
+    keys: std::sync::OnceLock<Arc<sealing::SealingKeys>>,
 }
 
 /// A user as stored.
@@ -495,8 +498,19 @@ impl Store {
                 writer: Mutex::new(writer),
                 readers,
                 next_reader: AtomicUsize::new(0),
+                keys: std::sync::OnceLock::new(),
             }),
         })
+    }
+
+    /// Seals secret values with `keys` from now on (once; later calls are
+    /// ignored), and opens values sealed with them.
+    pub fn use_keys(&self, keys: sealing::SealingKeys) {
+        let _ = self.inner.keys.set(Arc::new(keys));
+    }
+
+    fn keys(&self) -> sealing::Keys {
+        self.inner.keys.get().cloned()
     }
 
     pub fn path(&self) -> &Path {
@@ -676,6 +690,69 @@ pub(crate) mod tests {
             origin_id: None,
         };
         assert!(store.insert_token(duplicate).await.is_err());
+    }
+
+    /// Secret values of a database from before sealing (schema 7, in
+    /// clear) are sealed at the next start and still resolve; a key
+    /// rotated out still opens what it sealed until the start-up pass
+    /// seals it again with the new key.
+    #[tokio::test]
+    async fn clear_values_of_an_older_database_are_sealed_and_keys_rotate() {
+        use sealing::SealingKeys;
+        const A: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+        const B: &str = "1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobdeck.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for step in &MIGRATIONS[..7] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 7).unwrap();
+            conn.execute_batch(
+                "INSERT INTO secrets (owner, name, value, visibility, created_at, updated_at)
+                     VALUES ('alice', 'HF_TOKEN', 'hf_clear', 'public', 1, 1);
+                 INSERT INTO image_pull_secrets (owner, name, registry_server, username, password, visibility,
+                     created_at, updated_at) VALUES ('alice', 'reg', 'r.example', 'u', 'pw_clear', 'private', 1, 1);",
+            )
+            .unwrap();
+        }
+        let raw = |path: &Path| {
+            let conn = Connection::open(path).unwrap();
+            let value: String = conn.query_row("SELECT value FROM secrets", [], |r| r.get(0)).unwrap();
+            let password: String = conn.query_row("SELECT password FROM image_pull_secrets", [], |r| r.get(0)).unwrap();
+            (value, password)
+        };
+        let store = Store::open(&path).unwrap();
+        assert!(!store.holds_sealed_values().await.unwrap());
+        store.use_keys(SealingKeys::from_hex(A, &[]).unwrap());
+        assert_eq!(store.seal_stored_secrets().await.unwrap(), 2);
+        assert_eq!(store.seal_stored_secrets().await.unwrap(), 0, "sealed once");
+        let (value, password) = raw(&path);
+        let a_id = SealingKeys::from_hex(A, &[]).unwrap().current_id().to_string();
+        assert!(value.starts_with(&format!("sealed:v1:{a_id}:")) && !value.contains("clear"), "{value}");
+        assert!(password.starts_with("sealed:v1:") && !password.contains("clear"), "{password}");
+        assert!(store.holds_sealed_values().await.unwrap());
+        let resolved = store.resolve_secret("bob".into(), "HF_TOKEN".into(), Some("alice".into())).await.unwrap();
+        assert_eq!(resolved.as_deref(), Some("hf_clear"));
+        let pull = store.resolve_image_pull_secret("alice".into(), "reg".into()).await.unwrap().unwrap();
+        assert_eq!(pull.password, "pw_clear");
+        drop(store);
+
+        // Rotation: B is current, A is still known; the start-up pass moves
+        // every value to B, after which A is no longer needed.
+        let store = Store::open(&path).unwrap();
+        store.use_keys(SealingKeys::from_hex(B, &[A]).unwrap());
+        assert_eq!(store.seal_stored_secrets().await.unwrap(), 2);
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        store.use_keys(SealingKeys::from_hex(B, &[]).unwrap());
+        let visible = store.secrets_visible_to("alice".into()).await.unwrap();
+        assert_eq!(visible[0].value, "hf_clear");
+
+        // Without the key, a sealed value is an error, never its ciphertext.
+        let store = Store::open(&path).unwrap();
+        assert!(store.secrets_visible_to("alice".into()).await.is_err());
     }
 
     #[tokio::test]

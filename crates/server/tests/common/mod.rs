@@ -51,6 +51,9 @@ impl TestApp {
     ) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
+        // Secret values are sealed as `jobdeck serve` seals them.
+        let key = jobdeck_server::store::sealing::new_key_text().unwrap();
+        store.use_keys(jobdeck_server::store::sealing::SealingKeys::from_hex(&key, &[]).unwrap());
         for job in jobs {
             store.insert_job(job, vec![]).await.unwrap();
         }
