@@ -128,6 +128,14 @@ if $with_containers; then
     printf '[containers]\ndefault_ulimits = ["nofile=%s:%s", "nproc=%s:%s"]\n\n[engine]\nruntime = "runc"\n' \
       "$nofile" "$nofile" "$nproc" "$nproc" | as_root tee /etc/containers/containers.conf >/dev/null
   fi
+  # `--userns=auto` on a rootful podman takes its ranges from the user
+  # `containers` (executor.local.user_namespace = "auto", docs/security.md).
+  for ids in /etc/subuid /etc/subgid; do
+    if ! grep -q '^containers:' "$ids" 2>/dev/null; then
+      say "adding subordinate ids for podman's --userns=auto to $ids"
+      echo "containers:2147483647:2147483648" | as_root tee -a "$ids" >/dev/null
+    fi
+  done
 fi
 
 if $with_slurm; then

@@ -221,6 +221,10 @@ pub struct Me {
     pub log_collection_default: bool,
     #[serde(default)]
     pub job_requirements: jobdeck_api::JobRequirements,
+    /// Set when jobs run without isolation from the server's user: the top
+    /// bar shows it on every page.
+    #[serde(default)]
+    pub isolation_warning: Option<String>,
 }
 
 /// `POST /sessions`: trades the stored token (a sign-in link's or a pasted

@@ -337,12 +337,15 @@ fn without_a_mode_the_server_uses_a_working_engine_and_otherwise_says_the_image_
     assert_eq!(workspace["executor_mode"], "container", "{workspace}");
     assert!(workspace["container_engine"].as_str().unwrap().ends_with("podman"), "{workspace}");
     assert_eq!(workspace["job_requirements"]["image_required"], true);
+    assert!(workspace.get("isolation_warning").is_none(), "containers isolate: no notice: {workspace}");
 
     let without = Server::start_api_with_config("[executor.local]\nengine = \"/nonexistent/podman\"\n");
     let (_, workspace) = without.call("GET", "/workspace", &without.admin_token, None);
     assert_eq!(workspace["executor_mode"], "process", "{workspace}");
     assert!(workspace.get("container_engine").is_none(), "{workspace}");
     assert_eq!(workspace["job_requirements"]["image_ignored"], true, "{workspace}");
+    let warning = workspace["isolation_warning"].as_str().unwrap_or_default();
+    assert!(warning.contains("processes of the server's own user"), "process mode is never silent: {workspace}");
 }
 
 #[test]

@@ -503,3 +503,28 @@ fn a_copy_of_the_data_directory_reveals_no_secret_value() {
     assert!(said.contains("cannot load the key that seals secret values") && said.contains("data.key"), "{said}");
     assert!(!key.exists(), "no new key was made in place of the lost one");
 }
+
+/// With `user_namespace = "auto"` a job's root is not the host's root: it
+/// cannot read a file of a volume that only the host's root may read (it
+/// could before, holding `DAC_OVERRIDE`), and what it writes belongs to an
+/// unprivileged user of the host.
+#[test]
+fn a_jobs_root_is_not_the_hosts_root_in_a_user_namespace_of_its_own() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let scratch = tempfile::tempdir().unwrap();
+    let shared = scratch.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::fs::write(shared.join("root-only"), "the host's secret\n").unwrap();
+    std::fs::set_permissions(shared.join("root-only"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = server_with(scratch.path(), "user_namespace = \"auto\"");
+    let token = &server.admin_token;
+    let script = "cat /mnt/root-only 2>&1; touch /mnt/written && echo wrote; head -1 /proc/self/uid_map";
+    let id = server.create_job(token, &mounting("userns", "/shared", script));
+    server.wait_for_state(token, &id, "Completed");
+    let text = server.log_text(token, &id, &format!("{id}-0-0"));
+    assert!(!text.contains("the host's secret"), "a job's root read a file only the host's root may:\n{text}");
+    assert!(text.contains("Permission denied") && text.contains("wrote"), "{text}");
+    let owner = std::fs::metadata(shared.join("written")).unwrap().uid();
+    assert!(owner >= 65_536, "the job's file belongs to host user {owner}");
+}

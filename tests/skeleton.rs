@@ -30,6 +30,10 @@ fn a_job_created_through_the_api_appears_in_the_deployments_list() {
     let link = browser.find(&format!("a[href='/jobs/{id}']"));
     assert_eq!(browser.text(&link), "hello-e2e");
     assert!(browser.page_text().contains("admin"), "the top bar names the signed-in user");
+    // These servers run jobs as processes: every page says so.
+    browser.wait_for_text("Jobs run as processes of the server's own user");
+    let notice = browser.text(&browser.find(".standing-notice[role=status]"));
+    assert!(notice.contains("other users' secrets"), "{notice}");
     browser.screenshot(&screenshot_path("skeleton-deployments"));
     // The browser keeps a session made from the link's token, not the
     // token itself, which expires within a day.

@@ -108,6 +108,11 @@ fn a_jobs_variables_reach_its_program_as_data_and_never_slurms_tools() {
     let scratch = tempfile::tempdir().unwrap();
     let server = server("");
     let token = &server.admin_token;
+    // The one-node cluster is this machine, and there is no pyxis: every
+    // page of the console says that jobs run beside the server.
+    let (_, workspace) = server.call("GET", "/workspace", token, None);
+    let warning = workspace["isolation_warning"].as_str().unwrap_or_default();
+    assert!(warning.contains("this server's host is one of them"), "{workspace}");
     for name in ["SBATCH_EXPORT", "SLURM_CONF", "LD_PRELOAD", "PATH"] {
         let mut spec = job("attack", "true");
         spec["spec"]["envs"] = json!([{"name": name, "value": "/tmp/x"}]);

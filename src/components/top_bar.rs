@@ -1,4 +1,5 @@
-//! The bar on every page: where you are, who you are, and a way out.
+//! The bar on every page: where you are, who you are, a way out, and a
+//! standing notice when jobs run without isolation.
 
 use leptos::prelude::*;
 
@@ -10,12 +11,16 @@ use crate::session::use_session;
 #[component]
 pub fn TopBar() -> impl IntoView {
     let session = use_session();
+    // A standing notice while jobs run without isolation from the server's
+    // user (process mode, Slurm beside the server): never silent.
+    let notice = RwSignal::new(None::<String>);
     // Asks the server who the token belongs to whenever the token changes.
     Effect::new(move |_| {
         if session.token.get().is_some() {
             leptos::task::spawn_local(async move {
                 if let Ok(info) = api::me().await {
                     session.user.set(Some(info.current_user));
+                    notice.set(info.isolation_warning);
                 }
             });
         }
@@ -61,5 +66,8 @@ pub fn TopBar() -> impl IntoView {
                 </Show>
             </div>
         </header>
+        <Show when=move || notice.with(Option::is_some)>
+            <p class="banner error standing-notice" role="status">{move || notice.get()}</p>
+        </Show>
     }
 }

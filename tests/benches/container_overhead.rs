@@ -3,7 +3,10 @@
 //! process mode and in container mode (podman with runc, the test image
 //! already in the engine's store), against the real `jobdeck serve`; and in
 //! container mode with a volume directory and a multi-line variable (mode
-//! `inputs`: the bind and the podman secret isolation adds, issue 32).
+//! `inputs`: the bind and the podman secret isolation adds, issue 32); and
+//! with a user namespace of its own per run (`userns`), on the test image
+//! and on an image of 20,000 files (`files`, `files-userns`), where podman
+//! may have to give every file of the image to the run's users.
 //!
 //! Each mode runs `REPLICAS` one-replica jobs one after another (default 20)
 //! whose command prints one line and exits. Per replica it reads the
@@ -40,6 +43,8 @@ fn config(mode: &str) -> String {
     // adds for such inputs (docs/security.md).
     let (mode, volumes) = match mode {
         "inputs" => ("container", format!("volumes = {{ scratch = \"{}\" }}\n", scratch().display())),
+        "userns" | "files-userns" => ("container", "user_namespace = \"auto\"\n".to_string()),
+        "files" => ("container", String::new()),
         other => (other, String::new()),
     };
     format!(
@@ -67,13 +72,49 @@ struct Sample {
     round_trip: f64,
 }
 
+/// An image of the test image's busybox and 20,000 files of 4 KiB (80 MB),
+/// made once: a stand-in for a framework image's many files.
+fn many_files_image() -> &'static str {
+    const IMAGE: &str = "localhost/jobdeck-test/many-files:1";
+    static MADE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    MADE.get_or_init(|| {
+        let root = tempfile::tempdir().unwrap();
+        for dir in ["bin", "etc", "tmp", "proc", "sys", "dev"] {
+            std::fs::create_dir_all(root.path().join(dir)).unwrap();
+        }
+        std::fs::copy("/bin/busybox", root.path().join("bin/busybox")).unwrap();
+        std::os::unix::fs::symlink("busybox", root.path().join("bin/sh")).unwrap();
+        for dir in 0..100 {
+            let path = root.path().join(format!("opt/lib/{dir}"));
+            std::fs::create_dir_all(&path).unwrap();
+            for file in 0..200 {
+                std::fs::write(path.join(format!("{file}.py")), vec![b'#'; 4096]).unwrap();
+            }
+        }
+        let tar = root.path().with_extension("tar");
+        let status = std::process::Command::new("tar")
+            .arg("-C")
+            .arg(root.path())
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .status()
+            .unwrap();
+        assert!(status.success());
+        containers::engine(&["import", tar.to_str().unwrap(), IMAGE]);
+        let _ = std::fs::remove_file(tar);
+    });
+    IMAGE
+}
+
 fn measure(server: &Server, mode: &str, n: usize) -> Sample {
     let token = &server.admin_token;
+    let image = if mode.starts_with("files") { many_files_image() } else { containers::TEST_IMAGE };
     let mut job = json!({
         "metadata": {"name": format!("overhead-{n}")},
         "spec": {
             "resource_shape": "cpu.small",
-            "container": {"image": containers::TEST_IMAGE, "command": ["/bin/sh", "-c", "echo first line"]}
+            "container": {"image": image, "command": ["/bin/sh", "-c", "echo first line"]}
         }
     });
     if mode == "inputs" {
@@ -109,9 +150,9 @@ fn main() {
     );
     // Slurm when `BENCH_SLURM=1` (a cluster must be up: scripts/setup.sh --slurm).
     let slurm = std::env::var("BENCH_SLURM").is_ok_and(|v| v == "1");
-    let modes: &[&str] =
-        if slurm { &["process", "container", "inputs", "slurm"] } else { &["process", "container", "inputs"] };
-    for &mode in modes {
+    let local: &[&str] = &["process", "container", "inputs", "userns", "files", "files-userns"];
+    let modes: Vec<&str> = local.iter().copied().chain(slurm.then_some("slurm")).collect();
+    for mode in modes {
         let server = Server::start_api_with_config(&config(mode));
         // One job first, so the figures are of a warm server and engine.
         measure(&server, mode, 0);

@@ -24,6 +24,12 @@ use jobdeck_e2e::Server;
 use serde_json::{json, Value};
 
 const CONFIG: &str = r#"
+# The bench measures the server, not the per-user bounds: 20 followers
+# share one user's token (docs/security.md, "Requests").
+[limits]
+requests_per_user = 1000
+log_followers_per_user = 100
+
 [executor.local]
 mode = "process"
 retry_backoff_seconds = 0

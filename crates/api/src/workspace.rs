@@ -124,6 +124,11 @@ pub struct WorkspaceInfo {
     pub container_engine: Option<String>,
     /// Extension: the user the request's token belongs to.
     pub current_user: String,
+    /// Extension: a sentence for a standing notice when jobs run without
+    /// isolation from the server's own user (process mode; Slurm without
+    /// containers on a cluster whose nodes include the server's host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation_warning: Option<String>,
     /// Extension: whether logs are collected when a job does not say.
     #[serde(default)]
     pub log_collection_default: bool,

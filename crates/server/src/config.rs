@@ -215,6 +215,21 @@ pub struct LocalExecutorConfig {
     /// Container mode on podman: the IPv4 range each run's own network
     /// gets a `/24` of. Jobs may not reach any of it but their own `/24`.
     pub network_pool: String,
+    /// Container mode on podman: `host` (the default) runs a job's root as
+    /// the host's root, for files of volumes; `auto` gives every run a user
+    /// namespace of its own (`--userns=auto`), so its root is an unprivileged
+    /// user of the host, different for each run (docs/security.md).
+    pub user_namespace: UserNamespace,
+}
+
+/// How a container's users map to the host's (`executor.local.user_namespace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UserNamespace {
+    /// The container's root is the host's root.
+    Host,
+    /// A range of the host's subordinate ids of its own per run (podman).
+    Auto,
 }
 
 impl Default for LocalExecutorConfig {
@@ -233,6 +248,7 @@ impl Default for LocalExecutorConfig {
             pids_limit: 8192,
             blocked_networks: vec!["169.254.0.0/16".into()],
             network_pool: "10.89.0.0/16".into(),
+            user_namespace: UserNamespace::Host,
         }
     }
 }

@@ -79,6 +79,9 @@ impl AppState {
         for note in executor.notes() {
             tracing::info!("executor: {note}");
         }
+        if let Some(warning) = executor.isolation_warning() {
+            tracing::warn!("{warning}");
+        }
         let scheduler = scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx)
             .await
             .map_err(StartError::Resume)?;

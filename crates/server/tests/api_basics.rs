@@ -227,6 +227,8 @@ async fn workspace_names_the_signed_in_user() {
     let body = app.get("/api/v2/workspace").await.json();
     assert_eq!(body["current_user"], "admin");
     assert_eq!(body["executor"], "local");
+    let warning = body["isolation_warning"].as_str().unwrap_or_default();
+    assert!(warning.starts_with("Jobs run as processes of the server's own user"), "{body}");
 }
 
 /// `lep workspace login --workspace-url …/api/v2` reads the workspace's

@@ -219,6 +219,7 @@ fn now_rfc3339() -> String {
 const JOBS: &str = "/apis/batch/v1/namespaces/ml/jobs";
 const SECRETS: &str = "/api/v1/namespaces/ml/secrets";
 const SERVICES: &str = "/api/v1/namespaces/ml/services";
+const NETWORK_POLICIES: &str = "/apis/networking.k8s.io/v1/namespaces/ml/networkpolicies";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_creates_the_job_suspended_then_its_owned_objects_then_resumes_it() {
@@ -237,6 +238,7 @@ async fn start_creates_the_job_suspended_then_its_owned_objects_then_resumes_it(
             ("POST".to_string(), SECRETS.to_string()),
             ("POST".to_string(), SECRETS.to_string()),
             ("POST".to_string(), SERVICES.to_string()),
+            ("POST".to_string(), NETWORK_POLICIES.to_string()),
             ("PATCH".to_string(), job_path.clone()),
         ]
     );
@@ -259,9 +261,10 @@ async fn start_creates_the_job_suspended_then_its_owned_objects_then_resumes_it(
     assert_eq!(pod["containers"][0]["image"], json!("registry.example.com/team/train:v1"));
     assert_eq!(pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], json!("1"));
 
-    // The Secrets and the Service belong to the Job the fake created.
+    // The Secrets, the Service and the NetworkPolicy belong to the Job the
+    // fake created.
     let job_uid = h.fake.object(Kind::Job, JOB_ID).unwrap()["metadata"]["uid"].clone();
-    for write in &writes[1..4] {
+    for write in &writes[1..5] {
         let owner = &write.body["metadata"]["ownerReferences"][0];
         assert_eq!(owner["kind"], json!("Job"), "{}", write.body);
         assert_eq!(owner["name"], json!(JOB_ID));
@@ -277,10 +280,15 @@ async fn start_creates_the_job_suspended_then_its_owned_objects_then_resumes_it(
         serde_json::from_str(registry["stringData"][".dockerconfigjson"].as_str().unwrap()).unwrap();
     assert_eq!(docker_config["auths"]["registry.example.com"]["password"], json!(REGISTRY_PASSWORD));
     assert_eq!(writes[3].body["spec"]["clusterIP"], json!("None"));
+    // The pods hear only each other and reach nothing of the metadata range.
+    let policy = &writes[4].body["spec"];
+    assert_eq!(policy["podSelector"]["matchLabels"]["jobdeck.dev/job-id"], json!(JOB_ID));
+    assert_eq!(policy["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["jobdeck.dev/job-id"], json!(JOB_ID));
+    assert_eq!(policy["egress"][0]["to"][0]["ipBlock"], json!({"cidr": "0.0.0.0/0", "except": ["169.254.0.0/16"]}));
 
     // Then resumed with a merge patch.
-    assert_eq!(writes[4].content_type.as_deref(), Some("application/merge-patch+json"));
-    assert_eq!(writes[4].body, json!({"spec": {"suspend": false}}));
+    assert_eq!(writes[5].content_type.as_deref(), Some("application/merge-patch+json"));
+    assert_eq!(writes[5].body, json!({"spec": {"suspend": false}}));
     assert_eq!(h.fake.object(Kind::Job, JOB_ID).unwrap()["spec"]["suspend"], json!(false));
 
     // The password and the secret value go nowhere but their Secrets.
@@ -861,6 +869,10 @@ async fn the_role_allows_exactly_what_the_executor_does() {
     h.fake.put(
         Kind::Service,
         json!({"metadata": {"name": JOB_ID, "ownerReferences": stale_owner}, "spec": {"clusterIP": "None"}}),
+    );
+    h.fake.put(
+        Kind::NetworkPolicy,
+        json!({"metadata": {"name": "train-ab12c-network", "ownerReferences": stale_owner}, "spec": {}}),
     );
     h.fake.set_log("train-ab12c-3-q2w6e", "2026-01-10T10:04:59Z done\n");
 

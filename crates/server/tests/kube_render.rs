@@ -119,7 +119,16 @@ fn a_multi_worker_job_renders_its_secrets_service_and_job_with_secrets_redacted(
     let docs = documents(&output);
     let kinds: Vec<(&str, &str)> =
         docs.iter().map(|d| (d["kind"].as_str().unwrap(), d["metadata"]["name"].as_str().unwrap())).collect();
-    assert_eq!(kinds, [("Secret", "train-env"), ("Secret", "train-registry"), ("Service", "train"), ("Job", "train")]);
+    assert_eq!(
+        kinds,
+        [
+            ("Secret", "train-env"),
+            ("Secret", "train-registry"),
+            ("Service", "train"),
+            ("NetworkPolicy", "train-network"),
+            ("Job", "train")
+        ]
+    );
     for doc in &docs {
         assert_eq!(doc["metadata"]["namespace"], json!("ml"), "{doc}");
         assert_eq!(doc["metadata"]["labels"]["app.kubernetes.io/managed-by"], json!("jobdeck"), "{doc}");
@@ -146,7 +155,7 @@ fn a_multi_worker_job_renders_its_secrets_service_and_job_with_secrets_redacted(
 
     // The Job: Indexed, one replica per worker, in the node group, with the
     // secret variable referenced and the literal one inline.
-    let rendered = &docs[3];
+    let rendered = &docs[4];
     assert_eq!(rendered["apiVersion"], json!("batch/v1"));
     assert_eq!(rendered["metadata"]["labels"]["team"], json!("vision"));
     assert_eq!(rendered["spec"]["completionMode"], json!("Indexed"));
@@ -183,7 +192,7 @@ fn a_multi_worker_job_renders_its_secrets_service_and_job_with_secrets_redacted(
 }
 
 #[test]
-fn a_single_worker_job_without_secrets_is_only_a_job() {
+fn a_single_worker_job_without_secrets_is_a_job_and_its_network_policy() {
     let files = Files::new();
     let mut job = job();
     let spec = job["spec"].as_object_mut().unwrap();
@@ -194,8 +203,9 @@ fn a_single_worker_job_without_secrets_is_only_a_job() {
     spec.insert("completions".into(), json!(4));
     spec.insert("parallelism".into(), json!(2));
     let docs = documents(&render_job(&files, &job, &[]));
-    assert_eq!(docs.len(), 1, "{docs:?}");
-    let rendered = &docs[0];
+    assert_eq!(docs.len(), 2, "{docs:?}");
+    assert_eq!(docs[0]["kind"], json!("NetworkPolicy"));
+    let rendered = &docs[1];
     assert_eq!(rendered["kind"], json!("Job"));
     assert_eq!(
         (rendered["spec"]["completions"].clone(), rendered["spec"]["parallelism"].clone()),

@@ -216,6 +216,9 @@ impl ContainerSteps {
         if let Some(network) = &self.network {
             command.extend(["--network".to_string(), network.name.clone()]);
         }
+        if pod.own_users {
+            command.extend(["--userns".to_string(), "auto".to_string()]);
+        }
         for port in &pod.ports {
             command.extend(["-p".to_string(), port.clone()]);
         }
@@ -332,6 +335,10 @@ pub struct Pod {
     /// one the last worker out is removing.
     #[serde(default)]
     pub lock: PathBuf,
+    /// The pod has a user namespace of its own (`--userns=auto`), which its
+    /// workers share.
+    #[serde(default)]
+    pub own_users: bool,
 }
 
 /// The pod of a job's run.
@@ -372,6 +379,8 @@ pub struct ContainerSettings<'a> {
     pub blocked_networks: &'a [String],
     /// Where runs' networks get their subnets (`executor.local.network_pool`).
     pub network_pool: &'a str,
+    /// Whether each run gets a user namespace of its own.
+    pub user_namespace: crate::config::UserNamespace,
     /// Where the supervisor binds the volumes' directories for the engine.
     pub staging_dir: &'a Path,
 }
@@ -447,13 +456,19 @@ pub fn plan(
         pool: settings.network_pool.to_string(),
         lock: lock.clone(),
     });
+    let own_users = settings.user_namespace == crate::config::UserNamespace::Auto;
+    if own_users && engine == Engine::Docker {
+        return Err("executor.local.user_namespace = \"auto\" needs podman: docker maps users for the whole daemon \
+                    (userns-remap)"
+            .into());
+    }
     let mut pod = None;
     match (launch.resolved.workers > 1, engine) {
         // Workers find each other on 127.0.0.1:MASTER_PORT: on podman they
         // share a pod of their own, on the run's network, which holds the
         // published ports.
         (true, Engine::Podman) => {
-            let shared = Pod { name: run_name, label: job_label(&launch.job_id), ports, lock };
+            let shared = Pod { name: run_name, label: job_label(&launch.job_id), ports, lock, own_users };
             push(&["--pod", &shared.name]);
             pod = Some(shared);
         }
@@ -463,6 +478,10 @@ pub fn plan(
         (false, _) => {
             if let Some(network) = &network {
                 push(&["--network", &network.name]);
+            }
+            // The workers of a pod share the pod's namespace instead.
+            if own_users {
+                push(&["--userns", "auto"]);
             }
             for mapping in &ports {
                 push(&["-p", mapping]);

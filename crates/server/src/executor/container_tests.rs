@@ -1,6 +1,7 @@
 //! Tests of the container plan (`container.rs`).
 
 use super::*;
+use crate::config::UserNamespace;
 use crate::executor::env::tests::launch;
 use jobdeck_api::{ContainerPort, Mount, MountOptions};
 
@@ -84,6 +85,7 @@ fn try_plan(engine: &str, launch: &JobLaunch, gpus: &[u32]) -> Result<ContainerS
         pids_limit: 8192,
         blocked_networks: &blocked,
         network_pool: "10.89.0.0/16",
+        user_namespace: UserNamespace::Host,
         staging_dir: Path::new("/data/mounts"),
     };
     plan(&settings, launch, "train-abcde-0-0", 0, gpus)
@@ -312,6 +314,35 @@ fn every_run_on_podman_has_an_isolated_network_and_blocked_routes() {
     assert!(docker.network.is_none() && !create_line(&docker, "env").contains("--network"));
 }
 
+/// With `user_namespace = "auto"` a one-worker run's container, or a
+/// multi-worker run's pod, gets a user namespace of its own on podman;
+/// docker refuses the setting, naming it.
+#[test]
+fn own_user_namespaces_go_on_the_container_or_the_pod() {
+    let volumes = volumes();
+    let settings = ContainerSettings {
+        engine: "podman",
+        pull_policy: PullPolicy::Missing,
+        volumes: &volumes,
+        pids_limit: 1,
+        blocked_networks: &[],
+        network_pool: "10.89.0.0/16",
+        user_namespace: UserNamespace::Auto,
+        staging_dir: Path::new("/data/mounts"),
+    };
+    let one = plan(&settings, &one_line_launch(), "r-0-0", 0, &[]).unwrap();
+    assert!(create_line(&one, "env").contains("--userns auto"));
+    let mut launch = one_line_launch();
+    launch.resolved.workers = 2;
+    let workers = plan(&settings, &launch, "r-0-0", 0, &[]).unwrap();
+    assert!(!create_line(&workers, "env").contains("--userns"), "the pod has it");
+    let pod = workers.pod.clone().unwrap();
+    assert!(workers.create_pod(&pod).join(" ").contains("--userns auto"));
+    let docker = ContainerSettings { engine: "docker", ..settings };
+    let refused = plan(&docker, &one_line_launch(), "r-0-0", 0, &[]).unwrap_err();
+    assert!(refused.contains("executor.local.user_namespace"), "{refused}");
+}
+
 #[test]
 fn images_run_with_the_contracts_tag_and_no_shared_memory_means_no_flag() {
     // (image, image_tag, shared memory MiB, expected image, expected --shm-size)
@@ -346,6 +377,7 @@ fn unknown_volumes_and_missing_images_are_errors() {
         pids_limit: 1,
         blocked_networks: &[],
         network_pool: "10.89.0.0/16",
+        user_namespace: UserNamespace::Host,
         staging_dir: Path::new("/data/mounts"),
     };
     let err = plan(&settings, &launch, "r-0-0", 0, &[]).unwrap_err();

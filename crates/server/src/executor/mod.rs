@@ -440,6 +440,13 @@ pub trait Executor: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// A sentence saying that jobs run without isolation from the server's
+    /// own user, when they do here; the console shows it on every page
+    /// (docs/security.md, "Unisolated is never silent").
+    fn isolation_warning(&self) -> Option<String> {
+        None
+    }
+
     /// How replicas run, for executors with modes: the local executor's
     /// `process` or `container`.
     fn mode(&self) -> Option<String> {

@@ -125,6 +125,9 @@ pub struct KubeObjects {
     pub registry_secret: Option<Secret>,
     /// The headless Service of a multi-worker job; owned by the Job.
     pub service: Option<Service>,
+    /// Who the job's pods may talk to (`network_policy.rs`); owned by the
+    /// Job.
+    pub network_policy: Option<k8s_openapi::api::networking::v1::NetworkPolicy>,
 }
 
 /// Why the objects could not be written as YAML.
@@ -153,6 +156,9 @@ impl KubeObjects {
         }
         if let Some(s) = &self.service {
             push(serde_json::to_value(s))?;
+        }
+        if let Some(p) = &self.network_policy {
+            push(serde_json::to_value(p))?;
         }
         push(serde_json::to_value(&self.job))?;
         let mut out = String::new();
@@ -540,7 +546,10 @@ pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Res
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(KubeObjects { job: job_object, env_secret, registry_secret, service })
+    let network_policy = settings
+        .network_policies
+        .then(|| super::network_policy::network_policy(&id, input.namespace, &labels, &settings.blocked_networks));
+    Ok(KubeObjects { job: job_object, env_secret, registry_secret, service, network_policy })
 }
 
 fn to_i32(value: i64, path: &str, fail: &mut impl FnMut(&str, String)) -> i32 {

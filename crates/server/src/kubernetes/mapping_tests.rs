@@ -545,10 +545,12 @@ fn yaml_round_trips_into_kubernetes_types_in_creation_order() {
     let yaml = objects.to_yaml().unwrap();
     let documents: Vec<Value> = serde_saphyr::from_multiple(&yaml).unwrap();
     let kinds: Vec<&str> = documents.iter().map(|d| d["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["Secret", "Service", "Job"]);
-    assert_eq!(documents[2]["apiVersion"], json!("batch/v1"));
-    let parsed: k8s_openapi::api::batch::v1::Job = serde_json::from_value(documents[2].clone()).unwrap();
+    assert_eq!(kinds, ["Secret", "Service", "NetworkPolicy", "Job"]);
+    assert_eq!(documents[3]["apiVersion"], json!("batch/v1"));
+    let parsed: k8s_openapi::api::batch::v1::Job = serde_json::from_value(documents[3].clone()).unwrap();
     assert_eq!(parsed, objects.job);
+    let policy: k8s_openapi::api::networking::v1::NetworkPolicy = serde_json::from_value(documents[2].clone()).unwrap();
+    assert_eq!(Some(policy), objects.network_policy);
 }
 
 #[test]

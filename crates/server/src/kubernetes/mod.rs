@@ -13,6 +13,7 @@
 pub mod executor;
 pub mod mapping;
 pub mod names;
+pub mod network_policy;
 pub mod pod_logs;
 pub mod pod_metrics;
 pub mod settings;

@@ -72,6 +72,13 @@ pub struct KubernetesSettings {
     /// How often pods' CPU and memory are read from `metrics.k8s.io`
     /// (metrics-server refreshes every 15 s by default); 0: never.
     pub metrics_interval_seconds: u64,
+    /// Whether each run gets a NetworkPolicy: its pods take connections
+    /// only from pods of the same job and reach nothing in
+    /// `blocked_networks`. Needs a network plugin that enforces them.
+    pub network_policies: bool,
+    /// Networks no job may reach (CIDR); the link-local range holds the
+    /// cloud metadata address.
+    pub blocked_networks: Vec<String>,
 }
 
 impl Default for KubernetesSettings {
@@ -92,6 +99,8 @@ impl Default for KubernetesSettings {
             image_pull_policy: None,
             stuck_pod_timeout_seconds: DEFAULT_STUCK_POD_TIMEOUT_SECONDS,
             metrics_interval_seconds: 15,
+            network_policies: true,
+            blocked_networks: vec!["169.254.0.0/16".into()],
         }
     }
 }
@@ -153,6 +162,13 @@ impl KubernetesSettings {
             if !["Always", "IfNotPresent", "Never"].contains(&policy.as_str()) {
                 problems.push(format!(
                     "executor.kubernetes.image_pull_policy: must be Always, IfNotPresent or Never, not '{policy}'"
+                ));
+            }
+        }
+        for (i, network) in self.blocked_networks.iter().enumerate() {
+            if !crate::config::is_network(network) {
+                problems.push(format!(
+                    "executor.kubernetes.blocked_networks[{i}]: '{network}' is not an IP address or network"
                 ));
             }
         }

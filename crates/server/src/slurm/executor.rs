@@ -70,6 +70,9 @@ struct Shared {
     /// What jobs inherit of the server's environment (`PATH`, …).
     base_env: Vec<(String, String)>,
     runs: Runs<StopReason>,
+    /// Whether this server's host is one of the cluster's nodes (a job
+    /// placed there without a container runs beside the server).
+    server_host_is_node: bool,
 }
 
 /// Runs jobs on a Slurm cluster (docs/slurm.md).
@@ -89,6 +92,7 @@ impl SlurmExecutor {
         let env: Vec<(String, String)> =
             std::env::vars().filter(|(name, _)| TOOL_ENV.contains(&name.as_str())).collect();
         let base_env = env.iter().filter(|(n, _)| n != "SLURM_CONF").cloned().collect();
+        let (settings_for_nodes, env_for_nodes) = (settings.clone(), env.clone());
         Ok(Self {
             shared: Arc::new(Shared {
                 host,
@@ -97,6 +101,7 @@ impl SlurmExecutor {
                 log_dir,
                 base_env,
                 runs: Runs::default(),
+                server_host_is_node: host_is_a_node(&settings_for_nodes, &env_for_nodes),
             }),
         })
     }
@@ -112,9 +117,36 @@ impl SlurmExecutor {
     }
 }
 
+/// Whether this machine's host name (without its domain) is one of the
+/// cluster's nodes, as `sinfo` lists them; a cluster that cannot be asked
+/// counts as one, so that not knowing is never silent.
+fn host_is_a_node(settings: &SlurmSettings, env: &[(String, String)]) -> bool {
+    let short = |name: &str| name.split('.').next().unwrap_or(name).trim().to_ascii_lowercase();
+    let host = short(&crate::config::MachineInfo::detect().hostname);
+    let listed = std::process::Command::new(settings.command("sinfo"))
+        .args(["--noheader", "--Node", "--format=%N"])
+        .env_clear()
+        .envs(env.iter().cloned())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    match listed {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).lines().any(|node| short(node) == host),
+        _ => true,
+    }
+}
+
 impl Executor for SlurmExecutor {
     fn kind(&self) -> ExecutorKind {
         ExecutorKind::Slurm
+    }
+
+    fn isolation_warning(&self) -> Option<String> {
+        (!self.shared.settings.pyxis && self.shared.server_host_is_node).then(|| {
+            "Jobs run on Slurm nodes without containers (no pyxis), and this server's host is one of them: a job \
+             placed here runs as the server's user and can read what the server can."
+                .to_string()
+        })
     }
 
     fn requirements(&self) -> JobRequirements {

@@ -56,12 +56,14 @@ pub enum Kind {
     Secret,
     Service,
     Event,
+    NetworkPolicy,
 }
 
 impl Kind {
     fn api_version(self) -> &'static str {
         match self {
             Kind::Job => "batch/v1",
+            Kind::NetworkPolicy => "networking.k8s.io/v1",
             _ => "v1",
         }
     }
@@ -72,6 +74,7 @@ impl Kind {
             Kind::Secret => "Secret",
             Kind::Service => "Service",
             Kind::Event => "Event",
+            Kind::NetworkPolicy => "NetworkPolicy",
         }
     }
     fn plural(self) -> &'static str {
@@ -81,11 +84,13 @@ impl Kind {
             Kind::Secret => "secrets",
             Kind::Service => "services",
             Kind::Event => "events",
+            Kind::NetworkPolicy => "networkpolicies",
         }
     }
     fn group(self) -> &'static str {
         match self {
             Kind::Job => "batch",
+            Kind::NetworkPolicy => "networking.k8s.io",
             _ => "",
         }
     }
@@ -455,6 +460,7 @@ fn parse_query(query: Option<&str>) -> BTreeMap<String, String> {
 fn route(path: &str) -> Option<(Kind, Option<String>, bool)> {
     let rest = path
         .strip_prefix(&format!("/apis/batch/v1/namespaces/{NAMESPACE}/"))
+        .or_else(|| path.strip_prefix(&format!("/apis/networking.k8s.io/v1/namespaces/{NAMESPACE}/")))
         .or_else(|| path.strip_prefix(&format!("/api/v1/namespaces/{NAMESPACE}/")))?;
     let mut parts = rest.split('/');
     let kind = match parts.next()? {
@@ -463,6 +469,7 @@ fn route(path: &str) -> Option<(Kind, Option<String>, bool)> {
         "secrets" if path.starts_with("/api/v1/") => Kind::Secret,
         "services" if path.starts_with("/api/v1/") => Kind::Service,
         "events" if path.starts_with("/api/v1/") => Kind::Event,
+        "networkpolicies" if path.starts_with("/apis/networking.k8s.io/") => Kind::NetworkPolicy,
         _ => return None,
     };
     let name = parts.next().map(String::from);

@@ -239,6 +239,10 @@ impl Executor for LocalExecutor {
         Some(self.shared.settings.mode.as_str().to_string())
     }
 
+    fn isolation_warning(&self) -> Option<String> {
+        isolation_warning(self.shared.settings.mode, &self.shared.settings.engine)
+    }
+
     fn engine(&self) -> Option<String> {
         (self.shared.settings.mode == LocalMode::Container).then(|| self.shared.settings.engine.clone())
     }
@@ -658,6 +662,7 @@ impl Controller {
             pids_limit: self.shared.settings.pids_limit,
             blocked_networks: &self.shared.settings.blocked_networks,
             network_pool: &self.shared.settings.network_pool,
+            user_namespace: self.shared.settings.user_namespace,
             staging_dir: &self.shared.mounts_dir,
         }
     }
@@ -1168,9 +1173,37 @@ async fn watch_detached(run_dir: &Path, remove_container: Option<&RemoveContaine
     }
 }
 
+/// The standing notice of a local executor running jobs in `mode` with
+/// `engine`, when its jobs are not isolated as container mode on podman
+/// isolates them.
+fn isolation_warning(mode: LocalMode, engine: &str) -> Option<String> {
+    match mode {
+        LocalMode::Process => Some(
+            "Jobs run as processes of the server's own user, not in containers: a job can read what the server \
+             can, other users' secrets and jobs included."
+                .to_string(),
+        ),
+        // Docker has no pods and no step between creating a container and
+        // starting it where a route could be added.
+        _ if container::Engine::from_binary(engine) == container::Engine::Docker => Some(
+            "Jobs run under docker, where Jobdeck cannot keep them from each other's containers or from the cloud \
+             metadata address, and multi-worker jobs share the host's network: use podman to isolate them."
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn process_mode_and_docker_are_never_silent() {
+        assert!(isolation_warning(LocalMode::Process, "").unwrap().contains("processes of the server's own user"));
+        assert!(isolation_warning(LocalMode::Container, "/usr/bin/docker").unwrap().contains("use podman"));
+        assert_eq!(isolation_warning(LocalMode::Container, "/usr/bin/podman"), None);
+    }
 
     #[test]
     fn replicas_inherit_only_the_allowed_part_of_the_servers_environment() {

@@ -104,6 +104,9 @@ impl Shared {
     fn services(&self) -> Api<Service> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
+    fn network_policies(&self) -> Api<k8s_openapi::api::networking::v1::NetworkPolicy> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
     fn events(&self) -> Api<Event> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }

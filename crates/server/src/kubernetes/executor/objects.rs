@@ -204,6 +204,9 @@ pub(super) async fn create_objects(shared: &Shared, objects: &KubeObjects, run: 
     if let Some(service) = &objects.service {
         create_owned(&shared.services(), service.clone(), &owner).await?;
     }
+    if let Some(policy) = &objects.network_policy {
+        create_owned(&shared.network_policies(), policy.clone(), &owner).await?;
+    }
     if resume {
         let patch = serde_json::json!({"spec": {"suspend": false}});
         jobs.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(kube_error)?;
