@@ -312,8 +312,13 @@ pub(super) fn run_step(
     stoppable: bool,
 ) -> Result<StepOutput, StepError> {
     let (program, args) = command.split_first().ok_or(StepError::Empty)?;
+    // In the run directory: `podman init` starts the container's monitor
+    // (conmon), which writes a file named `oom` into its working directory
+    // when the kernel kills the container for memory; it must land in the
+    // run directory, never in the server's.
     let mut child = Command::new(program)
         .args(args)
+        .current_dir(run_dir)
         .env_clear()
         .envs(env.iter().cloned())
         .stdin(Stdio::null())
