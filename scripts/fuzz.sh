@@ -56,6 +56,15 @@ job="$(curl -sf -H "$auth" -H 'Content-Type: application/json' \
 curl -sf -H "$auth" -H 'Content-Type: application/json' -d '[{"name": "FUZZ_SECRET", "value": "x"}]' "$api/usersecrets" >/dev/null \
   || fail "could not create the fixture secret"
 
+# The fuzzer's own token must never be what a fuzzed `DELETE /tokens/{id}`
+# revokes: such a request gets a token made for it instead, or a made-up id
+# (tests/fuzz/hooks.py).
+own_token="$(curl -sf -H "$auth" "$api/tokens" \
+  | python3 -c 'import json, sys; print(next(t["id"] for t in json.load(sys.stdin)["tokens"] if t.get("current")))')"
+victim_token="$("$bin" token create --user admin --name fuzz-victim --data-dir "$work/data" 2>&1 >/dev/null \
+  | sed -n 's/^token \([0-9]*\) for .*/\1/p')"
+[ -n "$own_token" ] && [ -n "$victim_token" ] || fail "could not find the fuzzer's token or make one to revoke"
+
 cd tests/fuzz
 # One worker: Schemathesis' workers are threads, and CPython 3.11 before
 # 3.11.8 keeps the AST constructor's recursion depth in state the threads
@@ -64,6 +73,7 @@ cd tests/fuzz
 # depth mismatch" (python/cpython#106905), a flake of the fuzzer, not of
 # the server.
 JOBDECK_FUZZ_JOB="$job" JOBDECK_FUZZ_SECRET=FUZZ_SECRET SCHEMATHESIS_HOOKS=hooks \
+  JOBDECK_FUZZ_OWN_TOKEN="$own_token" JOBDECK_FUZZ_VICTIM_TOKEN="$victim_token" \
   "$schemathesis" run "$api/openapi.json" \
   -H "$auth" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,negative_data_rejection \

@@ -7,6 +7,9 @@
   replica and the secrets scripts/fuzz.sh created first (JOBDECK_FUZZ_* in the
   environment), so operations are exercised past their 404. A DELETE never
   gets the job, which the other operations need.
+* `DELETE /tokens/{id}` never names the fuzzer's own token (which would
+  leave the rest of the run unauthorized): that id, and half of the others,
+  become the token scripts/fuzz.sh made to be revoked.
 """
 
 import hashlib
@@ -20,6 +23,10 @@ EXISTING = {
     "name": os.environ.get("JOBDECK_FUZZ_SECRET", ""),
     "volume": "",
 }
+
+
+OWN_TOKEN = os.environ.get("JOBDECK_FUZZ_OWN_TOKEN", "")
+VICTIM_TOKEN = os.environ.get("JOBDECK_FUZZ_VICTIM_TOKEN", "")
 
 
 def _harmless(body):
@@ -44,7 +51,13 @@ def _coin(value):
 def map_path_parameters(ctx, path_parameters):
     if not path_parameters:
         return path_parameters
-    method = getattr(getattr(ctx, "operation", None), "method", "").upper()
+    operation = getattr(ctx, "operation", None)
+    method = getattr(operation, "method", "").upper()
+    if getattr(operation, "path", "") == "/tokens/{id}" and "id" in path_parameters:
+        given = str(path_parameters["id"])
+        if given == OWN_TOKEN or _coin(given):
+            path_parameters["id"] = VICTIM_TOKEN
+        return path_parameters
     for key, existing in EXISTING.items():
         if key in path_parameters and existing and _coin(path_parameters[key]):
             if method == "DELETE" and key == "id":

@@ -16,9 +16,14 @@ fn sealed_row(owner: &str, name: &str) -> String {
     row_of("imagepullsecrets", owner, name)
 }
 
-fn row(r: &rusqlite::Row<'_>, keys: &Keys) -> rusqlite::Result<ImagePullSecretRow> {
+/// A row with its password opened, or left empty when `keys` is `None`
+/// (a listing, which never shows it).
+fn row(r: &rusqlite::Row<'_>, keys: Option<&Keys>) -> rusqlite::Result<ImagePullSecretRow> {
     let (owner, name): (String, String) = (r.get(0)?, r.get(1)?);
-    let password = open_value(keys, r.get(4)?, &sealed_row(&owner, &name), 4)?;
+    let password = match keys {
+        Some(keys) => open_value(keys, r.get(4)?, &sealed_row(&owner, &name), 4)?,
+        None => String::new(),
+    };
     Ok(ImagePullSecretRow {
         owner,
         name,
@@ -61,14 +66,14 @@ impl Store {
         .await
     }
 
-    /// The image pull secrets `viewer` may see: their own and public ones.
+    /// The image pull secrets `viewer` may see: their own and public ones,
+    /// without their passwords (`password` is empty).
     pub async fn image_pull_secrets_visible_to(&self, viewer: String) -> StoreResult<Vec<ImagePullSecretRow>> {
-        let keys = self.keys();
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM image_pull_secrets WHERE owner = ?1 OR visibility = 'public' ORDER BY name, owner"
             ))?;
-            let rows = stmt.query_map(params![viewer], |r| row(r, &keys))?;
+            let rows = stmt.query_map(params![viewer], |r| row(r, None))?;
             rows.collect()
         })
         .await
@@ -97,7 +102,7 @@ impl Store {
                      ORDER BY owner = ?1 DESC, updated_at DESC LIMIT 1"
                 ),
                 params![owner, name],
-                |r| row(r, &keys),
+                |r| row(r, Some(&keys)),
             )
             .optional()
         })

@@ -366,6 +366,7 @@ pub struct StoredEvent {
 pub struct SecretRow {
     pub owner: String,
     pub name: String,
+    /// Empty in listings (`secrets_visible_to`), which never open a value.
     pub value: String,
     pub visibility: Visibility,
     pub tags: Vec<String>,
@@ -380,6 +381,7 @@ pub struct ImagePullSecretRow {
     pub name: String,
     pub registry_server: String,
     pub username: String,
+    /// Empty in listings (`image_pull_secrets_visible_to`).
     pub password: String,
     pub email: String,
     pub visibility: Visibility,
@@ -747,12 +749,15 @@ pub(crate) mod tests {
         drop(store);
         let store = Store::open(&path).unwrap();
         store.use_keys(SealingKeys::from_hex(B, &[]).unwrap());
+        let resolved = store.resolve_secret("alice".into(), "HF_TOKEN".into(), None).await.unwrap();
+        assert_eq!(resolved.as_deref(), Some("hf_clear"));
+        // A listing opens no value: it neither costs a decryption nor shows one.
         let visible = store.secrets_visible_to("alice".into()).await.unwrap();
-        assert_eq!(visible[0].value, "hf_clear");
+        assert_eq!((visible[0].name.as_str(), visible[0].value.as_str()), ("HF_TOKEN", ""));
 
         // Without the key, a sealed value is an error, never its ciphertext.
         let store = Store::open(&path).unwrap();
-        assert!(store.secrets_visible_to("alice".into()).await.is_err());
+        assert!(store.resolve_secret("alice".into(), "HF_TOKEN".into(), None).await.is_err());
     }
 
     #[tokio::test]
