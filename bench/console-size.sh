@@ -42,7 +42,7 @@ export JOBDECK_BIN="$target/release/jobdeck"
 [ -x "$JOBDECK_BIN" ] || export JOBDECK_BIN="$target/debug/jobdeck"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
 set +e
-cargo bench -q -p jobdeck-e2e --bench console_size 2>&1 | grep -v '^\[jobdeck\]'
+cargo bench -q -p jobdeck-e2e --bench console_size 2>&1 | grep -v -e '^\[jobdeck\]' -e ' request{'
 status="${PIPESTATUS[0]}"
 set -e
 if [ "$report" = 1 ]; then

@@ -11,4 +11,4 @@ scripts/setup.sh --containers
 if [ "${BENCH_SLURM:-}" = 1 ]; then scripts/setup.sh --slurm; fi
 . bench/release-server.sh
 echo "engine: $(podman --version), $(runc --version | head -1)"
-cargo bench -q -p jobdeck-e2e --bench container_overhead 2>&1 | grep -v '^\[jobdeck\]' | grep -v 'INFO\|WARN'
+cargo bench -q -p jobdeck-e2e --bench container_overhead 2>&1 | grep -v -e '^\[jobdeck\]' -e ' request{' | grep -v 'INFO\|WARN'

@@ -10,4 +10,4 @@ cd "$(dirname "$0")/.."
 . bench/release-server.sh
 # 200 client threads and their connections, plus the server's.
 ulimit -n 4096 2>/dev/null || true
-cargo bench -q -p jobdeck-e2e --bench load 2>&1 | grep -v '^\[jobdeck\]'
+cargo bench -q -p jobdeck-e2e --bench load 2>&1 | grep -v -e '^\[jobdeck\]' -e ' request{'

@@ -14,4 +14,4 @@ if [ "${1:-}" != "--no-build" ]; then
 fi
 export JOBDECK_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/jobdeck"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
-cargo bench -q -p jobdeck-e2e --bench log_viewer 2>&1 | grep -v '^\[jobdeck\]'
+cargo bench -q -p jobdeck-e2e --bench log_viewer 2>&1 | grep -v -e '^\[jobdeck\]' -e ' request{'

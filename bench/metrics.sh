@@ -8,4 +8,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/release-server.sh
 cargo bench -q -p jobdeck-server --bench metrics 2>&1 | grep -v 'INFO\|WARN'
-cargo bench -q -p jobdeck-e2e --bench sampler 2>&1 | grep -v '^\[jobdeck\]' | grep -v 'INFO\|WARN'
+cargo bench -q -p jobdeck-e2e --bench sampler 2>&1 | grep -v -e '^\[jobdeck\]' -e ' request{' | grep -v 'INFO\|WARN'

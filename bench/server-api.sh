@@ -8,4 +8,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/release-server.sh
-cargo bench -q -p jobdeck-e2e --bench server_api 2>&1 | grep -v '^\[jobdeck\]'
+cargo bench -q -p jobdeck-e2e --bench server_api 2>&1 | grep -v -e '^\[jobdeck\]' -e ' request{'

@@ -65,7 +65,7 @@ function pack(loaderPath, dir) {
     /fetch\(new URL\("\.\/([^"]+\.wasm)", import\.meta\.url\)\);\n(\s*src\.catch\(\(\) => \{\}\);\n)?(\s*)return async \(imports\) => \(WebAssembly\.instantiateStreaming\(src, imports\)\);/g;
   loader = loader.replace(fetchPattern, (_, file, observed, indent) => {
     const index = modules.push(file) - 1;
-    return `__fetchModule(${index});\n${observed ?? ""}${indent}return async (imports) => __instantiate(${index}, await src, imports);`;
+    return `__fetchModule(${index});\n${observed ?? ""}${indent}return async (imports) => __instantiate(${index}, src, imports);`;
   });
   if (modules.length === 0) fail("the loader fetches no module");
   const chunkIndex = new Map();
@@ -182,8 +182,15 @@ function __remember(index, download) {
 function __fetchModule(index) {
     return __requested.get(index) ?? __remember(index, __fetchAlone(index));
 }
+// An answer that is not the module (a proxy's 503, a 404 after a deploy) is
+// a failed download like a lost connection: forgotten, so "Try again" asks
+// again rather than reading the same spent answer.
 function __fetchAlone(index) {
-    return fetch(new URL("./m" + index + "-" + __build + ".wasm", import.meta.url));
+    const file = "m" + index + "-" + __build + ".wasm";
+    return fetch(new URL("./" + file, import.meta.url)).then(response => {
+        if (!response.ok) throw new Error(file + ": HTTP " + response.status);
+        return response;
+    });
 }
 // The split points asked for in this task. Their packs are chosen a
 // microtask later, together: a page and its tab asked for at once (a link to
@@ -277,12 +284,20 @@ function __unpack(bytes, name) {
 // Once a module is in, its entry no longer holds its bytes, so a pack's
 // buffer is freed when its last module is in.
 const __instantiated = Promise.resolve(null);
-async function __instantiate(index, download, imports) {
-    const instance = await (download instanceof Response
-        ? WebAssembly.instantiateStreaming(download, imports)
-        : WebAssembly.instantiate(download, imports));
-    __requested.set(index, __instantiated);
-    return instance;
+// A module that downloaded but does not instantiate (a truncated body) is
+// forgotten too: its answer is spent, so the next try downloads it again.
+async function __instantiate(index, src, imports) {
+    try {
+        const download = await src;
+        const instance = await (download instanceof Response
+            ? WebAssembly.instantiateStreaming(download, imports)
+            : WebAssembly.instantiate(download, imports));
+        __requested.set(index, __instantiated);
+        return instance;
+    } catch (error) {
+        if (__requested.get(index) === src) __requested.delete(index);
+        throw error;
+    }
 }
 `;
   const importEnd = loader.indexOf("\n", loader.indexOf("import ")) + 1;

@@ -203,6 +203,33 @@ fn a_page_that_could_not_be_downloaded_can_be_tried_again() {
     assert!(!page.contains("could not be downloaded"), "the note is gone with the form: {page}");
 }
 
+/// A part of the console answered with an error (a proxy's 503 while the
+/// server restarts) fails like a lost connection, and "Try again" downloads
+/// it afresh once answers are good again, rather than reading the spent
+/// error answer a second time.
+#[test]
+fn a_part_answered_with_an_error_can_be_tried_again() {
+    let server = Server::start();
+    echo_job(&server, "proxied");
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.wait_for_text("proxied");
+    // The page's own fetch answers what a proxy in front of the server
+    // would: 503 for every module and pack.
+    browser.execute(
+        "window.__fetch = window.fetch;
+         window.fetch = (url, init) => /\\.(wasm|bin)$/.test(new URL(url, location.href).pathname)
+             ? Promise.resolve(new Response('busy', {status: 503}))
+             : window.__fetch(url, init);",
+        vec![],
+    );
+    browser.click(&browser.find("nav a[href='/jobs/new']"));
+    browser.wait_for_text("This part of the console could not be downloaded.");
+    browser.execute("window.fetch = window.__fetch;", vec![]);
+    browser.click(&browser.find("[role=alert] button"));
+    browser.wait_until("the form", || browser.try_find("#job-name").map(|_| ()));
+}
+
 /// Creates a job that prints one line; returns its id.
 fn echo_job(server: &Server, name: &str) -> String {
     let job = json!({

@@ -156,6 +156,13 @@ impl Server {
     fn serve_command(data_dir: &Path) -> Command {
         let mut command = Command::new(jobdeck_bin());
         command.arg("serve").args(["--listen", "127.0.0.1:0"]).arg("--data-dir").arg(data_dir);
+        // The tests' servers answer hundreds of thousands of requests: their
+        // request log (one line each) is left out of the suite's output
+        // unless JOBDECK_LOG asks for it. A 500's line is an error and
+        // still shows.
+        if std::env::var_os("JOBDECK_LOG").is_none() {
+            command.env("JOBDECK_LOG", "info,jobdeck_server::request_log=error");
+        }
         command
     }
 
@@ -616,7 +623,13 @@ impl Browser {
             }
             if Instant::now() > deadline {
                 let text = self.page_text();
-                panic!("timed out waiting for {what}; the page at {} shows:\n{text}", self.current_url());
+                // The browser's own messages name what a page could not do
+                // (a module that failed to load, a refused request).
+                let console = self.console_messages().join("\n");
+                panic!(
+                    "timed out waiting for {what}; the page at {} shows:\n{text}\nthe browser console said:\n{console}",
+                    self.current_url()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -132,23 +132,36 @@ impl AppError {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 ApiError::new("payload_too_large", format!("the body must be at most {MAX_BODY_BYTES} bytes")),
             ),
-            AppError::Internal(cause) => {
-                tracing::error!(cause = %chain(cause.as_ref()), "internal error");
-                (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    ApiError::new("internal", "internal server error"),
-                )
-            }
+            AppError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ApiError::new("internal", "internal server error"),
+            ),
         }
     }
 }
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
+        // The cause of an internal error rides with the answer to the
+        // request log (request_log.rs), which writes it on the request's
+        // own line; the body says nothing of it.
+        let cause = match &self {
+            AppError::Internal(cause) => Some(InternalCause(chain(cause.as_ref()))),
+            _ => None,
+        };
         let (status, body) = self.status_and_body();
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if let Some(cause) = cause {
+            response.extensions_mut().insert(cause);
+        }
+        response
     }
 }
+
+/// The cause chain of an internal error, in the extensions of the 500 it
+/// answered, for the request log.
+#[derive(Clone, Debug)]
+pub struct InternalCause(pub String);
 
 impl From<StoreError> for AppError {
     fn from(e: StoreError) -> Self {

@@ -27,6 +27,7 @@ pub mod metrics_api;
 pub mod openapi;
 pub mod replicas;
 pub mod request_limits;
+pub mod request_log;
 pub mod scheduler;
 pub mod secrets;
 pub mod sessions;
@@ -163,10 +164,12 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(error::api_method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(error::MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(error::refuse_oversized_bodies))
-        // The outermost, so it runs first: who sent a body of unknown length
-        // is asked before the layer above reads it, and every request counts
-        // against its user's bounds.
-        .layer(axum::middleware::from_fn_with_state(state.clone(), request_limits::bound_request));
+        // Outside the body checks, so it runs before them: who sent a body
+        // of unknown length is asked before the layer above reads it, and
+        // every request counts against its user's bounds.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), request_limits::bound_request))
+        // Outside every bound, so a request they refuse is logged too.
+        .layer(request_log::layer());
 
     // `/api/v2/` with its slash is the API's root too: nesting matches the
     // root only without it, and clients write either.

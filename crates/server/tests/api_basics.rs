@@ -296,3 +296,86 @@ async fn a_shape_or_node_group_this_server_lacks_is_a_422_on_its_field() {
     );
     assert_eq!(fields["spec.affinity.allowed_dedicated_node_groups[0]"][0], "no node group named 'h100-pool'");
 }
+
+/// The log lines a test's own thread writes, as `jobdeck serve` writes
+/// them (without colours).
+#[derive(Clone, Default)]
+struct CapturedLog(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl CapturedLog {
+    fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).lines().map(str::to_string).collect()
+    }
+}
+
+/// Every API request is one line of the log naming its method, the route
+/// the router matched (never the address: it holds job names), its status
+/// and latency; a 500 carries its cause on that same line, while the
+/// caller learns nothing of it.
+#[tokio::test]
+async fn each_request_is_one_log_line_by_route_and_a_500_says_its_cause() {
+    use jobdeck_server::store::{JobRow, JobRuntime};
+    let log = CapturedLog::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+        .with_writer(move || writer.clone())
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    // A finished job whose stored metadata no longer reads: an internal
+    // error, as a damaged database gives.
+    let now = jobdeck_server::now_millis();
+    let damaged = JobRow {
+        id: "private-name-aaaaa".into(),
+        name: "private-name".into(),
+        created_by: "admin".into(),
+        visibility: jobdeck_api::Visibility::Public,
+        created_at: now,
+        metadata_json: "{damaged".into(),
+        spec_json: common::sh_job("private-name", "true")["spec"].to_string(),
+        priority: 4000,
+        node_groups: String::new(),
+        runtime: JobRuntime { state: jobdeck_api::JobState::Completed, queued_at: Some(now), ..JobRuntime::default() },
+    };
+    let app = TestApp::with_stored_jobs(|_| {}, vec![damaged]).await;
+
+    let answer = app.get("/api/v2/jobs/private-name-aaaaa?pretty=private-query").await;
+    assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(!answer.text().contains("damaged") && !answer.text().contains("key"), "{}", answer.text());
+    assert_eq!(app.get("/api/v2/shapes").await.status, StatusCode::OK);
+    assert_eq!(app.request(Method::GET, "/api/v2/jobs", None, None).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(app.get("/api/v2/no/such/route/private-path").await.status, StatusCode::NOT_FOUND);
+
+    let lines = log.lines();
+    let requests: Vec<&String> = lines.iter().filter(|line| line.contains("request{")).collect();
+    let line_of = |route: &str, status: u16| {
+        requests
+            .iter()
+            .find(|line| line.contains(&format!("route={route}")) && line.contains(&format!("status={status}")))
+            .unwrap_or_else(|| panic!("no line for {route} {status} in:\n{}", lines.join("\n")))
+    };
+    let failed = line_of("/api/v2/jobs/{id}", 500);
+    assert!(failed.contains("ERROR") && failed.contains("method=GET"), "{failed}");
+    assert!(failed.contains("cause=key must be a string"), "the cause on the same line: {failed}");
+    assert!(failed.contains("latency_ms="), "{failed}");
+    line_of("/api/v2/shapes", 200);
+    line_of("/api/v2/jobs", 401);
+    line_of("(no route)", 404);
+    for line in &requests {
+        assert!(!line.contains("private"), "a request's line names no job, path or query of the address: {line}");
+    }
+    // The cause is said once, on the request's line.
+    let said = lines.iter().filter(|line| line.contains("key must be a string")).count();
+    assert_eq!(said, 1, "{}", lines.join("\n"));
+}
