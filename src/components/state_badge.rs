@@ -1,6 +1,6 @@
 //! A job state as a coloured badge that also reads well without colour.
 
-use jobdeck_api::{JobState, ReplicaPhase, ReplicaStatus};
+use jobdeck_api::{EndReason, JobState, ReplicaPhase, ReplicaStatus};
 use leptos::prelude::*;
 
 /// The CSS class of a state's colour family (a badge is `badge <tone>`).
@@ -22,9 +22,9 @@ pub fn replica_outcome(status: &ReplicaStatus) -> (&'static str, &'static str) {
         ReplicaPhase::Pending => ("waiting", "Pending"),
         ReplicaPhase::Running => ("active", "Running"),
         ReplicaPhase::Succeeded => ("ok", "Succeeded"),
-        ReplicaPhase::Failed => match status.reason.as_deref() {
-            Some("Preempted") => ("waiting", "Preempted"),
-            Some("Stopped") => ("neutral", "Stopped"),
+        ReplicaPhase::Failed => match status.reason.as_deref().map(EndReason::parse) {
+            Some(EndReason::Preempted) => ("waiting", "Preempted"),
+            Some(EndReason::Stopped) => ("neutral", "Stopped"),
             _ => ("bad", "Failed"),
         },
     }

@@ -15,6 +15,7 @@ extern crate self as jobdeck_api;
 
 pub mod decode;
 pub mod defaults;
+pub mod end_reason;
 pub mod error;
 pub mod job;
 pub mod logs;
@@ -29,6 +30,7 @@ pub use decode::{Decode, DecodeError, JsonValue};
 pub use defaults::{
     shared_memory_default_mib, split_image_reference, ImageReference, Priority, Protocol, PRIORITY_CLASSES,
 };
+pub use end_reason::EndReason;
 pub use error::{ApiError, FieldErrors};
 pub use job::*;
 pub use logs::{LogLine, LogRange, LogSearch};

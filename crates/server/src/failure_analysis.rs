@@ -4,7 +4,7 @@
 use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::Json;
-use jobdeck_api::FailureAnalysis;
+use jobdeck_api::{EndReason, FailureAnalysis};
 
 use crate::auth::CurrentUser;
 use crate::error::{AppError, AppResult};
@@ -51,7 +51,10 @@ async fn failure_analysis(
         .map_err(AppError::internal)?;
     // An out-of-memory kill shows the memory curve that led to it.
     if analysis.err_class == crate::failure::FailureClass::Oom.as_str() {
-        let killed = analysis.failed_replicas.iter().find(|r| r.reason.as_deref() == Some("OOMKilled"));
+        let killed = analysis
+            .failed_replicas
+            .iter()
+            .find(|r| r.reason.as_deref().map(EndReason::parse) == Some(EndReason::OomKilled));
         if let Some(replica) = killed.or(analysis.failed_replicas.first()) {
             let points = state
                 .store

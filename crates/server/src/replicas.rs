@@ -24,7 +24,7 @@ use crate::log_api::{self, LogRequest};
 use crate::logs::LogStore;
 use crate::store::{JobRow, ReplicaRow, Store};
 use crate::{AppState, Route};
-use jobdeck_api::{parse_replica_id, replica_id};
+use jobdeck_api::{parse_replica_id, replica_id, EndReason};
 
 pub fn routes() -> Vec<Route> {
     vec![
@@ -67,7 +67,7 @@ pub fn replica_view(row: &ReplicaRow, shape: Option<&ShapeConfig>) -> Replica {
             },
             exit_code: row.exit_code.map(|c| c as i32),
             signal: row.signal.map(|s| s as i32),
-            reason: row.reason.clone(),
+            reason: row.reason.as_ref().map(EndReason::to_string),
             message: row.message.clone(),
             start_time: row.start_time,
             end_time: row.end_time,

@@ -435,7 +435,7 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
             }
             None => assert_eq!(r.readiness_reason, None, "{at}"),
         }
-        assert_eq!(r.reason.as_deref(), row.reason, "{at}");
+        assert_eq!(r.reason.as_ref().map(jobdeck_api::EndReason::as_str), row.reason, "{at}");
         assert_eq!(r.exit_code, row.exit_code, "{at}");
         assert_eq!(r.node.as_deref(), row.node, "{at}");
         if row.node.is_some() {
@@ -597,14 +597,20 @@ async fn stop_suspends_the_job_and_ends_its_replicas_as_stopped() {
     let (job_id, run, outcome) = h.outcome().await;
     assert_eq!((job_id.as_str(), run, outcome), (JOB_ID, 0, RunOutcome::Stopped));
     let running = h.replica(2, 0).await.unwrap();
-    assert_eq!((running.phase.as_str(), running.reason.as_deref()), ("failed", Some("Preempted")));
+    assert_eq!(
+        (running.phase.as_str(), running.reason.as_ref().map(jobdeck_api::EndReason::as_str)),
+        ("failed", Some("Preempted"))
+    );
     assert!(running.end_time.is_some());
     let pending = h.replica(7, 0).await.unwrap();
-    assert_eq!((pending.phase.as_str(), pending.reason.as_deref()), ("failed", Some("Preempted")));
+    assert_eq!(
+        (pending.phase.as_str(), pending.reason.as_ref().map(jobdeck_api::EndReason::as_str)),
+        ("failed", Some("Preempted"))
+    );
     assert_eq!(pending.readiness_reason, None);
     let done = h.replica(3, 0).await.unwrap();
     assert_eq!(
-        (done.phase.as_str(), done.reason.as_deref()),
+        (done.phase.as_str(), done.reason.as_ref().map(jobdeck_api::EndReason::as_str)),
         ("succeeded", Some("Completed")),
         "finished replicas keep their end"
     );
@@ -633,7 +639,7 @@ async fn a_failed_job_is_explained_by_its_first_failed_replica() {
     let RunOutcome::Failed { reason, message, program_error } = outcome else {
         panic!("expected a failure, got {outcome:?}");
     };
-    assert_eq!(reason, "BackoffLimitExceeded");
+    assert_eq!(reason, jobdeck_api::EndReason::BackoffLimitExceeded);
     // Exit code 1 at 10:01:00 came before the OOM kill at 10:02:30.
     assert!(program_error);
     assert!(message.contains("first failure: replica 6 (Error, exit code 1)"), "{message}");
@@ -700,7 +706,10 @@ async fn a_pod_that_can_never_pull_its_image_fails_the_run() {
     let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
     assert!(events.iter().any(|e| e.reason == "ImagePullFailed" && e.message.contains("ERR_IMAGE_PULL")));
     let stuck = h.replica(1, 0).await.unwrap();
-    assert_eq!((stuck.phase.as_str(), stuck.reason.as_deref()), ("failed", Some("ImagePullFailed")));
+    assert_eq!(
+        (stuck.phase.as_str(), stuck.reason.as_ref().map(jobdeck_api::EndReason::as_str)),
+        ("failed", Some("ImagePullFailed"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

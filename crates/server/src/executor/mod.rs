@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
-use jobdeck_api::{FieldErrors, JobRequirements, JobSpec, ReadinessIssue, ReplicaPhase};
+use jobdeck_api::{EndReason, FieldErrors, JobRequirements, JobSpec, ReadinessIssue, ReplicaPhase};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
@@ -186,15 +186,27 @@ impl StopReason {
     }
 }
 
+/// The reason the attempts a stop ends are recorded with.
+impl From<StopReason> for EndReason {
+    fn from(stop: StopReason) -> Self {
+        match stop {
+            StopReason::Stopped => EndReason::Stopped,
+            StopReason::Deleted => EndReason::Deleted,
+            StopReason::Preempted => EndReason::Preempted,
+            StopReason::DeadlineExceeded => EndReason::DeadlineExceeded,
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunOutcome {
     /// Every completion index succeeded.
     Succeeded,
-    /// The run failed; `reason` is a stable identifier such as
-    /// `BackoffLimitExceeded` or `ProgramError`.
+    /// The run failed; `reason` says why (`BackoffLimitExceeded`,
+    /// `ProgramError`, or a cluster's own word).
     Failed {
-        reason: String,
+        reason: EndReason,
         message: String,
         /// Whether the failure was the user program's (no job-level retry
         /// when `disable_retry_on_program_error` is on).
@@ -218,9 +230,8 @@ pub struct ReplicaObservation {
     pub gpu_ids: Vec<u32>,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
-    /// Why the attempt ended: `Completed`, `Error`, `OOMKilled`,
-    /// `DeadlineExceeded`, `Preempted`, `Stopped`, `StartError`, `Lost`, …
-    pub reason: Option<String>,
+    /// Why the attempt ended.
+    pub reason: Option<EndReason>,
     pub message: Option<String>,
     /// Unix milliseconds.
     pub start_time: Option<i64>,

@@ -14,7 +14,7 @@ use super::scan::{first_error, oom_victim, Finding};
 use super::{classify, AttemptEnd, FailureClass};
 use crate::logs::LogStore;
 use crate::store::{ReplicaRow, StoredEvent};
-use jobdeck_api::replica_id;
+use jobdeck_api::{replica_id, EndReason};
 
 /// Excerpts are built for this many failed replicas (first failures first);
 /// the others are listed without one.
@@ -28,21 +28,12 @@ const BLOCK_TAIL: u64 = 25;
 /// Lines shown from the end of a log with no recognisable error.
 const LAST_LINES: u64 = 15;
 
-/// Why an attempt ended when it did not fail on its own account: the run was
-/// stopped, or another replica's failure ended it. These are not failures to
-/// explain; the replica that caused them is.
-const COLLATERAL_REASONS: [&str; 6] =
-    ["Stopped", "Deleted", "NotStarted", "BackoffLimitExceeded", "ProgramError", "MaxFailureRetryExceeded"];
-
-/// Replica end reasons that are node-level events (design §7).
-const NODE_EVENT_REASONS: [&str; 5] = ["OOMKilled", "Evicted", "Preempted", "NodeLost", "Lost"];
-
 /// Lepton's name for a node event: its failure analysis says `OOM` where the
 /// replica's reason (Kubernetes' word) is `OOMKilled`.
-fn lepton_node_event_name(reason: &str) -> &str {
+fn lepton_node_event_name(reason: &EndReason) -> &str {
     match reason {
-        "OOMKilled" => "OOM",
-        other => other,
+        EndReason::OomKilled => "OOM",
+        other => other.as_str(),
     }
 }
 
@@ -66,13 +57,16 @@ pub struct JobFacts {
     pub log_collection: bool,
 }
 
+/// Whether an attempt failed on its own account: an attempt ended because
+/// its run was stopped or failed on another replica's is not a failure to
+/// explain; the replica that caused it is.
 fn is_failure(row: &ReplicaRow) -> bool {
-    row.phase == ReplicaPhase::Failed && !COLLATERAL_REASONS.contains(&row.reason.as_deref().unwrap_or(""))
+    row.phase == ReplicaPhase::Failed && !row.reason.as_ref().is_some_and(EndReason::is_collateral)
 }
 
 fn end_of(row: &ReplicaRow) -> AttemptEnd<'_> {
     AttemptEnd {
-        reason: row.reason.as_deref(),
+        reason: row.reason.as_ref(),
         exit_code: row.exit_code.map(|c| c as i32),
         signal: row.signal.map(|s| s as i32),
     }
@@ -231,7 +225,7 @@ fn explain(
         }
         // A configuration the executor refused before anything ran (a volume
         // path that is a link): its own words say what to change.
-        FailureClass::Config if first.is_some_and(|(row, _)| row.reason.as_deref() == Some("ConfigError")) => {
+        FailureClass::Config if first.is_some_and(|(row, _)| row.reason == Some(EndReason::ConfigError)) => {
             let why = first.and_then(|(row, _)| row.message.clone()).unwrap_or_default();
             (
                 format!("{who} could not start: {why}."),
@@ -260,7 +254,7 @@ fn explain(
         }
         FailureClass::Infra => {
             let why = first
-                .and_then(|(row, _)| row.message.clone().or(row.reason.clone()))
+                .and_then(|(row, _)| row.message.clone().or(row.reason.as_ref().map(EndReason::to_string)))
                 .or_else(|| facts.message.clone())
                 .map(|m| format!(" ({m})"))
                 .unwrap_or_default();
@@ -306,7 +300,7 @@ pub fn analyse(facts: &JobFacts, replicas: &[ReplicaRow], events: &[StoredEvent]
             attempt: row.attempt,
             failed_at: row.end_time,
             exit_code: row.exit_code.map(|c| c as i32),
-            reason: row.reason.clone(),
+            reason: row.reason.as_ref().map(EndReason::to_string),
             started_at: row.start_time,
             err_class: Some(classify(&end_of(row), finding_of(i).map(|f| f.kind)).as_str().to_string()),
             message: row.message.clone(),
@@ -315,16 +309,17 @@ pub fn analyse(facts: &JobFacts, replicas: &[ReplicaRow], events: &[StoredEvent]
 
     let mut node_events: Vec<NodeFailureEvent> = replicas
         .iter()
-        .filter(|r| r.phase == ReplicaPhase::Failed && NODE_EVENT_REASONS.contains(&r.reason.as_deref().unwrap_or("")))
-        .map(|row| {
+        .filter(|r| r.phase == ReplicaPhase::Failed)
+        .filter_map(|row| Some((row, row.reason.as_ref().filter(|reason| reason.is_node_event())?)))
+        .map(|(row, reason)| {
             let message = row.message.clone().unwrap_or_default();
             let mut victim = victim_in(&message);
-            if victim.is_none() && row.reason.as_deref() == Some("OOMKilled") {
+            if victim.is_none() && *reason == EndReason::OomKilled {
                 let index = failures.iter().position(|f| std::ptr::eq(*f, row));
                 victim = index.and_then(finding_of).and_then(|f| victim_in(&f.text));
             }
             NodeFailureEvent {
-                node_event_name: lepton_node_event_name(row.reason.as_deref().unwrap_or("")).to_string(),
+                node_event_name: lepton_node_event_name(reason).to_string(),
                 message,
                 replica_id: Some(replica_id(&facts.job_id, row.completion_index, row.attempt)),
                 time: row.end_time,
@@ -345,25 +340,27 @@ pub fn analyse(facts: &JobFacts, replicas: &[ReplicaRow], events: &[StoredEvent]
             phase: r.phase,
             started_at: r.start_time,
             ended_at: r.end_time,
-            reason: r.reason.clone(),
+            reason: r.reason.as_ref().map(EndReason::to_string),
         })
         .collect();
     timeline.sort_by_key(|s| (s.completion_index, s.attempt));
 
     let job_failed = facts.state == JobState::Failed || facts.state == JobState::PendingRetry;
     let first = failures.first().map(|row| (*row, finding_of(0)));
-    let job_class = match facts.reason.as_deref().filter(|_| job_failed) {
-        Some("DeadlineExceeded") => Some(FailureClass::Deadline),
-        Some("MaxQueuedDurationExceeded") => Some(FailureClass::QueueTimeout),
-        Some("ImagePullFailed") => Some(FailureClass::ImagePull),
-        Some("ConfigError") => Some(FailureClass::Config),
+    // The job's own reason, where it is an end reason (a job's reason may
+    // also say why it waits).
+    let job_reason = facts.reason.as_deref().filter(|_| job_failed).map(EndReason::parse);
+    let job_class = match job_reason {
+        Some(EndReason::DeadlineExceeded) => Some(FailureClass::Deadline),
+        Some(EndReason::MaxQueuedDurationExceeded) => Some(FailureClass::QueueTimeout),
+        Some(EndReason::ImagePullFailed) => Some(FailureClass::ImagePull),
+        Some(EndReason::ConfigError) => Some(FailureClass::Config),
         _ => None,
     };
-    let class = job_class
-        .or_else(|| first.map(|(row, finding)| classify(&end_of(row), finding.map(|f| f.kind))))
-        .or_else(|| {
-            job_failed.then(|| classify(&AttemptEnd { reason: facts.reason.as_deref(), ..AttemptEnd::default() }, None))
-        });
+    let class =
+        job_class.or_else(|| first.map(|(row, finding)| classify(&end_of(row), finding.map(|f| f.kind)))).or_else(
+            || job_failed.then(|| classify(&AttemptEnd { reason: job_reason.as_ref(), ..AttemptEnd::default() }, None)),
+        );
 
     let Some(class) = class else {
         return FailureAnalysis { timeline, job_failure_by_node_event: node_events, ..FailureAnalysis::default() };
@@ -403,7 +400,7 @@ mod tests {
             completion_index: index,
             attempt,
             phase: ReplicaPhase::parse(phase).unwrap(),
-            reason: Some(reason.into()).filter(|r: &String| !r.is_empty()),
+            reason: Some(reason).filter(|r| !r.is_empty()).map(EndReason::parse),
             exit_code,
             start_time: Some(1_000),
             end_time: Some(end),

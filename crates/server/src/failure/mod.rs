@@ -17,6 +17,7 @@
 pub mod analysis;
 pub mod scan;
 
+use jobdeck_api::EndReason;
 pub use scan::{Finding, FindingKind, Scanner};
 
 /// The error classes of design §7.
@@ -102,9 +103,8 @@ pub const CRASH_SIGNALS: [i32; 6] =
 /// What an executor knows about how an attempt ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AttemptEnd<'a> {
-    /// The replica's end reason: `Error`, `Signaled`, `OOMKilled`,
-    /// `StartError`, `Lost`, `DeadlineExceeded`, `Evicted`, `Preempted`, …
-    pub reason: Option<&'a str>,
+    /// The replica's end reason.
+    pub reason: Option<&'a EndReason>,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
 }
@@ -115,17 +115,29 @@ pub struct AttemptEnd<'a> {
 /// command, an image pull); then how the process ended. A generic traceback
 /// or crash in the log does not change what the exit status says.
 pub fn classify(end: &AttemptEnd<'_>, finding: Option<FindingKind>) -> FailureClass {
+    use EndReason::*;
     match end.reason {
-        Some("OOMKilled") => return FailureClass::Oom,
-        Some("DeadlineExceeded") => return FailureClass::Deadline,
-        Some("MaxQueuedDurationExceeded") => return FailureClass::QueueTimeout,
-        Some("Evicted" | "Preempted" | "NodeLost" | "Lost" | "Stopped" | "Deleted") => return FailureClass::Infra,
-        Some("ImagePullFailed" | "ErrImagePull" | "ImagePullBackOff") => return FailureClass::ImagePull,
-        Some("EngineError") => return FailureClass::Engine,
+        Some(OomKilled) => return FailureClass::Oom,
+        Some(DeadlineExceeded) => return FailureClass::Deadline,
+        Some(MaxQueuedDurationExceeded) => return FailureClass::QueueTimeout,
+        Some(Evicted | Preempted | NodeLost | Lost | Stopped | Deleted) => return FailureClass::Infra,
+        Some(ImagePullFailed) => return FailureClass::ImagePull,
+        Some(EngineError) => return FailureClass::Engine,
+        Some(StartError | ContainerCannotRun | ConfigError | SecretNotFound) => return FailureClass::Config,
+        // The log and the exit status say more for these.
         Some(
-            "StartError" | "ContainerCannotRun" | "ConfigError" | "CreateContainerConfigError" | "CreateContainerError",
-        ) => return FailureClass::Config,
-        _ => {}
+            Completed
+            | Error
+            | Signaled
+            | NotStarted
+            | Cancelled
+            | BackoffLimitExceeded
+            | ProgramError
+            | MaxFailureRetryExceeded
+            | ExecutorError
+            | Other(_),
+        )
+        | None => {}
     }
     match finding {
         Some(FindingKind::CudaOom) => return FailureClass::CudaOom,
@@ -158,6 +170,8 @@ mod tests {
     use FailureClass::*;
 
     fn end(reason: Option<&'static str>, exit_code: Option<i32>, signal: Option<i32>) -> AttemptEnd<'static> {
+        // The table lives for the test; its reasons are leaked to match.
+        let reason = reason.map(|word| &*Box::leak(Box::new(EndReason::parse(word))));
         AttemptEnd { reason, exit_code, signal }
     }
 

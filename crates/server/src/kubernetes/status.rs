@@ -4,7 +4,7 @@
 //! Kubernetes events become job events. Pure functions, so they are tested
 //! on the same pod documents the fake API server serves.
 
-use jobdeck_api::{EventType, JobEvent, ReadinessIssue, ReplicaPhase};
+use jobdeck_api::{EndReason, EventType, JobEvent, ReadinessIssue, ReplicaPhase};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod, PodCondition};
 
@@ -54,9 +54,8 @@ pub struct PodAttempt {
     pub node: Option<String>,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
-    /// Why the attempt ended: `Completed`, `Error`, `OOMKilled`, `Evicted`,
-    /// `Preempted`, `NodeLost`, `DeadlineExceeded`, …
-    pub reason: Option<String>,
+    /// Why the attempt ended.
+    pub reason: Option<EndReason>,
     pub message: Option<String>,
     /// Unix milliseconds.
     pub start_time: Option<i64>,
@@ -74,7 +73,7 @@ impl PodAttempt {
             // policy has already acted on the exit code alone.
             ReplicaPhase::Failed => Some(crate::failure::classify(
                 &crate::failure::AttemptEnd {
-                    reason: self.reason.as_deref(),
+                    reason: self.reason.as_ref(),
                     exit_code: self.exit_code,
                     signal: self.signal,
                 },
@@ -155,7 +154,7 @@ pub fn pod_attempt(pod: &Pod) -> Option<PodAttempt> {
     match status.phase.as_deref() {
         Some("Succeeded") => {
             attempt.phase = ReplicaPhase::Succeeded;
-            attempt.reason = Some("Completed".into());
+            attempt.reason = Some(EndReason::Completed);
         }
         Some("Failed") => {
             attempt.phase = ReplicaPhase::Failed;
@@ -192,34 +191,36 @@ pub fn pod_attempt(pod: &Pod) -> Option<PodAttempt> {
 fn failed_reason(
     pod: &Pod,
     terminated: Option<&k8s_openapi::api::core::v1::ContainerStateTerminated>,
-) -> (String, Option<String>) {
+) -> (EndReason, Option<String>) {
     let status = pod.status.as_ref();
     let pod_reason = status.and_then(|s| s.reason.as_deref());
     let pod_message = status.and_then(|s| s.message.clone());
-    if terminated.and_then(|t| t.reason.as_deref()) == Some("OOMKilled") {
+    let container_reason = terminated.and_then(|t| t.reason.as_deref()).map(cluster_end_reason);
+    if container_reason == Some(EndReason::OomKilled) {
         return (
-            "OOMKilled".into(),
+            EndReason::OomKilled,
             Some("the container used more memory than its shape allows and was killed".into()),
         );
     }
-    if pod_reason == Some("Evicted") {
-        return ("Evicted".into(), pod_message);
+    let pod_reason = pod_reason.map(cluster_end_reason);
+    if pod_reason == Some(EndReason::Evicted) {
+        return (EndReason::Evicted, pod_message);
     }
     if let Some(disruption) = condition(pod, "DisruptionTarget").filter(|c| c.status == "True") {
         let reason = match disruption.reason.as_deref() {
-            Some("PreemptionByScheduler") => "Preempted",
-            Some("DeletionByTaintManager") => "NodeLost",
-            Some("DeletionByPodGC") => "Lost",
-            _ => "Evicted",
+            Some("PreemptionByScheduler") => EndReason::Preempted,
+            Some("DeletionByTaintManager") => EndReason::NodeLost,
+            Some("DeletionByPodGC") => EndReason::Lost,
+            _ => EndReason::Evicted,
         };
-        return (reason.into(), disruption.message.clone().or(pod_message));
+        return (reason, disruption.message.clone().or(pod_message));
     }
-    if pod_reason == Some("DeadlineExceeded") {
-        return ("DeadlineExceeded".into(), pod_message);
+    if pod_reason == Some(EndReason::DeadlineExceeded) {
+        return (EndReason::DeadlineExceeded, pod_message);
     }
     match terminated {
         Some(t) => {
-            let reason = t.reason.clone().unwrap_or_else(|| "Error".into());
+            let reason = container_reason.unwrap_or(EndReason::Error);
             let message = t.message.clone().or_else(|| match t.signal {
                 Some(signal) => Some(format!("killed by signal {signal}")),
                 None if t.exit_code != 0 => Some(format!("exited with code {}", t.exit_code)),
@@ -227,7 +228,19 @@ fn failed_reason(
             });
             (reason, message)
         }
-        None => (pod_reason.unwrap_or("Failed").to_string(), pod_message),
+        None => (pod_reason.unwrap_or_else(|| EndReason::Other("Failed".into())), pod_message),
+    }
+}
+
+/// The end reason a Kubernetes word names: the kubelet's and the container
+/// runtimes' words for an image that cannot be pulled or a container that
+/// cannot be created are Jobdeck's reasons for the same; any other word is
+/// read as the enum reads it.
+fn cluster_end_reason(word: &str) -> EndReason {
+    match word {
+        "ErrImagePull" | "ImagePullBackOff" => EndReason::ImagePullFailed,
+        "CreateContainerConfigError" | "CreateContainerError" => EndReason::ConfigError,
+        other => EndReason::parse(other),
     }
 }
 
@@ -310,7 +323,7 @@ pub fn job_suspended(job: &Job) -> bool {
 /// class, and whether the user's program is to blame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunFailure {
-    pub reason: String,
+    pub reason: EndReason,
     pub message: String,
     pub class: FailureClass,
     pub program_error: bool,
@@ -325,16 +338,18 @@ pub fn run_failure(reason: &str, message: &str, attempts: &[PodAttempt]) -> RunF
         .filter(|a| a.phase == ReplicaPhase::Failed)
         .min_by_key(|a| (a.end_time.unwrap_or(i64::MAX), a.completion_index));
     let (class, reason) = match reason {
-        "DeadlineExceeded" => (FailureClass::Deadline, "DeadlineExceeded".to_string()),
         // The only FailJob rule Jobdeck writes is the program-error rule.
-        "PodFailurePolicy" => (FailureClass::Program, "ProgramError".to_string()),
-        other => (first_failed.and_then(PodAttempt::failure_class).unwrap_or(FailureClass::Infra), other.to_string()),
+        "PodFailurePolicy" => (FailureClass::Program, EndReason::ProgramError),
+        other => match cluster_end_reason(other) {
+            EndReason::DeadlineExceeded => (FailureClass::Deadline, EndReason::DeadlineExceeded),
+            reason => (first_failed.and_then(PodAttempt::failure_class).unwrap_or(FailureClass::Infra), reason),
+        },
     };
     let message = match first_failed {
         Some(a) if !message.is_empty() => format!(
             "{message}; first failure: replica {} ({}{})",
             a.completion_index,
-            a.reason.as_deref().unwrap_or("failed"),
+            a.reason.as_ref().map_or("failed", EndReason::as_str),
             a.exit_code.map(|c| format!(", exit code {c}")).unwrap_or_default()
         ),
         _ => message.to_string(),
@@ -352,11 +367,11 @@ pub fn stuck_failure(attempt: &PodAttempt) -> Option<RunFailure> {
         _ => return None,
     };
     let reason = match class {
-        FailureClass::ImagePull => "ImagePullFailed",
-        _ => "ConfigError",
+        FailureClass::ImagePull => EndReason::ImagePullFailed,
+        _ => EndReason::ConfigError,
     };
     Some(RunFailure {
-        reason: reason.into(),
+        reason,
         message: attempt.readiness_issue.as_ref().map(|i| i.message.clone()).unwrap_or_default(),
         class,
         program_error: class.is_program_error(),

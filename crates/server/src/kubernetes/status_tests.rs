@@ -157,7 +157,7 @@ fn pods_read_as_replica_attempts() {
             }
             (expected, actual) => panic!("{}: readiness issue {expected:?} vs {actual:?}", row.pod),
         }
-        assert_eq!(a.reason.as_deref(), row.reason, "{}", row.pod);
+        assert_eq!(a.reason.as_ref().map(EndReason::as_str), row.reason, "{}", row.pod);
         assert_eq!(a.exit_code, row.exit_code, "{}", row.pod);
         assert_eq!(a.node.as_deref(), row.node, "{}", row.pod);
         assert_eq!(a.failure_class(), row.class, "{}", row.pod);
@@ -257,7 +257,7 @@ fn run_failures_are_classified() {
     for (reason, attempts, class, recorded, program) in cases {
         let failure = run_failure(reason, "Job has reached the specified backoff limit", &attempts);
         assert_eq!(failure.class, class, "{reason} {:?}", attempts.iter().map(|a| &a.pod_name).collect::<Vec<_>>());
-        assert_eq!(failure.reason, recorded);
+        assert_eq!(failure.reason.as_str(), recorded);
         assert_eq!(failure.program_error, program);
     }
     let failure = run_failure("BackoffLimitExceeded", "Job has reached the specified backoff limit", &all);

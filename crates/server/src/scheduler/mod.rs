@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobdeck_api::{EventType, JobSpec, JobState, Visibility};
+use jobdeck_api::{EndReason, EventType, JobSpec, JobState, Visibility};
 use tokio::sync::{mpsc, oneshot};
 
 use self::placement::{fit, group_states, occupy, plan_preemption, release, shortage, Candidate};
@@ -462,7 +462,7 @@ impl Scheduler {
                 let active = self.active_mut(id)?;
                 let r = &mut active.row.runtime;
                 r.state = JobState::Stopped;
-                r.reason = Some("Stopped".into());
+                r.reason = Some(EndReason::Stopped.to_string());
                 r.message = Some(format!("stopped by {by} before it started"));
                 r.completed_at = Some(now);
                 r.queued_at = None;
@@ -625,7 +625,7 @@ impl Scheduler {
         succeeded.dedup();
         let failed = current
             .iter()
-            .filter(|r| r.phase == jobdeck_api::ReplicaPhase::Failed && r.reason.as_deref() != Some("NotStarted"))
+            .filter(|r| r.phase == jobdeck_api::ReplicaPhase::Failed && r.reason != Some(EndReason::NotStarted))
             .count() as i64;
         let waiting = current.iter().filter(|r| r.phase == jobdeck_api::ReplicaPhase::Pending).count();
         let r = &mut active.row.runtime;
@@ -686,7 +686,7 @@ impl Scheduler {
             (Some(StopReason::Preempted), _) => {
                 r.state = JobState::Queueing;
                 r.run += 1;
-                r.reason = Some("Preempted".into());
+                r.reason = Some(EndReason::Preempted.to_string());
                 r.message = Some("preempted by a job of higher priority; waiting in the queue again".into());
                 r.queued_at = Some(now);
                 r.started_at = None;
@@ -704,7 +704,7 @@ impl Scheduler {
             (Some(StopReason::DeadlineExceeded), _) => {
                 let limit = active.resolved.active_deadline_seconds.unwrap_or(0);
                 let message = format!("the job ran longer than its active deadline of {limit} s");
-                self.finish_failed(id, "DeadlineExceeded", message).await
+                self.finish_failed(id, EndReason::DeadlineExceeded, message).await
             }
             (Some(StopReason::Stopped), _) | (None, RunOutcome::Stopped) => {
                 r.state = JobState::Stopped;
@@ -722,7 +722,7 @@ impl Scheduler {
                     let delay_s = (2i64 << retries_used.min(5)).min(60);
                     r.state = JobState::PendingRetry;
                     r.job_retries += 1;
-                    r.reason = Some(reason.clone());
+                    r.reason = Some(reason.to_string());
                     r.message = Some(format!(
                         "{message}; restarting the whole job in {delay_s} s (job retry {} of {allowed})",
                         retries_used + 1
@@ -732,26 +732,26 @@ impl Scheduler {
                     let text = r.message.clone().unwrap_or_default();
                     self.save(id, vec![event(id, EventType::Warning, "PendingRetry", text)]).await
                 } else {
-                    self.finish_failed(id, &reason, message).await
+                    self.finish_failed(id, reason, message).await
                 }
             }
         }
     }
 
-    async fn finish_failed(&mut self, id: &str, reason: &str, message: String) -> AppResult<()> {
+    async fn finish_failed(&mut self, id: &str, reason: EndReason, message: String) -> AppResult<()> {
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let now = crate::now_millis();
         let ttl_s = active.resolved.ttl_seconds_after_finished;
         let r = &mut active.row.runtime;
         r.state = JobState::Failed;
-        r.reason = Some(reason.into());
+        r.reason = Some(reason.to_string());
         r.message = Some(message.clone());
         r.placement_json = None;
         r.stop_reason = None;
         r.completed_at = Some(now);
         r.archive_at = Some(after_seconds(now, ttl_s));
         self.dirty = true;
-        self.save(id, vec![event(id, EventType::Warning, reason, message)]).await
+        self.save(id, vec![event(id, EventType::Warning, reason.as_str(), message)]).await
     }
 
     async fn timers(&mut self) -> AppResult<()> {
@@ -784,7 +784,7 @@ impl Scheduler {
         }
         for (id, limit) in queue_timeouts {
             let message = format!("the job waited in the queue longer than its maximum queued duration of {limit} s");
-            self.finish_failed(&id, "MaxQueuedDurationExceeded", message).await?;
+            self.finish_failed(&id, EndReason::MaxQueuedDurationExceeded, message).await?;
         }
         let due: Vec<String> = self.retry_at.iter().filter(|(_, at)| **at <= now).map(|(id, _)| id.clone()).collect();
         for id in due {
@@ -1047,11 +1047,15 @@ impl Scheduler {
         match self.build_launch(active).await? {
             Ok(launch) => {
                 if let Err(e) = self.executor.start(launch).await {
-                    self.finish_failed(id, "ExecutorError", format!("the executor could not start the job: {e}"))
-                        .await?;
+                    self.finish_failed(
+                        id,
+                        EndReason::ExecutorError,
+                        format!("the executor could not start the job: {e}"),
+                    )
+                    .await?;
                 }
             }
-            Err(refusal) => self.finish_failed(id, "SecretNotFound", refusal.to_string()).await?,
+            Err(refusal) => self.finish_failed(id, EndReason::SecretNotFound, refusal.to_string()).await?,
         }
         Ok(())
     }

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobdeck_api::{JobRequirements, ReadinessIssue, ReplicaPhase};
+use jobdeck_api::{EndReason, JobRequirements, ReadinessIssue, ReplicaPhase};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
@@ -250,7 +250,7 @@ struct Tail {
 #[derive(Debug, Clone, PartialEq)]
 enum Ending {
     Stop(StopReason),
-    Fail { reason: String, message: String, program_error: bool },
+    Fail { reason: EndReason, message: String, program_error: bool },
 }
 
 struct Controller {
@@ -288,7 +288,10 @@ impl Controller {
             submissions = submissions.max(state.submission + 1);
             if row.phase == ReplicaPhase::Succeeded {
                 succeeded.insert(row.completion_index);
-            } else if row.is_finished() && counts(row.reason.as_deref()) && state.rank.unwrap_or(0) == 0 {
+            } else if row.is_finished()
+                && row.reason.as_ref().is_some_and(EndReason::counts_against_retries)
+                && state.rank.unwrap_or(0) == 0
+            {
                 failures_total += 1;
                 *failures_by_unit.entry(row.completion_index).or_default() += 1;
             }
@@ -566,7 +569,7 @@ impl Controller {
                 for key in keys.iter().copied() {
                     self.end_attempt(
                         key,
-                        "StartError",
+                        EndReason::StartError,
                         format!("sbatch could not submit it: {error}"),
                         None,
                         None,
@@ -657,16 +660,23 @@ impl Controller {
             let exit = read_exit_file(&script::exit_file(&job_dir, array_job_id, self.attempts[&key].state.task));
             match exit {
                 Some(0) => {
-                    self.end_attempt(key, "Completed", "the command exited with code 0".into(), Some(0), None, None)
-                        .await
+                    self.end_attempt(
+                        key,
+                        EndReason::Completed,
+                        "the command exited with code 0".into(),
+                        Some(0),
+                        None,
+                        None,
+                    )
+                    .await
                 }
                 Some(code) => {
                     let message = format!("the command exited with code {code}");
-                    self.end_attempt(key, "Error", message, Some(code), None, None).await
+                    self.end_attempt(key, EndReason::Error, message, Some(code), None, None).await
                 }
                 None => {
                     let message = "Slurm no longer knows the job and it left no exit code".to_string();
-                    self.end_attempt(key, "Lost", message, None, None, None).await
+                    self.end_attempt(key, EndReason::Lost, message, None, None, None).await
                 }
             }
             return;
@@ -720,7 +730,7 @@ impl Controller {
                 let (reason, message) = ended_reason(&task, self.ending.as_ref());
                 let code = exit_file.or(task.exit_code.filter(|_| task.signal.is_none()));
                 let signal = task.signal.filter(|_| exit_file.is_none());
-                self.end_attempt(key, &reason, message, code, signal, task.end).await;
+                self.end_attempt(key, reason, message, code, signal, task.end).await;
             }
         }
     }
@@ -756,7 +766,7 @@ impl Controller {
     async fn end_attempt(
         &mut self,
         key: (i64, i64),
-        reason: &str,
+        reason: EndReason,
         message: String,
         exit_code: Option<i32>,
         signal: Option<i32>,
@@ -769,13 +779,13 @@ impl Controller {
         if matches!(a.phase, ReplicaPhase::Succeeded | ReplicaPhase::Failed) {
             return;
         }
-        let succeeded = reason == "Completed";
+        let succeeded = reason == EndReason::Completed;
         a.phase = if succeeded { ReplicaPhase::Succeeded } else { ReplicaPhase::Failed };
         let (index, rank, task) = (a.index, a.state.rank, a.state.task);
         let mut o = self.observation(&self.attempts[&key]);
         o.exit_code = exit_code;
         o.signal = signal;
-        o.reason = Some(reason.to_string());
+        o.reason = Some(reason.clone());
         o.message = Some(message.clone());
         o.end_time = Some(ended_at.unwrap_or_else(crate::now_millis));
         let replica = replica_id(&self.launch.job_id, key.0, key.1);
@@ -786,11 +796,12 @@ impl Controller {
             return;
         }
         let finding = self.first_error(key).await;
-        let class = classify(&AttemptEnd { reason: Some(reason), exit_code, signal }, finding);
-        let counts = self.ending.is_none() && counts(Some(reason));
+        let class = classify(&AttemptEnd { reason: Some(&reason), exit_code, signal }, finding);
+        let counts = self.ending.is_none() && reason.counts_against_retries();
         let program_error = class.is_program_error();
         self.record(o).await;
-        self.event(EventType::Warning, reason, format!("replica {replica}: {message}"), Some(replica.clone())).await;
+        self.event(EventType::Warning, reason.as_str(), format!("replica {replica}: {message}"), Some(replica.clone()))
+            .await;
         // A multi-worker allocation fails as one: rank 0 speaks for it.
         if !counts || rank.unwrap_or(0) != 0 {
             return;
@@ -801,13 +812,7 @@ impl Controller {
             *n += 1;
             *n
         };
-        let verdict = Verdict {
-            phase: ReplicaPhase::Failed,
-            reason: reason.to_string(),
-            message,
-            counts_as_failure: true,
-            program_error,
-        };
+        let verdict = Verdict { phase: ReplicaPhase::Failed, reason, message, counts_as_failure: true, program_error };
         let limits = RetryLimits {
             backoff_limit: self.launch.resolved.backoff_limit,
             max_failure_retry: self.launch.resolved.max_failure_retry,
@@ -839,11 +844,6 @@ impl Controller {
     }
 }
 
-/// Whether an ended attempt's reason counts against the retry limits.
-fn counts(reason: Option<&str>) -> bool {
-    !matches!(reason, Some("Completed" | "Stopped" | "Deleted" | "Preempted" | "DeadlineExceeded") | None)
-}
-
 /// A pending task's readiness issue from Slurm's reason.
 fn pending_issue(reason: &str, retry_at: Option<i64>) -> ReadinessIssue {
     let issue = |reason: &str, message: String| ReadinessIssue { reason: reason.into(), message };
@@ -859,7 +859,7 @@ fn pending_issue(reason: &str, retry_at: Option<i64>) -> ReadinessIssue {
 }
 
 /// The replica's end reason and message from an ended task.
-fn ended_reason(task: &TaskState, ending: Option<&Ending>) -> (String, String) {
+fn ended_reason(task: &TaskState, ending: Option<&Ending>) -> (EndReason, String) {
     let code = match (task.exit_code, task.signal) {
         (_, Some(signal)) => format!("ended by signal {signal}"),
         (Some(code), None) => format!("exited with code {code}"),
@@ -867,21 +867,21 @@ fn ended_reason(task: &TaskState, ending: Option<&Ending>) -> (String, String) {
     };
     let said = |what: &str| format!("{what} (Slurm: {} {})", task.state, task.reason);
     match task.state.as_str() {
-        "COMPLETED" => ("Completed".into(), "the command exited with code 0".into()),
+        "COMPLETED" => (EndReason::Completed, "the command exited with code 0".into()),
         "OUT_OF_MEMORY" => {
-            ("OOMKilled".into(), said("the replica used more memory than its shape allows and was killed"))
+            (EndReason::OomKilled, said("the replica used more memory than its shape allows and was killed"))
         }
-        "TIMEOUT" | "DEADLINE" => ("DeadlineExceeded".into(), said("the job ran past its time limit (--time)")),
-        "NODE_FAIL" | "BOOT_FAIL" => ("NodeLost".into(), said("its node failed")),
-        "PREEMPTED" => ("Preempted".into(), said("Slurm preempted it")),
+        "TIMEOUT" | "DEADLINE" => (EndReason::DeadlineExceeded, said("the job ran past its time limit (--time)")),
+        "NODE_FAIL" | "BOOT_FAIL" => (EndReason::NodeLost, said("its node failed")),
+        "PREEMPTED" => (EndReason::Preempted, said("Slurm preempted it")),
         "CANCELLED" => match ending {
-            Some(Ending::Stop(reason)) => (reason.as_str().into(), format!("stopped ({}); scancel", reason.as_str())),
+            Some(Ending::Stop(reason)) => ((*reason).into(), format!("stopped ({}); scancel", reason.as_str())),
             Some(Ending::Fail { reason, .. }) => (reason.clone(), format!("cancelled: the run is failing ({reason})")),
-            None => ("Cancelled".into(), said("cancelled in Slurm, not by Jobdeck")),
+            None => (EndReason::Cancelled, said("cancelled in Slurm, not by Jobdeck")),
         },
         _ => match task.signal {
-            Some(_) => ("Signaled".into(), format!("the command {code}")),
-            None => ("Error".into(), format!("the command {code}")),
+            Some(_) => (EndReason::Signaled, format!("the command {code}")),
+            None => (EndReason::Error, format!("the command {code}")),
         },
     }
 }
@@ -1000,7 +1000,7 @@ mod tests {
         ];
         for (task, ending, reason, counted) in cases {
             let (got, _) = ended_reason(&task, ending);
-            assert_eq!((got.as_str(), counts(Some(&got))), (reason, counted), "{task:?}");
+            assert_eq!((got.as_str(), got.counts_against_retries()), (reason, counted), "{task:?}");
         }
         assert_eq!(pending_issue("Resources", None).reason, "NoCapacity");
         assert_eq!(pending_issue("Priority", None).reason, "Queueing");

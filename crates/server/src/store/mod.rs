@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use jobdeck_api::{EventType, JobState, Visibility};
+use jobdeck_api::{EndReason, EventType, JobState, Visibility};
 use rusqlite::Connection;
 
 mod error;
@@ -319,7 +319,8 @@ pub struct ReplicaRow {
     pub gpu_ids: String,
     pub exit_code: Option<i64>,
     pub signal: Option<i64>,
-    pub reason: Option<String>,
+    /// Why the attempt ended (the column holds its word).
+    pub reason: Option<EndReason>,
     pub message: Option<String>,
     pub created_at: i64,
     pub start_time: Option<i64>,

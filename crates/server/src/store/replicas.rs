@@ -1,5 +1,6 @@
 //! Replica attempts.
 
+use jobdeck_api::EndReason;
 use rusqlite::{params, OptionalExtension};
 
 use super::error::StoreResult;
@@ -50,7 +51,7 @@ impl Store {
                     row.gpu_ids,
                     row.exit_code,
                     row.signal,
-                    row.reason,
+                    row.reason.as_ref().map(EndReason::as_str),
                     row.message,
                     row.created_at,
                     row.start_time,
@@ -137,7 +138,7 @@ fn replica_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplicaRow> {
         gpu_ids: r.get(9)?,
         exit_code: r.get(10)?,
         signal: r.get(11)?,
-        reason: r.get(12)?,
+        reason: r.get::<_, Option<String>>(12)?.as_deref().map(EndReason::parse),
         message: r.get(13)?,
         created_at: r.get(14)?,
         start_time: r.get(15)?,

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jobdeck_api::{JobRequirements, ReadinessIssue, ReplicaPhase};
+use jobdeck_api::{EndReason, JobRequirements, ReadinessIssue, ReplicaPhase};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
@@ -317,14 +317,14 @@ impl LocalExecutor {
 #[derive(Debug, Clone, PartialEq)]
 enum Ending {
     Stop(StopReason),
-    Fail { reason: String, message: String, program_error: bool },
+    Fail { reason: EndReason, message: String, program_error: bool },
 }
 
 impl Ending {
-    fn reason(&self) -> &str {
+    fn reason(&self) -> EndReason {
         match self {
-            Ending::Stop(r) => r.as_str(),
-            Ending::Fail { reason, .. } => reason,
+            Ending::Stop(r) => EndReason::from(*r),
+            Ending::Fail { reason, .. } => reason.clone(),
         }
     }
 }
@@ -443,7 +443,7 @@ impl Controller {
         for row in rows.iter().filter(|r| r.run == self.launch.run && r.is_finished() && counts_as_failure(r)) {
             let finding = self.first_error(row.completion_index, row.attempt).await;
             let end = crate::failure::AttemptEnd {
-                reason: row.reason.as_deref(),
+                reason: row.reason.as_ref(),
                 exit_code: row.exit_code.map(|c| c as i32),
                 signal: row.signal.map(|s| s as i32),
             };
@@ -453,25 +453,25 @@ impl Controller {
         let worst_index = self.failures_by_index.values().copied().max().unwrap_or(0);
         let ending = if program_error && limits.disable_retry_on_program_error {
             Some((
-                "ProgramError",
+                EndReason::ProgramError,
                 "a replica failed with a program error and retry on program error is disabled".to_string(),
             ))
         } else if self.failures_total > limits.backoff_limit {
-            Some(("BackoffLimitExceeded", policy::over_backoff_limit(self.failures_total, limits.backoff_limit)))
+            Some((
+                EndReason::BackoffLimitExceeded,
+                policy::over_backoff_limit(self.failures_total, limits.backoff_limit),
+            ))
         } else if limits.max_failure_retry.is_some_and(|m| worst_index > m) {
             Some((
-                "MaxFailureRetryExceeded",
+                EndReason::MaxFailureRetryExceeded,
                 format!("a replica failed {worst_index} times, more than the retries allowed per replica"),
             ))
         } else {
             None
         };
         if let Some((reason, message)) = ending {
-            self.begin_ending(Ending::Fail {
-                reason: reason.into(),
-                message,
-                program_error: program_error && reason == "ProgramError",
-            });
+            let program_error = program_error && reason == EndReason::ProgramError;
+            self.begin_ending(Ending::Fail { reason, message, program_error });
         }
     }
 
@@ -863,7 +863,7 @@ impl Controller {
     /// Ends the attempts that were waiting out a back-off when the run
     /// began to end: they never start.
     async fn cancel_retries(&mut self) {
-        let reason = self.ending.as_ref().map(Ending::reason).unwrap_or("Stopped").to_string();
+        let reason = self.ending.as_ref().map_or(EndReason::Stopped, Ending::reason);
         for (index, retry) in std::mem::take(&mut self.retries) {
             let mut observation =
                 ReplicaObservation::pending(&self.launch.job_id, self.launch.run, index, retry.attempt);
@@ -908,13 +908,13 @@ impl Controller {
         ));
         let Some(running) = self.running.remove(&(index, attempt)) else { return };
         self.free_slots.push(running.slot);
-        let ending = self.ending.as_ref().map(Ending::reason).map(str::to_string);
-        let mut verdict = classify(&record, ending.as_deref(), None);
+        let ending = self.ending.as_ref().map(Ending::reason);
+        let mut verdict = classify(&record, ending.as_ref(), None);
         // A failure's class also depends on the first error in its log (an
         // NCCL failure behind exit code 1 is not the program's fault).
         if verdict.counts_as_failure {
             let finding = self.first_error(index, attempt).await;
-            verdict = classify(&record, ending.as_deref(), finding);
+            verdict = classify(&record, ending.as_ref(), finding);
         }
         let replica = self.replica_id(index, attempt);
         let mut observation = self.observation(index, attempt, running.slot);
@@ -929,7 +929,7 @@ impl Controller {
         if self.shared.settings.mode == LocalMode::Container {
             observation.executor_id = Some(container::container_name(&self.replica_id(index, attempt)));
         }
-        if record.image_pull_error.is_some() && verdict.reason == "ImagePullFailed" {
+        if record.image_pull_error.is_some() && verdict.reason == EndReason::ImagePullFailed {
             // Lepton's readiness reason for an image that cannot be pulled.
             observation.readiness_issue =
                 Some(ReadinessIssue { reason: "Failed".into(), message: verdict.message.clone() });
@@ -944,7 +944,7 @@ impl Controller {
         }
         self.event(
             EventType::Warning,
-            &verdict.reason,
+            verdict.reason.as_str(),
             format!("replica {replica}: {}", verdict.message),
             Some(replica.clone()),
         )
@@ -980,7 +980,7 @@ impl Controller {
 
 /// Whether a stored ended attempt counted against the limits.
 fn counts_as_failure(row: &ReplicaRow) -> bool {
-    matches!(row.reason.as_deref(), Some("Error" | "Signaled" | "OOMKilled" | "StartError" | "Lost"))
+    row.reason.as_ref().is_some_and(EndReason::counts_against_retries)
 }
 
 /// Why an attempt could not be started. Stored with the attempt as one

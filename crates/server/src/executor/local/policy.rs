@@ -1,7 +1,7 @@
 //! What an ended attempt means and what happens next: pure rules, tested
 //! with tables.
 
-use jobdeck_api::ReplicaPhase;
+use jobdeck_api::{EndReason, ReplicaPhase};
 
 use super::supervisor::ExitRecord;
 use crate::failure::{AttemptEnd, FailureClass, FindingKind};
@@ -12,7 +12,7 @@ pub struct Verdict {
     pub phase: ReplicaPhase,
     /// `Completed`, `Error`, `Signaled`, `OOMKilled`, `StartError`, `Lost`,
     /// `NotStarted`, or the reason of the stop that ended it.
-    pub reason: String,
+    pub reason: EndReason,
     pub message: String,
     /// Counts against the backoff limits.
     pub counts_as_failure: bool,
@@ -44,30 +44,31 @@ fn signal_name(signal: i32) -> String {
 /// Classifies an ended attempt. `ending` is the reason the run is ending
 /// for (a stop, or another replica's failure), if it is; `finding` is the
 /// first error in the attempt's log, if one was found.
-pub fn classify(record: &ExitRecord, ending: Option<&str>, finding: Option<FindingKind>) -> Verdict {
-    let class = |reason: &str| {
+pub fn classify(record: &ExitRecord, ending: Option<&EndReason>, finding: Option<FindingKind>) -> Verdict {
+    let class = |reason: &EndReason| {
         crate::failure::classify(
             &AttemptEnd { reason: Some(reason), exit_code: record.exit_code, signal: record.signal },
             finding,
         )
     };
-    let verdict = |phase, reason: &str, message: String, counts, program| Verdict {
+    // Whether the attempt counts against the retry limits is the reason's
+    // own rule (`EndReason::counts_against_retries`), the same in every
+    // executor.
+    let verdict = |phase, reason: EndReason, message: String| Verdict {
         phase,
-        reason: reason.to_string(),
+        counts_as_failure: reason.counts_against_retries(),
+        program_error: reason.counts_against_retries() && class(&reason).is_program_error(),
+        reason,
         message,
-        counts_as_failure: counts,
-        program_error: program,
     };
     if record.exit_code == Some(0) && record.start_error.is_none() {
-        return verdict(ReplicaPhase::Succeeded, "Completed", "the command exited with code 0".into(), false, false);
+        return verdict(ReplicaPhase::Succeeded, EndReason::Completed, "the command exited with code 0".into());
     }
     if record.not_started {
         return verdict(
             ReplicaPhase::Failed,
-            "NotStarted",
+            EndReason::NotStarted,
             "the server stopped before this attempt started; it is started again".into(),
-            false,
-            false,
         );
     }
     if let Some(reason) = ending.filter(|_| record.stop_requested || !record.lost) {
@@ -76,43 +77,31 @@ pub fn classify(record: &ExitRecord, ending: Option<&str>, finding: Option<Findi
             (Some(code), None) => format!("exited with code {code}"),
             _ => "ended".into(),
         };
-        return verdict(ReplicaPhase::Failed, reason, format!("stopped ({reason}); the command {how}"), false, false);
+        return verdict(ReplicaPhase::Failed, reason.clone(), format!("stopped ({reason}); the command {how}"));
     }
     if let Some(words) = &record.image_pull_error {
-        let reason = "ImagePullFailed";
         let message = format!("cannot pull the image: {words}");
-        return verdict(ReplicaPhase::Failed, reason, message, true, class(reason).is_program_error());
+        return verdict(ReplicaPhase::Failed, EndReason::ImagePullFailed, message);
     }
     if let Some(words) = &record.config_error {
-        let reason = "ConfigError";
-        return verdict(ReplicaPhase::Failed, reason, words.clone(), true, class(reason).is_program_error());
+        return verdict(ReplicaPhase::Failed, EndReason::ConfigError, words.clone());
     }
     if let Some(words) = &record.cannot_run {
-        let reason = "ContainerCannotRun";
         let message = format!("the container's command cannot run: {words}");
-        return verdict(ReplicaPhase::Failed, reason, message, true, class(reason).is_program_error());
+        return verdict(ReplicaPhase::Failed, EndReason::ContainerCannotRun, message);
     }
     if let Some(words) = &record.engine_error {
-        let reason = "EngineError";
         let message = format!("the container engine could not run the container: {words}");
-        return verdict(ReplicaPhase::Failed, reason, message, true, class(reason).is_program_error());
+        return verdict(ReplicaPhase::Failed, EndReason::EngineError, message);
     }
     if let Some(error) = &record.start_error {
-        return verdict(
-            ReplicaPhase::Failed,
-            "StartError",
-            error.clone(),
-            true,
-            class("StartError").is_program_error(),
-        );
+        return verdict(ReplicaPhase::Failed, EndReason::StartError, error.clone());
     }
     if record.lost {
         return verdict(
             ReplicaPhase::Failed,
-            "Lost",
+            EndReason::Lost,
             "the replica's supervisor ended without reporting how the command ended".into(),
-            true,
-            class("Lost").is_program_error(),
         );
     }
     if record.oom_killed {
@@ -122,18 +111,16 @@ pub fn classify(record: &ExitRecord, ending: Option<&str>, finding: Option<Findi
         };
         return verdict(
             ReplicaPhase::Failed,
-            "OOMKilled",
+            EndReason::OomKilled,
             format!("the replica used more memory than its shape allows and was killed{victim}"),
-            true,
-            class("OOMKilled").is_program_error(),
         );
     }
     let (reason, message) = match (record.exit_code, record.signal) {
-        (_, Some(signal)) => ("Signaled", format!("the command was ended by {}", signal_name(signal))),
-        (Some(code), None) => ("Error", format!("the command exited with code {code}")),
-        (None, None) => ("Lost", "the command ended without an exit status".into()),
+        (_, Some(signal)) => (EndReason::Signaled, format!("the command was ended by {}", signal_name(signal))),
+        (Some(code), None) => (EndReason::Error, format!("the command exited with code {code}")),
+        (None, None) => (EndReason::Lost, "the command ended without an exit status".into()),
     };
-    let class = class(reason);
+    let class = class(&reason);
     // Say what the log showed when it changes the verdict's meaning (an
     // NCCL failure behind an exit code of 1 is not the program's fault).
     let message = match finding {
@@ -141,7 +128,7 @@ pub fn classify(record: &ExitRecord, ending: Option<&str>, finding: Option<Findi
         Some(FindingKind::CudaOom) => format!("{message} ({})", FindingKind::CudaOom.label()),
         _ => message,
     };
-    verdict(ReplicaPhase::Failed, reason, message, true, class.is_program_error())
+    verdict(ReplicaPhase::Failed, reason, message)
 }
 
 /// The limits that decide whether a failed attempt is retried.
@@ -158,7 +145,7 @@ pub enum Decision {
     /// Start a new attempt of the same completion index.
     Retry,
     /// Fail the run.
-    Fail { reason: String, message: String, program_error: bool },
+    Fail { reason: EndReason, message: String, program_error: bool },
 }
 
 /// Decides after a failure, with the failure already counted in
@@ -172,7 +159,7 @@ pub fn decide(
 ) -> Decision {
     if verdict.program_error && limits.disable_retry_on_program_error {
         return Decision::Fail {
-            reason: "ProgramError".into(),
+            reason: EndReason::ProgramError,
             message: format!(
                 "replica {replica} failed with a program error ({}) and retry on program error is disabled",
                 verdict.message
@@ -182,7 +169,7 @@ pub fn decide(
     }
     if failures_total > limits.backoff_limit {
         return Decision::Fail {
-            reason: "BackoffLimitExceeded".into(),
+            reason: EndReason::BackoffLimitExceeded,
             message: format!(
                 "{}; the last: replica {replica}: {}",
                 over_backoff_limit(failures_total, limits.backoff_limit),
@@ -194,7 +181,7 @@ pub fn decide(
     if let Some(per_index) = limits.max_failure_retry {
         if failures_of_index > per_index {
             return Decision::Fail {
-                reason: "MaxFailureRetryExceeded".into(),
+                reason: EndReason::MaxFailureRetryExceeded,
                 message: format!(
                     "replica {replica} failed {failures_of_index} times, more than the {per_index} retries allowed per replica: {}",
                     verdict.message
@@ -262,7 +249,7 @@ mod tests {
             (config, None, ReplicaPhase::Failed, "ConfigError", true, true),
         ];
         for (record, ending, phase, reason, counts, program) in cases {
-            let v = classify(&record, ending, None);
+            let v = classify(&record, ending.map(EndReason::parse).as_ref(), None);
             assert_eq!(
                 (v.phase, v.reason.as_str(), v.counts_as_failure, v.program_error),
                 (phase, reason, counts, program),
@@ -270,7 +257,7 @@ mod tests {
             );
         }
         assert_eq!(
-            classify(&stopped, Some("Stopped"), None).message,
+            classify(&stopped, Some(&EndReason::Stopped), None).message,
             "stopped (Stopped); the command ended by SIGTERM"
         );
     }
@@ -324,7 +311,12 @@ mod tests {
                 Decision::Retry => None,
                 Decision::Fail { reason, .. } => Some(reason),
             };
-            assert_eq!(got.as_deref(), expected, "{limits:?} total {total} index {of_index} {}", verdict.reason);
+            assert_eq!(
+                got.as_ref().map(EndReason::as_str),
+                expected,
+                "{limits:?} total {total} index {of_index} {}",
+                verdict.reason
+            );
         }
     }
 

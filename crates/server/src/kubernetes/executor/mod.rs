@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobdeck_api::{FieldErrors, JobRequirements, JobSpec, ReadinessIssue, ReplicaPhase};
+use jobdeck_api::{EndReason, FieldErrors, JobRequirements, JobSpec, ReadinessIssue, ReplicaPhase};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;

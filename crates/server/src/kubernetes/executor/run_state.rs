@@ -158,10 +158,10 @@ pub(super) fn observation(
     }
 }
 
-pub(super) fn end_observation(observation: &mut ReplicaObservation, reason: &str, message: &str, now: i64) {
+pub(super) fn end_observation(observation: &mut ReplicaObservation, reason: EndReason, message: &str, now: i64) {
     observation.phase = ReplicaPhase::Failed;
     observation.readiness_issue = None;
-    observation.reason = Some(reason.to_string());
+    observation.reason = Some(reason);
     observation.message = Some(message.to_string());
     observation.end_time.get_or_insert(now);
 }

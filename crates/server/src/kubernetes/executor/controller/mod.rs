@@ -366,12 +366,12 @@ impl Controller {
         let mut observation = observation(&job_id, run_number, &node_group, tracked, &attempt);
         let alive = matches!(observation.phase, ReplicaPhase::Pending | ReplicaPhase::Running);
         if alive && (deleted || attempt.terminating) {
-            if let Some(reason) = failure_reason.as_deref() {
+            if let Some(reason) = failure_reason {
                 end_observation(&mut observation, reason, "the run failed; its replicas were stopped", now);
             } else if let Some(reason) = stop {
-                end_observation(&mut observation, reason.as_str(), "stopped by Jobdeck", now);
+                end_observation(&mut observation, reason.into(), "stopped by Jobdeck", now);
             } else if deleted {
-                end_observation(&mut observation, "Deleted", "the pod was deleted outside Jobdeck", now);
+                end_observation(&mut observation, EndReason::Deleted, "the pod was deleted outside Jobdeck", now);
             }
         }
         let finished = matches!(observation.phase, ReplicaPhase::Succeeded | ReplicaPhase::Failed);
@@ -452,7 +452,8 @@ impl Controller {
             self.finish_stopped(job_id).await;
         } else {
             let failure = RunFailure {
-                reason: "JobDeleted".into(),
+                // Kubernetes' own event, not a reason of Jobdeck's.
+                reason: EndReason::Other("JobDeleted".into()),
                 message: "the Kubernetes Job was deleted outside Jobdeck".into(),
                 class: status::FailureClass::Infra,
                 program_error: false,
@@ -500,7 +501,7 @@ impl Controller {
             .event(ExecutorEvent {
                 job_id: job_id.to_string(),
                 kind: EventType::Warning,
-                reason: failure.reason.clone(),
+                reason: failure.reason.to_string(),
                 message: format!("{} ({})", failure.message, failure.class.as_str()),
                 regarding_replica: None,
             })
@@ -525,8 +526,8 @@ impl Controller {
         };
         let (reason, message) = match (&state.failure, state.stop) {
             (Some(f), _) => (f.reason.clone(), "the run failed; its replicas were stopped".to_string()),
-            (None, Some(stop)) => (stop.as_str().to_string(), "stopped by Jobdeck".to_string()),
-            (None, None) => ("Stopped".to_string(), "the run ended".to_string()),
+            (None, Some(stop)) => (stop.into(), "stopped by Jobdeck".to_string()),
+            (None, None) => (EndReason::Stopped, "the run ended".to_string()),
         };
         let now = crate::now_millis();
         let mut reports = Vec::new();
@@ -534,7 +535,7 @@ impl Controller {
             let Some(mut observation) = tracked.reported.clone() else {
                 continue;
             };
-            end_observation(&mut observation, &reason, &message, now);
+            end_observation(&mut observation, reason.clone(), &message, now);
             tracked.finished = true;
             tracked.reported = Some(observation.clone());
             reports.push(observation);
