@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use jobdeck_server::store::MetricSample;
-use jobdeck_server::{app, auth, AppState, Config, Store};
+use jobdeck_server::{app, auth, AppState, Config};
+use jobdeck_store::MetricSample;
+use jobdeck_store::Store;
 use tower::ServiceExt;
 
 const WEEK_TICKS: i64 = 7 * 24 * 3600 / 5;

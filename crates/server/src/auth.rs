@@ -17,8 +17,8 @@ use jobdeck_api::TokenKind;
 use sha2::{Digest, Sha256};
 
 use crate::error::AppError;
-use crate::store::{NewToken, StoreResult, TokenOwner};
 use crate::{now_millis, AppState, Store};
+use jobdeck_store::{NewToken, StoreResult, TokenOwner};
 
 /// The workspace administrator `jobdeck serve` creates on first start. It may
 /// also stop, start and delete public jobs of others (never see private ones).
@@ -208,7 +208,7 @@ mod tests {
             expires_at,
             revoked_at,
             origin_id: None,
-            user: crate::store::UserRow { id: 1, name: "alice".into() },
+            user: jobdeck_store::UserRow { id: 1, name: "alice".into() },
         }
     }
 

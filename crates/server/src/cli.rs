@@ -300,7 +300,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// it yet: values from before sealing, and values of a key being rotated
 /// out. A lost key is never replaced while sealed values exist.
 async fn unseal(store: &Store, config: &Config) -> anyhow::Result<()> {
-    use crate::store::sealing::{KeySource, SealingKeys};
+    use jobdeck_store::sealing::{KeySource, SealingKeys};
     let location = config.secrets.key_location(&config.data_dir).map_err(anyhow::Error::msg)?;
     let source = match location {
         crate::config::KeyLocation::File(path) => KeySource::File(path),

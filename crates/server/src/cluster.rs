@@ -10,9 +10,9 @@ use crate::auth::CurrentUser;
 use crate::config::ShapeConfig;
 use crate::error::{AppError, AppResult};
 use crate::jobs::query_pairs;
-use crate::store::ReplicaRow;
 use crate::topology::{node_group_views, node_views, shape_view};
 use crate::{AppState, Route};
+use jobdeck_store::ReplicaRow;
 
 pub fn routes() -> Vec<Route> {
     vec![

@@ -13,7 +13,8 @@ use jobdeck_api::{ApiError, FieldErrors, JsonError};
 use serde::de::DeserializeOwned;
 
 use crate::error_chain as chain;
-use crate::store::StoreError;
+use crate::scheduler::SchedulerError;
+use jobdeck_store::StoreError;
 
 #[derive(Debug)]
 pub enum AppError {
@@ -172,6 +173,19 @@ impl From<StoreError> for AppError {
             }
             StoreError::DuplicateJob(_) => AppError::Conflict(e.to_string()),
             other => AppError::Internal(Box::new(other)),
+        }
+    }
+}
+
+/// What the scheduler met, as the caller's answer: a refused command is a
+/// conflict with the job's state.
+impl From<SchedulerError> for AppError {
+    fn from(e: SchedulerError) -> Self {
+        match e {
+            SchedulerError::NotFound(what) => AppError::NotFound(what),
+            SchedulerError::Refused(why) => AppError::Conflict(why),
+            SchedulerError::Store(e) => AppError::from(e),
+            SchedulerError::Internal(cause) => AppError::Internal(cause),
         }
     }
 }

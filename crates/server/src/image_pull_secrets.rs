@@ -12,8 +12,8 @@ use jobdeck_api::{FieldErrors, ImagePullSecret, ImagePullSecretSpec, Metadata};
 
 use crate::auth::CurrentUser;
 use crate::error::{ApiJson, AppError, AppResult};
-use crate::store::ImagePullSecretRow;
 use crate::{now_millis, AppState, Route};
+use jobdeck_store::ImagePullSecretRow;
 
 pub fn routes() -> Vec<Route> {
     vec![("/imagepullsecrets", get(list).post(create)), ("/imagepullsecrets/{name}", delete(remove))]

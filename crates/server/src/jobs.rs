@@ -15,9 +15,9 @@ use crate::auth::CurrentUser;
 use crate::error::{ApiJson, AppError, AppResult};
 use crate::scheduler::{Command, NewJob};
 use crate::spec::ResolvedSpec;
-use crate::store::{JobFilter, JobRow, JobRuntime, QueryMode, SecretRow, SortKey};
 use crate::topology::{node_group_views, shape_view};
 use crate::{now_millis, AppState, Route};
+use jobdeck_store::{JobFilter, JobRow, JobRuntime, QueryMode, SecretRow, SortKey};
 
 pub fn routes() -> Vec<Route> {
     vec![("/jobs", get(list_jobs).post(create_job)), ("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job))]

@@ -21,7 +21,6 @@ pub mod kubernetes;
 pub mod listener;
 pub mod log_api;
 pub mod log_query;
-pub mod logs;
 pub mod metrics;
 pub mod metrics_api;
 pub mod openapi;
@@ -33,7 +32,6 @@ pub mod secrets;
 pub mod sessions;
 pub mod slurm;
 pub mod spec;
-pub mod store;
 pub mod topology;
 pub mod workspace;
 
@@ -42,14 +40,15 @@ use std::sync::Arc;
 use axum::Router;
 
 pub use config::Config;
-pub use store::Store;
+use jobdeck_store::logs::LogStore;
+use jobdeck_store::Store;
 
 /// Everything a request handler may need, cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
     pub config: Arc<Config>,
-    pub logs: logs::LogStore,
+    pub logs: LogStore,
     pub executor: Arc<dyn executor::Executor>,
     pub scheduler: scheduler::SchedulerHandle,
     /// Each running job's newest GPU use, for the list.
@@ -65,7 +64,7 @@ impl AppState {
     /// holds and starts the scheduler. Must run inside a tokio runtime.
     pub async fn start(store: Store, config: Config) -> Result<Self, StartError> {
         let config = Arc::new(config);
-        let logs = logs::LogStore::new(&config.data_dir);
+        let logs = LogStore::new(&config.data_dir);
         let (host_tx, host_rx) = tokio::sync::mpsc::unbounded_channel();
         let metrics_now = metrics::Now::default();
         let host = executor::ExecutorHost::new(store.clone(), logs.clone(), host_tx).with_metrics(metrics_now.clone());
@@ -121,7 +120,7 @@ pub enum StartError {
     Kubernetes(#[from] kubernetes::ConnectError),
     /// The store could not be read back into the scheduler.
     #[error("cannot resume the jobs")]
-    Resume(#[source] error::AppError),
+    Resume(#[source] scheduler::SchedulerError),
 }
 
 /// One API route: its path under `/api/v2` and its handlers by method.
@@ -207,7 +206,6 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_millis() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
+/// Milliseconds since the Unix epoch, the store's clock: every stamp the
+/// server writes is in it.
+pub use jobdeck_store::now_millis;

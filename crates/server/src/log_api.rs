@@ -12,8 +12,8 @@ use axum::Json;
 use jobdeck_api::{LogLine, LogRange, LogSearch};
 
 use crate::error::{AppError, AppResult};
-use crate::logs::{LogStore, Stream};
-use crate::store::Store;
+use jobdeck_store::logs::{LogStore, Stream};
+use jobdeck_store::Store;
 
 /// The most lines one range answer holds.
 pub const MAX_RANGE_LINES: u64 = 5_000;

@@ -29,12 +29,12 @@ use axum::Json;
 use crate::auth::CurrentUser;
 use crate::error::{AppError, AppResult};
 use crate::jobs::{query_pairs, stored_spec, visible_job};
-use crate::logs::{LogReader, LogStore};
 use crate::{now_millis, AppState, Route};
 use jobdeck_api::logs::{
     LogQueryData, LogQueryLabels, LogQueryResult, LogQueryResultType, LogQueryStatus, LogQueryStream,
 };
 use jobdeck_api::{parse_replica_id, replica_id};
+use jobdeck_store::logs::{LogReader, LogStore};
 
 pub fn routes() -> Vec<Route> {
     vec![("/logs", get(query_logs))]
@@ -325,7 +325,7 @@ async fn query_logs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::logs::{LogWriter, Stream};
+    use jobdeck_store::logs::{LogWriter, Stream};
 
     fn pairs(query: &str) -> Vec<(String, String)> {
         query_pairs(Some(query))

@@ -12,10 +12,10 @@ use jobdeck_api::metrics::{series_unit, JobMetrics, MetricSeries, ReplicaMetrics
 use crate::auth::CurrentUser;
 use crate::error::{AppError, AppResult};
 use crate::jobs::{query_pairs, stored_spec, visible_job};
-use crate::store::series::Point;
-use crate::store::JobRow;
 use crate::{AppState, Route};
 use jobdeck_api::{parse_replica_id, replica_id};
+use jobdeck_store::series::Point;
+use jobdeck_store::JobRow;
 
 pub fn routes() -> Vec<Route> {
     vec![("/jobs/{id}/metrics", get(job_metrics)), ("/jobs/{id}/replicas/{replica}/metrics", get(replica_metrics))]

@@ -21,10 +21,10 @@ use crate::config::ShapeConfig;
 use crate::error::{AppError, AppResult};
 use crate::jobs::{query_pairs, stored_spec, visible_job};
 use crate::log_api::{self, LogRequest};
-use crate::logs::LogStore;
-use crate::store::{JobRow, ReplicaRow, Store};
 use crate::{AppState, Route};
 use jobdeck_api::{parse_replica_id, replica_id, EndReason};
+use jobdeck_store::logs::LogStore;
+use jobdeck_store::{JobRow, ReplicaRow, Store};
 
 pub fn routes() -> Vec<Route> {
     vec![

@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use crate::auth::CurrentUser;
 use crate::error::{ApiJson, AppError, AppResult};
-use crate::store::SecretRow;
 use crate::{now_millis, AppState, Route};
+use jobdeck_store::SecretRow;
 
 pub fn routes() -> Vec<Route> {
     vec![("/usersecrets", get(list_secrets).post(create_secrets)), ("/usersecrets/{name}", delete(delete_secret))]

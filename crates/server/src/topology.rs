@@ -15,7 +15,7 @@ use jobdeck_api::{
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
-use crate::store::{JobRow, ReplicaRow};
+use jobdeck_store::{JobRow, ReplicaRow};
 
 /// One place a replica may run: a node and the GPUs reserved on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -94,7 +94,7 @@ async fn expired_tokens_are_refused_and_sessions_end_with_their_token() {
     let app = TestApp::with_config(|config| config.auth.session_lifetime = Duration::from_secs(30 * 86_400)).await;
     let now = jobdeck_server::now_millis();
     let (user, _) = app.store.ensure_user("carol", now).await.unwrap();
-    let expired = jobdeck_server::store::NewToken {
+    let expired = jobdeck_store::NewToken {
         user_id: user.id,
         hash: auth::hash_token("jd_expired"),
         kind: TokenKind::Api,
@@ -297,8 +297,7 @@ async fn a_shape_or_node_group_this_server_lacks_is_a_422_on_its_field() {
     assert_eq!(fields["spec.affinity.allowed_dedicated_node_groups[0]"][0], "no node group named 'h100-pool'");
 }
 
-/// The log lines a test's own thread writes, as `jobdeck serve` writes
-/// them (without colours).
+/// Log lines as `jobdeck serve` writes them (without colours).
 #[derive(Clone, Default)]
 struct CapturedLog(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
@@ -310,6 +309,25 @@ impl std::io::Write for CapturedLog {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// The log of this test binary, captured from the first call on. A
+/// subscriber for the whole process, not one per test: tracing caches
+/// whether a call site is enabled for whichever thread reaches it first,
+/// and the other tests' threads would cache "disabled" for this one.
+fn captured_log() -> &'static CapturedLog {
+    static LOG: std::sync::OnceLock<CapturedLog> = std::sync::OnceLock::new();
+    LOG.get_or_init(|| {
+        let log = CapturedLog::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("no other subscriber in this binary");
+        log
+    })
 }
 
 impl CapturedLog {
@@ -324,15 +342,8 @@ impl CapturedLog {
 /// caller learns nothing of it.
 #[tokio::test]
 async fn each_request_is_one_log_line_by_route_and_a_500_says_its_cause() {
-    use jobdeck_server::store::{JobRow, JobRuntime};
-    let log = CapturedLog::default();
-    let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
-        .with_writer(move || writer.clone())
-        .finish();
-    let _logging = tracing::subscriber::set_default(subscriber);
+    use jobdeck_store::{JobRow, JobRuntime};
+    let log = captured_log();
     // A finished job whose stored metadata no longer reads: an internal
     // error, as a damaged database gives.
     let now = jobdeck_server::now_millis();

@@ -13,10 +13,10 @@ use jobdeck_api::JobSpec;
 use jobdeck_server::config::{Config, MachineInfo};
 use jobdeck_server::executor::{Executor, ExecutorHost, HostMessage, JobLaunch, Placement, RunOutcome, StopReason};
 use jobdeck_server::kubernetes::{KubernetesExecutor, KubernetesSettings};
-use jobdeck_server::logs::LogStore;
 use jobdeck_server::spec::ResolvedSpec;
-use jobdeck_server::store::{JobRow, JobRuntime, ReplicaRow};
-use jobdeck_server::Store;
+use jobdeck_store::logs::LogStore;
+use jobdeck_store::Store;
+use jobdeck_store::{JobRow, JobRuntime, ReplicaRow};
 use kube_fake::{FakeKube, Kind, NAMESPACE};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -1005,9 +1005,9 @@ async fn an_interrupted_log_copy_resumes_with_every_line_of_its_last_second_once
     );
     // An earlier copy stored the first two lines before it was cut.
     let (log, idx) = h.logs.paths(JOB_ID, 3, 0);
-    let mut writer = jobdeck_server::logs::LogWriter::create(&log, &idx).unwrap();
+    let mut writer = jobdeck_store::logs::LogWriter::create(&log, &idx).unwrap();
     for (time, text) in [(at(1000), "one"), (at(2100), "tick")] {
-        writer.append(jobdeck_server::logs::Stream::Stdout, time, text.as_bytes()).unwrap();
+        writer.append(jobdeck_store::logs::Stream::Stdout, time, text.as_bytes()).unwrap();
     }
     drop(writer);
 
@@ -1196,7 +1196,7 @@ async fn the_failure_analysis_reads_tracebacks_and_cuda_oom_from_pod_logs() {
     assert_eq!(lines.len(), 9);
     let mut reader = h.logs.open(JOB_ID, 6, 0).unwrap().unwrap();
     assert!(
-        reader.lines(1, 9).unwrap().iter().all(|l| l.stream == jobdeck_server::logs::Stream::Stdout),
+        reader.lines(1, 9).unwrap().iter().all(|l| l.stream == jobdeck_store::logs::Stream::Stdout),
         "the pod log API does not say which stream a line came from"
     );
 

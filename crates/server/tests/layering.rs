@@ -1,10 +1,12 @@
-//! The control plane's layering, checked (docs/architecture.md, "Layers"):
-//! no cycle between the server's top-level modules, and the lower layers
-//! know nothing of the upper ones — the store knows no executor, handler or
-//! scheduler; executors know no handler; the pure cores (config, failure,
-//! topology) know no executor implementation. Read from the source: a
-//! module depends on another when its code (outside its tests) names
-//! `crate::<other>`.
+//! The control plane's layering inside the server crate, checked
+//! (docs/architecture.md, "Layers"): no cycle between the server's
+//! top-level modules, and the lower layers know nothing of the upper ones —
+//! executors know no handler; the pure cores (config, failure, topology)
+//! know no executor implementation. Read from the source: a module depends
+//! on another when its code (outside its tests) names `crate::<other>`, and
+//! on the store when it names `jobdeck_store`. What the crates below the
+//! server may name (the store names nothing of the server) is the
+//! compiler's to hold, not this test's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -61,8 +63,10 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             files.push(file);
         }
         let mut uses = BTreeSet::new();
+        let mut files_name_store = false;
         for file in files {
             let text = code(&file);
+            files_name_store |= text.contains("jobdeck_store");
             // `crate::a::b`, and `use crate::{a, b::c}`.
             for (at, _) in text.match_indices("crate::") {
                 let rest = &text[at + 7..];
@@ -77,6 +81,11 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
                     }
                 }
             }
+        }
+        // The storage crate, as if it were still a module: the pure cores
+        // must not reach it.
+        if files_name_store {
+            uses.insert("store".to_string());
         }
         graph.insert(module.clone(), uses);
     }
@@ -139,16 +148,11 @@ fn lower_layers_know_nothing_of_the_upper_ones() {
     // error type: the layers below have their own (`StoreError`,
     // `ExecutorError`), which the handlers convert at their edge.
     let rules: Vec<(&str, Vec<&str>)> = vec![
-        (
-            "store",
-            [&handlers[..], &["error", "executor", "scheduler", "kubernetes", "slurm", "metrics", "spec", "topology"]]
-                .concat(),
-        ),
         ("executor", [&handlers[..], &["error", "scheduler", "kubernetes", "slurm"]].concat()),
         ("spec", [&handlers[..], &["error", "executor", "scheduler", "kubernetes", "slurm", "store"]].concat()),
         ("kubernetes", [&handlers[..], &["error", "scheduler", "slurm"]].concat()),
         ("slurm", [&handlers[..], &["error", "scheduler", "kubernetes"]].concat()),
-        ("scheduler", handlers.to_vec()),
+        ("scheduler", [&handlers[..], &["error"]].concat()),
         ("config", vec!["error", "executor", "store", "scheduler", "kubernetes", "slurm", "jobs"]),
         ("failure", [&handlers[..], &["error", "executor", "scheduler", "kubernetes", "slurm"]].concat()),
         ("topology", [&handlers[..], &["error", "executor", "scheduler", "spec"]].concat()),

@@ -437,7 +437,7 @@ async fn memory_limits_are_enforced_or_the_job_is_told_they_are_not() {
 /// the scheduler: it runs to completion, and so does the next job.
 #[tokio::test]
 async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
-    use jobdeck_server::store::{JobRow, JobRuntime};
+    use jobdeck_store::{JobRow, JobRuntime};
     let mut spec = sh_job("old", "echo old")["spec"].clone();
     spec["active_deadline_seconds"] = json!(i64::MAX);
     spec["max_queued_duration_seconds"] = json!(i64::MAX);

@@ -8,7 +8,7 @@ mod common;
 use axum::http::StatusCode;
 use common::TestApp;
 use jobdeck_server::config::NodeGroupConfig;
-use jobdeck_server::store::{ImagePullSecretRow, SecretRow};
+use jobdeck_store::{ImagePullSecretRow, SecretRow};
 use serde_json::{json, Value};
 
 /// `lep job create --name rich-train … --num-workers 2 --secret HF_TOKEN=hf-token

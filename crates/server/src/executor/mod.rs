@@ -40,8 +40,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::config::ExecutorKind;
-use crate::logs::LogStore;
-use crate::store::{EventRow, ReplicaRow, Store, StoreError, StoreResult};
+use jobdeck_store::logs::LogStore;
+use jobdeck_store::{EventRow, ReplicaRow, Store, StoreError, StoreResult};
 
 /// A boxed future, so the trait stays object-safe (`Arc<dyn Executor>`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -346,7 +346,7 @@ impl ExecutorHost {
     }
 
     /// Stores a tick of resource samples (`crate::metrics`).
-    pub async fn metrics(&self, samples: Vec<crate::store::MetricSample>) -> StoreResult<()> {
+    pub async fn metrics(&self, samples: Vec<jobdeck_store::MetricSample>) -> StoreResult<()> {
         self.metrics_now.record(&samples);
         self.store.append_metrics(samples).await
     }

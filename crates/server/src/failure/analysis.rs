@@ -12,9 +12,9 @@ use jobdeck_api::{
 
 use super::scan::{first_error, oom_victim, Finding};
 use super::{classify, AttemptEnd, FailureClass};
-use crate::logs::LogStore;
-use crate::store::{ReplicaRow, StoredEvent};
 use jobdeck_api::{replica_id, EndReason};
+use jobdeck_store::logs::LogStore;
+use jobdeck_store::{ReplicaRow, StoredEvent};
 
 /// Excerpts are built for this many failed replicas (first failures first);
 /// the others are listed without one.
@@ -392,7 +392,7 @@ pub fn analyse(facts: &JobFacts, replicas: &[ReplicaRow], events: &[StoredEvent]
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::logs::{LogWriter, Stream};
+    use jobdeck_store::logs::{LogWriter, Stream};
 
     fn row(index: i64, attempt: i64, phase: &str, reason: &str, exit_code: Option<i64>, end: i64) -> ReplicaRow {
         ReplicaRow {

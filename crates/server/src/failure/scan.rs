@@ -326,7 +326,7 @@ struct CachedScan {
 /// answer is kept in a small file next to it, so the scan happens once per
 /// attempt however often the analysis is asked for.
 pub fn first_error(
-    logs: &crate::logs::LogStore,
+    logs: &jobdeck_store::logs::LogStore,
     job_id: &str,
     completion_index: i64,
     attempt: i64,
@@ -344,7 +344,7 @@ pub fn first_error(
     }
     let mut scanner = Scanner::default();
     reader.visit(1, |number, _, stream, text| {
-        scanner.feed(number, stream == crate::logs::Stream::Stderr, &String::from_utf8_lossy(text));
+        scanner.feed(number, stream == jobdeck_store::logs::Stream::Stderr, &String::from_utf8_lossy(text));
         if scanner.done() {
             std::ops::ControlFlow::Break(())
         } else {
@@ -519,7 +519,7 @@ mod tests {
 
     #[test]
     fn the_first_error_of_an_ended_log_is_scanned_once() {
-        use crate::logs::{LogStore, LogWriter, Stream};
+        use jobdeck_store::logs::{LogStore, LogWriter, Stream};
         let dir = tempfile::tempdir().unwrap();
         let logs = LogStore::new(dir.path());
         assert_eq!(first_error(&logs, "j", 0, 0, true).unwrap(), None);

@@ -29,7 +29,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, LogParams};
 
-use crate::logs::{stored_pieces, LineSplitter, LogStore, LogWriter, Stream};
+use jobdeck_store::logs::{stored_pieces, LineSplitter, LogStore, LogWriter, Stream};
 
 use super::mapping::CONTAINER_NAME;
 
@@ -354,7 +354,7 @@ mod tests {
 
     #[test]
     fn a_resumed_copy_skips_exactly_what_was_stored() {
-        let long = "y".repeat(crate::logs::MAX_LINE + 5);
+        let long = "y".repeat(jobdeck_store::logs::MAX_LINE + 5);
         // What the API sends, in the order of the container's log: a line
         // before the second, three equal lines in one millisecond, a line
         // the store keeps in two pieces, a line in the same millisecond as
@@ -374,7 +374,7 @@ mod tests {
             (SECOND + 100, "same".into()),
             (SECOND + 100, "same".into()),
             (SECOND + 100, "same".into()),
-            (SECOND + 200, long[..crate::logs::MAX_LINE].to_string()),
+            (SECOND + 200, long[..jobdeck_store::logs::MAX_LINE].to_string()),
             (SECOND + 200, "yyyyy".into()),
             (SECOND + 200, "new in the same millisecond".into()),
             (SECOND + 1500, "later".into()),

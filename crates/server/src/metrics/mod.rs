@@ -22,8 +22,8 @@ use jobdeck_api::metrics::{
 };
 
 use self::probe::{MemoryCgroup, ProcStat};
-use crate::store::series::Point;
-use crate::store::MetricSample;
+use jobdeck_store::series::Point;
+use jobdeck_store::MetricSample;
 
 /// What to sample for one running attempt.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,6 +14,7 @@
 //! does not fit evicts the fewest lower-priority preemptible jobs that make
 //! it fit; they go back to the queue.
 
+pub mod error;
 pub mod placement;
 pub mod transition;
 
@@ -24,15 +25,15 @@ use std::time::Duration;
 use jobdeck_api::{EndReason, EventType, JobSpec, JobState, Visibility};
 use tokio::sync::{mpsc, oneshot};
 
+pub use self::error::{SchedulerError, SchedulerResult};
 use self::placement::{fit, group_states, occupy, plan_preemption, release, shortage, Candidate};
 pub use self::transition::Command;
 use self::transition::{transition, Effect};
 use crate::config::Config;
-use crate::error::{AppError, AppResult};
 use crate::executor::{Executor, HostMessage, JobLaunch, Placement, PullCredential, RunOutcome, StopReason};
-use crate::logs::LogStore;
 use crate::spec::ResolvedSpec;
-use crate::store::{EventRow, JobRow, JobRuntime, Store, StoreError};
+use jobdeck_store::logs::LogStore;
+use jobdeck_store::{EventRow, JobRow, JobRuntime, Store, StoreError};
 
 /// A job a user asked for, checked and resolved by the handler; the
 /// scheduler gives it its first state and stores it.
@@ -44,8 +45,8 @@ pub struct NewJob {
 }
 
 enum Msg {
-    Create { job: Box<NewJob>, by: String, reply: oneshot::Sender<AppResult<JobRow>> },
-    Command { id: String, command: Command, by: String, reply: oneshot::Sender<AppResult<JobRow>> },
+    Create { job: Box<NewJob>, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
+    Command { id: String, command: Command, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
 }
 
 /// How handlers reach the scheduler; cheap to clone.
@@ -57,22 +58,22 @@ pub struct SchedulerHandle {
 impl SchedulerHandle {
     /// Stores a new job in its first state (queued, or stopped when created
     /// stopped) with its first events, and answers with it as stored.
-    pub async fn create(&self, job: NewJob, by: &str) -> AppResult<JobRow> {
+    pub async fn create(&self, job: NewJob, by: &str) -> SchedulerResult<JobRow> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(Msg::Create { job: Box::new(job), by: by.to_string(), reply })
-            .map_err(|_| AppError::internal("the scheduler is not running"))?;
-        answer.await.map_err(|_| AppError::internal("the scheduler dropped a creation"))?
+            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a creation"))?
     }
 
     /// Runs a user's command and answers with the job as it is afterwards
     /// (for a delete: as it was when the deletion began).
-    pub async fn command(&self, id: &str, command: Command, by: &str) -> AppResult<JobRow> {
+    pub async fn command(&self, id: &str, command: Command, by: &str) -> SchedulerResult<JobRow> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(Msg::Command { id: id.to_string(), command, by: by.to_string(), reply })
-            .map_err(|_| AppError::internal("the scheduler is not running"))?;
-        answer.await.map_err(|_| AppError::internal("the scheduler dropped a command"))?
+            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a command"))?
     }
 }
 
@@ -135,8 +136,8 @@ async fn insert_new_job(
     store: &Store,
     mut row: JobRow,
     events: impl Fn(&str) -> Vec<EventRow>,
-    mut suffix: impl FnMut() -> AppResult<String>,
-) -> AppResult<JobRow> {
+    mut suffix: impl FnMut() -> SchedulerResult<String>,
+) -> SchedulerResult<JobRow> {
     for _ in 0..ID_DRAWS {
         row.id = format!("{}-{}", row.name, suffix()?);
         match store.insert_job(row.clone(), events(&row.id)).await {
@@ -145,14 +146,14 @@ async fn insert_new_job(
             Err(other) => return Err(other.into()),
         }
     }
-    Err(AppError::internal(format!("no free id for a job named '{}' after {ID_DRAWS} draws", row.name)))
+    Err(SchedulerError::internal(format!("no free id for a job named '{}' after {ID_DRAWS} draws", row.name)))
 }
 
 /// Five random lowercase letters and digits, as Lepton's job ids end.
-fn random_suffix() -> AppResult<String> {
+fn random_suffix() -> SchedulerResult<String> {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let mut bytes = [0u8; 5];
-    getrandom::fill(&mut bytes).map_err(|e| AppError::internal(format!("no random source: {e}")))?;
+    getrandom::fill(&mut bytes).map_err(|e| SchedulerError::internal(format!("no random source: {e}")))?;
     Ok(bytes.iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect())
 }
 
@@ -204,7 +205,7 @@ pub async fn start(
     executor: Arc<dyn Executor>,
     logs: LogStore,
     host_rx: mpsc::UnboundedReceiver<HostMessage>,
-) -> Result<SchedulerHandle, AppError> {
+) -> SchedulerResult<SchedulerHandle> {
     let (tx, rx) = mpsc::unbounded_channel();
     let mut scheduler = Scheduler {
         store,
@@ -243,7 +244,7 @@ impl Scheduler {
         }
     }
 
-    async fn recover(&mut self) -> AppResult<()> {
+    async fn recover(&mut self) -> SchedulerResult<()> {
         let rows = self.store.active_jobs().await?;
         let mut launches = Vec::new();
         let mut stops = Vec::new();
@@ -371,7 +372,7 @@ impl Scheduler {
 
     /// Writes a job's runtime with its events; a job that ended leaves the
     /// active set.
-    async fn save(&mut self, id: &str, events: Vec<EventRow>) -> AppResult<()> {
+    async fn save(&mut self, id: &str, events: Vec<EventRow>) -> SchedulerResult<()> {
         let Some(active) = self.jobs.get(id) else { return Ok(()) };
         let runtime = active.row.runtime.clone();
         let state = runtime.state;
@@ -400,7 +401,7 @@ impl Scheduler {
         }
     }
 
-    async fn create(&mut self, job: NewJob, by: &str) -> AppResult<JobRow> {
+    async fn create(&mut self, job: NewJob, by: &str) -> SchedulerResult<JobRow> {
         let NewJob { mut row, spec, resolved } = job;
         let now = crate::now_millis();
         let first = transition::on_create(spec.stopped(), &resolved.node_groups);
@@ -428,20 +429,20 @@ impl Scheduler {
     }
 
     /// The job's current row: from the active set, else from the store.
-    async fn current_row(&self, id: &str) -> AppResult<JobRow> {
+    async fn current_row(&self, id: &str) -> SchedulerResult<JobRow> {
         if let Some(active) = self.jobs.get(id) {
             return Ok(active.row.clone());
         }
-        self.store.job(id.to_string()).await?.ok_or_else(|| AppError::NotFound(format!("job '{id}' not found")))
+        self.store.job(id.to_string()).await?.ok_or_else(|| SchedulerError::NotFound(format!("job '{id}' not found")))
     }
 
-    async fn set_stopped_flag(&mut self, row: &mut JobRow, stopped: bool) -> AppResult<()> {
-        let mut spec: JobSpec = serde_json::from_str(&row.spec_json).map_err(AppError::internal)?;
+    async fn set_stopped_flag(&mut self, row: &mut JobRow, stopped: bool) -> SchedulerResult<()> {
+        let mut spec: JobSpec = serde_json::from_str(&row.spec_json).map_err(SchedulerError::internal)?;
         if spec.stopped == Some(stopped) {
             return Ok(());
         }
         spec.stopped = Some(stopped);
-        row.spec_json = serde_json::to_string(&spec).map_err(AppError::internal)?;
+        row.spec_json = serde_json::to_string(&spec).map_err(SchedulerError::internal)?;
         self.store.update_job_spec(row.id.clone(), row.spec_json.clone()).await?;
         if let Some(active) = self.jobs.get_mut(&row.id) {
             active.row.spec_json = row.spec_json.clone();
@@ -450,11 +451,11 @@ impl Scheduler {
         Ok(())
     }
 
-    async fn command(&mut self, id: &str, command: Command, by: &str) -> AppResult<JobRow> {
+    async fn command(&mut self, id: &str, command: Command, by: &str) -> SchedulerResult<JobRow> {
         let mut row = self.current_row(id).await?;
         let now = crate::now_millis();
         let effect =
-            transition(row.runtime.state, command).map_err(|refusal| AppError::Conflict(refusal.message(id)))?;
+            transition(row.runtime.state, command).map_err(|refusal| SchedulerError::Refused(refusal.message(id)))?;
         match effect {
             Effect::StopUnplaced => {
                 self.set_stopped_flag(&mut row, true).await?;
@@ -547,23 +548,23 @@ impl Scheduler {
     /// A job the scheduler must be looking after at this point. Its absence
     /// is a bug, reported as an internal error rather than a panic, so the
     /// scheduler task (and every later command) survives it.
-    fn active_mut(&mut self, id: &str) -> AppResult<&mut Active> {
+    fn active_mut(&mut self, id: &str) -> SchedulerResult<&mut Active> {
         self.jobs
             .get_mut(id)
-            .ok_or_else(|| AppError::internal(format!("job '{id}' is not in the scheduler's active set")))
+            .ok_or_else(|| SchedulerError::internal(format!("job '{id}' is not in the scheduler's active set")))
     }
 
     /// Puts a stored job in the active set if it is not there.
-    fn ensure_active(&mut self, row: &JobRow) -> AppResult<()> {
+    fn ensure_active(&mut self, row: &JobRow) -> SchedulerResult<()> {
         if !self.jobs.contains_key(&row.id) {
-            let active = self.activate(row.clone()).map_err(|(_, message)| AppError::Conflict(message))?;
+            let active = self.activate(row.clone()).map_err(|(_, message)| SchedulerError::Refused(message))?;
             self.jobs.insert(row.id.clone(), active);
         }
         Ok(())
     }
 
     /// Moves a placed job to `Stopping` and asks the executor to stop its run.
-    async fn begin_stop(&mut self, id: &str, reason: StopReason, message: String) -> AppResult<()> {
+    async fn begin_stop(&mut self, id: &str, reason: StopReason, message: String) -> SchedulerResult<()> {
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let run = active.row.runtime.run;
         let r = &mut active.row.runtime;
@@ -583,7 +584,7 @@ impl Scheduler {
         Ok(())
     }
 
-    async fn delete_now(&mut self, id: &str) -> AppResult<()> {
+    async fn delete_now(&mut self, id: &str) -> SchedulerResult<()> {
         self.jobs.remove(id);
         self.retry_at.remove(id);
         self.store.delete_job(id.to_string()).await?;
@@ -608,7 +609,7 @@ impl Scheduler {
 
     /// Recomputes a job's replica counts from its stored attempts, and moves
     /// it to Running once a replica runs.
-    async fn refresh_counts(&mut self, id: &str, run: i64) -> AppResult<()> {
+    async fn refresh_counts(&mut self, id: &str, run: i64) -> SchedulerResult<()> {
         let Some(active) = self.jobs.get(id) else { return Ok(()) };
         if active.row.runtime.run != run {
             return Ok(());
@@ -655,7 +656,7 @@ impl Scheduler {
         Ok(())
     }
 
-    async fn on_outcome(&mut self, id: &str, run: i64, outcome: RunOutcome) -> AppResult<()> {
+    async fn on_outcome(&mut self, id: &str, run: i64, outcome: RunOutcome) -> SchedulerResult<()> {
         let Some(active) = self.jobs.get(id) else { return Ok(()) };
         if active.row.runtime.run != run {
             return Ok(());
@@ -738,7 +739,7 @@ impl Scheduler {
         }
     }
 
-    async fn finish_failed(&mut self, id: &str, reason: EndReason, message: String) -> AppResult<()> {
+    async fn finish_failed(&mut self, id: &str, reason: EndReason, message: String) -> SchedulerResult<()> {
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let now = crate::now_millis();
         let ttl_s = active.resolved.ttl_seconds_after_finished;
@@ -754,7 +755,7 @@ impl Scheduler {
         self.save(id, vec![event(id, EventType::Warning, reason.as_str(), message)]).await
     }
 
-    async fn timers(&mut self) -> AppResult<()> {
+    async fn timers(&mut self) -> SchedulerResult<()> {
         let now = crate::now_millis();
         let mut deadlines = Vec::new();
         let mut queue_timeouts = Vec::new();
@@ -832,7 +833,7 @@ impl Scheduler {
 
     /// What a run needs to start, with secrets resolved; the inner error
     /// says why it cannot (a referenced secret that does not exist).
-    async fn build_launch(&self, active: &Active) -> AppResult<Result<JobLaunch, LaunchRefusal>> {
+    async fn build_launch(&self, active: &Active) -> SchedulerResult<Result<JobLaunch, LaunchRefusal>> {
         let Some(placement) = active.placement() else {
             return Ok(Err(LaunchRefusal::NotPlaced));
         };
@@ -880,7 +881,7 @@ impl Scheduler {
     }
 
     /// One admission pass over the queue.
-    async fn schedule(&mut self) -> AppResult<()> {
+    async fn schedule(&mut self) -> SchedulerResult<()> {
         let held: Vec<(Placement, crate::config::ShapeConfig)> =
             self.jobs.values().filter_map(|a| a.placement().map(|p| (p, a.resolved.shape.clone()))).collect();
         let mut groups = group_states(&self.config, held.iter().map(|(p, s)| (p, s)));
@@ -940,7 +941,7 @@ impl Scheduler {
         &mut self,
         id: &str,
         groups: &std::collections::BTreeMap<String, placement::GroupState>,
-    ) -> AppResult<(String, Option<String>)> {
+    ) -> SchedulerResult<(String, Option<String>)> {
         let Some(active) = self.jobs.get(id) else { return Ok(("NoCapacity".into(), None)) };
         let resolved = active.resolved.clone();
         for group in &resolved.node_groups {
@@ -1016,7 +1017,7 @@ impl Scheduler {
     }
 
     /// Starts a job's run on `placement`.
-    async fn admit(&mut self, id: &str, placement: Placement) -> AppResult<()> {
+    async fn admit(&mut self, id: &str, placement: Placement) -> SchedulerResult<()> {
         let now = crate::now_millis();
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let nodes: Vec<&str> = placement.slots.iter().map(|s| s.node.as_str()).collect();
@@ -1033,7 +1034,7 @@ impl Scheduler {
         r.reason = Some("Scheduled".into());
         r.message = Some(message.clone());
         r.started_at = Some(now);
-        r.placement_json = Some(serde_json::to_string(&placement).map_err(AppError::internal)?);
+        r.placement_json = Some(serde_json::to_string(&placement).map_err(SchedulerError::internal)?);
         r.stop_reason = None;
         r.succeeded = 0;
         r.failed = 0;
@@ -1136,7 +1137,7 @@ mod tests {
         assert_eq!(second.id, "train-bbbbb");
         assert_eq!(store.events_of("train-bbbbb".into()).await.unwrap().len(), 1);
         let error = insert_new_job(&store, new(), events, script(&["aaaaa", "bbbbb"])).await.unwrap_err();
-        assert!(matches!(error, AppError::Internal(_)), "{error:?}");
+        assert!(matches!(error, SchedulerError::Internal(_)), "{error:?}");
         assert_eq!(random_suffix().unwrap().len(), 5);
     }
 

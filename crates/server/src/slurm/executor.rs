@@ -40,8 +40,8 @@ use crate::executor::{
     ReplicaObservation, RunOutcome, StopReason,
 };
 use crate::failure::{classify, AttemptEnd};
-use crate::logs::{stored_pieces, LineSplitter, LogStore, LogWriter, Stream};
-use crate::store::ReplicaRow;
+use jobdeck_store::logs::{stored_pieces, LineSplitter, LogStore, LogWriter, Stream};
+use jobdeck_store::ReplicaRow;
 
 /// What the executor keeps in an attempt's `executor_state`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

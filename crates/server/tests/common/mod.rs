@@ -6,7 +6,8 @@
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use jobdeck_server::{app, auth, AppState, Config, Store};
+use jobdeck_server::{app, auth, AppState, Config};
+use jobdeck_store::Store;
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -45,15 +46,12 @@ impl TestApp {
 
     /// A server whose store already holds `jobs` when it starts, as after a
     /// restart (or an upgrade: rows written by an older version).
-    pub async fn with_stored_jobs(
-        adjust: impl FnOnce(&mut Config),
-        jobs: Vec<jobdeck_server::store::JobRow>,
-    ) -> TestApp {
+    pub async fn with_stored_jobs(adjust: impl FnOnce(&mut Config), jobs: Vec<jobdeck_store::JobRow>) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
         // Secret values are sealed as `jobdeck serve` seals them.
-        let key = jobdeck_server::store::sealing::new_key_text().unwrap();
-        store.use_keys(jobdeck_server::store::sealing::SealingKeys::from_hex(&key, &[]).unwrap());
+        let key = jobdeck_store::sealing::new_key_text().unwrap();
+        store.use_keys(jobdeck_store::sealing::SealingKeys::from_hex(&key, &[]).unwrap());
         for job in jobs {
             store.insert_job(job, vec![]).await.unwrap();
         }

@@ -42,7 +42,7 @@ use super::{
     JobLaunch, ReplicaObservation, RunOutcome, StopReason,
 };
 use crate::config::{Config, ExecutorKind, LocalExecutorConfig, LocalMode};
-use crate::store::ReplicaRow;
+use jobdeck_store::ReplicaRow;
 
 /// What the local executor keeps in a replica row's `executor_state`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::cgroup::{self, CgroupSpec};
 use super::process::{reset_signals, signal_group, try_lock, write_atomic};
 use crate::executor::container::ContainerSteps;
-use crate::logs::{LineSplitter, LogWriter, Stream};
+use jobdeck_store::logs::{LineSplitter, LogWriter, Stream};
 
 /// Where the supervisor writes the attempt's log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -595,7 +595,7 @@ impl Controller {
                 (jobdeck_api::metrics::SERIES_CPU, pod_use.cores),
                 (jobdeck_api::metrics::SERIES_MEMORY, pod_use.memory_bytes),
             ] {
-                samples.push(crate::store::MetricSample {
+                samples.push(jobdeck_store::MetricSample {
                     job_id: job_id.to_string(),
                     completion_index: *index,
                     attempt: *attempt,

@@ -1,4 +1,5 @@
-//! SQLite storage: the only module that holds SQL.
+//! Jobdeck's storage: the SQLite store (the only SQL) and, in [`logs`], the
+//! replicas' log files.
 //!
 //! One writer connection and a few reader connections, all in WAL mode, so
 //! reads never wait for a write. Every call runs on tokio's blocking pool.
@@ -15,6 +16,7 @@ use rusqlite::Connection;
 mod error;
 mod events;
 mod image_pull_secrets;
+pub mod logs;
 mod names;
 pub mod sealing;
 pub use jobs::ACTIVE_STATES;
@@ -30,6 +32,11 @@ mod tokens;
 mod users;
 
 pub use self::error::{StoreError, StoreResult};
+
+/// Milliseconds since the Unix epoch: the time every stored stamp is in.
+pub fn now_millis() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
 
 /// The schema, one step per entry; a step is never edited once released,
 /// only followed by new ones.
