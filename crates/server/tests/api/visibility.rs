@@ -10,7 +10,7 @@
 //! signed-in user, and changed by its creator (and the administrator).
 //! Anonymous callers get 401 on every route.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{sh_job, small_cluster, TestApp};

@@ -5,7 +5,7 @@
 //! never leave the queue. Each must get the right class, suggestion and log
 //! excerpt — and the class must drive "disable retry on program error".
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::{sh_job, small_cluster, TestApp};

@@ -3,7 +3,7 @@
 //! supervise` binary. Every wait polls with generous time limits; nothing
 //! asserts on timing.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{sh_job, small_cluster, TestApp, PATIENCE};

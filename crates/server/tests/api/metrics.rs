@@ -4,7 +4,7 @@
 //! `GET /jobs/{id}/replicas/{replica}/metrics`. The replica works until the
 //! test opens its gate; the test waits for the samples, not for a time.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{sh_job, small_cluster, TestApp};

@@ -1,7 +1,7 @@
 //! Serving the built console: files, SPA fallback, cache headers, CSP and
 //! compression.
 
-mod common;
+use crate::common;
 
 use axum::http::{header, Method, StatusCode};
 use common::TestApp;

@@ -2,7 +2,7 @@
 //! follow, search, download, and who may read them — against real replica
 //! processes and the real log store.
 
-mod common;
+use crate::common;
 
 use axum::http::{header, Method, StatusCode};
 use common::{sh_job, small_cluster, TestApp, PATIENCE};

@@ -3,7 +3,7 @@
 //! and nothing is stored; a valid rich payload (what the real `lep` CLI
 //! sends) is stored and read back equal.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::TestApp;
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 /// `lep job create --name rich-train … --num-workers 2 --secret HF_TOKEN=hf-token
 /// --node-group gpu-a --node-id node-1 …`, byte for byte (see
 /// `crates/api/fixtures/lep/README.md`).
-const RICH: &str = include_str!("../../api/fixtures/lep/rich.json");
+const RICH: &str = include_str!("../../../api/fixtures/lep/rich.json");
 
 /// A server with the `gpu-a` group of two nodes and the two secrets and the
 /// image pull secret the rich payload references.

@@ -5,7 +5,7 @@
 //! `tests/tao_sdk.rs` (the e2e suite) drives the same through the real TAO
 //! SDK; these pin down each rule with the edge cases a program meets.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{sh_job, small_cluster, TestApp};

@@ -1,7 +1,7 @@
 //! `GET /jobs`: paging at its extremes and the filters, exactly as
 //! docs/api.md describes them.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::TestApp;

@@ -1,6 +1,6 @@
 //! The API's behaviour at its edges: authentication, bad input, unknown routes.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::TestApp;

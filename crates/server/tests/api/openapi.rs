@@ -6,7 +6,7 @@
 //! real router: an anonymous call of a method a route has is refused by
 //! authentication (401), one it lacks gets the JSON 405.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -3,8 +3,8 @@
 //! and delete a run, and how it reads pods, watches, logs and events back
 //! into replicas, events, logs and outcomes in the real store.
 
-mod common;
-mod kube_fake;
+use crate::common;
+use crate::kube_fake;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -192,7 +192,7 @@ impl Harness {
 }
 
 fn fixture_pods() -> Vec<Value> {
-    let list: Value = serde_json::from_str(include_str!("../src/kubernetes/testdata/pods.json")).unwrap();
+    let list: Value = serde_json::from_str(include_str!("../../src/kubernetes/testdata/pods.json")).unwrap();
     list["items"].as_array().unwrap().clone()
 }
 
@@ -845,7 +845,7 @@ fn rbac_request(r: &kube_fake::Recorded) -> (String, String, String) {
 /// The Role of deploy/kubernetes/rbac.yaml as (group, resource, verb).
 fn role_rules() -> std::collections::BTreeSet<(String, String, String)> {
     let documents: Vec<Value> =
-        serde_saphyr::from_multiple(include_str!("../../../deploy/kubernetes/rbac.yaml")).unwrap();
+        serde_saphyr::from_multiple(include_str!("../../../../deploy/kubernetes/rbac.yaml")).unwrap();
     let role = documents.iter().find(|d| d["kind"] == json!("Role")).unwrap();
     let mut allowed = std::collections::BTreeSet::new();
     for rule in role["rules"].as_array().unwrap() {

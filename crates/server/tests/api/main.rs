@@ -1,0 +1,23 @@
+//! The server's integration tests, one binary: it links the server once
+//! rather than once per file. One module per subject; `common` is the
+//! in-process app every API test drives, `kube_fake` the Kubernetes API
+//! server double.
+
+mod common;
+mod kube_fake;
+
+mod api_basics;
+mod console_serving;
+mod failure_analysis;
+mod job_list;
+mod kube_executor;
+mod kube_manifests;
+mod kube_render;
+mod layering;
+mod lepton_programs;
+mod lifecycle;
+mod log_api;
+mod metrics;
+mod openapi;
+mod validation;
+mod visibility;
