@@ -125,6 +125,10 @@ async fn serve_console(files: Arc<ConsoleFiles>, req: Request) -> Response {
             let mut res = res.map(Body::new);
             let cache = if is_hashed_asset(&path) { "public, max-age=31536000, immutable" } else { "no-cache" };
             res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+            // Before its brotli is ready (the server compresses after it
+            // starts), a pack still answers as one that depends on the
+            // dictionary a browser holds, and the core still offers itself.
+            files.mark_dictionary(&path, &mut res);
             res
         }
         _ if looks_like_asset(&path) => (StatusCode::NOT_FOUND, "not found").into_response(),

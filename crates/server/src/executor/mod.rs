@@ -26,6 +26,7 @@ pub mod container;
 pub mod engine;
 pub mod env;
 pub mod local;
+pub mod run_ledger;
 pub mod runs;
 
 pub use crate::topology::{Placement, Slot};

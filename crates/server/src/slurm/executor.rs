@@ -33,7 +33,7 @@ use super::cli::{SlurmTools, TaskState};
 use super::script::{self, SubmissionInput};
 use super::settings::SlurmSettings;
 use crate::config::{Config, ConfigError, ExecutorKind};
-use crate::executor::local::policy::{decide, Decision, RetryLimits, Verdict};
+use crate::executor::run_ledger::{self, Decision, Ending, Failure, RetryLimits, RunLedger};
 use crate::executor::runs::Runs;
 use crate::executor::{
     replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorEvent, ExecutorHost, JobLaunch,
@@ -246,13 +246,6 @@ struct Tail {
     writer: LogWriter,
 }
 
-/// How a run is ending.
-#[derive(Debug, Clone, PartialEq)]
-enum Ending {
-    Stop(StopReason),
-    Fail { reason: EndReason, message: String, program_error: bool },
-}
-
 struct Controller {
     shared: Arc<Shared>,
     launch: JobLaunch,
@@ -261,10 +254,9 @@ struct Controller {
     submissions: u32,
     /// Next attempt number per completion index.
     next_attempt: BTreeMap<i64, i64>,
-    succeeded: BTreeSet<i64>,
-    failures_total: i64,
-    failures_by_unit: BTreeMap<i64, i64>,
-    ending: Option<Ending>,
+    /// Successes, counted failures (by unit: the array task, which for a
+    /// multi-worker run is its allocation) and how the run is ending.
+    ledger: RunLedger,
     cancelled: bool,
     /// Units to submit again, with their back-off.
     retries: Vec<(i64, Option<Duration>)>,
@@ -274,9 +266,12 @@ impl Controller {
     fn new(shared: Arc<Shared>, launch: JobLaunch, rows: &[ReplicaRow]) -> Controller {
         let mut next_attempt = BTreeMap::new();
         let mut submissions = 0;
-        let mut succeeded = BTreeSet::new();
-        let mut failures_total = 0;
-        let mut failures_by_unit: BTreeMap<i64, i64> = BTreeMap::new();
+        let limits = RetryLimits {
+            backoff_limit: launch.resolved.backoff_limit,
+            max_failure_retry: launch.resolved.max_failure_retry,
+            disable_retry_on_program_error: launch.resolved.disable_retry_on_program_error,
+        };
+        let mut ledger = RunLedger::new(launch.resolved.completions, limits);
         for row in rows {
             let next = next_attempt.entry(row.completion_index).or_insert(launch.first_attempt);
             *next = (*next).max(row.attempt + 1);
@@ -287,13 +282,12 @@ impl Controller {
                 row.executor_state.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
             submissions = submissions.max(state.submission + 1);
             if row.phase == ReplicaPhase::Succeeded {
-                succeeded.insert(row.completion_index);
+                ledger.succeed(row.completion_index);
             } else if row.is_finished()
                 && row.reason.as_ref().is_some_and(EndReason::counts_against_retries)
                 && state.rank.unwrap_or(0) == 0
             {
-                failures_total += 1;
-                *failures_by_unit.entry(row.completion_index).or_default() += 1;
+                ledger.count_restored_failure(row.completion_index);
             }
         }
         Controller {
@@ -302,10 +296,7 @@ impl Controller {
             attempts: BTreeMap::new(),
             submissions,
             next_attempt,
-            succeeded,
-            failures_total,
-            failures_by_unit,
-            ending: None,
+            ledger,
             cancelled: false,
             retries: Vec::new(),
         }
@@ -346,13 +337,13 @@ impl Controller {
             // A new run (or one whose every attempt had ended: the store
             // decides what is left).
             let pending: Vec<i64> = if self.workers() > 1 {
-                if self.succeeded.is_empty() {
+                if self.ledger.succeeded().is_empty() {
                     vec![0]
                 } else {
                     vec![]
                 }
             } else {
-                (0..self.launch.resolved.completions).filter(|i| !self.succeeded.contains(i)).collect()
+                (0..self.launch.resolved.completions).filter(|i| !self.ledger.succeeded().contains(i)).collect()
             };
             if !pending.is_empty() {
                 self.event(EventType::Normal, "Executor", "Slurm: the run is submitted with sbatch".into(), None).await;
@@ -365,7 +356,7 @@ impl Controller {
         loop {
             self.poll().await;
             while let Some((task, wait)) = self.retries.pop() {
-                if self.ending.is_none() {
+                if !self.ledger.is_ending() {
                     self.submit(&[task], wait).await;
                 }
             }
@@ -373,7 +364,7 @@ impl Controller {
                 self.shared.runs.finish(&self.shared.host, &self.launch.job_id, self.launch.run, outcome);
                 return;
             }
-            if self.ending.is_some() && !self.cancelled {
+            if self.ledger.is_ending() && !self.cancelled {
                 self.cancel_all().await;
             }
             tokio::select! {
@@ -390,28 +381,13 @@ impl Controller {
     fn outcome(&self) -> Option<RunOutcome> {
         let all_done =
             self.attempts.values().all(|a| matches!(a.phase, ReplicaPhase::Succeeded | ReplicaPhase::Failed));
-        match &self.ending {
-            None if self.succeeded.len() as i64 >= self.launch.resolved.completions && all_done => {
-                Some(RunOutcome::Succeeded)
-            }
-            None => None,
-            Some(_) if !all_done => None,
-            Some(Ending::Stop(_)) => Some(RunOutcome::Stopped),
-            Some(Ending::Fail { reason, message, program_error }) => Some(RunOutcome::Failed {
-                reason: reason.clone(),
-                message: message.clone(),
-                program_error: *program_error,
-            }),
-        }
+        self.ledger.outcome(all_done)
     }
 
     fn begin_ending(&mut self, ending: Ending) {
-        match (&self.ending, &ending) {
-            (None, _) | (Some(Ending::Fail { .. }), Ending::Stop(_)) => {
-                self.ending = Some(ending);
-                self.cancelled = false;
-            }
-            _ => {}
+        if self.ledger.begin_ending(ending) {
+            // The new ending cancels what is still queued or running.
+            self.cancelled = false;
         }
     }
 
@@ -727,7 +703,7 @@ impl Controller {
                     array_job_id,
                     task.tasks.first().copied().unwrap_or(0),
                 ));
-                let (reason, message) = ended_reason(&task, self.ending.as_ref());
+                let (reason, message) = ended_reason(&task, self.ledger.ending());
                 let code = exit_file.or(task.exit_code.filter(|_| task.signal.is_none()));
                 let signal = task.signal.filter(|_| exit_file.is_none());
                 self.end_attempt(key, reason, message, code, signal, task.end).await;
@@ -791,13 +767,13 @@ impl Controller {
         let replica = replica_id(&self.launch.job_id, key.0, key.1);
         if succeeded {
             self.record(o).await;
-            self.succeeded.insert(index);
+            self.ledger.succeed(index);
             self.event(EventType::Normal, "Succeeded", format!("replica {replica} succeeded"), Some(replica)).await;
             return;
         }
         let finding = self.first_error(key).await;
         let class = classify(&AttemptEnd { reason: Some(&reason), exit_code, signal }, finding);
-        let counts = self.ending.is_none() && reason.counts_against_retries();
+        let counts = !self.ledger.is_ending() && reason.counts_against_retries();
         let program_error = class.is_program_error();
         self.record(o).await;
         self.event(EventType::Warning, reason.as_str(), format!("replica {replica}: {message}"), Some(replica.clone()))
@@ -806,41 +782,27 @@ impl Controller {
         if !counts || rank.unwrap_or(0) != 0 {
             return;
         }
-        self.failures_total += 1;
-        let of_unit = {
-            let n = self.failures_by_unit.entry(task).or_default();
-            *n += 1;
-            *n
-        };
-        let verdict = Verdict { phase: ReplicaPhase::Failed, reason, message, counts_as_failure: true, program_error };
-        let limits = RetryLimits {
-            backoff_limit: self.launch.resolved.backoff_limit,
-            max_failure_retry: self.launch.resolved.max_failure_retry,
-            disable_retry_on_program_error: self.launch.resolved.disable_retry_on_program_error,
-        };
-        match decide(limits, self.failures_total, of_unit, &replica, &verdict) {
-            Decision::Retry => {
+        let failure = Failure { replica: &replica, message: &message, program_error };
+        match self.ledger.fail(task, &failure) {
+            None => {}
+            Some(Decision::Retry) => {
+                let of_unit = self.ledger.failures_of(task);
                 let wait = Some(self.shared.settings.retry_backoff(of_unit)).filter(|w| !w.is_zero());
                 self.retries.push((task, wait));
             }
-            Decision::Fail { reason, message, program_error } => {
+            Some(Decision::Fail { reason, message, program_error }) => {
                 self.begin_ending(Ending::Fail { reason, message, program_error });
             }
         }
     }
 
+    /// The kind of the first error in an ended attempt's log, if logs are
+    /// kept.
     async fn first_error(&self, key: (i64, i64)) -> Option<crate::failure::FindingKind> {
         if !self.launch.resolved.log_collection {
             return None;
         }
-        let logs = self.shared.host.logs().clone();
-        let job = self.launch.job_id.clone();
-        let scan =
-            tokio::task::spawn_blocking(move || crate::failure::scan::first_error(&logs, &job, key.0, key.1, true));
-        match scan.await {
-            Ok(Ok(finding)) => finding.map(|f| f.kind),
-            _ => None,
-        }
+        run_ledger::first_error(self.shared.host.logs(), &self.launch.job_id, key.0, key.1).await
     }
 }
 

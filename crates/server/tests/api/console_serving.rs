@@ -241,6 +241,13 @@ async fn packs_go_compressed_against_the_core_to_a_browser_that_holds_it() {
         assert_eq!(brotli_decoded(&body), pack, "{accept} {available:?}");
     }
 
+    // Served from the file itself (no brotli asked for, as before the
+    // server has compressed it), a pack still varies on the dictionary.
+    let (headers, body) = fetch("/pack5-0123456789abcdef.bin", "identity", None).await;
+    assert!(!headers.contains_key(header::CONTENT_ENCODING), "{headers:?}");
+    assert_eq!(headers[header::VARY], "accept-encoding, available-dictionary");
+    assert_eq!(body[..], pack[..]);
+
     let stranger_hash = jobdeck_precompress::dictionary_hash(&stranger);
     let stranger_available = format!(":{}:", base64::engine::general_purpose::STANDARD.encode(stranger_hash));
     let (headers, body) = fetch("/pack6-0123456789abcdef.bin", "br, dcb", Some(stranger_available)).await;

@@ -32,14 +32,15 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use self::cgroup::MemoryLimits;
-use self::policy::{classify, decide, Decision, RetryLimits};
+use self::policy::classify;
 use self::supervisor::{
     ExitRecord, LogPaths, Stage, SuperviseSpec, EXIT_FILE, LOCK_FILE, PID_FILE, SPEC_FILE, STOP_FILE,
 };
 use super::env::replica_env;
+use super::run_ledger::{self, Decision, Ending, Failure, RetryLimits, RunLedger};
 use super::{
     container, engine, replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorEvent, ExecutorHost,
-    JobLaunch, ReplicaObservation, RunOutcome, StopReason,
+    JobLaunch, ReplicaObservation, StopReason,
 };
 use crate::config::{Config, ExecutorKind, LocalExecutorConfig, LocalMode};
 use jobdeck_store::ReplicaRow;
@@ -313,22 +314,6 @@ impl LocalExecutor {
     }
 }
 
-/// How a run is ending, once it is.
-#[derive(Debug, Clone, PartialEq)]
-enum Ending {
-    Stop(StopReason),
-    Fail { reason: EndReason, message: String, program_error: bool },
-}
-
-impl Ending {
-    fn reason(&self) -> EndReason {
-        match self {
-            Ending::Stop(r) => EndReason::from(*r),
-            Ending::Fail { reason, .. } => reason.clone(),
-        }
-    }
-}
-
 struct Running {
     slot: usize,
     run_dir: PathBuf,
@@ -341,16 +326,14 @@ struct Controller {
     launch: JobLaunch,
     tx: mpsc::UnboundedSender<ControlMsg>,
     rx: mpsc::UnboundedReceiver<ControlMsg>,
-    succeeded: BTreeSet<i64>,
+    /// Successes, counted failures and how the run is ending.
+    ledger: RunLedger,
     pending: BTreeSet<i64>,
     running: BTreeMap<(i64, i64), Running>,
     free_slots: Vec<usize>,
     next_attempt: BTreeMap<i64, i64>,
-    failures_total: i64,
-    failures_by_index: BTreeMap<i64, i64>,
     /// Failed indexes waiting out their back-off, by completion index.
     retries: BTreeMap<i64, Retry>,
-    ending: Option<Ending>,
     announced: bool,
 }
 
@@ -362,18 +345,15 @@ impl Controller {
             let next = next_attempt.entry(row.completion_index).or_insert(launch.first_attempt);
             *next = (*next).max(row.attempt + 1);
         }
-        let mut succeeded = BTreeSet::new();
-        let mut failures_total = 0;
-        let mut failures_by_index: BTreeMap<i64, i64> = BTreeMap::new();
+        let mut ledger = RunLedger::new(launch.resolved.completions, retry_limits(&launch));
         for row in rows.iter().filter(|r| r.run == launch.run && r.is_finished()) {
             if row.phase == ReplicaPhase::Succeeded {
-                succeeded.insert(row.completion_index);
+                ledger.succeed(row.completion_index);
             } else if counts_as_failure(row) {
-                failures_total += 1;
-                *failures_by_index.entry(row.completion_index).or_default() += 1;
+                ledger.count_restored_failure(row.completion_index);
             }
         }
-        let pending = (0..launch.resolved.completions).filter(|i| !succeeded.contains(i)).collect();
+        let pending = (0..launch.resolved.completions).filter(|i| !ledger.succeeded().contains(i)).collect();
         let free_slots = (0..launch.placement.slots.len()).rev().collect();
         let announced = rows.iter().any(|r| r.run == launch.run);
         Controller {
@@ -381,24 +361,13 @@ impl Controller {
             launch,
             tx,
             rx,
-            succeeded,
+            ledger,
             pending,
             running: BTreeMap::new(),
             free_slots,
             next_attempt,
-            failures_total,
-            failures_by_index,
             retries: BTreeMap::new(),
-            ending: None,
             announced,
-        }
-    }
-
-    fn limits(&self) -> RetryLimits {
-        RetryLimits {
-            backoff_limit: self.launch.resolved.backoff_limit,
-            max_failure_retry: self.launch.resolved.max_failure_retry,
-            disable_retry_on_program_error: self.launch.resolved.disable_retry_on_program_error,
         }
     }
 
@@ -449,41 +418,20 @@ impl Controller {
             };
             program_error |= crate::failure::classify(&end, finding).is_program_error();
         }
-        let limits = self.limits();
-        let worst_index = self.failures_by_index.values().copied().max().unwrap_or(0);
-        let ending = if program_error && limits.disable_retry_on_program_error {
-            Some((
-                EndReason::ProgramError,
-                "a replica failed with a program error and retry on program error is disabled".to_string(),
-            ))
-        } else if self.failures_total > limits.backoff_limit {
-            Some((
-                EndReason::BackoffLimitExceeded,
-                policy::over_backoff_limit(self.failures_total, limits.backoff_limit),
-            ))
-        } else if limits.max_failure_retry.is_some_and(|m| worst_index > m) {
-            Some((
-                EndReason::MaxFailureRetryExceeded,
-                format!("a replica failed {worst_index} times, more than the retries allowed per replica"),
-            ))
-        } else {
-            None
-        };
-        if let Some((reason, message)) = ending {
-            let program_error = program_error && reason == EndReason::ProgramError;
-            self.begin_ending(Ending::Fail { reason, message, program_error });
+        if self.ledger.judge_restored(program_error) {
+            self.stop_running();
         }
     }
 
     async fn run(mut self) {
         loop {
-            if self.ending.is_none() {
+            if !self.ledger.is_ending() {
                 self.launch_pending().await;
             }
-            if self.ending.is_some() && !self.retries.is_empty() {
+            if self.ledger.is_ending() && !self.retries.is_empty() {
                 self.cancel_retries().await;
             }
-            if let Some(outcome) = self.outcome() {
+            if let Some(outcome) = self.ledger.outcome(self.running.is_empty()) {
                 self.shared.runs.finish(&self.shared.host, &self.launch.job_id, self.launch.run, outcome);
                 return;
             }
@@ -507,27 +455,14 @@ impl Controller {
         }
     }
 
-    fn outcome(&self) -> Option<RunOutcome> {
-        match &self.ending {
-            None if self.succeeded.len() as i64 >= self.launch.resolved.completions => Some(RunOutcome::Succeeded),
-            None => None,
-            Some(_) if !self.running.is_empty() => None,
-            Some(Ending::Stop(_)) => Some(RunOutcome::Stopped),
-            Some(Ending::Fail { reason, message, program_error }) => Some(RunOutcome::Failed {
-                reason: reason.clone(),
-                message: message.clone(),
-                program_error: *program_error,
-            }),
+    fn begin_ending(&mut self, ending: Ending) {
+        if self.ledger.begin_ending(ending) {
+            self.stop_running();
         }
     }
 
-    fn begin_ending(&mut self, ending: Ending) {
-        // A stop wins over a failure already under way: the scheduler waits
-        // for the stop it asked for.
-        match (&self.ending, &ending) {
-            (None, _) | (Some(Ending::Fail { .. }), Ending::Stop(_)) => self.ending = Some(ending),
-            _ => return,
-        }
+    /// Asks every running attempt to stop (the run is ending).
+    fn stop_running(&self) {
         for running in self.running.values() {
             request_stop(&running.run_dir, &running.state);
         }
@@ -739,7 +674,7 @@ impl Controller {
         } else {
             self.report_running(index, attempt, slot, observation, crate::now_millis()).await;
         }
-        if self.ending.is_some() {
+        if self.ledger.is_ending() {
             request_stop(&run_dir, &state);
         }
         let tx = self.tx.clone();
@@ -863,7 +798,7 @@ impl Controller {
     /// Ends the attempts that were waiting out a back-off when the run
     /// began to end: they never start.
     async fn cancel_retries(&mut self) {
-        let reason = self.ending.as_ref().map_or(EndReason::Stopped, Ending::reason);
+        let reason = self.ledger.ending().map_or(EndReason::Stopped, Ending::reason);
         for (index, retry) in std::mem::take(&mut self.retries) {
             let mut observation =
                 ReplicaObservation::pending(&self.launch.job_id, self.launch.run, index, retry.attempt);
@@ -878,26 +813,13 @@ impl Controller {
         }
     }
 
-    /// The kind of the first error in an ended attempt's log, by the
-    /// failure analysis's own scanner (its answer is cached for the
-    /// analysis). Scanning a large log takes a moment, so it runs on the
-    /// blocking pool.
+    /// The kind of the first error in an ended attempt's log, if logs are
+    /// kept.
     async fn first_error(&self, index: i64, attempt: i64) -> Option<crate::failure::FindingKind> {
         if !self.launch.resolved.log_collection {
             return None;
         }
-        let logs = self.shared.host.logs().clone();
-        let job = self.launch.job_id.clone();
-        let scan =
-            tokio::task::spawn_blocking(move || crate::failure::scan::first_error(&logs, &job, index, attempt, true));
-        match scan.await {
-            Ok(Ok(finding)) => finding.map(|f| f.kind),
-            Ok(Err(e)) => {
-                tracing::warn!(job = %self.launch.job_id, index, attempt, error = %e, "cannot scan the log for errors");
-                None
-            }
-            Err(_) => None,
-        }
+        run_ledger::first_error(self.shared.host.logs(), &self.launch.job_id, index, attempt).await
     }
 
     async fn on_ended(&mut self, index: i64, attempt: i64, record: ExitRecord) {
@@ -908,7 +830,7 @@ impl Controller {
         ));
         let Some(running) = self.running.remove(&(index, attempt)) else { return };
         self.free_slots.push(running.slot);
-        let ending = self.ending.as_ref().map(Ending::reason);
+        let ending = self.ledger.ending().map(Ending::reason);
         let mut verdict = classify(&record, ending.as_ref(), None);
         // A failure's class also depends on the first error in its log (an
         // NCCL failure behind exit code 1 is not the program's fault).
@@ -938,7 +860,7 @@ impl Controller {
             tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record an ended replica");
         }
         if verdict.phase == ReplicaPhase::Succeeded {
-            self.succeeded.insert(index);
+            self.ledger.succeed(index);
             self.event(EventType::Normal, "Succeeded", format!("replica {replica} succeeded"), Some(replica)).await;
             return;
         }
@@ -949,21 +871,18 @@ impl Controller {
             Some(replica.clone()),
         )
         .await;
-        if self.ending.is_some() {
+        if self.ledger.is_ending() {
             return;
         }
         if !verdict.counts_as_failure {
             self.pending.insert(index);
             return;
         }
-        self.failures_total += 1;
-        let of_index = {
-            let n = self.failures_by_index.entry(index).or_default();
-            *n += 1;
-            *n
-        };
-        match decide(self.limits(), self.failures_total, of_index, &replica, &verdict) {
-            Decision::Retry => {
+        let failure = Failure { replica: &replica, message: &verdict.message, program_error: verdict.program_error };
+        match self.ledger.fail(index, &failure) {
+            None => {}
+            Some(Decision::Retry) => {
+                let of_index = self.ledger.failures_of(index);
                 let wait = self.shared.settings.retry_backoff(of_index);
                 if wait.is_zero() {
                     self.pending.insert(index);
@@ -971,10 +890,19 @@ impl Controller {
                     self.schedule_retry(index, of_index, wait).await;
                 }
             }
-            Decision::Fail { reason, message, program_error } => {
+            Some(Decision::Fail { reason, message, program_error }) => {
                 self.begin_ending(Ending::Fail { reason, message, program_error });
             }
         }
+    }
+}
+
+/// The job's retry limits, as the run ledger reads them.
+fn retry_limits(launch: &JobLaunch) -> RetryLimits {
+    RetryLimits {
+        backoff_limit: launch.resolved.backoff_limit,
+        max_failure_retry: launch.resolved.max_failure_retry,
+        disable_retry_on_program_error: launch.resolved.disable_retry_on_program_error,
     }
 }
 

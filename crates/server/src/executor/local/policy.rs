@@ -131,75 +131,6 @@ pub fn classify(record: &ExitRecord, ending: Option<&EndReason>, finding: Option
     verdict(ReplicaPhase::Failed, reason, message)
 }
 
-/// The limits that decide whether a failed attempt is retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryLimits {
-    pub backoff_limit: i64,
-    pub max_failure_retry: Option<i64>,
-    pub disable_retry_on_program_error: bool,
-}
-
-/// What to do after a counted failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    /// Start a new attempt of the same completion index.
-    Retry,
-    /// Fail the run.
-    Fail { reason: EndReason, message: String, program_error: bool },
-}
-
-/// Decides after a failure, with the failure already counted in
-/// `failures_total` and `failures_of_index`.
-pub fn decide(
-    limits: RetryLimits,
-    failures_total: i64,
-    failures_of_index: i64,
-    replica: &str,
-    verdict: &Verdict,
-) -> Decision {
-    if verdict.program_error && limits.disable_retry_on_program_error {
-        return Decision::Fail {
-            reason: EndReason::ProgramError,
-            message: format!(
-                "replica {replica} failed with a program error ({}) and retry on program error is disabled",
-                verdict.message
-            ),
-            program_error: true,
-        };
-    }
-    if failures_total > limits.backoff_limit {
-        return Decision::Fail {
-            reason: EndReason::BackoffLimitExceeded,
-            message: format!(
-                "{}; the last: replica {replica}: {}",
-                over_backoff_limit(failures_total, limits.backoff_limit),
-                verdict.message
-            ),
-            program_error: verdict.program_error,
-        };
-    }
-    if let Some(per_index) = limits.max_failure_retry {
-        if failures_of_index > per_index {
-            return Decision::Fail {
-                reason: EndReason::MaxFailureRetryExceeded,
-                message: format!(
-                    "replica {replica} failed {failures_of_index} times, more than the {per_index} retries allowed per replica: {}",
-                    verdict.message
-                ),
-                program_error: verdict.program_error,
-            };
-        }
-    }
-    Decision::Retry
-}
-
-/// Why a run failed on its backoff limit: "2 attempts failed, more than the
-/// backoff limit of 1".
-pub fn over_backoff_limit(failures: i64, limit: i64) -> String {
-    let attempts = if failures == 1 { "attempt" } else { "attempts" };
-    format!("{failures} {attempts} failed, more than the backoff limit of {limit}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,45 +215,5 @@ mod tests {
             let v = classify(&record, None, finding);
             assert_eq!((v.program_error, v.message.as_str()), (program, message), "{record:?} {finding:?}");
         }
-    }
-
-    #[test]
-    fn retries_follow_the_limits() {
-        let program = classify(&record(Some(1), None), None, None);
-        let infra = classify(&record(None, Some(libc::SIGKILL)), None, None);
-        let limits = |backoff, per_index, disable| RetryLimits {
-            backoff_limit: backoff,
-            max_failure_retry: per_index,
-            disable_retry_on_program_error: disable,
-        };
-        // (limits, total failures, failures of the index, verdict, expected reason or retry)
-        let cases: Vec<(RetryLimits, i64, i64, &Verdict, Option<&str>)> = vec![
-            (limits(1, None, false), 1, 1, &program, None),
-            (limits(1, None, false), 2, 2, &program, Some("BackoffLimitExceeded")),
-            (limits(0, None, false), 1, 1, &program, Some("BackoffLimitExceeded")),
-            (limits(3, None, true), 1, 1, &program, Some("ProgramError")),
-            (limits(3, None, true), 1, 1, &infra, None),
-            (limits(i64::MAX, Some(1), false), 2, 1, &program, None),
-            (limits(i64::MAX, Some(1), false), 2, 2, &program, Some("MaxFailureRetryExceeded")),
-            (limits(i64::MAX, Some(0), false), 1, 1, &infra, Some("MaxFailureRetryExceeded")),
-        ];
-        for (limits, total, of_index, verdict, expected) in cases {
-            let got = match decide(limits, total, of_index, "r-0-0", verdict) {
-                Decision::Retry => None,
-                Decision::Fail { reason, .. } => Some(reason),
-            };
-            assert_eq!(
-                got.as_ref().map(EndReason::as_str),
-                expected,
-                "{limits:?} total {total} index {of_index} {}",
-                verdict.reason
-            );
-        }
-    }
-
-    #[test]
-    fn the_backoff_limit_message_counts_in_words() {
-        assert_eq!(over_backoff_limit(1, 0), "1 attempt failed, more than the backoff limit of 0");
-        assert_eq!(over_backoff_limit(4, 3), "4 attempts failed, more than the backoff limit of 3");
     }
 }
