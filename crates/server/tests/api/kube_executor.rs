@@ -211,6 +211,20 @@ macro_rules! eventually {
     }};
 }
 
+/// The watches one executor holds open: Jobs, pods, and the events of each.
+const WATCHES_PER_EXECUTOR: usize = 4;
+
+/// After `h.executor` was replaced by a new one: waits until the new one's
+/// watches are open and the old one's closed (its controller ended), as
+/// the fake server counts them. `opened` is the fake's count of watches
+/// opened before the replacement.
+async fn wait_for_takeover(fake: &FakeKube, opened: usize) {
+    eventually!(
+        "the old executor's watches closed and the new one's open",
+        fake.watches_opened() >= opened + WATCHES_PER_EXECUTOR && fake.open_watches() == WATCHES_PER_EXECUTOR
+    );
+}
+
 /// Now, as Kubernetes writes event times.
 fn now_rfc3339() -> String {
     k8s_openapi::jiff::Timestamp::now().to_string()
@@ -765,9 +779,10 @@ async fn a_restarted_server_picks_up_its_runs_where_they_are() {
 
     // The server goes away: its executor stops; the cluster carries on.
     let writes_before = h.fake.writes().len();
+    let opened = h.fake.watches_opened();
     drop(std::mem::replace(&mut h.executor, executor_for(&h.fake, &h.config, h.host.clone())));
-    // Let the old controller notice it is gone before the cluster moves on.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The old controller is gone before the cluster moves on.
+    wait_for_takeover(&h.fake, opened).await;
     h.fake.patch(
         Kind::Pod,
         "train-ab12c-6-p0o9l",
@@ -782,9 +797,13 @@ async fn a_restarted_server_picks_up_its_runs_where_they_are() {
                "reason": "Started", "type": "Normal", "count": 1, "message": "Started container job",
                "lastTimestamp": now_rfc3339()}),
     );
-    // Let the new executor's watchers see the cluster before the run is
+    // The new executor's watchers have seen the cluster before the run is
     // handed back to it, as after a real restart.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let version = h.fake.version();
+    eventually!(
+        "the new executor's watches past the cluster's changes",
+        [Kind::Job, Kind::Pod, Kind::Event].into_iter().all(|kind| h.fake.watched_past(kind, version))
+    );
     h.executor.recover(vec![h.launch(&spec, 0)]).await.unwrap();
     eventually!("the event that happened while the server was away", {
         let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
@@ -1059,9 +1078,11 @@ async fn a_restarted_server_copies_the_rest_of_a_running_pods_log_once() {
     h.create_fixture_pods(&[POD]);
     eventually!("the followed lines", stored_lines(&h.logs, 2, 0).len() == 3);
 
-    // The server stops: its copy ends with it, mid-stream.
+    // The server stops: its copy ends with it, mid-stream (its controller
+    // aborts the copy as it closes its watches).
+    let opened = h.fake.watches_opened();
     drop(std::mem::replace(&mut h.executor, executor_for(&h.fake, &h.config, h.host.clone())));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_for_takeover(&h.fake, opened).await;
     // Meanwhile the container writes on, in the same millisecond as the
     // last stored line (with the same text, as a progress line would) and
     // after it.
@@ -1117,8 +1138,9 @@ async fn a_log_stream_cut_mid_line_is_copied_on_without_a_partial_line() {
     // A long line takes the fake more than half a second to send, in
     // pieces; the connection drops while it does.
     let long = "x".repeat(2000);
+    let sent = h.fake.log_bytes_sent(POD);
     h.fake.append_log(POD, &format!("2026-01-10T10:00:05.5Z {long}\n2026-01-10T10:00:06Z after\n"));
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually!("the long line's first pieces on their way", h.fake.log_bytes_sent(POD) > sent + 14);
     h.fake.break_log_streams();
 
     // The executor copies on after a pause, from the second it stopped in.
@@ -1269,7 +1291,9 @@ async fn events_are_watched_by_kind_and_one_that_comes_before_its_pod_is_kept() 
                "reason": "NodeNotReady", "type": "Warning", "count": 1, "message": "node is not ready",
                "lastTimestamp": now_rfc3339()}),
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both are on their way to the controller before the pod is created.
+    let version = h.fake.version();
+    eventually!("the event watches past both events", h.fake.watched_past(Kind::Event, version));
     h.create_fixture_pods(&["train-ab12c-3-q2w6e"]);
     eventually!("the early event, recorded once its pod came", {
         let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();

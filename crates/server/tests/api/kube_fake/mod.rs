@@ -19,6 +19,11 @@
 //! running (terminated, the pod finished or gone). Tests write lines with
 //! [`FakeKube::append_log`] and cut open streams with
 //! [`FakeKube::break_log_streams`].
+//!
+//! It also says what the API server cannot, so tests wait on events rather
+//! than on time: how many watches are open ([`FakeKube::open_watches`]) and
+//! whether every open watch of a kind has streamed past a resource version
+//! ([`FakeKube::watched_past`]).
 
 #![allow(dead_code)]
 
@@ -125,6 +130,8 @@ struct Objects {
     /// Bumped by `break_log_streams`: open log streams of an older
     /// generation fail.
     log_generation: u64,
+    /// The bytes of each pod's log handed to the streams so far.
+    log_bytes_sent: BTreeMap<String, usize>,
     /// What metrics-server reports per pod (CPU as Kubernetes quantities:
     /// `"250m"`, memory: `"64Mi"`); `None` when the cluster does not serve
     /// `metrics.k8s.io` (404, as a cluster without metrics-server).
@@ -134,6 +141,38 @@ struct Objects {
 struct Shared {
     objects: Mutex<Objects>,
     changes: broadcast::Sender<Change>,
+    watches: Mutex<Watches>,
+}
+
+/// The watches served, for tests to wait on.
+#[derive(Default)]
+struct Watches {
+    next_id: u64,
+    opened: usize,
+    /// Each open watch: its kind and the resource version it has streamed
+    /// past (every change up to it sent or filtered out).
+    open: BTreeMap<u64, (Kind, u64)>,
+}
+
+/// Ends a watch's entry when its stream is dropped (the client went away or
+/// the watch timed out).
+struct WatchGuard {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.shared.watches.lock().unwrap().open.remove(&self.id);
+    }
+}
+
+impl WatchGuard {
+    fn passed(&self, version: u64) {
+        if let Some(entry) = self.shared.watches.lock().unwrap().open.get_mut(&self.id) {
+            entry.1 = entry.1.max(version);
+        }
+    }
 }
 
 /// The running fake; dropping it stops the server.
@@ -152,7 +191,11 @@ impl Drop for FakeKube {
 impl FakeKube {
     pub async fn start() -> FakeKube {
         let (changes, _) = broadcast::channel(1024);
-        let shared = Arc::new(Shared { objects: Mutex::new(Objects { version: 100, ..Objects::default() }), changes });
+        let shared = Arc::new(Shared {
+            objects: Mutex::new(Objects { version: 100, ..Objects::default() }),
+            changes,
+            watches: Mutex::default(),
+        });
         let router = Router::new().fallback(handle).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -164,6 +207,35 @@ impl FakeKube {
 
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The cluster's current resource version.
+    pub fn version(&self) -> u64 {
+        self.shared.objects.lock().unwrap().version
+    }
+
+    /// The bytes of a pod's log the fake has handed to log streams so far.
+    pub fn log_bytes_sent(&self, pod: &str) -> usize {
+        self.shared.objects.lock().unwrap().log_bytes_sent.get(pod).copied().unwrap_or(0)
+    }
+
+    /// The watches open now, of every kind.
+    pub fn open_watches(&self) -> usize {
+        self.shared.watches.lock().unwrap().open.len()
+    }
+
+    /// The watches opened so far, closed ones included.
+    pub fn watches_opened(&self) -> usize {
+        self.shared.watches.lock().unwrap().opened
+    }
+
+    /// Whether a watch of `kind` is open and every open one has streamed
+    /// every change up to `version` to its client (or left it out as not
+    /// its own).
+    pub fn watched_past(&self, kind: Kind, version: u64) -> bool {
+        let watches = self.shared.watches.lock().unwrap();
+        let mut of_kind = watches.open.values().filter(|(k, _)| *k == kind).peekable();
+        of_kind.peek().is_some() && of_kind.all(|(_, passed)| *passed >= version)
     }
 
     /// Every request so far.
@@ -729,10 +801,11 @@ impl FakeRef {
                     Read(Vec<LogEntry>, bool),
                 }
                 let next = {
-                    let objects = cursor.shared.objects.lock().unwrap();
+                    let mut objects = cursor.shared.objects.lock().unwrap();
                     if objects.log_generation != generation {
                         Next::Cut
                     } else if let Some(chunk) = cursor.pending.pop_front() {
+                        *objects.log_bytes_sent.entry(cursor.pod.clone()).or_default() += chunk.len();
                         Next::Send(chunk)
                     } else {
                         let log = objects.logs.get(&cursor.pod).cloned().unwrap_or_default();
@@ -794,23 +867,50 @@ impl FakeRef {
         let from: u64 = query.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
         let selector = query.get("labelSelector").cloned();
         let timeout: u64 = query.get("timeoutSeconds").and_then(|v| v.parse().ok()).unwrap_or(290);
-        let (backlog, live) = {
+        let (backlog, live, at) = {
             let objects = self.shared.objects.lock().unwrap();
             let live = self.shared.changes.subscribe();
             let backlog: Vec<Change> = objects.history.iter().filter(|c| c.version > from).cloned().collect();
-            (backlog, live)
+            (backlog, live, objects.version)
+        };
+        let guard = {
+            let mut watches = self.shared.watches.lock().unwrap();
+            watches.next_id += 1;
+            watches.opened += 1;
+            let id = watches.next_id;
+            watches.open.insert(id, (kind, from));
+            Arc::new(WatchGuard { shared: self.shared.clone(), id })
         };
         let last_backlog = backlog.last().map(|c| c.version).unwrap_or(from);
         let wanted = move |c: &Change| {
             c.kind == kind && matches_selector(&c.labels, selector.as_ref()) && matches_fields(kind, &c.object, &fields)
         };
         let wanted_live = wanted.clone();
-        let backlog = futures_util::stream::iter(backlog.into_iter().filter(wanted));
-        let live =
-            tokio_stream_from(live).filter(move |c| std::future::ready(c.version > last_backlog && wanted_live(c)));
+        // The backlog, then a mark that the watch is past what the cluster
+        // held when it opened, then the live changes; the guard rides with
+        // the stream and ends the watch's entry when it is dropped.
+        let backlog_guard = guard.clone();
+        let backlog = futures_util::stream::iter(backlog.into_iter().filter(wanted).map(Some))
+            .chain(futures_util::stream::once(async move {
+                backlog_guard.passed(at);
+                None
+            }))
+            .filter_map(std::future::ready);
+        let live_guard = guard.clone();
+        let live = tokio_stream_from(live).filter(move |c| {
+            let send = c.version > last_backlog && wanted_live(c);
+            if !send {
+                live_guard.passed(c.version);
+            }
+            std::future::ready(send)
+        });
         let stream = backlog
             .chain(live)
-            .map(|c| Ok::<Bytes, std::io::Error>(Bytes::from(c.line)))
+            .map(move |c| {
+                // A change is past once it is handed to the connection.
+                guard.passed(c.version);
+                Ok::<Bytes, std::io::Error>(Bytes::from(c.line))
+            })
             .take_until(tokio::time::sleep(Duration::from_secs(timeout)));
         Response::builder().header(header::CONTENT_TYPE, "application/json").body(Body::from_stream(stream)).unwrap()
     }
