@@ -198,11 +198,8 @@ fn init_tracing() {
     // Colours only for a person at a terminal: a log file or the journal
     // gets plain lines.
     let colours = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(colours)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let _ =
+        tracing_subscriber::fmt().with_env_filter(filter).with_ansi(colours).with_writer(std::io::stderr).try_init();
 }
 
 /// Creates the data directory if needed and proves it is writable, so a bad

@@ -106,7 +106,7 @@ impl SlurmExecutor {
         })
     }
 
-    fn spawn(&self, controller: Controller, stop_rx: mpsc::UnboundedReceiver<StopReason>) {
+    fn spawn(&self, controller: SlurmRunController, stop_rx: mpsc::UnboundedReceiver<StopReason>) {
         tokio::spawn(controller.run(stop_rx));
     }
 
@@ -181,7 +181,7 @@ impl Executor for SlurmExecutor {
         Box::pin(async move {
             let Some(stop_rx) = self.register(&launch)? else { return Ok(()) };
             let rows = self.shared.host.attempts(&launch.job_id).await?;
-            let controller = Controller::new(self.shared.clone(), launch, &rows);
+            let controller = SlurmRunController::new(self.shared.clone(), launch, &rows);
             self.spawn(controller, stop_rx);
             Ok(())
         })
@@ -200,7 +200,7 @@ impl Executor for SlurmExecutor {
             for launch in runs {
                 let Some(stop_rx) = self.register(&launch)? else { continue };
                 let rows = self.shared.host.attempts(&launch.job_id).await?;
-                let mut controller = Controller::new(self.shared.clone(), launch, &rows);
+                let mut controller = SlurmRunController::new(self.shared.clone(), launch, &rows);
                 controller.adopt(&rows);
                 self.spawn(controller, stop_rx);
             }
@@ -246,7 +246,9 @@ struct Tail {
     writer: LogWriter,
 }
 
-struct Controller {
+/// One run of one job on Slurm: submits its array, polls it, copies its
+/// output and retries within the limits.
+struct SlurmRunController {
     shared: Arc<Shared>,
     launch: JobLaunch,
     /// Keyed by (completion index, attempt).
@@ -262,8 +264,8 @@ struct Controller {
     retries: Vec<(i64, Option<Duration>)>,
 }
 
-impl Controller {
-    fn new(shared: Arc<Shared>, launch: JobLaunch, rows: &[ReplicaRow]) -> Controller {
+impl SlurmRunController {
+    fn new(shared: Arc<Shared>, launch: JobLaunch, rows: &[ReplicaRow]) -> SlurmRunController {
         let mut next_attempt = BTreeMap::new();
         let mut submissions = 0;
         let limits = RetryLimits {
@@ -290,7 +292,7 @@ impl Controller {
                 ledger.count_restored_failure(row.completion_index);
             }
         }
-        Controller {
+        SlurmRunController {
             shared,
             launch,
             attempts: BTreeMap::new(),

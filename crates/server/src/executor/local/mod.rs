@@ -252,7 +252,7 @@ impl Executor for LocalExecutor {
         Box::pin(async move {
             let job_id = launch.job_id.clone();
             let rows = self.shared.host.attempts(&job_id).await?;
-            let controller = Controller::new(self.shared.clone(), launch, &rows);
+            let controller = LocalRunController::new(self.shared.clone(), launch, &rows);
             self.spawn_controller(job_id, controller)
         })
     }
@@ -270,7 +270,7 @@ impl Executor for LocalExecutor {
             for launch in runs {
                 let job_id = launch.job_id.clone();
                 let rows = self.shared.host.attempts(&job_id).await?;
-                let mut controller = Controller::new(self.shared.clone(), launch, &rows);
+                let mut controller = LocalRunController::new(self.shared.clone(), launch, &rows);
                 controller.reattach(&rows).await;
                 self.spawn_controller(job_id, controller)?;
             }
@@ -306,7 +306,7 @@ impl Executor for LocalExecutor {
 }
 
 impl LocalExecutor {
-    fn spawn_controller(&self, job_id: String, controller: Controller) -> Result<(), ExecutorError> {
+    fn spawn_controller(&self, job_id: String, controller: LocalRunController) -> Result<(), ExecutorError> {
         if self.shared.runs.register(&job_id, controller.launch.run, controller.tx.clone())? {
             tokio::spawn(controller.run());
         }
@@ -320,8 +320,9 @@ struct Running {
     state: AttemptState,
 }
 
-/// One run of one job.
-struct Controller {
+/// One run of one job on this machine: starts its indexes into its slots,
+/// watches their supervisors and retries within the limits.
+struct LocalRunController {
     shared: Arc<Shared>,
     launch: JobLaunch,
     tx: mpsc::UnboundedSender<ControlMsg>,
@@ -337,8 +338,8 @@ struct Controller {
     announced: bool,
 }
 
-impl Controller {
-    fn new(shared: Arc<Shared>, launch: JobLaunch, rows: &[ReplicaRow]) -> Controller {
+impl LocalRunController {
+    fn new(shared: Arc<Shared>, launch: JobLaunch, rows: &[ReplicaRow]) -> LocalRunController {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut next_attempt = BTreeMap::new();
         for row in rows {
@@ -356,7 +357,7 @@ impl Controller {
         let pending = (0..launch.resolved.completions).filter(|i| !ledger.succeeded().contains(i)).collect();
         let free_slots = (0..launch.placement.slots.len()).rev().collect();
         let announced = rows.iter().any(|r| r.run == launch.run);
-        Controller {
+        LocalRunController {
             shared,
             launch,
             tx,

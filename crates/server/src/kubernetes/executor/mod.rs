@@ -55,7 +55,7 @@ mod controller;
 mod objects;
 mod run_state;
 
-use self::controller::{Command, Controller};
+use self::controller::{ClusterController, Command};
 use self::objects::*;
 use self::run_state::*;
 
@@ -179,7 +179,7 @@ impl KubernetesExecutor {
         let client = Client::try_from(kube_config).map_err(ConnectError::Client)?;
         let shared = Arc::new(Shared { client, namespace, settings, config, host });
         let (commands, command_rx) = mpsc::unbounded_channel();
-        let controller = Controller::new(shared.clone(), commands.downgrade());
+        let controller = ClusterController::new(shared.clone(), commands.downgrade());
         tokio::spawn(controller.run(command_rx));
         Ok(Self { shared, commands })
     }

@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl Controller {
+impl ClusterController {
     /// Takes in what one events watch (of Job or of pod events) reports.
     pub(super) async fn on_events(&mut self, kind: &str, change: Change<Event>) {
         let now = crate::now_millis();
@@ -176,7 +176,7 @@ impl Controller {
     }
 }
 
-impl Controller {
+impl ClusterController {
     /// Follows the kubelet's image pull of a tracked pod from its events and
     /// reports a pending replica's readiness as "Pulling image" meanwhile.
     pub(super) async fn note_image_pull(&mut self, job_id: &str, uid: &str, reason: Option<&str>) {

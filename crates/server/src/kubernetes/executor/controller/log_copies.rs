@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Controller {
+impl ClusterController {
     pub(super) fn spawn_log_copy(&mut self, job_id: &str, run: i64, uid: &str, pod: String, index: i64, attempt: i64) {
         let pods = self.shared.pods();
         let logs = self.shared.host.logs().clone();

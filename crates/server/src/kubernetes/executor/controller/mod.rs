@@ -44,7 +44,7 @@ pub(super) enum Command {
 }
 
 /// The single task that owns the view of the cluster.
-pub(super) struct Controller {
+pub(super) struct ClusterController {
     shared: Arc<Shared>,
     commands: mpsc::WeakUnboundedSender<Command>,
     runs: HashMap<String, RunState>,
@@ -69,7 +69,7 @@ pub(super) struct Controller {
     metrics_served: bool,
 }
 
-impl Controller {
+impl ClusterController {
     pub(super) fn new(shared: Arc<Shared>, commands: mpsc::WeakUnboundedSender<Command>) -> Self {
         Self {
             shared,
