@@ -21,7 +21,7 @@
 //   node scripts/pack-console.mjs compress DIR
 //     Writes `FILE.br` next to every hashed file of DIR, at brotli's best
 //     quality, so the server sends them without compressing at start-up
-//     (crates/server/src/console.rs reads them).
+//     (crates/server/src/http/console.rs reads them).
 //
 // Pack format: the bytes "JDPK", the number of modules (u32, little endian),
 // then each module as its length (u32, little endian) and its bytes, in the

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use crate::{app, auth, now_millis, AppState, Config, Store};
+use crate::http::auth;
+use crate::{app, now_millis, AppState, Config, Store};
 
 #[derive(Debug, Parser)]
 #[command(name = "jobdeck", version, about = "Jobdeck: a console and control plane for batch jobs")]
@@ -296,7 +297,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let limits = state.config.limits.clone();
-    crate::listener::serve(listener, app(state), &limits, shutdown_signal()).await.context("the server stopped")
+    crate::http::listener::serve(listener, app(state), &limits, shutdown_signal()).await.context("the server stopped")
 }
 
 /// Gives the store the key that seals secret values (creating it beside

@@ -3,37 +3,19 @@
 //! `app(state)` builds the whole HTTP surface (the `/api/v2` REST API and the
 //! console's static files); tests call it directly. Handlers live in one module
 //! per resource, storage in `store`, and every failure goes through
-//! `error::AppError`, which maps to a status code and a JSON body.
+//! `http::error::AppError`, which maps to a status code and a JSON body.
 
-pub mod auth;
 pub mod cli;
-pub mod cluster;
 pub mod config;
-pub mod console;
-pub mod error;
 pub mod executor;
 pub mod failure;
-pub mod failure_analysis;
-pub mod gateway;
-pub mod image_pull_secrets;
-pub mod jobs;
+pub mod http;
 pub mod kubernetes;
-pub mod listener;
-pub mod log_api;
-pub mod log_query;
 pub mod metrics;
-pub mod metrics_api;
-pub mod openapi;
-pub mod replicas;
-pub mod request_limits;
-pub mod request_log;
 pub mod scheduler;
-pub mod secrets;
-pub mod sessions;
 pub mod slurm;
 pub mod spec;
 pub mod topology;
-pub mod workspace;
 
 use std::sync::Arc;
 
@@ -54,9 +36,9 @@ pub struct AppState {
     /// Each running job's newest GPU use, for the list.
     pub metrics_now: metrics::Now,
     /// When each token's last use was last written.
-    pub tokens_used: auth::LastUsed,
+    pub tokens_used: http::auth::LastUsed,
     /// The requests and log follows each user holds now.
-    pub user_limits: request_limits::UserLimits,
+    pub user_limits: http::request_limits::UserLimits,
 }
 
 impl AppState {
@@ -85,7 +67,7 @@ impl AppState {
         let scheduler = scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx)
             .await
             .map_err(StartError::Resume)?;
-        let user_limits = request_limits::UserLimits::new(&config.limits);
+        let user_limits = http::request_limits::UserLimits::new(&config.limits);
         Ok(Self {
             store,
             config,
@@ -93,7 +75,7 @@ impl AppState {
             executor,
             scheduler,
             metrics_now,
-            tokens_used: auth::LastUsed::default(),
+            tokens_used: http::auth::LastUsed::default(),
             user_limits,
         })
     }
@@ -131,17 +113,17 @@ pub type Route = (&'static str, axum::routing::MethodRouter<AppState>);
 /// against it.
 pub fn api_routes() -> Vec<Route> {
     [
-        workspace::routes(),
-        cluster::routes(),
-        jobs::routes(),
-        replicas::routes(),
-        log_query::routes(),
-        failure_analysis::routes(),
-        metrics_api::routes(),
-        secrets::routes(),
-        image_pull_secrets::routes(),
-        sessions::routes(),
-        openapi::routes(),
+        http::workspace::routes(),
+        http::cluster::routes(),
+        http::jobs::routes(),
+        http::replicas::routes(),
+        http::lepton_logs::routes(),
+        http::failure_analysis::routes(),
+        http::metrics::routes(),
+        http::secrets::routes(),
+        http::image_pull_secrets::routes(),
+        http::sessions::routes(),
+        http::openapi::routes(),
     ]
     .into_iter()
     .flatten()
@@ -159,24 +141,25 @@ pub fn app(state: AppState) -> Router {
     let api = api_routes()
         .into_iter()
         .fold(Router::new(), |router, (path, handlers)| router.route(path, handlers))
-        .fallback(error::api_route_not_found)
-        .method_not_allowed_fallback(error::api_method_not_allowed)
-        .layer(axum::extract::DefaultBodyLimit::max(error::MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn(error::refuse_oversized_bodies))
+        .fallback(http::error::api_route_not_found)
+        .method_not_allowed_fallback(http::error::api_method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(http::error::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(http::error::refuse_oversized_bodies))
         // Outside the body checks, so it runs before them: who sent a body
         // of unknown length is asked before the layer above reads it, and
         // every request counts against its user's bounds.
-        .layer(axum::middleware::from_fn_with_state(state.clone(), request_limits::bound_request))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::request_limits::bound_request))
         // Outside every bound, so a request they refuse is logged too.
-        .layer(request_log::layer());
+        .layer(http::request_log::layer());
 
     // `/api/v2/` with its slash is the API's root too: nesting matches the
     // root only without it, and clients write either.
-    let root_with_slash = axum::routing::get(workspace::workspace_record).fallback(error::api_method_not_allowed);
+    let root_with_slash =
+        axum::routing::get(http::workspace::workspace_record).fallback(http::error::api_method_not_allowed);
     let router =
         Router::new().nest(jobdeck_api::API_BASE, api).route(&format!("{}/", jobdeck_api::API_BASE), root_with_slash);
     let router = match state.config.console_dir.clone() {
-        Some(dir) => console::serve(router, &dir),
+        Some(dir) => http::console::serve(router, &dir),
         None => router,
     };
     let workspace: Arc<str> = state.config.workspace_name.as_str().into();
@@ -185,7 +168,7 @@ pub fn app(state: AppState) -> Router {
     // so this outer router routes nothing itself.
     Router::new()
         .fallback_service(router)
-        .layer(axum::middleware::from_fn_with_state(workspace, gateway::workspace_gateway))
+        .layer(axum::middleware::from_fn_with_state(workspace, http::gateway::workspace_gateway))
 }
 
 /// An error and its sources, `outer: inner: innermost`, as one line. Some

@@ -89,7 +89,7 @@ async fn sessions_end_on_sign_out_and_with_the_token_they_came_from() {
 #[tokio::test]
 async fn expired_tokens_are_refused_and_sessions_end_with_their_token() {
     use jobdeck_api::{NewSession, TokenKind};
-    use jobdeck_server::auth::{self, TokenRequest};
+    use jobdeck_server::http::auth::{self, TokenRequest};
     use std::time::Duration;
     let app = TestApp::with_config(|config| config.auth.session_lifetime = Duration::from_secs(30 * 86_400)).await;
     let now = jobdeck_server::now_millis();

@@ -87,7 +87,7 @@ async fn hashed_assets_are_served_precompressed_with_brotli() {
         (headers, body)
     };
     let mut expected = Vec::new();
-    brotli::BrotliCompress(&mut &original[..], &mut expected, &jobdeck_server::console::brotli_params()).unwrap();
+    brotli::BrotliCompress(&mut &original[..], &mut expected, &jobdeck_server::http::console::brotli_params()).unwrap();
     // The compression runs in the background after start-up; the answer is
     // brotli either way, and exactly the precompressed bytes once ready.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);

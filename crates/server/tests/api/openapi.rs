@@ -21,7 +21,7 @@ const METHODS: [Method; 5] = [Method::GET, Method::POST, Method::PUT, Method::PA
 const PUBLIC: &[(&str, Method)] = &[("/openapi.json", Method::GET)];
 
 fn document() -> Value {
-    jobdeck_server::openapi::base_document()
+    jobdeck_server::http::openapi::base_document()
 }
 
 /// A concrete path for a templated one: every `{parameter}` filled in.
@@ -81,5 +81,5 @@ async fn the_document_is_served_as_json() {
     assert_eq!(res.headers["content-type"], "application/json");
     // The document as written, with this server's rules filled in.
     let config = jobdeck_server::Config::for_data_dir(app.data_dir());
-    assert_eq!(res.json(), jobdeck_server::openapi::document(&config));
+    assert_eq!(res.json(), jobdeck_server::http::openapi::document(&config));
 }

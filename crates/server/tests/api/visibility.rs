@@ -214,7 +214,7 @@ async fn anonymous_callers_get_401_on_every_route() {
     let alice = app.token_for("alice").await;
     let world = World { app, alice, bob: String::new() };
     let id = failed_job(&world, "private").await;
-    let doc = jobdeck_server::openapi::base_document();
+    let doc = jobdeck_server::http::openapi::base_document();
     let mut calls = 0;
     for path in jobdeck_server::api_paths() {
         let methods = doc["paths"][path].as_object().unwrap_or_else(|| panic!("{path} is not documented"));

@@ -6,7 +6,8 @@
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use jobdeck_server::{app, auth, AppState, Config};
+use jobdeck_server::http::auth;
+use jobdeck_server::{app, AppState, Config};
 use jobdeck_store::Store;
 use serde_json::Value;
 use tower::ServiceExt;

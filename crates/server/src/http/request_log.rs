@@ -15,7 +15,7 @@ use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
 use tower_http::trace::{MakeSpan, OnResponse, TraceLayer};
 use tracing::Span;
 
-use crate::error::InternalCause;
+use crate::http::error::InternalCause;
 
 /// The layer that writes the request log, for the API router.
 pub fn layer() -> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RequestSpan, (), LogAnswer, (), (), ()> {

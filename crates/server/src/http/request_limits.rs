@@ -15,9 +15,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
-use crate::auth::CurrentUser;
 use crate::config::LimitsConfig;
-use crate::error::AppError;
+use crate::http::auth::CurrentUser;
+use crate::http::error::AppError;
 use crate::AppState;
 
 /// How many of something each user holds now.

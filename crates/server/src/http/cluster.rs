@@ -6,10 +6,10 @@ use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{Node, NodeGroup, Shape, StoragePermission, Visibility};
 
-use crate::auth::CurrentUser;
 use crate::config::ShapeConfig;
-use crate::error::{AppError, AppResult};
-use crate::jobs::query_pairs;
+use crate::http::auth::CurrentUser;
+use crate::http::error::{AppError, AppResult};
+use crate::http::jobs::query_pairs;
 use crate::topology::{node_group_views, node_views, shape_view};
 use crate::{AppState, Route};
 use jobdeck_store::ReplicaRow;

@@ -16,7 +16,7 @@ use axum::http::request::Parts;
 use jobdeck_api::TokenKind;
 use sha2::{Digest, Sha256};
 
-use crate::error::AppError;
+use crate::http::error::AppError;
 use crate::{now_millis, AppState, Store};
 use jobdeck_store::{NewToken, StoreResult, TokenOwner};
 

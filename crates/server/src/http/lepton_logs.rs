@@ -26,9 +26,9 @@ use axum::extract::{RawQuery, State};
 use axum::routing::get;
 use axum::Json;
 
-use crate::auth::CurrentUser;
-use crate::error::{AppError, AppResult};
-use crate::jobs::{query_pairs, stored_spec, visible_job};
+use crate::http::auth::CurrentUser;
+use crate::http::error::{AppError, AppResult};
+use crate::http::jobs::{query_pairs, stored_spec, visible_job};
 use crate::{now_millis, AppState, Route};
 use jobdeck_api::logs::{
     LogQueryData, LogQueryLabels, LogQueryResult, LogQueryResultType, LogQueryStatus, LogQueryStream,
@@ -123,7 +123,7 @@ impl LogQuery {
                 // Every value carries its time anyway; which jobs count is
                 // decided by the job named.
                 "job_query_mode" => {
-                    crate::jobs::parse_query_mode(value)?;
+                    crate::http::jobs::parse_query_mode(value)?;
                 }
                 "timestamps" | "interval_ms" => {}
                 other => return Err(bad(format!("unknown parameter '{other}'"))),
@@ -230,7 +230,7 @@ fn attempt_lines(
     found.truncate(limit);
     // Lines past the bound cannot be in the answer, which is bounded the same
     // way over every attempt in the same order (`answer`).
-    crate::log_api::within_bytes(&mut found, |line| line.text.len());
+    crate::http::logs::within_bytes(&mut found, |line| line.text.len());
     Ok(found)
 }
 
@@ -257,7 +257,7 @@ fn answer(
         Direction::Forward => all.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1))),
     }
     all.truncate(query.limit);
-    crate::log_api::within_bytes(&mut all, |(_, _, text)| text.len());
+    crate::http::logs::within_bytes(&mut all, |(_, _, text)| text.len());
     let mut streams: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for (nanos, replica, text) in all {
         streams.entry(replica).or_default().push((nanos.to_string(), text));

@@ -16,11 +16,11 @@ use jobdeck_api::{
     ReplicaStatus,
 };
 
-use crate::auth::CurrentUser;
 use crate::config::ShapeConfig;
-use crate::error::{AppError, AppResult};
-use crate::jobs::{query_pairs, stored_spec, visible_job};
-use crate::log_api::{self, LogRequest};
+use crate::http::auth::CurrentUser;
+use crate::http::error::{AppError, AppResult};
+use crate::http::jobs::{query_pairs, stored_spec, visible_job};
+use crate::http::logs::{self, LogRequest};
 use crate::{AppState, Route};
 use jobdeck_api::{parse_replica_id, replica_id, EndReason};
 use jobdeck_store::logs::LogStore;
@@ -174,7 +174,7 @@ struct Tail {
     timestamps: bool,
     done: bool,
     /// A follow holds one of its user's follower permits until it ends.
-    _follower: Option<crate::request_limits::Permit>,
+    _follower: Option<crate::http::request_limits::Permit>,
 }
 
 const CHUNK: usize = 256 * 1024;
@@ -284,14 +284,12 @@ async fn replica_log(
         LogRequest::Text { follow, timestamps, download } => (follow, timestamps, download),
         LogRequest::Range { from, to, wait } => {
             let _follower = if wait.is_zero() { None } else { Some(state.user_limits.follow(&user)?) };
-            let at =
-                log_api::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
-            return log_api::range(at, from, to, wait).await;
+            let at = logs::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
+            return logs::range(at, from, to, wait).await;
         }
         LogRequest::Search { text, regex, ignore_case, limit } => {
-            let at =
-                log_api::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
-            return log_api::search(at, text, regex, ignore_case, limit).await;
+            let at = logs::Attempt { store: state.store.clone(), logs: state.logs.clone(), job_id: id, index, attempt };
+            return logs::search(at, text, regex, ignore_case, limit).await;
         }
     };
     // Lepton's log endpoint streams a running replica's log until the replica
@@ -325,7 +323,7 @@ async fn replica_log(
     // `requests`; an explicit identity encoding makes it leave logs alone.
     headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
     if download {
-        headers.insert(header::CONTENT_DISPOSITION, log_api::attachment(&replica));
+        headers.insert(header::CONTENT_DISPOSITION, logs::attachment(&replica));
     }
     Ok(response)
 }

@@ -9,9 +9,9 @@ use axum::routing::get;
 use axum::Json;
 use jobdeck_api::metrics::{series_unit, JobMetrics, MetricSeries, ReplicaMetrics};
 
-use crate::auth::CurrentUser;
-use crate::error::{AppError, AppResult};
-use crate::jobs::{query_pairs, stored_spec, visible_job};
+use crate::http::auth::CurrentUser;
+use crate::http::error::{AppError, AppResult};
+use crate::http::jobs::{query_pairs, stored_spec, visible_job};
 use crate::{AppState, Route};
 use jobdeck_api::{parse_replica_id, replica_id};
 use jobdeck_store::series::Point;

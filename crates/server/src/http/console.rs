@@ -101,7 +101,7 @@ pub fn serve(router: Router<AppState>, dir: &Path) -> Router<AppState> {
 async fn serve_console(files: Arc<ConsoleFiles>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     if path == "/api" || path.starts_with("/api/") {
-        return crate::error::AppError::NotFound(format!("no API route for {path}")).into_response();
+        return crate::http::error::AppError::NotFound(format!("no API route for {path}")).into_response();
     }
     if let Some(location) = lepton_dashboard_link(&path) {
         return with_security_headers(&files, redirect(&location));

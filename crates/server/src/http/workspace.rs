@@ -8,8 +8,8 @@ use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{ResourceQuota, TotalResource, Workloads, WorkspaceInfo, WorkspaceRecord, WorkspaceShape};
 
-use crate::auth::CurrentUser;
-use crate::error::{AppError, AppResult};
+use crate::http::auth::CurrentUser;
+use crate::http::error::{AppError, AppResult};
 use crate::topology::usage_by_group;
 use crate::{AppState, Route};
 

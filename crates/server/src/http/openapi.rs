@@ -86,9 +86,9 @@ pub fn document(config: &Config) -> Value {
     schemas["EnvVar"]["properties"]["name"]["pattern"] = json!(jobdeck_api::ENV_NAME_PATTERN);
     let secret = &mut schemas["Secret"]["properties"];
     secret["name"]["pattern"] = json!(jobdeck_api::ENV_NAME_PATTERN);
-    secret["name"]["maxLength"] = json!(crate::secrets::MAX_NAME);
+    secret["name"]["maxLength"] = json!(crate::http::secrets::MAX_NAME);
     secret["value"]["minLength"] = json!(1);
-    secret["value"]["maxLength"] = json!(crate::secrets::MAX_VALUE);
+    secret["value"]["maxLength"] = json!(crate::http::secrets::MAX_VALUE);
     let port_name = &mut schemas["ContainerPort"]["properties"]["name"];
     port_name["minLength"] = json!(1);
     port_name["maxLength"] = json!(jobdeck_api::PORT_NAME_MAX_LEN);

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use jobdeck_api::{LogLine, LogRange, LogSearch};
 
-use crate::error::{AppError, AppResult};
+use crate::http::error::{AppError, AppResult};
 use jobdeck_store::logs::{LogStore, Stream};
 use jobdeck_store::Store;
 
@@ -303,7 +303,7 @@ mod tests {
     use super::*;
 
     fn parse(query: &str) -> AppResult<LogRequest> {
-        LogRequest::parse(&crate::jobs::query_pairs(Some(query)))
+        LogRequest::parse(&crate::http::jobs::query_pairs(Some(query)))
     }
 
     #[test]

@@ -14,7 +14,7 @@ use axum::http::Uri;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::error::AppError;
+use crate::http::error::AppError;
 
 const GATEWAY_PREFIX: &str = "/api/v2/workspaces/";
 

@@ -6,10 +6,10 @@ use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{EndReason, FailureAnalysis};
 
-use crate::auth::CurrentUser;
-use crate::error::{AppError, AppResult};
 use crate::failure::analysis::{analyse, JobFacts};
-use crate::jobs::{stored_spec, visible_job};
+use crate::http::auth::CurrentUser;
+use crate::http::error::{AppError, AppResult};
+use crate::http::jobs::{stored_spec, visible_job};
 use crate::{AppState, Route};
 
 pub fn routes() -> Vec<Route> {

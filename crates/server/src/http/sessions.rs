@@ -12,8 +12,8 @@ use axum::routing::{delete, get, post};
 use axum::Json;
 use jobdeck_api::{NewSession, TokenInfo, TokenKind, TokenList};
 
-use crate::auth::{self, CurrentUser, TokenRequest};
-use crate::error::{AppError, AppResult};
+use crate::http::auth::{self, CurrentUser, TokenRequest};
+use crate::http::error::{AppError, AppResult};
 use crate::{now_millis, AppState, Route};
 
 pub fn routes() -> Vec<Route> {

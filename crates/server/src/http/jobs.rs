@@ -11,8 +11,8 @@ use jobdeck_api::{
     FieldErrors, JobList, JobSpec, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility,
 };
 
-use crate::auth::CurrentUser;
-use crate::error::{ApiJson, AppError, AppResult};
+use crate::http::auth::CurrentUser;
+use crate::http::error::{ApiJson, AppError, AppResult};
 use crate::scheduler::{Command, NewJob};
 use crate::spec::ResolvedSpec;
 use crate::topology::{node_group_views, shape_view};
@@ -248,7 +248,7 @@ async fn create_job(
     let secrets = state.store.secrets_visible_to(user.name.clone()).await?;
     let context = validation_context_with(&state, &user.name, &secrets).await?;
     let mut errors = jobdeck_api::validate_job_in(&job, &context);
-    merge(&mut errors, crate::secrets::pin_secret_owners(&mut job.spec, &user.name, &secrets));
+    merge(&mut errors, crate::http::secrets::pin_secret_owners(&mut job.spec, &user.name, &secrets));
     merge(&mut errors, state.executor.check_spec(&job.spec));
     // Whether the job can ever fit this server is a question about a valid
     // job: asked of an out-of-range count it would only add a second message
@@ -340,7 +340,7 @@ async fn get_job(
 /// Whether `user` may stop, start or delete `row`: its creator may, and the
 /// workspace administrator may for public jobs.
 pub fn may_change(user: &CurrentUser, row: &JobRow) -> bool {
-    row.created_by == user.name || (user.name == crate::auth::ADMIN_USER && row.visibility == Visibility::Public)
+    row.created_by == user.name || (user.name == crate::http::auth::ADMIN_USER && row.visibility == Visibility::Public)
 }
 
 /// A job the caller may see and change: 404 when hidden, 403 when visible

@@ -7,8 +7,8 @@ use axum::Json;
 use jobdeck_api::{FieldErrors, Secret};
 use serde::Deserialize;
 
-use crate::auth::CurrentUser;
-use crate::error::{ApiJson, AppError, AppResult};
+use crate::http::auth::CurrentUser;
+use crate::http::error::{ApiJson, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
 use jobdeck_store::SecretRow;
 

@@ -10,8 +10,8 @@ use axum::Json;
 use jobdeck_api::defaults::SECRET_VISIBILITY;
 use jobdeck_api::{FieldErrors, ImagePullSecret, ImagePullSecretSpec, Metadata};
 
-use crate::auth::CurrentUser;
-use crate::error::{ApiJson, AppError, AppResult};
+use crate::http::auth::CurrentUser;
+use crate::http::error::{ApiJson, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
 use jobdeck_store::ImagePullSecretRow;
 

@@ -1,0 +1,25 @@
+//! The HTTP layer: the handlers of every resource (parse, authorize,
+//! respond), the error every handler answers with ([`error::AppError`]),
+//! authentication and sessions, the bounds on requests, the request log,
+//! the accept loop, the gateway form, the console's files and the OpenAPI
+//! document. Nothing below this layer names it (`tests/api/layering.rs`).
+
+pub mod auth;
+pub mod cluster;
+pub mod console;
+pub mod error;
+pub mod failure_analysis;
+pub mod gateway;
+pub mod image_pull_secrets;
+pub mod jobs;
+pub mod lepton_logs;
+pub mod listener;
+pub mod logs;
+pub mod metrics;
+pub mod openapi;
+pub mod replicas;
+pub mod request_limits;
+pub mod request_log;
+pub mod secrets;
+pub mod sessions;
+pub mod workspace;
