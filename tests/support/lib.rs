@@ -161,7 +161,7 @@ impl Server {
         // unless JOBDECK_LOG asks for it. A 500's line is an error and
         // still shows.
         if std::env::var_os("JOBDECK_LOG").is_none() {
-            command.env("JOBDECK_LOG", "info,jobdeck_server::request_log=error");
+            command.env("JOBDECK_LOG", "info,jobdeck_server::http::request_log=error");
         }
         command
     }
