@@ -1,0 +1,215 @@
+//! The database's schema as a list of steps, and the step runner that
+//! brings a database of any earlier release up to date at start-up.
+
+use rusqlite::Connection;
+
+/// The schema, one step per entry; a step is never edited once released,
+/// only followed by new ones.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: users, hashed tokens and jobs.
+    "CREATE TABLE users (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        created_at INTEGER NOT NULL
+    );
+    CREATE TABLE tokens (
+        hash TEXT PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL
+    );
+    CREATE TABLE jobs (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        visibility TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        spec TEXT NOT NULL
+    );
+    CREATE INDEX jobs_by_created ON jobs(created_at DESC, id);",
+    // 2: the lifecycle of jobs (runs, queueing, placement, counts, archiving),
+    // replica attempts, events and secrets.
+    "ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 4000;
+    ALTER TABLE jobs ADD COLUMN node_groups TEXT NOT NULL DEFAULT '';
+    ALTER TABLE jobs ADD COLUMN reason TEXT;
+    ALTER TABLE jobs ADD COLUMN message TEXT;
+    ALTER TABLE jobs ADD COLUMN run INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN queued_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN started_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN completed_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN archive_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN placement TEXT;
+    ALTER TABLE jobs ADD COLUMN stop_reason TEXT;
+    ALTER TABLE jobs ADD COLUMN job_retries INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN succeeded INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN active INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN ready INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN master_port INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX jobs_by_state ON jobs(state);
+    CREATE INDEX jobs_by_archive_at ON jobs(archive_at) WHERE archive_at IS NOT NULL;
+    CREATE INDEX jobs_by_name ON jobs(name, created_at DESC);
+    CREATE TABLE replicas (
+        job_id TEXT NOT NULL,
+        completion_index INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        run INTEGER NOT NULL,
+        phase TEXT NOT NULL,
+        readiness_reason TEXT,
+        readiness_message TEXT,
+        node TEXT,
+        node_group TEXT,
+        gpu_ids TEXT NOT NULL DEFAULT '',
+        exit_code INTEGER,
+        signal INTEGER,
+        reason TEXT,
+        message TEXT,
+        created_at INTEGER NOT NULL,
+        start_time INTEGER,
+        end_time INTEGER,
+        executor_state TEXT,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (job_id, completion_index, attempt)
+    ) WITHOUT ROWID;
+    CREATE TABLE job_events (
+        id INTEGER PRIMARY KEY,
+        job_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        message TEXT NOT NULL,
+        regarding_kind TEXT NOT NULL,
+        regarding_name TEXT NOT NULL,
+        count INTEGER NOT NULL DEFAULT 1,
+        first_time INTEGER NOT NULL,
+        last_time INTEGER NOT NULL
+    );
+    CREATE INDEX job_events_by_job ON job_events(job_id, id);
+    CREATE TABLE secrets (
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        value TEXT NOT NULL,
+        visibility TEXT NOT NULL,
+        tags TEXT NOT NULL DEFAULT '[]',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (owner, name)
+    );
+    CREATE INDEX secrets_by_name ON secrets(name);",
+    // 3: listings that stay fast with 100,000 jobs (docs/measurements.md).
+    // `jobs_list` walks jobs newest first with every column a listing filters
+    // on except labels, so a page is found without reading rows it skips;
+    // `job_counts` keeps the number of jobs per (visibility, creator, state,
+    // node groups), maintained by triggers, so the total of a listing that
+    // filters on nothing else is a sum over a few dozen rows instead of a
+    // count over every job; `job_search` is a trigram index of the job ids,
+    // which finds the few jobs a name search matches without reading every
+    // id (`list_jobs`).
+    "DROP INDEX jobs_by_created;
+    CREATE INDEX jobs_list ON jobs(created_at DESC, id DESC, visibility, created_by, state, node_groups);
+    CREATE TABLE job_counts (
+        visibility TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        state TEXT NOT NULL,
+        node_groups TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (visibility, created_by, state, node_groups)
+    ) WITHOUT ROWID;
+    INSERT INTO job_counts SELECT visibility, created_by, state, node_groups, COUNT(*) FROM jobs GROUP BY 1, 2, 3, 4;
+    CREATE VIRTUAL TABLE job_search USING fts5(id, tokenize = 'trigram');
+    INSERT INTO job_search(id) SELECT id FROM jobs;
+    CREATE TRIGGER jobs_searchable_on_insert AFTER INSERT ON jobs BEGIN
+        INSERT INTO job_search(id) VALUES (NEW.id);
+    END;
+    CREATE TRIGGER jobs_searchable_on_delete AFTER DELETE ON jobs BEGIN
+        DELETE FROM job_search
+            WHERE job_search MATCH char(34) || replace(OLD.id, char(34), char(34) || char(34)) || char(34) AND id = OLD.id;
+    END;
+    CREATE TRIGGER jobs_counted_on_insert AFTER INSERT ON jobs BEGIN
+        INSERT INTO job_counts VALUES (NEW.visibility, NEW.created_by, NEW.state, NEW.node_groups, 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER jobs_counted_on_delete AFTER DELETE ON jobs BEGIN
+        UPDATE job_counts SET n = n - 1 WHERE visibility = OLD.visibility AND created_by = OLD.created_by
+            AND state = OLD.state AND node_groups = OLD.node_groups;
+        DELETE FROM job_counts WHERE n <= 0;
+    END;
+    CREATE TRIGGER jobs_counted_on_update AFTER UPDATE OF visibility, created_by, state, node_groups ON jobs
+    WHEN OLD.visibility IS NOT NEW.visibility OR OLD.created_by IS NOT NEW.created_by
+        OR OLD.state IS NOT NEW.state OR OLD.node_groups IS NOT NEW.node_groups
+    BEGIN
+        UPDATE job_counts SET n = n - 1 WHERE visibility = OLD.visibility AND created_by = OLD.created_by
+            AND state = OLD.state AND node_groups = OLD.node_groups;
+        DELETE FROM job_counts WHERE n <= 0;
+        INSERT INTO job_counts VALUES (NEW.visibility, NEW.created_by, NEW.state, NEW.node_groups, 1)
+            ON CONFLICT DO UPDATE SET n = n + 1;
+    END;",
+    // 4: image pull secrets (`/imagepullsecrets`): registry credentials a job
+    // names in `spec.image_pull_secrets`; names are unique per owner.
+    "CREATE TABLE image_pull_secrets (
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        registry_server TEXT NOT NULL,
+        username TEXT NOT NULL,
+        password TEXT NOT NULL,
+        email TEXT NOT NULL DEFAULT '',
+        visibility TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (owner, name)
+    );",
+    // 5: when a replica waiting out its retry back-off starts (Unix ms), and
+    // what the executor calls an attempt (a container, a Slurm job).
+    "ALTER TABLE replicas ADD COLUMN retry_at INTEGER;
+    ALTER TABLE replicas ADD COLUMN executor_id TEXT;",
+    // 6: resource use per replica attempt and series, kept bounded
+    // (metrics/series.rs): a point is the mean and peak of `count` samples
+    // from time `t` on.
+    "CREATE TABLE metrics (
+        job_id TEXT NOT NULL,
+        completion_index INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        series TEXT NOT NULL,
+        t INTEGER NOT NULL,
+        mean REAL NOT NULL,
+        max REAL NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (job_id, completion_index, attempt, series, t)
+    ) WITHOUT ROWID;",
+    // 7: tokens with an id to list and revoke them by, a kind, a name, an
+    // expiry, when they were last used and revoked, and the token a console
+    // session was made from (`origin_id`), so that revoking a token ends its
+    // sessions too (auth.rs). Tokens from before keep working: kind `api`,
+    // no expiry.
+    "CREATE TABLE tokens_v7 (
+        id INTEGER PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        last_used_at INTEGER,
+        revoked_at INTEGER,
+        origin_id INTEGER
+    );
+    INSERT INTO tokens_v7 (hash, user_id, kind, created_at)
+        SELECT hash, user_id, 'api', created_at FROM tokens ORDER BY created_at, rowid;
+    DROP TABLE tokens;
+    ALTER TABLE tokens_v7 RENAME TO tokens;
+    CREATE INDEX tokens_by_user ON tokens(user_id, id);
+    CREATE INDEX tokens_by_origin ON tokens(origin_id) WHERE origin_id IS NOT NULL;",
+];
+
+/// Applies the steps a database has not had yet, each in its own
+/// transaction, and records how far it got in `PRAGMA user_version`.
+pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    for (index, step) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(step)?;
+        tx.pragma_update(None, "user_version", (index + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
