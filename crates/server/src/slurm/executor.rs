@@ -20,7 +20,6 @@
 //! counted, and the output file is read on from the line after them.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,8 +29,10 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use super::cli::{SlurmTools, TaskState};
+use super::output::Tail;
 use super::script::{self, SubmissionInput};
 use super::settings::SlurmSettings;
+use super::states::{ended_reason, pending_issue};
 use crate::config::{Config, ConfigError, ExecutorKind};
 use crate::executor::run_ledger::{self, Decision, Ending, Failure, RetryLimits, RunLedger};
 use crate::executor::runs::Runs;
@@ -40,7 +41,6 @@ use crate::executor::{
     ReplicaObservation, RunOutcome, StopReason,
 };
 use crate::failure::{classify, AttemptEnd};
-use jobdeck_store::logs::{stored_pieces, LineSplitter, LogStore, LogWriter, Stream};
 use jobdeck_store::ReplicaRow;
 
 /// What the executor keeps in an attempt's `executor_state`.
@@ -236,14 +236,6 @@ struct Attempt {
     tail: Option<Tail>,
     /// Said once: the attempt started.
     announced: bool,
-}
-
-/// Copies an output file into an attempt's log.
-struct Tail {
-    path: PathBuf,
-    offset: u64,
-    splitter: LineSplitter,
-    writer: LogWriter,
 }
 
 /// One run of one job on Slurm: submits its array, polls it, copies its
@@ -808,166 +800,6 @@ impl SlurmRunController {
     }
 }
 
-/// A pending task's readiness issue from Slurm's reason.
-fn pending_issue(reason: &str, retry_at: Option<i64>) -> ReadinessIssue {
-    let issue = |reason: &str, message: String| ReadinessIssue { reason: reason.into(), message };
-    match reason {
-        "BeginTime" if retry_at.is_some() => issue("BackOff", "waiting out the retry back-off (BeginTime)".into()),
-        "Resources" => {
-            issue("NoCapacity", "waiting in Slurm's queue: no node has the resources free yet (Resources)".into())
-        }
-        "Priority" => issue("Queueing", "waiting in Slurm's queue behind jobs of higher priority (Priority)".into()),
-        "" | "None" => issue("Queueing", "waiting in Slurm's queue".into()),
-        other => issue("Queueing", format!("waiting in Slurm's queue ({other})")),
-    }
-}
-
-/// The replica's end reason and message from an ended task.
-fn ended_reason(task: &TaskState, ending: Option<&Ending>) -> (EndReason, String) {
-    let code = match (task.exit_code, task.signal) {
-        (_, Some(signal)) => format!("ended by signal {signal}"),
-        (Some(code), None) => format!("exited with code {code}"),
-        _ => "ended".into(),
-    };
-    let said = |what: &str| format!("{what} (Slurm: {} {})", task.state, task.reason);
-    match task.state.as_str() {
-        "COMPLETED" => (EndReason::Completed, "the command exited with code 0".into()),
-        "OUT_OF_MEMORY" => {
-            (EndReason::OomKilled, said("the replica used more memory than its shape allows and was killed"))
-        }
-        "TIMEOUT" | "DEADLINE" => (EndReason::DeadlineExceeded, said("the job ran past its time limit (--time)")),
-        "NODE_FAIL" | "BOOT_FAIL" => (EndReason::NodeLost, said("its node failed")),
-        "PREEMPTED" => (EndReason::Preempted, said("Slurm preempted it")),
-        "CANCELLED" => match ending {
-            Some(Ending::Stop(reason)) => ((*reason).into(), format!("stopped ({}); scancel", reason.as_str())),
-            Some(Ending::Fail { reason, .. }) => (reason.clone(), format!("cancelled: the run is failing ({reason})")),
-            None => (EndReason::Cancelled, said("cancelled in Slurm, not by Jobdeck")),
-        },
-        _ => match task.signal {
-            Some(_) => (EndReason::Signaled, format!("the command {code}")),
-            None => (EndReason::Error, format!("the command {code}")),
-        },
-    }
-}
-
 fn read_exit_file(path: &Path) -> Option<i32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-impl Tail {
-    /// Opens the copy of `path` into an attempt's log, resuming after the
-    /// lines the log already holds.
-    fn open(logs: &LogStore, job_id: &str, index: i64, attempt: i64, path: PathBuf) -> std::io::Result<Tail> {
-        let stored = match logs.open(job_id, index, attempt)? {
-            Some(reader) => reader.line_count()?,
-            None => 0,
-        };
-        let offset = resume_offset(&path, stored)?;
-        let (log, idx) = logs.paths(job_id, index, attempt);
-        Ok(Tail { path, offset, splitter: LineSplitter::default(), writer: LogWriter::create(&log, &idx)? })
-    }
-
-    /// Stores the complete lines the file gained.
-    fn copy(&mut self, now: i64) -> std::io::Result<()> {
-        let mut file = match std::fs::File::open(&self.path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        file.seek(SeekFrom::Start(self.offset))?;
-        let mut buffer = vec![0u8; 256 * 1024];
-        loop {
-            let n = file.read(&mut buffer)?;
-            if n == 0 {
-                break;
-            }
-            self.offset += n as u64;
-            let writer = &mut self.writer;
-            self.splitter.feed(&buffer[..n], |line| {
-                let _ = writer.append(Stream::Stdout, now, line);
-            });
-        }
-        self.writer.flush()
-    }
-
-    /// Stores what is left, a last line without its newline included.
-    fn finish(&mut self, now: i64) {
-        let _ = self.copy(now);
-        let writer = &mut self.writer;
-        self.splitter.finish(|line| {
-            let _ = writer.append(Stream::Stdout, now, line);
-        });
-        let _ = self.writer.flush();
-    }
-}
-
-/// The byte offset in `path` just after the source lines that make the
-/// first `stored` lines of the log (a long source line is stored as
-/// several), so a copy resumed after a restart neither repeats nor skips.
-fn resume_offset(path: &Path, stored: u64) -> std::io::Result<u64> {
-    if stored == 0 {
-        return Ok(0);
-    }
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(e),
-    };
-    let (mut offset, mut lines) = (0u64, 0u64);
-    for line in bytes.split_inclusive(|b| *b == b'\n') {
-        if !line.ends_with(b"\n") || lines >= stored {
-            break;
-        }
-        let text = String::from_utf8_lossy(&line[..line.len() - 1]);
-        lines += stored_pieces(&text).count().max(1) as u64;
-        offset += line.len() as u64;
-    }
-    Ok(offset)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_resumed_copy_starts_after_the_stored_lines() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out");
-        std::fs::write(&path, "one\ntwo\nthree\npartial").unwrap();
-        // (lines stored, offset to read on from)
-        for (stored, offset) in [(0, 0), (1, 4), (2, 8), (3, 14), (4, 14)] {
-            assert_eq!(resume_offset(&path, stored).unwrap(), offset, "{stored}");
-        }
-        assert_eq!(resume_offset(&dir.path().join("missing"), 3).unwrap(), 0);
-    }
-
-    #[test]
-    fn slurm_states_become_replica_ends() {
-        let task = |state: &str, reason: &str, exit: Option<i32>, signal: Option<i32>| TaskState {
-            state: state.into(),
-            reason: reason.into(),
-            exit_code: exit,
-            signal,
-            ..TaskState::default()
-        };
-        let stop = Ending::Stop(StopReason::Stopped);
-        // (task, ending, replica reason, counts against the limits)
-        let cases = [
-            (task("COMPLETED", "None", Some(0), None), None, "Completed", false),
-            (task("FAILED", "NonZeroExitCode", Some(3), None), None, "Error", true),
-            (task("FAILED", "JobLaunchFailure", Some(0), Some(9)), None, "Signaled", true),
-            (task("OUT_OF_MEMORY", "OutOfMemory", Some(0), Some(9)), None, "OOMKilled", true),
-            (task("TIMEOUT", "TimeLimit", Some(0), Some(15)), None, "DeadlineExceeded", false),
-            (task("NODE_FAIL", "NodeDown", None, None), None, "NodeLost", true),
-            (task("CANCELLED", "None", Some(0), Some(15)), Some(&stop), "Stopped", false),
-            (task("CANCELLED", "None", Some(0), Some(15)), None, "Cancelled", true),
-        ];
-        for (task, ending, reason, counted) in cases {
-            let (got, _) = ended_reason(&task, ending);
-            assert_eq!((got.as_str(), got.counts_against_retries()), (reason, counted), "{task:?}");
-        }
-        assert_eq!(pending_issue("Resources", None).reason, "NoCapacity");
-        assert_eq!(pending_issue("Priority", None).reason, "Queueing");
-        assert_eq!(pending_issue("BeginTime", Some(1)).reason, "BackOff");
-    }
 }

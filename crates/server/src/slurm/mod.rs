@@ -10,8 +10,10 @@
 
 pub mod cli;
 pub mod executor;
+mod output;
 pub mod script;
 pub mod settings;
+mod states;
 
 pub use executor::SlurmExecutor;
 pub use settings::SlurmSettings;
