@@ -122,7 +122,14 @@ impl TestApp {
     /// hold a replica in a state this way instead of betting on a `sleep`.
     pub fn gate(&self, name: &str) -> (String, std::path::PathBuf) {
         let file = self.data_dir().join(format!("gate-{name}"));
-        (format!("while [ ! -e '{}' ]; do sleep 0.05; done", file.display()), file)
+        // A gate the test never opened ends with its data directory (the
+        // test is over), so no replica outlives its test.
+        let waiting = format!(
+            "while [ ! -e '{}' ]; do [ -d '{}' ] || exit 3; sleep 0.05; done",
+            file.display(),
+            self.data_dir().display()
+        );
+        (waiting, file)
     }
 
     pub async fn call(&self, method: Method, uri: &str, token: &str, body: Option<&Value>) -> TestResponse {
