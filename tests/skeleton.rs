@@ -225,6 +225,7 @@ fn a_part_answered_with_an_error_can_be_tried_again() {
     );
     browser.click(&browser.find("nav a[href='/jobs/new']"));
     browser.wait_for_text("This part of the console could not be downloaded.");
+    browser.screenshot(&screenshot_path("skeleton-part-answered-503"));
     browser.execute("window.fetch = window.__fetch;", vec![]);
     browser.click(&browser.find("[role=alert] button"));
     browser.wait_until("the form", || browser.try_find("#job-name").map(|_| ()));

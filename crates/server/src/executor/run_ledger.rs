@@ -59,41 +59,43 @@ pub struct Failure<'a> {
     pub program_error: bool,
 }
 
+/// Which limit a run's failures have passed, if any, in the order the
+/// limits are judged: a program error with retry on program error disabled,
+/// then the backoff limit (all failures), then the retries allowed per unit
+/// (`worst_unit`: the failures of the unit that failed most).
+fn limit_passed(limits: RetryLimits, failures_total: i64, worst_unit: i64, program_error: bool) -> Option<EndReason> {
+    if program_error && limits.disable_retry_on_program_error {
+        Some(EndReason::ProgramError)
+    } else if failures_total > limits.backoff_limit {
+        Some(EndReason::BackoffLimitExceeded)
+    } else if limits.max_failure_retry.is_some_and(|per_unit| worst_unit > per_unit) {
+        Some(EndReason::MaxFailureRetryExceeded)
+    } else {
+        None
+    }
+}
+
 /// Decides after a failure, with the failure already counted in
 /// `failures_total` and `failures_of_unit`.
 pub fn decide(limits: RetryLimits, failures_total: i64, failures_of_unit: i64, failure: &Failure<'_>) -> Decision {
     let Failure { replica, message, program_error } = *failure;
-    if program_error && limits.disable_retry_on_program_error {
-        return Decision::Fail {
-            reason: EndReason::ProgramError,
-            message: format!(
-                "replica {replica} failed with a program error ({message}) and retry on program error is disabled"
-            ),
-            program_error: true,
-        };
-    }
-    if failures_total > limits.backoff_limit {
-        return Decision::Fail {
-            reason: EndReason::BackoffLimitExceeded,
-            message: format!(
-                "{}; the last: replica {replica}: {message}",
-                over_backoff_limit(failures_total, limits.backoff_limit)
-            ),
-            program_error,
-        };
-    }
-    if let Some(per_unit) = limits.max_failure_retry {
-        if failures_of_unit > per_unit {
-            return Decision::Fail {
-                reason: EndReason::MaxFailureRetryExceeded,
-                message: format!(
-                    "replica {replica} failed {failures_of_unit} times, more than the {per_unit} retries allowed per replica: {message}"
-                ),
-                program_error,
-            };
-        }
-    }
-    Decision::Retry
+    let Some(reason) = limit_passed(limits, failures_total, failures_of_unit, program_error) else {
+        return Decision::Retry;
+    };
+    let message = match reason {
+        EndReason::ProgramError => format!(
+            "replica {replica} failed with a program error ({message}) and retry on program error is disabled"
+        ),
+        EndReason::BackoffLimitExceeded => format!(
+            "{}; the last: replica {replica}: {message}",
+            over_backoff_limit(failures_total, limits.backoff_limit)
+        ),
+        _ => format!(
+            "replica {replica} failed {failures_of_unit} times, more than the {} retries allowed per replica: {message}",
+            limits.max_failure_retry.unwrap_or(0)
+        ),
+    };
+    Decision::Fail { reason, message, program_error }
 }
 
 /// Why a run failed on its backoff limit: "2 attempts failed, more than the
@@ -172,29 +174,18 @@ impl RunLedger {
     /// the run is now ending.
     pub fn judge_restored(&mut self, program_error: bool) -> bool {
         let worst_unit = self.failures_by_unit.values().copied().max().unwrap_or(0);
-        let limits = self.limits;
-        let ending = if program_error && limits.disable_retry_on_program_error {
-            Some((
-                EndReason::ProgramError,
-                "a replica failed with a program error and retry on program error is disabled".to_string(),
-            ))
-        } else if self.failures_total > limits.backoff_limit {
-            Some((EndReason::BackoffLimitExceeded, over_backoff_limit(self.failures_total, limits.backoff_limit)))
-        } else if limits.max_failure_retry.is_some_and(|most| worst_unit > most) {
-            Some((
-                EndReason::MaxFailureRetryExceeded,
-                format!("a replica failed {worst_unit} times, more than the retries allowed per replica"),
-            ))
-        } else {
-            None
+        let Some(reason) = limit_passed(self.limits, self.failures_total, worst_unit, program_error) else {
+            return false;
         };
-        match ending {
-            Some((reason, message)) => {
-                let program_error = program_error && reason == EndReason::ProgramError;
-                self.begin_ending(Ending::Fail { reason, message, program_error })
+        let message = match reason {
+            EndReason::ProgramError => {
+                "a replica failed with a program error and retry on program error is disabled".to_string()
             }
-            None => false,
-        }
+            EndReason::BackoffLimitExceeded => over_backoff_limit(self.failures_total, self.limits.backoff_limit),
+            _ => format!("a replica failed {worst_unit} times, more than the retries allowed per replica"),
+        };
+        let program_error = program_error && reason == EndReason::ProgramError;
+        self.begin_ending(Ending::Fail { reason, message, program_error })
     }
 
     /// Begins ending the run; returns whether this ending took. A stop wins

@@ -51,7 +51,10 @@ impl<B> OnResponse<B> for LogAnswer {
         let status = response.status().as_u16();
         let latency_ms = format!("{:.1}", latency.as_secs_f64() * 1000.0);
         match response.extensions().get::<InternalCause>() {
-            Some(InternalCause(cause)) => tracing::error!(status, %latency_ms, %cause, "answered"),
+            // Quoted and escaped (`?`): a cause may carry text from a
+            // request or a stored row, and a line break in it must not
+            // forge a line of its own.
+            Some(InternalCause(cause)) => tracing::error!(status, %latency_ms, ?cause, "answered"),
             None if response.status().is_server_error() => tracing::warn!(status, %latency_ms, "answered"),
             None => tracing::info!(status, %latency_ms, "answered"),
         }

@@ -378,7 +378,7 @@ async fn each_request_is_one_log_line_by_route_and_a_500_says_its_cause() {
     };
     let failed = line_of("/api/v2/jobs/{id}", 500);
     assert!(failed.contains("ERROR") && failed.contains("method=GET"), "{failed}");
-    assert!(failed.contains("cause=key must be a string"), "the cause on the same line: {failed}");
+    assert!(failed.contains("cause=\"key must be a string"), "the cause, quoted, on the same line: {failed}");
     assert!(failed.contains("latency_ms="), "{failed}");
     line_of("/api/v2/shapes", 200);
     line_of("/api/v2/jobs", 401);
