@@ -6,22 +6,14 @@
 //! `http::error::AppError`, which maps to a status code and a JSON body.
 
 pub mod cli;
-pub mod config;
-pub mod executor;
-pub mod failure;
 pub mod http;
-pub mod kubernetes;
-pub mod metrics;
-pub mod scheduler;
-pub mod slurm;
-pub mod spec;
-pub mod topology;
 
 use std::sync::Arc;
 
 use axum::Router;
 
-pub use config::Config;
+use jobdeck_core::{config, executor, metrics, scheduler, Config};
+use jobdeck_executors::{kubernetes, local, slurm};
 use jobdeck_store::logs::LogStore;
 use jobdeck_store::Store;
 
@@ -52,7 +44,7 @@ impl AppState {
         let host = executor::ExecutorHost::new(store.clone(), logs.clone(), host_tx).with_metrics(metrics_now.clone());
         // The executor the config names: the one place that knows them all.
         let executor: Arc<dyn executor::Executor> = match config.executor.kind {
-            config::ExecutorKind::Local => Arc::new(executor::local::LocalExecutor::new(host, &config)),
+            config::ExecutorKind::Local => Arc::new(local::LocalExecutor::new(host, &config)),
             config::ExecutorKind::Kubernetes => {
                 Arc::new(kubernetes::KubernetesExecutor::connect(config.clone(), host).await?)
             }
@@ -169,24 +161,6 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .fallback_service(router)
         .layer(axum::middleware::from_fn_with_state(workspace, http::gateway::workspace_gateway))
-}
-
-/// An error and its sources, `outer: inner: innermost`, as one line. Some
-/// errors (kube's, io's inside them) also write their source into their
-/// own message: a cause the line already ends with is not repeated.
-pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string().trim_end().to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let said = cause.to_string();
-        let said = said.trim_end();
-        if !text.ends_with(said) {
-            text.push_str(": ");
-            text.push_str(said);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// Milliseconds since the Unix epoch, the store's clock: every stamp the

@@ -6,12 +6,12 @@ use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{Node, NodeGroup, Shape, StoragePermission, Visibility};
 
-use crate::config::ShapeConfig;
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
 use crate::http::jobs::query_pairs;
-use crate::topology::{node_group_views, node_views, shape_view};
 use crate::{AppState, Route};
+use jobdeck_core::config::ShapeConfig;
+use jobdeck_core::topology::{node_group_views, node_views, shape_view};
 use jobdeck_store::ReplicaRow;
 
 pub fn routes() -> Vec<Route> {

@@ -12,8 +12,8 @@ use axum::Json;
 use jobdeck_api::{ApiError, FieldErrors, JsonError};
 use serde::de::DeserializeOwned;
 
-use crate::error_chain as chain;
-use crate::scheduler::SchedulerError;
+use jobdeck_core::error_chain as chain;
+use jobdeck_core::scheduler::SchedulerError;
 use jobdeck_store::StoreError;
 
 #[derive(Debug)]

@@ -6,11 +6,11 @@ use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{EndReason, FailureAnalysis};
 
-use crate::failure::analysis::{analyse, JobFacts};
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
 use crate::http::jobs::{stored_spec, visible_job};
 use crate::{AppState, Route};
+use jobdeck_core::failure::analysis::{analyse, JobFacts};
 
 pub fn routes() -> Vec<Route> {
     vec![("/jobs/{id}/failure-analysis", get(failure_analysis))]
@@ -50,7 +50,7 @@ async fn failure_analysis(
         .await
         .map_err(AppError::internal)?;
     // An out-of-memory kill shows the memory curve that led to it.
-    if analysis.err_class == crate::failure::FailureClass::Oom.as_str() {
+    if analysis.err_class == jobdeck_core::failure::FailureClass::Oom.as_str() {
         let killed = analysis
             .failed_replicas
             .iter()

@@ -13,10 +13,10 @@ use jobdeck_api::{
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::{ApiJson, AppError, AppResult};
-use crate::scheduler::{Command, NewJob};
-use crate::spec::ResolvedSpec;
-use crate::topology::{node_group_views, shape_view};
 use crate::{now_millis, AppState, Route};
+use jobdeck_core::scheduler::{Command, NewJob};
+use jobdeck_core::spec::ResolvedSpec;
+use jobdeck_core::topology::{node_group_views, shape_view};
 use jobdeck_store::{JobFilter, JobRow, JobRuntime, QueryMode, SecretRow, SortKey};
 
 pub fn routes() -> Vec<Route> {

@@ -13,7 +13,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
-use crate::config::LimitsConfig;
+use jobdeck_core::config::LimitsConfig;
 
 /// Serves `app` on `listener` until `shutdown` completes, then lets every
 /// open connection finish its current request and waits for them.

@@ -51,7 +51,15 @@ async fn job_metrics(
         .into_iter()
         .map(|((index, attempt), series)| {
             let id = replica_id(&job.id, index, attempt);
-            crate::metrics::summarize(id, index, attempt, &series, limit, running.contains(&(index, attempt)), now)
+            jobdeck_core::metrics::summarize(
+                id,
+                index,
+                attempt,
+                &series,
+                limit,
+                running.contains(&(index, attempt)),
+                now,
+            )
         })
         .collect();
     Ok(Json(JobMetrics { replicas }))

@@ -27,8 +27,8 @@ use jobdeck_api::{
 use serde_json::{json, Value};
 use utoipa::OpenApi;
 
-use crate::config::Config;
 use crate::{AppState, Route};
+use jobdeck_core::config::Config;
 
 /// The operations, written by hand; `components.schemas` comes from
 /// [`WireTypes`].

@@ -16,13 +16,13 @@ use jobdeck_api::{
     ReplicaStatus,
 };
 
-use crate::config::ShapeConfig;
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
 use crate::http::jobs::{query_pairs, stored_spec, visible_job};
 use crate::http::logs::{self, LogRequest};
 use crate::{AppState, Route};
 use jobdeck_api::{parse_replica_id, replica_id, EndReason};
+use jobdeck_core::config::ShapeConfig;
 use jobdeck_store::logs::LogStore;
 use jobdeck_store::{JobRow, ReplicaRow, Store};
 

@@ -15,10 +15,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
-use crate::config::LimitsConfig;
 use crate::http::auth::CurrentUser;
 use crate::http::error::AppError;
 use crate::AppState;
+use jobdeck_core::config::LimitsConfig;
 
 /// How many of something each user holds now.
 #[derive(Clone, Default)]

@@ -10,8 +10,8 @@ use jobdeck_api::{ResourceQuota, TotalResource, Workloads, WorkspaceInfo, Worksp
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
-use crate::topology::usage_by_group;
 use crate::{AppState, Route};
+use jobdeck_core::topology::usage_by_group;
 
 pub fn routes() -> Vec<Route> {
     vec![("/workspace", get(workspace)), ("/", get(workspace_record))]

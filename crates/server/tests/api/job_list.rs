@@ -47,7 +47,7 @@ async fn any_page_number_is_answered_without_overflowing() {
 async fn app_with_groups() -> TestApp {
     TestApp::with_config(|config| {
         for name in ["gpu", "gpu-a"] {
-            config.node_groups.push(jobdeck_server::config::NodeGroupConfig {
+            config.node_groups.push(jobdeck_core::config::NodeGroupConfig {
                 name: name.into(),
                 cpu: 8.0,
                 memory_mb: 32768,

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobdeck_api::JobSpec;
-use jobdeck_server::config::{Config, MachineInfo};
-use jobdeck_server::executor::{Executor, ExecutorHost, HostMessage, JobLaunch, Placement, RunOutcome, StopReason};
-use jobdeck_server::kubernetes::{KubernetesExecutor, KubernetesSettings};
-use jobdeck_server::spec::ResolvedSpec;
+use jobdeck_core::config::{Config, MachineInfo};
+use jobdeck_core::executor::{Executor, ExecutorHost, HostMessage, JobLaunch, Placement, RunOutcome, StopReason};
+use jobdeck_core::spec::ResolvedSpec;
+use jobdeck_executors::kubernetes::{KubernetesExecutor, KubernetesSettings};
 use jobdeck_store::logs::LogStore;
 use jobdeck_store::Store;
 use jobdeck_store::{JobRow, JobRuntime, ReplicaRow};
@@ -192,7 +192,8 @@ impl Harness {
 }
 
 fn fixture_pods() -> Vec<Value> {
-    let list: Value = serde_json::from_str(include_str!("../../src/kubernetes/testdata/pods.json")).unwrap();
+    let list: Value =
+        serde_json::from_str(include_str!("../../../executors/src/kubernetes/testdata/pods.json")).unwrap();
     list["items"].as_array().unwrap().clone()
 }
 
@@ -976,7 +977,7 @@ async fn a_kubeconfig_file_and_context_point_the_executor_at_a_cluster() {
     let error = KubernetesExecutor::connect(Arc::new(config), h.host.clone()).await.err().unwrap();
     assert_eq!(error.to_string(), "cannot read the kubeconfig /nonexistent/kubeconfig");
     // The cause is kept, for the chain the server prints.
-    assert!(matches!(error, jobdeck_server::kubernetes::ConnectError::ReadKubeconfig { .. }), "{error:?}");
+    assert!(matches!(error, jobdeck_executors::kubernetes::ConnectError::ReadKubeconfig { .. }), "{error:?}");
     assert!(std::error::Error::source(&error).is_some());
     // So is a setting the executor does not know.
     let typo = config_text("namespce = \"x\"");
@@ -1032,7 +1033,7 @@ async fn an_interrupted_log_copy_resumes_with_every_line_of_its_last_second_once
 
     let pods = pods_api(&h.fake);
     let stored =
-        jobdeck_server::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
+        jobdeck_executors::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
             .await
             .unwrap();
     assert_eq!(stored, 4);
@@ -1047,7 +1048,7 @@ async fn an_interrupted_log_copy_resumes_with_every_line_of_its_last_second_once
 
     // A copy of a log that is complete stores nothing more.
     let again =
-        jobdeck_server::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
+        jobdeck_executors::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
             .await
             .unwrap();
     assert_eq!(again, 0);
@@ -1231,7 +1232,7 @@ async fn the_failure_analysis_reads_tracebacks_and_cuda_oom_from_pod_logs() {
     let (_, _, outcome) = h.outcome().await;
     assert!(matches!(outcome, RunOutcome::Failed { .. }), "{outcome:?}");
 
-    let facts = jobdeck_server::failure::analysis::JobFacts {
+    let facts = jobdeck_core::failure::analysis::JobFacts {
         job_id: JOB_ID.into(),
         state: jobdeck_api::JobState::Failed,
         reason: Some("BackoffLimitExceeded".into()),
@@ -1244,7 +1245,7 @@ async fn the_failure_analysis_reads_tracebacks_and_cuda_oom_from_pod_logs() {
     };
     let replicas = h.replicas().await;
     let events = h.store.events_of(JOB_ID.to_string()).await.unwrap();
-    let analysis = jobdeck_server::failure::analysis::analyse(&facts, &replicas, &events, &h.logs);
+    let analysis = jobdeck_core::failure::analysis::analyse(&facts, &replicas, &events, &h.logs);
 
     // The first failure explains the job: a plain traceback, the program's.
     assert_eq!(analysis.err_class, "ERR_PROGRAM", "{analysis:#?}");

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use jobdeck_server::config::{Config, ExecutorKind, MachineInfo};
-use jobdeck_server::kubernetes::KubernetesSettings;
+use jobdeck_core::config::{Config, ExecutorKind, MachineInfo};
+use jobdeck_executors::kubernetes::KubernetesSettings;
 use serde_json::Value;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/kubernetes");

@@ -1,15 +1,18 @@
-//! The control plane's layering inside the server crate, checked
-//! (docs/architecture.md, "Layers"): no cycle between the server's
-//! top-level modules, and the lower layers know nothing of the upper ones —
-//! executors know no handler; the pure cores (config, failure, topology)
-//! know no executor implementation. Read from the source: a module depends
-//! on another when its code (outside its tests) names `crate::<other>`, and
-//! on the store when it names `jobdeck_store`. What the crates below the
-//! server may name (the store names nothing of the server) is the
-//! compiler's to hold, not this test's.
+//! The layering rules the compiler cannot hold (docs/architecture.md,
+//! "Crates and invariants"). Which crate may name which is Cargo's to hold:
+//! a crate cannot name one that depends on it. What is left is read from
+//! the source: inside each crate the top-level modules form no cycle and
+//! the lower ones name none of the upper ones; only the store's crate has
+//! SQL and only the executors' has the Kubernetes client; only the
+//! scheduler writes a job. A module depends on another when its code
+//! (outside its tests) names `crate::<other>`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+fn crate_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name)
+}
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
@@ -37,9 +40,10 @@ fn code(path: &Path) -> String {
     }
 }
 
-/// Module → the modules its code names.
-fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// A crate's top-level module → the modules of the same crate its code
+/// names.
+fn graph(crate_name: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = crate_dir(crate_name).join("src");
     let mut modules = BTreeSet::new();
     for entry in std::fs::read_dir(&src).unwrap().flatten() {
         let file = entry.file_name().to_string_lossy().to_string();
@@ -48,25 +52,23 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             None if entry.path().is_dir() => file,
             None => continue,
         };
-        if !matches!(name.as_str(), "lib" | "main") {
+        if !matches!(name.as_str(), "lib" | "main") && !name.ends_with("_tests") {
             modules.insert(name);
         }
     }
     let mut graph = BTreeMap::new();
     for module in &modules {
-        let file = src.join(format!("{module}.rs"));
         // A module is its file, its directory, or both (`config.rs` with
         // `config/auth.rs`).
+        let file = src.join(format!("{module}.rs"));
         let dir = src.join(module);
         let mut files = if dir.is_dir() { rust_files(&dir) } else { Vec::new() };
         if file.is_file() {
             files.push(file);
         }
         let mut uses = BTreeSet::new();
-        let mut files_name_store = false;
         for file in files {
             let text = code(&file);
-            files_name_store |= text.contains("jobdeck_store");
             // `crate::a::b`, and `use crate::{a, b::c}`.
             for (at, _) in text.match_indices("crate::") {
                 let rest = &text[at + 7..];
@@ -81,11 +83,6 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
                     }
                 }
             }
-        }
-        // The storage crate, as if it were still a module: the pure cores
-        // must not reach it.
-        if files_name_store {
-            uses.insert("store".to_string());
         }
         graph.insert(module.clone(), uses);
     }
@@ -113,46 +110,97 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<
     None
 }
 
+const CRATES: [&str; 4] = ["store", "core", "executors", "server"];
+
 #[test]
-fn the_servers_modules_form_no_cycle() {
-    let graph = graph();
-    assert!(graph.len() > 8, "the source was read: {graph:?}");
-    for module in graph.keys() {
-        if let Some(found) = cycle(&graph, module) {
-            panic!("modules depend on each other in a cycle: {}", found.join(" → "));
+fn each_crates_modules_form_no_cycle() {
+    for crate_name in CRATES {
+        let graph = graph(crate_name);
+        assert!(graph.len() >= 2, "the source of {crate_name} was read: {graph:?}");
+        for module in graph.keys() {
+            if let Some(found) = cycle(&graph, module) {
+                panic!("{crate_name}'s modules depend on each other in a cycle: {}", found.join(" → "));
+            }
         }
     }
 }
 
 #[test]
-fn lower_layers_know_nothing_of_the_upper_ones() {
-    let graph = graph();
-    // The HTTP layer (`http/`: every handler, `AppError`, authentication,
-    // the router's layers) and the command line are the top; nothing below
-    // names them. The layers below have their own errors (`StoreError`,
-    // `SchedulerError`, `ExecutorError`), which the handlers convert at
-    // their edge.
-    let top = ["http", "cli"];
-    // (module, what it must not depend on).
-    let rules: Vec<(&str, Vec<&str>)> = vec![
-        ("executor", [&top[..], &["scheduler", "kubernetes", "slurm"]].concat()),
-        ("spec", [&top[..], &["executor", "scheduler", "kubernetes", "slurm", "store"]].concat()),
-        ("kubernetes", [&top[..], &["scheduler", "slurm"]].concat()),
-        ("slurm", [&top[..], &["scheduler", "kubernetes"]].concat()),
-        ("scheduler", top.to_vec()),
-        ("config", [&top[..], &["executor", "store", "scheduler", "kubernetes", "slurm"]].concat()),
-        ("failure", [&top[..], &["executor", "scheduler", "kubernetes", "slurm"]].concat()),
-        ("topology", [&top[..], &["executor", "scheduler", "spec"]].concat()),
-        ("metrics", [&top[..], &["executor", "scheduler"]].concat()),
+fn inside_a_crate_lower_modules_know_nothing_of_the_upper_ones() {
+    // (crate, module, the modules of the same crate it must not name).
+    let rules: Vec<(&str, &str, Vec<&str>)> = vec![
+        // The core: the executor contract drives nothing; the pure cores
+        // (spec, config, failure, topology, metrics) know neither the
+        // contract nor the scheduler.
+        ("core", "executor", vec!["scheduler"]),
+        ("core", "spec", vec!["executor", "scheduler"]),
+        ("core", "config", vec!["executor", "scheduler", "spec", "failure", "metrics"]),
+        ("core", "failure", vec!["executor", "scheduler", "metrics"]),
+        ("core", "topology", vec!["executor", "scheduler", "spec"]),
+        ("core", "metrics", vec!["executor", "scheduler"]),
+        // The executors: each concrete executor knows none of the others,
+        // and what they share knows none of them.
+        ("executors", "kubernetes", vec!["local", "slurm", "run_ledger", "runs"]),
+        ("executors", "slurm", vec!["local", "kubernetes"]),
+        ("executors", "local", vec!["slurm", "kubernetes"]),
+        ("executors", "run_ledger", vec!["local", "slurm", "kubernetes"]),
+        ("executors", "runs", vec!["local", "slurm", "kubernetes"]),
+        ("executors", "env", vec!["local", "slurm", "kubernetes"]),
+        ("executors", "container", vec!["local", "slurm", "kubernetes"]),
+        ("executors", "engine", vec!["local", "slurm", "kubernetes"]),
+        // The server: the command line uses the HTTP layer, never the
+        // other way round.
+        ("server", "http", vec!["cli"]),
     ];
     let mut broken = Vec::new();
-    for (module, forbidden) in rules {
-        let uses = graph.get(module).unwrap_or_else(|| panic!("no module {module}"));
+    for (crate_name, module, forbidden) in rules {
+        let graph = graph(crate_name);
+        let uses = graph.get(module).unwrap_or_else(|| panic!("no module {module} in {crate_name}"));
         for name in forbidden {
+            assert!(graph.contains_key(name), "no module {name} in {crate_name}: the rule is stale");
             if uses.contains(name) {
-                broken.push(format!("{module} depends on {name}"));
+                broken.push(format!("{crate_name}: {module} depends on {name}"));
             }
         }
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// The crates whose manifest names `dependency` outside its
+/// `[dev-dependencies]`.
+fn crates_depending_on(dependency: &str) -> Vec<&'static str> {
+    let mut found = Vec::new();
+    for crate_name in ["api", "store", "core", "executors", "server", "precompress"] {
+        let manifest = std::fs::read_to_string(crate_dir(crate_name).join("Cargo.toml")).unwrap();
+        let dependencies = manifest.split("[dev-dependencies]").next().unwrap();
+        if dependencies.lines().any(|line| line.trim_start().starts_with(&format!("{dependency} ="))) {
+            found.push(crate_name);
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_store_speaks_sql_and_only_the_executors_speak_to_kubernetes() {
+    assert_eq!(crates_depending_on("rusqlite"), ["store"]);
+    assert_eq!(crates_depending_on("kube"), ["executors"]);
+    assert_eq!(crates_depending_on("k8s-openapi"), ["executors"]);
+}
+
+#[test]
+fn only_the_scheduler_writes_a_job() {
+    // The store's calls that create, change or delete a job's row.
+    let writes = ["insert_job(", "update_job_runtime(", "update_job_spec(", "delete_job("];
+    let scheduler = crate_dir("core").join("src").join("scheduler");
+    let (mut in_scheduler, mut elsewhere) = (Vec::new(), Vec::new());
+    for crate_name in ["core", "executors", "server"] {
+        for file in rust_files(&crate_dir(crate_name).join("src")) {
+            let text = code(&file);
+            if writes.iter().any(|call| text.contains(&format!(".{call}"))) {
+                if file.starts_with(&scheduler) { &mut in_scheduler } else { &mut elsewhere }.push(file);
+            }
+        }
+    }
+    assert!(!in_scheduler.is_empty(), "the scheduler's writes were found");
+    assert!(elsewhere.is_empty(), "a job is written outside the scheduler: {elsewhere:?}");
 }

@@ -117,10 +117,10 @@ async fn job_names_may_be_as_long_as_leptons_unless_the_workspace_says_less() {
 
 #[test]
 fn the_job_name_limit_setting_is_checked_when_the_config_is_read() {
-    let machine = jobdeck_server::config::MachineInfo::detect();
+    let machine = jobdeck_core::config::MachineInfo::detect();
     let dir = std::path::Path::new("/tmp");
     for (value, ok) in [("20", true), ("36", true), ("0", false), ("37", false)] {
-        let result = jobdeck_server::Config::from_toml(&format!("job_name_max_length = {value}"), dir, &machine);
+        let result = jobdeck_core::Config::from_toml(&format!("job_name_max_length = {value}"), dir, &machine);
         assert_eq!(result.is_ok(), ok, "{value}: {result:?}");
         if let Err(error) = result {
             let message = error.to_string();
@@ -316,7 +316,7 @@ async fn node_groups_offer_the_executors_volumes_and_every_path_of_them() {
     let volume = tempfile::tempdir().unwrap();
     let app = TestApp::with_config(|config| {
         small_cluster(2.0)(config);
-        config.executor.local.mode = jobdeck_server::config::LocalMode::Container;
+        config.executor.local.mode = jobdeck_core::config::LocalMode::Container;
         config.executor.local.engine = "podman".into();
         config.executor.local.volumes.insert("node-nfs:lustre".into(), volume.path().to_path_buf());
     })

@@ -618,7 +618,7 @@ async fn gpus_are_handed_out_one_replica_at_a_time() {
     let app = TestApp::with_config(|config| {
         small_cluster(4.0)(config);
         config.node_groups[0].gpus = 2;
-        config.shapes.push(jobdeck_server::config::ShapeConfig {
+        config.shapes.push(jobdeck_core::config::ShapeConfig {
             name: "gpu.1".into(),
             cpu: 1.0,
             memory_mb: 1024,

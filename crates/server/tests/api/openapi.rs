@@ -80,6 +80,6 @@ async fn the_document_is_served_as_json() {
     assert_eq!(res.status, StatusCode::OK);
     assert_eq!(res.headers["content-type"], "application/json");
     // The document as written, with this server's rules filled in.
-    let config = jobdeck_server::Config::for_data_dir(app.data_dir());
+    let config = jobdeck_core::Config::for_data_dir(app.data_dir());
     assert_eq!(res.json(), jobdeck_server::http::openapi::document(&config));
 }

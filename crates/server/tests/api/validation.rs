@@ -7,7 +7,7 @@ use crate::common;
 
 use axum::http::StatusCode;
 use common::TestApp;
-use jobdeck_server::config::NodeGroupConfig;
+use jobdeck_core::config::NodeGroupConfig;
 use jobdeck_store::{ImagePullSecretRow, SecretRow};
 use serde_json::{json, Value};
 

@@ -6,8 +6,9 @@
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use http_body_util::BodyExt;
+use jobdeck_core::Config;
 use jobdeck_server::http::auth;
-use jobdeck_server::{app, AppState, Config};
+use jobdeck_server::{app, AppState};
 use jobdeck_store::Store;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -61,7 +62,7 @@ impl TestApp {
         // The API tests run shell commands as processes (container mode has
         // its own tests, `container_mode.rs`) and retry failed replicas at
         // once (the back-off has its own test).
-        config.executor.local.mode = jobdeck_server::config::LocalMode::Process;
+        config.executor.local.mode = jobdeck_core::config::LocalMode::Process;
         config.executor.local.retry_backoff_seconds = 0;
         adjust(&mut config);
         let admin_token = auth::issue_token(&store, "admin", auth::TokenRequest::api()).await.unwrap().secret;
@@ -235,9 +236,9 @@ pub fn sh_job(name: &str, script: &str) -> Value {
 
 /// A config with one node group `local` of `cpus` CPUs and 16 GiB, the
 /// shape `cpu.small` (1 CPU, 1 GiB) and a short grace period.
-pub fn small_cluster(cpus: f64) -> impl FnOnce(&mut jobdeck_server::Config) {
-    move |config: &mut jobdeck_server::Config| {
-        config.node_groups = vec![jobdeck_server::config::NodeGroupConfig {
+pub fn small_cluster(cpus: f64) -> impl FnOnce(&mut jobdeck_core::Config) {
+    move |config: &mut jobdeck_core::Config| {
+        config.node_groups = vec![jobdeck_core::config::NodeGroupConfig {
             name: "local".into(),
             cpu: cpus,
             memory_mb: 16384,
@@ -247,7 +248,7 @@ pub fn small_cluster(cpus: f64) -> impl FnOnce(&mut jobdeck_server::Config) {
             node_names: Some(vec!["node-a".into()]),
             node_selector: Default::default(),
         }];
-        config.shapes = vec![jobdeck_server::config::ShapeConfig {
+        config.shapes = vec![jobdeck_core::config::ShapeConfig {
             name: "cpu.small".into(),
             cpu: 1.0,
             memory_mb: 1024,
