@@ -22,15 +22,14 @@
 //! The implementations live in the `jobdeck-executors` crate: processes or
 //! containers on this machine, Slurm and Kubernetes.
 
-pub use crate::topology::{Placement, Slot};
 pub use jobdeck_api::{parse_replica_id, replica_id, EventType};
+pub use jobdeck_store::{Placement, Slot, StopReason};
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
 use jobdeck_api::{EndReason, FieldErrors, JobRequirements, JobSpec, ReadinessIssue, ReplicaPhase};
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::config::ExecutorKind;
@@ -49,8 +48,6 @@ pub enum ExecutorError {
     Failed(String),
     #[error("the executor cannot read or write the store")]
     Store(#[from] StoreError),
-    #[error("job {job_id} has unreadable metadata")]
-    Metadata { job_id: String, source: serde_json::Error },
 }
 
 /// Registry credentials from a stored image pull secret the job names in
@@ -145,49 +142,6 @@ impl JobLaunch {
             first_attempt: 0,
             master_port: 0,
             pull_credentials: Vec::new(),
-        }
-    }
-}
-
-/// Why the scheduler stops a run; it becomes the reason of every replica the
-/// stop ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum StopReason {
-    /// A user stopped the job.
-    Stopped,
-    /// A user deleted the job.
-    Deleted,
-    /// A job that may preempt needed the resources.
-    Preempted,
-    /// `active_deadline_seconds` passed.
-    DeadlineExceeded,
-}
-
-impl StopReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::Stopped => "Stopped",
-            StopReason::Deleted => "Deleted",
-            StopReason::Preempted => "Preempted",
-            StopReason::DeadlineExceeded => "DeadlineExceeded",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<StopReason> {
-        [StopReason::Stopped, StopReason::Deleted, StopReason::Preempted, StopReason::DeadlineExceeded]
-            .into_iter()
-            .find(|r| r.as_str() == s)
-    }
-}
-
-/// The reason the attempts a stop ends are recorded with.
-impl From<StopReason> for EndReason {
-    fn from(stop: StopReason) -> Self {
-        match stop {
-            StopReason::Stopped => EndReason::Stopped,
-            StopReason::Deleted => EndReason::Deleted,
-            StopReason::Preempted => EndReason::Preempted,
-            StopReason::DeadlineExceeded => EndReason::DeadlineExceeded,
         }
     }
 }
@@ -401,16 +355,21 @@ impl ExecutorHost {
         &self.logs
     }
 
-    /// The job's metadata as stored (labels, annotations, creator), for
-    /// executors that carry it onto what they create; `None` once the job is
-    /// gone.
+    /// The job's metadata as stored (id, name, creator, labels and
+    /// annotations), for executors that carry it onto what they create;
+    /// `None` once the job is gone.
     pub async fn job_metadata(&self, job_id: &str) -> Result<Option<jobdeck_api::Metadata>, ExecutorError> {
         let Some(row) = self.store.job(job_id.to_string()).await? else {
             return Ok(None);
         };
-        let metadata = serde_json::from_str(&row.metadata_json)
-            .map_err(|source| ExecutorError::Metadata { job_id: job_id.to_string(), source })?;
-        Ok(Some(metadata))
+        Ok(Some(jobdeck_api::Metadata {
+            id: Some(row.id),
+            name: Some(row.name),
+            created_by: Some(row.created_by),
+            labels: row.metadata.labels,
+            annotations: row.metadata.annotations,
+            ..jobdeck_api::Metadata::default()
+        }))
     }
 }
 

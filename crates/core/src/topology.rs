@@ -12,27 +12,9 @@ use jobdeck_api::{
     NodeInfo, NodeResource, NodeSpec, NodeStatus, NodeWorkload, ResourceAmounts, Shape, ShapeSpec,
 };
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
 use jobdeck_store::{JobRow, ReplicaRow};
-
-/// One place a replica may run: a node and the GPUs reserved on it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Slot {
-    pub node: String,
-    /// GPU indices on the node, handed out as `CUDA_VISIBLE_DEVICES`.
-    #[serde(default)]
-    pub gpu_ids: Vec<u32>,
-}
-
-/// Where the scheduler placed a run: one node group and one slot per replica
-/// that may run at the same time (`parallelism` of them).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Placement {
-    pub node_group: String,
-    pub slots: Vec<Slot>,
-}
+pub use jobdeck_store::{Placement, Slot};
 
 /// The wire form of a configured shape.
 pub fn shape_view(shape: &ShapeConfig) -> Shape {
@@ -62,8 +44,8 @@ pub fn usage_by_group(config: &Config, active: &[JobRow]) -> BTreeMap<String, (R
         config.node_groups.iter().map(|g| (g.name.clone(), (ResourceAmounts::default(), 0))).collect();
     for job in active {
         let shape = job_shape(config, job);
-        match job.runtime.placement_json.as_deref().map(serde_json::from_str::<Placement>) {
-            Some(Ok(placement)) => {
+        match &job.runtime.placement {
+            Some(placement) => {
                 if let (Some(entry), Some(shape)) = (usage.get_mut(&placement.node_group), shape) {
                     let n = placement.slots.len() as i64;
                     entry.0.cpu += shape.cpu * n as f64;
@@ -72,9 +54,8 @@ pub fn usage_by_group(config: &Config, active: &[JobRow]) -> BTreeMap<String, (R
                 }
             }
             _ if job.runtime.state == jobdeck_api::JobState::Queueing => {
-                let groups: Vec<&str> = job.node_groups.split(',').filter(|g| !g.is_empty()).collect();
                 for (name, entry) in usage.iter_mut() {
-                    if groups.is_empty() || groups.contains(&name.as_str()) {
+                    if job.node_groups.is_empty() || job.node_groups.contains(name) {
                         entry.1 += 1;
                     }
                 }
@@ -138,8 +119,7 @@ pub fn node_group_views(config: &Config, active: &[JobRow], volumes: &[String]) 
 
 /// The shape a stored job runs with: the one it names, else the first.
 pub fn job_shape<'a>(config: &'a Config, job: &JobRow) -> Option<&'a ShapeConfig> {
-    let spec: jobdeck_api::JobSpec = serde_json::from_str(&job.spec_json).unwrap_or_default();
-    spec.resource_shape.as_deref().and_then(|s| config.shape(s)).or(config.shapes.first())
+    job.spec.resource_shape.as_deref().and_then(|s| config.shape(s)).or(config.shapes.first())
 }
 
 /// The wire form of a group's nodes: each node's capacity, what the admitted
@@ -156,7 +136,7 @@ pub fn node_views(
 ) -> Vec<Node> {
     let mut allocated: BTreeMap<String, ResourceAmounts> = BTreeMap::new();
     for job in active {
-        let Some(Ok(placement)) = job.runtime.placement_json.as_deref().map(serde_json::from_str::<Placement>) else {
+        let Some(placement) = &job.runtime.placement else {
             continue;
         };
         let Some(shape) = job_shape(config, job) else { continue };

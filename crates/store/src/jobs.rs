@@ -1,16 +1,12 @@
 //! Jobs.
 
-use jobdeck_api::JobState;
+use jobdeck_api::{JobSpec, JobState};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, OptionalExtension};
 
 use super::error::{StoreError, StoreResult};
-use super::names::column;
-use super::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey, Store};
-
-const JOB_COLUMNS: &str = "id, name, created_by, visibility, created_at, metadata, spec, priority, node_groups,
-    state, reason, message, run, queued_at, started_at, completed_at, archive_at, placement, stop_reason,
-    job_retries, succeeded, failed, active, ready, master_port";
+use super::job_row::{job_row, job_row_or_unreadable, json_column, node_groups_column, JOB_COLUMNS};
+use super::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey, Store, UnreadableJob};
 
 /// The states in which a job still needs the scheduler's attention.
 pub const ACTIVE_STATES: &[JobState] = &[
@@ -43,10 +39,10 @@ impl Store {
                     row.created_by,
                     row.visibility.as_str(),
                     row.created_at,
-                    row.metadata_json,
-                    row.spec_json,
+                    json_column(&row.metadata),
+                    json_column(&row.spec),
                     row.priority,
-                    row.node_groups,
+                    node_groups_column(&row.node_groups),
                     r.state.as_str(),
                     r.reason,
                     r.message,
@@ -55,8 +51,8 @@ impl Store {
                     r.started_at,
                     r.completed_at,
                     r.archive_at,
-                    r.placement_json,
-                    r.stop_reason,
+                    r.placement.as_ref().map(json_column),
+                    r.stop_reason.map(|s| s.as_str()),
                     r.job_retries,
                     r.succeeded,
                     r.failed,
@@ -113,13 +109,14 @@ impl Store {
 
     /// Every job the scheduler still has to look after.
     pub async fn active_jobs(&self) -> StoreResult<Vec<JobRow>> {
-        self.read(move |conn| {
-            let marks = vec!["?"; ACTIVE_STATES.len()].join(", ");
-            let mut stmt = conn.prepare(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ({marks})"))?;
-            let rows = stmt.query_map(params_from_iter(ACTIVE_STATES.iter().map(|s| s.as_str())), job_row)?;
-            rows.collect()
-        })
-        .await
+        self.read(|conn| active_rows(conn, job_row)).await
+    }
+
+    /// The active jobs as the scheduler reads them when it starts: a job
+    /// whose metadata, spec or placement cannot be read is handed back as
+    /// such, so one damaged row fails one job, not the server's start.
+    pub async fn active_jobs_to_recover(&self) -> StoreResult<Vec<Result<JobRow, UnreadableJob>>> {
+        self.read(|conn| active_rows(conn, job_row_or_unreadable)).await
     }
 
     /// Writes what the scheduler made of a job, with the events of the
@@ -147,8 +144,8 @@ impl Store {
                     r.started_at,
                     r.completed_at,
                     r.archive_at,
-                    r.placement_json,
-                    r.stop_reason,
+                    r.placement.as_ref().map(json_column),
+                    r.stop_reason.map(|s| s.as_str()),
                     r.job_retries,
                     r.succeeded,
                     r.failed,
@@ -170,9 +167,9 @@ impl Store {
 
     /// Replaces a job's spec (the `stopped` flag is the only field that
     /// changes after creation).
-    pub async fn update_job_spec(&self, id: String, spec_json: String) -> StoreResult<()> {
+    pub async fn update_job_spec(&self, id: String, spec: JobSpec) -> StoreResult<()> {
         self.write(move |tx| {
-            tx.execute("UPDATE jobs SET spec = ?2 WHERE id = ?1", params![id, spec_json])?;
+            tx.execute("UPDATE jobs SET spec = ?2 WHERE id = ?1", params![id, json_column(&spec)])?;
             Ok(())
         })
         .await
@@ -383,34 +380,13 @@ fn where_clause(filter: &JobFilter, search: Option<String>) -> (String, Vec<Valu
     (clauses.join(" AND "), values)
 }
 
-fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
-    Ok(JobRow {
-        id: r.get(0)?,
-        name: r.get(1)?,
-        created_by: r.get(2)?,
-        visibility: column(r, 3)?,
-        created_at: r.get(4)?,
-        metadata_json: r.get(5)?,
-        spec_json: r.get(6)?,
-        priority: r.get(7)?,
-        node_groups: r.get(8)?,
-        runtime: JobRuntime {
-            state: column(r, 9)?,
-            reason: r.get(10)?,
-            message: r.get(11)?,
-            run: r.get(12)?,
-            queued_at: r.get(13)?,
-            started_at: r.get(14)?,
-            completed_at: r.get(15)?,
-            archive_at: r.get(16)?,
-            placement_json: r.get(17)?,
-            stop_reason: r.get(18)?,
-            job_retries: r.get(19)?,
-            succeeded: r.get(20)?,
-            failed: r.get(21)?,
-            active: r.get(22)?,
-            ready: r.get(23)?,
-            master_port: r.get(24)?,
-        },
-    })
+/// The rows of the jobs in [`ACTIVE_STATES`], each read by `read`.
+fn active_rows<T>(
+    conn: &rusqlite::Connection,
+    read: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let marks = vec!["?"; ACTIVE_STATES.len()].join(", ");
+    let mut stmt = conn.prepare(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ({marks})"))?;
+    let rows = stmt.query_map(params_from_iter(ACTIVE_STATES.iter().map(|s| s.as_str())), read)?;
+    rows.collect()
 }

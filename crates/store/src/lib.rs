@@ -23,6 +23,7 @@ pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
 pub use secrets::TakenName;
 pub use tokens::{NewToken, TokenOwner};
+mod job_row;
 mod jobs;
 mod metrics;
 mod migrations;
@@ -33,6 +34,7 @@ mod tokens;
 mod users;
 
 pub use self::error::{StoreError, StoreResult};
+pub use self::job_row::{JobRow, JobRuntime, Placement, Slot, StopReason, StoredMetadata, UnreadableJob};
 use self::migrations::migrate;
 
 /// Milliseconds since the Unix epoch: the time every stored stamp is in.
@@ -62,56 +64,6 @@ struct Inner {
 pub struct UserRow {
     pub id: i64,
     pub name: String,
-}
-
-/// A job as stored: what the user asked for (indexed columns plus the
-/// metadata and spec as JSON text) and what the scheduler made of it.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct JobRow {
-    pub id: String,
-    pub name: String,
-    pub created_by: String,
-    pub visibility: Visibility,
-    /// Unix milliseconds.
-    pub created_at: i64,
-    pub metadata_json: String,
-    pub spec_json: String,
-    /// The priority class as a number, 1000 (low-1000) … 9000 (high-9000).
-    pub priority: i64,
-    /// The allowed node groups as `,a,b,` (empty: any), for filtering.
-    pub node_groups: String,
-    pub runtime: JobRuntime,
-}
-
-/// The part of a job only the scheduler writes.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct JobRuntime {
-    pub state: JobState,
-    pub reason: Option<String>,
-    pub message: Option<String>,
-    /// The current run: 0 first, one more per start after a stop, preemption
-    /// or job-level retry.
-    pub run: i64,
-    /// When the current run entered the queue (Unix ms).
-    pub queued_at: Option<i64>,
-    /// When the current run was admitted (Unix ms).
-    pub started_at: Option<i64>,
-    /// When the job reached Completed, Failed or Stopped (Unix ms).
-    pub completed_at: Option<i64>,
-    /// When the job is to be archived (Unix ms).
-    pub archive_at: Option<i64>,
-    /// The current run's `Placement` as JSON, while it holds resources.
-    pub placement_json: Option<String>,
-    /// Why the current run is being stopped, while it is.
-    pub stop_reason: Option<String>,
-    /// Job-level failure restarts used.
-    pub job_retries: i64,
-    pub succeeded: i64,
-    pub failed: i64,
-    pub active: i64,
-    pub ready: i64,
-    /// The rendezvous port of the current run (multi-worker jobs).
-    pub master_port: i64,
 }
 
 /// One replica attempt as stored.
@@ -321,7 +273,7 @@ impl Store {
     }
 
     /// Runs `f` on a reader connection on the blocking pool.
-    pub async fn read<T, F>(&self, f: F) -> StoreResult<T>
+    pub(crate) async fn read<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -336,7 +288,7 @@ impl Store {
     }
 
     /// Runs `f` in a transaction on the writer connection on the blocking pool.
-    pub async fn write<T, F>(&self, f: F) -> StoreResult<T>
+    pub(crate) async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&rusqlite::Transaction) -> Result<T, StoreError> + Send + 'static,

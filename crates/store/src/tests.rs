@@ -3,7 +3,7 @@
 
 use super::migrations::MIGRATIONS;
 use super::*;
-use jobdeck_api::TokenKind;
+use jobdeck_api::{JobSpec, TokenKind};
 
 fn temp_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -18,10 +18,10 @@ pub fn job_row(id: &str, owner: &str, visibility: &str, created_at: i64, state: 
         created_by: owner.into(),
         visibility: Visibility::parse(visibility).expect("a visibility"),
         created_at,
-        metadata_json: "{}".into(),
-        spec_json: "{}".into(),
+        metadata: StoredMetadata::default(),
+        spec: JobSpec::default(),
         priority: 4000,
-        node_groups: String::new(),
+        node_groups: Vec::new(),
         runtime: JobRuntime { state: JobState::parse(state).expect("a job state"), ..JobRuntime::default() },
     }
 }
@@ -87,6 +87,81 @@ async fn an_older_database_gets_its_listing_indexes_filled() {
     assert_eq!(store.list_jobs(list("bob", None)).await.unwrap().1, 3);
     let (rows, total) = store.list_jobs(list("alice", Some("train"))).await.unwrap();
     assert_eq!((rows.len(), total), (2, 2));
+}
+
+/// Jobs as the release before typed rows wrote them (their JSON columns
+/// and `,a,b,` written by the handler and the scheduler) read back whole,
+/// and a row written now reads back as it was given.
+#[tokio::test]
+async fn job_rows_of_the_previous_release_read_back_typed() {
+    let (_dir, store) = temp_store();
+    let spec = r#"{"resource_shape":"gpu.1x","container":{"image":"busybox","command":["sh","-c","echo hi"]},"completions":2,"stopped":false}"#;
+    store
+        .write(move |tx| {
+            tx.execute(
+                &format!(
+                    "INSERT INTO jobs (id, name, created_by, visibility, created_at, metadata, spec, priority, node_groups,
+                        state, run, placement, stop_reason)
+                     VALUES ('train-aaaaa', 'train', 'alice', 'public', 1, '{{\"labels\":{{\"team\":\"nlp\"}}}}', '{spec}',
+                        4000, ',a,gpu-b,', 'Stopping', 2,
+                        '{{\"node_group\":\"a\",\"slots\":[{{\"node\":\"n1\",\"gpu_ids\":[0,1]}},{{\"node\":\"n2\"}}]}}',
+                        'Preempted')"
+                ),
+                [],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let row = store.job("train-aaaaa".into()).await.unwrap().unwrap();
+    assert_eq!(row.metadata.labels.as_ref().unwrap()["team"], "nlp");
+    assert_eq!(row.spec.resource_shape.as_deref(), Some("gpu.1x"));
+    assert_eq!(row.spec.stopped, Some(false));
+    assert_eq!(row.node_groups, ["a", "gpu-b"]);
+    assert_eq!(
+        row.runtime.placement,
+        Some(Placement {
+            node_group: "a".into(),
+            slots: vec![Slot { node: "n1".into(), gpu_ids: vec![0, 1] }, Slot { node: "n2".into(), gpu_ids: vec![] }],
+        })
+    );
+    assert_eq!(row.runtime.stop_reason, Some(StopReason::Preempted));
+    assert_eq!(row.runtime.run, 2);
+
+    let mut again = row.clone();
+    again.id = "train-bbbbb".into();
+    store.insert_job(again.clone(), vec![]).await.unwrap();
+    assert_eq!(store.job("train-bbbbb".into()).await.unwrap(), Some(again));
+    assert!(store.active_jobs_to_recover().await.unwrap().iter().all(Result::is_ok));
+}
+
+/// A job whose spec no longer reads is an error naming the column where
+/// one job is asked for, and an unreadable job, with its runtime, where the
+/// scheduler recovers the active ones.
+#[tokio::test]
+async fn an_unreadable_job_is_named_and_handed_to_the_scheduler() {
+    let (_dir, store) = temp_store();
+    for id in ["bad-aaaaa", "good-aaaaa"] {
+        let mut row = job_row(id, "alice", "public", 1, "Queueing");
+        row.runtime.run = 3;
+        store.insert_job(row, vec![]).await.unwrap();
+    }
+    store
+        .write(|tx| {
+            tx.execute("UPDATE jobs SET spec = '{\"nope\": 1}' WHERE id = 'bad-aaaaa'", [])?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let err = store.job("bad-aaaaa".into()).await.unwrap_err();
+    assert!(format!("{err:?}").contains("the spec cannot be read"), "{err:?}");
+    let rows = store.active_jobs_to_recover().await.unwrap();
+    let unreadable: Vec<&UnreadableJob> = rows.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(unreadable.len(), 1);
+    assert_eq!(unreadable[0].id, "bad-aaaaa");
+    assert_eq!(unreadable[0].runtime.run, 3);
+    assert!(unreadable[0].problem.contains("the spec cannot be read"), "{}", unreadable[0].problem);
+    assert_eq!(rows.iter().filter(|r| r.is_ok()).count(), 1);
 }
 
 /// Tokens made before tokens could expire (schema 6) keep signing in
@@ -229,7 +304,7 @@ async fn private_jobs_are_visible_to_their_creator_only() {
 async fn listing_totals_follow_every_change_of_a_job() {
     let (_dir, store) = temp_store();
     let owners = ["alice", "bob", "carol"];
-    let groups = ["", ",gpu-a,", ",gpu-b,", ",gpu-a,gpu-b,"];
+    let groups: [&[&str]; 4] = [&[], &["gpu-a"], &["gpu-b"], &["gpu-a", "gpu-b"]];
     let states = ["Queueing", "Running", "Completed", "Archived"];
     for k in 0..60usize {
         let mut row = job_row(
@@ -239,7 +314,7 @@ async fn listing_totals_follow_every_change_of_a_job() {
             k as i64,
             states[k % 4],
         );
-        row.node_groups = groups[k % 4].into();
+        row.node_groups = groups[k % 4].iter().map(|g| g.to_string()).collect();
         store.insert_job(row, vec![]).await.unwrap();
     }
     let filters = || {
@@ -331,8 +406,8 @@ async fn listings_filter_sort_and_page() {
     ];
     for (id, owner, at, state, groups, metadata) in jobs {
         let mut row = job_row(id, owner, "public", at, state);
-        row.node_groups = groups.into();
-        row.metadata_json = metadata.into();
+        row.node_groups = groups.split(',').filter(|g| !g.is_empty()).map(String::from).collect();
+        row.metadata = serde_json::from_str(metadata).unwrap();
         store.insert_job(row, vec![]).await.unwrap();
     }
     let ids = |rows: Vec<JobRow>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();

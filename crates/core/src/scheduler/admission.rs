@@ -12,7 +12,7 @@ impl Scheduler {
             return Ok(Err(LaunchRefusal::NotPlaced));
         };
         let mut env = Vec::new();
-        for (i, var) in active.spec.envs.iter().flatten().enumerate() {
+        for (i, var) in active.row.spec.envs.iter().flatten().enumerate() {
             let pinned = var.value_from.as_ref().and_then(|v| v.secret_owner.clone());
             let value = match (&var.value, var.value_from.as_ref().and_then(|v| v.secret_name_ref.as_deref())) {
                 (_, Some(secret)) => {
@@ -33,7 +33,7 @@ impl Scheduler {
             env.push((var.name.clone(), value));
         }
         let mut pull_credentials = Vec::new();
-        for name in active.spec.image_pull_secrets() {
+        for name in active.row.spec.image_pull_secrets() {
             if let Some(stored) =
                 self.store.resolve_image_pull_secret(active.row.created_by.clone(), name.clone()).await?
             {
@@ -50,7 +50,7 @@ impl Scheduler {
             env,
             master_port: row.runtime.master_port.clamp(0, u16::MAX as i64) as u16,
             pull_credentials,
-            ..JobLaunch::new(&row.id, &row.name, row.runtime.run, &active.spec, &active.resolved, placement)
+            ..JobLaunch::new(&row.id, &row.name, row.runtime.run, &active.row.spec, &active.resolved, placement)
         }))
     }
 
@@ -125,7 +125,7 @@ impl Scheduler {
             let mut scratch = groups.clone();
             let mut stopping = Vec::new();
             for other in self.jobs.values() {
-                if other.row.runtime.stop_reason.as_deref() == Some(StopReason::Preempted.as_str()) {
+                if other.row.runtime.stop_reason == Some(StopReason::Preempted) {
                     if let Some(p) = other.placement().filter(|p| &p.node_group == group) {
                         release(&mut scratch, &p, &other.resolved.shape);
                         stopping.push(other.row.id.clone());
@@ -208,7 +208,7 @@ impl Scheduler {
         r.reason = Some("Scheduled".into());
         r.message = Some(message.clone());
         r.started_at = Some(now);
-        r.placement_json = Some(serde_json::to_string(&placement).map_err(SchedulerError::internal)?);
+        r.placement = Some(placement.clone());
         r.stop_reason = None;
         r.succeeded = 0;
         r.failed = 0;

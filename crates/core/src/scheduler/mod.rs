@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobdeck_api::{EndReason, EventType, JobSpec, JobState, Visibility};
+use jobdeck_api::{EndReason, EventType, JobState, Visibility};
 use tokio::sync::{mpsc, oneshot};
 
 pub use self::error::{SchedulerError, SchedulerResult};
@@ -42,7 +42,7 @@ use jobdeck_store::{EventRow, JobRow, JobRuntime, Store, StoreError};
 pub struct NewJob {
     /// Everything but the runtime, which the scheduler writes.
     pub row: JobRow,
-    pub spec: JobSpec,
+    /// `row.spec` with this server's defaults applied.
     pub resolved: ResolvedSpec,
 }
 
@@ -82,13 +82,12 @@ impl SchedulerHandle {
 /// A job the scheduler looks after.
 struct Active {
     row: JobRow,
-    spec: JobSpec,
     resolved: ResolvedSpec,
 }
 
 impl Active {
     fn placement(&self) -> Option<Placement> {
-        self.row.runtime.placement_json.as_deref().and_then(|p| serde_json::from_str(p).ok())
+        self.row.runtime.placement.clone()
     }
 
     fn state(&self) -> JobState {
@@ -232,12 +231,8 @@ impl Scheduler {
         reason = "the error hands the row back to the caller, who stores it failed; it is moved, not copied"
     )]
     fn activate(&self, row: JobRow) -> Result<Active, (JobRow, String)> {
-        let spec: JobSpec = match serde_json::from_str(&row.spec_json) {
-            Ok(spec) => spec,
-            Err(e) => return Err((row, format!("the stored spec cannot be read: {e}"))),
-        };
-        match ResolvedSpec::resolve(&spec, &self.config) {
-            Ok(resolved) => Ok(Active { row, spec, resolved }),
+        match ResolvedSpec::resolve(&row.spec, &self.config) {
+            Ok(resolved) => Ok(Active { row, resolved }),
             Err(errors) => {
                 let problems: Vec<String> =
                     errors.iter().map(|(path, m)| format!("{path}: {}", m.join("; "))).collect();
@@ -247,11 +242,19 @@ impl Scheduler {
     }
 
     async fn recover(&mut self) -> SchedulerResult<()> {
-        let rows = self.store.active_jobs().await?;
+        let rows = self.store.active_jobs_to_recover().await?;
         let mut launches = Vec::new();
         let mut stops = Vec::new();
         for row in rows {
-            match self.activate(row) {
+            let activated = match row {
+                Ok(row) => self.activate(row).map_err(|(row, message)| (row.id, row.runtime, message)),
+                Err(unreadable) => Err((
+                    unreadable.id,
+                    unreadable.runtime,
+                    format!("the stored job cannot be read: {}", unreadable.problem),
+                )),
+            };
+            match activated {
                 Ok(active) => {
                     let id = active.row.id.clone();
                     if active.state() == JobState::PendingRetry {
@@ -262,19 +265,17 @@ impl Scheduler {
                             Ok(launch) => launches.push(launch),
                             Err(refusal) => tracing::warn!(job = %id, %refusal, "cannot resume a run"),
                         }
-                        if let Some(reason) = active.row.runtime.stop_reason.as_deref().and_then(StopReason::parse) {
+                        if let Some(reason) = active.row.runtime.stop_reason {
                             stops.push((id.clone(), active.row.runtime.run, reason));
                         }
                     }
                     self.jobs.insert(id, active);
                 }
-                Err((row, message)) => {
-                    let id = row.id.clone();
-                    let mut runtime = row.runtime.clone();
+                Err((id, mut runtime, message)) => {
                     runtime.state = JobState::Failed;
                     runtime.reason = Some("ConfigError".into());
                     runtime.message = Some(message.clone());
-                    runtime.placement_json = None;
+                    runtime.placement = None;
                     runtime.completed_at = Some(jobdeck_store::now_millis());
                     self.store
                         .update_job_runtime(
@@ -404,9 +405,9 @@ impl Scheduler {
     }
 
     async fn create(&mut self, job: NewJob, by: &str) -> SchedulerResult<JobRow> {
-        let NewJob { mut row, spec, resolved } = job;
+        let NewJob { mut row, resolved } = job;
         let now = jobdeck_store::now_millis();
-        let first = transition::on_create(spec.stopped(), &resolved.node_groups);
+        let first = transition::on_create(row.spec.stopped(), &resolved.node_groups);
         let queued = first.state == JobState::Queueing;
         row.runtime = JobRuntime {
             state: first.state,
@@ -424,7 +425,7 @@ impl Scheduler {
         };
         let row = insert_new_job(&self.store, row, events, random_suffix).await?;
         if queued {
-            self.jobs.insert(row.id.clone(), Active { row: row.clone(), spec, resolved });
+            self.jobs.insert(row.id.clone(), Active { row: row.clone(), resolved });
             self.dirty = true;
         }
         Ok(row)
@@ -439,16 +440,13 @@ impl Scheduler {
     }
 
     async fn set_stopped_flag(&mut self, row: &mut JobRow, stopped: bool) -> SchedulerResult<()> {
-        let mut spec: JobSpec = serde_json::from_str(&row.spec_json).map_err(SchedulerError::internal)?;
-        if spec.stopped == Some(stopped) {
+        if row.spec.stopped == Some(stopped) {
             return Ok(());
         }
-        spec.stopped = Some(stopped);
-        row.spec_json = serde_json::to_string(&spec).map_err(SchedulerError::internal)?;
-        self.store.update_job_spec(row.id.clone(), row.spec_json.clone()).await?;
+        row.spec.stopped = Some(stopped);
+        self.store.update_job_spec(row.id.clone(), row.spec.clone()).await?;
         if let Some(active) = self.jobs.get_mut(&row.id) {
-            active.row.spec_json = row.spec_json.clone();
-            active.spec = spec;
+            active.row.spec = row.spec.clone();
         }
         Ok(())
     }
@@ -531,7 +529,7 @@ impl Scheduler {
                 let active = self.active_mut(id)?;
                 let r = &mut active.row.runtime;
                 r.state = JobState::Deleting;
-                r.stop_reason = Some(StopReason::Deleted.as_str().into());
+                r.stop_reason = Some(StopReason::Deleted);
                 r.reason = Some("Deleting".into());
                 r.message = Some(format!("deleted by {by}; waiting for its replicas to stop"));
                 let row = active.row.clone();
@@ -571,7 +569,7 @@ impl Scheduler {
         let run = active.row.runtime.run;
         let r = &mut active.row.runtime;
         r.state = JobState::Stopping;
-        r.stop_reason = Some(reason.as_str().into());
+        r.stop_reason = Some(reason);
         r.reason = Some(reason.as_str().into());
         r.message = Some(message.clone());
         let kind = if matches!(reason, StopReason::Stopped | StopReason::Deleted) {

@@ -72,13 +72,13 @@ impl Scheduler {
         }
         self.refresh_counts(id, run).await?;
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
-        let stop_reason = active.row.runtime.stop_reason.as_deref().and_then(StopReason::parse);
+        let stop_reason = active.row.runtime.stop_reason;
         let now = jobdeck_store::now_millis();
         let ttl_s = active.resolved.ttl_seconds_after_finished;
         let completions = active.resolved.completions;
         self.dirty = true;
         let r = &mut active.row.runtime;
-        r.placement_json = None;
+        r.placement = None;
         r.stop_reason = None;
         r.active = 0;
         r.ready = 0;
@@ -156,7 +156,7 @@ impl Scheduler {
         r.state = JobState::Failed;
         r.reason = Some(reason.to_string());
         r.message = Some(message.clone());
-        r.placement_json = None;
+        r.placement = None;
         r.stop_reason = None;
         r.completed_at = Some(now);
         r.archive_at = Some(after_seconds(now, ttl_s));

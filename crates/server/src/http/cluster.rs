@@ -147,7 +147,7 @@ async fn list_nodes(
     let mut running = Vec::new();
     for job in &active {
         let visible = job.visibility == Visibility::Public || job.created_by == user.name;
-        if !visible || job.runtime.placement_json.is_none() {
+        if !visible || job.runtime.placement.is_none() {
             continue;
         }
         let replicas: Vec<ReplicaRow> = state

@@ -8,7 +8,7 @@ use jobdeck_api::{EndReason, FailureAnalysis};
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
-use crate::http::jobs::{stored_spec, visible_job};
+use crate::http::jobs::visible_job;
 use crate::{AppState, Route};
 use jobdeck_core::failure::analysis::{analyse, JobFacts};
 
@@ -23,8 +23,8 @@ async fn failure_analysis(
 ) -> AppResult<Json<FailureAnalysis>> {
     let job = visible_job(&state, &user, &id).await?;
     let id = job.id.clone();
-    let spec = stored_spec(&job)?;
-    let shape = state.config.shape_of(&spec);
+    let spec = &job.spec;
+    let shape = state.config.shape_of(spec);
     let facts = JobFacts {
         job_id: job.id.clone(),
         state: job.runtime.state,

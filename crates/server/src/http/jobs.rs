@@ -7,9 +7,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Json;
-use jobdeck_api::{
-    FieldErrors, JobList, JobSpec, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility,
-};
+use jobdeck_api::{FieldErrors, JobList, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility};
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::{ApiJson, AppError, AppResult};
@@ -17,7 +15,7 @@ use crate::{now_millis, AppState, Route};
 use jobdeck_core::scheduler::{Command, NewJob};
 use jobdeck_core::spec::ResolvedSpec;
 use jobdeck_core::topology::{node_group_views, shape_view};
-use jobdeck_store::{JobFilter, JobRow, JobRuntime, QueryMode, SecretRow, SortKey};
+use jobdeck_store::{JobFilter, JobRow, JobRuntime, QueryMode, SecretRow, SortKey, StoredMetadata};
 
 pub fn routes() -> Vec<Route> {
     vec![("/jobs", get(list_jobs).post(create_job)), ("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job))]
@@ -173,7 +171,7 @@ async fn list_jobs(
     });
     let (page, page_size) = (filter.page, filter.page_size);
     let (rows, total) = state.store.list_jobs(filter).await?;
-    let mut jobs = rows.into_iter().map(job_view).collect::<AppResult<Vec<_>>>()?;
+    let mut jobs: Vec<LeptonJob> = rows.into_iter().map(job_view).collect();
     // A running job's GPU use now, from the executor's newest samples (a
     // sample older than three sampling periods is not "now").
     let now = crate::now_millis();
@@ -268,7 +266,7 @@ async fn create_job(
         return Err(AppError::Validation(errors));
     };
     let name = job.metadata.name.clone().unwrap_or_default();
-    let allowed_groups = job.spec.node_groups();
+    let allowed_groups = job.spec.node_groups().to_vec();
     let row = JobRow {
         // The scheduler draws the id's suffix.
         id: String::new(),
@@ -276,15 +274,15 @@ async fn create_job(
         created_by: user.name.clone(),
         visibility: job.visibility(),
         created_at: now_millis(),
-        metadata_json: serde_json::to_string(&StoredMetadata::from(&job.metadata)).map_err(AppError::internal)?,
-        spec_json: serde_json::to_string(&job.spec).map_err(AppError::internal)?,
+        metadata: StoredMetadata::from(&job.metadata),
+        spec: job.spec,
         priority: resolved.priority,
-        node_groups: if allowed_groups.is_empty() { String::new() } else { format!(",{},", allowed_groups.join(",")) },
+        node_groups: allowed_groups,
         // The scheduler gives the job its first state.
         runtime: JobRuntime::default(),
     };
-    let row = state.scheduler.create(NewJob { row, spec: job.spec, resolved }, &user.name).await?;
-    Ok((StatusCode::OK, Json(job_view(row)?)))
+    let row = state.scheduler.create(NewJob { row, resolved }, &user.name).await?;
+    Ok((StatusCode::OK, Json(job_view(row))))
 }
 
 /// A job `user` may see, by its id or, as Lepton clients also address jobs,
@@ -334,7 +332,7 @@ async fn get_job(
     if hidden {
         return Err(AppError::NotFound(format!("job '{id}' not found")));
     }
-    Ok(Json(job_view(row)?))
+    Ok(Json(job_view(row)))
 }
 
 /// Whether `user` may stop, start or delete `row`: its creator may, and the
@@ -408,7 +406,7 @@ async fn patch_job(
     let stopped = parse_patch(&body)?;
     let command = if stopped { Command::Stop } else { Command::Start };
     let row = state.scheduler.command(&job.id, command, &user.name).await?;
-    Ok(Json(job_view(row)?))
+    Ok(Json(job_view(row)))
 }
 
 async fn delete_job(
@@ -418,40 +416,19 @@ async fn delete_job(
 ) -> AppResult<Json<LeptonJob>> {
     let job = changeable_job(&state, &user, &id).await?;
     let row = state.scheduler.command(&job.id, Command::Delete, &user.name).await?;
-    Ok(Json(job_view(row)?))
-}
-
-/// The parts of `metadata` that are not columns of their own.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-struct StoredMetadata {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    labels: Option<std::collections::BTreeMap<String, String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    annotations: Option<std::collections::BTreeMap<String, String>>,
-}
-
-impl From<&Metadata> for StoredMetadata {
-    fn from(m: &Metadata) -> Self {
-        Self { labels: m.labels.clone(), annotations: m.annotations.clone() }
-    }
-}
-
-/// The stored spec of a job, write-only fields included (for the scheduler
-/// and executors; never sent to clients).
-pub fn stored_spec(row: &JobRow) -> AppResult<JobSpec> {
-    serde_json::from_str(&row.spec_json).map_err(AppError::internal)
+    Ok(Json(job_view(row)))
 }
 
 /// The wire form of a stored job. Write-only fields (the registry password)
 /// are left out.
-pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
-    let stored: StoredMetadata = serde_json::from_str(&row.metadata_json).map_err(AppError::internal)?;
-    let mut spec = stored_spec(&row)?;
+pub fn job_view(row: JobRow) -> LeptonJob {
+    let stored = row.metadata;
+    let mut spec = row.spec;
     spec.container.registry_password = None;
     let visibility = row.visibility;
     let r = row.runtime;
     let job_name = row.id.clone();
-    Ok(LeptonJob {
+    LeptonJob {
         metadata: Metadata {
             id: Some(row.id),
             name: Some(row.name),
@@ -484,7 +461,7 @@ pub fn job_view(row: JobRow) -> AppResult<LeptonJob> {
             gpu_utilization: None,
             gpu_idle: false,
         }),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use axum::Json;
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
-use crate::http::jobs::{query_pairs, stored_spec, visible_job};
+use crate::http::jobs::{query_pairs, visible_job};
 use crate::{now_millis, AppState, Route};
 use jobdeck_api::logs::{
     LogQueryData, LogQueryLabels, LogQueryResult, LogQueryResultType, LogQueryStatus, LogQueryStream,
@@ -297,7 +297,7 @@ async fn query_logs(
         }
         (None, None) => unreachable!("parse requires one"),
     };
-    if !stored_spec(&job)?.log_collection(state.config.log_collection_default) {
+    if !job.spec.log_collection(state.config.log_collection_default) {
         return Err(AppError::NotFoundCode(
             "log_collection_disabled",
             format!("job '{}' does not collect logs (spec.log.enable_collection is false)", job.id),

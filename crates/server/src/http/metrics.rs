@@ -11,7 +11,7 @@ use jobdeck_api::metrics::{series_unit, JobMetrics, MetricSeries, ReplicaMetrics
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
-use crate::http::jobs::{query_pairs, stored_spec, visible_job};
+use crate::http::jobs::{query_pairs, visible_job};
 use crate::{AppState, Route};
 use jobdeck_api::{parse_replica_id, replica_id};
 use jobdeck_store::series::Point;
@@ -22,9 +22,8 @@ pub fn routes() -> Vec<Route> {
 }
 
 /// The memory limit of a job's replicas: its shape's memory.
-fn memory_limit_bytes(state: &AppState, job: &JobRow) -> AppResult<i64> {
-    let spec = stored_spec(job)?;
-    Ok(state.config.shape_of(&spec).map(|s| s.memory_mb.saturating_mul(1 << 20)).unwrap_or(0))
+fn memory_limit_bytes(state: &AppState, job: &JobRow) -> i64 {
+    state.config.shape_of(&job.spec).map(|s| s.memory_mb.saturating_mul(1 << 20)).unwrap_or(0)
 }
 
 async fn job_metrics(
@@ -33,7 +32,7 @@ async fn job_metrics(
     Path(id): Path<String>,
 ) -> AppResult<Json<JobMetrics>> {
     let job = visible_job(&state, &user, &id).await?;
-    let limit = memory_limit_bytes(&state, &job)?;
+    let limit = memory_limit_bytes(&state, &job);
     let running: Vec<(i64, i64)> = state
         .store
         .replicas_of(job.id.clone())
@@ -120,7 +119,7 @@ async fn replica_metrics(
     }
     Ok(Json(ReplicaMetrics {
         replica_id: replica_id(&job.id, index, attempt),
-        memory_limit_bytes: memory_limit_bytes(&state, &job)?,
+        memory_limit_bytes: memory_limit_bytes(&state, &job),
         series,
     }))
 }

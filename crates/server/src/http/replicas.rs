@@ -18,7 +18,7 @@ use jobdeck_api::{
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
-use crate::http::jobs::{query_pairs, stored_spec, visible_job};
+use crate::http::jobs::{query_pairs, visible_job};
 use crate::http::logs::{self, LogRequest};
 use crate::{AppState, Route};
 use jobdeck_api::{parse_replica_id, replica_id, EndReason};
@@ -119,12 +119,12 @@ async fn list_replicas(
     // is listed): the TAO SDK sends `archive_and_live`, which is none of
     // Lepton's listing modes.
     let job = visible_job(&state, &user, &id).await?;
-    let spec = stored_spec(&job)?;
-    let shape = state.config.shape_of(&spec);
+    let spec = &job.spec;
+    let shape = state.config.shape_of(spec);
     let rows = state.store.replicas_of(job.id.clone()).await?;
     let mut replicas: Vec<Replica> = rows.iter().map(|row| replica_view(row, shape)).collect();
     if job.runtime.state == JobState::Queueing {
-        replicas.extend(queued_replicas(&job, &spec, &rows, shape));
+        replicas.extend(queued_replicas(&job, spec, &rows, shape));
         replicas.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
     }
     Ok(Json(replicas))
@@ -158,8 +158,8 @@ async fn list_events(
 }
 
 /// Whether `job` collects logs.
-fn collects_logs(state: &AppState, job: &JobRow) -> AppResult<bool> {
-    Ok(stored_spec(job)?.log_collection(state.config.log_collection_default))
+fn collects_logs(state: &AppState, job: &JobRow) -> bool {
+    job.spec.log_collection(state.config.log_collection_default)
 }
 
 /// Where a log stream is.
@@ -265,16 +265,16 @@ async fn replica_log(
     if stored.is_none() {
         // A queued job's pending replicas are listed before they exist; their
         // log is empty until they start.
-        let spec = stored_spec(&job)?;
+        let spec = &job.spec;
         let queued = job.runtime.state == JobState::Queueing
-            && queued_replicas(&job, &spec, &state.store.replicas_of(id.clone()).await?, None)
+            && queued_replicas(&job, spec, &state.store.replicas_of(id.clone()).await?, None)
                 .iter()
                 .any(|r| r.id == replica);
         if !queued {
             return Err(not_found());
         }
     }
-    if !collects_logs(&state, &job)? {
+    if !collects_logs(&state, &job) {
         return Err(AppError::NotFoundCode(
             "log_collection_disabled",
             format!("job '{id}' does not collect logs (spec.log.enable_collection is false)"),

@@ -353,13 +353,18 @@ async fn each_request_is_one_log_line_by_route_and_a_500_says_its_cause() {
         created_by: "admin".into(),
         visibility: jobdeck_api::Visibility::Public,
         created_at: now,
-        metadata_json: "{damaged".into(),
-        spec_json: common::sh_job("private-name", "true")["spec"].to_string(),
+        metadata: Default::default(),
+        spec: serde_json::from_value(common::sh_job("private-name", "true")["spec"].clone()).unwrap(),
         priority: 4000,
-        node_groups: String::new(),
+        node_groups: Vec::new(),
         runtime: JobRuntime { state: jobdeck_api::JobState::Completed, queued_at: Some(now), ..JobRuntime::default() },
     };
-    let app = TestApp::with_stored_jobs(|_| {}, vec![damaged]).await;
+    let app = TestApp::with_stored_jobs_changed_by(
+        |_| {},
+        vec![damaged],
+        "UPDATE jobs SET metadata = '{damaged' WHERE id = 'private-name-aaaaa'",
+    )
+    .await;
 
     let answer = app.get("/api/v2/jobs/private-name-aaaaa?pretty=private-query").await;
     assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
@@ -378,7 +383,11 @@ async fn each_request_is_one_log_line_by_route_and_a_500_says_its_cause() {
     };
     let failed = line_of("/api/v2/jobs/{id}", 500);
     assert!(failed.contains("ERROR") && failed.contains("method=GET"), "{failed}");
-    assert!(failed.contains("cause=\"key must be a string"), "the cause, quoted, on the same line: {failed}");
+    assert!(
+        failed.contains("cause=\"a database statement failed")
+            && failed.contains("the metadata cannot be read: key must"),
+        "the cause, quoted, on the same line: {failed}"
+    );
     assert!(failed.contains("latency_ms="), "{failed}");
     line_of("/api/v2/shapes", 200);
     line_of("/api/v2/jobs", 401);

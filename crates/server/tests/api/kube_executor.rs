@@ -116,12 +116,9 @@ fn spec(extra: Value) -> JobSpec {
 
 impl Harness {
     /// Stores the job the way the API does, so the executor can read its
-    /// metadata.
+    /// metadata: the creator in its column, labels and annotations beside.
     async fn store_job(&self, spec: &JobSpec) {
-        let metadata = json!({
-            "id": JOB_ID, "name": "train", "created_by": "alice",
-            "labels": {"team": "vision"}, "annotations": {"example.com/ticket": "ML-42"}
-        });
+        let metadata = json!({"labels": {"team": "vision"}, "annotations": {"example.com/ticket": "ML-42"}});
         self.store
             .insert_job(
                 JobRow {
@@ -130,10 +127,10 @@ impl Harness {
                     created_by: "alice".into(),
                     visibility: jobdeck_api::Visibility::Private,
                     created_at: 1,
-                    metadata_json: metadata.to_string(),
-                    spec_json: serde_json::to_string(spec).unwrap(),
+                    metadata: serde_json::from_value(metadata.clone()).unwrap(),
+                    spec: spec.clone(),
                     priority: 4000,
-                    node_groups: ",h100,".into(),
+                    node_groups: vec!["h100".into()],
                     runtime: JobRuntime { state: jobdeck_api::JobState::Starting, ..JobRuntime::default() },
                 },
                 Vec::new(),

@@ -449,10 +449,10 @@ async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
         created_by: "admin".into(),
         visibility: jobdeck_api::Visibility::Public,
         created_at: now,
-        metadata_json: "{}".into(),
-        spec_json: spec.to_string(),
+        metadata: Default::default(),
+        spec: serde_json::from_value(spec).unwrap(),
         priority: 4000,
-        node_groups: String::new(),
+        node_groups: Vec::new(),
         runtime: JobRuntime {
             state: jobdeck_api::JobState::Queueing,
             reason: Some("Queued".into()),
@@ -464,6 +464,46 @@ async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
     app.wait_state("old-aaaaa", "Completed").await;
     let next = app.create_job(&app.admin_token, &sh_job("next", "echo next")).await;
     app.wait_state(&next, "Completed").await;
+}
+
+/// A queued job whose stored spec no longer reads (a damaged disk, or a
+/// field this release does not know) is failed on its own when the server
+/// starts, saying why; the server starts, and the job stored beside it runs.
+#[tokio::test]
+async fn a_stored_job_whose_spec_cannot_be_read_fails_alone_at_start() {
+    use jobdeck_store::{JobRow, JobRuntime};
+    let now = jobdeck_server::now_millis();
+    let queued = |id: &str| JobRow {
+        id: format!("{id}-aaaaa"),
+        name: id.into(),
+        created_by: "admin".into(),
+        visibility: jobdeck_api::Visibility::Public,
+        created_at: now,
+        metadata: Default::default(),
+        spec: serde_json::from_value(sh_job(id, "echo ran")["spec"].clone()).unwrap(),
+        priority: 4000,
+        node_groups: Vec::new(),
+        runtime: JobRuntime {
+            state: jobdeck_api::JobState::Queueing,
+            reason: Some("Queued".into()),
+            queued_at: Some(now),
+            ..JobRuntime::default()
+        },
+    };
+    let app = TestApp::with_stored_jobs_changed_by(
+        small_cluster(2.0),
+        vec![queued("broken"), queued("fine")],
+        r#"UPDATE jobs SET spec = '{"no_such_field": 1}' WHERE id = 'broken-aaaaa'"#,
+    )
+    .await;
+    app.wait_state("fine-aaaaa", "Completed").await;
+    let db = rusqlite::Connection::open(app.store.path()).unwrap();
+    let (state, message): (String, String) = db
+        .query_row("SELECT state, message FROM jobs WHERE id = 'broken-aaaaa'", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert_eq!(state, "Failed");
+    assert!(message.starts_with("the stored job cannot be read: the spec cannot be read"), "{message}");
+    assert!(message.contains("no_such_field"), "{message}");
 }
 
 /// Preempts `low_owner`'s low-priority job with `high_owner`'s

@@ -49,6 +49,17 @@ impl TestApp {
     /// A server whose store already holds `jobs` when it starts, as after a
     /// restart (or an upgrade: rows written by an older version).
     pub async fn with_stored_jobs(adjust: impl FnOnce(&mut Config), jobs: Vec<jobdeck_store::JobRow>) -> TestApp {
+        Self::with_stored_jobs_changed_by(adjust, jobs, "").await
+    }
+
+    /// A server whose store holds `jobs`, changed by the SQL `damage` before
+    /// the server starts, as a damaged disk or another release would leave
+    /// them.
+    pub async fn with_stored_jobs_changed_by(
+        adjust: impl FnOnce(&mut Config),
+        jobs: Vec<jobdeck_store::JobRow>,
+        damage: &str,
+    ) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
         // Secret values are sealed as `jobdeck serve` seals them.
@@ -56,6 +67,9 @@ impl TestApp {
         store.use_keys(jobdeck_store::sealing::SealingKeys::from_hex(&key, &[]).unwrap());
         for job in jobs {
             store.insert_job(job, vec![]).await.unwrap();
+        }
+        if !damage.is_empty() {
+            change_database(&store, damage);
         }
         let mut config = Config::for_data_dir(dir.path());
         config.supervisor_bin = Some(env!("CARGO_BIN_EXE_jobdeck").into());
@@ -260,4 +274,12 @@ pub fn small_cluster(cpus: f64) -> impl FnOnce(&mut jobdeck_core::Config) {
         }];
         config.executor.local.grace_period_seconds = 2;
     }
+}
+
+/// Runs `sql` on the store's database file through a connection of its own,
+/// as a damaged disk or another release would change it: the store's API
+/// writes only rows it can read back.
+fn change_database(store: &Store, sql: &str) {
+    let connection = rusqlite::Connection::open(store.path()).unwrap();
+    connection.execute_batch(sql).unwrap();
 }
