@@ -276,6 +276,49 @@ fn running_slurm_jobs_are_found_again_after_a_kill_9_of_the_server() {
     assert!(text.contains("after"), "{text}");
 }
 
+/// A server that died after storing a failure but before ending the run
+/// for it: the next one judges the stored failures against the limits
+/// before it submits anything, so a job out of retries fails instead of
+/// running again. The crash window is made by hand: the first server is
+/// killed with the replica running, its Slurm job cancelled, and its attempt
+/// stored as failed, as the first server would have stored it.
+#[test]
+fn a_failure_stored_before_a_kill_9_ends_the_run_on_restart() {
+    let _cluster = one_at_a_time();
+    let scratch = tempfile::tempdir().unwrap();
+    let mut first = server("");
+    let token = first.admin_token.clone();
+    let (started, runs) = (gate(scratch.path(), "started"), gate(scratch.path(), "runs"));
+    let never = gate(scratch.path(), "never");
+    let script = format!("echo run >> {runs}; touch {started}; while [ ! -e {never} ]; do sleep 0.1; done");
+    let id = first.create_job(&token, &job("out-of-retries", &script));
+    wait_for("the job to run", LIMIT, || Path::new(&started).exists().then_some(()));
+    first.wait_for_state(&token, &id, "Running");
+
+    first.kill();
+    let cancelled = Command::new("scancel").args(["--name", &format!("jobdeck-{id}")]).status().unwrap();
+    assert!(cancelled.success());
+    wait_for("Slurm to let the job go", LIMIT, || slurm_jobs_of(&id).is_empty().then_some(()));
+    let db = rusqlite::Connection::open(first.data_dir.join("jobdeck.db")).unwrap();
+    let failed = db
+        .execute(
+            "UPDATE replicas SET phase = 'failed', reason = 'Error', exit_code = 1, message = 'exited with code 1',
+                end_time = updated_at WHERE job_id = ?1",
+            [&id],
+        )
+        .unwrap();
+    assert_eq!(failed, 1, "the one attempt is stored failed");
+    drop(db);
+
+    let config = first.data_dir.parent().unwrap().join("jobdeck.toml");
+    let second = Server::start_api_in(&first.data_dir.clone(), &["--config", config.to_str().unwrap()]);
+    let ended = second.wait_for_state(&token, &id, "Failed");
+    assert_eq!(ended["status"]["reason"], "BackoffLimitExceeded", "{ended:#}");
+    assert_eq!(second.replicas(&token, &id).len(), 1, "nothing was submitted again");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n");
+    assert!(slurm_jobs_of(&id).is_empty());
+}
+
 #[test]
 fn slurm_render_prints_the_batch_script_of_a_multi_node_job() {
     let dir = tempfile::tempdir().unwrap();

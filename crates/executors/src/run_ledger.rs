@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use jobdeck_api::EndReason;
 use jobdeck_store::logs::LogStore;
+use jobdeck_store::ReplicaRow;
 
 use jobdeck_core::executor::{RunOutcome, StopReason};
 use jobdeck_core::failure::FindingKind;
@@ -246,6 +247,26 @@ pub async fn first_error(logs: &LogStore, job_id: &str, index: i64, attempt: i64
         }
         Err(_) => None,
     }
+}
+
+/// Whether any of `failures`, a run's failed attempts read back from the
+/// store after a restart, was the program's: each attempt's end and the
+/// first error of its log (when the job keeps logs), classified as when it
+/// ended. What [`RunLedger::judge_restored`] needs.
+pub async fn restored_program_error(logs: &LogStore, job_id: &str, keeps_logs: bool, failures: &[&ReplicaRow]) -> bool {
+    for row in failures {
+        let finding =
+            if keeps_logs { first_error(logs, job_id, row.completion_index, row.attempt).await } else { None };
+        let end = jobdeck_core::failure::AttemptEnd {
+            reason: row.reason.as_ref(),
+            exit_code: row.exit_code.map(|c| c as i32),
+            signal: row.signal.map(|s| s as i32),
+        };
+        if jobdeck_core::failure::classify(&end, finding).is_program_error() {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]

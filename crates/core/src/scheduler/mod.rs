@@ -289,11 +289,11 @@ impl Scheduler {
         }
         let count = launches.len();
         if let Err(e) = self.executor.recover(launches).await {
-            tracing::error!(error = %e, "the executor could not resume every run");
+            tracing::error!(error = %crate::error_chain(&e), "the executor could not resume every run");
         }
         for (id, run, reason) in stops {
             if let Err(e) = self.executor.stop(&id, run, reason).await {
-                tracing::error!(job = %id, error = %e, "cannot resume a stop");
+                tracing::error!(job = %id, error = %crate::error_chain(&e), "cannot resume a stop");
             }
         }
         self.next_archive = self.store.next_archive_time().await?;
@@ -579,7 +579,7 @@ impl Scheduler {
         };
         self.save(id, vec![event(id, kind, reason.as_str(), message)]).await?;
         if let Err(e) = self.executor.stop(id, run, reason).await {
-            tracing::error!(job = %id, error = %e, "the executor cannot stop a run");
+            tracing::error!(job = %id, error = %crate::error_chain(&e), "the executor cannot stop a run");
         }
         Ok(())
     }
@@ -592,7 +592,7 @@ impl Scheduler {
         let job = id.to_string();
         let _ = tokio::task::spawn_blocking(move || logs.remove_job(&job)).await;
         if let Err(e) = self.executor.forget(id).await {
-            tracing::warn!(job = %id, error = %e, "cannot clean up after a deleted job");
+            tracing::warn!(job = %id, error = %crate::error_chain(&e), "cannot clean up after a deleted job");
         }
         Ok(())
     }

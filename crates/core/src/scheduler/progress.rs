@@ -232,7 +232,7 @@ impl Scheduler {
                     )
                     .await?;
                 if let Err(e) = self.executor.forget(&id).await {
-                    tracing::warn!(job = %id, error = %e, "cannot clean up after an archived job");
+                    tracing::warn!(job = %id, error = %crate::error_chain(&e), "cannot clean up after an archived job");
                 }
             }
             self.next_archive = self.store.next_archive_time().await?;

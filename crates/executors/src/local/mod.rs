@@ -413,16 +413,18 @@ impl LocalRunController {
         // The previous server may have been failing this run when it died:
         // the stored failures decide again, so no index restarts that the
         // limits have already given up on.
-        let mut program_error = false;
-        for row in rows.iter().filter(|r| r.run == self.launch.run && r.is_finished() && counts_as_failure(r)) {
-            let finding = self.first_error(row.completion_index, row.attempt).await;
-            let end = jobdeck_core::failure::AttemptEnd {
-                reason: row.reason.as_ref(),
-                exit_code: row.exit_code.map(|c| c as i32),
-                signal: row.signal.map(|s| s as i32),
-            };
-            program_error |= jobdeck_core::failure::classify(&end, finding).is_program_error();
-        }
+        let failures = rows
+            .iter()
+            .filter(|r| r.run == self.launch.run && r.is_finished() && counts_as_failure(r))
+            .collect::<Vec<_>>();
+        let logs = self.shared.host.logs();
+        let program_error = run_ledger::restored_program_error(
+            logs,
+            &self.launch.job_id,
+            self.launch.resolved.log_collection,
+            &failures,
+        )
+        .await;
         if self.ledger.judge_restored(program_error) {
             self.stop_running();
         }

@@ -202,6 +202,7 @@ impl Executor for SlurmExecutor {
                 let rows = self.shared.host.attempts(&launch.job_id).await?;
                 let mut controller = SlurmRunController::new(self.shared.clone(), launch, &rows);
                 controller.adopt(&rows);
+                controller.judge_restored(&rows).await;
                 self.spawn(controller, stop_rx);
             }
             Ok(())
@@ -277,10 +278,7 @@ impl SlurmRunController {
             submissions = submissions.max(state.submission + 1);
             if row.phase == ReplicaPhase::Succeeded {
                 ledger.succeed(row.completion_index);
-            } else if row.is_finished()
-                && row.reason.as_ref().is_some_and(EndReason::counts_against_retries)
-                && state.rank.unwrap_or(0) == 0
-            {
+            } else if counts_as_failure(row) {
                 ledger.count_restored_failure(row.completion_index);
             }
         }
@@ -302,6 +300,23 @@ impl SlurmRunController {
 
     fn job_dir(&self) -> PathBuf {
         self.shared.log_dir.join(&self.launch.job_id)
+    }
+
+    /// The previous server may have been failing this run when it died:
+    /// the stored failures decide again, so no task is submitted again that
+    /// the limits had already given up on (the run then cancels what is
+    /// left and ends failed).
+    async fn judge_restored(&mut self, rows: &[ReplicaRow]) {
+        let failures = rows.iter().filter(|r| r.run == self.launch.run && counts_as_failure(r)).collect::<Vec<_>>();
+        let logs = self.shared.host.logs();
+        let program_error = run_ledger::restored_program_error(
+            logs,
+            &self.launch.job_id,
+            self.launch.resolved.log_collection,
+            &failures,
+        )
+        .await;
+        self.ledger.judge_restored(program_error);
     }
 
     /// Takes over the unfinished attempts a previous server left.
@@ -327,7 +342,10 @@ impl SlurmRunController {
     }
 
     async fn run(mut self, mut stop_rx: mpsc::UnboundedReceiver<StopReason>) {
-        if self.attempts.is_empty() {
+        if self.ledger.is_ending() {
+            // Restored failures had already ended the run: nothing is
+            // submitted, and what is left is cancelled below.
+        } else if self.attempts.is_empty() {
             // A new run (or one whose every attempt had ended: the store
             // decides what is left).
             let pending: Vec<i64> = if self.workers() > 1 {
@@ -798,6 +816,15 @@ impl SlurmRunController {
         }
         run_ledger::first_error(self.shared.host.logs(), &self.launch.job_id, key.0, key.1).await
     }
+}
+
+/// Whether a stored attempt is a failure counted against the retry limits:
+/// it ended for a reason that counts, and it is not a worker of a
+/// multi-worker allocation, whose rank 0 speaks for it.
+fn counts_as_failure(row: &ReplicaRow) -> bool {
+    let rank =
+        row.executor_state.as_deref().and_then(|s| serde_json::from_str::<AttemptState>(s).ok()).and_then(|s| s.rank);
+    row.is_finished() && row.reason.as_ref().is_some_and(EndReason::counts_against_retries) && rank.unwrap_or(0) == 0
 }
 
 fn read_exit_file(path: &Path) -> Option<i32> {
