@@ -2,8 +2,10 @@
 //! the first time, with nothing cached.
 //!
 //! `bench/console-size.sh` (or `cargo bench -p jobdeck-e2e --bench
-//! console_size` after building the console and the server). For each route
-//! a fresh Chromium profile opens the page and waits until it shows; then the
+//! console_size` after building the console and the server). For every
+//! route of the console (the sign-in, the list, the form, a page that does
+//! not exist, and each tab of the job page, read from `src/routes.rs`) a
+//! fresh Chromium profile opens the page and waits until it shows; then the
 //! page's own resource timings give the bytes of every console file it
 //! loaded (`encodedBodySize`: the body as sent, brotli here), API answers
 //! left out. The console is split into a core and one module per page
@@ -12,7 +14,8 @@
 //! It also measures, per page, the time from navigation to content (cold,
 //! on loopback: the page's own clock at the moment an observer sees the
 //! content), and what moving inside the console from one page to another
-//! downloads on top of the first page, and what the create-job form's first
+//! downloads on top of the first page (the list to the form and to a job,
+//! the job's overview to each other tab), and what the create-job form's first
 //! use downloads on top of that (its rules, fetched then). It exits non-zero
 //! when a first load is over 150 KB, or a move or that first use over 40 KB
 //! (issue 17's budgets).
@@ -48,54 +51,84 @@ const MEASURE: &str = "
     files.push({ path: 'index.html', bytes: nav.encodedBodySize });
     return files;";
 
+/// The job page's tabs, read from the console's own list
+/// (`src/routes.rs`, `JOB_TABS`), so a new tab is measured the day it is
+/// added.
+fn job_tabs() -> Vec<String> {
+    let routes = std::fs::read_to_string(jobdeck_e2e::workspace_root().join("src/routes.rs")).unwrap();
+    let list = routes.split("pub const JOB_TABS").nth(1).and_then(|rest| rest.split("];").next()).unwrap();
+    let tabs: Vec<String> =
+        list.split("(\"").skip(1).filter_map(|entry| entry.split('"').next()).map(String::from).collect();
+    assert!(tabs.len() >= 6 && tabs[0] == "overview", "the tabs were read: {tabs:?}");
+    tabs
+}
+
+/// What shows when a tab's content is drawn.
+fn tab_ready(tab: &str) -> &'static str {
+    match tab {
+        "overview" => "div.overview > *",
+        "replicas" => "table.replicas tbody tr",
+        "events" => "table.events tbody tr",
+        "logs" => ".log-rows .log-line",
+        "metrics" => "section.replica-metrics, p.empty",
+        "failure" => ".failure-verdict",
+        other => panic!("the job page's tab '{other}' has no content to wait for here: add it"),
+    }
+}
+
+/// A tab's address for `id`; the logs tab shows the first replica's log.
+fn tab_path(id: &str, tab: &str) -> String {
+    match tab {
+        "overview" => format!("/jobs/{id}"),
+        "logs" => format!("/jobs/{id}/logs?replica={id}-0-0"),
+        _ => format!("/jobs/{id}/{tab}"),
+    }
+}
+
 fn main() {
     let server = Server::start();
+    // A job that failed, so every tab has content: its failure analysis
+    // too.
     let (_, job) = server.call(
         "POST",
         "/jobs",
         &server.admin_token,
-        Some(&json!({"metadata": {"name": "sized"}, "spec": {"container": {"image": "busybox", "command": ["echo", "hi"]}}})),
+        Some(&json!({"metadata": {"name": "sized"}, "spec": {
+            "container": {"image": "busybox", "command": ["sh", "-c", "echo hi; echo 'Traceback (most recent call last):' >&2; exit 3"]},
+            "backoff_limit": 0
+        }})),
     );
     let id = job["metadata"]["id"].as_str().unwrap().to_string();
     wait_for_precompression(&server);
-    server.wait_for_state(&server.admin_token, &id, "Completed");
-    let routes: [(&str, String, &str); 6] = [
-        ("sign-in", "/login".into(), "form button[type=submit]"),
-        ("deployments list", "/jobs".into(), "tbody tr"),
-        ("create-job form", "/jobs/new".into(), ".job-form button[type=submit]"),
-        ("job overview", format!("/jobs/{id}"), "nav.tabs"),
-        ("job logs", format!("/jobs/{id}/logs?replica={id}-0-0"), ".log-rows .log-line"),
-        ("job metrics", format!("/jobs/{id}/metrics"), "section.replica-metrics, p.empty"),
+    server.wait_for_state(&server.admin_token, &id, "Failed");
+    let mut routes: Vec<(String, String, &str)> = vec![
+        ("sign-in".into(), "/login".into(), "form button[type=submit]"),
+        ("deployments list".into(), "/jobs".into(), "tbody tr"),
+        ("create-job form".into(), "/jobs/new".into(), ".job-form button[type=submit]"),
+        ("not found".into(), "/no/such/page".into(), "section.page.narrow"),
     ];
+    for tab in job_tabs() {
+        routes.push((format!("job {tab}"), tab_path(&id, &tab), tab_ready(&tab)));
+    }
     let mut rows = Vec::new();
-    for (name, path, ready) in routes {
+    for (name, path, ready) in &routes {
         // Pages behind the sign-in get a new profile with the token copied
         // over, so nothing of the sign-in visit is cached.
         let browser = if name == "sign-in" { Browser::start() } else { signed_in_browser(&server) };
-        rows.push(measure(&browser, &server, name, &path, ready));
+        rows.push(measure(&browser, &server, name, path, ready));
     }
     // Moves inside the console: open the first page, click a link to the
     // second, and count what the second adds.
-    let moves: [(&str, String, &str, String, &str); 4] = [
-        ("list -> form", "/jobs".into(), "tbody tr", "a[href='/jobs/new']".into(), ".job-form button[type=submit]"),
-        ("list -> job", "/jobs".into(), "tbody tr", format!("a[href='/jobs/{id}']"), "nav.tabs"),
-        (
-            "job -> logs",
-            format!("/jobs/{id}"),
-            "nav.tabs",
-            format!("nav.tabs a[href^='/jobs/{id}/logs']"),
-            ".log-rows .log-line",
-        ),
-        (
-            "job -> metrics",
-            format!("/jobs/{id}"),
-            "nav.tabs",
-            format!("nav.tabs a[href='/jobs/{id}/metrics']"),
-            "section.replica-metrics, p.empty",
-        ),
+    let mut moves: Vec<(String, String, &str, String, &str)> = vec![
+        ("list -> form".into(), "/jobs".into(), "tbody tr", "a[href='/jobs/new']".into(), ".job-form button[type=submit]"),
+        ("list -> job".into(), "/jobs".into(), "tbody tr", format!("a[href='/jobs/{id}']"), tab_ready("overview")),
     ];
+    for tab in job_tabs().into_iter().skip(1) {
+        let link = format!("nav.tabs a[href^='/jobs/{id}/{tab}']");
+        moves.push((format!("job -> {tab}"), format!("/jobs/{id}"), "nav.tabs", link, tab_ready(&tab)));
+    }
     let mut move_rows = Vec::new();
-    for (name, from, from_ready, link, ready) in moves {
+    for (name, from, from_ready, link, ready) in &moves {
         let browser = signed_in_browser(&server);
         browser.goto(&format!("{}{from}", server.base_url));
         browser.find(from_ready);
@@ -103,7 +136,7 @@ fn main() {
         let before = browser.execute(MEASURE, vec![]).as_array().map_or(0, |f| f.len() - 1);
         browser.execute(WATCH_CONTENT, vec![json!(ready)]);
         let started = browser.execute("return performance.now();", vec![]).as_f64().unwrap_or(0.0);
-        let target = browser.find(&link);
+        let target = browser.find(link);
         browser.click(&target);
         browser.find(ready);
         std::thread::sleep(std::time::Duration::from_millis(500));
