@@ -66,6 +66,7 @@ fn a_retried_replica_shows_every_attempt_in_the_table_and_the_timeline() {
         rows.as_array().unwrap().iter().filter_map(|r| r.as_str()).filter(|r| r.contains("Failed")).collect();
     assert_eq!(failed.len(), 1, "{rows}");
     assert!(failed[0].contains('3'), "the failed attempt shows its exit code: {}", failed[0]);
+    browser.screenshot(&jobdeck_e2e::screenshot_path("replicas-tab"));
 
     // A bar is a link: the keyboard reaches it and Enter opens that log.
     let bar = browser.find(".timeline-chart a.bar.bad");

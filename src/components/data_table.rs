@@ -54,33 +54,73 @@ impl Head {
 /// row's header.
 pub type Rows = RwSignal<Vec<(String, Vec<Cell>)>>;
 
-#[component]
-pub fn DataTable(class: &'static str, caption: &'static str, head: Vec<Head>, rows: Rows) -> impl IntoView {
-    let labels: Vec<&'static str> = head.iter().map(|h| h.label).collect();
-    let body = NodeRef::<leptos::html::Tbody>::new();
-    let keyed = StoredValue::new_local(Keyed::<Vec<Cell>>::default());
-    Effect::new(move |_| {
-        let Some(body) = body.get() else { return };
-        rows.with(|rows| {
-            keyed.update_value(|keyed| {
-                keyed.sync(
-                    &body,
-                    rows,
-                    || dom::element("tr"),
-                    |tr, cells, previous| update_row(tr, &labels, cells, previous),
-                )
-            })
-        });
-    });
-    view! {
-        <table class=class>
-            <caption class="sr-only">{caption}</caption>
-            <thead>
-                <tr>{head.into_iter().map(head_cell).collect_view()}</tr>
-            </thead>
-            <tbody node_ref=body></tbody>
-        </table>
+/// A table drawn straight into the DOM: its caption and header made once,
+/// its rows kept in step with the rows it is given. With an `empty`
+/// sentence, a table without rows shows that sentence instead.
+pub struct Table {
+    /// The element drawn into.
+    host: Element,
+    table: Element,
+    body: Element,
+    empty: Option<Element>,
+    labels: Vec<&'static str>,
+    rows: Keyed<Vec<Cell>>,
+}
+
+impl Table {
+    pub fn new(host: &Element, class: &str, caption: &str, head: &[Head], empty: &str) -> Table {
+        let empty = (!empty.is_empty()).then(|| dom::child(host, "p", "empty", empty));
+        let table = dom::child(host, "table", class, "");
+        dom::child(&table, "caption", "sr-only", caption);
+        let header = dom::child(&dom::child(&table, "thead", "", ""), "tr", "", "");
+        for column in head {
+            head_cell(&header, column);
+        }
+        let body = dom::child(&table, "tbody", "", "");
+        let labels = head.iter().map(|h| h.label).collect();
+        Table { host: host.clone(), table, body, empty, labels, rows: Keyed::default() }
     }
+
+    /// Shows `rows`: (key, cells in column order), the first cell the row's
+    /// header.
+    pub fn draw(&mut self, rows: &[(String, Vec<Cell>)]) {
+        if let Some(empty) = &self.empty {
+            dom::show(empty, rows.is_empty());
+            dom::show(&self.table, !rows.is_empty());
+        }
+        let labels = &self.labels;
+        self.rows.sync(
+            &self.body,
+            rows,
+            || dom::element("tr"),
+            |tr, cells, previous| update_row(tr, labels, cells, previous),
+        )
+    }
+}
+
+/// A live table, a drawn part (`dom::draw_into`) around a [`Table`].
+#[component]
+pub fn DataTable(
+    class: &'static str,
+    caption: &'static str,
+    head: Vec<Head>,
+    rows: Rows,
+    #[prop(optional)] empty: &'static str,
+) -> impl IntoView {
+    let host = NodeRef::<leptos::html::Div>::new();
+    let mut table: Option<Table> = None;
+    dom::draw_into(
+        host,
+        Box::new(move |host| {
+            if table.as_ref().is_none_or(|t| &t.host != host) {
+                table = Some(Table::new(host, class, caption, &head, empty));
+            }
+            if let Some(table) = table.as_mut() {
+                rows.with(|rows| table.draw(rows));
+            }
+        }),
+    );
+    view! { <div node_ref=host></div> }
 }
 
 /// Redraws the cells of one row that differ from what it showed before.
@@ -148,26 +188,34 @@ fn draw_cell(slot: &Element, cell: &Cell) {
     }
 }
 
-fn head_cell(head: Head) -> impl IntoView {
-    let Head { label, sort, title } = head;
-    let text = match title {
-        Some(title) => view! { <abbr title=title>{label}</abbr> }.into_any(),
-        None => label.into_any(),
-    };
-    match sort {
-        None => view! { <th scope="col">{text}</th> }.into_any(),
+/// One column's header: its label (with its explanation on hover), and for
+/// a sortable column a link that sorts by it, with the current order.
+fn head_cell(header: &Element, head: &Head) {
+    let cell = dom::child(header, "th", "", "");
+    dom::set(&cell, "scope", "col");
+    let holder = match &head.sort {
+        None => cell,
         Some((href, order)) => {
-            let arrow = match order {
-                Some("ascending") => " ▲",
-                Some(_) => " ▼",
-                None => "",
-            };
-            view! {
-                <th scope="col" aria-sort=order>
-                    <a href=href class="sort">{text}<span aria-hidden="true">{arrow}</span></a>
-                </th>
+            if let Some(order) = order {
+                dom::set(&cell, "aria-sort", order);
             }
-            .into_any()
+            let link = dom::child(&cell, "a", "sort", "");
+            dom::set(&link, "href", href);
+            link
         }
+    };
+    match head.title {
+        Some(title) => dom::set(&dom::child(&holder, "abbr", "", head.label), "title", title),
+        None => {
+            let _ = holder.append_with_str_1(head.label);
+        }
+    }
+    if let Some((_, order)) = &head.sort {
+        let arrow = match order {
+            Some("ascending") => " ▲",
+            Some(_) => " ▼",
+            None => "",
+        };
+        dom::set(&dom::child(&holder, "span", "", arrow), "aria-hidden", "true");
     }
 }

@@ -8,6 +8,7 @@
 //! download kilobytes of generated code, while these few helpers are shared.
 //! Text always goes in as text nodes or attribute values, never as markup.
 
+use leptos::prelude::{Effect, Get, NodeRef};
 use wasm_bindgen::JsCast;
 use web_sys::Element;
 
@@ -44,6 +45,29 @@ pub fn child(parent: &Element, tag: &str, class: &str, text: &str) -> Element {
     }
     let _ = parent.append_child(&new);
     new
+}
+
+/// How a drawn part meets Leptos, the one way: `draw` runs once `host` is
+/// in the document and again whenever a signal it read changes, and draws
+/// the part's own state into the host (made on the first run, kept in the
+/// closure). The closure is boxed so that every part shares this one
+/// effect's code instead of instantiating Leptos's effect machinery for
+/// its own closure type.
+pub fn draw_into(host: NodeRef<leptos::html::Div>, mut draw: Box<dyn FnMut(&Element)>) {
+    Effect::new(move |_| {
+        if let Some(host) = host.get() {
+            draw(&host.into());
+        }
+    });
+}
+
+/// Shows or hides `element` (the `hidden` attribute).
+pub fn show(element: &Element, shown: bool) {
+    if shown {
+        let _ = element.remove_attribute("hidden");
+    } else {
+        set(element, "hidden", "");
+    }
 }
 
 /// Removes every child of `element`.

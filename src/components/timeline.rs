@@ -160,20 +160,31 @@ const LEGEND: [(&str, &str); 5] = [
     ("neutral", "Stopped"),
 ];
 
-/// The parts of the chart drawn through `dom`, made on first use.
-struct Chart {
+/// The replica timeline drawn straight into the DOM: the figure with its
+/// caption, chart, axis and legend, made once and brought up to date by
+/// `draw`.
+pub struct Timeline {
+    host: web_sys::Element,
+    summary: web_sys::Element,
     container: web_sys::Element,
     lanes: web_sys::Element,
     svg: web_sys::Element,
     stripes: web_sys::Element,
     bars: web_sys::Element,
+    /// The axis: the start, the span and the end.
+    axis: [web_sys::Element; 3],
     keyed: Keyed<(Bar, i64)>,
     /// (lanes, lane height) as last drawn.
     drawn: (i64, i64),
 }
 
-impl Chart {
-    fn new(container: web_sys::Element) -> Chart {
+impl Timeline {
+    pub fn new(host: &web_sys::Element) -> Timeline {
+        let figure = dom::child(host, "figure", "timeline", "");
+        let caption = dom::child(&figure, "figcaption", "", "");
+        dom::child(&caption, "h2", "", "Replica timeline");
+        let summary = dom::child(&caption, "span", "help", "");
+        let container = dom::child(&figure, "div", "timeline-chart", "");
         let lanes = dom::child(&container, "ol", "lanes", "");
         dom::set(&lanes, "aria-hidden", "true");
         let svg = dom::svg_element("svg");
@@ -184,10 +195,47 @@ impl Chart {
         let _ = container.append_child(&svg);
         let stripes = dom::child(&svg, "g", "", "");
         let bars = dom::child(&svg, "g", "", "");
-        Chart { container, lanes, svg, stripes, bars, keyed: Keyed::default(), drawn: (-1, 0) }
+        let axis_row = dom::child(&figure, "div", "axis", "");
+        let axis = [(); 3].map(|()| dom::child(&axis_row, "span", "", ""));
+        let legend = dom::child(&figure, "ul", "legend", "");
+        dom::set(&legend, "aria-label", "Colours");
+        for (tone, word) in LEGEND {
+            let item = dom::child(&legend, "li", "", "");
+            dom::child(&item, "span", &format!("swatch {tone}"), "");
+            let _ = item.append_with_str_1(word);
+        }
+        Timeline {
+            host: host.clone(),
+            summary,
+            container,
+            lanes,
+            svg,
+            stripes,
+            bars,
+            axis,
+            keyed: Keyed::default(),
+            drawn: (-1, 0),
+        }
     }
 
-    fn draw(&mut self, layout: &Layout, lane: i64, job_id: &str) {
+    pub fn draw(&mut self, layout: &Layout, job_id: &str) {
+        let lane = if layout.lanes > THIN_FROM { THIN_LANE } else { LANE };
+        dom::set(&self.container, "class", if lane == THIN_LANE { "timeline-chart thin" } else { "timeline-chart" });
+        let failed = layout.bars.iter().filter(|b| b.tone == "bad").count();
+        let summary = if layout.lanes == 0 {
+            "No replicas yet.".to_string()
+        } else {
+            format!("{} attempts of {} replicas, {failed} failed", layout.bars.len(), layout.lanes)
+        };
+        self.summary.set_text_content(Some(&summary));
+        let axis = if layout.lanes == 0 {
+            [String::new(), String::new(), String::new()]
+        } else {
+            [format_clock(layout.start), format_duration((layout.end - layout.start) / 1000), format_clock(layout.end)]
+        };
+        for (span, text) in self.axis.iter().zip(axis) {
+            span.set_text_content(Some(&text));
+        }
         if self.drawn != (layout.lanes, lane) {
             self.drawn = (layout.lanes, lane);
             dom::set(&self.svg, "height", &(layout.lanes * lane).to_string());
@@ -212,7 +260,7 @@ impl Chart {
             &items,
             || {
                 // A link, so the keyboard reaches every bar and Enter opens
-                // its log; the chart's click handler routes it in the app.
+                // its log; the figure's click handler routes it in the app.
                 let g = dom::svg_element("a");
                 dom::child(&g, "rect", "", "");
                 dom::child(&g, "title", "", "");
@@ -238,6 +286,10 @@ impl Chart {
     }
 }
 
+/// The replica timeline of `replicas`, a drawn part (`dom::draw_into`):
+/// the figure with its caption, chart, axis and legend is made on the first
+/// draw and brought up to date after every change of the replicas, the
+/// completions or the clock.
 #[component]
 pub fn ReplicaTimeline(
     #[prop(into)] replicas: Signal<Vec<Replica>>,
@@ -245,63 +297,32 @@ pub fn ReplicaTimeline(
     #[prop(into)] now: Signal<i64>,
     job_id: String,
 ) -> impl IntoView {
-    let layout = Memo::new(move |_| replicas.with(|r| layout(r, completions.get(), now.get())));
-    let container = NodeRef::<leptos::html::Div>::new();
-    let chart = StoredValue::new_local(None::<Chart>);
-    Effect::new(move |_| {
-        let Some(div) = container.get() else { return };
-        let div: web_sys::Element = div.into();
-        layout.with(|l| {
-            let lane = if l.lanes > THIN_FROM { THIN_LANE } else { LANE };
-            dom::set(&div, "class", if lane == THIN_LANE { "timeline-chart thin" } else { "timeline-chart" });
-            chart.update_value(|chart| {
-                if chart.as_ref().is_none_or(|c| c.container != div) {
-                    *chart = Some(Chart::new(div.clone()));
-                }
-                if let Some(chart) = chart.as_mut() {
-                    chart.draw(l, lane, &job_id);
-                }
-            });
-        });
-    });
+    let host = NodeRef::<leptos::html::Div>::new();
+    let mut timeline: Option<Timeline> = None;
+    dom::draw_into(
+        host,
+        Box::new(move |host| {
+            let layout = replicas.with(|r| layout(r, completions.get(), now.get()));
+            if timeline.as_ref().is_none_or(|c| &c.host != host) {
+                timeline = Some(Timeline::new(host));
+            }
+            if let Some(timeline) = timeline.as_mut() {
+                timeline.draw(&layout, &job_id);
+            }
+        }),
+    );
+    view! { <div node_ref=host on:click=open_clicked_log()></div> }
+}
+
+/// The click handler for an element holding timelines: one listener for all
+/// bars, and a click on a bar opens its attempt's log in the app.
+pub fn open_clicked_log() -> impl Fn(leptos::ev::MouseEvent) + 'static {
     let navigate = use_navigate();
-    // One listener for all bars: a click on a bar opens its attempt's log.
-    let open_log = move |ev: leptos::ev::MouseEvent| {
+    move |ev| {
         if let Some(href) = dom::closest_attribute(&ev, "data-href") {
             ev.prevent_default();
             navigate(&href);
         }
-    };
-    let summary = move || {
-        layout.with(|l| {
-            let failed = l.bars.iter().filter(|b| b.tone == "bad").count();
-            if l.lanes == 0 {
-                "No replicas yet.".to_string()
-            } else {
-                format!("{} attempts of {} replicas, {failed} failed", l.bars.len(), l.lanes)
-            }
-        })
-    };
-    let axis = move |f: fn(&Layout) -> String| move || layout.with(|l| if l.lanes == 0 { String::new() } else { f(l) });
-    view! {
-        <figure class="timeline">
-            <figcaption>
-                <h2>"Replica timeline"</h2>
-                <span class="help">{summary}</span>
-            </figcaption>
-            <div class="timeline-chart" node_ref=container on:click=open_log></div>
-            <div class="axis">
-                <span>{axis(|l| format_clock(l.start))}</span>
-                <span>{axis(|l| format_duration((l.end - l.start) / 1000))}</span>
-                <span>{axis(|l| format_clock(l.end))}</span>
-            </div>
-            <ul class="legend" aria-label="Colours">
-                {LEGEND
-                    .iter()
-                    .map(|(tone, word)| view! { <li><span class=format!("swatch {tone}")></span>{*word}</li> })
-                    .collect_view()}
-            </ul>
-        </figure>
     }
 }
 

@@ -120,7 +120,13 @@ fn main() {
     // Moves inside the console: open the first page, click a link to the
     // second, and count what the second adds.
     let mut moves: Vec<(String, String, &str, String, &str)> = vec![
-        ("list -> form".into(), "/jobs".into(), "tbody tr", "a[href='/jobs/new']".into(), ".job-form button[type=submit]"),
+        (
+            "list -> form".into(),
+            "/jobs".into(),
+            "tbody tr",
+            "a[href='/jobs/new']".into(),
+            ".job-form button[type=submit]",
+        ),
         ("list -> job".into(), "/jobs".into(), "tbody tr", format!("a[href='/jobs/{id}']"), tab_ready("overview")),
     ];
     for tab in job_tabs().into_iter().skip(1) {

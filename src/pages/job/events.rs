@@ -87,12 +87,7 @@ fn event_cells(event: &JobEvent) -> Vec<Cell> {
 pub fn EventTable(rows: Rows) -> impl IntoView {
     view! {
         <h2>"Events"</h2>
-        <Show
-            when=move || rows.with(|r| !r.is_empty())
-            fallback=|| view! { <p class="empty">"No events yet."</p> }
-        >
-            <DataTable class="events" caption="Events, newest first" head=EVENT_HEAD.to_vec() rows/>
-        </Show>
+        <DataTable class="events" caption="Events, newest first" head=EVENT_HEAD.to_vec() rows empty="No events yet."/>
     }
 }
 

@@ -127,62 +127,14 @@ pub fn FailureTab() -> impl IntoView {
     }
 }
 
+/// The analysis of a failed job. The words, the tables and the excerpts are
+/// drawn parts (`dom::draw_into`), drawn once: an analysis does not change
+/// under the user (a new one replaces the view).
 #[component]
 fn Analysis(analysis: FailureAnalysis, job_id: String) -> impl IntoView {
-    let (title, kind) = class_words(&analysis.err_class);
-    let first = first_failure_sentence(&analysis);
     let replicas = Signal::stored(spans_as_replicas(&analysis.timeline));
     let lanes = analysis.timeline.iter().map(|s| s.completion_index + 1).max().unwrap_or(0);
     let end = analysis.timeline.iter().filter_map(|s| s.ended_at.or(s.started_at)).max().unwrap_or(0);
-    let failed_rows = analysis
-        .failed_replicas
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let log = routes::job_logs(&job_id, Some(&f.replica_id));
-            let log = match analysis.log_streams.iter().find(|s| s.replica_id == f.replica_id) {
-                Some(stream) => format!("{log}#L{}", stream.error_line),
-                None => log,
-            };
-            let how = f.message.clone().or(f.reason.clone()).unwrap_or_default();
-            view! {
-                <tr class:first-failure=i == 0>
-                    <td>{format!("Replica {}", f.completion_index)} {(i == 0).then(|| view! { <span class="badge bad">"first"</span> })}</td>
-                    <td>{f.attempt + 1}</td>
-                    <td><code>{f.err_class.clone().unwrap_or_default()}</code></td>
-                    <td>{f.failed_at.map(format_time).unwrap_or_default()}</td>
-                    <td>{f.exit_code.map(|c| c.to_string()).unwrap_or_default()}</td>
-                    <td>{how}</td>
-                    <td><a href=log>"Log"</a></td>
-                </tr>
-            }
-        })
-        .collect_view();
-    let node_events = (!analysis.job_failure_by_node_event.is_empty()).then(|| {
-        let rows = analysis
-            .job_failure_by_node_event
-            .iter()
-            .map(|e| {
-                view! {
-                    <tr>
-                        <td>{e.node_event_name.clone()}</td>
-                        <td>{e.replica_id.clone().unwrap_or_default()}</td>
-                        <td>{e.node.clone().unwrap_or_default()}</td>
-                        <td>{e.victim.clone().unwrap_or_default()}</td>
-                        <td>{e.time.map(format_time).unwrap_or_default()}</td>
-                        <td>{e.message.clone()}</td>
-                    </tr>
-                }
-            })
-            .collect_view();
-        view! {
-            <h3>"Node events"</h3>
-            <table class="node-events">
-                <thead><tr><th>"Event"</th><th>"Replica"</th><th>"Node"</th><th>"Killed process"</th><th>"When"</th><th>"Message"</th></tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
-        }
-    });
     // An out-of-memory kill: the memory the replica used up to it.
     let memory_curve = analysis.memory_curve.clone().map(|curve| {
         let start = curve.points.first().map(|p| p.0).unwrap_or(0);
@@ -194,42 +146,145 @@ fn Analysis(analysis: FailureAnalysis, job_id: String) -> impl IntoView {
                 lines: vec![line], limit: Some(curve.limit_bytes as f64) } start end/>
         }
     });
-    let excerpts = analysis
-        .log_streams
-        .iter()
-        .map(|stream| view! { <Excerpt stream=stream.clone() job_id=job_id.clone()/> })
-        .collect_view();
+    let (verdict, tables, excerpts) = (NodeRef::new(), NodeRef::new(), NodeRef::new());
+    let parts: [(NodeRef<leptos::html::Div>, fn(&web_sys::Element, &FailureAnalysis, &str)); 3] =
+        [(verdict, draw_verdict), (tables, draw_tables), (excerpts, draw_excerpts)];
+    for (host, draw) in parts {
+        let (analysis, job_id) = (analysis.clone(), job_id.clone());
+        dom::draw_into(
+            host,
+            Box::new(move |host| {
+                dom::clear(host);
+                draw(host, &analysis, &job_id);
+            }),
+        );
+    }
     view! {
-        <div class="failure-verdict">
-            <p class="err-class"><code class="badge bad">{analysis.err_class.clone()}</code> " " <strong>{title}</strong></p>
-            <p class="err-kind">{kind}</p>
-            <p class="summary">{analysis.summary.clone()}</p>
-            <p class="suggestion"><strong>"What to do: "</strong>{analysis.suggestion.clone()}</p>
-        </div>
-        <h3>"Which replica failed first"</h3>
-        <p class="first-failure-sentence">{first}</p>
+        <div node_ref=verdict></div>
         <ReplicaTimeline replicas completions=Signal::stored(lanes) now=Signal::stored(end) job_id=job_id.clone()/>
-        <table class="failed-replicas">
-            <caption>"Failed attempts, first failure first"</caption>
-            <thead><tr><th>"Replica"</th><th>"Attempt"</th><th>"Class"</th><th>"Failed at"</th><th>"Exit code"</th><th>"How it ended"</th><th>"Log"</th></tr></thead>
-            <tbody>{failed_rows}</tbody>
-        </table>
-        {node_events}
+        <div node_ref=tables></div>
         {memory_curve}
-        <h3>"Where it went wrong in the logs"</h3>
-        {(analysis.log_streams.is_empty()).then(|| view! { <p class="help">"No log excerpt: the failed attempts wrote no output."</p> })}
-        {excerpts}
+        <div node_ref=excerpts></div>
     }
 }
 
-/// The log lines around one replica's first error. Line numbers link to the
-/// same line in the log viewer; the whole excerpt opens as a selected range.
-#[component]
-fn Excerpt(stream: LogStream, job_id: String) -> impl IntoView {
-    let log = routes::job_logs(&job_id, Some(&stream.replica_id));
+/// The class and the suggestion in words, and which replica failed first.
+fn draw_verdict(host: &web_sys::Element, analysis: &FailureAnalysis, _job_id: &str) {
+    let (title, kind) = class_words(&analysis.err_class);
+    let verdict = dom::child(host, "div", "failure-verdict", "");
+    let class = dom::child(&verdict, "p", "err-class", "");
+    dom::child(&class, "code", "badge bad", &analysis.err_class);
+    let _ = class.append_with_str_1(" ");
+    dom::child(&class, "strong", "", title);
+    dom::child(&verdict, "p", "err-kind", kind);
+    dom::child(&verdict, "p", "summary", &analysis.summary);
+    let suggestion = dom::child(&verdict, "p", "suggestion", "");
+    dom::child(&suggestion, "strong", "", "What to do: ");
+    let _ = suggestion.append_with_str_1(&analysis.suggestion);
+    dom::child(host, "h3", "", "Which replica failed first");
+    dom::child(host, "p", "first-failure-sentence", &first_failure_sentence(analysis).unwrap_or_default());
+}
+
+/// One row of a table drawn by `draw_tables`: each cell's text.
+fn text_row(body: &web_sys::Element, cells: &[&str]) -> web_sys::Element {
+    let row = dom::child(body, "tr", "", "");
+    for cell in cells {
+        dom::child(&row, "td", "", cell);
+    }
+    row
+}
+
+/// A table with its caption (none when empty: a heading above names it),
+/// its header row, and its body, which it returns.
+fn table(host: &web_sys::Element, class: &str, caption: &str, head: &[&str]) -> web_sys::Element {
+    let table = dom::child(host, "table", class, "");
+    if !caption.is_empty() {
+        dom::child(&table, "caption", "", caption);
+    }
+    let header = dom::child(&dom::child(&table, "thead", "", ""), "tr", "", "");
+    for column in head {
+        dom::child(&header, "th", "", column);
+    }
+    dom::child(&table, "tbody", "", "")
+}
+
+/// The failed attempts, first failure first, and the node events.
+fn draw_tables(host: &web_sys::Element, analysis: &FailureAnalysis, job_id: &str) {
+    let head = ["Replica", "Attempt", "Class", "Failed at", "Exit code", "How it ended", "Log"];
+    let body = table(host, "failed-replicas", "Failed attempts, first failure first", &head);
+    for (i, f) in analysis.failed_replicas.iter().enumerate() {
+        let log = routes::job_logs(job_id, Some(&f.replica_id));
+        let log = match analysis.log_streams.iter().find(|s| s.replica_id == f.replica_id) {
+            Some(stream) => format!("{log}#L{}", stream.error_line),
+            None => log,
+        };
+        let how = f.message.clone().or(f.reason.clone()).unwrap_or_default();
+        let failed_at = f.failed_at.map(format_time).unwrap_or_default();
+        let exit_code = f.exit_code.map(|c| c.to_string()).unwrap_or_default();
+        let row = text_row(
+            &body,
+            &[
+                &format!("Replica {}", f.completion_index),
+                &(f.attempt + 1).to_string(),
+                "",
+                &failed_at,
+                &exit_code,
+                &how,
+            ],
+        );
+        if i == 0 {
+            dom::set(&row, "class", "first-failure");
+            if let Some(replica) = row.first_element_child() {
+                let _ = replica.append_with_str_1(" ");
+                dom::child(&replica, "span", "badge bad", "first");
+            }
+        }
+        if let Some(class) = row.children().item(2) {
+            dom::child(&class, "code", "", f.err_class.as_deref().unwrap_or_default());
+        }
+        let link = dom::child(&dom::child(&row, "td", "", ""), "a", "", "Log");
+        dom::set(&link, "href", &log);
+    }
+    if analysis.job_failure_by_node_event.is_empty() {
+        return;
+    }
+    dom::child(host, "h3", "", "Node events");
+    let head = ["Event", "Replica", "Node", "Killed process", "When", "Message"];
+    let body = table(host, "node-events", "", &head);
+    for e in &analysis.job_failure_by_node_event {
+        let when = e.time.map(format_time).unwrap_or_default();
+        text_row(
+            &body,
+            &[
+                &e.node_event_name,
+                e.replica_id.as_deref().unwrap_or_default(),
+                e.node.as_deref().unwrap_or_default(),
+                e.victim.as_deref().unwrap_or_default(),
+                &when,
+                &e.message,
+            ],
+        );
+    }
+}
+
+/// The log lines around each failed replica's first error. Line numbers
+/// link to the same line in the log viewer; each excerpt opens as a
+/// selected range.
+fn draw_excerpts(host: &web_sys::Element, analysis: &FailureAnalysis, job_id: &str) {
+    dom::child(host, "h3", "", "Where it went wrong in the logs");
+    if analysis.log_streams.is_empty() {
+        dom::child(host, "p", "help", "No log excerpt: the failed attempts wrote no output.");
+    }
+    for stream in &analysis.log_streams {
+        draw_excerpt(host, stream, job_id);
+    }
+}
+
+fn draw_excerpt(host: &web_sys::Element, stream: &LogStream, job_id: &str) {
+    let log = routes::job_logs(job_id, Some(&stream.replica_id));
     let first = stream.lines.first().map(|l| l.line).unwrap_or(stream.error_line);
     let last = stream.lines.last().map(|l| l.line).unwrap_or(stream.error_line);
-    let range = format!("{log}#L{first}-L{last}");
+    let section = dom::child(host, "section", "excerpt", "");
     let heading = format!(
         "{} · attempt {} · {} on line {}",
         stream.replica_id,
@@ -237,32 +292,23 @@ fn Excerpt(stream: LogStream, job_id: String) -> impl IntoView {
         stream.pattern,
         stream.error_line
     );
-    let body = NodeRef::<leptos::html::Div>::new();
-    Effect::new(move |_| {
-        let Some(body) = body.get() else { return };
-        let body: web_sys::Element = body.into();
-        dom::clear(&body);
-        let mut previous = None;
-        for line in &stream.lines {
-            // A gap between the head and the tail of a long block.
-            if previous.is_some_and(|p: i64| line.line > p + 1) {
-                dom::child(&body, "div", "log-line gap", "⋯");
-            }
-            previous = Some(line.line);
-            let class = if line.line == stream.error_line { "log-line error-line" } else { "log-line" };
-            let row = dom::child(&body, "div", class, "");
-            let number = dom::child(&row, "a", "ln", &line.line.to_string());
-            dom::set(&number, "href", &format!("{log}#L{}", line.line));
-            let text = dom::child(&row, "span", "lt", "");
-            ansi::render_into(&text, &line.text);
+    dom::child(&section, "h4", "", &heading);
+    let range = dom::child(&dom::child(&section, "p", "", ""), "a", "", "Open these lines in the log viewer");
+    dom::set(&range, "href", &format!("{log}#L{first}-L{last}"));
+    let body = dom::child(&section, "div", "log-excerpt", "");
+    let mut previous = None;
+    for line in &stream.lines {
+        // A gap between the head and the tail of a long block.
+        if previous.is_some_and(|p: i64| line.line > p + 1) {
+            dom::child(&body, "div", "log-line gap", "⋯");
         }
-    });
-    view! {
-        <section class="excerpt">
-            <h4>{heading}</h4>
-            <p><a href=range>"Open these lines in the log viewer"</a></p>
-            <div class="log-excerpt" node_ref=body></div>
-        </section>
+        previous = Some(line.line);
+        let class = if line.line == stream.error_line { "log-line error-line" } else { "log-line" };
+        let row = dom::child(&body, "div", class, "");
+        let number = dom::child(&row, "a", "ln", &line.line.to_string());
+        dom::set(&number, "href", &format!("{log}#L{}", line.line));
+        let text = dom::child(&row, "span", "lt", "");
+        ansi::render_into(&text, &line.text);
     }
 }
 

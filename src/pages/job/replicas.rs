@@ -10,12 +10,13 @@ use leptos::prelude::*;
 use super::{use_job, JobContext};
 use crate::api;
 use crate::components::api_error::{use_sign_in_again, LiveNote};
-use crate::components::data_table::{Cell, DataTable, Head, Rows};
+use crate::components::data_table::{Cell, Head, Table};
+use crate::components::dom;
 use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::loaded::{fetch, Data, Fetch, Loaded};
 use crate::components::state_badge::replica_outcome;
-use crate::components::time::{format_duration, format_time, now_millis};
-use crate::components::timeline::{into_order, ReplicaTimeline};
+use crate::components::time::{format_duration, format_time};
+use crate::components::timeline::{into_order, layout, open_clicked_log, Timeline};
 use crate::pages::jobs_list::completions_of;
 use crate::routes;
 
@@ -36,16 +37,17 @@ pub fn ReplicasTab() -> impl IntoView {
     view! { <Loaded fetch=load_replicas(use_job()) render loading="Loading replicas…"/> }
 }
 
+/// The timeline and the table of a job's attempts, one drawn part
+/// (`dom::draw_into`): both are drawn from the polled replicas whenever
+/// they, the job or the clock change.
 #[component]
 fn LiveReplicas(initial: Vec<Replica>) -> impl IntoView {
     let context = use_job();
     let job_id = context.id.get_untracked();
-    let rows = RwSignal::new(replica_rows(&initial, &job_id, now_millis()));
     let replicas = RwSignal::new(initial);
     let problem = RwSignal::new(None::<String>);
     let sign_in_again = use_sign_in_again();
     let fetch_id = job_id.clone();
-    let rows_id = job_id.clone();
     poll(
         POLL_INTERVAL_MS,
         move || {
@@ -54,17 +56,39 @@ fn LiveReplicas(initial: Vec<Replica>) -> impl IntoView {
         },
         move |answer| {
             if let Some(list) = take_answer(answer, problem, &sign_in_again) {
-                let list = into_order(list);
-                set_if_changed(rows, replica_rows(&list, &rows_id, now_millis()));
-                set_if_changed(replicas, list);
+                set_if_changed(replicas, into_order(list));
             }
         },
     );
-    let completions = Signal::derive(move || context.read(completions_of));
+    let host = NodeRef::<leptos::html::Div>::new();
+    let mut parts: Option<(web_sys::Element, Timeline, Table)> = None;
+    dom::draw_into(
+        host,
+        Box::new(move |host| {
+            if parts.as_ref().is_none_or(|(at, _, _)| at != host) {
+                let timeline = Timeline::new(&dom::child(host, "div", "", ""));
+                dom::child(host, "h2", "", "Replicas");
+                let table = Table::new(
+                    &dom::child(host, "div", "", ""),
+                    "replicas",
+                    "Replica attempts",
+                    &REPLICA_HEAD,
+                    "No replica has been created yet.",
+                );
+                parts = Some((host.clone(), timeline, table));
+            }
+            let Some((_, timeline, table)) = parts.as_mut() else { return };
+            let now = context.now.get();
+            let completions = context.read(completions_of);
+            replicas.with(|list| {
+                timeline.draw(&layout(list, completions, now), &job_id);
+                table.draw(&replica_rows(list, &job_id, now));
+            });
+        }),
+    );
     view! {
         <LiveNote problem/>
-        <ReplicaTimeline replicas completions now=context.now job_id=job_id.clone()/>
-        <ReplicaTable rows/>
+        <div node_ref=host on:click=open_clicked_log()></div>
     }
 }
 
@@ -82,20 +106,6 @@ pub const REPLICA_HEAD: [Head; 11] = [
     Head::plain("Duration"),
     Head::plain("Log"),
 ];
-
-/// The table of attempts.
-#[component]
-pub fn ReplicaTable(rows: Rows) -> impl IntoView {
-    view! {
-        <h2>"Replicas"</h2>
-        <Show
-            when=move || rows.with(|r| !r.is_empty())
-            fallback=|| view! { <p class="empty">"No replica has been created yet."</p> }
-        >
-            <DataTable class="replicas" caption="Replica attempts" head=REPLICA_HEAD.to_vec() rows/>
-        </Show>
-    }
-}
 
 /// Each attempt as a keyed row of cells.
 pub fn replica_rows(replicas: &[Replica], job_id: &str, now: i64) -> Vec<(String, Vec<Cell>)> {
@@ -159,11 +169,11 @@ pub fn exit_summary(replica: &Replica) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{mount, replica};
+    use crate::fixtures::replica;
     use jobdeck_api::ReplicaPhase::*;
 
     #[wasm_bindgen_test::wasm_bindgen_test]
-    async fn every_attempt_is_a_row_with_its_story() {
+    fn every_attempt_is_a_row_with_its_story() {
         // A failed replica waiting out its back-off; the table is drawn at
         // 8 s, the retry starts at 20 s.
         let mut backing_off = replica(4, 1, Pending, None, None);
@@ -177,9 +187,9 @@ mod tests {
             replica(3, 0, Pending, None, None),
             backing_off,
         ]);
-        let rows = RwSignal::new(replica_rows(&attempts, "job-1", 8_000));
-        let host = mount(move || view! { <ReplicaTable rows/> });
-        crate::components::live::sleep(0).await;
+        let host = dom::element("div");
+        let mut table = Table::new(&host, "replicas", "Replica attempts", &REPLICA_HEAD, "No replica yet.");
+        table.draw(&replica_rows(&attempts, "job-1", 8_000));
         let trs = host.query_selector_all("tbody tr").unwrap();
         assert_eq!(trs.length(), 5);
         let row = |i: u32| {
