@@ -432,20 +432,13 @@ async fn memory_limits_are_enforced_or_the_job_is_told_they_are_not() {
     }
 }
 
-/// A job stored before the contract bounded its numbers (deadline, queue
-/// limit and archive time of i64::MAX seconds) neither overflows nor stops
-/// the scheduler: it runs to completion, and so does the next job.
-#[tokio::test]
-async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
-    use jobdeck_store::{JobRow, JobRuntime};
-    let mut spec = sh_job("old", "echo old")["spec"].clone();
-    spec["active_deadline_seconds"] = json!(i64::MAX);
-    spec["max_queued_duration_seconds"] = json!(i64::MAX);
-    spec["ttl_seconds_after_finished"] = json!(i64::MAX);
+/// A public job of the admin's, `<name>-aaaaa`, stored as queued with
+/// `spec`, as a server that stopped with it waiting leaves it.
+fn stored_queued_job(name: &str, spec: Value) -> jobdeck_store::JobRow {
     let now = jobdeck_server::now_millis();
-    let old = JobRow {
-        id: "old-aaaaa".into(),
-        name: "old".into(),
+    jobdeck_store::JobRow {
+        id: format!("{name}-aaaaa"),
+        name: name.into(),
         created_by: "admin".into(),
         visibility: jobdeck_api::Visibility::Public,
         created_at: now,
@@ -453,13 +446,25 @@ async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
         spec: serde_json::from_value(spec).unwrap(),
         priority: 4000,
         node_groups: Vec::new(),
-        runtime: JobRuntime {
+        runtime: jobdeck_store::JobRuntime {
             state: jobdeck_api::JobState::Queueing,
             reason: Some("Queued".into()),
             queued_at: Some(now),
-            ..JobRuntime::default()
+            ..jobdeck_store::JobRuntime::default()
         },
-    };
+    }
+}
+
+/// A job stored before the contract bounded its numbers (deadline, queue
+/// limit and archive time of i64::MAX seconds) neither overflows nor stops
+/// the scheduler: it runs to completion, and so does the next job.
+#[tokio::test]
+async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
+    let mut spec = sh_job("old", "echo old")["spec"].clone();
+    spec["active_deadline_seconds"] = json!(i64::MAX);
+    spec["max_queued_duration_seconds"] = json!(i64::MAX);
+    spec["ttl_seconds_after_finished"] = json!(i64::MAX);
+    let old = stored_queued_job("old", spec);
     let app = TestApp::with_stored_jobs(small_cluster(2.0), vec![old]).await;
     app.wait_state("old-aaaaa", "Completed").await;
     let next = app.create_job(&app.admin_token, &sh_job("next", "echo next")).await;
@@ -471,25 +476,7 @@ async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
 /// starts, saying why; the server starts, and the job stored beside it runs.
 #[tokio::test]
 async fn a_stored_job_whose_spec_cannot_be_read_fails_alone_at_start() {
-    use jobdeck_store::{JobRow, JobRuntime};
-    let now = jobdeck_server::now_millis();
-    let queued = |id: &str| JobRow {
-        id: format!("{id}-aaaaa"),
-        name: id.into(),
-        created_by: "admin".into(),
-        visibility: jobdeck_api::Visibility::Public,
-        created_at: now,
-        metadata: Default::default(),
-        spec: serde_json::from_value(sh_job(id, "echo ran")["spec"].clone()).unwrap(),
-        priority: 4000,
-        node_groups: Vec::new(),
-        runtime: JobRuntime {
-            state: jobdeck_api::JobState::Queueing,
-            reason: Some("Queued".into()),
-            queued_at: Some(now),
-            ..JobRuntime::default()
-        },
-    };
+    let queued = |id: &str| stored_queued_job(id, sh_job(id, "echo ran")["spec"].clone());
     let app = TestApp::with_stored_jobs_changed_by(
         small_cluster(2.0),
         vec![queued("broken"), queued("fine")],
