@@ -236,7 +236,7 @@ impl ReplicaObservation {
             readiness_message: o.readiness_issue.map(|i| i.message),
             node: o.node,
             node_group: o.node_group,
-            gpu_ids: o.gpu_ids.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+            gpu_ids: o.gpu_ids,
             exit_code: o.exit_code.map(i64::from),
             signal: o.signal.map(i64::from),
             reason: o.reason,

@@ -78,8 +78,8 @@ pub struct ReplicaRow {
     pub readiness_message: Option<String>,
     pub node: Option<String>,
     pub node_group: Option<String>,
-    /// Comma-separated GPU indices.
-    pub gpu_ids: String,
+    /// The GPUs of the attempt's slot (the column holds them as `0,1`).
+    pub gpu_ids: Vec<u32>,
     pub exit_code: Option<i64>,
     pub signal: Option<i64>,
     /// Why the attempt ended (the column holds its word).

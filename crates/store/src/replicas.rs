@@ -48,7 +48,7 @@ impl Store {
                     row.readiness_message,
                     row.node,
                     row.node_group,
-                    row.gpu_ids,
+                    row.gpu_ids.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
                     row.exit_code,
                     row.signal,
                     row.reason.as_ref().map(EndReason::as_str),
@@ -135,7 +135,7 @@ fn replica_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReplicaRow> {
         readiness_message: r.get(6)?,
         node: r.get(7)?,
         node_group: r.get(8)?,
-        gpu_ids: r.get(9)?,
+        gpu_ids: gpu_ids_of(r, 9)?,
         exit_code: r.get(10)?,
         signal: r.get(11)?,
         reason: r.get::<_, Option<String>>(12)?.as_deref().map(EndReason::parse),
@@ -155,4 +155,17 @@ impl ReplicaRow {
     pub fn is_finished(&self) -> bool {
         self.phase.is_finished()
     }
+}
+
+/// Reads the GPU indices of column `index`, written as `0,1`; anything
+/// else is a conversion error of that column.
+fn gpu_ids_of(r: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Vec<u32>> {
+    let text: String = r.get(index)?;
+    text.split(',').filter(|id| !id.is_empty()).map(|id| id.parse::<u32>()).collect::<Result<_, _>>().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(
+            index,
+            rusqlite::types::Type::Text,
+            format!("the GPU indices '{text}' cannot be read: {e}").into(),
+        )
+    })
 }

@@ -135,6 +135,33 @@ async fn job_rows_of_the_previous_release_read_back_typed() {
     assert!(store.active_jobs_to_recover().await.unwrap().iter().all(Result::is_ok));
 }
 
+/// A replica's GPUs read back as the previous release wrote them (`0,3`)
+/// and as they are written now.
+#[tokio::test]
+async fn replica_gpus_read_back_in_both_forms() {
+    let (_dir, store) = temp_store();
+    store.insert_job(job_row("train-aaaaa", "alice", "public", 1, "Running"), vec![]).await.unwrap();
+    let mut row = ReplicaRow { job_id: "train-aaaaa".into(), gpu_ids: vec![1, 2], ..ReplicaRow::default() };
+    store.upsert_replica(row.clone()).await.unwrap();
+    row.completion_index = 1;
+    row.gpu_ids = vec![];
+    store.upsert_replica(row).await.unwrap();
+    store
+        .write(|tx| {
+            tx.execute(
+                "INSERT INTO replicas (job_id, completion_index, attempt, run, phase, gpu_ids, created_at, updated_at)
+                 VALUES ('train-aaaaa', 2, 0, 0, 'running', '0,3', 1, 1)",
+                [],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let gpus: Vec<Vec<u32>> =
+        store.replicas_of("train-aaaaa".into()).await.unwrap().into_iter().map(|r| r.gpu_ids).collect();
+    assert_eq!(gpus, [vec![1, 2], vec![], vec![0, 3]]);
+}
+
 /// A job whose spec no longer reads is an error naming the column where
 /// one job is asked for, and an unreadable job, with its runtime, where the
 /// scheduler recovers the active ones.
