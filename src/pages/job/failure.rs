@@ -11,10 +11,11 @@ use leptos::prelude::*;
 use super::use_job;
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
-use crate::components::chart::{Chart, Line, StillChart};
+use crate::components::dom;
 use crate::components::time::{format_duration, format_time};
-use crate::components::timeline::ReplicaTimeline;
-use crate::components::{ansi, dom};
+use crate::pages::job::ansi;
+use crate::pages::job::chart::{Chart, Line, StillChart};
+use crate::pages::job::timeline::ReplicaTimeline;
 use crate::routes;
 
 /// An error class in words: (title, what kind of error it is).

@@ -12,9 +12,9 @@ use crate::api;
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::dom;
 use crate::components::live::{load_and_poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
-use crate::components::log_viewer::LogViewer;
 use crate::components::state_badge::replica_outcome;
-use crate::components::timeline::{in_order, into_order};
+use crate::pages::job::log_viewer::LogViewer;
+use crate::pages::job::timeline::{in_order, into_order};
 use crate::router::{use_navigate, use_navigate_replace, use_url};
 use crate::routes;
 

@@ -11,11 +11,11 @@ use leptos::prelude::*;
 use super::use_job;
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
-use crate::components::chart::{format_value, Chart, Charts, Line};
 use crate::components::dom;
 use crate::components::live::load_and_poll;
 use crate::components::time::now_millis;
-use crate::components::timeline::{into_order, layout, ReplicaTimeline};
+use crate::pages::job::chart::{format_value, Chart, Charts, Line};
+use crate::pages::job::timeline::{into_order, layout, ReplicaTimeline};
 use crate::pages::jobs_list::completions_of;
 
 /// How often a running job's charts are read again: the executor samples

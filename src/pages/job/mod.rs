@@ -5,12 +5,18 @@
 //! provides it to the tabs through `JobContext`; the header with the state
 //! and the actions stays in place while the tabs change below it.
 
+pub mod actions;
+pub mod ansi;
+pub mod chart;
 pub mod events;
 pub mod failure;
+pub mod log_viewer;
 pub mod logs;
 pub mod metrics;
+pub mod numbers;
 pub mod overview;
 pub mod replicas;
+pub mod timeline;
 
 use jobdeck_api::{JobState, LeptonJob};
 use leptos::prelude::*;
@@ -18,11 +24,11 @@ use leptos::prelude::*;
 use crate::api::{self, ApiFailure, JobJson};
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::dom;
-use crate::components::job_actions::JobActions;
 use crate::components::lazy_view::{lazy_switch, load, split_view, SplitLoaderError};
 use crate::components::live::{load_and_poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::state_badge::state_tone;
 use crate::components::time::now_millis;
+use crate::pages::job::actions::JobActions;
 use crate::router::use_url;
 use crate::routes::{self, Route};
 use crate::session::{require_sign_in, use_session};

@@ -16,7 +16,7 @@ use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_M
 use crate::components::loaded::{fetch, Data, Fetch, Loaded};
 use crate::components::state_badge::replica_outcome;
 use crate::components::time::{format_duration, format_time};
-use crate::components::timeline::{into_order, layout, open_clicked_log, Timeline};
+use crate::pages::job::timeline::{into_order, layout, open_clicked_log, Timeline};
 use crate::pages::jobs_list::completions_of;
 use crate::routes;
 

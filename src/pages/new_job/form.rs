@@ -17,8 +17,8 @@ use jobdeck_api::{
     QueueConfig, Visibility,
 };
 
-use crate::components::field::Control;
-use crate::components::list_editor::Column;
+use crate::pages::new_job::field::Control;
+use crate::pages::new_job::list_editor::Column;
 
 /// A field of the form: one input for one value of the job.
 #[derive(Debug)]
@@ -692,7 +692,7 @@ impl Target {
     pub fn input_id(self) -> String {
         match self {
             Target::Field(i) => i.def().id.to_string(),
-            Target::Cell(l, r, c) => crate::components::list_editor::cell_id(l.def().id, r, c),
+            Target::Cell(l, r, c) => crate::pages::new_job::list_editor::cell_id(l.def().id, r, c),
             Target::List(l) => format!("{}-add", l.def().id),
         }
     }

@@ -17,7 +17,9 @@
 //! the page's download (docs/measurements.md, "The create-job form drawn").
 
 pub mod export;
+pub mod field;
 pub mod form;
+pub mod list_editor;
 #[cfg(test)]
 mod tests;
 
@@ -36,9 +38,9 @@ use web_sys::Element;
 use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
 use crate::components::dom;
-use crate::components::field::{event_value, toggle_choice, Control, FieldParts, FieldSpec, FieldView, Options};
 use crate::components::lazy_view::load;
-use crate::components::list_editor::{focus, CellView, ListParts, ListSpec};
+use crate::pages::new_job::field::{event_value, toggle_choice, Control, FieldParts, FieldSpec, FieldView, Options};
+use crate::pages::new_job::list_editor::{focus, CellView, ListParts, ListSpec};
 use crate::router::{use_navigate, use_url};
 use crate::routes;
 use crate::session::require_sign_in;

@@ -11,9 +11,9 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::Element;
 
-use super::dom;
 use super::numbers::{decimal, within};
-use super::time::format_time;
+use crate::components::dom;
+use crate::components::time::format_time;
 
 /// One line of a chart: its label and its points `(t in Unix ms, value)`.
 #[derive(Debug, Clone, PartialEq, Default)]

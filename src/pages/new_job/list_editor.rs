@@ -11,7 +11,7 @@ use wasm_bindgen::JsCast;
 use web_sys::Element;
 
 use crate::components::dom;
-use crate::components::field::{sentence, Control};
+use crate::pages::new_job::field::{sentence, Control};
 
 /// One column of a list.
 #[derive(Debug)]

@@ -37,8 +37,9 @@ use crate::api::{self, ApiFailure};
 use crate::components::api_error::use_sign_in_again;
 use crate::components::dom::{self, Keyed};
 use crate::components::live::sleep;
-use crate::components::numbers::within;
-use crate::components::{ansi, time};
+use crate::components::time;
+use crate::pages::job::ansi;
+use crate::pages::job::numbers::within;
 use crate::router::{use_navigate_replace, use_url};
 
 /// The height of one unwrapped row in pixels; the stylesheet's `.log-line`
