@@ -1,9 +1,8 @@
-//! The cluster as the API shows it, and where runs are placed in it: the
-//! wire forms of the configured shapes, node groups and nodes with what the
-//! active jobs use of them, and a run's `Placement` (its node group and one
-//! slot per parallel replica), which the scheduler makes and executors use.
-//! Pure views of the config and stored rows; `cluster.rs` serves them,
-//! `spec.rs` and `jobs.rs` check jobs against them.
+//! The cluster as the API shows it: the wire forms of the configured shapes,
+//! node groups and nodes with what the active jobs use of them (read from
+//! each job's stored `Placement`, which the store defines and the scheduler
+//! makes). Pure views of the config and stored rows; `http/cluster.rs`
+//! serves them, `spec.rs` and `http/jobs.rs` check jobs against them.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +13,6 @@ use jobdeck_api::{
 
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
 use jobdeck_store::{JobRow, ReplicaRow};
-pub use jobdeck_store::{Placement, Slot};
 
 /// The wire form of a configured shape.
 pub fn shape_view(shape: &ShapeConfig) -> Shape {
