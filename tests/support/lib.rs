@@ -95,9 +95,13 @@ impl Server {
             format!("{TEST_EXECUTOR}\n{config_toml}")
         };
         std::fs::write(&config, text).expect("the config file is written");
+        // Started inside its directory with a relative data directory, as
+        // `scripts/run.sh` starts it (`./jobdeck-data`): nothing the server
+        // hands a replica, a supervisor or an engine may depend on its own
+        // working directory.
         let data_dir = temp.path().join("data");
-        let mut command = Server::serve_command(&data_dir);
-        command.arg("--config").arg(&config);
+        let mut command = Server::serve_command(Path::new("./data"));
+        command.current_dir(temp.path()).arg("--config").arg(&config);
         let mut server = Server::spawn(command, &data_dir);
         server._temp = Some(temp);
         server

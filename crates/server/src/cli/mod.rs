@@ -240,9 +240,15 @@ fn open_store(data_dir: &Path) -> anyhow::Result<Store> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // Every path the server derives from the data directory reaches
+    // processes that run elsewhere (a replica's supervisor, the container
+    // engine given an environment file): made absolute once, here, so the
+    // default `./jobdeck-data` means the directory `serve` started in.
+    let data_dir = std::path::absolute(&args.data.data_dir)
+        .with_context(|| format!("--data-dir: cannot resolve {}", args.data.data_dir.display()))?;
     let mut config = match &args.config {
-        Some(path) => Config::from_file(path, &args.data.data_dir)?,
-        None => Config::for_data_dir(&args.data.data_dir),
+        Some(path) => Config::from_file(path, &data_dir)?,
+        None => Config::for_data_dir(&data_dir),
     };
     config.executor.local.mode = match args.local_mode.as_deref() {
         Some("process") => jobdeck_core::config::LocalMode::Process,
