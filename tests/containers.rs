@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use jobdeck_e2e::containers::{self, GatedProxy, Registry};
-use jobdeck_e2e::{wait_for, Server};
+use jobdeck_e2e::{reason, wait_for, JobState, Server};
 use serde_json::{json, Value};
 
 /// The longest a wait in these tests may take.
@@ -70,7 +70,7 @@ fn replicas_run_in_their_image_with_their_environment_resources_and_volume() {
         {"name": "API_KEY", "value_from": {"secret_name_ref": "API_KEY"}}
     ]);
     let id = server.create_job(token, &spec);
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
 
     let list = server.replicas(token, &id);
     assert_eq!(list.len(), 2, "each index ran once: {list:?}");
@@ -114,7 +114,7 @@ fn an_empty_command_runs_the_images_own() {
     let mut spec = job("default-cmd", "");
     spec["spec"]["container"] = json!({"image": containers::TEST_IMAGE});
     let id = server.create_job(token, &spec);
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let text = server.log_text(token, &id, &format!("{id}-0-0"));
     assert!(text.contains(containers::DEFAULT_COMMAND_OUTPUT), "{text}");
 }
@@ -139,17 +139,17 @@ fn a_private_image_is_pulled_with_the_jobs_credentials_and_a_wrong_password_is_a
     };
 
     let good = server.create_job(token, &private("right-password", &registry.password));
-    server.wait_for_state(token, &good, "Completed");
+    server.wait_for_state(token, &good, JobState::Completed);
     let text = server.log_text(token, &good, &format!("{good}-0-0"));
     assert!(text.contains(&format!("pulled image {image}")) && text.contains("jobdeck test image"), "{text}");
 
     let bad = server.create_job(token, &private("wrong-password", "not-the-password"));
-    let failed = server.wait_for_state(token, &bad, "Failed");
+    let failed = server.wait_for_state(token, &bad, JobState::Failed);
     let replica = &server.replicas(token, &bad)[0]["status"];
     assert_eq!(replica["reason"], "ImagePullFailed", "{replica}");
     assert_eq!(replica["readiness_issue"]["reason"], "Failed", "Lepton's readiness for a failed pull: {replica}");
     let found = server.failure_analysis(token, &bad);
-    assert_eq!(found["err_class"], "ERR_IMAGE_PULL", "{found} {failed}");
+    assert_eq!(found["err_class"], "ERR_IMAGE_PULL", "{found} {failed:?}");
     assert!(found["suggestion"].as_str().unwrap().contains("credentials"), "{found}");
 
     // A stored image pull secret named by the job works as well.
@@ -164,7 +164,7 @@ fn a_private_image_is_pulled_with_the_jobs_credentials_and_a_wrong_password_is_a
     named["spec"]["container"]["image"] = json!(image);
     named["spec"]["image_pull_secrets"] = json!(["team-registry"]);
     let named = server.create_job(token, &named);
-    server.wait_for_state(token, &named, "Completed");
+    server.wait_for_state(token, &named, JobState::Completed);
 
     // Credentials went to the engine in an auth file of the run directory,
     // gone after the pull, never into the server user's own auth files.
@@ -213,7 +213,7 @@ fn a_replica_says_it_is_pulling_its_image_until_the_pull_is_done() {
     assert_eq!(issue["message"], format!("Pulling image {image}"));
     assert_eq!(server.replicas(token, &id)[0]["status"]["phase"], "pending");
     proxy.open();
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let replica = &server.replicas(token, &id)[0]["status"];
     assert!(replica.get("readiness_issue").is_none(), "{replica}");
 }
@@ -234,8 +234,8 @@ fn an_engine_that_cannot_start_containers_is_an_infrastructure_failure_not_the_p
     spec["spec"]["backoff_limit"] = json!(1);
     spec["spec"]["disable_retry_on_program_error"] = json!(true);
     let id = server.create_job(token, &spec);
-    let failed = server.wait_for_state(token, &id, "Failed");
-    assert_eq!(failed["status"]["reason"], "BackoffLimitExceeded", "{failed}");
+    let failed = server.wait_for_state(token, &id, JobState::Failed);
+    assert_eq!(reason(&failed), "BackoffLimitExceeded", "{failed:?}");
     let list = server.replicas(token, &id);
     assert_eq!(list.len(), 2, "retried once: {list:?}");
     for replica in &list {
@@ -255,7 +255,7 @@ fn a_command_missing_from_the_image_is_a_configuration_error() {
     let mut spec = job("no-such-command", "");
     spec["spec"]["container"]["command"] = json!(["/opt/not-in-the-image", "--train"]);
     let id = server.create_job(token, &spec);
-    server.wait_for_state(token, &id, "Failed");
+    server.wait_for_state(token, &id, JobState::Failed);
     let replica = &server.replicas(token, &id)[0]["status"];
     assert_eq!(replica["reason"], "ContainerCannotRun", "{replica}");
     assert_eq!(server.failure_analysis(token, &id)["err_class"], "ERR_CONFIG");
@@ -269,7 +269,7 @@ fn a_replica_over_its_memory_is_killed_and_classified_as_out_of_memory() {
     let mut spec = job("memory-hog", "echo filling; x=aaaaaaaa; while true; do x=$x$x; done");
     spec["spec"]["resource_shape"] = json!("mem.tiny");
     let id = server.create_job(token, &spec);
-    server.wait_for_state(token, &id, "Failed");
+    server.wait_for_state(token, &id, JobState::Failed);
     let replica = &server.replicas(token, &id)[0]["status"];
     assert_eq!(replica["reason"], "OOMKilled", "{replica}");
     let found = server.failure_analysis(token, &id);
@@ -284,12 +284,12 @@ fn stop_removes_the_container_and_delete_removes_its_run_directory() {
     let token = &server.admin_token;
     let id = server.create_job(token, &job("stop-me", "echo up; touch /scratch/up; while true; do sleep 1; done"));
     wait_for("the container to run", LIMIT, || scratch.path().join("up").exists().then_some(()));
-    server.wait_for_state(token, &id, "Running");
+    server.wait_for_state(token, &id, JobState::Running);
     assert_eq!(containers::containers_of_job(&id), vec![format!("jobdeck-{id}-0-0")]);
 
     let (status, _) = server.call("PATCH", &format!("/jobs/{id}"), token, Some(&json!({"spec": {"stopped": true}})));
     assert_eq!(status, 200);
-    server.wait_for_state(token, &id, "Stopped");
+    server.wait_for_state(token, &id, JobState::Stopped);
     assert_eq!(server.replicas(token, &id)[0]["status"]["reason"], "Stopped");
     assert_eq!(containers::containers_of_job(&id), Vec::<String>::new(), "stop removes the container");
 
@@ -309,7 +309,7 @@ fn running_containers_are_adopted_after_a_kill_9_of_the_server() {
                   while [ ! -e /scratch/release ]; do sleep 0.1; done; echo after; echo run >> /scratch/runs";
     let id = first.create_job(&token, &job("adopted", script));
     wait_for("the container to run", LIMIT, || scratch.path().join("started").exists().then_some(()));
-    first.wait_for_state(&token, &id, "Running");
+    first.wait_for_state(&token, &id, JobState::Running);
 
     // The server dies; the container and its supervisor do not.
     first.kill();
@@ -317,7 +317,7 @@ fn running_containers_are_adopted_after_a_kill_9_of_the_server() {
     let data_dir = first.data_dir.clone();
     let second = Server::start_api_in(&data_dir, &["--config", config.to_str().unwrap()]);
     std::fs::write(scratch.path().join("release"), "").unwrap();
-    second.wait_for_state(&token, &id, "Completed");
+    second.wait_for_state(&token, &id, JobState::Completed);
 
     let list = second.replicas(&token, &id);
     assert_eq!(list.len(), 1, "nothing ran twice: {list:?}");
@@ -364,6 +364,6 @@ fn a_containers_cpu_and_memory_are_sampled_from_its_cgroup() {
     });
     assert!(current["memory"].as_f64().unwrap() < 1024.0 * 1024.0 * 1024.0, "{current}");
     std::fs::write(scratch.path().join("release"), "").unwrap();
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     assert!(server.log_text(token, &id, &format!("{id}-0-0")).contains("50000000"));
 }

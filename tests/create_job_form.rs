@@ -2,7 +2,7 @@
 //! console, the real server refuses what it must (a 422 lands on the field),
 //! takes the rest, and the job runs to `Completed` on the local executor.
 
-use jobdeck_e2e::{screenshot_path, Browser, Server};
+use jobdeck_e2e::{screenshot_path, Browser, JobState, Server};
 use serde_json::Value;
 
 /// Types into the input with `id`, then leaves it with Tab, as a person does.
@@ -140,13 +140,13 @@ fn a_job_typed_into_the_form_runs_to_completed() {
     let url = browser.current_url();
     let id = url.rsplit('/').next().unwrap().to_string();
 
-    let job = server.wait_for_state(&server.admin_token, &id, "Completed");
-    assert_eq!(job["spec"]["completions"], 2);
-    assert_eq!(job["spec"]["parallelism"], 2);
-    assert_eq!(job["spec"]["resource_shape"], "cpu.small");
-    assert_eq!(job["spec"]["container"]["command"][0], "/bin/sh");
-    assert_eq!(job["spec"]["envs"][0]["value"], "hi from the form");
-    assert_eq!(job["metadata"]["created_by"], "admin");
+    let job = server.wait_for_state(&server.admin_token, &id, JobState::Completed);
+    let spec = &job.spec;
+    assert_eq!((spec.completions, spec.parallelism), (Some(2), Some(2)));
+    assert_eq!(spec.resource_shape.as_deref(), Some("cpu.small"));
+    assert_eq!(spec.container.command.as_ref().unwrap()[0], "/bin/sh");
+    assert_eq!(spec.envs.as_ref().unwrap()[0].value.as_deref(), Some("hi from the form"));
+    assert_eq!(job.metadata.created_by.as_deref(), Some("admin"));
 
     // Each replica ran the typed command with the typed variable.
     let (status, replicas) = server.call("GET", &format!("/jobs/{id}/replicas"), &server.admin_token, None);
@@ -297,6 +297,6 @@ fn a_job_can_be_created_with_the_keyboard_alone() {
         (url.contains("/jobs/keyboard-job-") && !url.ends_with("/new")).then_some(())
     });
     let id = browser.current_url().rsplit('/').next().unwrap().to_string();
-    let job = server.wait_for_state(&server.admin_token, &id, "Completed");
-    assert_eq!(job["spec"]["container"]["command"][2], "echo typed by keyboard");
+    let job = server.wait_for_state(&server.admin_token, &id, JobState::Completed);
+    assert_eq!(job.spec.container.command.unwrap()[2], "echo typed by keyboard");
 }

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use jobdeck_e2e::Server;
+use jobdeck_e2e::{wait_for, JobState, Server};
 use serde_json::{json, Value};
 
 /// A small tmpfs mounted for the test and unmounted when dropped (after the
@@ -175,11 +175,9 @@ fn a_sigkill_during_a_burst_of_creations_loses_no_acknowledged_job() {
             })
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while acknowledged.lock().unwrap().len() < 300 {
-        assert!(Instant::now() < deadline, "the burst never reached 300 creations");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for("the burst to reach 300 creations", Duration::from_secs(120), || {
+        (acknowledged.lock().unwrap().len() >= 300).then_some(())
+    });
     server.kill();
     stop.store(true, Ordering::SeqCst);
     for client in clients {
@@ -218,32 +216,24 @@ fn a_killed_supervisor_ends_its_attempt_and_leaves_no_replica_running() {
         "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", "echo pid=$$; exec sleep 600"]}, "backoff_limit": 0}
     });
     let id = server.create_job(&token, &job);
-    server.wait_for_state(&token, &id, "Running");
-    let pid = loop {
+    server.wait_for_state(&token, &id, JobState::Running);
+    let pid = wait_for("the replica to print its pid", Duration::from_secs(60), || {
         let (_, log) = server.call("GET", &format!("/jobs/{id}/replicas/{id}-0-0/log?follow=false"), &token, None);
-        if let Some(pid) = log.as_str().and_then(|l| l.lines().find_map(|l| l.strip_prefix("pid="))) {
-            break pid.to_string();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        log.as_str().and_then(|l| l.lines().find_map(|l| l.strip_prefix("pid=")).map(str::to_string))
+    });
     let supervisors = jobdeck_e2e::live_supervisors(&data);
     assert_eq!(supervisors.len(), 1);
     let killed = Command::new("kill").args(["-KILL", &supervisors[0].to_string()]).status().unwrap();
     assert!(killed.success());
 
-    let failed = server.wait_for_state(&token, &id, "Failed");
+    let failed = server.wait_for_state(&token, &id, JobState::Failed);
     let (_, replicas) = server.call("GET", &format!("/jobs/{id}/replicas"), &token, None);
-    assert_eq!(replicas[0]["status"]["phase"], "failed", "{replicas}\n{failed}");
+    assert_eq!(replicas[0]["status"]["phase"], "failed", "{replicas}\n{failed:?}");
     assert_eq!(replicas[0]["status"]["reason"], "Lost", "{replicas}");
     // The replica did not outlive its supervisor.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait_for(&format!("replica {pid} to end with its supervisor"), Duration::from_secs(30), || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let running = stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'));
-        if !running {
-            break;
-        }
-        assert!(Instant::now() < deadline, "replica {pid} still runs without its supervisor");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        (!running).then_some(())
+    });
 }

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use jobdeck_e2e::containers::{self, GatedProxy, Registry};
-use jobdeck_e2e::{wait_for, Server};
+use jobdeck_e2e::{wait_for, JobState, Server};
 use serde_json::{json, Value};
 
 /// A container-mode server on podman with one volume, `scratch`.
@@ -60,7 +60,7 @@ fn an_image_reference_an_engine_would_read_as_an_option_is_refused() {
     let server = server(scratch.path());
     let token = &server.admin_token;
     let id = server.create_job(token, &job("before", "true"));
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     for image in ["--volume=/:/host:rw", "-v", "team/--privileged", "busybox:latest --privileged"] {
         let mut spec = job("attack", "id");
         spec["spec"]["container"]["image"] = json!(image);
@@ -112,7 +112,7 @@ fn a_multi_line_value_reaches_the_container_and_no_host_process() {
         {"name": "PEM", "value": "-----BEGIN KEY-----\r\nabc\n-----END KEY-----"}
     ]);
     let id = server.create_job(token, &spec);
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let text = server.log_text(token, &id, &format!("{id}-0-0"));
     assert!(text.contains(&format!("[{value}]")), "the container got the value intact:\n{text}");
     assert!(text.contains("(-----BEGIN KEY-----"), "{text}");
@@ -134,7 +134,7 @@ fn a_container_runs_with_least_privilege() {
                   mknod /tmp/disk b 8 0 && echo mknod worked || echo mknod refused; \
                   cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null; true";
     let id = server.create_job(token, &job("privileges", script));
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let text = server.log_text(token, &id, &format!("{id}-0-0"));
     // CHOWN 0, DAC_OVERRIDE 1, FOWNER 3, FSETID 4, KILL 5, SETGID 6,
     // SETUID 7, NET_BIND_SERVICE 10.
@@ -166,13 +166,13 @@ fn a_link_planted_in_a_volume_never_leads_a_mount_out_of_it() {
     let mut plant = job("plant", "ln -s / /scratch/escape; mkdir -p /scratch/ok/inner; ln -s /etc /scratch/ok/etc");
     plant["spec"]["mounts"] = json!([{"from": "scratch", "path": "/", "mount_path": "/scratch"}]);
     let planted = server.create_job(token, &plant);
-    server.wait_for_state(token, &planted, "Completed");
+    server.wait_for_state(token, &planted, JobState::Completed);
     assert!(scratch.path().join("escape").is_symlink(), "the link is planted");
 
     let host_marker = format!("/tmp/jobdeck-escaped-{}", std::process::id());
     for path in ["/escape", "/escape/tmp", "/ok/etc"] {
         let id = server.create_job(token, &mounting("follow", path, &format!("touch /mnt{host_marker}; ls /mnt")));
-        server.wait_for_state(token, &id, "Failed");
+        server.wait_for_state(token, &id, JobState::Failed);
         let found = server.failure_analysis(token, &id);
         assert_eq!(found["err_class"], "ERR_CONFIG", "{path}: {found}");
         assert!(found["summary"].as_str().unwrap().contains("is a symbolic link"), "{path}: {found}");
@@ -183,7 +183,7 @@ fn a_link_planted_in_a_volume_never_leads_a_mount_out_of_it() {
     assert!(!Path::new(&host_marker).exists(), "a job wrote to the host's /tmp through a planted link");
 
     let id = server.create_job(token, &mounting("inside", "/ok/inner", "touch /mnt/written; echo mounted"));
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     assert!(scratch.path().join("ok/inner/written").exists(), "a plain directory of the volume mounts as before");
 }
 
@@ -218,7 +218,7 @@ fn a_link_swapped_in_after_the_check_changes_nothing() {
     std::fs::rename(scratch.path().join("data"), scratch.path().join("moved")).unwrap();
     std::os::unix::fs::symlink("/", scratch.path().join("data")).unwrap();
     proxy.open();
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let text = server.log_text(token, &id, &format!("{id}-0-0"));
     assert!(text.contains("the checked directory"), "{text}");
     assert!(!text.contains("host root"), "the swapped-in link was followed:\n{text}");
@@ -249,7 +249,7 @@ fn a_multi_worker_job_has_a_network_of_its_own() {
     let mut spec = job("workers", &script);
     spec["spec"]["workers"] = json!(2);
     let id = server.create_job(token, &spec);
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let rank1 = server.log_text(token, &id, &format!("{id}-1-0"));
     assert!(rank1.contains("connected-to-rank-0"), "the workers reach each other:\n{rank1}");
     for index in 0..2 {
@@ -291,9 +291,9 @@ fn a_job_reaches_neither_another_jobs_container_nor_the_metadata_address() {
          nc -w 3 169.254.169.254 80 < /dev/null 2>&1; ip route del prohibit 169.254.0.0/16 2>&1; ip route; true"
     );
     let prober = server.create_job(token, &mounting("prober", "/", &probe));
-    server.wait_for_state(token, &prober, "Completed");
+    server.wait_for_state(token, &prober, JobState::Completed);
     std::fs::write(scratch.path().join("done"), "").unwrap();
-    server.wait_for_state(token, &listener, "Completed");
+    server.wait_for_state(token, &listener, JobState::Completed);
     let text = server.log_text(token, &prober, &format!("{prober}-0-0"));
     assert!(text.contains("other-job-unreachable"), "a job reached another job's container:\n{text}");
     assert!(text.contains("169.254.169.254): Permission denied"), "the metadata address is refused at once:\n{text}");
@@ -331,7 +331,7 @@ fn a_public_secret_cannot_be_taken_over_by_a_teammate() {
     private[0]["visibility"] = json!("private");
     assert_eq!(server.call("POST", "/usersecrets", &mallory, Some(&private)).0, 200);
 
-    server.wait_for_state(&bob, &id, "Completed");
+    server.wait_for_state(&bob, &id, JobState::Completed);
     let text = server.log_text(&bob, &id, &format!("{id}-0-0"));
     assert!(text.contains("token=[alice-value]"), "bob's job read alice's secret:\n{text}");
     let (_, second) = server.call("POST", "/jobs", &bob, Some(&spec));
@@ -371,7 +371,7 @@ fn a_server_that_ran_containers_does_not_fall_back_to_processes_when_the_engine_
     assert_eq!(workspace["executor_mode"], "container", "still containers: {workspace}");
     let marker = dir.path().join("ran-on-the-host");
     let id = server.create_job(&token, &job("unisolated", &format!("touch {}", marker.display())));
-    server.wait_for_state(&token, &id, "Failed");
+    server.wait_for_state(&token, &id, JobState::Failed);
     assert_eq!(server.failure_analysis(&token, &id)["err_class"], "ERR_ENGINE");
     assert!(!marker.exists(), "the job ran as a process of the server's user");
 }
@@ -458,7 +458,7 @@ fn a_copy_of_the_data_directory_reveals_no_secret_value() {
     let mut spec = job("reads", "echo \"$TOKEN\" | tr a-z A-Z");
     spec["spec"]["envs"] = json!([{"name": "TOKEN", "value_from": {"secret_name_ref": "HF_TOKEN"}}]);
     let id = server.create_job(&token, &spec);
-    server.wait_for_state(&token, &id, "Completed");
+    server.wait_for_state(&token, &id, JobState::Completed);
     assert!(server.log_text(&token, &id, &format!("{id}-0-0")).contains(&marker.to_uppercase()));
 
     fn files(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
@@ -521,7 +521,7 @@ fn a_jobs_root_is_not_the_hosts_root_in_a_user_namespace_of_its_own() {
     let token = &server.admin_token;
     let script = "cat /mnt/root-only 2>&1; touch /mnt/written && echo wrote; head -1 /proc/self/uid_map";
     let id = server.create_job(token, &mounting("userns", "/shared", script));
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let text = server.log_text(token, &id, &format!("{id}-0-0"));
     assert!(!text.contains("the host's secret"), "a job's root read a file only the host's root may:\n{text}");
     assert!(text.contains("Permission denied") && text.contains("wrote"), "{text}");

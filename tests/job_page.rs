@@ -1,7 +1,7 @@
 //! The job page and the deployments list end to end, live: attempts of a
 //! retried replica, state changes without a reload, and the actions.
 
-use jobdeck_e2e::{Browser, Server};
+use jobdeck_e2e::{Browser, JobState, Server};
 use serde_json::json;
 
 /// A name no other test's job has, so marker files do not collide.
@@ -44,7 +44,7 @@ fn a_retried_replica_shows_every_attempt_in_the_table_and_the_timeline() {
         &server.admin_token,
         &shell_job(&name, &script, json!({"completions": 4, "parallelism": 2, "backoff_limit": 2})),
     );
-    server.wait_for_state(&server.admin_token, &id, "Completed");
+    server.wait_for_state(&server.admin_token, &id, JobState::Completed);
     let _ = std::fs::remove_file(&marker);
 
     let browser = Browser::start();
@@ -90,7 +90,7 @@ fn state_changes_appear_live_on_the_list_and_the_job_page() {
     let (wait_first, first_gate) = release("first");
     let id =
         server.create_job(&server.admin_token, &shell_job("short", &format!("{wait_first}; echo done"), json!({})));
-    server.wait_for_state(&server.admin_token, &id, "Running");
+    server.wait_for_state(&server.admin_token, &id, JobState::Running);
 
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
@@ -117,7 +117,7 @@ fn state_changes_appear_live_on_the_list_and_the_job_page() {
         &server.admin_token,
         &shell_job("second", &format!("{wait_second}; exit 1"), json!({"backoff_limit": 0})),
     );
-    server.wait_for_state(&server.admin_token, &second, "Running");
+    server.wait_for_state(&server.admin_token, &second, JobState::Running);
     browser.goto(&format!("{}/jobs/{second}", server.base_url));
     browser.find(".job-head .badge");
     mark_page(&browser);
@@ -132,7 +132,7 @@ fn state_changes_appear_live_on_the_list_and_the_job_page() {
 fn stop_start_and_delete_work_and_the_buttons_follow_the_state() {
     let server = Server::start();
     let id = server.create_job(&server.admin_token, &shell_job("long", "exec sleep 600", json!({})));
-    server.wait_for_state(&server.admin_token, &id, "Running");
+    server.wait_for_state(&server.admin_token, &id, JobState::Running);
 
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
@@ -170,7 +170,7 @@ fn stop_start_and_delete_work_and_the_buttons_follow_the_state() {
 
     // Someone else sees a public job's buttons disabled: they may not act.
     let other = server.create_job(&server.admin_token, &shell_job("theirs", "exec sleep 600", json!({})));
-    server.wait_for_state(&server.admin_token, &other, "Running");
+    server.wait_for_state(&server.admin_token, &other, JobState::Running);
     let bob = server.token_for("bob");
     let viewer = Browser::start();
     viewer.sign_in(&server, &bob);
@@ -198,7 +198,7 @@ fn the_metrics_tab_charts_a_working_replica_live() {
         &server.admin_token,
         &shell_job(&unique("metrics"), &script, json!({"resource_shape": "cpu.small"})),
     );
-    server.wait_for_state(&server.admin_token, &id, "Running");
+    server.wait_for_state(&server.admin_token, &id, JobState::Running);
 
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
@@ -254,5 +254,5 @@ fn the_metrics_tab_charts_a_working_replica_live() {
     );
     browser.screenshot(&jobdeck_e2e::screenshot_path("metrics-tab"));
     std::fs::write(&gate, "").unwrap();
-    server.wait_for_state(&server.admin_token, &id, "Completed");
+    server.wait_for_state(&server.admin_token, &id, JobState::Completed);
 }

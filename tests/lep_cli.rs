@@ -14,7 +14,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use jobdeck_e2e::{workspace_root, Server};
+use jobdeck_e2e::{poll, wait_for, workspace_root, JobState, Server};
 use serde_json::{json, Value};
 
 /// One node group `local` of one node `lep-node` with room for two
@@ -200,30 +200,17 @@ fn api_log(server: &Server, token: &str, job: &str, replica: &str) -> String {
 }
 
 fn wait_until_gone(server: &Server, token: &str, id: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (status, body) = server.call("GET", &format!("/jobs/{id}"), token, None);
-        if status == 404 {
-            return;
-        }
-        assert!(Instant::now() < deadline, "job {id} was never removed: {status} {body}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_for(&format!("job {id} to be removed"), Duration::from_secs(60), || {
+        (server.call("GET", &format!("/jobs/{id}"), token, None).0 == 404).then_some(())
+    });
 }
 
 /// Waits for a background command to end; fails the test after `limit`.
 fn wait_exit(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{what} did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    poll(limit, Duration::from_millis(100), || child.try_wait().unwrap()).unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("{what} did not end within {limit:?}");
+    })
 }
 
 /// Collects a background command's lines until one contains `needle`.
@@ -283,8 +270,8 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     assert_eq!(job["spec"]["intra_job_communication"], true);
     assert_eq!(job["spec"]["affinity"]["allowed_dedicated_node_groups"], json!(["local"]));
     assert_eq!(job["spec"]["queue_config"]["priority_class"], "high-7000");
-    let done = server.wait_for_state(&token, &hello, "Completed");
-    assert_eq!(done["status"]["succeeded"], 2, "{done}");
+    let done = server.wait_for_state(&token, &hello, JobState::Completed);
+    assert_eq!(done.status.as_ref().map(|s| s.succeeded), Some(2), "{done:?}");
 
     // List, with the filters `lep job list` turns into query parameters.
     let out = lep.ok(&["job", "list"]);
@@ -300,8 +287,8 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     let printed = printed_job(&lep.ok(&["job", "get", "-i", &hello]));
     assert_eq!(printed["metadata"]["id"], hello.as_str());
     assert_eq!(printed["status"]["state"], "Completed");
-    assert_eq!(printed["spec"]["envs"], done["spec"]["envs"]);
-    assert_eq!(printed["spec"]["queue_config"], done["spec"]["queue_config"]);
+    assert_eq!(printed["spec"]["envs"], serde_json::to_value(&done.spec.envs).unwrap());
+    assert_eq!(printed["spec"]["queue_config"], serde_json::to_value(&done.spec.queue_config).unwrap());
     assert_eq!(printed["status"]["succeeded"], 2);
     let out = lep.ok(&["job", "get", "-n", "hello"]);
     assert_eq!(printed_job(&out)["metadata"]["id"], hello.as_str());
@@ -355,7 +342,13 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     assert!(first_row < created_row, "newest first:\n{out}");
 
     // A long job pinned to a node: `--node-id` is checked against the
-    // group's node list.
+    // group's node list. It prints a second line once the test opens its
+    // gate, so that following is shown by a line arriving, not by a wait.
+    let gate_dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(gate_dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let gate = gate_dir.path().join("open");
+    let sleeper_command =
+        format!("echo started; until [ -e '{}' ]; do sleep 0.1; done; echo still-followed; sleep 300", gate.display());
     let out = lep.ok(&[
         "job",
         "create",
@@ -364,7 +357,7 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
         "--resource-shape",
         "cpu.small",
         "--command",
-        "echo started; sleep 300",
+        &sleeper_command,
         "--node-group",
         "local",
         "--node-id",
@@ -388,20 +381,21 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
         "no-such-node",
     ]);
     assert!(out.contains("Invalid node ids: no-such-node"), "{out}");
-    server.wait_for_state(&token, &sleeper, "Running");
+    server.wait_for_state(&token, &sleeper, JobState::Running);
 
     // `lep job log` on a running job follows it until it ends.
     let (mut follower, lines) = lep.spawn(&["job", "log", "-i", &sleeper]);
     let mut seen = Vec::new();
     wait_line(&lines, "started", &mut seen);
-    std::thread::sleep(Duration::from_secs(1));
+    std::fs::write(&gate, "").unwrap();
+    wait_line(&lines, "still-followed", &mut seen);
     assert!(follower.try_wait().unwrap().is_none(), "lep job log stopped following a running job: {seen:?}");
 
     // Stop: the replica is ended, the job is Stopped, the follower ends.
     let out = lep.ok(&["job", "stop", "-i", &sleeper]);
     assert!(out.contains(&format!("Job {sleeper} stopped successfully")), "{out}");
-    let stopped = server.wait_for_state(&token, &sleeper, "Stopped");
-    assert_eq!(stopped["spec"]["stopped"], true);
+    let stopped = server.wait_for_state(&token, &sleeper, JobState::Stopped);
+    assert_eq!(stopped.spec.stopped, Some(true));
     let replicas = get(&server, &token, &format!("/jobs/{sleeper}/replicas"));
     assert_eq!(replicas[0]["status"]["reason"], "Stopped", "{replicas}");
     assert!(wait_exit(&mut follower, Duration::from_secs(30), "lep job log").success());
@@ -413,8 +407,8 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     // Start: a new attempt runs.
     let out = lep.ok(&["job", "start", "-i", &sleeper]);
     assert!(out.contains(&format!("Job {sleeper} started successfully")), "{out}");
-    let running = server.wait_for_state(&token, &sleeper, "Running");
-    assert_eq!(running["spec"]["stopped"], false);
+    let running = server.wait_for_state(&token, &sleeper, JobState::Running);
+    assert_eq!(running.spec.stopped, Some(false));
     let out = lep.ok(&["job", "replicas", "-i", &sleeper]);
     assert!(out.contains(&format!("{sleeper}-0-0")) && out.contains(&format!("{sleeper}-0-1")), "{out}");
     let out = lep.ok(&["job", "start", "-i", &sleeper]);
@@ -439,16 +433,11 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
         "local",
     ]);
     let big = created_id(&out);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait_for("the job to say it waits for capacity", Duration::from_secs(30), || {
         let queued = get(&server, &token, &format!("/jobs/{big}"));
         assert_eq!(queued["status"]["state"], "Queueing", "{queued}");
-        if queued["status"]["reason"] == "NoCapacity" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the job never said it waits for capacity: {queued}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        (queued["status"]["reason"] == "NoCapacity").then_some(())
+    });
     let out = lep.ok(&["job", "replicas", "-i", &big]);
     assert!(out.contains(&format!("{big}-0-0")) && out.contains(&format!("{big}-1-0")), "{out}");
     // A queued replica's log is printed at once: nothing follows it (the
@@ -458,7 +447,7 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     wait_line(&lines, "End of log", &mut Vec::new());
     assert!(wait_exit(&mut reader, Duration::from_secs(60), "lep job log of a queued job").success());
     lep.ok(&["job", "stop", "-i", &big]);
-    server.wait_for_state(&token, &big, "Stopped");
+    server.wait_for_state(&token, &big, JobState::Stopped);
 
     // Remove: by id (a running job is stopped first), and by name.
     let out = lep.ok(&["job", "remove", "-i", &sleeper]);
@@ -509,7 +498,7 @@ fn lep_workspace_login_keeps_jobdeck_as_the_current_workspace() {
         "echo logged in",
     ]);
     let id = created_id(&out);
-    server.wait_for_state(&server.admin_token, &id, "Completed");
+    server.wait_for_state(&server.admin_token, &id, JobState::Completed);
     let out = lep.ok(&["job", "log", "-i", &id]);
     assert!(out.contains("logged in"), "{out}");
 }

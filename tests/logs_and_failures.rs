@@ -1,12 +1,12 @@
 //! The log viewer and the failure view end to end: real jobs on the local
 //! executor, the real built console, Chromium.
 
-use jobdeck_e2e::{screenshot_path, Browser, Server};
+use jobdeck_e2e::{screenshot_path, Browser, JobState, Server};
 use serde_json::json;
 
 /// Creates a job whose command is `script` (run by `/bin/sh -c`) and waits
 /// until it reaches `state`; returns the job id.
-fn run_script(server: &Server, name: &str, script: &str, state: &str) -> String {
+fn run_script(server: &Server, name: &str, script: &str, state: JobState) -> String {
     let id = server.create_job(
         &server.admin_token,
         &json!({
@@ -44,7 +44,7 @@ fn a_permalink_opens_the_same_lines_highlighted_and_clicks_make_new_ones() {
         &server,
         "many-lines",
         "i=1; while [ $i -le 3000 ]; do echo \"line $i\"; i=$((i+1)); done",
-        "Completed",
+        JobState::Completed,
     );
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
@@ -87,7 +87,7 @@ fn a_permalink_opens_the_same_lines_highlighted_and_clicks_make_new_ones() {
 #[test]
 fn links_out_of_every_page_and_tab_go_where_they_point() {
     let server = Server::start();
-    let id = run_script(&server, "leaving", "echo one; echo two; exit 3", "Failed");
+    let id = run_script(&server, "leaving", "echo one; echo two; exit 3", JobState::Failed);
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
     let top_bar_link = |href: &str| format!("header nav a[href='{href}']");
@@ -135,8 +135,12 @@ fn follow_mode_shows_new_lines_as_they_are_written() {
     let server = Server::start();
     // It ticks until the test is over (the harness ends it with the server),
     // so the log is still growing however long the browser takes to start.
-    let id =
-        run_script(&server, "ticker", "i=1; while true; do echo \"tick $i\"; i=$((i+1)); sleep 0.25; done", "Running");
+    let id = run_script(
+        &server,
+        "ticker",
+        "i=1; while true; do echo \"tick $i\"; i=$((i+1)); sleep 0.25; done",
+        JobState::Running,
+    );
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
     browser.goto(&format!("{}/jobs/{id}/logs", server.base_url));
@@ -164,7 +168,7 @@ fn search_finds_a_line_past_the_first_million_characters() {
     let script = "awk 'BEGIN { for (i = 1; i <= 22000; i++) printf \"filler line %06d ........................................\\n\", i; \
                   print \"the needle-in-the-haystack line\"; \
                   for (i = 1; i <= 30000; i++) printf \"after the needle %06d .....................................\\n\", i }'";
-    let id = run_script(&server, "haystack", script, "Completed");
+    let id = run_script(&server, "haystack", script, JobState::Completed);
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
     browser.goto(&format!("{}/jobs/{id}/logs?replica={id}-0-0", server.base_url));
@@ -194,7 +198,7 @@ fn a_line_with_markup_shows_as_text_and_colours_render() {
         &server,
         "markup",
         "printf '<script>window.pwned = 1</script>\\n\\033[31m<b>red</b>\\033[0m plain\\n<img src=x onerror=\"window.pwned = 2\">\\n'",
-        "Completed",
+        JobState::Completed,
     );
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
@@ -217,7 +221,7 @@ fn the_failure_view_says_why_and_links_the_first_error_to_its_line() {
     let server = Server::start();
     let script = "i=1; while [ $i -le 400 ]; do echo \"step $i loss 0.5\"; i=$((i+1)); done; \
                   printf 'Traceback (most recent call last):\\n  File \"train.py\", line 9, in <module>\\n    main()\\nValueError: the batch has no labels\\n'; exit 1";
-    let id = run_script(&server, "broken", script, "Failed");
+    let id = run_script(&server, "broken", script, JobState::Failed);
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
     browser.goto(&format!("{}/jobs/{id}/failure", server.base_url));

@@ -6,7 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use jobdeck_e2e::Server;
+use jobdeck_e2e::{JobState, Server};
 use serde_json::json;
 
 fn mode(path: &Path) -> u32 {
@@ -39,7 +39,7 @@ fn replicas_get_none_of_the_servers_environment_and_the_data_stays_owner_only() 
         }
     });
     let id = server.create_job(&token, &job);
-    server.wait_for_state(&token, &id, "Completed");
+    server.wait_for_state(&token, &id, JobState::Completed);
     let (status, log) = server.call("GET", &format!("/jobs/{id}/replicas/{id}-0-0/log"), &token, None);
     assert_eq!(status, 200, "{log}");
     let log = log.as_str().unwrap().to_string();
@@ -79,14 +79,11 @@ fn a_dropped_test_server_leaves_no_replica_running() {
         "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", "echo pid=$$; exec sleep 600"]}}
     });
     let id = server.create_job(&token, &job);
-    server.wait_for_state(&token, &id, "Running");
-    let pid = loop {
+    server.wait_for_state(&token, &id, JobState::Running);
+    let pid = jobdeck_e2e::wait_for("the replica to print its pid", std::time::Duration::from_secs(60), || {
         let (_, log) = server.call("GET", &format!("/jobs/{id}/replicas/{id}-0-0/log?follow=false"), &token, None);
-        if let Some(pid) = log.as_str().and_then(|l| l.lines().find_map(|l| l.strip_prefix("pid="))) {
-            break pid.to_string();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
+        log.as_str().and_then(|l| l.lines().find_map(|l| l.strip_prefix("pid=")).map(str::to_string))
+    });
     assert!(Path::new(&format!("/proc/{pid}")).exists(), "the replica runs while its server does");
     assert_eq!(jobdeck_e2e::live_supervisors(&data).len(), 1);
 

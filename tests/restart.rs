@@ -9,9 +9,9 @@
 //! without trusting the server it tests.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use jobdeck_e2e::Server;
+use jobdeck_e2e::{JobState, Server};
 use serde_json::{json, Value};
 
 /// What every replica runs: record the start, hold the running marker,
@@ -55,13 +55,9 @@ fn job(name: &str, marks: &Path, completions: i64, parallelism: i64, backoff: i6
     })
 }
 
-/// Polls `probe` every 100 ms for up to a minute; fails naming `what`.
+/// Waits up to a minute for `probe` to hold; fails naming `what`.
 fn wait_for(what: &str, mut probe: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !probe() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    jobdeck_e2e::wait_for(what, Duration::from_secs(60), || probe().then_some(()));
 }
 
 fn lines(path: PathBuf) -> usize {
@@ -133,8 +129,8 @@ fn a_server_killed_with_sigkill_loses_no_job_and_runs_no_replica_twice() {
     wait_for("steady-0, steady-1 and fails-0 to start", || {
         marks.starts("steady-0") == 1 && marks.starts("steady-1") == 1 && marks.starts("fails-0") == 1
     });
-    first.wait_for_state(&token, &steady, "Running");
-    first.wait_for_state(&token, &fails, "Running");
+    first.wait_for_state(&token, &steady, JobState::Running);
+    first.wait_for_state(&token, &fails, JobState::Running);
 
     // The crash. The replicas' supervisors are in sessions of their own and
     // keep running.
@@ -163,12 +159,12 @@ fn a_server_killed_with_sigkill_loses_no_job_and_runs_no_replica_twice() {
 
     // The replica that ended meanwhile has its real exit status, and the
     // lifecycle goes on from it: no retries were allowed, so the job fails.
-    let failed = second.wait_for_state(&token, &fails, "Failed");
+    let failed = second.wait_for_state(&token, &fails, JobState::Failed);
     let fails_replicas = replicas(&second, &token, &fails);
     let ended = replica(&fails_replicas, 0, 0).unwrap_or_else(|| panic!("{fails_replicas:#?}"));
     assert_eq!(ended["status"]["phase"], "failed", "{ended}");
     assert_eq!(ended["status"]["exit_code"], 7, "{ended}");
-    assert_eq!(fails_replicas.len(), 1, "fails was retried: {fails_replicas:#?}\n{failed}");
+    assert_eq!(fails_replicas.len(), 1, "fails was retried: {fails_replicas:#?}\n{failed:?}");
 
     // steady-0 succeeded while the server was down; the new server starts
     // the third completion into the freed slot.
@@ -182,8 +178,8 @@ fn a_server_killed_with_sigkill_loses_no_job_and_runs_no_replica_twice() {
 
     marks.release("steady-1");
     marks.release("steady-2");
-    let done = second.wait_for_state(&token, &steady, "Completed");
-    assert_eq!(done["status"]["succeeded"], 3, "{done}");
+    let done = second.wait_for_state(&token, &steady, JobState::Completed);
+    assert_eq!(done.status.as_ref().map(|s| s.succeeded), Some(3), "{done:?}");
 
     // Every replica ran exactly once, never two copies at the same time.
     for replica in ["steady-0", "steady-1", "steady-2", "fails-0"] {

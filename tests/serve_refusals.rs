@@ -24,18 +24,17 @@ fn serve_output(args: &[&str]) -> (bool, String, String) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("jobdeck starts");
-    for _ in 0..200 {
-        if let Some(status) = child.try_wait().unwrap() {
-            use std::io::Read;
-            let (mut out, mut err) = (String::new(), String::new());
-            child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-            return (status.success(), out, err);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    panic!("jobdeck serve {args:?} kept running; it should have refused to start");
+    let Some(status) =
+        jobdeck_e2e::poll(Duration::from_secs(20), Duration::from_millis(100), || child.try_wait().unwrap())
+    else {
+        let _ = child.kill();
+        panic!("jobdeck serve {args:?} kept running; it should have refused to start");
+    };
+    use std::io::Read;
+    let (mut out, mut err) = (String::new(), String::new());
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    (status.success(), out, err)
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use jobdeck_e2e::{wait_for, Server};
+use jobdeck_e2e::{reason, wait_for, JobState, Server};
 use serde_json::{json, Value};
 
 /// The longest a wait in these tests may take.
@@ -79,7 +79,7 @@ fn an_indexed_job_runs_each_index_once_as_a_task_of_one_array() {
     spec["spec"]["completions"] = json!(3);
     spec["spec"]["parallelism"] = json!(2);
     let id = server.create_job(token, &spec);
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let list = server.replicas(token, &id);
     assert_eq!(list.len(), 3, "{list:?}");
     let array = list[0]["status"]["executor_id"].as_str().unwrap().split('_').next().unwrap().to_string();
@@ -125,7 +125,7 @@ fn a_jobs_variables_reach_its_program_as_data_and_never_slurms_tools() {
     let mut spec = job("values", "printf '<%s>' \"$HOSTILE\"");
     spec["spec"]["envs"] = json!([{"name": "HOSTILE", "value": hostile}]);
     let id = server.create_job(token, &spec);
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let text = server.log_text(token, &id, &format!("{id}-0-0"));
     assert!(text.contains(&format!("<{hostile}>")), "the value arrived intact:\n{text}");
     assert!(!marker.exists(), "a value ran a command");
@@ -141,7 +141,7 @@ fn a_failing_job_is_a_program_error_and_a_retry_waits_with_begin() {
         token,
         &job("failing", "echo 'Traceback (most recent call last):'; echo 'ValueError: bad input' >&2; exit 3"),
     );
-    server.wait_for_state(token, &failing, "Failed");
+    server.wait_for_state(token, &failing, JobState::Failed);
     let replica = &server.replicas(token, &failing)[0]["status"];
     assert_eq!((replica["reason"].as_str(), replica["exit_code"].as_i64()), (Some("Error"), Some(3)), "{replica}");
     let found = server.failure_analysis(token, &failing);
@@ -155,7 +155,7 @@ fn a_failing_job_is_a_program_error_and_a_retry_waits_with_begin() {
     );
     spec["spec"]["backoff_limit"] = json!(1);
     let id = server.create_job(token, &spec);
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let list = server.replicas(token, &id);
     assert_eq!(list.len(), 2, "{list:?}");
     assert_eq!(list[0]["status"]["reason"], "Error");
@@ -179,7 +179,7 @@ fn a_job_over_its_memory_is_killed_and_classified_as_out_of_memory() {
     );
     spec["spec"]["resource_shape"] = json!("mem.tiny");
     let id = server.create_job(token, &spec);
-    server.wait_for_state(token, &id, "Failed");
+    server.wait_for_state(token, &id, JobState::Failed);
     let found = server.failure_analysis(token, &id);
     assert_eq!(found["err_class"], "ERR_OOM", "{found}");
     let replica = &server.replicas(token, &id)[0];
@@ -200,8 +200,8 @@ fn the_deadline_is_slurms_time_limit_and_ends_the_job() {
     });
     // Slurm counts whole minutes: 3 s is one.
     assert_eq!(scontrol_field(&slurm_job, "TimeLimit"), "00:01:00");
-    let failed = server.wait_for_state(token, &id, "Failed");
-    assert_eq!(failed["status"]["reason"], "DeadlineExceeded", "{failed}");
+    let failed = server.wait_for_state(token, &id, JobState::Failed);
+    assert_eq!(reason(&failed), "DeadlineExceeded", "{failed:?}");
     assert_eq!(server.failure_analysis(token, &id)["err_class"], "ERR_DEADLINE");
     wait_for("Slurm to end it", LIMIT, || slurm_jobs_of(&id).is_empty().then_some(()));
 }
@@ -217,7 +217,7 @@ fn a_stopped_job_leaves_nothing_in_slurm_and_a_queued_one_says_why_it_waits() {
     whole["spec"]["resource_shape"] = json!("cpu.node");
     let holder = server.create_job(token, &whole);
     wait_for("the first job to run", LIMIT, || Path::new(&started).exists().then_some(()));
-    server.wait_for_state(token, &holder, "Running");
+    server.wait_for_state(token, &holder, JobState::Running);
 
     // Jobdeck admits it; Slurm has no CPU left and says so.
     let queued = server.create_job(token, &job("queued", "echo finally"));
@@ -237,7 +237,7 @@ fn a_stopped_job_leaves_nothing_in_slurm_and_a_queued_one_says_why_it_waits() {
         assert_eq!(status, 200);
     }
     for id in [&holder, &queued] {
-        server.wait_for_state(token, id, "Stopped");
+        server.wait_for_state(token, id, JobState::Stopped);
         assert_eq!(slurm_jobs_of(id), "", "nothing of {id} is left in Slurm");
     }
     assert_eq!(server.replicas(token, &holder)[0]["status"]["reason"], "Stopped");
@@ -256,7 +256,7 @@ fn running_slurm_jobs_are_found_again_after_a_kill_9_of_the_server() {
     );
     let id = first.create_job(&token, &job("adopted", &script));
     wait_for("the job to run", LIMIT, || Path::new(&started).exists().then_some(()));
-    first.wait_for_state(&token, &id, "Running");
+    first.wait_for_state(&token, &id, JobState::Running);
     // (Lepton's log query: a plain log request would follow the running
     // replica until it ends.)
     wait_for("the first line to be copied", LIMIT, || {
@@ -268,7 +268,7 @@ fn running_slurm_jobs_are_found_again_after_a_kill_9_of_the_server() {
     let config = first.data_dir.parent().unwrap().join("jobdeck.toml");
     let second = Server::start_api_in(&first.data_dir.clone(), &["--config", config.to_str().unwrap()]);
     std::fs::write(&release, "").unwrap();
-    second.wait_for_state(&token, &id, "Completed");
+    second.wait_for_state(&token, &id, JobState::Completed);
     assert_eq!(second.replicas(&token, &id).len(), 1, "nothing was submitted twice");
     assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n");
     let text = second.log_text(&token, &id, &format!("{id}-0-0"));
@@ -293,7 +293,7 @@ fn a_failure_stored_before_a_kill_9_ends_the_run_on_restart() {
     let script = format!("echo run >> {runs}; touch {started}; while [ ! -e {never} ]; do sleep 0.1; done");
     let id = first.create_job(&token, &job("out-of-retries", &script));
     wait_for("the job to run", LIMIT, || Path::new(&started).exists().then_some(()));
-    first.wait_for_state(&token, &id, "Running");
+    first.wait_for_state(&token, &id, JobState::Running);
 
     first.kill();
     let cancelled = Command::new("scancel").args(["--name", &format!("jobdeck-{id}")]).status().unwrap();
@@ -312,8 +312,8 @@ fn a_failure_stored_before_a_kill_9_ends_the_run_on_restart() {
 
     let config = first.data_dir.parent().unwrap().join("jobdeck.toml");
     let second = Server::start_api_in(&first.data_dir.clone(), &["--config", config.to_str().unwrap()]);
-    let ended = second.wait_for_state(&token, &id, "Failed");
-    assert_eq!(ended["status"]["reason"], "BackoffLimitExceeded", "{ended:#}");
+    let ended = second.wait_for_state(&token, &id, JobState::Failed);
+    assert_eq!(reason(&ended), "BackoffLimitExceeded", "{ended:#?}");
     assert_eq!(second.replicas(&token, &id).len(), 1, "nothing was submitted again");
     assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n");
     assert!(slurm_jobs_of(&id).is_empty());

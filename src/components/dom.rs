@@ -1,14 +1,23 @@
 //! Direct DOM building for the live displays (the tables, the replica
 //! timeline, the charts, the job page's heading, tabs, actions and
 //! overview, the log viewer) and the create-job form (its fields and
-//! lists, `components/field.rs` and `components/list_editor.rs`).
+//! lists, `pages/new_job/field.rs` and `pages/new_job/list_editor.rs`).
 //!
 //! Those displays change every second and are mostly data, so they are
 //! drawn here, outside Leptos's typed views: each typed view costs the
 //! download kilobytes of generated code, while these few helpers are shared.
 //! Text always goes in as text nodes or attribute values, never as markup.
+//!
+//! The one pattern (docs/architecture.md, "The pattern for a drawn part"):
+//! a part is drawn into its host by `draw_into`; a part that takes input
+//! keeps its state in a `Part`, whose one listener never drops an event.
 
-use leptos::prelude::{Effect, Get, NodeRef};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use leptos::prelude::{Effect, Get, NodeRef, StoredValue};
+use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::Element;
 
@@ -59,6 +68,107 @@ pub fn draw_into(host: NodeRef<leptos::html::Div>, mut draw: Box<dyn FnMut(&Elem
             draw(&host.into());
         }
     });
+}
+
+/// The state of a drawn part that takes input: shared by the part's one
+/// listener, its requests and its page, the one way.
+///
+/// - Every change goes through `change` (or `read`), never a borrow kept
+///   across an `await`; each answers `None` once the part has `end`ed (its
+///   page is gone), which is how a request that comes back late knows to
+///   stop.
+/// - The part's one listener comes from `listener`. Drawing can make the
+///   browser fire an event while the state is being changed (a removed
+///   element's focus leaves it: `blur`); that event waits and is handled
+///   as soon as the change in progress is over, in the order events came.
+///   No event is dropped.
+pub struct Part<S>(Rc<Shared<S>>);
+
+struct Shared<S> {
+    /// `None` once the part has ended.
+    state: RefCell<Option<S>>,
+    /// Events that came while the state was in use, oldest first.
+    waiting: RefCell<VecDeque<web_sys::Event>>,
+    /// What the listener does with an event, once it is made.
+    handle: Cell<Option<fn(&Part<S>, web_sys::Event)>>,
+}
+
+impl<S> Clone for Part<S> {
+    fn clone(&self) -> Self {
+        Part(self.0.clone())
+    }
+}
+
+impl<S: 'static> Part<S> {
+    pub fn new(state: S) -> Part<S> {
+        Part(Rc::new(Shared { state: RefCell::new(Some(state)), waiting: Default::default(), handle: Cell::new(None) }))
+    }
+
+    /// Changes the state; then handles the events that came meanwhile.
+    pub fn change<R>(&self, change: impl FnOnce(&mut S) -> R) -> Option<R> {
+        let answer = change(self.0.state.borrow_mut().as_mut()?);
+        self.handle_waiting();
+        Some(answer)
+    }
+
+    /// Reads the state; then handles the events that came meanwhile.
+    pub fn read<R>(&self, read: impl FnOnce(&S) -> R) -> Option<R> {
+        let answer = read(self.0.state.borrow().as_ref()?);
+        self.handle_waiting();
+        Some(answer)
+    }
+
+    /// The part's listener: `handle` gets every event, one at a time. It
+    /// holds the part weakly, so a listener left on an element does not
+    /// keep the state alive.
+    pub fn listener(&self, handle: fn(&Part<S>, web_sys::Event)) -> Closure<dyn Fn(web_sys::Event)> {
+        self.0.handle.set(Some(handle));
+        let part = Rc::downgrade(&self.0);
+        Closure::new(move |event| {
+            if let Some(part) = part.upgrade().map(Part) {
+                part.0.waiting.borrow_mut().push_back(event);
+                part.handle_waiting();
+            }
+        })
+    }
+
+    /// Ends the part: its state is dropped (with the elements and the
+    /// listener it holds) and every later `change` or `read` answers `None`.
+    pub fn end(&self) {
+        let state = self.0.state.borrow_mut().take();
+        self.0.waiting.borrow_mut().clear();
+        drop(state);
+    }
+
+    /// Ends the part when the reactive owner it is made under (its page or
+    /// component) goes.
+    pub fn end_with_owner(&self) {
+        let part = self.clone();
+        StoredValue::new_local(EndOnDrop(Some(Box::new(move || part.end()))));
+    }
+
+    /// Handles the waiting events unless the state is in use (then the
+    /// change in progress handles them when it is over).
+    fn handle_waiting(&self) {
+        let Some(handle) = self.0.handle.get() else { return };
+        while self.0.state.try_borrow_mut().is_ok() {
+            let Some(event) = self.0.waiting.borrow_mut().pop_front() else { return };
+            handle(self, event);
+        }
+    }
+}
+
+/// Runs its function when dropped: with the reactive owner it is stored
+/// under. One type for every part, so the owner's storage is instantiated
+/// once.
+struct EndOnDrop(Option<Box<dyn FnOnce()>>);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        if let Some(end) = self.0.take() {
+            end();
+        }
+    }
 }
 
 /// Shows or hides `element` (the `hidden` attribute).
@@ -166,6 +276,42 @@ mod tests {
 
     fn items(pairs: &[(&str, u32)]) -> Vec<(String, u32)> {
         pairs.iter().map(|(key, value)| (key.to_string(), *value)).collect()
+    }
+
+    /// What a part's listener saw, in order, and where.
+    #[derive(Default)]
+    struct Heard {
+        events: Vec<String>,
+    }
+
+    fn hear(part: &Part<Heard>, event: web_sys::Event) {
+        part.change(|heard| heard.events.push(event.type_()));
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn an_event_fired_while_a_part_changes_waits_for_the_change_and_is_not_lost() {
+        let button = element("button");
+        let part = Part::new(Heard::default());
+        let listener = part.listener(hear);
+        for kind in ["click", "blur"] {
+            button.add_event_listener_with_callback(kind, listener.as_ref().unchecked_ref()).unwrap();
+        }
+        // The browser fires `blur` synchronously while the state is borrowed
+        // (as drawing does when it removes a focused element).
+        part.change(|heard| {
+            button.dispatch_event(&web_sys::Event::new("blur").unwrap()).unwrap();
+            heard.events.push("drawn".into());
+        });
+        assert_eq!(part.read(|heard| heard.events.clone()).unwrap(), ["drawn", "blur"]);
+        button.dispatch_event(&web_sys::Event::new("click").unwrap()).unwrap();
+        assert_eq!(part.read(|heard| heard.events.len()), Some(3));
+
+        // Ended: nothing is read or changed any more, and the listener
+        // left on the element does nothing.
+        part.end();
+        button.dispatch_event(&web_sys::Event::new("click").unwrap()).unwrap();
+        assert!(part.read(|heard| heard.events.len()).is_none());
+        assert!(part.change(|_| ()).is_none());
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]

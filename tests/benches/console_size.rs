@@ -20,7 +20,7 @@
 //! when a first load is over 150 KB, or a move or that first use over 40 KB
 //! (issue 17's budgets).
 
-use jobdeck_e2e::{Browser, Server};
+use jobdeck_e2e::{Browser, JobState, Server};
 use serde_json::{json, Value};
 
 /// A first load's budget and a move's, in bytes as sent (KB = 1,000 bytes).
@@ -100,7 +100,7 @@ fn main() {
     );
     let id = job["metadata"]["id"].as_str().unwrap().to_string();
     wait_for_precompression(&server);
-    server.wait_for_state(&server.admin_token, &id, "Failed");
+    server.wait_for_state(&server.admin_token, &id, JobState::Failed);
     let mut routes: Vec<(String, String, &str)> = vec![
         ("sign-in".into(), "/login".into(), "form button[type=submit]"),
         ("deployments list".into(), "/jobs".into(), "tbody tr"),

@@ -22,8 +22,8 @@
 
 use std::time::{Duration, Instant};
 
-use jobdeck_e2e::containers;
 use jobdeck_e2e::Server;
+use jobdeck_e2e::{containers, JobState};
 use serde_json::{json, Value};
 
 fn replicas() -> usize {
@@ -123,7 +123,7 @@ fn measure(server: &Server, mode: &str, n: usize) -> Sample {
     }
     let sent = Instant::now();
     let id = server.create_job(token, &job);
-    server.wait_for_state(token, &id, "Completed");
+    server.wait_for_state(token, &id, JobState::Completed);
     let round_trip = sent.elapsed().as_secs_f64() * 1000.0;
     let (_, list) = server.call("GET", &format!("/jobs/{id}/replicas"), token, None);
     let replica = &list[0];

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use jobdeck_e2e::Server;
+use jobdeck_e2e::{JobState, Server};
 use serde_json::{json, Value};
 
 const CONFIG: &str = r#"
@@ -137,7 +137,7 @@ fn main() {
         printers.push(id);
     }
     for id in &printers {
-        server.wait_for_state(&tokens[0], id, "Running");
+        server.wait_for_state(&tokens[0], id, JobState::Running);
     }
 
     let samples: Samples = Arc::new(Mutex::new(BTreeMap::new()));

@@ -22,7 +22,7 @@
 
 use std::time::{Duration, Instant};
 
-use jobdeck_e2e::{Browser, Server};
+use jobdeck_e2e::{Browser, JobState, Server};
 use serde_json::{json, Value};
 
 /// Lines in the log; `BENCH_LOG_LINES` overrides it for a quick run.
@@ -44,7 +44,7 @@ fn main() {
             "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}}
         }),
     );
-    server.wait_for_state_within(&server.admin_token, &id, "Completed", Duration::from_secs(600));
+    server.wait_for_state_within(&server.admin_token, &id, JobState::Completed, Duration::from_secs(600));
     let ingest_seconds = started.elapsed().as_secs_f64();
     eprintln!("{lines} lines stored in {ingest_seconds:.1} s");
     let replica = format!("{id}-0-0");

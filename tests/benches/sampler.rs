@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use jobdeck_e2e::Server;
+use jobdeck_e2e::{JobState, Server};
 use serde_json::json;
 
 const REPLICAS: usize = 50;
@@ -39,7 +39,7 @@ fn main() {
             "completions": REPLICAS, "parallelism": REPLICAS,
             "container": {"command": ["/bin/sh", "-c", "exec sleep 3600"]}}});
         let id = server.create_job(&token, &job);
-        server.wait_for_state(&token, &id, "Running");
+        server.wait_for_state(&token, &id, JobState::Running);
         loop {
             let (_, replicas) = server.call("GET", &format!("/jobs/{id}/replicas"), &token, None);
             if replicas.as_array().unwrap().iter().filter(|r| r["status"]["phase"] == "running").count() == REPLICAS {

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use jobdeck_e2e::Server;
+use jobdeck_e2e::{JobState, Server};
 use serde_json::{json, Value};
 
 const USERS: usize = 10;
@@ -238,7 +238,7 @@ fn main() {
         }
     });
     let holder = server.create_job(&tokens[0], &holder);
-    server.wait_for_state(&tokens[0], &holder, "Running");
+    server.wait_for_state(&tokens[0], &holder, JobState::Running);
     fn queued_job(k: usize) -> (usize, Value) {
         let (user, mut job) = seed_job(k);
         job["spec"]["stopped"] = json!(false);
@@ -263,7 +263,7 @@ fn main() {
         }
     });
     let printer = server.create_job(&tokens[0], &printer);
-    server.wait_for_state_within(&tokens[0], &printer, "Completed", Duration::from_secs(600));
+    server.wait_for_state_within(&tokens[0], &printer, JobState::Completed, Duration::from_secs(600));
     let (_, replicas) = client.get(&format!("/jobs/{printer}/replicas"), &tokens[0]);
     let replicas: Value = serde_json::from_str(&replicas).unwrap();
     let status = &replicas[0]["status"];
@@ -338,5 +338,5 @@ fn main() {
     }
     let (status, body) = server.call("PATCH", &format!("/jobs/{holder}"), &tokens[0], Some(&stop));
     assert_eq!(status, 200, "{body}");
-    server.wait_for_state(&tokens[0], &holder, "Stopped");
+    server.wait_for_state(&tokens[0], &holder, JobState::Stopped);
 }

@@ -12,7 +12,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The engine the tests use.
 pub const ENGINE: &str = "podman";
@@ -210,11 +210,9 @@ impl Registry {
         };
         registry.allow(&[]);
         // Ready when it answers (401: it wants credentials).
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(&address).is_err() {
-            assert!(Instant::now() < deadline, "the registry never listened on {address}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::wait_for(&format!("the registry to listen on {address}"), Duration::from_secs(30), || {
+            TcpStream::connect(&address).ok()
+        });
         registry
     }
 

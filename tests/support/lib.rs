@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub use jobdeck_api::{JobState, LeptonJob};
 use serde_json::{json, Value};
 
 pub mod containers;
@@ -288,24 +289,29 @@ impl Server {
         created["metadata"]["id"].as_str().expect("the job's id").to_string()
     }
 
+    /// The job as the API answers it, read as the contract's type.
+    pub fn job(&self, token: &str, id: &str) -> LeptonJob {
+        let (status, job) = self.call("GET", &format!("/jobs/{id}"), token, None);
+        assert_eq!(status, 200, "{job}");
+        serde_json::from_value(job.clone()).unwrap_or_else(|e| panic!("job {id} is no LeptonJob ({e}): {job}"))
+    }
+
     /// Polls the API until the job reaches `state` (or fails the test after a
     /// minute, naming the state it is stuck in); returns the job.
-    pub fn wait_for_state(&self, token: &str, id: &str, state: &str) -> Value {
+    pub fn wait_for_state(&self, token: &str, id: &str, state: JobState) -> LeptonJob {
         self.wait_for_state_within(token, id, state, Duration::from_secs(60))
     }
 
     /// `wait_for_state` with a time limit of its own.
-    pub fn wait_for_state_within(&self, token: &str, id: &str, state: &str, limit: Duration) -> Value {
-        let deadline = Instant::now() + limit;
-        loop {
-            let (status, job) = self.call("GET", &format!("/jobs/{id}"), token, None);
-            assert_eq!(status, 200, "{job}");
-            if job["status"]["state"] == state {
-                return job;
-            }
-            assert!(Instant::now() < deadline, "job {id} never reached {state}: {job}");
-            std::thread::sleep(Duration::from_millis(200));
-        }
+    pub fn wait_for_state_within(&self, token: &str, id: &str, state: JobState, limit: Duration) -> LeptonJob {
+        let mut last = None;
+        let reached = poll(limit, Duration::from_millis(200), || {
+            let job = self.job(token, id);
+            let reached = job.status.as_ref().and_then(|s| s.state) == Some(state);
+            last = Some(job);
+            reached.then(|| last.clone()).flatten()
+        });
+        reached.unwrap_or_else(|| panic!("job {id} never reached {state:?}: {last:#?}"))
     }
 
     /// Stops the server with SIGKILL, as a crash would.
@@ -353,14 +359,28 @@ pub const BROWSER_WAIT: Duration = Duration::from_secs(45);
 /// Polls `probe` every 50 ms until it answers, for at most `limit`; fails
 /// naming `what`. For waiting on an event (a file, a state), never to let
 /// time pass.
-pub fn wait_for<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(what: &str, limit: Duration, probe: impl FnMut() -> Option<T>) -> T {
+    poll(limit, Duration::from_millis(50), probe).unwrap_or_else(|| panic!("timed out waiting for {what}"))
+}
+
+/// Why a job is in its state (`status.reason`), or "" without one.
+pub fn reason(job: &LeptonJob) -> &str {
+    job.status.as_ref().and_then(|s| s.reason.as_deref()).unwrap_or_default()
+}
+
+/// The one deadline loop of the tests: calls `probe` every `every` until it
+/// answers, and answers `None` once `limit` has passed without an answer
+/// (the caller says what it waited for).
+pub fn poll<T>(limit: Duration, every: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(found) = probe() {
-            return found;
+            return Some(found);
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(every);
     }
 }
 
@@ -382,12 +402,12 @@ pub fn end_replicas(data_dir: &Path) {
         }
     }
     // SIGKILL is delivered asynchronously: wait until every one has died.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline
-        && killed.iter().any(|&(pid, start)| proc_stat(pid).is_some_and(|s| s.start_time == start && !s.zombie))
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // (A cleanup: past the limit it gives up rather than fail the test.)
+    poll(Duration::from_secs(30), Duration::from_millis(20), || {
+        let alive =
+            killed.iter().any(|&(pid, start)| proc_stat(pid).is_some_and(|s| s.start_time == start && !s.zombie));
+        (!alive).then_some(())
+    });
 }
 
 /// The pids of the supervisors under `data_dir/runs` that still run: each
@@ -488,14 +508,17 @@ impl Browser {
             }}
         });
         // Chromium starting on a loaded machine; ends at the first answer.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let session = loop {
+        let mut refused = None;
+        let session = poll(Duration::from_secs(60), Duration::from_millis(100), || {
             match raw_call("POST", &format!("{endpoint}/session"), Some(&capabilities)) {
-                Ok(v) => break v["value"]["sessionId"].as_str().expect("a session id").to_string(),
-                Err(e) if Instant::now() > deadline => panic!("chromedriver never answered: {e}"),
-                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+                Ok(v) => Some(v["value"]["sessionId"].as_str().expect("a session id").to_string()),
+                Err(e) => {
+                    refused = Some(e);
+                    None
+                }
             }
-        };
+        })
+        .unwrap_or_else(|| panic!("chromedriver never answered: {refused:?}"));
         Browser { driver, session, endpoint, _profile: profile }
     }
 
@@ -619,24 +642,17 @@ impl Browser {
     }
 
     /// Polls `probe` every 50 ms for up to [`BROWSER_WAIT`].
-    pub fn wait_until<T>(&self, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-        let deadline = Instant::now() + BROWSER_WAIT;
-        loop {
-            if let Some(v) = probe() {
-                return v;
-            }
-            if Instant::now() > deadline {
-                let text = self.page_text();
-                // The browser's own messages name what a page could not do
-                // (a module that failed to load, a refused request).
-                let console = self.console_messages().join("\n");
-                panic!(
-                    "timed out waiting for {what}; the page at {} shows:\n{text}\nthe browser console said:\n{console}",
-                    self.current_url()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+    pub fn wait_until<T>(&self, what: &str, probe: impl FnMut() -> Option<T>) -> T {
+        poll(BROWSER_WAIT, Duration::from_millis(50), probe).unwrap_or_else(|| {
+            let text = self.page_text();
+            // The browser's own messages name what a page could not do (a
+            // module that failed to load, a refused request).
+            let console = self.console_messages().join("\n");
+            panic!(
+                "timed out waiting for {what}; the page at {} shows:\n{text}\nthe browser console said:\n{console}",
+                self.current_url()
+            );
+        })
     }
 
     /// Makes the page see `prefers-color-scheme: <scheme>` (`light` or

@@ -9,7 +9,7 @@
 //! Jobdeck does not act on are still modelled, so a `lep` payload reads and
 //! writes back unchanged.
 //!
-//! Every rule is in `validate.rs`, reached through `validate_job`.
+//! Every rule is in `validate/`, reached through `validate_job`.
 
 use std::collections::BTreeMap;
 

@@ -309,6 +309,22 @@ impl ExecutorHost {
         Ok(())
     }
 
+    /// Records an event about job `job_id`, or its replica `replica`, for a
+    /// run controller. An event that cannot be written is logged and left:
+    /// events are the job's history, and the run goes on without one.
+    pub async fn note(&self, job_id: &str, kind: EventType, reason: &str, message: String, replica: Option<String>) {
+        let event = ExecutorEvent {
+            job_id: job_id.to_string(),
+            kind,
+            reason: reason.into(),
+            message,
+            regarding_replica: replica,
+        };
+        if let Err(error) = self.event(event).await {
+            tracing::warn!(job = %job_id, reason, error = %crate::error_chain(&error), "cannot record an event");
+        }
+    }
+
     /// Replaces the executor's state of an attempt, also once it ended
     /// (`Store::set_executor_state`).
     pub async fn executor_state(

@@ -3,6 +3,8 @@
 //! in the job's current state and the signed-in user may take it; the server
 //! checks both again.
 
+use std::rc::Rc;
+
 use jobdeck_api::{JobState, LeptonJob, Visibility};
 use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;
@@ -150,7 +152,13 @@ struct Local {
     notice: String,
     parts: Option<Parts>,
     /// The one listener of the buttons, kept for as long as they are.
-    listener: Option<Closure<dyn FnMut(web_sys::Event)>>,
+    listener: Option<Closure<dyn Fn(web_sys::Event)>>,
+    /// Called with the job as the server answered an action.
+    on_update: Option<Callback<JobJson>>,
+    /// Opens another page (the list, after a delete).
+    navigate: Option<Rc<dyn Fn(&str)>>,
+    /// Sends the user to sign in again.
+    sign_in_again: Option<Rc<dyn Fn()>>,
 }
 
 impl Local {
@@ -176,12 +184,23 @@ impl Local {
     }
 }
 
-type Stored = StoredValue<Local, LocalStorage>;
+impl Drop for Local {
+    /// The buttons are gone: nothing may call their listener after.
+    fn drop(&mut self) {
+        if let (Some(listener), Some(parts)) = (&self.listener, &self.parts) {
+            let _ = parts.host.remove_event_listener_with_callback("click", listener.as_ref().unchecked_ref());
+        }
+    }
+}
 
-/// The buttons, drawn straight into the page (`components/dom.rs`) by one
-/// render effect, with one listener for all of them: as typed views with a
-/// Leptos action they were the largest part of the job page's own code
-/// (docs/measurements.md, "The job page's parts drawn").
+/// The actions' state, shared by their listener and their requests
+/// (`dom::Part`).
+type Actions = dom::Part<Local>;
+
+/// The buttons, drawn straight into the page (`components/dom.rs`), with
+/// one listener for all of them: as typed views with a Leptos action they
+/// were the largest part of the job page's own code (docs/measurements.md,
+/// "The job page's parts drawn").
 #[component]
 pub fn JobActions(
     /// The job as last read (`None` before it is).
@@ -192,46 +211,34 @@ pub fn JobActions(
     #[prop(into)]
     on_update: Callback<JobJson>,
 ) -> impl IntoView {
-    let local = StoredValue::new_local(Local::default());
+    let mut local = Local::default();
+    local.on_update = Some(on_update);
+    local.navigate = Some(Rc::new(use_navigate()));
+    local.sign_in_again = Some(Rc::new(use_sign_in_again()));
+    let actions = Actions::new(local);
+    actions.end_with_owner();
     let host = NodeRef::<leptos::html::Div>::new();
-    let sign_in_again = use_sign_in_again();
-    let navigate = use_navigate();
-    on_cleanup(move || {
-        local.try_update_value(|l| {
-            if let (Some(listener), Some(parts)) = (&l.listener, &l.parts) {
-                let _ = parts.host.remove_event_listener_with_callback("click", listener.as_ref().unchecked_ref());
-            }
-        });
-    });
-    let draw = RenderEffect::new(move |_| {
-        let facts = job.with(|j| Facts::of(j.as_ref(), user.read().as_deref()));
-        let Some(host) = host.get() else { return };
-        local.update_value(|l| {
-            if l.parts.is_none() {
-                let (navigate, sign_in_again) = (navigate.clone(), sign_in_again.clone());
-                let listener = Closure::<dyn FnMut(web_sys::Event)>::new(move |ev| {
-                    on_click(local, on_update, &navigate, &sign_in_again, ev)
-                });
-                let _ = host.add_event_listener_with_callback("click", listener.as_ref().unchecked_ref());
-                l.parts = Some(Parts::build(&host));
-                l.listener = Some(listener);
-            }
-            l.facts = facts;
-            l.show();
-        });
-    });
-    on_cleanup(move || drop(draw));
+    dom::draw_into(
+        host,
+        Box::new(move |host| {
+            let facts = job.with(|j| Facts::of(j.as_ref(), user.read().as_deref()));
+            actions.change(|l| {
+                if l.parts.is_none() {
+                    let listener = actions.listener(on_click);
+                    let _ = host.add_event_listener_with_callback("click", listener.as_ref().unchecked_ref());
+                    l.parts = Some(Parts::build(host));
+                    l.listener = Some(listener);
+                }
+                l.facts = facts;
+                l.show();
+            });
+        }),
+    );
     view! { <div node_ref=host></div> }
 }
 
 /// What a click on one of the buttons does.
-fn on_click(
-    local: Stored,
-    on_update: Callback<JobJson>,
-    navigate: &(impl Fn(&str) + Clone + 'static),
-    sign_in_again: &(impl Fn() + Clone + 'static),
-    ev: web_sys::Event,
-) {
+fn on_click(actions: &Actions, ev: web_sys::Event) {
     let Some(button) = ev.target().and_then(|t| t.dyn_into::<Element>().ok()).and_then(|t| t.closest("button").ok()?)
     else {
         return;
@@ -244,9 +251,9 @@ fn on_click(
     } else if is("confirm-delete") {
         Command::Delete
     } else if is("copy-link") {
-        return copy_link(local);
+        return copy_link(actions);
     } else {
-        local.update_value(|l| {
+        actions.change(|l| {
             let Some(parts) = &l.parts else { return };
             if is("delete") {
                 l.problem = None;
@@ -258,7 +265,7 @@ fn on_click(
         });
         return;
     };
-    let Some(id) = local.try_update_value(|l| {
+    let Some(id) = actions.change(|l| {
         l.problem = None;
         l.busy = true;
         l.show();
@@ -266,34 +273,51 @@ fn on_click(
     }) else {
         return;
     };
-    let (navigate, sign_in_again) = (navigate.clone(), sign_in_again.clone());
+    let actions = actions.clone();
     leptos::task::spawn_local(async move {
         let answer = match command {
             Command::SetStopped(stopped) => api::set_job_stopped(&id, stopped).await.map(Some),
             Command::Delete => api::delete_job(&id).await.map(|()| None),
         };
         // The page may have gone while the server answered.
-        if local.try_update_value(|l| l.busy = false).is_none() {
+        let Some((on_update, navigate, sign_in_again)) = actions.change(|l| {
+            l.busy = false;
+            (l.on_update, l.navigate.clone(), l.sign_in_again.clone())
+        }) else {
             return;
-        }
+        };
         match answer {
-            Ok(Some(updated)) => on_update.run(updated),
-            // Deleted: the job is gone, and so is its page.
-            Ok(None) => navigate(routes::JOBS),
-            Err(ApiFailure::Unauthorized) => sign_in_again(),
-            Err(failure) => local.update_value(|l| {
-                if let Some(parts) = &l.parts {
-                    parts.dialog.close();
+            Ok(Some(updated)) => {
+                if let Some(on_update) = on_update {
+                    on_update.run(updated);
                 }
-                l.problem = Some(failure.to_string());
-            }),
+            }
+            // Deleted: the job is gone, and so is its page.
+            Ok(None) => {
+                if let Some(navigate) = navigate {
+                    navigate(routes::JOBS);
+                }
+            }
+            Err(ApiFailure::Unauthorized) => {
+                if let Some(sign_in_again) = sign_in_again {
+                    sign_in_again();
+                }
+            }
+            Err(failure) => {
+                actions.change(|l| {
+                    if let Some(parts) = &l.parts {
+                        parts.dialog.close();
+                    }
+                    l.problem = Some(failure.to_string());
+                });
+            }
         }
-        local.try_update_value(|l| l.show());
+        actions.change(|l| l.show());
     });
 }
 
 /// Copies the page's address, or says where copying is not allowed.
-fn copy_link(local: Stored) {
+fn copy_link(actions: &Actions) {
     let Some(window) = web_sys::window() else { return };
     let href = window.location().href().unwrap_or_default();
     let navigator = window.navigator();
@@ -302,19 +326,20 @@ fn copy_link(local: Stored) {
     let has_clipboard =
         js_sys::Reflect::get(&navigator, &"clipboard".into()).map(|c| !c.is_undefined()).unwrap_or(false);
     if !has_clipboard {
-        local.update_value(|l| {
+        actions.change(|l| {
             l.notice = refused;
             l.show();
         });
         return;
     }
     let promise = navigator.clipboard().write_text(&href);
+    let actions = actions.clone();
     leptos::task::spawn_local(async move {
         let notice = match wasm_bindgen_futures::JsFuture::from(promise).await {
             Ok(_) => "Link copied.".to_string(),
             Err(_) => refused,
         };
-        local.try_update_value(|l| {
+        actions.change(|l| {
             l.notice = notice;
             l.show();
         });

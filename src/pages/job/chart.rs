@@ -3,9 +3,6 @@
 //! and a readout of every line's value at the time under the pointer (or
 //! the newest values when the pointer is elsewhere). SVG, no library.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
 use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
@@ -113,35 +110,39 @@ struct Drawn {
 /// views with signals each chart was its own generated code in the metrics
 /// tab's download (docs/measurements.md, "The job page's parts drawn").
 pub struct Charts {
-    drawn: Rc<RefCell<Vec<Drawn>>>,
-    listener: Closure<dyn FnMut(web_sys::MouseEvent)>,
+    drawn: dom::Part<Vec<Drawn>>,
+    listener: Closure<dyn Fn(web_sys::Event)>,
 }
 
 impl Default for Charts {
     fn default() -> Self {
-        let drawn = Rc::new(RefCell::new(Vec::<Drawn>::new()));
-        let shown = drawn.clone();
-        // The value under the pointer, or the newest when it leaves.
-        let listener = Closure::<dyn FnMut(web_sys::MouseEvent)>::new(move |ev: web_sys::MouseEvent| {
-            let Some(svg) = ev.current_target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
-            let index = svg.get_attribute("data-chart").and_then(|i| i.parse::<usize>().ok());
-            let shown = shown.borrow();
-            let Some(chart) = index.and_then(|i| shown.get(i)) else { return };
-            let width = f64::from(svg.client_width());
-            let at = (ev.type_() == "mousemove" && width > 0.0).then(|| {
-                let share = within(f64::from(ev.offset_x()) / width, 0.0, 1.0);
-                chart.start + ((chart.end - chart.start) as f64 * share) as i64
-            });
-            chart.readout.set_text_content(Some(&readout(&chart.lines, chart.unit, at)));
-        });
+        let drawn = dom::Part::new(Vec::new());
+        let listener = drawn.listener(show_readout);
         Charts { drawn, listener }
     }
+}
+
+/// Shows the value under the pointer in its chart's readout, or the newest
+/// when the pointer leaves.
+fn show_readout(drawn: &dom::Part<Vec<Drawn>>, ev: web_sys::Event) {
+    let Some(ev) = ev.dyn_ref::<web_sys::MouseEvent>() else { return };
+    let Some(svg) = ev.current_target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
+    let index = svg.get_attribute("data-chart").and_then(|i| i.parse::<usize>().ok());
+    drawn.read(|shown| {
+        let Some(chart) = index.and_then(|i| shown.get(i)) else { return };
+        let width = f64::from(svg.client_width());
+        let at = (ev.type_() == "mousemove" && width > 0.0).then(|| {
+            let share = within(f64::from(ev.offset_x()) / width, 0.0, 1.0);
+            chart.start + ((chart.end - chart.start) as f64 * share) as i64
+        });
+        chart.readout.set_text_content(Some(&readout(&chart.lines, chart.unit, at)));
+    });
 }
 
 impl Charts {
     /// Forgets the charts drawn so far (their elements are being removed).
     pub fn clear(&self) {
-        self.drawn.borrow_mut().clear();
+        self.drawn.change(Vec::clear);
     }
 
     /// Draws `chart` at the end of `parent`, on the axis `start..end`.
@@ -164,7 +165,7 @@ impl Charts {
             ("preserveAspectRatio", "none".into()),
             ("role", "img".into()),
             ("aria-label", title),
-            ("data-chart", self.drawn.borrow().len().to_string()),
+            ("data-chart", self.drawn.read(Vec::len).unwrap_or_default().to_string()),
         ] {
             dom::set(&svg, name, &value);
         }
@@ -196,7 +197,7 @@ impl Charts {
         for words in [format_value(unit, top), format_time(start), format_time(end)] {
             dom::child(&axis, "span", "", &words);
         }
-        self.drawn.borrow_mut().push(Drawn { lines, unit, start, end, readout: readout_text });
+        self.drawn.change(|drawn| drawn.push(Drawn { lines, unit, start, end, readout: readout_text }));
     }
 }
 
@@ -205,17 +206,15 @@ impl Charts {
 pub fn StillChart(chart: Chart, start: i64, end: i64) -> impl IntoView {
     let host = NodeRef::<leptos::html::Div>::new();
     let mut chart = Some(chart);
-    let draw = RenderEffect::new(move |drawn: Option<Option<Charts>>| {
-        let host = host.get()?;
-        let charts = drawn.flatten().unwrap_or_default();
-        if let Some(chart) = chart.take() {
-            charts.draw(&host, chart, start, end);
-        }
-        Some(charts)
-    });
-    // Kept until the view goes (the charts' listener is not `Send`, so
-    // not an `on_cleanup` of its own).
-    StoredValue::new_local(draw);
+    let charts = Charts::default();
+    dom::draw_into(
+        host,
+        Box::new(move |host| {
+            if let Some(chart) = chart.take() {
+                charts.draw(host, chart, start, end);
+            }
+        }),
+    );
     view! { <div node_ref=host></div> }
 }
 
@@ -260,7 +259,7 @@ mod tests {
         let second = host.query_selector_all("figure.chart").unwrap().get(1).unwrap();
         assert!(second.text_content().unwrap().contains("no samples"));
         charts.clear();
-        assert!(charts.drawn.borrow().is_empty());
+        assert_eq!(charts.drawn.read(Vec::len), Some(0));
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]

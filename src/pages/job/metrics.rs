@@ -164,22 +164,20 @@ fn Charts(loaded: RwSignal<Loaded>, now: RwSignal<i64>, job_id: String) -> impl 
     // Every attempt's section, drawn again by one render effect when the
     // data or the axis changed (a refresh brings both).
     let host = NodeRef::<leptos::html::Div>::new();
-    let draw = RenderEffect::new(move |drawn: Option<Option<Charts>>| {
-        let (start, end) = axis.get();
-        let host = host.get()?;
-        let charts = drawn.flatten().unwrap_or_default();
-        charts.clear();
-        dom::clear(&host);
-        loaded.with(|loaded| {
-            for (replica_use, metrics) in loaded.uses.iter().zip(loaded.series.iter()) {
-                section(&host, &charts, replica_use, metrics, start, end);
-            }
-        });
-        Some(charts)
-    });
-    // Kept until the view goes (the charts' listener is not `Send`, so
-    // not an `on_cleanup` of its own).
-    StoredValue::new_local(draw);
+    let charts = Charts::default();
+    dom::draw_into(
+        host,
+        Box::new(move |host| {
+            let (start, end) = axis.get();
+            charts.clear();
+            dom::clear(host);
+            loaded.with(|loaded| {
+                for (replica_use, metrics) in loaded.uses.iter().zip(loaded.series.iter()) {
+                    section(host, &charts, replica_use, metrics, start, end);
+                }
+            });
+        }),
+    );
     view! {
         <ReplicaTimeline replicas completions now job_id/>
         <div node_ref=host></div>

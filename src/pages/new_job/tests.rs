@@ -428,7 +428,7 @@ async fn a_submit_before_the_rules_are_in_waits_for_them() {
 async fn rules_that_could_not_be_fetched_are_asked_for_again() {
     let m = mount().await;
     // As a failed fetch leaves the form: the rules asked for, and not in.
-    m.form.0.borrow_mut().rules_asked = true;
+    m.form.0.change(|c| c.rules_asked = true);
     m.form.take_rules(Err(super::PartFailed("not downloaded".into())));
     assert!(!m.form.has_rules());
     m.type_into("job-name", "Bad").await;

@@ -183,13 +183,16 @@ impl LocalRunController {
             tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record a running replica");
         }
         let node = self.launch.placement.slots.get(slot).map(|s| s.node.clone()).unwrap_or_default();
-        self.event(
-            EventType::Normal,
-            "Started",
-            format!("replica {replica} (attempt {attempt}) started on node {node}"),
-            Some(replica.clone()),
-        )
-        .await;
+        self.shared
+            .host
+            .note(
+                &self.launch.job_id,
+                EventType::Normal,
+                "Started",
+                format!("replica {replica} (attempt {attempt}) started on node {node}"),
+                Some(replica.clone()),
+            )
+            .await;
     }
 
     /// Lets the sampler read a running attempt.

@@ -44,8 +44,7 @@ use crate::run_ledger::{self, Decision, Ending, Failure, RetryLimits, RunLedger}
 use crate::{container, engine};
 use jobdeck_core::config::{Config, ExecutorKind, LocalExecutorConfig, LocalMode};
 use jobdeck_core::executor::{
-    replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorEvent, ExecutorHost, JobLaunch,
-    ReplicaObservation, StopReason,
+    replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorHost, JobLaunch, ReplicaObservation, StopReason,
 };
 use jobdeck_store::ReplicaRow;
 
@@ -475,20 +474,6 @@ impl LocalRunController {
         }
     }
 
-    async fn event(&self, kind: EventType, reason: &str, message: String, replica: Option<String>) {
-        let _ = self
-            .shared
-            .host
-            .event(ExecutorEvent {
-                job_id: self.launch.job_id.clone(),
-                kind,
-                reason: reason.into(),
-                message,
-                regarding_replica: replica,
-            })
-            .await;
-    }
-
     async fn launch_pending(&mut self) {
         if !self.announced {
             self.announced = true;
@@ -509,7 +494,10 @@ impl LocalRunController {
                 }
                 LocalMode::Process | LocalMode::Auto => self.shared.memory.describe(),
             };
-            self.event(EventType::Normal, "Executor", format!("{mode}; {limits}"), None).await;
+            self.shared
+                .host
+                .note(&self.launch.job_id, EventType::Normal, "Executor", format!("{mode}; {limits}"), None)
+                .await;
         }
         // A slot is taken only for an index that waits for one: popping it
         // unconditionally would lose it while nothing is pending (an index
@@ -651,16 +639,28 @@ impl LocalRunController {
         }
         if verdict.phase == ReplicaPhase::Succeeded {
             self.ledger.succeed(index);
-            self.event(EventType::Normal, "Succeeded", format!("replica {replica} succeeded"), Some(replica)).await;
+            self.shared
+                .host
+                .note(
+                    &self.launch.job_id,
+                    EventType::Normal,
+                    "Succeeded",
+                    format!("replica {replica} succeeded"),
+                    Some(replica),
+                )
+                .await;
             return;
         }
-        self.event(
-            EventType::Warning,
-            verdict.reason.as_str(),
-            format!("replica {replica}: {}", verdict.message),
-            Some(replica.clone()),
-        )
-        .await;
+        self.shared
+            .host
+            .note(
+                &self.launch.job_id,
+                EventType::Warning,
+                verdict.reason.as_str(),
+                format!("replica {replica}: {}", verdict.message),
+                Some(replica.clone()),
+            )
+            .await;
         if self.ledger.is_ending() {
             return;
         }

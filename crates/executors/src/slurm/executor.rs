@@ -37,8 +37,8 @@ use crate::run_ledger::{self, Decision, Ending, Failure, RetryLimits, RunLedger}
 use crate::runs::Runs;
 use jobdeck_core::config::{Config, ConfigError, ExecutorKind};
 use jobdeck_core::executor::{
-    replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorEvent, ExecutorHost, JobLaunch,
-    ReplicaObservation, RunOutcome, StopReason,
+    replica_id, BoxFuture, EventType, Executor, ExecutorError, ExecutorHost, JobLaunch, ReplicaObservation, RunOutcome,
+    StopReason,
 };
 use jobdeck_core::failure::{classify, AttemptEnd};
 use jobdeck_store::ReplicaRow;
@@ -358,7 +358,16 @@ impl SlurmRunController {
                 (0..self.launch.resolved.completions).filter(|i| !self.ledger.succeeded().contains(i)).collect()
             };
             if !pending.is_empty() {
-                self.event(EventType::Normal, "Executor", "Slurm: the run is submitted with sbatch".into(), None).await;
+                self.shared
+                    .host
+                    .note(
+                        &self.launch.job_id,
+                        EventType::Normal,
+                        "Executor",
+                        "Slurm: the run is submitted with sbatch".into(),
+                        None,
+                    )
+                    .await;
                 self.submit(&pending, None).await;
             }
         } else {
@@ -415,20 +424,6 @@ impl SlurmRunController {
         if let Err(e) = self.shared.tools.cancel(&ids).await {
             tracing::warn!(job = %self.launch.job_id, error = %e, "cannot cancel the run's Slurm jobs");
         }
-    }
-
-    async fn event(&self, kind: EventType, reason: &str, message: String, replica: Option<String>) {
-        let _ = self
-            .shared
-            .host
-            .event(ExecutorEvent {
-                job_id: self.launch.job_id.clone(),
-                kind,
-                reason: reason.into(),
-                message,
-                regarding_replica: replica,
-            })
-            .await;
     }
 
     fn observation(&self, a: &Attempt) -> ReplicaObservation {
@@ -544,16 +539,28 @@ impl SlurmRunController {
                     });
                     self.record(o).await;
                 }
-                self.event(
-                    EventType::Normal,
-                    "Submitted",
-                    format!("submitted to Slurm as job {id} (array {})", script::array_spec(indexes)),
-                    None,
-                )
-                .await;
+                self.shared
+                    .host
+                    .note(
+                        &self.launch.job_id,
+                        EventType::Normal,
+                        "Submitted",
+                        format!("submitted to Slurm as job {id} (array {})", script::array_spec(indexes)),
+                        None,
+                    )
+                    .await;
             }
             Err(error) => {
-                self.event(EventType::Warning, "SubmitFailed", format!("sbatch failed: {error}"), None).await;
+                self.shared
+                    .host
+                    .note(
+                        &self.launch.job_id,
+                        EventType::Warning,
+                        "SubmitFailed",
+                        format!("sbatch failed: {error}"),
+                        None,
+                    )
+                    .await;
                 for key in keys.iter().copied() {
                     self.end_attempt(
                         key,
@@ -691,17 +698,20 @@ impl SlurmRunController {
                     self.record(o).await;
                     let replica = replica_id(&self.launch.job_id, key.0, key.1);
                     let node = task.node.clone().unwrap_or_default();
-                    self.event(
-                        EventType::Normal,
-                        "Started",
-                        format!(
-                            "replica {replica} (attempt {}) started on node {node} as Slurm job {array_job_id}_{}",
-                            key.1,
-                            task.tasks.first().copied().unwrap_or(0)
-                        ),
-                        Some(replica),
-                    )
-                    .await;
+                    self.shared
+                        .host
+                        .note(
+                            &self.launch.job_id,
+                            EventType::Normal,
+                            "Started",
+                            format!(
+                                "replica {replica} (attempt {}) started on node {node} as Slurm job {array_job_id}_{}",
+                                key.1,
+                                task.tasks.first().copied().unwrap_or(0)
+                            ),
+                            Some(replica),
+                        )
+                        .await;
                 }
             }
             _ => {
@@ -780,7 +790,16 @@ impl SlurmRunController {
         if succeeded {
             self.record(o).await;
             self.ledger.succeed(index);
-            self.event(EventType::Normal, "Succeeded", format!("replica {replica} succeeded"), Some(replica)).await;
+            self.shared
+                .host
+                .note(
+                    &self.launch.job_id,
+                    EventType::Normal,
+                    "Succeeded",
+                    format!("replica {replica} succeeded"),
+                    Some(replica),
+                )
+                .await;
             return;
         }
         let finding = self.first_error(key).await;
@@ -788,7 +807,15 @@ impl SlurmRunController {
         let counts = !self.ledger.is_ending() && reason.counts_against_retries();
         let program_error = class.is_program_error();
         self.record(o).await;
-        self.event(EventType::Warning, reason.as_str(), format!("replica {replica}: {message}"), Some(replica.clone()))
+        self.shared
+            .host
+            .note(
+                &self.launch.job_id,
+                EventType::Warning,
+                reason.as_str(),
+                format!("replica {replica}: {message}"),
+                Some(replica.clone()),
+            )
             .await;
         // A multi-worker allocation fails as one: rank 0 speaks for it.
         if !counts || rank.unwrap_or(0) != 0 {
