@@ -325,6 +325,26 @@ impl ExecutorHost {
         }
     }
 
+    /// Records that `replica` (attempt `attempt`) started on `node`; `how`
+    /// adds what the executor knows of it (its Slurm job). One wording for
+    /// every executor.
+    pub async fn note_replica_started(&self, job_id: &str, replica: &str, attempt: i64, node: &str, how: &str) {
+        let message = format!("replica {replica} (attempt {attempt}) started on node {node}{how}");
+        self.note(job_id, EventType::Normal, "Started", message, Some(replica.to_string())).await;
+    }
+
+    /// Records that `replica` succeeded.
+    pub async fn note_replica_succeeded(&self, job_id: &str, replica: &str) {
+        let message = format!("replica {replica} succeeded");
+        self.note(job_id, EventType::Normal, "Succeeded", message, Some(replica.to_string())).await;
+    }
+
+    /// Records that `replica` ended without success, for `reason`.
+    pub async fn note_replica_failed(&self, job_id: &str, replica: &str, reason: &str, message: &str) {
+        let message = format!("replica {replica}: {message}");
+        self.note(job_id, EventType::Warning, reason, message, Some(replica.to_string())).await;
+    }
+
     /// Replaces the executor's state of an attempt, also once it ended
     /// (`Store::set_executor_state`).
     pub async fn executor_state(

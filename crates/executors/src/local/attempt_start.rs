@@ -183,16 +183,7 @@ impl LocalRunController {
             tracing::error!(job = %self.launch.job_id, error = ?e, "cannot record a running replica");
         }
         let node = self.launch.placement.slots.get(slot).map(|s| s.node.clone()).unwrap_or_default();
-        self.shared
-            .host
-            .note(
-                &self.launch.job_id,
-                EventType::Normal,
-                "Started",
-                format!("replica {replica} (attempt {attempt}) started on node {node}"),
-                Some(replica.clone()),
-            )
-            .await;
+        self.shared.host.note_replica_started(&self.launch.job_id, &replica, attempt, &node, "").await;
     }
 
     /// Lets the sampler read a running attempt.

@@ -639,27 +639,12 @@ impl LocalRunController {
         }
         if verdict.phase == ReplicaPhase::Succeeded {
             self.ledger.succeed(index);
-            self.shared
-                .host
-                .note(
-                    &self.launch.job_id,
-                    EventType::Normal,
-                    "Succeeded",
-                    format!("replica {replica} succeeded"),
-                    Some(replica),
-                )
-                .await;
+            self.shared.host.note_replica_succeeded(&self.launch.job_id, &replica).await;
             return;
         }
         self.shared
             .host
-            .note(
-                &self.launch.job_id,
-                EventType::Warning,
-                verdict.reason.as_str(),
-                format!("replica {replica}: {}", verdict.message),
-                Some(replica.clone()),
-            )
+            .note_replica_failed(&self.launch.job_id, &replica, verdict.reason.as_str(), &verdict.message)
             .await;
         if self.ledger.is_ending() {
             return;

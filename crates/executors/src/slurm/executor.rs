@@ -698,20 +698,8 @@ impl SlurmRunController {
                     self.record(o).await;
                     let replica = replica_id(&self.launch.job_id, key.0, key.1);
                     let node = task.node.clone().unwrap_or_default();
-                    self.shared
-                        .host
-                        .note(
-                            &self.launch.job_id,
-                            EventType::Normal,
-                            "Started",
-                            format!(
-                                "replica {replica} (attempt {}) started on node {node} as Slurm job {array_job_id}_{}",
-                                key.1,
-                                task.tasks.first().copied().unwrap_or(0)
-                            ),
-                            Some(replica),
-                        )
-                        .await;
+                    let how = format!(" as Slurm job {array_job_id}_{}", task.tasks.first().copied().unwrap_or(0));
+                    self.shared.host.note_replica_started(&self.launch.job_id, &replica, key.1, &node, &how).await;
                 }
             }
             _ => {
@@ -790,16 +778,7 @@ impl SlurmRunController {
         if succeeded {
             self.record(o).await;
             self.ledger.succeed(index);
-            self.shared
-                .host
-                .note(
-                    &self.launch.job_id,
-                    EventType::Normal,
-                    "Succeeded",
-                    format!("replica {replica} succeeded"),
-                    Some(replica),
-                )
-                .await;
+            self.shared.host.note_replica_succeeded(&self.launch.job_id, &replica).await;
             return;
         }
         let finding = self.first_error(key).await;
@@ -807,16 +786,7 @@ impl SlurmRunController {
         let counts = !self.ledger.is_ending() && reason.counts_against_retries();
         let program_error = class.is_program_error();
         self.record(o).await;
-        self.shared
-            .host
-            .note(
-                &self.launch.job_id,
-                EventType::Warning,
-                reason.as_str(),
-                format!("replica {replica}: {message}"),
-                Some(replica.clone()),
-            )
-            .await;
+        self.shared.host.note_replica_failed(&self.launch.job_id, &replica, reason.as_str(), &message).await;
         // A multi-worker allocation fails as one: rank 0 speaks for it.
         if !counts || rank.unwrap_or(0) != 0 {
             return;
