@@ -134,6 +134,9 @@ impl<S: 'static> Part<S> {
 
     /// Ends the part: its state is dropped (with the elements and the
     /// listener it holds) and every later `change` or `read` answers `None`.
+    /// Not from inside `change` or `read` (the state is in use there); an
+    /// owner goes from Leptos's effects, which run after an event's
+    /// handler.
     pub fn end(&self) {
         let state = self.0.state.borrow_mut().take();
         self.0.waiting.borrow_mut().clear();
