@@ -49,6 +49,16 @@ fn a_permalink_opens_the_same_lines_highlighted_and_clicks_make_new_ones() {
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
 
+    // A link that names no replica opens the lines in the one the tab
+    // picks, and the address then names it with the lines kept.
+    browser.goto(&format!("{}/jobs/{id}/logs#L700-L702", server.base_url));
+    wait_for_line(&browser, 700, "line 700");
+    assert_eq!(rows_with(&browser, "selected"), (700..=702).collect::<Vec<_>>());
+    let named = format!("/jobs/{id}/logs?replica={id}-0-0#L700-L702");
+    browser.wait_until("the address to name the replica and keep the lines", || {
+        browser.current_url().ends_with(&named).then_some(())
+    });
+
     let link = format!("/jobs/{id}/logs?replica={id}-0-0#L1200-L1205");
     browser.goto(&format!("{}{link}", server.base_url));
     wait_for_line(&browser, 1200, "line 1200");

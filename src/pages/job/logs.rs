@@ -95,11 +95,18 @@ pub fn LogsTab() -> impl IntoView {
     );
     let wanted = Memo::new(move |_| url.with(|u| u.param("replica")));
     // Without a replica in the address, pick one and put it there, so the
-    // address names what is on screen.
+    // address names what is on screen. The fragment stays: a link to lines
+    // (`…/logs#L120`) that names no replica opens them in the one picked.
     Effect::new(move |_| {
         if wanted.get().is_none() {
             if let Some(choice) = replicas.with(|r| default_replica(r)) {
-                navigate_replace(&routes::job_logs(&context.id.get_untracked(), Some(&choice)));
+                let mut here = routes::job_logs(&context.id.get_untracked(), Some(&choice));
+                url.with_untracked(|u| {
+                    if !u.hash.is_empty() {
+                        here = format!("{here}#{}", u.hash);
+                    }
+                });
+                navigate_replace(&here);
             }
         }
     });
