@@ -209,18 +209,16 @@ async fn fetch(builder: RequestBuilder) -> ApiResult<Response> {
     authorized(builder)?.send().await.map_err(|e| ApiFailure::Network(e.to_string()))
 }
 
-/// What the console reads of `GET /workspace`: who the token belongs to,
-/// the workspace's log collection default and what its executor needs of a
-/// job. (The whole answer describes
-/// shapes, quotas and usage; decoding it would put all of that into the
-/// first download.) Also proves the token works.
+/// What every page reads of `GET /workspace`: who the token belongs to,
+/// with what role, and whether jobs run unisolated. (The whole answer
+/// describes shapes, quotas and usage, and the form reads what it needs of
+/// it by hand, `api/form_context.rs`; decoding more here would put all of
+/// that into every page's first download.) Also proves the token works.
 #[derive(Debug, Clone, PartialEq, Decode)]
 pub struct Me {
     pub current_user: String,
     #[serde(default)]
-    pub log_collection_default: bool,
-    #[serde(default)]
-    pub job_requirements: jobdeck_api::JobRequirements,
+    pub current_user_role: jobdeck_api::Role,
     /// Set when jobs run without isolation from the server's user: the top
     /// bar shows it on every page.
     #[serde(default)]

@@ -21,7 +21,11 @@ pub fn mount<V: IntoView + 'static>(view: impl Fn() -> V + Send + Sync + 'static
     let host: web_sys::HtmlElement = document.create_element("div").unwrap().unchecked_into();
     document.body().unwrap().append_child(&host).unwrap();
     let handle = leptos::mount::mount_to(host.clone(), move || {
-        provide_context(Session { token: RwSignal::new(Some("jd_test".into())), user: RwSignal::new(Some(ME.into())) });
+        provide_context(Session {
+            token: RwSignal::new(Some("jd_test".into())),
+            user: RwSignal::new(Some(ME.into())),
+            role: RwSignal::new(Some(jobdeck_api::Role::Member)),
+        });
         crate::router::provide_router();
         view()
     });

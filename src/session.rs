@@ -12,6 +12,9 @@ pub struct Session {
     pub token: RwSignal<Option<String>>,
     /// The signed-in user's name, once the server has confirmed it.
     pub user: RwSignal<Option<String>>,
+    /// That user's role, known with the name: the console offers only what
+    /// the role may do (the server enforces it either way).
+    pub role: RwSignal<Option<jobdeck_api::Role>>,
 }
 
 fn storage() -> Option<web_sys::Storage> {
@@ -25,7 +28,7 @@ pub fn stored_token() -> Option<String> {
 
 impl Session {
     pub fn from_storage() -> Self {
-        Self { token: RwSignal::new(stored_token()), user: RwSignal::new(None) }
+        Self { token: RwSignal::new(stored_token()), user: RwSignal::new(None), role: RwSignal::new(None) }
     }
 
     pub fn sign_in(&self, token: &str) {
@@ -41,7 +44,29 @@ impl Session {
         }
         self.token.set(None);
         self.user.set(None);
+        self.role.set(None);
+        set_root_role(None);
     }
+
+    /// Records who the server says the token belongs to, and puts the role
+    /// on the page's root element (`data-role`), where the style sheet hides
+    /// what the role may not use: an element only members and admins may
+    /// use has the class `needs-member`. One attribute costs the console
+    /// less than a reactive condition on each such element.
+    pub fn confirm(&self, me: &crate::api::Me) {
+        self.user.set(Some(me.current_user.clone()));
+        self.role.set(Some(me.current_user_role));
+        set_root_role(Some(me.current_user_role));
+    }
+}
+
+/// Sets or removes `data-role` on the document's root element.
+fn set_root_role(role: Option<jobdeck_api::Role>) {
+    let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) else { return };
+    let _ = match role {
+        Some(role) => root.set_attribute("data-role", role.as_str()),
+        None => root.remove_attribute("data-role"),
+    };
 }
 
 /// The session from context.

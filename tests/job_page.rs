@@ -256,3 +256,54 @@ fn the_metrics_tab_charts_a_working_replica_live() {
     std::fs::write(&gate, "").unwrap();
     server.wait_for_state(&server.admin_token, &id, JobState::Completed);
 }
+
+/// A teammate given the viewer role from the command line reads a shared
+/// job page but is offered no action the server would refuse (no New job,
+/// no Stop, no Clone, and a note saying why), and the API refuses the same.
+/// The role changes from the command line on an existing user, and the
+/// workspace's only admin cannot be demoted there either.
+#[test]
+fn a_viewer_reads_a_shared_job_and_is_offered_no_action_the_server_would_refuse() {
+    let server = Server::start();
+    let admin = server.admin_token.clone();
+    let out = server.token_command(&["create", "--user", "vera", "--role", "viewer"]);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success() && said.contains("new viewer vera"), "{said}");
+    let viewer = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let id = server.create_job(&admin, &shell_job(&unique("shared"), "sleep 600", json!({})));
+    server.wait_for_state(&admin, &id, JobState::Running);
+
+    let browser = Browser::start();
+    browser.sign_in(&server, &viewer);
+    browser.goto(&format!("{}/jobs/{id}", server.base_url));
+    browser.wait_for_text("Viewers cannot stop, start, delete or clone jobs.");
+    for button in ["button.stop", "button.delete"] {
+        assert!(browser.attribute(&browser.find(button), "disabled").is_some(), "{button} is offered to a viewer");
+    }
+    // Neither Clone nor any New job link is shown.
+    let shown = browser.execute(
+        "return [...document.querySelectorAll('a.clone, a[href=\"/jobs/new\"]')]
+             .filter(a => getComputedStyle(a).display !== 'none').map(a => a.textContent);",
+        vec![],
+    );
+    assert_eq!(shown, json!([]), "offered to a viewer");
+    browser.screenshot(&jobdeck_e2e::screenshot_path("job-page-viewer"));
+
+    let stop = json!({"spec": {"stopped": true}});
+    let (status, body) = server.call("PATCH", &format!("/jobs/{id}"), &viewer, Some(&stop));
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(server.call("POST", "/jobs", &viewer, Some(&shell_job("vera", "true", json!({})))).0, 403);
+
+    // Made a member, the same token may create jobs; the admin keeps the
+    // role they alone hold.
+    let out = server.token_command(&["create", "--user", "vera", "--role", "member"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("vera is now a member"));
+    let (status, body) = server.call("POST", "/jobs", &viewer, Some(&shell_job("vera", "true", json!({}))));
+    assert_eq!(status, 200, "{body}");
+    let out = server.token_command(&["create", "--user", "admin", "--role", "viewer"]);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success() && said.contains("only admin"), "{said}");
+    let (_, me) = server.call("GET", "/workspace", &admin, None);
+    assert_eq!(me["current_user_role"], "admin");
+    assert_eq!(server.call("PATCH", &format!("/jobs/{id}"), &admin, Some(&stop)).0, 200);
+}

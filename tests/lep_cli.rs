@@ -479,8 +479,18 @@ fn lep_workspace_login_keeps_jobdeck_as_the_current_workspace() {
     let out = lep.fails(&["workspace", "login", "-i", "jobdeck", "-t", "jd_not_a_token", "--workspace-url", &url]);
     assert!(out.contains("Invalid Workspace Access"), "{out}");
 
-    let out = lep.ok(&["workspace", "login", "-i", "jobdeck", "-t", &server.admin_token, "--workspace-url", &url]);
+    // A personal token, made through the API as the console makes it.
+    let body = serde_json::json!({"name": "lep on my laptop", "expires_in_days": 5});
+    let (status, made) = server.call("POST", "/tokens", &server.admin_token, Some(&body));
+    assert_eq!(status, 200, "{made}");
+    let token = made["token"].as_str().unwrap().to_string();
+    let expires_at = made["info"]["expires_at"].as_i64().unwrap();
+    let out = lep.ok(&["workspace", "login", "-i", "jobdeck", "-t", &token, "--workspace-url", &url]);
     assert!(out.contains("Logged in to your workspace jobdeck") && out.contains("self-hosted"), "{out}");
+    // `lep` found its token in `GET /tokens` by the masked value and keeps
+    // its expiry, which it warns about from ten days before.
+    let record = std::fs::read_to_string(lep.home.path().join(".cache/lepton/workspace_info.yaml")).unwrap();
+    assert!(record.contains(&format!("token_expires_at: {expires_at}")), "{record}");
     let out = lep.ok(&["workspace", "list"]);
     assert!(out.contains("Current workspace: jobdeck") && out.contains(&url), "{out}");
     // The name above the id, read from the API's base path at login.
@@ -498,6 +508,7 @@ fn lep_workspace_login_keeps_jobdeck_as_the_current_workspace() {
         "echo logged in",
     ]);
     let id = created_id(&out);
+    assert!(out.contains("Workspace token will expire in 5 day(s)"), "{out}");
     server.wait_for_state(&server.admin_token, &id, JobState::Completed);
     let out = lep.ok(&["job", "log", "-i", &id]);
     assert!(out.contains("logged in"), "{out}");

@@ -30,6 +30,7 @@ pub struct SecretChoice {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Workspace {
     pub current_user: String,
+    pub current_user_role: jobdeck_api::Role,
     pub log_collection_default: bool,
     pub job_requirements: JobRequirements,
 }
@@ -133,6 +134,9 @@ pub fn workspace(answer: &JsValue) -> Option<Workspace> {
     };
     Some(Workspace {
         current_user: text(answer, "current_user")?,
+        current_user_role: text(answer, "current_user_role")
+            .and_then(|role| jobdeck_api::Role::parse(&role))
+            .unwrap_or_default(),
         log_collection_default: flag(answer, "log_collection_default"),
         job_requirements,
     })
@@ -217,12 +221,19 @@ mod tests {
         };
         let info = WorkspaceInfo {
             current_user: "ann".into(),
+            current_user_role: jobdeck_api::Role::Viewer,
             log_collection_default: true,
             job_requirements: job_requirements.clone(),
             ..Default::default()
         };
         let read = workspace(&answer(&info)).unwrap();
-        assert_eq!(read, Workspace { current_user: "ann".into(), log_collection_default: true, job_requirements });
+        let expected = Workspace {
+            current_user: "ann".into(),
+            current_user_role: jobdeck_api::Role::Viewer,
+            log_collection_default: true,
+            job_requirements,
+        };
+        assert_eq!(read, expected);
         let plain = WorkspaceInfo { current_user: "bob".into(), ..Default::default() };
         let read = workspace(&answer(&plain)).unwrap();
         assert_eq!((read.log_collection_default, read.job_requirements), (false, JobRequirements::default()));

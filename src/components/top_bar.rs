@@ -19,7 +19,7 @@ pub fn TopBar() -> impl IntoView {
         if session.token.get().is_some() {
             leptos::task::spawn_local(async move {
                 if let Ok(info) = api::me().await {
-                    session.user.set(Some(info.current_user));
+                    session.confirm(&info);
                     notice.set(info.isolation_warning);
                 }
             });
@@ -55,7 +55,9 @@ pub fn TopBar() -> impl IntoView {
             <a href=routes::JOBS class="brand">"Jobdeck"</a>
             <nav aria-label="Main">
                 <a href=routes::JOBS aria-current=move || current(routes::JOBS)>"Deployments"</a>
-                <a href=routes::NEW_JOB aria-current=move || current(routes::NEW_JOB)>"New job"</a>
+                <a href=routes::NEW_JOB class="needs-member" aria-current=move || current(routes::NEW_JOB)>
+                    "New job"
+                </a>
             </nav>
             <div class="who">
                 <Show when=move || session.token.get().is_some()>

@@ -58,7 +58,7 @@ pub fn JobsListPage() -> impl IntoView {
         <section class="page">
             <div class="page-head">
                 <h1>"Deployments"</h1>
-                <a href=routes::NEW_JOB class="button primary">"New job"</a>
+                <a href=routes::NEW_JOB class="button primary needs-member">"New job"</a>
             </div>
             <ListFilters query/>
             <div class="results" aria-busy=move || pending.get().to_string()>

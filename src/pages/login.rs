@@ -58,7 +58,7 @@ pub fn LoginPage() -> impl IntoView {
             };
             match signed_in {
                 Ok(info) => {
-                    session.user.set(Some(info.current_user));
+                    session.confirm(&info);
                     let next = routes::safe_next(url.get_untracked().param("next").as_deref());
                     navigate(&next);
                 }

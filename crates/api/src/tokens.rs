@@ -1,4 +1,5 @@
-//! API tokens and console sessions (Jobdeck extensions; Lepton has none).
+//! API tokens and console sessions (Jobdeck extensions, but for the list
+//! `GET /tokens` answers, which has Lepton's shape).
 //!
 //! Every credential the server accepts is a row of one table, whatever made
 //! it: a token an admin created for a person or a machine (`api`), the
@@ -45,8 +46,9 @@ impl TokenKind {
     }
 }
 
-/// One token as `GET /tokens` and `jobdeck token list` show it: never its
-/// secret, which is shown once when it is made and stored only as a hash.
+/// One token as `GET /tokens` (a list of these, Lepton's shape) and
+/// `jobdeck token list` show it: never its secret, which is shown once when
+/// it is made and stored only as a hash.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenInfo {
@@ -72,6 +74,12 @@ pub struct TokenInfo {
     /// The token this one was made from (a session's sign-in credential).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin_id: Option<i64>,
+    /// Lepton's field: the secret's first and last characters around
+    /// `...`, by which a client finds its own token in the list (`lep`
+    /// reads `expires_at` this way). Tokens made before Jobdeck kept it
+    /// have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub masked_value: Option<String>,
     /// Whether this is the token of the request that asked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub current: bool,
@@ -84,11 +92,61 @@ impl TokenInfo {
     }
 }
 
-/// `GET /tokens`: the caller's own live tokens, oldest first.
+/// The longest lifetime a personal token made with `POST /tokens` may
+/// have; longer-lived credentials for machines come from
+/// `jobdeck token create`, run by whoever holds the server.
+pub const PERSONAL_TOKEN_MAX_DAYS: u32 = 366;
+/// A personal token's lifetime when the request does not say.
+pub const PERSONAL_TOKEN_DEFAULT_DAYS: u32 = 90;
+/// The longest token name accepted.
+pub const TOKEN_NAME_MAX_LEN: usize = 100;
+
+/// `POST /tokens`: a new personal API token for the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct TokenList {
-    pub tokens: Vec<TokenInfo>,
+#[serde(deny_unknown_fields)]
+pub struct TokenCreate {
+    /// What it is for (`laptop`, `ci`), shown in the list.
+    #[serde(default)]
+    pub name: String,
+    /// Days until it expires: 1 to [`PERSONAL_TOKEN_MAX_DAYS`]; absent,
+    /// [`PERSONAL_TOKEN_DEFAULT_DAYS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_days: Option<u32>,
+}
+
+impl TokenCreate {
+    /// The lifetime asked for, in days.
+    pub fn days(&self) -> u32 {
+        self.expires_in_days.unwrap_or(PERSONAL_TOKEN_DEFAULT_DAYS)
+    }
+
+    /// The rules of a new token's request, one message per broken rule by
+    /// field, as the server answers them (422) and the console shows them.
+    pub fn problems(&self) -> crate::FieldErrors {
+        let mut problems = crate::FieldErrors::new();
+        if self.name.chars().count() > TOKEN_NAME_MAX_LEN {
+            problems.entry("name".into()).or_default().push(format!("at most {TOKEN_NAME_MAX_LEN} characters"));
+        }
+        if self.name.chars().any(char::is_control) {
+            problems.entry("name".into()).or_default().push("no control characters (line breaks, tabs)".into());
+        }
+        if !(1..=PERSONAL_TOKEN_MAX_DAYS).contains(&self.days()) {
+            problems
+                .entry("expires_in_days".into())
+                .or_default()
+                .push(format!("from 1 to {PERSONAL_TOKEN_MAX_DAYS} days"));
+        }
+        problems
+    }
+}
+
+/// `POST /tokens`'s answer: the token, shown this once, and its row.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CreatedToken {
+    pub token: String,
+    pub info: TokenInfo,
 }
 
 /// `POST /sessions`: a new console session for the caller. The token is
@@ -117,6 +175,18 @@ mod tests {
             assert_eq!(<TokenKind as Decode>::decode(&value, true).unwrap(), kind);
             assert_eq!(TokenKind::parse(kind.as_str()), Some(kind));
         }
+    }
+
+    #[test]
+    fn a_new_tokens_name_and_lifetime_are_bounded() {
+        assert!(TokenCreate::default().problems().is_empty());
+        assert_eq!(TokenCreate::default().days(), PERSONAL_TOKEN_DEFAULT_DAYS);
+        let bad = TokenCreate { name: format!("{}\n", "x".repeat(100)), expires_in_days: Some(0) };
+        let problems = bad.problems();
+        assert_eq!(problems["name"].len(), 2, "{problems:?}");
+        assert_eq!(problems["expires_in_days"], vec!["from 1 to 366 days"]);
+        let long = TokenCreate { expires_in_days: Some(PERSONAL_TOKEN_MAX_DAYS + 1), ..TokenCreate::default() };
+        assert!(long.problems().contains_key("expires_in_days"));
     }
 
     #[test]

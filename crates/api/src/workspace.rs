@@ -124,6 +124,9 @@ pub struct WorkspaceInfo {
     pub container_engine: Option<String>,
     /// Extension: the user the request's token belongs to.
     pub current_user: String,
+    /// Extension: that user's role, so a client offers only what it may do.
+    #[serde(default)]
+    pub current_user_role: crate::Role,
     /// Extension: a sentence for a standing notice when jobs run without
     /// isolation from the server's own user (process mode; Slurm without
     /// containers on a cluster whose nodes include the server's host).

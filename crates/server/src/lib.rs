@@ -115,6 +115,7 @@ pub fn api_routes() -> Vec<Route> {
         http::secrets::routes(),
         http::image_pull_secrets::routes(),
         http::sessions::routes(),
+        http::users::routes(),
         http::openapi::routes(),
     ]
     .into_iter()
@@ -130,9 +131,15 @@ pub fn api_paths() -> Vec<&'static str> {
 /// The whole application: the API under `/api/v2` and, when a console
 /// directory is configured, the console everywhere else.
 pub fn app(state: AppState) -> Router {
+    // Each route answers only the roles the authorization table lets in
+    // (`http/access.rs`); a method a route lacks still gets the JSON 405.
+    let guarded = |path: &'static str, handlers: axum::routing::MethodRouter<AppState>| {
+        let guard = http::access::Guard { state: state.clone(), path };
+        handlers.route_layer(axum::middleware::from_fn_with_state(guard, http::access::authorize))
+    };
     let api = api_routes()
         .into_iter()
-        .fold(Router::new(), |router, (path, handlers)| router.route(path, handlers))
+        .fold(Router::new(), |router, (path, handlers)| router.route(path, guarded(path, handlers)))
         .fallback(http::error::api_route_not_found)
         .method_not_allowed_fallback(http::error::api_method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(http::error::MAX_BODY_BYTES))
@@ -146,8 +153,8 @@ pub fn app(state: AppState) -> Router {
 
     // `/api/v2/` with its slash is the API's root too: nesting matches the
     // root only without it, and clients write either.
-    let root_with_slash =
-        axum::routing::get(http::workspace::workspace_record).fallback(http::error::api_method_not_allowed);
+    let root_with_slash = guarded("/", axum::routing::get(http::workspace::workspace_record))
+        .fallback(http::error::api_method_not_allowed);
     let router =
         Router::new().nest(jobdeck_api::API_BASE, api).route(&format!("{}/", jobdeck_api::API_BASE), root_with_slash);
     let router = match state.config.console_dir.clone() {

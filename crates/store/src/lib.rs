@@ -23,6 +23,7 @@ pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
 pub use secrets::TakenName;
 pub use tokens::{NewToken, TokenOwner};
+pub use users::{RoleChanged, UserSummary};
 mod job_row;
 mod jobs;
 mod metrics;
@@ -64,6 +65,7 @@ struct Inner {
 pub struct UserRow {
     pub id: i64,
     pub name: String,
+    pub role: jobdeck_api::Role,
 }
 
 /// One replica attempt as stored.

@@ -199,6 +199,15 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE tokens_v7 RENAME TO tokens;
     CREATE INDEX tokens_by_user ON tokens(user_id, id);
     CREATE INDEX tokens_by_origin ON tokens(origin_id) WHERE origin_id IS NOT NULL;",
+    // 8: roles in a column (`viewer`, `member`, `admin`): before, a user was
+    // the administrator because its name was "admin", so that user is made
+    // an admin and everyone else a member, which is what each could do. And
+    // a token's first and last characters (`masked`), which Lepton's
+    // `GET /tokens` lists so a client can tell its own token's expiry;
+    // tokens from before have none and are listed without.
+    "ALTER TABLE users ADD COLUMN role TEXT NOT NULL DEFAULT 'member';
+    UPDATE users SET role = 'admin' WHERE name = 'admin';
+    ALTER TABLE tokens ADD COLUMN masked TEXT;",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

@@ -3,7 +3,7 @@
 
 use super::migrations::MIGRATIONS;
 use super::*;
-use jobdeck_api::{JobSpec, TokenKind};
+use jobdeck_api::{JobSpec, Role, TokenKind};
 
 fn temp_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -37,14 +37,14 @@ fn migrations_are_applied_once_and_reopening_keeps_data() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let store = Store::open(&path).unwrap();
-        store.ensure_user("admin", 1).await.unwrap();
+        store.ensure_user("admin", Role::Admin, 1).await.unwrap();
     });
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let store = Store::open(&path).unwrap();
-        let (user, created) = store.ensure_user("admin", 2).await.unwrap();
+        let (user, created) = store.ensure_user("admin", Role::Viewer, 2).await.unwrap();
         assert!(!created, "the admin user survived a reopen");
-        assert_eq!(user.name, "admin");
+        assert_eq!((user.name.as_str(), user.role), ("admin", Role::Admin), "an existing user keeps its role");
         let version: i64 = store.read(|c| c.pragma_query_value(None, "user_version", |r| r.get(0))).await.unwrap();
         assert_eq!(version, MIGRATIONS.len() as i64);
     });
@@ -228,6 +228,7 @@ async fn tokens_of_an_older_database_keep_working_without_expiry() {
             created_at: 30,
             expires_at: Some(100),
             origin_id: Some(2),
+            masked: None,
         })
         .await
         .unwrap();
@@ -240,8 +241,55 @@ async fn tokens_of_an_older_database_keep_working_without_expiry() {
         created_at: 40,
         expires_at: None,
         origin_id: None,
+        masked: None,
     };
     assert!(store.insert_token(duplicate).await.is_err());
+}
+
+/// Roles come in a column at schema 8: a database of the previous release
+/// (schema 7) keeps every user and token; the user named "admin", who was
+/// the administrator by that name, is an admin by role, everyone else a
+/// member (what each could do before), and old tokens list without a
+/// masked value.
+#[tokio::test]
+async fn users_of_the_previous_release_get_the_roles_their_names_gave_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobdeck.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        for step in &MIGRATIONS[..7] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 7).unwrap();
+        conn.execute_batch(
+            "INSERT INTO users (id, name, created_at) VALUES (1, 'admin', 1), (2, 'bob', 2), (3, 'administrator', 3);
+             INSERT INTO tokens (hash, user_id, kind, created_at, expires_at)
+                 VALUES ('hash-admin', 1, 'api', 10, NULL), ('hash-bob', 2, 'session', 20, 99);",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let roles: Vec<(String, Role)> = store.list_users(0).await.unwrap().into_iter().map(|u| (u.name, u.role)).collect();
+    let expected = [("admin", Role::Admin), ("administrator", Role::Member), ("bob", Role::Member)];
+    assert_eq!(roles, expected.map(|(n, r)| (n.to_string(), r)).to_vec());
+    let bob = store.token_by_hash("hash-bob".into()).await.unwrap().expect("bob's session survives");
+    assert_eq!((bob.user.role, bob.kind, bob.expires_at), (Role::Member, TokenKind::Session, Some(99)));
+    let listed = store.list_tokens(None).await.unwrap();
+    assert!(listed.iter().all(|t| t.masked_value.is_none()), "old tokens have no mask to show");
+    // A role is changed by name, and a role this release does not know
+    // (a newer one wrote it) reads as the least.
+    let changed = store.set_user_role("bob", Role::Viewer).await.unwrap();
+    assert!(matches!(changed, RoleChanged::Changed(UserRow { role: Role::Viewer, .. })), "{changed:?}");
+    assert_eq!(store.set_user_role("nobody", Role::Admin).await.unwrap(), RoleChanged::NoSuchUser);
+    // The workspace keeps an admin: the only one cannot be demoted, one of
+    // two can.
+    assert_eq!(store.set_user_role("admin", Role::Member).await.unwrap(), RoleChanged::LastAdmin);
+    assert!(matches!(store.set_user_role("bob", Role::Admin).await.unwrap(), RoleChanged::Changed(_)));
+    assert!(matches!(store.set_user_role("admin", Role::Member).await.unwrap(), RoleChanged::Changed(_)));
+    assert_eq!(store.set_user_role("bob", Role::Viewer).await.unwrap(), RoleChanged::LastAdmin);
+    assert!(matches!(store.set_user_role("admin", Role::Admin).await.unwrap(), RoleChanged::Changed(_)));
+    store.write(|tx| Ok(tx.execute("UPDATE users SET role = 'owner' WHERE name = 'admin'", [])?)).await.unwrap();
+    assert_eq!(store.user("admin").await.unwrap().map(|u| u.role), Some(Role::Viewer));
 }
 
 /// Secret values of a database from before sealing (schema 7, in

@@ -6,6 +6,7 @@ use jobdeck_api::{TokenInfo, TokenKind};
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::error::StoreResult;
+use super::users::role_column;
 use super::{Store, UserRow};
 
 /// A token to store. The secret itself never reaches the store: only its hash.
@@ -19,6 +20,9 @@ pub struct NewToken {
     pub expires_at: Option<i64>,
     /// The token a session was made from.
     pub origin_id: Option<i64>,
+    /// The secret's first and last characters (`jd_1a2b...9f0e`), which
+    /// Lepton's `GET /tokens` lists; `None` keeps none.
+    pub masked: Option<String>,
 }
 
 /// The token a request presented, with its user: what `auth` needs to
@@ -34,7 +38,7 @@ pub struct TokenOwner {
 }
 
 const INFO_COLUMNS: &str =
-    "t.id, u.name, t.kind, t.name, t.created_at, t.expires_at, t.last_used_at, t.revoked_at, t.origin_id";
+    "t.id, u.name, t.kind, t.name, t.created_at, t.expires_at, t.last_used_at, t.revoked_at, t.origin_id, t.masked";
 
 fn token_info(row: &Row<'_>) -> rusqlite::Result<TokenInfo> {
     let kind: String = row.get(2)?;
@@ -50,6 +54,7 @@ fn token_info(row: &Row<'_>) -> rusqlite::Result<TokenInfo> {
         last_used_at: row.get(6)?,
         revoked_at: row.get(7)?,
         origin_id: row.get(8)?,
+        masked_value: row.get(9)?,
         current: false,
     })
 }
@@ -59,8 +64,8 @@ impl Store {
     pub async fn insert_token(&self, token: NewToken) -> StoreResult<i64> {
         self.write(move |tx| {
             tx.execute(
-                "INSERT INTO tokens (hash, user_id, kind, name, created_at, expires_at, origin_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO tokens (hash, user_id, kind, name, created_at, expires_at, origin_id, masked)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     token.hash,
                     token.user_id,
@@ -68,7 +73,8 @@ impl Store {
                     token.name,
                     token.created_at,
                     token.expires_at,
-                    token.origin_id
+                    token.origin_id,
+                    token.masked
                 ],
             )?;
             Ok(tx.last_insert_rowid())
@@ -80,7 +86,7 @@ impl Store {
     pub async fn token_by_hash(&self, hash: String) -> StoreResult<Option<TokenOwner>> {
         self.read(move |conn| {
             conn.query_row(
-                "SELECT t.id, t.kind, t.expires_at, t.revoked_at, t.origin_id, u.id, u.name
+                "SELECT t.id, t.kind, t.expires_at, t.revoked_at, t.origin_id, u.id, u.name, u.role
                  FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?1",
                 params![hash],
                 |r| {
@@ -91,7 +97,7 @@ impl Store {
                         expires_at: r.get(2)?,
                         revoked_at: r.get(3)?,
                         origin_id: r.get(4)?,
-                        user: UserRow { id: r.get(5)?, name: r.get(6)? },
+                        user: UserRow { id: r.get(5)?, name: r.get(6)?, role: role_column(r, 7)? },
                     })
                 },
             )
@@ -151,14 +157,23 @@ mod tests {
     use super::*;
 
     fn new_token(user_id: i64, hash: &str, kind: TokenKind, origin_id: Option<i64>) -> NewToken {
-        NewToken { user_id, hash: hash.into(), kind, name: String::new(), created_at: 10, expires_at: None, origin_id }
+        NewToken {
+            user_id,
+            hash: hash.into(),
+            kind,
+            name: String::new(),
+            created_at: 10,
+            expires_at: None,
+            origin_id,
+            masked: None,
+        }
     }
 
     #[tokio::test]
     async fn revoking_a_token_revokes_the_sessions_made_from_it_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
-        let (alice, _) = store.ensure_user("alice", 1).await.unwrap();
+        let (alice, _) = store.ensure_user("alice", jobdeck_api::Role::Member, 1).await.unwrap();
         let api = store.insert_token(new_token(alice.id, "h1", TokenKind::Api, None)).await.unwrap();
         let session = store.insert_token(new_token(alice.id, "h2", TokenKind::Session, Some(api))).await.unwrap();
         let other = store.insert_token(new_token(alice.id, "h3", TokenKind::Api, None)).await.unwrap();

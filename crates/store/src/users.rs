@@ -1,24 +1,113 @@
-//! Users (their tokens are in `tokens.rs`).
+//! Users and their roles (their tokens are in `tokens.rs`).
 
-use rusqlite::params;
+use jobdeck_api::Role;
+use rusqlite::{params, OptionalExtension, Row};
 
 use super::error::StoreResult;
 use super::{Store, UserRow};
 
+/// A role as stored; a name this release does not know (written by a newer
+/// one) reads as the least powerful role, never a stronger one.
+pub(crate) fn role_column(row: &Row<'_>, index: usize) -> rusqlite::Result<Role> {
+    let name: String = row.get(index)?;
+    Ok(Role::parse(&name).unwrap_or(Role::Viewer))
+}
+
+fn user_row(row: &Row<'_>) -> rusqlite::Result<UserRow> {
+    Ok(UserRow { id: row.get(0)?, name: row.get(1)?, role: role_column(row, 2)? })
+}
+
+/// What [`Store::set_user_role`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoleChanged {
+    Changed(UserRow),
+    NoSuchUser,
+    /// Refused: the user is the workspace's only admin.
+    LastAdmin,
+}
+
+/// A user as an admin's listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserSummary {
+    pub name: String,
+    pub role: Role,
+    pub created_at: i64,
+    /// Tokens and sessions that still sign in at the time asked.
+    pub live_tokens: i64,
+    /// The latest use of any of the user's tokens (to within a minute).
+    pub last_seen_at: Option<i64>,
+}
+
 impl Store {
-    /// Returns the user named `name`, creating it first if needed; the flag
-    /// says whether it was created.
-    pub async fn ensure_user(&self, name: &str, now: i64) -> StoreResult<(UserRow, bool)> {
+    /// Returns the user named `name`, creating it with `role` first if
+    /// needed (an existing user keeps its role); the flag says whether it
+    /// was created.
+    pub async fn ensure_user(&self, name: &str, role: Role, now: i64) -> StoreResult<(UserRow, bool)> {
         let name = name.to_string();
         self.write(move |tx| {
             let created = tx.execute(
-                "INSERT INTO users (name, created_at) VALUES (?1, ?2) ON CONFLICT(name) DO NOTHING",
-                params![name, now],
+                "INSERT INTO users (name, created_at, role) VALUES (?1, ?2, ?3) ON CONFLICT(name) DO NOTHING",
+                params![name, now, role.as_str()],
             )? == 1;
-            let user = tx.query_row("SELECT id, name FROM users WHERE name = ?1", params![name], |r| {
-                Ok(UserRow { id: r.get(0)?, name: r.get(1)? })
-            })?;
+            let user = tx.query_row("SELECT id, name, role FROM users WHERE name = ?1", params![name], user_row)?;
             Ok((user, created))
+        })
+        .await
+    }
+
+    /// Gives the user named `name` the role `role`, from their next request
+    /// on. The workspace's last admin keeps the role (checked in the same
+    /// transaction, so two admins demoting each other cannot leave none).
+    pub async fn set_user_role(&self, name: &str, role: Role) -> StoreResult<RoleChanged> {
+        let name = name.to_string();
+        self.write(move |tx| {
+            let Some(user) =
+                tx.query_row("SELECT id, name, role FROM users WHERE name = ?1", params![name], user_row).optional()?
+            else {
+                return Ok(RoleChanged::NoSuchUser);
+            };
+            if user.role == Role::Admin && role != Role::Admin {
+                let admins: i64 = tx.query_row("SELECT COUNT(*) FROM users WHERE role = 'admin'", [], |r| r.get(0))?;
+                if admins <= 1 {
+                    return Ok(RoleChanged::LastAdmin);
+                }
+            }
+            tx.execute("UPDATE users SET role = ?2 WHERE id = ?1", params![user.id, role.as_str()])?;
+            Ok(RoleChanged::Changed(UserRow { role, ..user }))
+        })
+        .await
+    }
+
+    /// The user named `name`, if there is one.
+    pub async fn user(&self, name: &str) -> StoreResult<Option<UserRow>> {
+        let name = name.to_string();
+        self.read(move |conn| {
+            conn.query_row("SELECT id, name, role FROM users WHERE name = ?1", params![name], user_row).optional()
+        })
+        .await
+    }
+
+    /// Every user by name, with what an admin needs to know of each at
+    /// `now`.
+    pub async fn list_users(&self, now: i64) -> StoreResult<Vec<UserSummary>> {
+        self.read(move |conn| {
+            let mut statement = conn.prepare(
+                "SELECT u.name, u.role, u.created_at,
+                    COUNT(t.id) FILTER (WHERE t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > ?1)),
+                    MAX(t.last_used_at)
+                 FROM users u LEFT JOIN tokens t ON t.user_id = u.id
+                 GROUP BY u.id ORDER BY u.name",
+            )?;
+            let rows = statement.query_map(params![now], |r| {
+                Ok(UserSummary {
+                    name: r.get(0)?,
+                    role: role_column(r, 1)?,
+                    created_at: r.get(2)?,
+                    live_tokens: r.get(3)?,
+                    last_seen_at: r.get(4)?,
+                })
+            })?;
+            rows.collect()
         })
         .await
     }

@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use jobdeck_api::{JobState, LeptonJob, Visibility};
+use jobdeck_api::{JobState, LeptonJob, Role};
 use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
@@ -39,15 +39,11 @@ pub fn possible_actions(state: Option<JobState>, stopped: bool) -> Possible {
     }
 }
 
-/// The workspace administrator `jobdeck serve` creates.
-pub const ADMIN_USER: &str = "admin";
-
-/// Whether `user` may stop, start or delete `job`, as the server rules: its
-/// creator, and the administrator for public jobs.
-pub fn may_act(user: Option<&str>, job: &LeptonJob) -> bool {
-    let Some(user) = user else { return false };
-    job.metadata.created_by.as_deref() == Some(user)
-        || (user == ADMIN_USER && job.metadata.visibility == Some(Visibility::Public))
+/// Whether the signed-in user (name and role) may stop, start or delete
+/// `job`: the contract's rule, which the server applies.
+pub fn may_act(user: Option<(&str, Role)>, job: &LeptonJob) -> bool {
+    let (Some((user, role)), Some(creator)) = (user, job.metadata.created_by.as_deref()) else { return false };
+    jobdeck_api::may_change_job(user, role, creator, job.metadata.visibility.unwrap_or_default())
 }
 
 /// What a button asks of the server.
@@ -64,17 +60,20 @@ struct Facts {
     name: String,
     owner: Option<String>,
     allowed: bool,
+    /// Whether the signed-in user is a viewer, whom the note tells why.
+    viewer: bool,
     possible: Possible,
 }
 
 impl Facts {
-    fn of(job: Option<&LeptonJob>, user: Option<&str>) -> Facts {
+    fn of(job: Option<&LeptonJob>, user: Option<(&str, Role)>) -> Facts {
         let Some(job) = job else { return Facts::default() };
         Facts {
             id: job.id().to_string(),
             name: job.metadata.name.clone().unwrap_or_else(|| job.id().to_string()),
             owner: job.metadata.created_by.clone(),
             allowed: may_act(user, job),
+            viewer: user.is_some_and(|(_, role)| role == Role::Viewer),
             possible: possible_actions(job.state(), job.spec.stopped == Some(true)),
         }
     }
@@ -109,7 +108,8 @@ impl Parts {
         let stop = button(&row, "stop", "Stop");
         let start = button(&row, "start", "Start");
         let delete = button(&row, "delete danger", "Delete…");
-        let clone = dom::child(&row, "a", "button clone", "Clone");
+        // A viewer creates no jobs: the style sheet hides the clone for them.
+        let clone = dom::child(&row, "a", "button clone needs-member", "Clone");
         button(&row, "copy-link", "Copy link");
         let note = dom::child(host, "p", "action-note", "");
         dom::set(&note, "role", "status");
@@ -172,10 +172,11 @@ impl Local {
         }
         let _ = p.confirm.toggle_attribute_with_force("disabled", self.busy);
         dom::set(&p.clone, "href", &routes::clone_job(&f.id));
-        let who = match (&f.owner, f.allowed) {
-            (_, true) => String::new(),
-            (Some(owner), false) => format!("Only {owner} can stop, start or delete this job."),
-            (None, false) => "You cannot stop, start or delete this job.".to_string(),
+        let who = match (&f.owner, f.allowed, f.viewer) {
+            (_, true, _) => String::new(),
+            (_, false, true) => "Viewers cannot stop, start, delete or clone jobs.".to_string(),
+            (Some(owner), false, false) => format!("Only {owner} can stop, start or delete this job."),
+            (None, false, false) => "You cannot stop, start or delete this job.".to_string(),
         };
         p.note.set_text_content(Some(&format!("{who} {}", self.notice)));
         let _ = p.problem.toggle_attribute_with_force("hidden", self.problem.is_none());
@@ -206,7 +207,9 @@ pub fn JobActions(
     /// The job as last read (`None` before it is).
     #[prop(into)]
     job: Signal<Option<LeptonJob>>,
-    #[prop(into)] user: Signal<Option<String>>,
+    /// The signed-in user's name and role, once the server has said.
+    #[prop(into)]
+    user: Signal<Option<(String, Role)>>,
     /// Called with the job as the server answered an action.
     #[prop(into)]
     on_update: Callback<JobJson>,
@@ -221,7 +224,7 @@ pub fn JobActions(
     dom::draw_into(
         host,
         Box::new(move |host| {
-            let facts = job.with(|j| Facts::of(j.as_ref(), user.read().as_deref()));
+            let facts = job.with(|j| Facts::of(j.as_ref(), user.read().as_ref().map(|(n, r)| (n.as_str(), *r))));
             actions.change(|l| {
                 if l.parts.is_none() {
                     let listener = actions.listener(on_click);
@@ -350,6 +353,7 @@ fn copy_link(actions: &Actions) {
 mod tests {
     use super::*;
     use crate::fixtures::{job, mount, ME};
+    use jobdeck_api::Visibility;
 
     #[wasm_bindgen_test::wasm_bindgen_test]
     fn the_state_decides_what_is_possible() {
@@ -377,18 +381,21 @@ mod tests {
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]
-    fn the_creator_may_act_and_the_admin_on_public_jobs() {
+    fn the_creator_may_act_and_an_admin_on_public_jobs_and_a_viewer_never() {
         let mut private = job("a-1", "a", "alice", JobState::Running);
         private.metadata.visibility = Some(Visibility::Private);
         let mut public = private.clone();
         public.metadata.visibility = Some(Visibility::Public);
         // (user, job, may act)
         let table = [
-            (Some("alice"), &private, true),
-            (Some("alice"), &public, true),
-            (Some("bob"), &public, false),
-            (Some(ADMIN_USER), &public, true),
-            (Some(ADMIN_USER), &private, false),
+            (Some(("alice", Role::Member)), &private, true),
+            (Some(("alice", Role::Member)), &public, true),
+            (Some(("alice", Role::Viewer)), &public, false),
+            (Some(("bob", Role::Member)), &public, false),
+            (Some(("root", Role::Admin)), &public, true),
+            (Some(("root", Role::Admin)), &private, false),
+            // A name is no role: a member called "admin" is a member.
+            (Some(("admin", Role::Member)), &public, false),
             (None, &public, false),
         ];
         for (user, job, expected) in table {
@@ -411,7 +418,7 @@ mod tests {
     async fn the_buttons_follow_the_state_and_the_user() {
         let current = RwSignal::new(Some(job("train-1", "train", ME, JobState::Running)));
         let host = mount(
-            move || view! { <JobActions job=current user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
+            move || view! { <JobActions job=current user=Signal::stored(Some((ME.to_string(), Role::Member))) on_update=|_| ()/> },
         );
         crate::components::live::sleep(0).await;
         assert_eq!(enabled(&host), ["stop", "delete"]);
@@ -428,20 +435,29 @@ mod tests {
 
         let theirs = job("eval-1", "eval", "bob", JobState::Running);
         let host = mount(
-            move || view! { <JobActions job=Signal::stored(Some(theirs.clone())) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
+            move || view! { <JobActions job=Signal::stored(Some(theirs.clone())) user=Signal::stored(Some((ME.to_string(), Role::Member))) on_update=|_| ()/> },
         );
         crate::components::live::sleep(0).await;
         assert!(enabled(&host).is_empty());
         assert!(host.text_content().unwrap().contains("Only bob can stop, start or delete this job."));
         let copy = host.query_selector("button.copy-link").unwrap().unwrap();
         assert!(!copy.has_attribute("disabled"), "anyone who sees the job can share it");
+
+        // A viewer's own name on a job changes nothing: no action, no clone.
+        let seen = job("eval-2", "eval", ME, JobState::Running);
+        let viewer = Signal::stored(Some((ME.to_string(), Role::Viewer)));
+        let host =
+            mount(move || view! { <JobActions job=Signal::stored(Some(seen.clone())) user=viewer on_update=|_| ()/> });
+        crate::components::live::sleep(0).await;
+        assert!(enabled(&host).is_empty());
+        assert!(host.text_content().unwrap().contains("Viewers cannot stop, start, delete or clone jobs."));
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]
     async fn delete_asks_first() {
         let current = job("train-2", "train", ME, JobState::Failed);
         let host = mount(
-            move || view! { <JobActions job=Signal::stored(Some(current.clone())) user=Signal::stored(Some(ME.to_string())) on_update=|_| ()/> },
+            move || view! { <JobActions job=Signal::stored(Some(current.clone())) user=Signal::stored(Some((ME.to_string(), Role::Member))) on_update=|_| ()/> },
         );
         crate::components::live::sleep(0).await;
         let dialog: web_sys::HtmlDialogElement =

@@ -222,7 +222,7 @@ fn JobView(problem: RwSignal<Option<String>>) -> impl IntoView {
         Some(heading)
     });
     on_cleanup(move || drop(draw_heading));
-    let user = Signal::derive(move || session.user.get());
+    let user = Signal::derive(move || session.user.get().zip(session.role.get()));
     let on_update = Callback::new(move |updated: JobJson| match updated.summary() {
         Ok(job) => context.set_job(job, Some(updated)),
         Err(failure) => problem.set(Some(failure.to_string())),

@@ -143,6 +143,14 @@ impl JobForm {
         let mut secret_names: Vec<String> = secrets.into_iter().map(|s| s.name).collect();
         secret_names.dedup();
         let log_default = me.as_ref().map(|w| w.log_collection_default);
+        if me.as_ref().is_some_and(|w| w.current_user_role == jobdeck_api::Role::Viewer) {
+            self.change(|c| {
+                c.notice = Some(
+                    "You are a viewer in this workspace: you can read jobs, not create them. Ask an admin for the member role."
+                        .into(),
+                )
+            });
+        }
         // What the executor needs (a command in process mode, …): checked
         // here as the server checks it, so the form never sends what it
         // refuses.

@@ -10,8 +10,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::http::auth;
 use crate::{app, now_millis, AppState};
+use jobdeck_api::Role;
 use jobdeck_core::Config;
-use jobdeck_store::Store;
+use jobdeck_store::{RoleChanged, Store};
 
 mod render;
 
@@ -136,6 +137,10 @@ enum TokenCommand {
         /// How long the token signs in: `30d`, `12h`, … or `never`.
         #[arg(long, default_value = "90d")]
         expires: String,
+        /// The user's role: a new user gets it (without it, `member`); an
+        /// existing one is changed to it.
+        #[arg(long, value_parser = ["viewer", "member", "admin"])]
+        role: Option<String>,
         #[command(flatten)]
         data: DataDirArg,
     },
@@ -284,7 +289,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let link_lifetime = config.auth.sign_in_link_lifetime;
     let state = AppState::start(store.clone(), config).await?;
 
-    let (_, created) = store.ensure_user("admin", now_millis()).await.context("cannot create the admin user")?;
+    let (_, created) = store
+        .ensure_user(auth::FIRST_ADMIN, Role::Admin, now_millis())
+        .await
+        .context("cannot create the admin user")?;
     println!("Jobdeck is listening on {base}/");
     if created {
         let request = auth::TokenRequest {
@@ -293,7 +301,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             lifetime: Some(link_lifetime),
             origin_id: None,
         };
-        let issued = auth::issue_token(&store, "admin", request).await.context("cannot create the admin token")?;
+        let issued =
+            auth::issue_token(&store, auth::FIRST_ADMIN, request).await.context("cannot create the admin token")?;
         let until = issued.expires_at.map(auth::format_time).unwrap_or_default();
         println!("Sign in as admin: {base}/login#token={}", issued.secret);
         println!(
@@ -370,20 +379,28 @@ async fn shutdown_signal() {
 
 async fn token_command(command: TokenCommand) -> anyhow::Result<()> {
     match command {
-        TokenCommand::Create { user, name, expires, data } => {
-            token_create(&user, &name, &expires, &data.data_dir).await
+        TokenCommand::Create { user, name, expires, role, data } => {
+            let role = role.as_deref().and_then(Role::parse);
+            token_create(&user, &name, &expires, role, &data.data_dir).await
         }
         TokenCommand::List { user, all, data } => token_list(user, all, &data.data_dir).await,
         TokenCommand::Revoke { id, data } => token_revoke(id, &data.data_dir).await,
     }
 }
 
-async fn token_create(user: &str, name: &str, expires: &str, data_dir: &Path) -> anyhow::Result<()> {
+async fn token_create(
+    user: &str,
+    name: &str,
+    expires: &str,
+    role: Option<Role>,
+    data_dir: &Path,
+) -> anyhow::Result<()> {
     if user.is_empty() || user.len() > 64 || user.chars().any(|c| c.is_control()) {
         anyhow::bail!("--user must be 1 to 64 printable characters");
     }
-    if name.len() > 64 || name.chars().any(|c| c.is_control()) {
-        anyhow::bail!("--name must be at most 64 printable characters");
+    let named = jobdeck_api::TokenCreate { name: name.to_string(), expires_in_days: None };
+    if let Some(problems) = named.problems().get("name") {
+        anyhow::bail!("--name: {}", problems.join("; "));
     }
     let lifetime = match expires.trim() {
         "never" => None,
@@ -394,6 +411,20 @@ async fn token_create(user: &str, name: &str, expires: &str, data_dir: &Path) ->
         ),
     };
     let store = open_store(data_dir)?;
+    let role_note = match role {
+        None => String::new(),
+        Some(role) => {
+            let (_, created) = store.ensure_user(user, role, now_millis()).await.context("cannot create the user")?;
+            match store.set_user_role(user, role).await.context("cannot change the user's role")? {
+                RoleChanged::LastAdmin => {
+                    anyhow::bail!("{user} is the workspace's only admin: make someone else an admin first")
+                }
+                RoleChanged::NoSuchUser => anyhow::bail!("the user {user} vanished while its role was set"),
+                RoleChanged::Changed(_) if created => format!("; new {} {user}", role.as_str()),
+                RoleChanged::Changed(_) => format!("; {user} is now a {}", role.as_str()),
+            }
+        }
+    };
     let request =
         auth::TokenRequest { kind: jobdeck_api::TokenKind::Api, name: name.to_string(), lifetime, origin_id: None };
     let issued = auth::issue_token(&store, user, request).await.context("cannot create the token")?;
@@ -402,7 +433,10 @@ async fn token_create(user: &str, name: &str, expires: &str, data_dir: &Path) ->
     println!("{}", issued.secret);
     let until =
         issued.expires_at.map_or("never expires".to_string(), |at| format!("expires {}", auth::format_time(at)));
-    eprintln!("token {} for {user}; {until}; revoke it with `jobdeck token revoke {}`", issued.id, issued.id);
+    eprintln!(
+        "token {} for {user}; {until}; revoke it with `jobdeck token revoke {}`{role_note}",
+        issued.id, issued.id
+    );
     Ok(())
 }
 

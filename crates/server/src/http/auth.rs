@@ -13,16 +13,17 @@ use std::time::Duration;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use jobdeck_api::TokenKind;
+use jobdeck_api::{Role, TokenKind};
 use sha2::{Digest, Sha256};
 
 use crate::http::error::AppError;
 use crate::{now_millis, AppState, Store};
 use jobdeck_store::{NewToken, StoreResult, TokenOwner};
 
-/// The workspace administrator `jobdeck serve` creates on first start. It may
-/// also stop, start and delete public jobs of others (never see private ones).
-pub const ADMIN_USER: &str = "admin";
+/// The name of the first administrator, whom `jobdeck serve` creates on its
+/// first start. Being an admin is the user's role (a column), never its
+/// name: a user later given this name elsewhere is not an admin by it.
+pub const FIRST_ADMIN: &str = "admin";
 
 /// The prefix of every token, so a token is recognisable in a secret scanner.
 const TOKEN_PREFIX: &str = "jd_";
@@ -40,6 +41,7 @@ const LAST_USED_RESOLUTION_MS: i64 = 60_000;
 pub struct CurrentUser {
     pub id: i64,
     pub name: String,
+    pub role: Role,
     pub token_id: i64,
     pub token_kind: TokenKind,
     /// When the token expires (Unix ms), if it does.
@@ -58,6 +60,15 @@ pub fn generate_token() -> String {
         token.push_str(&format!("{b:02x}"));
     }
     token
+}
+
+/// The characters of a token Lepton's `GET /tokens` shows around `...`:
+/// the prefix and the first four random characters, and the last four.
+/// The 56 characters between keep 224 bits a listing never reveals.
+pub fn mask_token(token: &str) -> String {
+    let head = token.get(..TOKEN_PREFIX.len() + 4).unwrap_or("");
+    let tail = token.get(token.len().saturating_sub(4)..).unwrap_or("");
+    format!("{head}...{tail}")
 }
 
 /// The stored form of a token.
@@ -92,10 +103,10 @@ pub struct IssuedToken {
     pub expires_at: Option<i64>,
 }
 
-/// Creates `user` if needed and a new token for it.
+/// Creates `user` if needed (a member) and a new token for it.
 pub async fn issue_token(store: &Store, user: &str, request: TokenRequest) -> StoreResult<IssuedToken> {
     let now = now_millis();
-    let (row, _) = store.ensure_user(user, now).await?;
+    let (row, _) = store.ensure_user(user, Role::Member, now).await?;
     let secret = generate_token();
     let expires_at = request.lifetime.map(|life| now.saturating_add(life.as_millis().min(i64::MAX as u128) as i64));
     let id = store
@@ -107,6 +118,7 @@ pub async fn issue_token(store: &Store, user: &str, request: TokenRequest) -> St
             created_at: now,
             expires_at,
             origin_id: request.origin_id,
+            masked: Some(mask_token(&secret)),
         })
         .await?;
     Ok(IssuedToken { secret, id, expires_at })
@@ -180,6 +192,7 @@ impl FromRequestParts<AppState> for CurrentUser {
         Ok(CurrentUser {
             id: owner.user.id,
             name: owner.user.name,
+            role: owner.user.role,
             token_id: owner.token_id,
             token_kind: owner.kind,
             token_expires_at: owner.expires_at,
@@ -199,6 +212,9 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.starts_with("jd_"));
         assert_eq!(a.len(), 3 + 64);
+        let masked = mask_token(&a);
+        let (left, right) = masked.split_once("...").unwrap();
+        assert!(a.starts_with(left) && a.ends_with(right) && left.len() == 7 && right.len() == 4, "{masked}");
     }
 
     fn owner(expires_at: Option<i64>, revoked_at: Option<i64>) -> TokenOwner {
@@ -208,7 +224,7 @@ mod tests {
             expires_at,
             revoked_at,
             origin_id: None,
-            user: jobdeck_store::UserRow { id: 1, name: "alice".into() },
+            user: jobdeck_store::UserRow { id: 1, name: "alice".into(), role: Role::Member },
         }
     }
 

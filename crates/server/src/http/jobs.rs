@@ -7,7 +7,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Json;
-use jobdeck_api::{FieldErrors, JobList, JobState, JobStatus, LeptonJob, Metadata, ValidationContext, Visibility};
+use jobdeck_api::{FieldErrors, JobList, JobState, JobStatus, LeptonJob, Metadata, ValidationContext};
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::{ApiJson, AppError, AppResult};
@@ -335,10 +335,10 @@ async fn get_job(
     Ok(Json(job_view(row)))
 }
 
-/// Whether `user` may stop, start or delete `row`: its creator may, and the
-/// workspace administrator may for public jobs.
+/// Whether `user` may stop, start or delete `row`: the contract's one rule
+/// (its creator, and an admin for public jobs; a viewer never).
 pub fn may_change(user: &CurrentUser, row: &JobRow) -> bool {
-    row.created_by == user.name || (user.name == crate::http::auth::ADMIN_USER && row.visibility == Visibility::Public)
+    jobdeck_api::may_change_job(&user.name, user.role, &row.created_by, row.visibility)
 }
 
 /// A job the caller may see and change: 404 when hidden, 403 when visible
@@ -347,7 +347,7 @@ async fn changeable_job(state: &AppState, user: &CurrentUser, id: &str) -> AppRe
     let row = visible_job(state, user, id).await?;
     if !may_change(user, &row) {
         return Err(AppError::Forbidden(format!(
-            "job '{id}' belongs to {}; only its creator can change it",
+            "job '{id}' belongs to {}; only its creator, or an admin when it is public, can change it",
             row.created_by
         )));
     }

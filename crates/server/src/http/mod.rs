@@ -1,9 +1,10 @@
 //! The HTTP layer: the handlers of every resource (parse, authorize,
 //! respond), the error every handler answers with ([`error::AppError`]),
-//! authentication and sessions, the bounds on requests, the request log,
+//! the authorization table, authentication and sessions, the bounds on requests, the request log,
 //! the accept loop, the gateway form, the console's files and the OpenAPI
 //! document. Nothing below this layer names it (`tests/api/layering.rs`).
 
+pub mod access;
 pub mod auth;
 pub mod cluster;
 pub mod console;
@@ -22,4 +23,5 @@ pub mod request_limits;
 pub mod request_log;
 pub mod secrets;
 pub mod sessions;
+pub mod users;
 pub mod workspace;

@@ -21,8 +21,8 @@ use axum::routing::get;
 use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch};
 use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
 use jobdeck_api::{
-    ApiError, FailureAnalysis, ImagePullSecret, JobEvent, JobList, LeptonJob, NewSession, Node, NodeGroup, Replica,
-    Secret, Shape, StoragePermission, TokenList, WorkspaceInfo,
+    ApiError, CreatedToken, FailureAnalysis, ImagePullSecret, JobEvent, JobList, LeptonJob, NewSession, Node,
+    NodeGroup, Replica, RoleChange, Secret, Shape, StoragePermission, TokenCreate, TokenInfo, UserList, WorkspaceInfo,
 };
 use serde_json::{json, Value};
 use utoipa::OpenApi;
@@ -56,8 +56,12 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     FailureAnalysis,
     ReplicaMetrics,
     JobMetrics,
-    TokenList,
+    TokenInfo,
+    TokenCreate,
+    CreatedToken,
     NewSession,
+    UserList,
+    RoleChange,
 )))]
 struct WireTypes;
 

@@ -1,26 +1,34 @@
-//! Console sessions and the caller's own tokens: `/sessions` and `/tokens`
-//! (Jobdeck extensions).
+//! Console sessions and tokens: `/sessions` and `/tokens`.
 //!
 //! The console never keeps the token it was given: signing in trades it for
 //! a session (`POST /sessions`), which signing out revokes. So the
 //! first-start link's short-lived token and a pasted API token both leave a
 //! session in the browser that ends on its own, and that ends at once when
 //! the token it came from is revoked.
+//!
+//! `GET /tokens` answers Lepton's list, `[{masked_value, expires_at, …}]`,
+//! of the caller's tokens, which is how `lep` learns when its token
+//! expires; Jobdeck adds its own fields to each. Anyone may make personal
+//! tokens for themselves (`POST /tokens`) and revoke their own; an admin
+//! also lists and revokes everyone's.
+
+use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::routing::{delete, get, post};
 use axum::Json;
-use jobdeck_api::{NewSession, TokenInfo, TokenKind, TokenList};
+use jobdeck_api::{CreatedToken, NewSession, Role, TokenCreate, TokenInfo, TokenKind};
+use serde::Deserialize;
 
 use crate::http::auth::{self, CurrentUser, TokenRequest};
-use crate::http::error::{AppError, AppResult};
+use crate::http::error::{ApiJson, ApiQuery, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
 
 pub fn routes() -> Vec<Route> {
     vec![
         ("/sessions", post(create_session)),
         ("/sessions/current", delete(end_session)),
-        ("/tokens", get(list_tokens)),
+        ("/tokens", get(list_tokens).post(create_token)),
         ("/tokens/{id}", delete(revoke_token)),
     ]
 }
@@ -29,11 +37,11 @@ pub fn routes() -> Vec<Route> {
 /// configured one, cut short by the token's own expiry, except that a
 /// sign-in link's token exists to be traded for a session and so does not
 /// shorten it.
-fn session_lifetime(state: &AppState, user: &CurrentUser, now: i64) -> std::time::Duration {
+fn session_lifetime(state: &AppState, user: &CurrentUser, now: i64) -> Duration {
     let configured = state.config.auth.session_lifetime;
     match (user.token_kind, user.token_expires_at) {
         (TokenKind::SignInLink, _) | (_, None) => configured,
-        (_, Some(at)) => configured.min(std::time::Duration::from_millis((at - now).max(0) as u64)),
+        (_, Some(at)) => configured.min(Duration::from_millis((at - now).max(0) as u64)),
     }
 }
 
@@ -67,24 +75,69 @@ async fn end_session(State(state): State<AppState>, user: CurrentUser) -> AppRes
     Ok(Json(serde_json::json!({ "id": user.token_id })))
 }
 
-/// `GET /tokens`: the caller's tokens that still sign in, oldest first,
-/// never their secrets.
-async fn list_tokens(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<TokenList>> {
+/// `GET /tokens`'s query: whose tokens (an admin's question).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokensQuery {
+    /// One user's tokens.
+    user: Option<String>,
+    /// Everyone's.
+    #[serde(default)]
+    all: bool,
+}
+
+/// `GET /tokens`: tokens that still sign in, oldest first, never their
+/// secrets: the caller's own, or (for an admin) `?user=NAME`'s or, with
+/// `?all=true`, everyone's.
+async fn list_tokens(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiQuery(query): ApiQuery<TokensQuery>,
+) -> AppResult<Json<Vec<TokenInfo>>> {
+    let whose = match (query.all, query.user) {
+        (false, None) => Some(user.name.clone()),
+        (false, Some(name)) if name == user.name => Some(name),
+        (all, name) if user.role == Role::Admin => (!all).then_some(name).flatten(),
+        _ => return Err(AppError::Forbidden("only an admin lists another user's tokens".into())),
+    };
     let now = now_millis();
     let tokens: Vec<TokenInfo> = state
         .store
-        .list_tokens(Some(user.name.clone()))
+        .list_tokens(whose)
         .await?
         .into_iter()
         .filter(|token| token.is_live(now))
         .map(|token| TokenInfo { current: token.id == user.token_id, ..token })
         .collect();
-    Ok(Json(TokenList { tokens }))
+    Ok(Json(tokens))
 }
 
-/// `DELETE /tokens/{id}`: revokes one of the caller's own tokens and every
-/// session made from it. Another user's token is answered as one that does
-/// not exist.
+/// `POST /tokens`: a personal API token for the caller, with a name and a
+/// lifetime of at most [`jobdeck_api::tokens::PERSONAL_TOKEN_MAX_DAYS`]. It
+/// signs in with the caller's role, whatever that becomes later.
+async fn create_token(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<TokenCreate>,
+) -> AppResult<Json<CreatedToken>> {
+    let problems = body.problems();
+    if !problems.is_empty() {
+        return Err(AppError::Validation(problems));
+    }
+    let request = TokenRequest {
+        kind: TokenKind::Api,
+        name: body.name.clone(),
+        lifetime: Some(Duration::from_secs(u64::from(body.days()) * 86_400)),
+        origin_id: None,
+    };
+    let issued = auth::issue_token(&state.store, &user.name, request).await?;
+    let info = state.store.token(issued.id).await?.ok_or_else(|| AppError::internal("a new token was not stored"))?;
+    Ok(Json(CreatedToken { token: issued.secret, info }))
+}
+
+/// `DELETE /tokens/{id}`: revokes a token and every session made from it:
+/// one of the caller's own, or anyone's for an admin. Another user's token
+/// is answered to anyone else as one that does not exist.
 async fn revoke_token(
     State(state): State<AppState>,
     user: CurrentUser,
@@ -92,7 +145,12 @@ async fn revoke_token(
 ) -> AppResult<Json<serde_json::Value>> {
     let not_found = || AppError::NotFound(format!("you have no token {id}"));
     let number: i64 = id.parse().map_err(|_| not_found())?;
-    let token = state.store.token(number).await?.filter(|t| t.user == user.name).ok_or_else(not_found)?;
+    let token = state
+        .store
+        .token(number)
+        .await?
+        .filter(|t| t.user == user.name || user.role == Role::Admin)
+        .ok_or_else(not_found)?;
     let revoked = state.store.revoke_token(token.id, now_millis()).await?;
-    Ok(Json(serde_json::json!({ "id": token.id, "revoked": revoked })))
+    Ok(Json(serde_json::json!({ "id": token.id, "user": token.user, "revoked": revoked })))
 }

@@ -58,6 +58,7 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
         executor_mode: state.executor.mode(),
         container_engine: state.executor.engine(),
         current_user: user.name,
+        current_user_role: user.role,
         isolation_warning: state.executor.isolation_warning(),
         log_collection_default: config.log_collection_default,
         job_requirements: state.job_requirements(),

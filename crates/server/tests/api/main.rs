@@ -7,6 +7,7 @@ mod common;
 mod kube_fake;
 
 mod api_basics;
+mod authorization;
 mod console_serving;
 mod failure_analysis;
 mod job_list;

@@ -79,14 +79,25 @@ impl TestApp {
         config.executor.local.mode = jobdeck_core::config::LocalMode::Process;
         config.executor.local.retry_backoff_seconds = 0;
         adjust(&mut config);
-        let admin_token = auth::issue_token(&store, "admin", auth::TokenRequest::api()).await.unwrap().secret;
+        // The admin is made as `jobdeck serve` makes the first one.
+        store.ensure_user(auth::FIRST_ADMIN, jobdeck_api::Role::Admin, jobdeck_server::now_millis()).await.unwrap();
+        let admin_token = auth::issue_token(&store, auth::FIRST_ADMIN, auth::TokenRequest::api()).await.unwrap().secret;
         let state = AppState::start(store.clone(), config).await.unwrap();
         let router = app(state);
         TestApp { router, store, admin_token, _dir: dir }
     }
 
+    /// A token for `user`, made a member if new.
     pub async fn token_for(&self, user: &str) -> String {
         auth::issue_token(&self.store, user, auth::TokenRequest::api()).await.unwrap().secret
+    }
+
+    /// A token for `user`, who has `role` (made or changed to it).
+    pub async fn token_with_role(&self, user: &str, role: jobdeck_api::Role) -> String {
+        let token = self.token_for(user).await;
+        let changed = self.store.set_user_role(user, role).await.unwrap();
+        assert!(matches!(changed, jobdeck_store::RoleChanged::Changed(_)), "{changed:?}");
+        token
     }
 
     pub async fn request(
