@@ -60,7 +60,7 @@ curl -sf -H "$auth" -H 'Content-Type: application/json' -d '[{"name": "FUZZ_SECR
 # revokes: such a request gets a token made for it instead, or a made-up id
 # (tests/fuzz/hooks.py).
 own_token="$(curl -sf -H "$auth" "$api/tokens" \
-  | python3 -c 'import json, sys; print(next(t["id"] for t in json.load(sys.stdin)["tokens"] if t.get("current")))')"
+  | python3 -c 'import json, sys; print(next(t["id"] for t in json.load(sys.stdin) if t.get("current")))')"
 victim_token="$("$bin" token create --user admin --name fuzz-victim --data-dir "$work/data" 2>&1 >/dev/null \
   | sed -n 's/^token \([0-9]*\) for .*/\1/p')"
 [ -n "$own_token" ] && [ -n "$victim_token" ] || fail "could not find the fuzzer's token or make one to revoke"

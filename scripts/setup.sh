@@ -11,7 +11,9 @@
 # scripts/fuzz.sh; with --containers podman with runc, busybox-static (the
 # test image's applets), Debian's docker-registry and htpasswd, for
 # tests/containers.rs; with --slurm a one-node Slurm cluster running on this
-# machine (scripts/slurm-up.sh), for tests/slurm.rs. Versions are
+# machine (scripts/slurm-up.sh), for tests/slurm.rs; with --oidc npm's
+# oidc-provider in tests/oidc/node_modules (tests/oidc/package-lock.json), the
+# real OpenID Connect provider of tests/sso.rs. Versions are
 # pinned so no build step ever downloads a tool of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +30,7 @@ with_tao=false
 with_fuzz=false
 with_containers=false
 with_slurm=false
+with_oidc=false
 for arg in "$@"; do
   case "$arg" in
     --browser) with_browser=true ;;
@@ -36,7 +39,8 @@ for arg in "$@"; do
     --fuzz) with_fuzz=true ;;
     --containers) with_containers=true ;;
     --slurm) with_slurm=true ;;
-    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao] [--fuzz] [--containers] [--slurm]" >&2; exit 2 ;;
+    --oidc) with_oidc=true ;;
+    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao] [--fuzz] [--containers] [--slurm] [--oidc]" >&2; exit 2 ;;
   esac
 done
 
@@ -183,4 +187,18 @@ fi
 if $with_fuzz; then
   python_venv tests/.fuzz-venv tests/fuzz-requirements.txt bin/schemathesis \
     "Schemathesis ($(grep -m1 '^schemathesis==' tests/fuzz-requirements.txt))"
+fi
+
+if $with_oidc; then
+  if ! command -v npm >/dev/null; then
+    say "installing Node.js and npm (for the tests' OpenID Connect provider)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  wanted="$(python3 -c 'import json; print(json.load(open("tests/oidc/package-lock.json"))["packages"]["node_modules/oidc-provider"]["version"])')"
+  have="$(python3 -c 'import json; print(json.load(open("tests/oidc/node_modules/oidc-provider/package.json"))["version"])' 2>/dev/null || true)"
+  if [ "$have" != "$wanted" ]; then
+    say "installing oidc-provider $wanted into tests/oidc (the tests' OpenID Connect provider)"
+    (cd tests/oidc && npm ci --no-audit --no-fund --loglevel=error)
+  fi
 fi

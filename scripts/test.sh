@@ -31,6 +31,8 @@ step() {
 step scripts/setup.sh --lep
 step scripts/setup.sh --tao
 step scripts/setup.sh --fuzz
+# The OpenID Connect provider of tests/sso.rs.
+step scripts/setup.sh --oidc
 # podman, the registry and the test image's busybox for tests/containers.rs.
 step scripts/setup.sh --containers
 # A one-node Slurm cluster, started here, for tests/slurm.rs.

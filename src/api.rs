@@ -238,6 +238,13 @@ pub async fn end_session() -> ApiResult<()> {
     check(fetch(Request::delete(&url("/sessions/current"))).await?).await.map(|_| ())
 }
 
+/// `GET /auth/methods` (no token needed): whether the sign-in page offers
+/// the identity provider.
+pub async fn sign_in_methods() -> ApiResult<jobdeck_api::SignInMethods> {
+    let response = Request::get(&url("/auth/methods")).send().await.map_err(|e| ApiFailure::Network(e.to_string()))?;
+    decode(response).await
+}
+
 /// `GET /workspace`, read as `Me`.
 pub async fn me() -> ApiResult<Me> {
     get("/workspace").await

@@ -103,7 +103,7 @@ pub fn login_then(next: &str) -> String {
 /// cannot send a freshly signed-in user to another origin.
 pub fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") => n.to_string(),
+        Some(n) if jobdeck_api::tokens::is_same_site_path(n) => n.to_string(),
         _ => JOBS.to_string(),
     }
 }

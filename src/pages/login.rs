@@ -1,7 +1,10 @@
-//! Sign-in: takes the token from a sign-in link's fragment (`#token=…`) or
-//! from the paste box, trades it for a console session (`POST /sessions`),
-//! keeps the session in the browser and returns the user to the page they
-//! asked for (`?next=`).
+//! Sign-in: through the workspace's identity provider when it has one (a
+//! link to the server's `/auth/oidc/start`, which comes back here with a
+//! token in the fragment, or with `?problem=` saying why not), or with the
+//! token from a sign-in link's fragment (`#token=…`) or the paste box. The
+//! token is traded for a console session (`POST /sessions`), the browser
+//! keeps the session, and the user returns to the page they asked for
+//! (`?next=`).
 
 use leptos::prelude::*;
 
@@ -37,7 +40,29 @@ pub fn LoginPage() -> impl IntoView {
     let url = use_url();
     let navigate = use_navigate_replace();
     let pasted = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
+    // Why the identity provider's sign-in did not work, when it sent the
+    // person back here with a sentence.
+    let error = RwSignal::new(url.get_untracked().param("problem"));
+    let provider = RwSignal::new(None::<jobdeck_api::SingleSignOnMethod>);
+    leptos::task::spawn_local(async move {
+        if let Ok(methods) = api::sign_in_methods().await {
+            provider.set(methods.single_sign_on);
+        }
+    });
+    // The provider's sign-in lands on the page asked for, as a token does.
+    let next = routes::safe_next(url.get_untracked().param("next").as_deref());
+    let provider_link = move || {
+        provider.get().map(|method| {
+            let href = format!("{}?next={}", method.start, routes::encode_component(&next));
+            view! {
+                <p>
+                    <a class="button primary single-sign-on" href=href rel="external">
+                        {format!("Sign in with {}", method.name)}
+                    </a>
+                </p>
+            }
+        })
+    };
     let busy = RwSignal::new(false);
 
     let try_token = move |token: String| {
@@ -97,6 +122,7 @@ pub fn LoginPage() -> impl IntoView {
     view! {
         <section class="page narrow">
             <h1>"Sign in to Jobdeck"</h1>
+            {provider_link}
             <p class="help">
                 "Open the sign-in link the server printed, or paste an API token below."
             </p>

@@ -17,6 +17,7 @@ pub use jobdeck_api::{JobState, LeptonJob};
 use serde_json::{json, Value};
 
 pub mod containers;
+pub mod oidc;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
@@ -86,6 +87,14 @@ impl Server {
     /// given config file (docs/config.md) and no console: for tests of the
     /// API alone, which then need no built console.
     pub fn start_api_with_config(config_toml: &str) -> Server {
+        Server::start_on("127.0.0.1:0", config_toml, &[], false)
+    }
+
+    /// [`Server::start_api_with_config`] listening on `listen` (an address
+    /// known before the start: the identity provider sends people back to
+    /// it) with `env` added to its environment, and the built console when
+    /// `console`.
+    pub fn start_on(listen: &str, config_toml: &str, env: &[(&str, &str)], console: bool) -> Server {
         let temp = tempfile::tempdir().expect("a temporary directory");
         let config = temp.path().join("jobdeck.toml");
         // A config that says nothing of the local executor gets the tests'
@@ -101,8 +110,11 @@ impl Server {
         // hands a replica, a supervisor or an engine may depend on its own
         // working directory.
         let data_dir = temp.path().join("data");
-        let mut command = Server::serve_command(Path::new("./data"));
-        command.current_dir(temp.path()).arg("--config").arg(&config);
+        let mut command = Server::serve_command_on(listen, Path::new("./data"));
+        command.current_dir(temp.path()).arg("--config").arg(&config).envs(env.iter().copied());
+        if console {
+            command.arg("--console-dir").arg(console_dir());
+        }
         let mut server = Server::spawn(command, &data_dir);
         server._temp = Some(temp);
         server
@@ -159,8 +171,13 @@ impl Server {
 
     /// `jobdeck serve` on a free port with `data_dir`.
     fn serve_command(data_dir: &Path) -> Command {
+        Server::serve_command_on("127.0.0.1:0", data_dir)
+    }
+
+    /// `jobdeck serve` on `listen` with `data_dir`.
+    fn serve_command_on(listen: &str, data_dir: &Path) -> Command {
         let mut command = Command::new(jobdeck_bin());
-        command.arg("serve").args(["--listen", "127.0.0.1:0"]).arg("--data-dir").arg(data_dir);
+        command.arg("serve").args(["--listen", listen]).arg("--data-dir").arg(data_dir);
         // The tests' servers answer hundreds of thousands of requests: their
         // request log (one line each) is left out of the suite's output
         // unless JOBDECK_LOG asks for it. A 500's line is an error and

@@ -38,10 +38,10 @@ pub use job::*;
 pub use logs::{LogLine, LogRange, LogSearch};
 pub use resources::*;
 pub use roles::{may_change_job, Role};
-pub use tokens::{CreatedToken, NewSession, TokenCreate, TokenInfo, TokenKind};
+pub use tokens::{CreatedToken, NewSession, SignInMethods, SingleSignOnMethod, TokenCreate, TokenInfo, TokenKind};
 pub use users::{RoleChange, UserInfo, UserList};
 pub use validate::*;
-pub use wire::{from_json, JsonError};
+pub use wire::{from_json, from_json_object, JsonError};
 pub use workspace::*;
 
 /// The base path of the REST API.

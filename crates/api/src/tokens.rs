@@ -29,6 +29,11 @@ pub enum TokenKind {
     SignInLink,
     /// A console sign-in, made from another token by `POST /sessions`.
     Session,
+    /// What a sign-in through the identity provider hands the console: it
+    /// only starts a session (`POST /sessions`), once, within minutes, so
+    /// the address it travels in is worth nothing after.
+    #[serde(rename = "single-sign-on")]
+    SingleSignOn,
 }
 
 impl TokenKind {
@@ -38,11 +43,15 @@ impl TokenKind {
             TokenKind::Api => "api",
             TokenKind::SignInLink => "sign-in-link",
             TokenKind::Session => "session",
+            TokenKind::SingleSignOn => "single-sign-on",
         }
     }
 
+    pub const ALL: [TokenKind; 4] =
+        [TokenKind::Api, TokenKind::SignInLink, TokenKind::Session, TokenKind::SingleSignOn];
+
     pub fn parse(name: &str) -> Option<TokenKind> {
-        [TokenKind::Api, TokenKind::SignInLink, TokenKind::Session].into_iter().find(|k| k.as_str() == name)
+        TokenKind::ALL.into_iter().find(|k| k.as_str() == name)
     }
 }
 
@@ -149,6 +158,40 @@ pub struct CreatedToken {
     pub info: TokenInfo,
 }
 
+/// `GET /auth/methods` (no token needed): how people sign in here besides
+/// a token, for the sign-in page.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SignInMethods {
+    /// Present when the workspace signs in through an identity provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub single_sign_on: Option<SingleSignOnMethod>,
+}
+
+/// The identity provider a sign-in page offers.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SingleSignOnMethod {
+    /// What the button says after "Sign in with" (`[auth.oidc] display_name`).
+    pub name: String,
+    /// Where the button goes, with `?next=` the page to land on after.
+    pub start: String,
+}
+
+/// Whether `next`, where a sign-in lands, stays on this site: a path, never
+/// `//host` or `/\host` (which browsers read as another origin), and no
+/// control character (browsers drop tabs and line breaks from addresses,
+/// so `/\t/host` would become `//host`). The console and the server's
+/// sign-in through the identity provider both keep to it.
+pub fn is_same_site_path(next: &str) -> bool {
+    next.starts_with('/') && !next.starts_with("//") && !next.starts_with("/\\") && !next.chars().any(char::is_control)
+}
+
+/// The path that starts a sign-in through the identity provider.
+pub const SINGLE_SIGN_ON_START: &str = "/auth/oidc/start";
+/// The path the identity provider sends people back to.
+pub const SINGLE_SIGN_ON_CALLBACK: &str = "/auth/oidc/callback";
+
 /// `POST /sessions`: a new console session for the caller. The token is
 /// shown this once.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
@@ -167,13 +210,25 @@ mod tests {
 
     #[test]
     fn kinds_have_one_name_on_the_wire_in_both_decoders() {
-        for kind in [TokenKind::Api, TokenKind::SignInLink, TokenKind::Session] {
+        for kind in TokenKind::ALL {
             let json = serde_json::to_string(&kind).unwrap();
             assert_eq!(json, format!("\"{}\"", kind.as_str()));
             assert_eq!(serde_json::from_str::<TokenKind>(&json).unwrap(), kind);
             let value: serde_json::Value = serde_json::from_str(&json).unwrap();
             assert_eq!(<TokenKind as Decode>::decode(&value, true).unwrap(), kind);
             assert_eq!(TokenKind::parse(kind.as_str()), Some(kind));
+        }
+    }
+
+    #[test]
+    fn a_sign_in_lands_only_on_this_site() {
+        for fine in ["/jobs/abc/logs", "/jobs?state=Failed", "/", "/jobs/a#L12"] {
+            assert!(is_same_site_path(fine), "{fine}");
+        }
+        for hostile in
+            ["//evil.example", "/\\evil.example", "https://evil.example", "", "jobs", "/\t/evil.example", "/\n/x"]
+        {
+            assert!(!is_same_site_path(hostile), "{hostile:?}");
         }
     }
 

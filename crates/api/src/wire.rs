@@ -58,6 +58,19 @@ pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
     Ok(value)
 }
 
+/// [`from_json`] for a body that must be one JSON object: serde reads a
+/// struct from an array too (`["x"]` as its first field), which no client
+/// means, so anything but an object at the top is a 422 on `body`.
+pub fn from_json_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        // Text that is no JSON at all is a syntax error, as from_json says.
+        serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map_err(|e| JsonError::Syntax(e.to_string()))?;
+        return Err(JsonError::Fields([("body".to_string(), vec!["must be a JSON object".to_string()])].into()));
+    }
+    from_json(bytes)
+}
+
 /// serde_json's message without its " at line 1 column 40" suffix.
 fn without_position(error: &serde_json::Error) -> String {
     let text = error.to_string();
@@ -133,6 +146,22 @@ fn describe_expected(expected: &str) -> String {
 mod tests {
     use super::*;
     use crate::LeptonJob;
+
+    /// serde reads a struct from an array (`["x"]` fills the first field);
+    /// a body that must be an object is refused anything else, on `body`.
+    #[test]
+    fn an_object_body_is_an_object_and_nothing_else() {
+        let role = |json: &str| from_json_object::<crate::RoleChange>(json.as_bytes());
+        assert!(from_json::<crate::RoleChange>(br#"["admin"]"#).is_ok(), "what serde alone lets through");
+        for not_object in [r#"["admin"]"#, "[]", "7", r#""admin""#, " null "] {
+            match role(not_object) {
+                Err(JsonError::Fields(fields)) => assert_eq!(fields["body"], ["must be a JSON object"], "{not_object}"),
+                other => panic!("{not_object}: {other:?}"),
+            }
+        }
+        assert!(matches!(role("[1,"), Err(JsonError::Syntax(_))));
+        assert_eq!(role(r#" {"role": "viewer"}"#).unwrap().role, crate::Role::Viewer);
+    }
 
     fn fields(json: &str) -> FieldErrors {
         match from_json::<LeptonJob>(json.as_bytes()) {

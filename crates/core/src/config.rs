@@ -19,7 +19,7 @@ mod limits;
 mod machine;
 mod networks;
 mod secrets;
-pub use auth::{parse_duration, AuthConfig};
+pub use auth::{parse_duration, AuthConfig, OidcConfig};
 pub use limits::LimitsConfig;
 pub use machine::{default_node_groups, default_shapes, MachineInfo};
 pub use networks::{is_network, Ipv4Network};

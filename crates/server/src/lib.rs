@@ -31,6 +31,8 @@ pub struct AppState {
     pub tokens_used: http::auth::LastUsed,
     /// The requests and log follows each user holds now.
     pub user_limits: http::request_limits::UserLimits,
+    /// Sign-in through the identity provider, when `[auth.oidc]` is set.
+    pub single_sign_on: Option<Arc<http::single_sign_on::SingleSignOn>>,
 }
 
 impl AppState {
@@ -38,6 +40,12 @@ impl AppState {
     /// holds and starts the scheduler. Must run inside a tokio runtime.
     pub async fn start(store: Store, config: Config) -> Result<Self, StartError> {
         let config = Arc::new(config);
+        let single_sign_on = match (&config.auth.oidc, &config.auth.public_url) {
+            (Some(oidc), Some(public_url)) => Some(Arc::new(
+                http::single_sign_on::SingleSignOn::from_config(oidc, public_url).map_err(StartError::SingleSignOn)?,
+            )),
+            _ => None,
+        };
         let logs = LogStore::new(&config.data_dir);
         let (host_tx, host_rx) = tokio::sync::mpsc::unbounded_channel();
         let metrics_now = metrics::Now::default();
@@ -69,6 +77,7 @@ impl AppState {
             metrics_now,
             tokens_used: http::auth::LastUsed::default(),
             user_limits,
+            single_sign_on,
         })
     }
 
@@ -92,6 +101,9 @@ pub enum StartError {
     /// The Kubernetes executor's settings or cluster.
     #[error(transparent)]
     Kubernetes(#[from] kubernetes::ConnectError),
+    /// `[auth.oidc]` names a client secret that cannot be read.
+    #[error("{0}")]
+    SingleSignOn(String),
     /// The store could not be read back into the scheduler.
     #[error("cannot resume the jobs")]
     Resume(#[source] scheduler::SchedulerError),
@@ -116,6 +128,7 @@ pub fn api_routes() -> Vec<Route> {
         http::image_pull_secrets::routes(),
         http::sessions::routes(),
         http::users::routes(),
+        http::single_sign_on::routes(),
         http::openapi::routes(),
     ]
     .into_iter()

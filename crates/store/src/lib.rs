@@ -23,7 +23,7 @@ pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
 pub use secrets::TakenName;
 pub use tokens::{NewToken, TokenOwner};
-pub use users::{RoleChanged, UserSummary};
+pub use users::{NewIdentityUser, RoleChanged, UserSummary};
 mod job_row;
 mod jobs;
 mod metrics;

@@ -208,6 +208,13 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE users ADD COLUMN role TEXT NOT NULL DEFAULT 'member';
     UPDATE users SET role = 'admin' WHERE name = 'admin';
     ALTER TABLE tokens ADD COLUMN masked TEXT;",
+    // 9: users who sign in through an identity provider are known by its
+    // issuer and subject (`sub`), never by their name here, which is only
+    // what the provider suggested, made unique. Local users have neither.
+    "ALTER TABLE users ADD COLUMN issuer TEXT;
+    ALTER TABLE users ADD COLUMN subject TEXT;
+    ALTER TABLE users ADD COLUMN email TEXT;
+    CREATE UNIQUE INDEX users_by_identity ON users(issuer, subject) WHERE issuer IS NOT NULL;",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

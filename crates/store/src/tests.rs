@@ -619,3 +619,41 @@ async fn a_public_secret_name_cannot_be_taken_over() {
     assert_eq!(store.put_secrets(vec![secret("alice", "public", "a2", 4)]).await.unwrap(), None);
     assert_eq!(pinned("alice").await.unwrap().as_deref(), Some("a2"));
 }
+
+/// A provider's user is known by issuer and subject: one called "admin" is
+/// never the local admin (a suffix makes its name unique), signs in as the
+/// same user every time, and another issuer's subject is someone else.
+/// A database of schema 8 keeps its users and gains the columns.
+#[tokio::test]
+async fn users_of_an_identity_provider_are_known_by_issuer_and_subject() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobdeck.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        for step in &MIGRATIONS[..8] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 8).unwrap();
+        conn.execute_batch("INSERT INTO users (id, name, created_at, role) VALUES (1, 'admin', 1, 'admin');").unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let provider = |name: &str, issuer: &str, subject: &str| NewIdentityUser {
+        name: name.into(),
+        issuer: issuer.into(),
+        subject: subject.into(),
+        email: Some(format!("{subject}@example.com")),
+        role: Role::Member,
+        now: 5,
+    };
+    let claimed = store.create_identity_user(provider("admin", "https://id.a", "s1")).await.unwrap();
+    assert_eq!((claimed.name.as_str(), claimed.role), ("admin-2", Role::Member));
+    assert_eq!(store.user("admin").await.unwrap().map(|u| (u.id, u.role)), Some((1, Role::Admin)));
+    let again = store.create_identity_user(provider("renamed", "https://id.a", "s1")).await.unwrap();
+    assert_eq!(again, claimed, "the same identity is the same user, whatever name it suggests now");
+    assert_eq!(store.user_by_identity("https://id.a", "s1").await.unwrap(), Some(claimed.clone()));
+    let other = store.create_identity_user(provider("admin", "https://id.a", "s2")).await.unwrap();
+    assert_eq!(other.name, "admin-3");
+    let elsewhere = store.create_identity_user(provider("ann", "https://id.b", "s1")).await.unwrap();
+    assert_ne!(elsewhere.id, claimed.id, "another issuer's subject is another person");
+    assert_eq!(store.user_by_identity("https://id.b", "s2").await.unwrap(), None);
+}

@@ -17,6 +17,19 @@ fn user_row(row: &Row<'_>) -> rusqlite::Result<UserRow> {
     Ok(UserRow { id: row.get(0)?, name: row.get(1)?, role: role_column(row, 2)? })
 }
 
+/// A user an identity provider vouches for, signing in the first time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewIdentityUser {
+    /// The name the provider suggests (already cleaned to what a name here
+    /// may hold).
+    pub name: String,
+    pub issuer: String,
+    pub subject: String,
+    pub email: Option<String>,
+    pub role: Role,
+    pub now: i64,
+}
+
 /// What [`Store::set_user_role`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RoleChanged {
@@ -74,6 +87,52 @@ impl Store {
             }
             tx.execute("UPDATE users SET role = ?2 WHERE id = ?1", params![user.id, role.as_str()])?;
             Ok(RoleChanged::Changed(UserRow { role, ..user }))
+        })
+        .await
+    }
+
+    /// The user the identity provider `issuer` knows as `subject`, if they
+    /// have signed in before.
+    pub async fn user_by_identity(&self, issuer: &str, subject: &str) -> StoreResult<Option<UserRow>> {
+        let (issuer, subject) = (issuer.to_string(), subject.to_string());
+        self.read(move |conn| {
+            conn.query_row(
+                "SELECT id, name, role FROM users WHERE issuer = ?1 AND subject = ?2",
+                params![issuer, subject],
+                user_row,
+            )
+            .optional()
+        })
+        .await
+    }
+
+    /// Makes the user `issuer` knows as `subject`, named `name` or, when
+    /// another user has that name (a local user, or someone else of the
+    /// provider's), `name-2`, `name-3`, …; or returns them if they exist
+    /// already (two first sign-ins at once).
+    pub async fn create_identity_user(&self, identity: NewIdentityUser) -> StoreResult<UserRow> {
+        self.write(move |tx| {
+            let existing = tx
+                .query_row(
+                    "SELECT id, name, role FROM users WHERE issuer = ?1 AND subject = ?2",
+                    params![identity.issuer, identity.subject],
+                    user_row,
+                )
+                .optional()?;
+            if let Some(user) = existing {
+                return Ok(user);
+            }
+            let mut name = identity.name.clone();
+            let mut n = 1;
+            while tx.query_row("SELECT 1 FROM users WHERE name = ?1", params![name], |_| Ok(())).optional()?.is_some() {
+                n += 1;
+                name = format!("{}-{n}", identity.name);
+            }
+            tx.execute(
+                "INSERT INTO users (name, created_at, role, issuer, subject, email) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![name, identity.now, identity.role.as_str(), identity.issuer, identity.subject, identity.email],
+            )?;
+            Ok(UserRow { id: tx.last_insert_rowid(), name, role: identity.role })
         })
         .await
     }

@@ -13,7 +13,7 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use jobdeck_api::Role;
+use jobdeck_api::{Role, TokenKind};
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::AppError;
@@ -38,8 +38,11 @@ const ADMIN: Access = AtLeast(Role::Admin);
 /// and managing people for admins; a user's own sign-ins and tokens are
 /// theirs to manage whatever their role.
 pub const RULES: &[(&str, &str, Access)] = &[
-    // The API's own description.
+    // The API's own description, and how to sign in.
     ("GET", "/openapi.json", Anyone),
+    ("GET", "/auth/methods", Anyone),
+    ("GET", "/auth/oidc/start", Anyone),
+    ("GET", "/auth/oidc/callback", Anyone),
     // Who and what this workspace is.
     ("GET", "/", VIEWER),
     ("GET", "/workspace", VIEWER),
@@ -112,6 +115,12 @@ pub async fn authorize(State(guard): State<Guard>, request: Request, next: Next)
         Ok(user) => user,
         Err(refused) => return refused.into_response(),
     };
+    // What the identity provider's sign-in hands the console starts a
+    // session and nothing else.
+    if user.token_kind == TokenKind::SingleSignOn && !(method == Method::POST && guard.path == "/sessions") {
+        return AppError::TokenEnded("this token only starts a console session (POST /sessions)".into())
+            .into_response();
+    }
     if user.role < needed {
         let refused = format!(
             "{} is a {} here; {method} {}{} needs the {} role",

@@ -272,7 +272,9 @@ fn too_large() -> Response {
 /// The body is read with `jobdeck_api::from_json`: JSON that is well formed
 /// but does not fit the type (a wrong type, a missing or unknown field)
 /// answers 422 with the offending field's path, like any broken rule; only
-/// text that is not JSON at all answers 400.
+/// text that is not JSON at all answers 400. The body must be one JSON
+/// object (`jobdeck_api::from_json_object`); [`ApiJsonOneOrList`] is for
+/// the one route that also takes a list.
 pub struct ApiJson<T>(pub T);
 
 impl<T, S> FromRequest<S> for ApiJson<T>
@@ -283,21 +285,46 @@ where
     type Rejection = AppError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        if !has_json_content_type(req.headers()) {
-            return Err(AppError::BadRequest("expected a JSON body: set 'Content-Type: application/json'".into()));
+        read_json(req, state, jobdeck_api::from_json_object).await.map(ApiJson)
+    }
+}
+
+/// [`ApiJson`] for a body that is one object or a list of them
+/// (`POST /usersecrets`, as Lepton takes it).
+pub struct ApiJsonOneOrList<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJsonOneOrList<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        read_json(req, state, jobdeck_api::from_json).await.map(ApiJsonOneOrList)
+    }
+}
+
+/// Reads a JSON body with `reader`, answering the contract's errors.
+async fn read_json<T, S: Send + Sync>(
+    req: Request,
+    state: &S,
+    reader: fn(&[u8]) -> Result<T, JsonError>,
+) -> Result<T, AppError> {
+    if !has_json_content_type(req.headers()) {
+        return Err(AppError::BadRequest("expected a JSON body: set 'Content-Type: application/json'".into()));
+    }
+    let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            AppError::PayloadTooLarge
+        } else {
+            AppError::BadRequest(rejection.body_text())
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                AppError::PayloadTooLarge
-            } else {
-                AppError::BadRequest(rejection.body_text())
-            }
-        })?;
-        match jobdeck_api::from_json(&bytes) {
-            Ok(value) => Ok(ApiJson(value)),
-            Err(JsonError::Fields(fields)) => Err(AppError::Validation(fields)),
-            Err(JsonError::Syntax(e)) => Err(AppError::BadRequest(format!("the body is not valid JSON: {e}"))),
-        }
+    })?;
+    match reader(&bytes) {
+        Ok(value) => Ok(value),
+        Err(JsonError::Fields(fields)) => Err(AppError::Validation(fields)),
+        Err(JsonError::Syntax(e)) => Err(AppError::BadRequest(format!("the body is not valid JSON: {e}"))),
     }
 }
 

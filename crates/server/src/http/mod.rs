@@ -23,5 +23,6 @@ pub mod request_limits;
 pub mod request_log;
 pub mod secrets;
 pub mod sessions;
+pub mod single_sign_on;
 pub mod users;
 pub mod workspace;

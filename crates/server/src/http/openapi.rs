@@ -22,7 +22,8 @@ use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch};
 use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
 use jobdeck_api::{
     ApiError, CreatedToken, FailureAnalysis, ImagePullSecret, JobEvent, JobList, LeptonJob, NewSession, Node,
-    NodeGroup, Replica, RoleChange, Secret, Shape, StoragePermission, TokenCreate, TokenInfo, UserList, WorkspaceInfo,
+    NodeGroup, Replica, RoleChange, Secret, Shape, SignInMethods, StoragePermission, TokenCreate, TokenInfo, UserList,
+    WorkspaceInfo,
 };
 use serde_json::{json, Value};
 use utoipa::OpenApi;
@@ -62,6 +63,7 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     NewSession,
     UserList,
     RoleChange,
+    SignInMethods,
 )))]
 struct WireTypes;
 

@@ -8,7 +8,7 @@ use jobdeck_api::{FieldErrors, Secret};
 use serde::Deserialize;
 
 use crate::http::auth::CurrentUser;
-use crate::http::error::{ApiJson, AppError, AppResult};
+use crate::http::error::{ApiJsonOneOrList, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
 use jobdeck_store::SecretRow;
 
@@ -123,7 +123,7 @@ async fn list_secrets(State(state): State<AppState>, user: CurrentUser) -> AppRe
 async fn create_secrets(
     State(state): State<AppState>,
     user: CurrentUser,
-    ApiJson(body): ApiJson<SecretsBody>,
+    ApiJsonOneOrList(body): ApiJsonOneOrList<SecretsBody>,
 ) -> AppResult<Json<Vec<Secret>>> {
     let secrets = match body {
         SecretsBody::Many(list) => list,

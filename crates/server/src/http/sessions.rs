@@ -40,7 +40,7 @@ pub fn routes() -> Vec<Route> {
 fn session_lifetime(state: &AppState, user: &CurrentUser, now: i64) -> Duration {
     let configured = state.config.auth.session_lifetime;
     match (user.token_kind, user.token_expires_at) {
-        (TokenKind::SignInLink, _) | (_, None) => configured,
+        (TokenKind::SignInLink | TokenKind::SingleSignOn, _) | (_, None) => configured,
         (_, Some(at)) => configured.min(Duration::from_millis((at - now).max(0) as u64)),
     }
 }
@@ -51,11 +51,22 @@ fn session_lifetime(state: &AppState, user: &CurrentUser, now: i64) -> Duration 
 /// that token ends it.
 async fn create_session(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<NewSession>> {
     let now = now_millis();
+    // The identity provider's hand-over token is used up here, once: a
+    // second trade (a replayed address) finds it revoked. The session it
+    // starts has no origin to end with.
+    let origin_id = if user.token_kind == TokenKind::SingleSignOn {
+        if state.store.revoke_token(user.token_id, now).await? == 0 {
+            return Err(AppError::TokenEnded("this sign-in was already used; sign in again".into()));
+        }
+        None
+    } else {
+        Some(user.token_origin_id.unwrap_or(user.token_id))
+    };
     let request = TokenRequest {
         kind: TokenKind::Session,
         name: "console".into(),
         lifetime: Some(session_lifetime(&state, &user, now)),
-        origin_id: Some(user.token_origin_id.unwrap_or(user.token_id)),
+        origin_id,
     };
     let issued = auth::issue_token(&state.store, &user.name, request).await?;
     Ok(Json(NewSession { token: issued.secret, id: issued.id, expires_at: issued.expires_at.unwrap_or(i64::MAX) }))
