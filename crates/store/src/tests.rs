@@ -5,6 +5,18 @@ use super::migrations::MIGRATIONS;
 use super::*;
 use jobdeck_api::{JobSpec, Role, TokenKind};
 
+/// A database as a release of schema `schema` left it (the first `schema`
+/// migrations, its version recorded), for upgrade tests to fill with that
+/// release's rows before the current store opens it.
+fn database_of_schema(path: &Path, schema: usize) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    for step in &MIGRATIONS[..schema] {
+        conn.execute_batch(step).unwrap();
+    }
+    conn.pragma_update(None, "user_version", schema as i64).unwrap();
+    conn
+}
+
 fn temp_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
@@ -57,11 +69,7 @@ async fn an_older_database_gets_its_listing_indexes_filled() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobdeck.db");
     {
-        let conn = Connection::open(&path).unwrap();
-        for step in &MIGRATIONS[..2] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 2).unwrap();
+        let conn = database_of_schema(&path, 2);
         for (id, owner, visibility, state) in [
             ("train-aaaaa", "alice", "public", "Running"),
             ("eval-bbbbb", "bob", "private", "Completed"),
@@ -198,11 +206,7 @@ async fn tokens_of_an_older_database_keep_working_without_expiry() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobdeck.db");
     {
-        let conn = Connection::open(&path).unwrap();
-        for step in &MIGRATIONS[..6] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 6).unwrap();
+        let conn = database_of_schema(&path, 6);
         conn.execute_batch(
             "INSERT INTO users (id, name, created_at) VALUES (1, 'admin', 1), (2, 'bob', 2);
              INSERT INTO tokens (hash, user_id, created_at) VALUES ('hash-admin', 1, 10), ('hash-bob', 2, 20);",
@@ -256,11 +260,7 @@ async fn users_of_the_previous_release_get_the_roles_their_names_gave_them() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobdeck.db");
     {
-        let conn = Connection::open(&path).unwrap();
-        for step in &MIGRATIONS[..7] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 7).unwrap();
+        let conn = database_of_schema(&path, 7);
         conn.execute_batch(
             "INSERT INTO users (id, name, created_at) VALUES (1, 'admin', 1), (2, 'bob', 2), (3, 'administrator', 3);
              INSERT INTO tokens (hash, user_id, kind, created_at, expires_at)
@@ -304,11 +304,7 @@ async fn clear_values_of_an_older_database_are_sealed_and_keys_rotate() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobdeck.db");
     {
-        let conn = Connection::open(&path).unwrap();
-        for step in &MIGRATIONS[..7] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 7).unwrap();
+        let conn = database_of_schema(&path, 7);
         conn.execute_batch(
             "INSERT INTO secrets (owner, name, value, visibility, created_at, updated_at)
                  VALUES ('alice', 'HF_TOKEN', 'hf_clear', 'public', 1, 1);
@@ -629,11 +625,7 @@ async fn users_of_an_identity_provider_are_known_by_issuer_and_subject() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobdeck.db");
     {
-        let conn = Connection::open(&path).unwrap();
-        for step in &MIGRATIONS[..8] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 8).unwrap();
+        let conn = database_of_schema(&path, 8);
         conn.execute_batch("INSERT INTO users (id, name, created_at, role) VALUES (1, 'admin', 1, 'admin');").unwrap();
     }
     let store = Store::open(&path).unwrap();
