@@ -15,6 +15,7 @@ fn accounts() -> Value {
         "bob": {"email": "bob@example.com", "email_verified": true, "groups": ["ml"]},
         "eve": {"email": "eve@example.com", "email_verified": true, "groups": []},
         "admin": {"email": "admin@example.com", "email_verified": true, "groups": ["ml"]},
+        "mallory": {"email": "mallory@example.com", "email_verified": true, "groups": ["ml", "ml-admins"]},
     })
 }
 
@@ -28,9 +29,15 @@ struct World {
 }
 
 fn world(console: bool) -> World {
+    world_tampering(console, json!({}))
+}
+
+/// A world whose provider changes the ID tokens of the accounts `tamper`
+/// names after making them.
+fn world_tampering(console: bool, tamper: Value) -> World {
     let port = oidc::free_port();
     let public_url = format!("http://127.0.0.1:{port}");
-    let provider = Provider::start(accounts(), &public_url);
+    let provider = Provider::start_tampering(accounts(), tamper, &public_url);
     let server = oidc::start_server(port, &provider.server_config(&public_url, TEAM), console);
     World { provider, server, public_url }
 }
@@ -71,10 +78,24 @@ fn handed_over(location: &str) -> String {
     location.split_once("#token=").map(|(_, t)| t.to_string()).unwrap_or_else(|| panic!("no token: {location}"))
 }
 
-/// The problem the sign-in page is sent to show.
+/// The problem the sign-in page is sent to show, decoded.
 fn problem(location: &str) -> String {
     let query = location.split_once("?problem=").map(|(_, q)| q).unwrap_or_else(|| panic!("no problem: {location}"));
-    query.replace('+', " ").replace("%2C", ",").replace("%2E", ".").replace("%27", "'")
+    let bytes = query.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                out.push(u8::from_str_radix(&query[i + 1..i + 3], 16).unwrap());
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).unwrap()
 }
 
 /// A teammate signs in through the provider and lands where they were
@@ -187,4 +208,28 @@ fn a_shared_link_opened_signed_out_goes_through_the_provider_and_lands_on_the_jo
     browser.wait_for_text("shared");
     browser.wait_for_text("bob");
     browser.screenshot(&jobdeck_e2e::screenshot_path("sso-landed-on-shared-job"));
+}
+
+/// ID tokens the real provider made, then changed, are refused, each for
+/// what is wrong with it, and nobody is signed in or made a user: one whose
+/// claim was changed under the provider's signature, and ones the provider's
+/// own key signed again for another audience, already expired, with another
+/// sign-in's nonce, or from another issuer.
+#[test]
+fn id_tokens_changed_after_the_provider_made_them_are_refused() {
+    let cases = [
+        ("signature", "Signature verification failed"),
+        ("audience", "Invalid audiences"),
+        ("expired", "Expired"),
+        ("nonce", "Invalid nonce"),
+        ("issuer", "Invalid issuer"),
+    ];
+    for (how, said) in cases {
+        let world = world_tampering(false, json!({ "mallory": how }));
+        let landed = world.sign_in(&Person::new(), "mallory", "/jobs");
+        let problem = problem(&landed);
+        assert!(problem.contains("ID token is not valid") && problem.contains(said), "{how}: {problem}");
+        let (_, users) = world.server.call("GET", "/users", &world.server.admin_token, None);
+        assert_eq!(users["users"].as_array().map(Vec::len), Some(1), "{how}: only the admin: {users}");
+    }
 }

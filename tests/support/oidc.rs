@@ -29,6 +29,13 @@ impl Provider {
     /// "email_verified": true, "groups": […]}}`) and the client whose
     /// sign-ins come back to `public_url`.
     pub fn start(accounts: Value, public_url: &str) -> Provider {
+        Provider::start_tampering(accounts, json!({}), public_url)
+    }
+
+    /// [`Provider::start`], the provider changing the ID token of each
+    /// account `tamper` names after making it (`{"mallory": "audience"}`;
+    /// `tests/oidc/provider.mjs` lists the ways).
+    pub fn start_tampering(accounts: Value, tamper: Value, public_url: &str) -> Provider {
         let script = workspace_root().join("tests/oidc/provider.mjs");
         assert!(
             workspace_root().join("tests/oidc/node_modules/oidc-provider").is_dir(),
@@ -38,7 +45,8 @@ impl Provider {
         let settings = dir.path().join("settings.json");
         let redirect = format!("{public_url}/api/v2/auth/oidc/callback");
         let clients = json!([{"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "redirect_uris": [redirect]}]);
-        std::fs::write(&settings, json!({"clients": clients, "accounts": accounts}).to_string()).unwrap();
+        let all = json!({"clients": clients, "accounts": accounts, "tamper": tamper});
+        std::fs::write(&settings, all.to_string()).unwrap();
         let mut child = Command::new("node")
             .arg(script)
             .arg(&settings)
