@@ -165,6 +165,15 @@ fn configured(state: &AppState) -> AppResult<&SingleSignOn> {
     state.single_sign_on.as_deref().ok_or_else(|| AppError::NotFound("single sign-on is not configured here".into()))
 }
 
+/// What a person is told when the provider cannot be used.
+const PROVIDER_UNUSABLE: &str = "The identity provider could not be reached or gave an answer Jobdeck cannot use. Try again, or ask an admin to look at the server's log.";
+
+/// A 303 to the console's sign-in page, which shows `problem`.
+fn back_to_sign_in(sso: &SingleSignOn, problem: &str) -> Response {
+    let problem: String = form_urlencoded::byte_serialize(problem.as_bytes()).collect();
+    see_other(&format!("{}/login?problem={problem}", sso.public_url))
+}
+
 /// A 303 to `location`.
 fn see_other(location: &str) -> Response {
     (StatusCode::SEE_OTHER, [(header::LOCATION, location.to_string()), (header::CACHE_CONTROL, "no-store".into())])
@@ -184,7 +193,13 @@ async fn start(State(state): State<AppState>, ApiQuery(query): ApiQuery<StartQue
         Some(_) => return Err(AppError::BadRequest("next must be a path on this site, such as /jobs".into())),
         None => "/jobs".into(),
     };
-    let metadata = sso.metadata().await.map_err(AppError::internal)?;
+    let metadata = match sso.metadata().await {
+        Ok(metadata) => metadata,
+        Err(failed) => {
+            tracing::warn!("single sign-on cannot start: {failed}");
+            return Ok(back_to_sign_in(sso, PROVIDER_UNUSABLE));
+        }
+    };
     let client = CoreClient::from_provider_metadata(
         metadata,
         ClientId::new(sso.config.client_id.clone()),
@@ -220,11 +235,7 @@ struct CallbackQuery {
 /// with a sentence saying why not.
 async fn callback(State(state): State<AppState>, ApiQuery(query): ApiQuery<CallbackQuery>) -> AppResult<Response> {
     let sso = configured(&state)?;
-    let login = format!("{}/login", sso.public_url);
-    let refused = |why: &str| {
-        let problem: String = form_urlencoded::byte_serialize(why.as_bytes()).collect();
-        see_other(&format!("{login}?problem={problem}"))
-    };
+    let refused = |why: &str| back_to_sign_in(sso, why);
     let Some(pending) = query.state.as_deref().and_then(|s| sso.take(s)) else {
         tracing::info!("single sign-on refused: an unknown, expired or already used state");
         return Ok(refused("This sign-in expired or was already used. Start again."));
@@ -249,7 +260,7 @@ async fn callback(State(state): State<AppState>, ApiQuery(query): ApiQuery<Callb
             let issued = auth::issue_token(&state.store, &user.name, request).await?;
             tracing::info!(user = user.name, "signed in through the identity provider");
             let next: String = form_urlencoded::byte_serialize(pending.next.as_bytes()).collect();
-            Ok(see_other(&format!("{login}?next={next}#token={}", issued.secret)))
+            Ok(see_other(&format!("{}/login?next={next}#token={}", sso.public_url, issued.secret)))
         }
         Err(SignOnError::Refused(why)) => {
             tracing::info!(why, "single sign-on refused");
@@ -257,7 +268,7 @@ async fn callback(State(state): State<AppState>, ApiQuery(query): ApiQuery<Callb
         }
         Err(provider @ SignOnError::Provider(_)) => {
             tracing::warn!("single sign-on failed: {provider}");
-            Ok(refused("The identity provider could not be reached or gave an answer Jobdeck cannot use. Try again, or ask an admin to look at the server's log."))
+            Ok(refused(PROVIDER_UNUSABLE))
         }
     }
 }
