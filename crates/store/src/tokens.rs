@@ -138,6 +138,19 @@ impl Store {
         .await
     }
 
+    /// Revokes every console session of a user that still signs in, at
+    /// `now` ("sign out everywhere"); their other tokens stay. Returns how
+    /// many were revoked.
+    pub async fn revoke_sessions_of(&self, user_id: i64, now: i64) -> StoreResult<usize> {
+        self.write(move |tx| {
+            Ok(tx.execute(
+                "UPDATE tokens SET revoked_at = ?2 WHERE user_id = ?1 AND kind = 'session' AND revoked_at IS NULL",
+                params![user_id, now],
+            )?)
+        })
+        .await
+    }
+
     /// Revokes a token and every token made from it (its console
     /// sessions) at `now`; those revoked before keep their time. Returns how
     /// many were revoked now.

@@ -75,6 +75,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     // One's own sign-ins and tokens (an admin also sees and revokes
     // everyone's: `sessions.rs`).
     ("POST", "/sessions", VIEWER),
+    ("DELETE", "/sessions", VIEWER),
     ("DELETE", "/sessions/current", VIEWER),
     ("GET", "/tokens", VIEWER),
     ("POST", "/tokens", VIEWER),

@@ -26,7 +26,7 @@ use crate::{now_millis, AppState, Route};
 
 pub fn routes() -> Vec<Route> {
     vec![
-        ("/sessions", post(create_session)),
+        ("/sessions", post(create_session).delete(end_every_session)),
         ("/sessions/current", delete(end_session)),
         ("/tokens", get(list_tokens).post(create_token)),
         ("/tokens/{id}", delete(revoke_token)),
@@ -84,6 +84,14 @@ async fn end_session(State(state): State<AppState>, user: CurrentUser) -> AppRes
     }
     state.store.revoke_token(user.token_id, now_millis()).await?;
     Ok(Json(serde_json::json!({ "id": user.token_id })))
+}
+
+/// `DELETE /sessions`: signing out everywhere. Every console session of
+/// the caller ends, the request's own too when it is one; API tokens stay
+/// (each is revoked by its id).
+async fn end_every_session(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<serde_json::Value>> {
+    let revoked = state.store.revoke_sessions_of(user.id, now_millis()).await?;
+    Ok(Json(serde_json::json!({ "revoked": revoked })))
 }
 
 /// `GET /tokens`'s query: whose tokens (an admin's question).

@@ -400,3 +400,27 @@ async fn each_request_is_one_log_line_by_route_and_a_500_says_its_cause() {
     let said = lines.iter().filter(|line| line.contains("key must be a string")).count();
     assert_eq!(said, 1, "{}", lines.join("\n"));
 }
+
+/// Signing out everywhere ends every console session of the caller, the
+/// request's own included, and nobody else's; API tokens keep working.
+#[tokio::test]
+async fn signing_out_everywhere_ends_every_session_of_the_caller_and_nothing_else() {
+    use jobdeck_api::NewSession;
+    let app = TestApp::new().await;
+    let bob = app.token_for("bob").await;
+    let alice = app.token_for("alice").await;
+    let laptop: NewSession = typed(&app.call(Method::POST, "/api/v2/sessions", &bob, None).await);
+    let phone: NewSession = typed(&app.call(Method::POST, "/api/v2/sessions", &bob, None).await);
+    let hers: NewSession = typed(&app.call(Method::POST, "/api/v2/sessions", &alice, None).await);
+
+    let out = app.call(Method::DELETE, "/api/v2/sessions", &laptop.token, None).await;
+    assert_eq!(out.status, StatusCode::OK, "{}", out.text());
+    assert_eq!(out.json()["revoked"], 2);
+    for session in [&laptop.token, &phone.token] {
+        let res = app.call(Method::GET, "/api/v2/jobs", session, None).await;
+        assert_eq!(res.status, StatusCode::UNAUTHORIZED, "a session outlived signing out everywhere");
+    }
+    for still in [&bob, &hers.token, &alice] {
+        assert_eq!(app.call(Method::GET, "/api/v2/jobs", still, None).await.status, StatusCode::OK);
+    }
+}
