@@ -68,10 +68,18 @@ function pack(loaderPath, dir) {
     return `__fetchModule(${index});\n${observed ?? ""}${indent}return async (imports) => __instantiate(${index}, src, imports);`;
   });
   if (modules.length === 0) fail("the loader fetches no module");
+  // Every chunk's loader is one definition per module, the same but for
+  // its number: they become one function (`__chunk` below) that makes a
+  // chunk's loader the first time a split point needs it. (234 definitions,
+  // and each split point's list of the ones it needs, were about 1.6 KB of
+  // every page's download; the list is `__needs` already.)
   const chunkIndex = new Map();
-  for (const match of loader.matchAll(/const (__chunk_\d+) = makeLoad\(\(\) => \{\s*const src = __fetchModule\((\d+)\)/g)) {
-    chunkIndex.set(match[1], Number(match[2]));
-  }
+  const chunkPattern =
+    /const (__chunk_\d+) = makeLoad\(\(\) => \{\s*const src = __fetchModule\((\d+)\);\s*(src\.catch\(\(\) => \{\}\);\s*)?return async \(imports\) => __instantiate\(\2, src, imports\);\s*\}\s*, \[\]\);\n?/g;
+  loader = loader.replace(chunkPattern, (_, name, index) => {
+    chunkIndex.set(name, Number(index));
+    return "";
+  });
 
   // What each split point needs: its own module and its chunks' modules.
   // Split points are numbered in the loader's order.
@@ -91,9 +99,11 @@ function pack(loaderPath, dir) {
       set.push(chunkIndex.get(dep));
     }
     set.sort((a, b) => a - b);
-    return `${head}${deps}], ${needs.push(set) - 1}));`;
+    const split = needs.push(set) - 1;
+    return `${head.slice(0, -1)}__needs[${split}].filter((i) => i !== ${own}).map(__chunk), ${split}));`;
   });
   if (needs.length === 0) fail("the loader has no split point");
+  if (/__chunk_\d/.test(loader)) fail("a chunk's loader is still named: wasm-split-cli wrote a shape this script does not know");
 
   // Pack names follow from the split points, so the loader needs no table of
   // them: `pack{X}` holds all of split point X's modules, `pack{X}from{A}`
@@ -171,6 +181,15 @@ const __needs = ${JSON.stringify(needs)};
 // The pairs asked for at once that have packs of what comes after them.
 const __together = ${JSON.stringify(together)};
 const __build = "${build}";
+// A chunk's loader, made once, the first time a split point needs it.
+const __chunks = [];
+function __chunk(index) {
+    return __chunks[index] ??= makeLoad(() => {
+        const src = __fetchModule(index);
+        src.catch(() => {});
+        return async (imports) => __instantiate(index, src, imports);
+    }, []);
+}
 // Each module's download, once: a Response, or its bytes out of a pack. A
 // failed one is forgotten, so a later load tries again.
 const __requested = new Map();

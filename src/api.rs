@@ -13,6 +13,7 @@ use wasm_bindgen::JsCast;
 
 mod form_context;
 mod from_js;
+pub mod people;
 mod to_js;
 
 pub use form_context::{SecretChoice, Workspace};

@@ -18,7 +18,8 @@ use leptos::prelude::*;
 use crate::components::lazy_view::{lazy_switch, load, split_view, SplitLoaderError};
 use crate::components::top_bar::TopBar;
 use crate::pages::{
-    job::JobPage, jobs_list::JobsListPage, login::LoginPage, new_job::NewJobPage, not_found::NotFoundPage,
+    account::AccountPage, invite::InvitePage, job::JobPage, jobs_list::JobsListPage, login::LoginPage,
+    new_job::NewJobPage, not_found::NotFoundPage, people::PeoplePage,
 };
 use crate::routes::Route;
 use crate::session::Session;
@@ -70,6 +71,7 @@ async fn preload(route: &Route, tab: String) -> Result<(), SplitLoaderError> {
         Route::Jobs => download_jobs_list_page().await,
         Route::NewJob => download_new_job_page().await,
         Route::Job { .. } => both(download_job_page(), pages::job::preload_tab(tab)).await,
+        Route::Invite | Route::Account | Route::People => download_team_page().await,
         Route::NotFound => Ok(()),
     }
 }
@@ -123,6 +125,7 @@ async fn page(route: Route) -> Result<AnyView, SplitLoaderError> {
         Route::Jobs => load!(jobs_list_page()),
         Route::NewJob => load!(new_job_page()),
         Route::Job { id, .. } => load!(job_page(id)),
+        Route::Invite | Route::Account | Route::People => load!(team_page(route)),
         Route::NotFound => Ok(view! { <NotFoundPage/> }.into_any()),
     }
 }
@@ -131,6 +134,16 @@ split_view!(fn login_page(), preload download_login_page, { view! { <LoginPage/>
 split_view!(fn jobs_list_page(), preload download_jobs_list_page, { view! { <JobsListPage/> } });
 split_view!(fn new_job_page(), preload download_new_job_page, { view! { <NewJobPage/> } });
 split_view!(fn job_page(id: String), preload download_job_page, { view! { <JobPage id/> } });
+// The pages of people and their access share one module: they are small,
+// seldom opened, and each split point costs every page's first download a
+// little (its loader).
+split_view!(fn team_page(route: Route), preload download_team_page, {
+    match route {
+        Route::Invite => view! { <InvitePage/> }.into_any(),
+        Route::Account => view! { <AccountPage/> }.into_any(),
+        _ => view! { <PeoplePage/> }.into_any(),
+    }
+});
 
 #[cfg(test)]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);

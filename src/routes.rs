@@ -7,6 +7,12 @@ pub const LOGIN: &str = "/login";
 pub const JOBS: &str = "/jobs";
 /// The create-job form.
 pub const NEW_JOB: &str = "/jobs/new";
+/// The signed-in user's own page: personal tokens, sessions.
+pub const ACCOUNT: &str = "/account";
+/// The admins' page of users, roles and invitations.
+pub const PEOPLE: &str = "/people";
+/// The page an invitation link opens.
+pub const INVITE: &str = jobdeck_api::invitations::INVITATION_PAGE;
 
 /// The tabs of the job page, as (path segment, label); each is its own
 /// route (`/jobs/<id>/<tab>`), the overview being `/jobs/<id>` itself. The
@@ -32,6 +38,9 @@ pub enum Route {
         id: String,
         tab: String,
     },
+    Invite,
+    Account,
+    People,
     NotFound,
 }
 
@@ -42,6 +51,9 @@ impl Route {
             [] | ["jobs"] => Route::Jobs,
             ["login"] => Route::Login,
             ["jobs", "new"] => Route::NewJob,
+            ["invite"] => Route::Invite,
+            ["account"] => Route::Account,
+            ["people"] => Route::People,
             ["jobs", id] => Route::Job { id: decode_component(id), tab: "overview".into() },
             ["jobs", id, tab] if JOB_TABS.iter().any(|(t, _)| t == tab) => {
                 Route::Job { id: decode_component(id), tab: tab.to_string() }
@@ -304,6 +316,9 @@ mod tests {
             ("/jobs/", Route::Jobs),
             ("/login", Route::Login),
             ("/jobs/new", Route::NewJob),
+            (INVITE, Route::Invite),
+            (ACCOUNT, Route::Account),
+            (PEOPLE, Route::People),
             ("/jobs/train-ab12c", job("train-ab12c", "overview")),
             ("/jobs/train-ab12c/replicas", job("train-ab12c", "replicas")),
             ("/jobs/train-ab12c/logs", job("train-ab12c", "logs")),

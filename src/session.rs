@@ -69,6 +69,30 @@ fn set_root_role(role: Option<jobdeck_api::Role>) {
     };
 }
 
+/// Signs in with `token`: trades it for a console session (`POST
+/// /sessions`), which the browser keeps instead of the token, and records
+/// who the session is. On failure the browser is left signed out.
+pub async fn start_session_with(session: Session, token: &str) -> crate::api::ApiResult<crate::api::Me> {
+    session.sign_in(token);
+    let signed_in = match crate::api::start_session().await {
+        Ok(started) => {
+            session.sign_in(&started.token);
+            crate::api::me().await
+        }
+        Err(failure) => Err(failure),
+    };
+    match signed_in {
+        Ok(me) => {
+            session.confirm(&me);
+            Ok(me)
+        }
+        Err(failure) => {
+            session.sign_out();
+            Err(failure)
+        }
+    }
+}
+
 /// The session from context.
 pub fn use_session() -> Session {
     crate::provided::<Session>()

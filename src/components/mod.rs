@@ -6,6 +6,7 @@ pub mod dom;
 pub mod lazy_view;
 pub mod live;
 pub mod loaded;
+pub mod new_token;
 pub mod state_badge;
 pub mod time;
 pub mod top_bar;

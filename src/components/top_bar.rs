@@ -58,12 +58,13 @@ pub fn TopBar() -> impl IntoView {
                 <a href=routes::NEW_JOB class="needs-member" aria-current=move || current(routes::NEW_JOB)>
                     "New job"
                 </a>
+                <a href=routes::PEOPLE class="needs-admin">"People"</a>
             </nav>
             <div class="who">
                 <Show when=move || session.token.get().is_some()>
-                    <span class="user" title="Signed in as">
+                    <a class="user" href=routes::ACCOUNT title="Your account: tokens and sessions">
                         {move || session.user.get().unwrap_or_default()}
-                    </span>
+                    </a>
                     <button type="button" class="link" on:click=sign_out.clone()>"Sign out"</button>
                 </Show>
             </div>

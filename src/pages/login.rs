@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use crate::api::{self, ApiFailure};
 use crate::router::{use_navigate_replace, use_url};
 use crate::routes;
-use crate::session::use_session;
+use crate::session::{start_session_with, use_session};
 
 /// The token in a fragment such as `#token=jd_…`, if any.
 pub fn token_from_fragment(fragment: &str) -> Option<String> {
@@ -40,9 +40,13 @@ pub fn LoginPage() -> impl IntoView {
     let url = use_url();
     let navigate = use_navigate_replace();
     let pasted = RwSignal::new(String::new());
-    // Why the identity provider's sign-in did not work, when it sent the
-    // person back here with a sentence.
-    let error = RwSignal::new(url.get_untracked().param("problem"));
+    // Why the identity provider's sign-in did not work, when the server sent
+    // the person back here with a code. Only a known code is shown: anyone
+    // can make a link to this page, so its words must be Jobdeck's.
+    let problem = url.get_untracked().param("problem");
+    let error = RwSignal::new(
+        problem.as_deref().and_then(jobdeck_api::SignInProblem::from_code).map(|p| p.sentence().to_string()),
+    );
     let provider = RwSignal::new(None::<jobdeck_api::SingleSignOnMethod>);
     leptos::task::spawn_local(async move {
         if let Ok(methods) = api::sign_in_methods().await {
@@ -67,28 +71,18 @@ pub fn LoginPage() -> impl IntoView {
 
     let try_token = move |token: String| {
         let navigate = navigate.clone();
-        session.sign_in(&token);
         busy.set(true);
         error.set(None);
         leptos::task::spawn_local(async move {
             // The browser keeps a session made from the token, never the
             // token itself: a sign-in link's token expires within a day,
             // and signing out revokes only the session.
-            let signed_in = match api::start_session().await {
-                Ok(started) => {
-                    session.sign_in(&started.token);
-                    api::me().await
-                }
-                Err(failure) => Err(failure),
-            };
-            match signed_in {
-                Ok(info) => {
-                    session.confirm(&info);
+            match start_session_with(session, &token).await {
+                Ok(_) => {
                     let next = routes::safe_next(url.get_untracked().param("next").as_deref());
                     navigate(&next);
                 }
                 Err(failure) => {
-                    session.sign_out();
                     error.set(Some(match failure {
                         ApiFailure::Unauthorized => {
                             "This token is not valid, or has expired or been revoked. Ask for a new one, or create one with `jobdeck token create --user <name>`.".to_string()

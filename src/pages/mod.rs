@@ -1,7 +1,10 @@
 //! One module per page.
 
+pub mod account;
+pub mod invite;
 pub mod job;
 pub mod jobs_list;
 pub mod login;
 pub mod new_job;
 pub mod not_found;
+pub mod people;

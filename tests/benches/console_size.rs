@@ -4,7 +4,8 @@
 //! `bench/console-size.sh` (or `cargo bench -p jobdeck-e2e --bench
 //! console_size` after building the console and the server). For every
 //! route of the console (the sign-in, the list, the form, a page that does
-//! not exist, and each tab of the job page, read from `src/routes.rs`) a
+//! not exist, the account, people and invitation pages, and each tab of
+//! the job page, read from `src/routes.rs`) a
 //! fresh Chromium profile opens the page and waits until it shows; then the
 //! page's own resource timings give the bytes of every console file it
 //! loaded (`encodedBodySize`: the body as sent, brotli here), API answers
@@ -106,6 +107,9 @@ fn main() {
         ("deployments list".into(), "/jobs".into(), "tbody tr"),
         ("create-job form".into(), "/jobs/new".into(), ".job-form button[type=submit]"),
         ("not found".into(), "/no/such/page".into(), "section.page.narrow"),
+        ("account".into(), "/account".into(), "ul.sessions li"),
+        ("people".into(), "/people".into(), "table.people tbody tr"),
+        ("invitation".into(), "/invite".into(), "section.page .banner.error"),
     ];
     for tab in job_tabs() {
         routes.push((format!("job {tab}"), tab_path(&id, &tab), tab_ready(&tab)));

@@ -17,11 +17,13 @@ pub mod decode;
 pub mod defaults;
 pub mod end_reason;
 pub mod error;
+pub mod invitations;
 pub mod job;
 pub mod logs;
 pub mod metrics;
 pub mod resources;
 pub mod roles;
+pub mod sign_in;
 pub mod tokens;
 pub mod users;
 pub mod validate;
@@ -34,10 +36,15 @@ pub use defaults::{
 };
 pub use end_reason::EndReason;
 pub use error::{ApiError, FieldErrors};
+pub use invitations::{
+    CreatedInvitation, InvitationCreate, InvitationInfo, InvitationList, InvitationPreview, InvitationRedeem,
+    InvitationState, RedeemedInvitation,
+};
 pub use job::*;
 pub use logs::{LogLine, LogRange, LogSearch};
 pub use resources::*;
 pub use roles::{may_change_job, Role};
+pub use sign_in::SignInProblem;
 pub use tokens::{CreatedToken, NewSession, SignInMethods, SingleSignOnMethod, TokenCreate, TokenInfo, TokenKind};
 pub use users::{RoleChange, UserInfo, UserList};
 pub use validate::*;

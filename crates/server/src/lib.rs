@@ -128,6 +128,7 @@ pub fn api_routes() -> Vec<Route> {
         http::image_pull_secrets::routes(),
         http::sessions::routes(),
         http::users::routes(),
+        http::invitations::routes(),
         http::single_sign_on::routes(),
         http::openapi::routes(),
     ]

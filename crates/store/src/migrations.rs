@@ -215,6 +215,22 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE users ADD COLUMN subject TEXT;
     ALTER TABLE users ADD COLUMN email TEXT;
     CREATE UNIQUE INDEX users_by_identity ON users(issuer, subject) WHERE issuer IS NOT NULL;",
+    // 10: invitations an admin makes for a teammate: a role, a note, a code
+    // kept only as its hash, an expiry, and who used it when (once), or
+    // when it was withdrawn. The users it names may be removed later; the
+    // record stays.
+    "CREATE TABLE invitations (
+        id INTEGER PRIMARY KEY,
+        code_hash TEXT NOT NULL UNIQUE,
+        role TEXT NOT NULL,
+        note TEXT NOT NULL DEFAULT '',
+        created_by INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER,
+        used_by INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        withdrawn_at INTEGER
+    );",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

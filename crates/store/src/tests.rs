@@ -8,7 +8,7 @@ use jobdeck_api::{JobSpec, Role, TokenKind};
 /// A database as a release of schema `schema` left it (the first `schema`
 /// migrations, its version recorded), for upgrade tests to fill with that
 /// release's rows before the current store opens it.
-fn database_of_schema(path: &Path, schema: usize) -> Connection {
+pub(crate) fn database_of_schema(path: &Path, schema: usize) -> Connection {
     let conn = Connection::open(path).unwrap();
     for step in &MIGRATIONS[..schema] {
         conn.execute_batch(step).unwrap();

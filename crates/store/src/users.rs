@@ -1,7 +1,7 @@
 //! Users and their roles (their tokens are in `tokens.rs`).
 
 use jobdeck_api::Role;
-use rusqlite::{params, OptionalExtension, Row};
+use rusqlite::{params, OptionalExtension, Row, Transaction};
 
 use super::error::StoreResult;
 use super::{Store, UserRow};
@@ -13,7 +13,7 @@ pub(crate) fn role_column(row: &Row<'_>, index: usize) -> rusqlite::Result<Role>
     Ok(Role::parse(&name).unwrap_or(Role::Viewer))
 }
 
-fn user_row(row: &Row<'_>) -> rusqlite::Result<UserRow> {
+pub(crate) fn user_row(row: &Row<'_>) -> rusqlite::Result<UserRow> {
     Ok(UserRow { id: row.get(0)?, name: row.get(1)?, role: role_column(row, 2)? })
 }
 
@@ -37,6 +37,32 @@ pub enum RoleChanged {
     NoSuchUser,
     /// Refused: the user is the workspace's only admin.
     LastAdmin,
+}
+
+/// The user `identity` names, made with a unique name first if needed
+/// (see [`Store::create_identity_user`]).
+pub(crate) fn identity_user(tx: &Transaction<'_>, identity: &NewIdentityUser) -> rusqlite::Result<UserRow> {
+    let existing = tx
+        .query_row(
+            "SELECT id, name, role FROM users WHERE issuer = ?1 AND subject = ?2",
+            params![identity.issuer, identity.subject],
+            user_row,
+        )
+        .optional()?;
+    if let Some(user) = existing {
+        return Ok(user);
+    }
+    let mut name = identity.name.clone();
+    let mut n = 1;
+    while tx.query_row("SELECT 1 FROM users WHERE name = ?1", params![name], |_| Ok(())).optional()?.is_some() {
+        n += 1;
+        name = format!("{}-{n}", identity.name);
+    }
+    tx.execute(
+        "INSERT INTO users (name, created_at, role, issuer, subject, email) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![name, identity.now, identity.role.as_str(), identity.issuer, identity.subject, identity.email],
+    )?;
+    Ok(UserRow { id: tx.last_insert_rowid(), name, role: identity.role })
 }
 
 /// A user as an admin's listing shows it.
@@ -111,30 +137,7 @@ impl Store {
     /// provider's), `name-2`, `name-3`, …; or returns them if they exist
     /// already (two first sign-ins at once).
     pub async fn create_identity_user(&self, identity: NewIdentityUser) -> StoreResult<UserRow> {
-        self.write(move |tx| {
-            let existing = tx
-                .query_row(
-                    "SELECT id, name, role FROM users WHERE issuer = ?1 AND subject = ?2",
-                    params![identity.issuer, identity.subject],
-                    user_row,
-                )
-                .optional()?;
-            if let Some(user) = existing {
-                return Ok(user);
-            }
-            let mut name = identity.name.clone();
-            let mut n = 1;
-            while tx.query_row("SELECT 1 FROM users WHERE name = ?1", params![name], |_| Ok(())).optional()?.is_some() {
-                n += 1;
-                name = format!("{}-{n}", identity.name);
-            }
-            tx.execute(
-                "INSERT INTO users (name, created_at, role, issuer, subject, email) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![name, identity.now, identity.role.as_str(), identity.issuer, identity.subject, identity.email],
-            )?;
-            Ok(UserRow { id: tx.last_insert_rowid(), name, role: identity.role })
-        })
-        .await
+        self.write(move |tx| Ok(identity_user(tx, &identity)?)).await
     }
 
     /// The user named `name`, if there is one.

@@ -86,6 +86,11 @@ pub struct OidcConfig {
     /// The scopes asked for besides `openid`.
     #[serde(default = "default_scopes")]
     pub scopes: Vec<String>,
+    /// Whether someone the provider vouches for needs an invitation to sign
+    /// in the first time (they must also pass the allowed domains and
+    /// groups). Otherwise anyone those admit comes in with the default role.
+    #[serde(default)]
+    pub invitation_required: bool,
 }
 
 fn default_display_name() -> String {

@@ -22,7 +22,9 @@ use crate::AppState;
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
-    /// Anyone, signed in or not: only what describes the API itself.
+    /// Anyone, signed in or not: only what describes the API itself, how
+    /// to sign in, and accepting an invitation (whose code is the
+    /// credential).
     Anyone,
     /// A signed-in user whose role is at least this one.
     AtLeast(Role),
@@ -83,6 +85,12 @@ pub const RULES: &[(&str, &str, Access)] = &[
     // People.
     ("GET", "/users", ADMIN),
     ("PATCH", "/users/{name}", ADMIN),
+    ("GET", "/invitations", ADMIN),
+    ("POST", "/invitations", ADMIN),
+    ("DELETE", "/invitations/{id}", ADMIN),
+    // Accepting an invitation: its code is the credential.
+    ("POST", "/invitations/check", Anyone),
+    ("POST", "/invitations/redeem", Anyone),
 ];
 
 /// The rule for `method` on the route `path` (as the router writes it,

@@ -52,14 +52,19 @@ pub struct CurrentUser {
 
 /// A new random token.
 pub fn generate_token() -> String {
+    generate_secret(TOKEN_PREFIX)
+}
+
+/// `prefix` and 256 random bits in hex.
+pub fn generate_secret(prefix: &str) -> String {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).expect("the operating system has no random source");
-    let mut token = String::with_capacity(TOKEN_PREFIX.len() + 64);
-    token.push_str(TOKEN_PREFIX);
+    let mut secret = String::with_capacity(prefix.len() + 64);
+    secret.push_str(prefix);
     for b in bytes {
-        token.push_str(&format!("{b:02x}"));
+        secret.push_str(&format!("{b:02x}"));
     }
-    token
+    secret
 }
 
 /// The characters of a token Lepton's `GET /tokens` shows around `...`:

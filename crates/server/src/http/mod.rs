@@ -12,6 +12,7 @@ pub mod error;
 pub mod failure_analysis;
 pub mod gateway;
 pub mod image_pull_secrets;
+pub mod invitations;
 pub mod jobs;
 pub mod lepton_logs;
 pub mod listener;

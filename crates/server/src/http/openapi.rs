@@ -21,9 +21,10 @@ use axum::routing::get;
 use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch};
 use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
 use jobdeck_api::{
-    ApiError, CreatedToken, FailureAnalysis, ImagePullSecret, JobEvent, JobList, LeptonJob, NewSession, Node,
-    NodeGroup, Replica, RoleChange, Secret, Shape, SignInMethods, StoragePermission, TokenCreate, TokenInfo, UserList,
-    WorkspaceInfo,
+    ApiError, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret, InvitationCreate, InvitationInfo,
+    InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList, LeptonJob, NewSession, Node, NodeGroup,
+    RedeemedInvitation, Replica, RoleChange, Secret, Shape, SignInMethods, StoragePermission, TokenCreate, TokenInfo,
+    UserList, WorkspaceInfo,
 };
 use serde_json::{json, Value};
 use utoipa::OpenApi;
@@ -64,6 +65,13 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     UserList,
     RoleChange,
     SignInMethods,
+    InvitationCreate,
+    InvitationInfo,
+    InvitationList,
+    CreatedInvitation,
+    InvitationRedeem,
+    InvitationPreview,
+    RedeemedInvitation,
 )))]
 struct WireTypes;
 

@@ -24,9 +24,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
 use base64::Engine;
-use jobdeck_api::{Role, SignInMethods, SingleSignOnMethod, TokenKind};
+use jobdeck_api::{Role, SignInMethods, SignInProblem, SingleSignOnMethod, TokenKind};
 use jobdeck_core::config::OidcConfig;
-use jobdeck_store::{NewIdentityUser, RoleChanged, UserRow};
+use jobdeck_store::{Claimant, NewIdentityUser, Redemption, RoleChanged, UserRow};
 use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
 use openidconnect::{
     AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, OAuth2TokenResponse,
@@ -66,9 +66,9 @@ pub enum SignOnError {
     #[error("the identity provider cannot be used: {0}")]
     Provider(String),
     /// The person may not sign in here, or the answer does not prove who
-    /// they are; the sentence says which.
-    #[error("{0}")]
-    Refused(String),
+    /// they are: the sign-in page is told which, the log says the details.
+    #[error("{code}: {1}", code = .0.code())]
+    Refused(SignInProblem, String),
 }
 
 /// What a sign-in in progress remembers between start and callback.
@@ -76,6 +76,8 @@ struct Pending {
     nonce: Nonce,
     verifier: PkceCodeVerifier,
     next: String,
+    /// The hash of the invitation code the sign-in came with, if any.
+    invitation: Option<String>,
     started: Instant,
 }
 
@@ -91,6 +93,14 @@ pub struct SingleSignOn {
 }
 
 impl SingleSignOn {
+    /// The button the sign-in and invitation pages show.
+    pub fn method(&self) -> SingleSignOnMethod {
+        SingleSignOnMethod {
+            name: self.config.display_name.clone(),
+            start: format!("{}{}", jobdeck_api::API_BASE, jobdeck_api::tokens::SINGLE_SIGN_ON_START),
+        }
+    }
+
     /// The provider of `[auth.oidc]`, its client secret read now (a secret
     /// that cannot be read stops the start, saying where it looked).
     pub fn from_config(config: &OidcConfig, public_url: &str) -> Result<SingleSignOn, String> {
@@ -154,24 +164,16 @@ impl SingleSignOn {
 
 /// `GET /auth/methods`: whether the sign-in page offers the provider.
 async fn methods(State(state): State<AppState>) -> Json<SignInMethods> {
-    let single_sign_on = state.single_sign_on.as_ref().map(|sso| SingleSignOnMethod {
-        name: sso.config.display_name.clone(),
-        start: format!("{}{}", jobdeck_api::API_BASE, jobdeck_api::tokens::SINGLE_SIGN_ON_START),
-    });
-    Json(SignInMethods { single_sign_on })
+    Json(SignInMethods { single_sign_on: state.single_sign_on.as_ref().map(|sso| sso.method()) })
 }
 
 fn configured(state: &AppState) -> AppResult<&SingleSignOn> {
     state.single_sign_on.as_deref().ok_or_else(|| AppError::NotFound("single sign-on is not configured here".into()))
 }
 
-/// What a person is told when the provider cannot be used.
-const PROVIDER_UNUSABLE: &str = "The identity provider could not be reached or gave an answer Jobdeck cannot use. Try again, or ask an admin to look at the server's log.";
-
-/// A 303 to the console's sign-in page, which shows `problem`.
-fn back_to_sign_in(sso: &SingleSignOn, problem: &str) -> Response {
-    let problem: String = form_urlencoded::byte_serialize(problem.as_bytes()).collect();
-    see_other(&format!("{}/login?problem={problem}", sso.public_url))
+/// A 303 to the console's sign-in page, which says what `problem` means.
+fn back_to_sign_in(sso: &SingleSignOn, problem: SignInProblem) -> Response {
+    see_other(&format!("{}/login?problem={}", sso.public_url, problem.code()))
 }
 
 /// A 303 to `location`.
@@ -183,9 +185,14 @@ fn see_other(location: &str) -> Response {
 #[derive(Debug, Deserialize)]
 struct StartQuery {
     next: Option<String>,
+    /// An invitation's code: the identity that comes back accepts it.
+    invitation: Option<String>,
 }
 
-/// `GET /auth/oidc/start?next=PATH`: to the provider.
+/// `GET /auth/oidc/start?next=PATH[&invitation=CODE]`: to the provider. An
+/// invitation that lets nobody in is said before the provider is asked.
+/// (The request log writes routes without their queries, so the code is
+/// not kept there.)
 async fn start(State(state): State<AppState>, ApiQuery(query): ApiQuery<StartQuery>) -> AppResult<Response> {
     let sso = configured(&state)?;
     let next = match query.next {
@@ -193,11 +200,21 @@ async fn start(State(state): State<AppState>, ApiQuery(query): ApiQuery<StartQue
         Some(_) => return Err(AppError::BadRequest("next must be a path on this site, such as /jobs".into())),
         None => "/jobs".into(),
     };
+    let invitation = match query.invitation {
+        Some(code) => {
+            let hash = auth::hash_token(&code);
+            if state.store.open_invitation(&hash, now_millis()).await?.is_none() {
+                return Ok(back_to_sign_in(sso, SignInProblem::InvitationUnusable));
+            }
+            Some(hash)
+        }
+        None => None,
+    };
     let metadata = match sso.metadata().await {
         Ok(metadata) => metadata,
         Err(failed) => {
             tracing::warn!("single sign-on cannot start: {failed}");
-            return Ok(back_to_sign_in(sso, PROVIDER_UNUSABLE));
+            return Ok(back_to_sign_in(sso, SignInProblem::Unreachable));
         }
     };
     let client = CoreClient::from_provider_metadata(
@@ -213,7 +230,7 @@ async fn start(State(state): State<AppState>, ApiQuery(query): ApiQuery<StartQue
         request = request.add_scope(Scope::new(scope.clone()));
     }
     let (url, csrf, nonce) = request.set_pkce_challenge(challenge).url();
-    let pending = Pending { nonce, verifier, next, started: Instant::now() };
+    let pending = Pending { nonce, verifier, next, invitation, started: Instant::now() };
     if !sso.remember(csrf.secret(), pending) {
         return Err(AppError::TooManyRequests("too many sign-ins are in progress; try again in a minute".into()));
     }
@@ -235,21 +252,26 @@ struct CallbackQuery {
 /// with a sentence saying why not.
 async fn callback(State(state): State<AppState>, ApiQuery(query): ApiQuery<CallbackQuery>) -> AppResult<Response> {
     let sso = configured(&state)?;
-    let refused = |why: &str| back_to_sign_in(sso, why);
+    let refused = |why: SignInProblem| back_to_sign_in(sso, why);
     let Some(pending) = query.state.as_deref().and_then(|s| sso.take(s)) else {
         tracing::info!("single sign-on refused: an unknown, expired or already used state");
-        return Ok(refused("This sign-in expired or was already used. Start again."));
+        return Ok(refused(SignInProblem::Expired));
     };
     if let Some(error) = query.error {
         let said = query.error_description.unwrap_or_default();
         tracing::info!(error, said, "single sign-on: the provider refused");
-        return Ok(refused(&format!("The identity provider said: {error} {said}")));
+        return Ok(refused(SignInProblem::ProviderRefused));
     }
     if query.iss.as_deref().is_some_and(|iss| iss != sso.config.issuer) {
-        return Ok(refused("The answer came from another identity provider."));
+        tracing::info!(iss = query.iss, "single sign-on refused: an answer from another issuer");
+        return Ok(refused(SignInProblem::OtherIssuer));
     }
-    let Some(code) = query.code else { return Ok(refused("The identity provider sent no code.")) };
-    match sign_on(&state, sso, code, pending.nonce, pending.verifier).await {
+    let Some(code) = query.code else {
+        tracing::info!("single sign-on refused: the provider sent no code");
+        return Ok(refused(SignInProblem::InvalidAnswer));
+    };
+    let answer = ProviderAnswer { code, nonce: pending.nonce, verifier: pending.verifier };
+    match sign_on(&state, sso, answer, pending.invitation).await {
         Ok(user) => {
             let request = TokenRequest {
                 kind: TokenKind::SingleSignOn,
@@ -262,26 +284,82 @@ async fn callback(State(state): State<AppState>, ApiQuery(query): ApiQuery<Callb
             let next: String = form_urlencoded::byte_serialize(pending.next.as_bytes()).collect();
             Ok(see_other(&format!("{}/login?next={next}#token={}", sso.public_url, issued.secret)))
         }
-        Err(SignOnError::Refused(why)) => {
-            tracing::info!(why, "single sign-on refused");
-            Ok(refused(&why))
+        Err(SignOnError::Refused(problem, why)) => {
+            tracing::info!(problem = problem.code(), why, "single sign-on refused");
+            Ok(refused(problem))
         }
         Err(provider @ SignOnError::Provider(_)) => {
             tracing::warn!("single sign-on failed: {provider}");
-            Ok(refused(PROVIDER_UNUSABLE))
+            Ok(refused(SignInProblem::Unreachable))
         }
     }
 }
 
-/// Trades the code for tokens, verifies the ID token, applies the allowed
-/// domains and groups, and finds or makes the user.
-async fn sign_on(
-    state: &AppState,
-    sso: &SingleSignOn,
+/// What the provider sent back, with what the start kept to check it.
+struct ProviderAnswer {
     code: String,
     nonce: Nonce,
     verifier: PkceCodeVerifier,
+}
+
+/// Finds who the answer proves signed in, applies the allowed domains and
+/// groups, and finds or makes the user, with the invitation when there is
+/// one.
+async fn sign_on(
+    state: &AppState,
+    sso: &SingleSignOn,
+    answer: ProviderAnswer,
+    invitation: Option<String>,
 ) -> Result<UserRow, SignOnError> {
+    let identity = verified_identity(sso, answer).await?;
+    admit(&sso.config, &identity)?;
+    let issuer = sso.config.issuer.clone();
+    let mapped = mapped_role(&sso.config, &identity.groups);
+    let new = NewIdentityUser {
+        name: identity.name.clone(),
+        issuer: issuer.clone(),
+        subject: identity.subject.clone(),
+        email: identity.email.clone(),
+        role: mapped.unwrap_or(sso.config.default_role),
+        now: now_millis(),
+    };
+    let user = match invitation {
+        // The invitation binds to this identity, once, in one transaction
+        // with making the user.
+        Some(hash) => match state.store.redeem_invitation(&hash, Claimant::Identity(new), now_millis()).await {
+            Ok(Redemption::Admitted(user)) => {
+                tracing::info!(user = user.name, role = user.role.as_str(), "joined with an invitation");
+                user
+            }
+            Ok(_) => return Err(SignOnError::Refused(SignInProblem::InvitationUnusable, "used meanwhile".into())),
+            Err(e) => return Err(store_failed(e)),
+        },
+        None => match state.store.user_by_identity(&issuer, &identity.subject).await.map_err(store_failed)? {
+            Some(user) => user,
+            None if sso.config.invitation_required => {
+                return Err(SignOnError::Refused(SignInProblem::NotInvited, format!("{} has no invitation", new.name)))
+            }
+            None => state.store.create_identity_user(new).await.map_err(store_failed)?,
+        },
+    };
+    // With groups mapped to roles, the provider says who is what, at every
+    // sign-in (an invitation's role too); the workspace's only admin stays
+    // one until another exists.
+    match mapped {
+        Some(role) if role != user.role => match state.store.set_user_role(&user.name, role).await {
+            Ok(RoleChanged::Changed(changed)) => Ok(changed),
+            Ok(_) => Ok(user),
+            Err(e) => Err(store_failed(e)),
+        },
+        _ => Ok(user),
+    }
+}
+
+/// Trades the code for tokens and verifies the ID token (and the access
+/// token's hash, and userinfo when the claims needed are not in the ID
+/// token): who the provider says signed in.
+async fn verified_identity(sso: &SingleSignOn, answer: ProviderAnswer) -> Result<Identity, SignOnError> {
+    let ProviderAnswer { code, nonce, verifier } = answer;
     let metadata = sso.metadata().await?;
     let userinfo_url = metadata.userinfo_endpoint().map(|u| u.url().clone());
     let client = CoreClient::from_provider_metadata(
@@ -296,19 +374,20 @@ async fn sign_on(
         .set_pkce_verifier(verifier)
         .request_async(&sso.http)
         .await
-        .map_err(|e| SignOnError::Refused(format!("The identity provider refused the sign-in: {}", chain(&e))))?;
+        .map_err(|e| {
+            SignOnError::Refused(SignInProblem::ProviderRefused, format!("the code was not traded: {}", chain(&e)))
+        })?;
     let id_token = response.id_token().ok_or_else(|| SignOnError::Provider("no ID token in its answer".into()))?;
     let verifier = client.id_token_verifier();
-    let claims = id_token
-        .claims(&verifier, &nonce)
-        .map_err(|e| SignOnError::Refused(format!("The identity provider's ID token is not valid: {}", chain(&e))))?;
+    let claims =
+        id_token.claims(&verifier, &nonce).map_err(|e| invalid(format!("the ID token is not valid: {}", chain(&e))))?;
     if let Some(expected) = claims.access_token_hash() {
-        let refused = |e: &dyn std::error::Error| SignOnError::Refused(format!("The access token is not valid: {e}"));
+        let refused = |e: &dyn std::error::Error| invalid(format!("the access token is not valid: {e}"));
         let algorithm = id_token.signing_alg().map_err(|e| refused(&e))?;
         let key = id_token.signing_key(&verifier).map_err(|e| refused(&e))?;
         let actual = AccessTokenHash::from_token(response.access_token(), algorithm, key).map_err(|e| refused(&e))?;
         if actual != *expected {
-            return Err(SignOnError::Refused("The access token does not belong to the ID token.".into()));
+            return Err(invalid("the access token does not belong to the ID token".into()));
         }
     }
     let subject = claims.subject().as_str().to_string();
@@ -321,41 +400,19 @@ async fn sign_on(
             let more = userinfo(sso, url, response.access_token().secret()).await?;
             // The userinfo answer must be about the same person (OIDC Core 5.3.2).
             if more.get("sub").and_then(Value::as_str) != Some(subject.as_str()) {
-                return Err(SignOnError::Refused("The userinfo answer is about someone else.".into()));
+                return Err(invalid("the userinfo answer is about someone else".into()));
             }
             for (claim, value) in more.as_object().into_iter().flatten() {
                 facts.entry(claim.clone()).or_insert(value.clone());
             }
         }
     }
-    let identity = Identity::read(&sso.config, &facts, subject)?;
-    admit(&sso.config, &identity)?;
-    let issuer = sso.config.issuer.clone();
-    let mapped = mapped_role(&sso.config, &identity.groups);
-    let user = match state.store.user_by_identity(&issuer, &identity.subject).await.map_err(store_failed)? {
-        Some(user) => user,
-        None => {
-            let new = NewIdentityUser {
-                name: identity.name.clone(),
-                issuer,
-                subject: identity.subject.clone(),
-                email: identity.email.clone(),
-                role: mapped.unwrap_or(sso.config.default_role),
-                now: now_millis(),
-            };
-            state.store.create_identity_user(new).await.map_err(store_failed)?
-        }
-    };
-    // With groups mapped to roles, the provider says who is what, at every
-    // sign-in; the workspace's only admin stays one until another exists.
-    match mapped {
-        Some(role) if role != user.role => match state.store.set_user_role(&user.name, role).await {
-            Ok(RoleChanged::Changed(changed)) => Ok(changed),
-            Ok(_) => Ok(user),
-            Err(e) => Err(store_failed(e)),
-        },
-        _ => Ok(user),
-    }
+    Identity::read(&sso.config, &facts, subject)
+}
+
+/// An answer that failed a check; `why` goes to the log.
+fn invalid(why: String) -> SignOnError {
+    SignOnError::Refused(SignInProblem::InvalidAnswer, why)
 }
 
 fn store_failed(e: jobdeck_store::StoreError) -> SignOnError {
@@ -365,11 +422,11 @@ fn store_failed(e: jobdeck_store::StoreError) -> SignOnError {
 /// The claims part of a compact JWT, as JSON. Only called on a token whose
 /// signature and claims were verified.
 fn token_payload(jwt: &str) -> Result<serde_json::Map<String, Value>, SignOnError> {
-    let part = jwt.split('.').nth(1).ok_or_else(|| SignOnError::Refused("The ID token is not a JWT.".into()))?;
+    let part = jwt.split('.').nth(1).ok_or_else(|| invalid("the ID token is not a JWT".into()))?;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(part.trim_end_matches('='))
-        .map_err(|_| SignOnError::Refused("The ID token's claims are not base64url.".into()))?;
-    serde_json::from_slice(&bytes).map_err(|_| SignOnError::Refused("The ID token's claims are not JSON.".into()))
+        .map_err(|_| invalid("the ID token's claims are not base64url".into()))?;
+    serde_json::from_slice(&bytes).map_err(|_| invalid("the ID token's claims are not JSON".into()))
 }
 
 /// The provider's userinfo answer for an access token.
@@ -402,10 +459,10 @@ impl Identity {
     fn read(config: &OidcConfig, facts: &serde_json::Map<String, Value>, subject: String) -> Result<Self, SignOnError> {
         let text = |claim: &str| facts.get(claim).and_then(Value::as_str).map(str::to_string);
         let suggested = text(&config.username_claim).ok_or_else(|| {
-            SignOnError::Refused(format!(
-                "The identity provider did not say the claim {} that names you here; ask an admin to check auth.oidc.username_claim.",
-                config.username_claim
-            ))
+            SignOnError::Refused(
+                SignInProblem::NoUsername,
+                format!("no claim {} (auth.oidc.username_claim)", config.username_claim),
+            )
         })?;
         let groups = match facts.get(&config.groups_claim) {
             Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_string).collect(),
@@ -445,17 +502,17 @@ fn admit(config: &OidcConfig, identity: &Identity) -> Result<(), SignOnError> {
         let allowed =
             domain.as_deref().is_some_and(|d| config.allowed_domains.iter().any(|a| a.eq_ignore_ascii_case(d)));
         if !allowed || !identity.email_verified {
-            return Err(SignOnError::Refused(format!(
-                "Only verified e-mail addresses of {} may sign in here.",
-                config.allowed_domains.join(", ")
-            )));
+            return Err(SignOnError::Refused(
+                SignInProblem::NotAdmitted,
+                format!("only verified e-mail addresses of {} may sign in", config.allowed_domains.join(", ")),
+            ));
         }
     }
     if !config.allowed_groups.is_empty() && !identity.groups.iter().any(|g| config.allowed_groups.contains(g)) {
-        return Err(SignOnError::Refused(format!(
-            "Only members of {} may sign in here.",
-            config.allowed_groups.join(", ")
-        )));
+        return Err(SignOnError::Refused(
+            SignInProblem::NotAdmitted,
+            format!("only members of {} may sign in", config.allowed_groups.join(", ")),
+        ));
     }
     Ok(())
 }

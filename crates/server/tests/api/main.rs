@@ -10,6 +10,7 @@ mod api_basics;
 mod authorization;
 mod console_serving;
 mod failure_analysis;
+mod invitations;
 mod job_list;
 mod kube_executor;
 mod kube_manifests;

@@ -1,0 +1,90 @@
+//! The API of people and their access, as the team pages call it: users
+//! and roles, invitations, personal tokens and sessions. Only those pages
+//! use these calls, so their code is in those pages' download alone.
+
+use gloo_net::http::{Request, RequestBuilder};
+use jobdeck_api::{
+    CreatedInvitation, CreatedToken, Decode, InvitationCreate, InvitationInfo, InvitationList, InvitationPreview,
+    InvitationRedeem, RedeemedInvitation, Role, RoleChange, TokenCreate, TokenInfo, UserInfo, UserList,
+};
+use serde::Serialize;
+
+use super::{authorized, check, decode, fetch, get, to_json, url, ApiFailure, ApiResult};
+use crate::routes::encode_component;
+
+/// Sends `body` as JSON with `builder` and reads the answer as `T`.
+async fn send<T: Decode>(builder: RequestBuilder, body: &impl Serialize) -> ApiResult<T> {
+    let text = to_json(body).map_err(|e| ApiFailure::Network(e.to_string()))?;
+    let request = builder.header("Content-Type", "application/json").body(text);
+    let request = request.map_err(|e| ApiFailure::Network(e.to_string()))?;
+    decode(request.send().await.map_err(|e| ApiFailure::Network(e.to_string()))?).await
+}
+
+/// The workspace's id, for the `lep` lines next to a new token.
+#[derive(Debug, Clone, PartialEq, Decode)]
+pub struct WorkspaceId {
+    pub id: String,
+}
+
+/// `GET /workspace`, read for its id.
+pub async fn workspace_id() -> ApiResult<WorkspaceId> {
+    get("/workspace").await
+}
+
+/// `GET /users` (admins).
+pub async fn users() -> ApiResult<UserList> {
+    get("/users").await
+}
+
+/// `PATCH /users/{name}`: another role (admins).
+pub async fn set_role(name: &str, role: Role) -> ApiResult<UserInfo> {
+    let path = url(&format!("/users/{}", encode_component(name)));
+    send(authorized(Request::patch(&path))?, &RoleChange { role }).await
+}
+
+/// `GET /invitations` (admins).
+pub async fn invitations() -> ApiResult<InvitationList> {
+    get("/invitations").await
+}
+
+/// `POST /invitations` (admins): the code and link are in this answer only.
+pub async fn invite(body: &InvitationCreate) -> ApiResult<CreatedInvitation> {
+    send(authorized(Request::post(&url("/invitations")))?, body).await
+}
+
+/// `DELETE /invitations/{id}` (admins).
+pub async fn withdraw_invitation(id: i64) -> ApiResult<InvitationInfo> {
+    decode(fetch(Request::delete(&url(&format!("/invitations/{id}")))).await?).await
+}
+
+/// `POST /invitations/check` (no token): what the invitation offers.
+pub async fn check_invitation(code: &str) -> ApiResult<InvitationPreview> {
+    let body = InvitationRedeem { code: code.into(), name: String::new() };
+    send(Request::post(&url("/invitations/check")), &body).await
+}
+
+/// `POST /invitations/redeem` (no token): a local account and its token.
+pub async fn redeem_invitation(code: &str, name: &str) -> ApiResult<RedeemedInvitation> {
+    let body = InvitationRedeem { code: code.into(), name: name.into() };
+    send(Request::post(&url("/invitations/redeem")), &body).await
+}
+
+/// `GET /tokens`: the caller's tokens and sessions that still sign in.
+pub async fn my_tokens() -> ApiResult<Vec<TokenInfo>> {
+    get("/tokens").await
+}
+
+/// `POST /tokens`: a personal token, shown this once.
+pub async fn create_token(body: &TokenCreate) -> ApiResult<CreatedToken> {
+    send(authorized(Request::post(&url("/tokens")))?, body).await
+}
+
+/// `DELETE /tokens/{id}`: the token and every session made from it.
+pub async fn revoke_token(id: i64) -> ApiResult<()> {
+    check(fetch(Request::delete(&url(&format!("/tokens/{id}")))).await?).await.map(|_| ())
+}
+
+/// `DELETE /sessions`: every console session of the caller ends.
+pub async fn end_every_session() -> ApiResult<()> {
+    check(fetch(Request::delete(&url("/sessions"))).await?).await.map(|_| ())
+}

@@ -1,0 +1,107 @@
+//! People and their access in the console, end to end in Chromium against
+//! the real server: an admin invites a teammate from the people page and
+//! the link signs them in once; a user makes and revokes personal tokens
+//! on their account page (a revoked one stops working at once) and signs
+//! out everywhere.
+
+use jobdeck_e2e::{Browser, Server};
+use serde_json::{json, Value};
+
+/// The value of the input `css` (what the console set as a property).
+fn input_value(browser: &Browser, css: &str) -> String {
+    browser.find(css);
+    let value = browser.execute("return document.querySelector(arguments[0]).value;", vec![json!(css)]);
+    value.as_str().unwrap_or_default().to_string()
+}
+
+/// Who the server says `token` is, and with what role.
+fn who(server: &Server, token: &str) -> (u16, Value) {
+    let (status, me) = server.call("GET", "/workspace", token, None);
+    (status, json!([me["current_user"], me["current_user_role"]]))
+}
+
+#[test]
+fn an_admin_invites_a_teammate_in_the_console_and_the_link_signs_them_in_once() {
+    let server = Server::start();
+    let admin = Browser::start();
+    admin.sign_in(&server, &server.admin_token);
+    // The People link is offered to admins only.
+    admin.click(&admin.find("nav a[href='/people']"));
+    admin.wait_for_text("Invite a teammate");
+    admin.find("table.people th[scope=row]");
+    admin.click(&admin.find("form.invite select option[value=viewer]"));
+    admin.type_text(&admin.find("form.invite input"), "vera@example.com");
+    admin.click(&admin.find("form.invite button[type=submit]"));
+    let link = input_value(&admin, ".new-invitation input");
+    assert!(link.starts_with(&format!("{}/invite#code=jdi_", server.base_url)), "{link}");
+    admin.wait_for_text("vera@example.com");
+    admin.screenshot(&jobdeck_e2e::screenshot_path("people-invitation-made"));
+
+    let vera = Browser::start();
+    vera.goto(&link);
+    vera.wait_for_text("admin invited you to this workspace as a viewer");
+    vera.type_text(&vera.find("input#name"), "../vera");
+    vera.click(&vera.find("button[type=submit]"));
+    vera.wait_for_text("only letters, digits");
+    vera.clear(&vera.find("input#name"));
+    vera.type_text(&vera.find("input#name"), "vera");
+    vera.click(&vera.find("button[type=submit]"));
+    vera.wait_for_text("Welcome, vera. You are signed in as a viewer.");
+    let token = input_value(&vera, ".new-token input");
+    assert!(vera.text(&vera.find(".new-token pre")).contains(&format!("-t {token} --workspace-url")));
+    vera.screenshot(&jobdeck_e2e::screenshot_path("invitation-joined"));
+    assert_eq!(who(&server, &token), (200, json!(["vera", "viewer"])));
+    vera.click(&vera.find("a.button.primary[href='/jobs']"));
+    vera.wait_for_text("Deployments");
+    let hidden = vera.execute(
+        "return getComputedStyle(document.querySelector(\"a[href='/people']\")).display === 'none' \
+         && getComputedStyle(document.querySelector(\"a[href='/jobs/new']\")).display === 'none';",
+        vec![],
+    );
+    assert_eq!(hidden, json!(true), "a viewer is offered neither People nor New job");
+
+    let again = Browser::start();
+    again.goto(&link);
+    again.wait_for_text("already used, has expired or was withdrawn");
+    admin.goto(&format!("{}/people", server.base_url));
+    admin.wait_for_text("used by vera");
+}
+
+#[test]
+fn personal_tokens_are_made_and_revoked_on_the_account_page_and_sign_out_everywhere_ends_every_session() {
+    let server = Server::start();
+    let mona =
+        String::from_utf8(server.token_command(&["create", "--user", "mona"]).stdout).unwrap().trim().to_string();
+    let browser = Browser::start();
+    browser.sign_in(&server, &mona);
+    browser.click(&browser.find("a.user[href='/account']"));
+    browser.wait_for_text("Signed in as mona, a member of this workspace.");
+    browser.wait_for_text("This browser's session ends at");
+    browser.type_text(&browser.find("form.make-token input"), "laptop");
+    browser.click(&browser.find("form.make-token button[type=submit]"));
+    let laptop = input_value(&browser, ".new-token input");
+    assert_eq!(who(&server, &laptop), (200, json!(["mona", "member"])));
+    browser.wait_for_text("laptop");
+    browser.screenshot(&jobdeck_e2e::screenshot_path("account-token-made"));
+
+    let row = browser.wait_until("the laptop token's row", || {
+        browser.find_all("table.tokens tbody tr").into_iter().find(|r| browser.text(r).contains("laptop"))
+    });
+    let _ = row;
+    browser.execute(
+        "[...document.querySelectorAll('table.tokens tbody tr')].find(r => r.textContent.includes('laptop')).querySelector('button').click();",
+        vec![],
+    );
+    browser
+        .wait_until("the revoked token gone from the list", || (!browser.page_text().contains("laptop")).then_some(()));
+    assert_eq!(who(&server, &laptop).0, 401, "a revoked token stops working at once");
+
+    // Another browser of mona's, then sign out everywhere from this one.
+    let (_, other) = server.call("POST", "/sessions", &mona, Some(&json!({})));
+    let other = other["token"].as_str().unwrap().to_string();
+    assert_eq!(who(&server, &other).0, 200);
+    browser.click(&browser.find("button.sign-out-everywhere"));
+    browser.wait_until("the sign-in page", || browser.current_url().contains("/login").then_some(()));
+    assert_eq!(who(&server, &other).0, 401, "every console session ended");
+    assert_eq!(who(&server, &mona).0, 200, "API tokens stay");
+}
