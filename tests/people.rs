@@ -1,8 +1,8 @@
 //! People and their access in the console, end to end in Chromium against
 //! the real server: an admin invites a teammate from the people page and
-//! the link signs them in once; a user makes and revokes personal tokens
-//! on their account page (a revoked one stops working at once) and signs
-//! out everywhere.
+//! the link signs them in once, and removes them again; a user makes and
+//! revokes personal tokens on their account page (a revoked one stops
+//! working at once) and signs out everywhere.
 
 use jobdeck_e2e::{Browser, Server};
 use serde_json::{json, Value};
@@ -65,6 +65,17 @@ fn an_admin_invites_a_teammate_in_the_console_and_the_link_signs_them_in_once() 
     again.wait_for_text("already used, has expired or was withdrawn");
     admin.goto(&format!("{}/people", server.base_url));
     admin.wait_for_text("used by vera");
+
+    // Offboarding: the admin removes vera, after reading what it touches.
+    admin.click(&admin.find("button.remove-user"));
+    admin.wait_for_text("Remove vera?");
+    admin.wait_for_text("Revokes every token and console session of theirs at once.");
+    admin.screenshot(&jobdeck_e2e::screenshot_path("people-remove-user"));
+    admin.click(&admin.find("button.confirm-removal"));
+    admin.wait_until("vera's row gone", || {
+        (!admin.find_all("table.people th[scope=row]").iter().any(|c| admin.text(c) == "vera")).then_some(())
+    });
+    assert_eq!(who(&server, &token).0, 401, "her token stops at once");
 }
 
 #[test]

@@ -230,7 +230,8 @@ fn id_tokens_changed_after_the_provider_made_them_are_refused() {
 /// without one is turned away; with one, they come in once with its role
 /// (no groups map roles here), and the invitation lets nobody in again;
 /// someone outside the allowed groups is refused even with one, which
-/// stays open for the person it was meant for.
+/// stays open for the person it was meant for. A removed user is turned
+/// away until another invitation.
 #[test]
 fn with_invitations_required_only_the_invited_come_in_once_with_the_invitations_role() {
     let world = world_of(false, json!({}), "allowed_groups = [\"ml\"]\ninvitation_required = true\n");
@@ -261,4 +262,13 @@ fn with_invitations_required_only_the_invited_come_in_once_with_the_invitations_
     let (_, users) = world.server.call("GET", "/users", &admin, None);
     let names: Vec<&str> = users["users"].as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["admin", "bob"], "{users}");
+
+    // Removed, bob is turned away by the provider's sign-in too; an
+    // invitation lets him back, as the same user.
+    assert_eq!(world.server.call("DELETE", "/users/bob", &admin, None).0, 200);
+    assert_eq!(problem(&world.sign_in(&Person::new(), "bob", "/jobs")), SignInProblem::Removed);
+    let back = invite("member");
+    handed_over(&world.sign_in_from(&Person::new(), "bob", &start(&back)));
+    let (_, users) = world.server.call("GET", "/users", &admin, None);
+    assert_eq!(users["users"][1]["name"], "bob", "{users}");
 }

@@ -5,7 +5,8 @@
 use gloo_net::http::{Request, RequestBuilder};
 use jobdeck_api::{
     CreatedInvitation, CreatedToken, Decode, InvitationCreate, InvitationInfo, InvitationList, InvitationPreview,
-    InvitationRedeem, RedeemedInvitation, Role, RoleChange, TokenCreate, TokenInfo, UserInfo, UserList,
+    InvitationRedeem, RedeemedInvitation, RemovedUser, Role, RoleChange, TokenCreate, TokenInfo, UserInfo, UserList,
+    UserRemoval,
 };
 use serde::Serialize;
 
@@ -40,6 +41,16 @@ pub async fn users() -> ApiResult<UserList> {
 pub async fn set_role(name: &str, role: Role) -> ApiResult<UserInfo> {
     let path = url(&format!("/users/{}", encode_component(name)));
     send(authorized(Request::patch(&path))?, &RoleChange { role }).await
+}
+
+/// `GET /users/{name}/removal` (admins): what removing the user touches.
+pub async fn removal(name: &str) -> ApiResult<UserRemoval> {
+    get(&format!("/users/{}/removal", encode_component(name))).await
+}
+
+/// `DELETE /users/{name}` (admins).
+pub async fn remove_user(name: &str) -> ApiResult<RemovedUser> {
+    decode(fetch(Request::delete(&url(&format!("/users/{}", encode_component(name))))).await?).await
 }
 
 /// `GET /invitations` (admins).

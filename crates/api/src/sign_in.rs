@@ -29,10 +29,12 @@ pub enum SignInProblem {
     /// The workspace lets new people in only with an invitation
     /// (`auth.oidc.invitation_required`).
     NotInvited,
+    /// An admin removed the user; an invitation lets them back.
+    Removed,
 }
 
 impl SignInProblem {
-    pub const ALL: [SignInProblem; 9] = [
+    pub const ALL: [SignInProblem; 10] = [
         SignInProblem::Expired,
         SignInProblem::ProviderRefused,
         SignInProblem::OtherIssuer,
@@ -42,6 +44,7 @@ impl SignInProblem {
         SignInProblem::Unreachable,
         SignInProblem::InvitationUnusable,
         SignInProblem::NotInvited,
+        SignInProblem::Removed,
     ];
 
     /// The code in the sign-in page's address.
@@ -56,6 +59,7 @@ impl SignInProblem {
             SignInProblem::Unreachable => "unreachable",
             SignInProblem::InvitationUnusable => "invitation-unusable",
             SignInProblem::NotInvited => "not-invited",
+            SignInProblem::Removed => "removed",
         }
     }
 
@@ -87,6 +91,7 @@ impl SignInProblem {
                 "This invitation was already used, has expired or was withdrawn. Ask an admin for a new one."
             }
             SignInProblem::NotInvited => "New people sign in here with an invitation. Ask an admin for one.",
+            SignInProblem::Removed => "Your account here was removed. Ask an admin for an invitation to come back.",
         }
     }
 }

@@ -36,3 +36,51 @@ pub struct UserList {
 pub struct RoleChange {
     pub role: Role,
 }
+
+/// A job as a removal names it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct JobBrief {
+    pub id: String,
+    pub name: String,
+    pub created_by: String,
+    pub state: crate::JobState,
+}
+
+/// Another user's job that reads one of the removed user's public secrets.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SecretUse {
+    pub secret: String,
+    pub job: JobBrief,
+}
+
+/// `GET /users/{name}/removal`: what removing the user touches, said
+/// before it is done.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UserRemoval {
+    pub name: String,
+    /// Their jobs that hold or wait for resources: stopped by the removal.
+    pub active_jobs: Vec<JobBrief>,
+    /// Their secrets and pull secrets: deleted by the removal.
+    pub secrets: Vec<String>,
+    pub image_pull_secrets: Vec<String>,
+    /// Other users' jobs that read one of those secrets: they will not
+    /// start again without it.
+    pub secret_uses: Vec<SecretUse>,
+}
+
+/// `DELETE /users/{name}`'s answer: what the removal did.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RemovedUser {
+    pub name: String,
+    /// The ids of the jobs that were asked to stop.
+    pub stopped_jobs: Vec<String>,
+    pub revoked_tokens: i64,
+    pub deleted_secrets: i64,
+    pub deleted_image_pull_secrets: i64,
+    /// Other users' jobs that read a deleted secret, as the preview said.
+    pub secret_uses: Vec<SecretUse>,
+}

@@ -89,6 +89,11 @@ fn admit(tx: &Transaction<'_>, claimant: Claimant, role: Role, now: i64) -> rusq
         }
         Claimant::Identity(identity) => {
             let user = identity_user(tx, &NewIdentityUser { role, ..identity })?;
+            // An admin's invitation lets a removed user back in.
+            tx.execute(
+                "UPDATE users SET removed_at = NULL WHERE id = ?1 AND removed_at IS NOT NULL",
+                params![user.id],
+            )?;
             if user.role >= role {
                 return Ok(Some(user));
             }

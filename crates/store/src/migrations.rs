@@ -231,6 +231,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         used_by INTEGER REFERENCES users(id) ON DELETE SET NULL,
         withdrawn_at INTEGER
     );",
+    // 11: users an admin removed. The row stays, so the name stays theirs
+    // (jobs and events name their creator) and nobody new takes it; a
+    // removed user signs in no more until an admin lets them back.
+    "ALTER TABLE users ADD COLUMN removed_at INTEGER;",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

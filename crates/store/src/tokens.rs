@@ -82,12 +82,13 @@ impl Store {
         .await
     }
 
-    /// The token with this hash and its user, revoked or expired ones too.
+    /// The token with this hash and its user, revoked or expired ones too;
+    /// none for a user an admin removed.
     pub async fn token_by_hash(&self, hash: String) -> StoreResult<Option<TokenOwner>> {
         self.read(move |conn| {
             conn.query_row(
                 "SELECT t.id, t.kind, t.expires_at, t.revoked_at, t.origin_id, u.id, u.name, u.role
-                 FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?1",
+                 FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?1 AND u.removed_at IS NULL",
                 params![hash],
                 |r| {
                     let kind: String = r.get(1)?;

@@ -79,8 +79,9 @@ pub struct UserSummary {
 
 impl Store {
     /// Returns the user named `name`, creating it with `role` first if
-    /// needed (an existing user keeps its role); the flag says whether it
-    /// was created.
+    /// needed (an existing user keeps its role; a removed one is back: only
+    /// `jobdeck token create`, run on the server, names a user this way);
+    /// the flag says whether it was created.
     pub async fn ensure_user(&self, name: &str, role: Role, now: i64) -> StoreResult<(UserRow, bool)> {
         let name = name.to_string();
         self.write(move |tx| {
@@ -88,6 +89,7 @@ impl Store {
                 "INSERT INTO users (name, created_at, role) VALUES (?1, ?2, ?3) ON CONFLICT(name) DO NOTHING",
                 params![name, now, role.as_str()],
             )? == 1;
+            tx.execute("UPDATE users SET removed_at = NULL WHERE name = ?1 AND removed_at IS NOT NULL", params![name])?;
             let user = tx.query_row("SELECT id, name, role FROM users WHERE name = ?1", params![name], user_row)?;
             Ok((user, created))
         })
@@ -100,13 +102,21 @@ impl Store {
     pub async fn set_user_role(&self, name: &str, role: Role) -> StoreResult<RoleChanged> {
         let name = name.to_string();
         self.write(move |tx| {
-            let Some(user) =
-                tx.query_row("SELECT id, name, role FROM users WHERE name = ?1", params![name], user_row).optional()?
+            let Some(user) = tx
+                .query_row(
+                    "SELECT id, name, role FROM users WHERE name = ?1 AND removed_at IS NULL",
+                    params![name],
+                    user_row,
+                )
+                .optional()?
             else {
                 return Ok(RoleChanged::NoSuchUser);
             };
             if user.role == Role::Admin && role != Role::Admin {
-                let admins: i64 = tx.query_row("SELECT COUNT(*) FROM users WHERE role = 'admin'", [], |r| r.get(0))?;
+                let admins: i64 =
+                    tx.query_row("SELECT COUNT(*) FROM users WHERE role = 'admin' AND removed_at IS NULL", [], |r| {
+                        r.get(0)
+                    })?;
                 if admins <= 1 {
                     return Ok(RoleChanged::LastAdmin);
                 }
@@ -140,17 +150,22 @@ impl Store {
         self.write(move |tx| Ok(identity_user(tx, &identity)?)).await
     }
 
-    /// The user named `name`, if there is one.
+    /// The user named `name`, if there is one (and was not removed).
     pub async fn user(&self, name: &str) -> StoreResult<Option<UserRow>> {
         let name = name.to_string();
         self.read(move |conn| {
-            conn.query_row("SELECT id, name, role FROM users WHERE name = ?1", params![name], user_row).optional()
+            conn.query_row(
+                "SELECT id, name, role FROM users WHERE name = ?1 AND removed_at IS NULL",
+                params![name],
+                user_row,
+            )
+            .optional()
         })
         .await
     }
 
-    /// Every user by name, with what an admin needs to know of each at
-    /// `now`.
+    /// Every user by name (but those removed), with what an admin needs to
+    /// know of each at `now`.
     pub async fn list_users(&self, now: i64) -> StoreResult<Vec<UserSummary>> {
         self.read(move |conn| {
             let mut statement = conn.prepare(
@@ -158,6 +173,7 @@ impl Store {
                     COUNT(t.id) FILTER (WHERE t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > ?1)),
                     MAX(t.last_used_at)
                  FROM users u LEFT JOIN tokens t ON t.user_id = u.id
+                 WHERE u.removed_at IS NULL
                  GROUP BY u.id ORDER BY u.name",
             )?;
             let rows = statement.query_map(params![now], |r| {

@@ -5,6 +5,7 @@
 //! it; anyone else opening the page is told so.
 
 mod invitations;
+mod removal;
 
 use jobdeck_api::{Role, UserInfo};
 use leptos::prelude::*;
@@ -36,11 +37,14 @@ pub fn PeoplePage() -> impl IntoView {
     }
     let table = move || {
         list.get().map(|users| {
-            let rows = users.into_iter().map(|user| view! { <UserRow user problem/> }).collect_view();
+            let rows = users.into_iter().map(|user| view! { <UserRow user problem list/> }).collect_view();
             view! {
                 <table class="people">
                     <thead>
-                        <tr><th>"Name"</th><th>"Role"</th><th>"Last seen"</th><th>"Tokens"</th><th>"Joined"</th></tr>
+                        <tr>
+                            <th>"Name"</th><th>"Role"</th><th>"Last seen"</th><th>"Tokens"</th><th>"Joined"</th>
+                            <th><span class="sr-only">"Actions"</span></th>
+                        </tr>
                     </thead>
                     <tbody>{rows}</tbody>
                 </table>
@@ -59,7 +63,7 @@ pub fn PeoplePage() -> impl IntoView {
 
 /// One user, with their role to change.
 #[component]
-fn UserRow(user: UserInfo, problem: RwSignal<Option<String>>) -> impl IntoView {
+fn UserRow(user: UserInfo, problem: RwSignal<Option<String>>, list: RwSignal<Option<Vec<UserInfo>>>) -> impl IntoView {
     let session = use_session();
     let role = RwSignal::new(user.role);
     let name = StoredValue::new(user.name.clone());
@@ -93,6 +97,7 @@ fn UserRow(user: UserInfo, problem: RwSignal<Option<String>>) -> impl IntoView {
             <td>{user.last_seen_at.map(format_time_short).unwrap_or_else(|| "never".into())}</td>
             <td>{user.live_tokens}</td>
             <td>{format_time_short(user.created_at)}</td>
+            <td>{(!you).then(|| view! { <removal::RemoveUser name=user.name.clone() problem list/> })}</td>
         </tr>
     }
 }

@@ -85,6 +85,8 @@ pub const RULES: &[(&str, &str, Access)] = &[
     // People.
     ("GET", "/users", ADMIN),
     ("PATCH", "/users/{name}", ADMIN),
+    ("DELETE", "/users/{name}", ADMIN),
+    ("GET", "/users/{name}/removal", ADMIN),
     ("GET", "/invitations", ADMIN),
     ("POST", "/invitations", ADMIN),
     ("DELETE", "/invitations/{id}", ADMIN),

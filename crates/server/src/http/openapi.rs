@@ -23,8 +23,8 @@ use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
 use jobdeck_api::{
     ApiError, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret, InvitationCreate, InvitationInfo,
     InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList, LeptonJob, NewSession, Node, NodeGroup,
-    RedeemedInvitation, Replica, RoleChange, Secret, Shape, SignInMethods, StoragePermission, TokenCreate, TokenInfo,
-    UserList, WorkspaceInfo,
+    RedeemedInvitation, RemovedUser, Replica, RoleChange, Secret, Shape, SignInMethods, StoragePermission, TokenCreate,
+    TokenInfo, UserList, UserRemoval, WorkspaceInfo,
 };
 use serde_json::{json, Value};
 use utoipa::OpenApi;
@@ -72,6 +72,8 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     InvitationRedeem,
     InvitationPreview,
     RedeemedInvitation,
+    UserRemoval,
+    RemovedUser,
 )))]
 struct WireTypes;
 

@@ -334,6 +334,9 @@ async fn sign_on(
             Ok(_) => return Err(SignOnError::Refused(SignInProblem::InvitationUnusable, "used meanwhile".into())),
             Err(e) => return Err(store_failed(e)),
         },
+        None if state.store.identity_removed(&issuer, &identity.subject).await.map_err(store_failed)? => {
+            return Err(SignOnError::Refused(SignInProblem::Removed, format!("{} was removed", new.name)));
+        }
         None => match state.store.user_by_identity(&issuer, &identity.subject).await.map_err(store_failed)? {
             Some(user) => user,
             None if sso.config.invitation_required => {

@@ -1,10 +1,14 @@
-//! `/users`: the workspace's people as admins see them, and their roles
-//! (Jobdeck extensions). The authorization table lets only admins in.
+//! `/users`: the workspace's people as admins see them, their roles, and
+//! removing one (offboarding) (Jobdeck extensions). The authorization
+//! table lets only admins in.
 
 use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::Json;
+use jobdeck_api::{JobBrief, RemovedUser, SecretUse, UserRemoval};
 use jobdeck_api::{RoleChange, UserInfo, UserList};
+use jobdeck_core::scheduler::{Command, SchedulerError};
+use jobdeck_store::{NamedJob, RemovalPreview};
 use jobdeck_store::{RoleChanged, UserSummary};
 
 use crate::http::auth::CurrentUser;
@@ -12,7 +16,11 @@ use crate::http::error::{ApiJson, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
 
 pub fn routes() -> Vec<Route> {
-    vec![("/users", get(list_users)), ("/users/{name}", axum::routing::patch(change_role))]
+    vec![
+        ("/users", get(list_users)),
+        ("/users/{name}", axum::routing::patch(change_role).delete(remove_user)),
+        ("/users/{name}/removal", get(removal)),
+    ]
 }
 
 fn view(user: UserSummary) -> UserInfo {
@@ -51,4 +59,83 @@ async fn change_role(
             changed.map(|u| Json(view(u))).ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))
         }
     }
+}
+
+fn brief(job: NamedJob) -> JobBrief {
+    JobBrief { id: job.id, name: job.name, created_by: job.created_by, state: job.state }
+}
+
+fn removal_view(name: &str, preview: RemovalPreview) -> UserRemoval {
+    UserRemoval {
+        name: name.to_string(),
+        active_jobs: preview.active_jobs.into_iter().map(brief).collect(),
+        secrets: preview.secrets,
+        image_pull_secrets: preview.image_pull_secrets,
+        secret_uses: preview
+            .secret_uses
+            .into_iter()
+            .map(|u| SecretUse { secret: u.secret, job: brief(u.job) })
+            .collect(),
+    }
+}
+
+/// `GET /users/{name}/removal`: what removing the user would touch.
+async fn removal(
+    State(state): State<AppState>,
+    _admin: CurrentUser,
+    Path(name): Path<String>,
+) -> AppResult<Json<UserRemoval>> {
+    let preview = state
+        .store
+        .removal_preview(&name)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))?;
+    Ok(Json(removal_view(&name, preview)))
+}
+
+/// `DELETE /users/{name}`: offboarding. Their jobs that still hold or wait
+/// for resources are stopped (through the scheduler, as a stop by the
+/// admin), then in one transaction every token and session of theirs is
+/// revoked, their secrets and pull secrets are deleted and the user is
+/// marked removed: the name stays theirs, and they sign in no more until
+/// an admin lets them back (an invitation, or `jobdeck token create`).
+/// An admin does not remove themself, so the workspace keeps one.
+async fn remove_user(
+    State(state): State<AppState>,
+    admin: CurrentUser,
+    Path(name): Path<String>,
+) -> AppResult<Json<RemovedUser>> {
+    if name == admin.name {
+        return Err(AppError::Conflict("you cannot remove yourself; another admin can".into()));
+    }
+    let preview = state
+        .store
+        .removal_preview(&name)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))?;
+    let said = removal_view(&name, preview);
+    let mut stopped_jobs = Vec::new();
+    for job in &said.active_jobs {
+        // A job that ended, or began stopping or being deleted, since the
+        // preview was read needs nothing more.
+        match state.scheduler.command(&job.id, Command::Stop, &admin.name).await {
+            Ok(_) => stopped_jobs.push(job.id.clone()),
+            Err(SchedulerError::Refused(_) | SchedulerError::NotFound(_)) => {}
+            Err(other) => return Err(other.into()),
+        }
+    }
+    let removed = state
+        .store
+        .remove_user(&name, now_millis())
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))?;
+    tracing::info!(user = name, by = admin.name, stopped = stopped_jobs.len(), "user removed");
+    Ok(Json(RemovedUser {
+        name,
+        stopped_jobs,
+        revoked_tokens: removed.revoked_tokens as i64,
+        deleted_secrets: removed.deleted_secrets as i64,
+        deleted_image_pull_secrets: removed.deleted_image_pull_secrets as i64,
+        secret_uses: said.secret_uses,
+    }))
 }

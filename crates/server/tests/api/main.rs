@@ -20,6 +20,7 @@ mod lepton_programs;
 mod lifecycle;
 mod log_api;
 mod metrics;
+mod offboarding;
 mod openapi;
 mod validation;
 mod visibility;
