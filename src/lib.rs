@@ -71,7 +71,8 @@ async fn preload(route: &Route, tab: String) -> Result<(), SplitLoaderError> {
         Route::Jobs => download_jobs_list_page().await,
         Route::NewJob => download_new_job_page().await,
         Route::Job { .. } => both(download_job_page(), pages::job::preload_tab(tab)).await,
-        Route::Invite | Route::Account | Route::People => download_team_page().await,
+        Route::Invite | Route::Account => download_team_page().await,
+        Route::People => download_people_page().await,
         Route::NotFound => Ok(()),
     }
 }
@@ -125,7 +126,8 @@ async fn page(route: Route) -> Result<AnyView, SplitLoaderError> {
         Route::Jobs => load!(jobs_list_page()),
         Route::NewJob => load!(new_job_page()),
         Route::Job { id, .. } => load!(job_page(id)),
-        Route::Invite | Route::Account | Route::People => load!(team_page(route)),
+        Route::Invite | Route::Account => load!(team_page(route)),
+        Route::People => load!(people_page()),
         Route::NotFound => Ok(view! { <NotFoundPage/> }.into_any()),
     }
 }
@@ -134,16 +136,16 @@ split_view!(fn login_page(), preload download_login_page, { view! { <LoginPage/>
 split_view!(fn jobs_list_page(), preload download_jobs_list_page, { view! { <JobsListPage/> } });
 split_view!(fn new_job_page(), preload download_new_job_page, { view! { <NewJobPage/> } });
 split_view!(fn job_page(id: String), preload download_job_page, { view! { <JobPage id/> } });
-// The pages of people and their access share one module: they are small,
-// seldom opened, and each split point costs every page's first download a
-// little (its loader).
+// A newcomer's invitation and one's own account share one module: they
+// are small, seldom opened, and each split point costs every page's first
+// download a little (its loader). The admins' people page is its own.
 split_view!(fn team_page(route: Route), preload download_team_page, {
     match route {
         Route::Invite => view! { <InvitePage/> }.into_any(),
-        Route::Account => view! { <AccountPage/> }.into_any(),
-        _ => view! { <PeoplePage/> }.into_any(),
+        _ => view! { <AccountPage/> }.into_any(),
     }
 });
+split_view!(fn people_page(), preload download_people_page, { view! { <PeoplePage/> } });
 
 #[cfg(test)]
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);

@@ -14,6 +14,16 @@ fn input_value(browser: &Browser, css: &str) -> String {
     value.as_str().unwrap_or_default().to_string()
 }
 
+/// The names in the people page's table, read in one script (rows are
+/// redrawn as the list changes, so elements found before may be gone).
+fn listed_people(browser: &Browser) -> Vec<String> {
+    let names = browser.execute(
+        "return [...document.querySelectorAll('table.people th[scope=row]')].map(c => c.textContent);",
+        vec![],
+    );
+    names.as_array().into_iter().flatten().filter_map(|n| n.as_str().map(String::from)).collect()
+}
+
 /// Who the server says `token` is, and with what role.
 fn who(server: &Server, token: &str) -> (u16, Value) {
     let (status, me) = server.call("GET", "/workspace", token, None);
@@ -72,9 +82,7 @@ fn an_admin_invites_a_teammate_in_the_console_and_the_link_signs_them_in_once() 
     admin.wait_for_text("Revokes every token and console session of theirs at once.");
     admin.screenshot(&jobdeck_e2e::screenshot_path("people-remove-user"));
     admin.click(&admin.find("button.confirm-removal"));
-    admin.wait_until("vera's row gone", || {
-        (!admin.find_all("table.people th[scope=row]").iter().any(|c| admin.text(c) == "vera")).then_some(())
-    });
+    admin.wait_until("vera's row gone", || (!listed_people(&admin).contains(&"vera".to_string())).then_some(()));
     assert_eq!(who(&server, &token).0, 401, "her token stops at once");
 }
 
@@ -95,14 +103,16 @@ fn personal_tokens_are_made_and_revoked_on_the_account_page_and_sign_out_everywh
     browser.wait_for_text("laptop");
     browser.screenshot(&jobdeck_e2e::screenshot_path("account-token-made"));
 
-    let row = browser.wait_until("the laptop token's row", || {
-        browser.find_all("table.tokens tbody tr").into_iter().find(|r| browser.text(r).contains("laptop"))
+    // Found and clicked in one script: the table is redrawn when the list
+    // reloads, so an element found before may be gone.
+    browser.wait_until("the laptop token's Revoke clicked", || {
+        let clicked = browser.execute(
+            "const row = [...document.querySelectorAll('table.tokens tbody tr')].find(r => r.textContent.includes('laptop')); \
+             if (!row) return false; row.querySelector('button').click(); return true;",
+            vec![],
+        );
+        (clicked == json!(true)).then_some(())
     });
-    let _ = row;
-    browser.execute(
-        "[...document.querySelectorAll('table.tokens tbody tr')].find(r => r.textContent.includes('laptop')).querySelector('button').click();",
-        vec![],
-    );
     browser
         .wait_until("the revoked token gone from the list", || (!browser.page_text().contains("laptop")).then_some(()));
     assert_eq!(who(&server, &laptop).0, 401, "a revoked token stops working at once");
@@ -115,4 +125,40 @@ fn personal_tokens_are_made_and_revoked_on_the_account_page_and_sign_out_everywh
     browser.wait_until("the sign-in page", || browser.current_url().contains("/login").then_some(()));
     assert_eq!(who(&server, &other).0, 401, "every console session ended");
     assert_eq!(who(&server, &mona).0, 200, "API tokens stay");
+}
+
+#[test]
+fn an_admin_hands_a_removed_members_running_job_to_a_teammate() {
+    let server = Server::start();
+    let token = |user: &str| {
+        let out = server.token_command(&["create", "--user", user]);
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let (mona, ann) = (token("mona"), token("ann"));
+    let job = json!({"metadata": {"name": "long"}, "spec": {"container": {"command": ["sh", "-c", "sleep 600"]}}});
+    let id = server.create_job(&mona, &job);
+    server.wait_for_state(&mona, &id, jobdeck_e2e::JobState::Running);
+
+    let admin = Browser::start();
+    admin.sign_in(&server, &server.admin_token);
+    admin.goto(&format!("{}/people", server.base_url));
+    admin.find("table.people th[scope=row]");
+    admin.execute(
+        "[...document.querySelectorAll('table.people tbody tr')].find(r => r.querySelector('th').textContent === 'mona').querySelector('button.remove-user').click();",
+        vec![],
+    );
+    admin.wait_for_text("Their running jobs: long (Running).");
+    admin.click(&admin.find("select.heir option[value=ann]"));
+    admin.screenshot(&jobdeck_e2e::screenshot_path("people-hand-over"));
+    admin.click(&admin.find("button.confirm-removal"));
+    admin.wait_until("mona's row gone", || (!listed_people(&admin).contains(&"mona".to_string())).then_some(()));
+    let (status, now) = server.call("GET", &format!("/jobs/{id}"), &ann, None);
+    assert_eq!(status, 200, "{now}");
+    assert_eq!(
+        (now["metadata"]["created_by"].as_str(), now["status"]["state"].as_str()),
+        (Some("ann"), Some("Running"))
+    );
+    assert_eq!(who(&server, &mona).0, 401);
+    let (stopped, _) = server.call("PATCH", &format!("/jobs/{id}"), &ann, Some(&json!({"spec": {"stopped": true}})));
+    assert_eq!(stopped, 200, "the job is ann's to stop now");
 }

@@ -48,9 +48,14 @@ pub async fn removal(name: &str) -> ApiResult<UserRemoval> {
     get(&format!("/users/{}/removal", encode_component(name))).await
 }
 
-/// `DELETE /users/{name}` (admins).
-pub async fn remove_user(name: &str) -> ApiResult<RemovedUser> {
-    decode(fetch(Request::delete(&url(&format!("/users/{}", encode_component(name))))).await?).await
+/// `DELETE /users/{name}` (admins): their running jobs stop, or go to
+/// `heir` when one is named.
+pub async fn remove_user(name: &str, heir: Option<&str>) -> ApiResult<RemovedUser> {
+    let mut path = format!("/users/{}", encode_component(name));
+    if let Some(heir) = heir {
+        path.push_str(&format!("?jobs=hand-over&to={}", encode_component(heir)));
+    }
+    decode(fetch(Request::delete(&url(&path))).await?).await
 }
 
 /// `GET /invitations` (admins).

@@ -46,7 +46,7 @@ pub use resources::*;
 pub use roles::{may_change_job, Role};
 pub use sign_in::SignInProblem;
 pub use tokens::{CreatedToken, NewSession, SignInMethods, SingleSignOnMethod, TokenCreate, TokenInfo, TokenKind};
-pub use users::{JobBrief, RemovedUser, RoleChange, SecretUse, UserInfo, UserList, UserRemoval};
+pub use users::{JobBrief, RemovedUser, RemovedUsersJobs, RoleChange, SecretUse, UserInfo, UserList, UserRemoval};
 pub use validate::*;
 pub use wire::{from_json, from_json_object, JsonError};
 pub use workspace::*;

@@ -71,6 +71,20 @@ pub struct UserRemoval {
     pub secret_uses: Vec<SecretUse>,
 }
 
+/// What becomes of a removed user's jobs that hold or wait for resources
+/// (`DELETE /users/{name}?jobs=…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum RemovedUsersJobs {
+    /// They are stopped.
+    #[default]
+    Stop,
+    /// They go on, as jobs of the user named by `to`.
+    #[serde(rename = "hand-over")]
+    HandOver,
+}
+
 /// `DELETE /users/{name}`'s answer: what the removal did.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -78,6 +92,11 @@ pub struct RemovedUser {
     pub name: String,
     /// The ids of the jobs that were asked to stop.
     pub stopped_jobs: Vec<String>,
+    /// The ids of the jobs handed over, and to whom.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handed_over_jobs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handed_to: Option<String>,
     pub revoked_tokens: i64,
     pub deleted_secrets: i64,
     pub deleted_image_pull_secrets: i64,

@@ -165,6 +165,22 @@ impl Store {
         .await
     }
 
+    /// Gives a job another creator (a removed user's job handed over), with
+    /// the event that says so, in one transaction. Returns false when the
+    /// job is gone.
+    pub async fn set_job_owner(&self, id: String, owner: String, events: Vec<EventRow>) -> StoreResult<bool> {
+        self.write(move |tx| {
+            if tx.execute("UPDATE jobs SET created_by = ?2 WHERE id = ?1", params![id, owner])? == 0 {
+                return Ok(false);
+            }
+            for event in &events {
+                super::events::record(tx, event)?;
+            }
+            Ok(true)
+        })
+        .await
+    }
+
     /// Replaces a job's spec (the `stopped` flag is the only field that
     /// changes after creation).
     pub async fn update_job_spec(&self, id: String, spec: JobSpec) -> StoreResult<()> {

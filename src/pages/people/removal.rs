@@ -1,9 +1,10 @@
 //! Removing a user from the people page: what it touches, read from the
 //! server first (their jobs that will stop, their secrets that will go,
 //! and other users' jobs that read one of those), then the removal once
-//! the admin confirms.
+//! the admin confirms, with their running jobs stopped or handed to a
+//! member or admin the admin picks.
 
-use jobdeck_api::{UserInfo, UserRemoval};
+use jobdeck_api::{Role, UserInfo, UserRemoval};
 use leptos::prelude::*;
 
 use crate::api::people::{removal, remove_user};
@@ -13,7 +14,7 @@ pub fn consequences(removal: &UserRemoval) -> Vec<String> {
     let mut said = Vec::new();
     let jobs: Vec<String> = removal.active_jobs.iter().map(|j| format!("{} ({})", j.name, j.state)).collect();
     if !jobs.is_empty() {
-        said.push(format!("Stops their jobs: {}.", jobs.join(", ")));
+        said.push(format!("Their running jobs: {}.", jobs.join(", ")));
     }
     let secrets: Vec<&str> = removal.secrets.iter().chain(&removal.image_pull_secrets).map(String::as_str).collect();
     if !secrets.is_empty() {
@@ -38,6 +39,8 @@ pub fn RemoveUser(
 ) -> impl IntoView {
     let name = StoredValue::new(name);
     let asked = RwSignal::new(None::<UserRemoval>);
+    // Who gets their running jobs; empty: they stop.
+    let heir = RwSignal::new(String::new());
     let ask = move |_| {
         leptos::task::spawn_local(async move {
             match removal(&name.get_value()).await {
@@ -48,7 +51,8 @@ pub fn RemoveUser(
     };
     let confirm = move |_| {
         leptos::task::spawn_local(async move {
-            match remove_user(&name.get_value()).await {
+            let heir = heir.get_untracked();
+            match remove_user(&name.get_value(), Some(heir.as_str()).filter(|h| !h.is_empty())).await {
                 Ok(removed) => {
                     asked.set(None);
                     list.update(|users| users.iter_mut().for_each(|u| u.retain(|user| user.name != removed.name)));
@@ -62,10 +66,27 @@ pub fn RemoveUser(
         {move || {
             asked.get().map(|said| {
                 let lines = consequences(&said).into_iter().map(|line| view! { <li>{line}</li> }).collect_view();
+                // Members and admins other than the one removed may take
+                // the running jobs over.
+                let heirs: Vec<String> = list.with(|users| {
+                    users.iter().flatten().filter(|u| u.name != said.name && u.role >= Role::Member).map(|u| u.name.clone()).collect()
+                });
+                let choice = (!said.active_jobs.is_empty()).then(|| {
+                    view! {
+                        <label class="filter">
+                            "Their running jobs"
+                            <select class="heir" bind:value=heir>
+                                <option value="">"stop"</option>
+                                {heirs.into_iter().map(|h| view! { <option value=h.clone()>{format!("go to {h}")}</option> }).collect_view()}
+                            </select>
+                        </label>
+                    }
+                });
                 view! {
                     <div class="card removal" role="alertdialog" aria-label=format!("Remove {}", said.name)>
                         <p><strong>{format!("Remove {}?", said.name)}</strong></p>
                         <ul>{lines}</ul>
+                        {choice}
                         <p class="dialog-buttons">
                             <button type="button" on:click=move |_| asked.set(None)>"Cancel"</button>
                             <button type="button" class="danger confirm-removal" on:click=confirm>
@@ -100,7 +121,7 @@ mod tests {
             secret_uses: vec![SecretUse { secret: "HF".into(), job: job("eval", "ann") }],
         };
         let said = consequences(&removal);
-        assert_eq!(said[0], "Stops their jobs: train (Running).");
+        assert_eq!(said[0], "Their running jobs: train (Running).");
         assert_eq!(said[1], "Deletes their secrets: HF, ngc.");
         assert_eq!(said[2], "ann's job eval reads their secret HF and will not start again without it.");
         assert!(said[3].starts_with("Revokes every token"));

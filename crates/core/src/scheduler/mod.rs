@@ -49,6 +49,7 @@ pub struct NewJob {
 enum Msg {
     Create { job: Box<NewJob>, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
     Command { id: String, command: Command, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
+    HandOver { id: String, to: String, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
 }
 
 /// How handlers reach the scheduler; cheap to clone.
@@ -76,6 +77,16 @@ impl SchedulerHandle {
             .send(Msg::Command { id: id.to_string(), command, by: by.to_string(), reply })
             .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
         answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a command"))?
+    }
+
+    /// Gives the job `id` the creator `to` (a removed user's job handed to
+    /// a teammate by `by`), and answers with it as it is afterwards.
+    pub async fn hand_over(&self, id: &str, to: &str, by: &str) -> SchedulerResult<JobRow> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::HandOver { id: id.to_string(), to: to.to_string(), by: by.to_string(), reply })
+            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a hand-over"))?
     }
 }
 
@@ -401,7 +412,27 @@ impl Scheduler {
                 let result = self.command(&id, command, &by).await;
                 let _ = reply.send(result);
             }
+            Msg::HandOver { id, to, by, reply } => {
+                let result = self.hand_over(&id, &to, &by).await;
+                let _ = reply.send(result);
+            }
         }
+    }
+
+    /// The job's creator becomes `to`, in the store and in the scheduler's
+    /// own copy, so later launches resolve its pull secrets as `to`'s.
+    async fn hand_over(&mut self, id: &str, to: &str, by: &str) -> SchedulerResult<JobRow> {
+        let mut row = self.current_row(id).await?;
+        let said = format!("handed over from {} to {to} by {by}", row.created_by);
+        let events = vec![event(id, EventType::Normal, "HandedOver", said)];
+        if !self.store.set_job_owner(id.to_string(), to.to_string(), events).await? {
+            return Err(SchedulerError::NotFound(format!("job '{id}' is gone")));
+        }
+        if let Some(active) = self.jobs.get_mut(id) {
+            active.row.created_by = to.to_string();
+        }
+        row.created_by = to.to_string();
+        Ok(row)
     }
 
     async fn create(&mut self, job: NewJob, by: &str) -> SchedulerResult<JobRow> {

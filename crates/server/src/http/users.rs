@@ -5,14 +5,15 @@
 use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::Json;
-use jobdeck_api::{JobBrief, RemovedUser, SecretUse, UserRemoval};
+use jobdeck_api::{JobBrief, RemovedUser, RemovedUsersJobs, Role, SecretUse, UserRemoval};
 use jobdeck_api::{RoleChange, UserInfo, UserList};
 use jobdeck_core::scheduler::{Command, SchedulerError};
 use jobdeck_store::{NamedJob, RemovalPreview};
 use jobdeck_store::{RoleChanged, UserSummary};
+use serde::Deserialize;
 
 use crate::http::auth::CurrentUser;
-use crate::http::error::{ApiJson, AppError, AppResult};
+use crate::http::error::{ApiJson, ApiQuery, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
 
 pub fn routes() -> Vec<Route> {
@@ -93,17 +94,48 @@ async fn removal(
     Ok(Json(removal_view(&name, preview)))
 }
 
-/// `DELETE /users/{name}`: offboarding. Their jobs that still hold or wait
-/// for resources are stopped (through the scheduler, as a stop by the
-/// admin), then in one transaction every token and session of theirs is
-/// revoked, their secrets and pull secrets are deleted and the user is
-/// marked removed: the name stays theirs, and they sign in no more until
-/// an admin lets them back (an invitation, or `jobdeck token create`).
-/// An admin does not remove themself, so the workspace keeps one.
+/// `DELETE /users/{name}`'s query: what becomes of their running jobs.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemovalQuery {
+    #[serde(default)]
+    jobs: RemovedUsersJobs,
+    /// Whom `jobs=hand-over` gives them to.
+    to: Option<String>,
+}
+
+/// The user a removed user's jobs are handed to: someone else who is here
+/// and may run jobs.
+async fn heir(state: &AppState, removed: &str, query: &RemovalQuery) -> AppResult<Option<String>> {
+    let refuse = |why: String| AppError::Validation([("to".to_string(), vec![why])].into_iter().collect());
+    match (query.jobs, query.to.as_deref()) {
+        (RemovedUsersJobs::Stop, None) => Ok(None),
+        (RemovedUsersJobs::Stop, Some(_)) => Err(refuse("only with jobs=hand-over".into())),
+        (RemovedUsersJobs::HandOver, None) => Err(refuse("whom to hand the jobs to (jobs=hand-over&to=NAME)".into())),
+        (RemovedUsersJobs::HandOver, Some(to)) if to == removed => {
+            Err(refuse("someone other than the user removed".into()))
+        }
+        (RemovedUsersJobs::HandOver, Some(to)) => match state.store.user(to).await? {
+            Some(user) if user.role >= Role::Member => Ok(Some(user.name)),
+            Some(_) => Err(refuse(format!("{to} is a viewer and cannot run jobs"))),
+            None => Err(refuse(format!("there is no user '{to}'"))),
+        },
+    }
+}
+
+/// `DELETE /users/{name}[?jobs=stop|hand-over&to=NAME]`: offboarding.
+/// Their jobs that still hold or wait for resources are stopped (through
+/// the scheduler, as a stop by the admin) or handed over to `to`, then in
+/// one transaction every token and session of theirs is revoked, their
+/// secrets and pull secrets are deleted and the user is marked removed:
+/// the name stays theirs, and they sign in no more until an admin lets
+/// them back (an invitation, or `jobdeck token create`). An admin does not
+/// remove themself, so the workspace keeps one.
 async fn remove_user(
     State(state): State<AppState>,
     admin: CurrentUser,
     Path(name): Path<String>,
+    ApiQuery(query): ApiQuery<RemovalQuery>,
 ) -> AppResult<Json<RemovedUser>> {
     if name == admin.name {
         return Err(AppError::Conflict("you cannot remove yourself; another admin can".into()));
@@ -113,13 +145,18 @@ async fn remove_user(
         .removal_preview(&name)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))?;
+    let heir = heir(&state, &name, &query).await?;
     let said = removal_view(&name, preview);
-    let mut stopped_jobs = Vec::new();
+    let (mut stopped_jobs, mut handed_over_jobs) = (Vec::new(), Vec::new());
     for job in &said.active_jobs {
         // A job that ended, or began stopping or being deleted, since the
         // preview was read needs nothing more.
-        match state.scheduler.command(&job.id, Command::Stop, &admin.name).await {
-            Ok(_) => stopped_jobs.push(job.id.clone()),
+        let done = match &heir {
+            Some(to) => state.scheduler.hand_over(&job.id, to, &admin.name).await.map(|_| &mut handed_over_jobs),
+            None => state.scheduler.command(&job.id, Command::Stop, &admin.name).await.map(|_| &mut stopped_jobs),
+        };
+        match done {
+            Ok(list) => list.push(job.id.clone()),
             Err(SchedulerError::Refused(_) | SchedulerError::NotFound(_)) => {}
             Err(other) => return Err(other.into()),
         }
@@ -129,10 +166,18 @@ async fn remove_user(
         .remove_user(&name, now_millis())
         .await?
         .ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))?;
-    tracing::info!(user = name, by = admin.name, stopped = stopped_jobs.len(), "user removed");
+    tracing::info!(
+        user = name,
+        by = admin.name,
+        stopped = stopped_jobs.len(),
+        handed_over = handed_over_jobs.len(),
+        "user removed"
+    );
     Ok(Json(RemovedUser {
         name,
         stopped_jobs,
+        handed_to: heir.filter(|_| !handed_over_jobs.is_empty()),
+        handed_over_jobs,
         revoked_tokens: removed.revoked_tokens as i64,
         deleted_secrets: removed.deleted_secrets as i64,
         deleted_image_pull_secrets: removed.deleted_image_pull_secrets as i64,

@@ -68,3 +68,49 @@ async fn removing_a_user_says_what_it_touches_then_stops_revokes_and_deletes() {
     let taken = app.request(Method::POST, "/api/v2/invitations/redeem", None, Some(("application/json", body))).await;
     assert_eq!(taken.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", taken.text());
 }
+
+/// The admin may hand a removed user's running job to a teammate instead:
+/// it goes on, now the teammate's (who may stop it), with an event saying
+/// so. Handing to nobody, to a viewer, to the user removed, or naming `to`
+/// when stopping is refused on the field `to`, and nothing is removed.
+#[tokio::test]
+async fn a_removed_users_running_job_may_be_handed_to_a_teammate() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let bob = app.token_with_role("bob", Role::Member).await;
+    let ann = app.token_with_role("ann", Role::Member).await;
+    app.token_with_role("vera", Role::Viewer).await;
+    let (waiting, gate) = app.gate("handed");
+    let job = app.create_job(&bob, &sh_job("handed", &format!("{waiting}; echo done"))).await;
+    app.wait_state_as(&bob, &job, "Running").await;
+
+    for (query, why) in [
+        ("jobs=hand-over", "whom to hand"),
+        ("jobs=hand-over&to=vera", "is a viewer"),
+        ("jobs=hand-over&to=bob", "someone other"),
+        ("jobs=hand-over&to=nobody", "no user 'nobody'"),
+        ("jobs=stop&to=ann", "only with jobs=hand-over"),
+    ] {
+        let res = app.call(Method::DELETE, &format!("/api/v2/users/bob?{query}"), &app.admin_token, None).await;
+        assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{query}: {}", res.text());
+        assert!(res.json()["fields"]["to"].to_string().contains(why), "{query}: {}", res.text());
+    }
+    let bogus = app.call(Method::DELETE, "/api/v2/users/bob?jobs=keep", &app.admin_token, None).await;
+    assert_eq!(bogus.status, StatusCode::BAD_REQUEST, "{}", bogus.text());
+    assert_eq!(app.call(Method::GET, "/api/v2/jobs", &bob, None).await.status, StatusCode::OK, "bob is still here");
+
+    let res = app.call(Method::DELETE, "/api/v2/users/bob?jobs=hand-over&to=ann", &app.admin_token, None).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    let removed: RemovedUser = typed(&res);
+    assert_eq!((removed.handed_over_jobs, removed.handed_to.as_deref()), (vec![job.clone()], Some("ann")));
+    assert!(removed.stopped_jobs.is_empty());
+    let now = app.job_as(&ann, &job).await;
+    assert_eq!(
+        (now["metadata"]["created_by"].as_str(), now["status"]["state"].as_str()),
+        (Some("ann"), Some("Running"))
+    );
+    let events = app.events(&job).await;
+    assert!(events.iter().any(|e| e["reason"] == "HandedOver"), "{events:?}");
+    std::fs::write(&gate, "").unwrap();
+    app.wait_state_as(&ann, &job, "Completed").await;
+    assert_eq!(app.log(&job, &format!("{job}-0-0")).await, "done\n", "it went on");
+}
