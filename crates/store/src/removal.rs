@@ -147,6 +147,28 @@ impl Store {
         .await
     }
 
+    /// The jobs of `owner` (removed or not) that hold or wait for
+    /// resources, oldest first.
+    pub async fn active_jobs_of(&self, owner: &str) -> StoreResult<Vec<NamedJob>> {
+        let owner = owner.to_string();
+        self.read(move |conn| {
+            let mut statement =
+                conn.prepare("SELECT id, name, created_by, state FROM jobs WHERE created_by = ?1 ORDER BY created_at")?;
+            let jobs = statement.query_map(params![owner], |r| {
+                let state: String = r.get(3)?;
+                Ok(NamedJob {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    created_by: r.get(2)?,
+                    state: JobState::parse(&state).unwrap_or_default(),
+                })
+            })?;
+            let jobs: Vec<NamedJob> = jobs.collect::<Result<_, _>>()?;
+            Ok(jobs.into_iter().filter(|job| ACTIVE_STATES.contains(&job.state)).collect())
+        })
+        .await
+    }
+
     /// Whether the identity provider's `issuer` and `subject` are a user an
     /// admin removed.
     pub async fn identity_removed(&self, issuer: &str, subject: &str) -> StoreResult<bool> {

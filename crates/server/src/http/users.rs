@@ -123,14 +123,14 @@ async fn heir(state: &AppState, removed: &str, query: &RemovalQuery) -> AppResul
     }
 }
 
-/// `DELETE /users/{name}[?jobs=stop|hand-over&to=NAME]`: offboarding.
-/// Their jobs that still hold or wait for resources are stopped (through
-/// the scheduler, as a stop by the admin) or handed over to `to`, then in
+/// `DELETE /users/{name}[?jobs=stop|hand-over&to=NAME]`: offboarding. In
 /// one transaction every token and session of theirs is revoked, their
-/// secrets and pull secrets are deleted and the user is marked removed:
-/// the name stays theirs, and they sign in no more until an admin lets
-/// them back (an invitation, or `jobdeck token create`). An admin does not
-/// remove themself, so the workspace keeps one.
+/// secrets and pull secrets are deleted and the user is marked removed
+/// (the name stays theirs, and they sign in no more until an admin lets
+/// them back: an invitation, or `jobdeck token create`); then their jobs
+/// that still hold or wait for resources are stopped (through the
+/// scheduler, as a stop by the admin) or handed over to `to`. An admin does
+/// not remove themself, so the workspace keeps one.
 async fn remove_user(
     State(state): State<AppState>,
     admin: CurrentUser,
@@ -147,8 +147,15 @@ async fn remove_user(
         .ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))?;
     let heir = heir(&state, &name, &query).await?;
     let said = removal_view(&name, preview);
+    // Their credentials end first, so no job of theirs can start after the
+    // list of their jobs below is read.
+    let removed = state
+        .store
+        .remove_user(&name, now_millis())
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))?;
     let (mut stopped_jobs, mut handed_over_jobs) = (Vec::new(), Vec::new());
-    for job in &said.active_jobs {
+    for job in state.store.active_jobs_of(&name).await? {
         // A job that ended, or began stopping or being deleted, since the
         // preview was read needs nothing more.
         let done = match &heir {
@@ -156,16 +163,11 @@ async fn remove_user(
             None => state.scheduler.command(&job.id, Command::Stop, &admin.name).await.map(|_| &mut stopped_jobs),
         };
         match done {
-            Ok(list) => list.push(job.id.clone()),
+            Ok(list) => list.push(job.id),
             Err(SchedulerError::Refused(_) | SchedulerError::NotFound(_)) => {}
             Err(other) => return Err(other.into()),
         }
     }
-    let removed = state
-        .store
-        .remove_user(&name, now_millis())
-        .await?
-        .ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))?;
     tracing::info!(
         user = name,
         by = admin.name,
