@@ -21,6 +21,7 @@ pub mod invitations;
 pub mod job;
 pub mod logs;
 pub mod metrics;
+pub mod quotas;
 pub mod resources;
 pub mod roles;
 pub mod sign_in;
@@ -42,6 +43,10 @@ pub use invitations::{
 };
 pub use job::*;
 pub use logs::{LogLine, LogRange, LogSearch};
+pub use quotas::{
+    format_bytes, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay, UsageGrouping, UsageHistory,
+    UsageNow, UserUsage, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
+};
 pub use resources::*;
 pub use roles::{may_change_job, Role};
 pub use sign_in::SignInProblem;

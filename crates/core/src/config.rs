@@ -18,11 +18,13 @@ mod auth;
 mod limits;
 mod machine;
 mod networks;
+mod quotas;
 mod secrets;
 pub use auth::{parse_duration, AuthConfig, OidcConfig};
 pub use limits::LimitsConfig;
 pub use machine::{default_node_groups, default_shapes, MachineInfo};
 pub use networks::{is_network, Ipv4Network};
+pub use quotas::{parse_bytes, QuotasConfig};
 pub use secrets::{KeyLocation, SecretsConfig};
 
 /// Why a config cannot be used. The command line prints it with its chain
@@ -85,6 +87,9 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// `[secrets]`: where the key sealing secret values is kept.
     pub secrets: SecretsConfig,
+    /// `[quotas]`: what each role and named user may hold; an admin's
+    /// setting in the console replaces a role's or user's here.
+    pub quotas: QuotasConfig,
     /// The `jobdeck` binary that runs replica supervisors (`jobdeck
     /// supervise`). `None` means the running executable, which is right for
     /// `jobdeck serve`; in-process tests point it at the built binary.
@@ -356,6 +361,7 @@ struct ConfigFile {
     auth: Option<AuthConfig>,
     limits: Option<LimitsConfig>,
     secrets: Option<SecretsConfig>,
+    quotas: Option<quotas::QuotasSection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -388,6 +394,7 @@ impl Config {
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
             secrets: SecretsConfig::default(),
+            quotas: QuotasConfig::default(),
             supervisor_bin: None,
         }
     }
@@ -443,6 +450,9 @@ impl Config {
         if let Some(secrets) = file.secrets {
             config.secrets = secrets;
         }
+        if let Some(quotas) = file.quotas {
+            config.quotas = quotas.into();
+        }
         config.check()?;
         Ok(config)
     }
@@ -470,6 +480,7 @@ impl Config {
             .auth
             .broken_rule()
             .or_else(|| self.limits.broken_rule())
+            .or_else(|| self.quotas.broken_rule())
             .or_else(|| self.secrets.broken_rule(&self.data_dir))
         {
             return Some(rule);

@@ -13,9 +13,11 @@ pub mod config;
 pub mod executor;
 pub mod failure;
 pub mod metrics;
+pub mod quota;
 pub mod scheduler;
 pub mod spec;
 pub mod topology;
+pub mod usage;
 
 pub use config::Config;
 

@@ -129,6 +129,7 @@ pub fn api_routes() -> Vec<Route> {
         http::sessions::routes(),
         http::users::routes(),
         http::invitations::routes(),
+        http::quotas::routes(),
         http::single_sign_on::routes(),
         http::openapi::routes(),
     ]

@@ -6,6 +6,7 @@ use rusqlite::{params, params_from_iter, OptionalExtension};
 
 use super::error::{StoreError, StoreResult};
 use super::job_row::{job_row, job_row_or_unreadable, json_column, node_groups_column, JOB_COLUMNS};
+use super::usage::{record_charge, record_log_bytes_today, Holding};
 use super::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey, Store, UnreadableJob};
 
 /// The states in which a job still needs the scheduler's attention.
@@ -125,6 +126,7 @@ impl Store {
         &self,
         id: String,
         runtime: JobRuntime,
+        holding: Option<Holding>,
         events: Vec<EventRow>,
     ) -> StoreResult<bool> {
         self.write(move |tx| {
@@ -157,6 +159,7 @@ impl Store {
             if changed == 0 {
                 return Ok(false);
             }
+            record_charge(tx, &id, r.run, r.placement.as_ref(), holding, r.started_at, super::now_millis())?;
             for event in &events {
                 super::events::record(tx, event)?;
             }
@@ -194,10 +197,15 @@ impl Store {
     /// Deletes a job with its replicas, events and metrics.
     pub async fn delete_job(&self, id: String) -> StoreResult<()> {
         self.write(move |tx| {
+            let owner: Option<String> =
+                tx.query_row("SELECT created_by FROM jobs WHERE id = ?1", params![id], |r| r.get(0)).optional()?;
             tx.execute("DELETE FROM replicas WHERE job_id = ?1", params![id])?;
             tx.execute("DELETE FROM job_events WHERE job_id = ?1", params![id])?;
             tx.execute("DELETE FROM metrics WHERE job_id = ?1", params![id])?;
             tx.execute("DELETE FROM jobs WHERE id = ?1", params![id])?;
+            if let Some(owner) = owner {
+                record_log_bytes_today(tx, &owner, super::now_millis())?;
+            }
             Ok(())
         })
         .await

@@ -27,6 +27,7 @@ pub use metrics::MetricSample;
 pub use removal::{NamedJob, RemovalPreview, Removed, SecretUse};
 pub use secrets::TakenName;
 pub use tokens::{NewToken, TokenOwner};
+pub use usage::{Charge, Holding, QuotaRow, UsageNowRow, DAY_MS};
 pub use users::{NewIdentityUser, RoleChanged, UserSummary};
 mod job_row;
 mod jobs;
@@ -36,6 +37,7 @@ mod replicas;
 mod secrets;
 pub mod series;
 mod tokens;
+mod usage;
 mod users;
 
 pub use self::error::{StoreError, StoreResult};

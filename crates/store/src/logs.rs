@@ -61,6 +61,11 @@ impl LogStore {
         Self { root: data_dir.join("logs") }
     }
 
+    /// The directory that holds every job's log directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     pub fn job_dir(&self, job_id: &str) -> PathBuf {
         self.root.join(job_id)
     }

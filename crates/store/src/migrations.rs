@@ -235,6 +235,51 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // (jobs and events name their creator) and nobody new takes it; a
     // removed user signs in no more until an admin lets them back.
     "ALTER TABLE users ADD COLUMN removed_at INTEGER;",
+    // 12: quotas an admin set in the console (they replace the config's for
+    // the same role or user); what each run held from admission to release,
+    // for usage over time (kept when its job is deleted); each job's log
+    // bytes on disk as last measured, and each user's total per day. Runs
+    // that hold resources when the server is upgraded are charged from
+    // their admission (their CPUs were not recorded before: 0).
+    "CREATE TABLE quotas (
+        scope TEXT NOT NULL,
+        name TEXT NOT NULL,
+        running_gpus INTEGER,
+        running_replicas INTEGER,
+        queued_jobs INTEGER,
+        log_bytes INTEGER,
+        updated_by TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (scope, name)
+    );
+    CREATE TABLE usage_charges (
+        id INTEGER PRIMARY KEY,
+        job_id TEXT NOT NULL,
+        run INTEGER NOT NULL,
+        user TEXT NOT NULL,
+        node_group TEXT NOT NULL,
+        replicas INTEGER NOT NULL,
+        gpus INTEGER NOT NULL,
+        cpus REAL NOT NULL,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER
+    );
+    CREATE INDEX usage_charges_open ON usage_charges(job_id) WHERE ended_at IS NULL;
+    CREATE INDEX usage_charges_by_start ON usage_charges(started_at);
+    INSERT INTO usage_charges (job_id, run, user, node_group, replicas, gpus, cpus, started_at)
+        SELECT id, run, created_by, COALESCE(json_extract(placement, '$.node_group'), ''),
+            COALESCE(json_array_length(placement, '$.slots'), 0),
+            (SELECT COALESCE(SUM(json_array_length(slot.value, '$.gpu_ids')), 0)
+                FROM json_each(jobs.placement, '$.slots') AS slot),
+            0, COALESCE(started_at, created_at)
+        FROM jobs WHERE placement IS NOT NULL AND json_valid(placement);
+    ALTER TABLE jobs ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE log_bytes_days (
+        day INTEGER NOT NULL,
+        user TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        PRIMARY KEY (user, day)
+    ) WITHOUT ROWID;",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

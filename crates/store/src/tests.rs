@@ -429,9 +429,9 @@ async fn listing_totals_follow_every_change_of_a_job() {
         let id = format!("job-{k:02}");
         let mut runtime = store.job(id.clone()).await.unwrap().unwrap().runtime;
         runtime.state = JobState::parse(states[(k + 1) % 4]).unwrap();
-        store.update_job_runtime(id.clone(), runtime.clone(), vec![]).await.unwrap();
+        store.update_job_runtime(id.clone(), runtime.clone(), None, vec![]).await.unwrap();
         // Writing the same state again changes no count.
-        store.update_job_runtime(id, runtime, vec![]).await.unwrap();
+        store.update_job_runtime(id, runtime, None, vec![]).await.unwrap();
     }
     check("after state changes").await;
     for k in (0..60usize).step_by(7) {

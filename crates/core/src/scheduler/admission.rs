@@ -66,8 +66,15 @@ impl Scheduler {
             .map(|a| (-a.resolved.priority, a.row.created_at, a.row.id.clone()))
             .collect();
         queue.sort();
+        let mut tally = self.quota_tally().await?;
         for (_, _, id) in queue {
             let Some(active) = self.jobs.get(&id) else { continue };
+            // A job over its creator's quota waits, says why, and neither
+            // takes free resources nor preempts; the jobs behind it go on.
+            if let Some(message) = tally.as_ref().and_then(|t| t.refusal(&self.quotas, active)) {
+                self.set_waiting(&id, "QuotaExceeded", message).await?;
+                continue;
+            }
             let resolved = &active.resolved;
             let mut placed = None;
             for group in &resolved.node_groups {
@@ -80,6 +87,9 @@ impl Scheduler {
             }
             if let Some(placement) = placed {
                 occupy(&mut groups, &placement, &resolved.shape.clone());
+                if let Some(tally) = tally.as_mut() {
+                    tally.admitted(active);
+                }
                 self.admit(&id, placement).await?;
                 continue;
             }
@@ -99,12 +109,19 @@ impl Scheduler {
                     .collect();
                 format!("waiting for capacity: {}", parts.join("; "))
             });
-            let r = &mut active.row.runtime;
-            if r.reason.as_deref() != Some(reason.as_str()) || r.message.as_deref() != Some(message.as_str()) {
-                r.reason = Some(reason.clone());
-                r.message = Some(message.clone());
-                self.save(&id, vec![event(&id, EventType::Normal, &reason, message)]).await?;
-            }
+            self.set_waiting(&id, &reason, message).await?;
+        }
+        Ok(())
+    }
+
+    /// Says why a queued job waits, with an event when the reason changed.
+    async fn set_waiting(&mut self, id: &str, reason: &str, message: String) -> SchedulerResult<()> {
+        let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
+        let r = &mut active.row.runtime;
+        if r.reason.as_deref() != Some(reason) || r.message.as_deref() != Some(message.as_str()) {
+            r.reason = Some(reason.to_string());
+            r.message = Some(message.clone());
+            self.save(id, vec![event(id, EventType::Normal, reason, message)]).await?;
         }
         Ok(())
     }

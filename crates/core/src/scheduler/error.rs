@@ -13,6 +13,10 @@ pub enum SchedulerError {
     /// again; the sentence says why.
     #[error("{0}")]
     Refused(String),
+    /// The job's creator's quota refuses it: with a field, it could never
+    /// run under the quota (a 422 naming it); without, their queue is full.
+    #[error("{message}")]
+    OverQuota { field: Option<&'static str>, message: String },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -18,6 +18,7 @@ mod admission;
 pub mod error;
 pub mod placement;
 mod progress;
+mod quotas;
 pub mod transition;
 
 use std::collections::HashMap;
@@ -50,6 +51,7 @@ enum Msg {
     Create { job: Box<NewJob>, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
     Command { id: String, command: Command, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
     HandOver { id: String, to: String, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
+    QuotasChanged { reply: oneshot::Sender<SchedulerResult<()>> },
 }
 
 /// How handlers reach the scheduler; cheap to clone.
@@ -88,6 +90,16 @@ impl SchedulerHandle {
             .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
         answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a hand-over"))?
     }
+
+    /// Tells the scheduler that an admin changed a quota: it reads them
+    /// anew and judges the queue again (a raised quota may admit a job).
+    pub async fn quotas_changed(&self) -> SchedulerResult<()> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::QuotasChanged { reply })
+            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a quota change"))?
+    }
 }
 
 /// A job the scheduler looks after.
@@ -119,6 +131,10 @@ pub struct Scheduler {
     retry_at: HashMap<String, i64>,
     next_archive: Option<i64>,
     dirty: bool,
+    /// The quotas in force (the config's, with the console's over them).
+    quotas: crate::quota::QuotaRules,
+    /// When the running jobs' logs are next measured (Unix ms).
+    next_log_measure: i64,
 }
 
 /// The most the loop sleeps without a timer due, so nothing waits on a
@@ -230,8 +246,12 @@ pub async fn start(
         retry_at: HashMap::new(),
         next_archive: None,
         dirty: true,
+        quotas: Default::default(),
+        next_log_measure: 0,
     };
+    scheduler.load_quotas().await?;
     scheduler.recover().await?;
+    scheduler.measure_all_logs();
     tokio::spawn(scheduler.run());
     Ok(SchedulerHandle { tx })
 }
@@ -292,6 +312,7 @@ impl Scheduler {
                         .update_job_runtime(
                             id.clone(),
                             runtime,
+                            None,
                             vec![event(&id, EventType::Warning, "ConfigError", message)],
                         )
                         .await?;
@@ -343,6 +364,7 @@ impl Scheduler {
             // judged, so even one whose deadline passed while the scheduler
             // was busy gets its chance and says what it waited for.
             self.schedule_if_changed().await;
+            self.measure_running_logs(jobdeck_store::now_millis());
             if let Err(e) = self.timers().await {
                 tracing::error!(error = ?e, "scheduler timers failed");
             }
@@ -393,7 +415,8 @@ impl Scheduler {
         if let Some(at) = runtime.archive_at {
             self.next_archive = Some(self.next_archive.map_or(at, |n| n.min(at)));
         }
-        self.store.update_job_runtime(id.to_string(), runtime, events).await?;
+        let holding = jobdeck_store::Holding { cpus_per_replica: active.resolved.shape.cpu };
+        self.store.update_job_runtime(id.to_string(), runtime, Some(holding), events).await?;
         let ended = state.is_terminal();
         if ended {
             self.jobs.remove(id);
@@ -415,6 +438,9 @@ impl Scheduler {
             Msg::HandOver { id, to, by, reply } => {
                 let result = self.hand_over(&id, &to, &by).await;
                 let _ = reply.send(result);
+            }
+            Msg::QuotasChanged { reply } => {
+                let _ = reply.send(self.load_quotas().await);
             }
         }
     }
@@ -440,6 +466,9 @@ impl Scheduler {
         let now = jobdeck_store::now_millis();
         let first = transition::on_create(row.spec.stopped(), &resolved.node_groups);
         let queued = first.state == JobState::Queueing;
+        if queued {
+            self.check_entry(&row.created_by, &resolved).await?;
+        }
         row.runtime = JobRuntime {
             state: first.state,
             reason: Some(first.reason.into()),
@@ -522,6 +551,10 @@ impl Scheduler {
                 Ok(row)
             }
             Effect::Requeue => {
+                let resolved = ResolvedSpec::resolve(&row.spec, &self.config).map_err(|_| {
+                    SchedulerError::Refused(format!("job '{id}' no longer fits this server's configuration"))
+                })?;
+                self.check_entry(&row.created_by, &resolved).await?;
                 self.set_stopped_flag(&mut row, false).await?;
                 self.ensure_active(&row)?;
                 let active = self.active_mut(id)?;

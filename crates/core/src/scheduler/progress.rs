@@ -71,6 +71,8 @@ impl Scheduler {
             return Ok(());
         }
         self.refresh_counts(id, run).await?;
+        // The run wrote its last line: what its logs take is final.
+        self.measure_logs(vec![id.to_string()]);
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let stop_reason = active.row.runtime.stop_reason;
         let now = jobdeck_store::now_millis();
@@ -228,6 +230,7 @@ impl Scheduler {
                     .update_job_runtime(
                         id.clone(),
                         row.runtime,
+                        None,
                         vec![event(&id, EventType::Normal, "Archived", message)],
                     )
                     .await?;

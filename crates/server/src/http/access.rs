@@ -90,6 +90,12 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/invitations", ADMIN),
     ("POST", "/invitations", ADMIN),
     ("DELETE", "/invitations/{id}", ADMIN),
+    // Quotas and usage.
+    ("GET", "/quotas", ADMIN),
+    ("PUT", "/quotas/{scope}/{name}", ADMIN),
+    ("DELETE", "/quotas/{scope}/{name}", ADMIN),
+    ("GET", "/usage", ADMIN),
+    ("GET", "/usage/history", ADMIN),
     // Accepting an invitation: its code is the credential.
     ("POST", "/invitations/check", Anyone),
     ("POST", "/invitations/redeem", Anyone),

@@ -43,6 +43,9 @@ pub enum AppError {
     /// The caller holds as many requests or log follows as one user may
     /// (`[limits]`); the sentence names the bound.
     TooManyRequests(String),
+    /// The caller's quota refuses one more job in the queue; the sentence
+    /// names the quota.
+    QuotaExceeded(String),
     /// The answer did not start within `limits.request_timeout`.
     TimedOut(std::time::Duration),
     /// Anything else; the cause, with the chain of its sources, is logged
@@ -69,7 +72,8 @@ impl std::fmt::Display for AppError {
             | AppError::Forbidden(what)
             | AppError::BadRequest(what)
             | AppError::Conflict(what)
-            | AppError::TooManyRequests(what) => f.write_str(what),
+            | AppError::TooManyRequests(what)
+            | AppError::QuotaExceeded(what) => f.write_str(what),
             AppError::TimedOut(limit) => write!(f, "the request took longer than {} s", limit.as_secs()),
             AppError::Validation(fields) => write!(f, "{} invalid fields", fields.len()),
             AppError::PayloadTooLarge => write!(f, "the body is over {MAX_BODY_BYTES} bytes"),
@@ -114,6 +118,9 @@ impl AppError {
             AppError::Conflict(what) => (StatusCode::CONFLICT, ApiError::new("conflict", what)),
             AppError::TooManyRequests(what) => {
                 (StatusCode::TOO_MANY_REQUESTS, ApiError::new("too_many_requests", what))
+            }
+            AppError::QuotaExceeded(what) => {
+                (StatusCode::TOO_MANY_REQUESTS, ApiError::new("quota_exceeded", what))
             }
             AppError::TimedOut(limit) => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -184,6 +191,10 @@ impl From<SchedulerError> for AppError {
         match e {
             SchedulerError::NotFound(what) => AppError::NotFound(what),
             SchedulerError::Refused(why) => AppError::Conflict(why),
+            SchedulerError::OverQuota { field: Some(field), message } => {
+                AppError::Validation([(field.to_string(), vec![message])].into())
+            }
+            SchedulerError::OverQuota { field: None, message } => AppError::QuotaExceeded(message),
             SchedulerError::Store(e) => AppError::from(e),
             SchedulerError::Internal(cause) => AppError::Internal(cause),
         }

@@ -19,6 +19,7 @@ pub mod listener;
 pub mod logs;
 pub mod metrics;
 pub mod openapi;
+pub mod quotas;
 pub mod replicas;
 pub mod request_limits;
 pub mod request_log;

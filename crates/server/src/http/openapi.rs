@@ -23,8 +23,8 @@ use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
 use jobdeck_api::{
     ApiError, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret, InvitationCreate, InvitationInfo,
     InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList, LeptonJob, NewSession, Node, NodeGroup,
-    RedeemedInvitation, RemovedUser, Replica, RoleChange, Secret, Shape, SignInMethods, StoragePermission, TokenCreate,
-    TokenInfo, UserList, UserRemoval, WorkspaceInfo,
+    Quota, QuotaLimits, QuotaList, RedeemedInvitation, RemovedUser, Replica, RoleChange, Secret, Shape, SignInMethods,
+    StoragePermission, TokenCreate, TokenInfo, UsageHistory, UsageNow, UserList, UserRemoval, WorkspaceInfo,
 };
 use serde_json::{json, Value};
 use utoipa::OpenApi;
@@ -74,6 +74,11 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     RedeemedInvitation,
     UserRemoval,
     RemovedUser,
+    QuotaList,
+    QuotaLimits,
+    Quota,
+    UsageNow,
+    UsageHistory,
 )))]
 struct WireTypes;
 

@@ -22,5 +22,6 @@ mod log_api;
 mod metrics;
 mod offboarding;
 mod openapi;
+mod quotas;
 mod validation;
 mod visibility;

@@ -1,0 +1,273 @@
+//! Quotas and usage (Jobdeck extensions; Lepton's workspaces have none).
+//!
+//! A quota bounds what one user may hold: GPUs and replicas of running
+//! jobs, jobs waiting in the queue, and bytes of logs kept. It is set for a
+//! role (every user of that role) or for one user, in `jobdeck.toml`
+//! (`[quotas.roles.member]`, `[quotas.users.alice]`) or by an admin in the
+//! console (`PUT /quotas/{scope}/{name}`), which replaces the config's
+//! setting for that role or user. A user's limit for each of the four is
+//! their own quota's when it sets one, else their role's; neither: no
+//! limit. docs/teams.md ("Quotas") says what a job over a quota does.
+
+use serde::{Deserialize, Serialize};
+
+use crate::decode::Decode;
+
+/// The largest number a limit may be: what JSON carries exactly.
+pub const QUOTA_MAX: i64 = 9_007_199_254_740_991;
+
+/// The four limits of one quota; an absent one sets no limit here (the
+/// role's applies to a user, or none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct QuotaLimits {
+    /// GPUs the user's admitted jobs may hold at once (every replica slot's
+    /// GPUs, from admission until the run's resources are released).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_gpus: Option<i64>,
+    /// Replica slots the user's admitted jobs may hold at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_replicas: Option<i64>,
+    /// Jobs of the user that may wait in the queue at once; one more is
+    /// refused (429) when it is created or started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_jobs: Option<i64>,
+    /// Bytes of the user's jobs' logs kept on disk; past it, their queued
+    /// jobs wait until some are deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_bytes: Option<i64>,
+}
+
+impl QuotaLimits {
+    /// The limits by wire name, in the order pages show them.
+    pub fn fields(&self) -> [(&'static str, Option<i64>); 4] {
+        [
+            ("running_gpus", self.running_gpus),
+            ("running_replicas", self.running_replicas),
+            ("queued_jobs", self.queued_jobs),
+            ("log_bytes", self.log_bytes),
+        ]
+    }
+
+    /// Whether no limit is set.
+    pub fn is_empty(&self) -> bool {
+        self.fields().iter().all(|(_, v)| v.is_none())
+    }
+
+    /// Each limit's own where this one sets none: a user's quota over
+    /// their role's.
+    pub fn or(self, fallback: QuotaLimits) -> QuotaLimits {
+        QuotaLimits {
+            running_gpus: self.running_gpus.or(fallback.running_gpus),
+            running_replicas: self.running_replicas.or(fallback.running_replicas),
+            queued_jobs: self.queued_jobs.or(fallback.queued_jobs),
+            log_bytes: self.log_bytes.or(fallback.log_bytes),
+        }
+    }
+
+    /// The rules of a quota, one message per broken rule by field.
+    pub fn problems(&self) -> crate::FieldErrors {
+        let mut problems = crate::FieldErrors::new();
+        for (field, value) in self.fields() {
+            if let Some(value) = value {
+                if !(0..=QUOTA_MAX).contains(&value) {
+                    problems
+                        .entry(field.into())
+                        .or_default()
+                        .push(format!("from 0 to {QUOTA_MAX}, or left out for no limit"));
+                }
+            }
+        }
+        problems
+    }
+}
+
+/// Whom a quota is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum QuotaScope {
+    /// Every user of a role (`viewer`, `member`, `admin`).
+    #[default]
+    Role,
+    /// One user by name.
+    User,
+}
+
+impl QuotaScope {
+    /// The name on the wire and in paths (`/quotas/role/member`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuotaScope::Role => "role",
+            QuotaScope::User => "user",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<QuotaScope> {
+        [QuotaScope::Role, QuotaScope::User].into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+/// Where a quota is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum QuotaSource {
+    /// `jobdeck.toml`'s `[quotas]`.
+    #[default]
+    Config,
+    /// An admin set it (`PUT /quotas/{scope}/{name}`); it replaces the
+    /// config's setting for the same role or user until it is deleted.
+    Console,
+}
+
+/// One role's or user's quota as `GET /quotas` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Quota {
+    pub scope: QuotaScope,
+    /// The role's or the user's name.
+    pub name: String,
+    pub limits: QuotaLimits,
+    pub source: QuotaSource,
+    /// Who set it in the console, and when (Unix ms); absent for the config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<i64>,
+}
+
+/// `GET /quotas`: every quota in force, roles first.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct QuotaList {
+    pub items: Vec<Quota>,
+}
+
+/// What one user holds now, against the limits that apply to them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UserUsage {
+    pub user: String,
+    pub role: crate::Role,
+    pub running_gpus: i64,
+    pub running_replicas: i64,
+    pub queued_jobs: i64,
+    pub log_bytes: i64,
+    /// The limits in force for the user: each their own quota's, else their
+    /// role's; absent: none.
+    pub limits: QuotaLimits,
+}
+
+/// `GET /usage`: every user's usage now, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UsageNow {
+    pub items: Vec<UserUsage>,
+}
+
+/// Whose usage one row of the history sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum UsageGrouping {
+    /// One row per user and day.
+    #[default]
+    User,
+    /// One row per role and day, by each user's role today.
+    Role,
+}
+
+impl UsageGrouping {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageGrouping::User => "user",
+            UsageGrouping::Role => "role",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<UsageGrouping> {
+        [UsageGrouping::User, UsageGrouping::Role].into_iter().find(|g| g.as_str() == name)
+    }
+}
+
+/// One user's or role's use of one day (UTC).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UsageDay {
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    /// The user's or role's name.
+    pub subject: String,
+    /// GPUs held times hours held, from admission to release.
+    pub gpu_hours: f64,
+    /// CPUs held times hours held.
+    pub cpu_hours: f64,
+    /// Bytes of logs kept at the end of the day (or now, for today), as
+    /// last measured.
+    pub log_bytes: i64,
+}
+
+/// `GET /usage/history`: use per day from `from` to `to` (inclusive, UTC),
+/// days without any use left out. `?format=csv` answers the same rows as
+/// CSV (`day,user,gpu_hours,cpu_hours,log_bytes`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UsageHistory {
+    pub by: UsageGrouping,
+    pub from: String,
+    pub to: String,
+    pub items: Vec<UsageDay>,
+}
+
+/// The longest history one request may ask for, in days.
+pub const USAGE_HISTORY_MAX_DAYS: i64 = 366;
+/// The history's length when the request does not say, in days.
+pub const USAGE_HISTORY_DEFAULT_DAYS: i64 = 30;
+
+/// A byte count as people read it (`1.5 GB`), in powers of 1000 as disks
+/// are sold.
+pub fn format_bytes(bytes: i64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        let shown = format!("{value:.1}");
+        format!("{} {}", shown.trim_end_matches(".0"), UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_users_limit_is_their_own_else_their_roles() {
+        let user = QuotaLimits { running_gpus: Some(16), ..Default::default() };
+        let role = QuotaLimits { running_gpus: Some(8), queued_jobs: Some(3), ..Default::default() };
+        let both = user.or(role);
+        assert_eq!(both.running_gpus, Some(16));
+        assert_eq!(both.queued_jobs, Some(3));
+        assert_eq!(both.log_bytes, None);
+    }
+
+    #[test]
+    fn negative_limits_are_refused_by_field() {
+        let problems = QuotaLimits { running_gpus: Some(-1), log_bytes: Some(0), ..Default::default() }.problems();
+        assert_eq!(problems.keys().collect::<Vec<_>>(), ["running_gpus"]);
+    }
+
+    #[test]
+    fn bytes_read_as_people_write_them() {
+        assert_eq!(format_bytes(999), "999 B");
+        assert_eq!(format_bytes(1_500_000), "1.5 MB");
+        assert_eq!(format_bytes(50_000_000_000), "50 GB");
+    }
+}
