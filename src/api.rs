@@ -526,19 +526,25 @@ pub async fn log_search(job: &str, replica: &str, text: &str, regex: bool, ignor
     log_json(job, replica, &query, None).await
 }
 
-/// Downloads the whole log as a file (`download=true`). The request needs
-/// the token, so it goes through `fetch` and the browser saves the answer as
-/// a blob; the file name is the replica id.
+/// Downloads the whole log as a file (`download=true`); the file name is
+/// the replica id.
 pub async fn download_log(job: &str, replica: &str, timestamps: bool) -> ApiResult<()> {
     let path = format!("{}?download=true&timestamps={timestamps}", log_path(job, replica));
-    let response = check(fetch(Request::get(&url(&path))).await?).await?;
+    save_download(&path, &format!("{replica}.log")).await
+}
+
+/// Saves the answer to `GET path` as the file `file_name`. The request
+/// needs the token, so it goes through `fetch` and the browser saves the
+/// answer as a blob.
+pub async fn save_download(path: &str, file_name: &str) -> ApiResult<()> {
+    let response = check(fetch(Request::get(&url(path))).await?).await?;
     let unreadable = |e: wasm_bindgen::JsValue| ApiFailure::Network(format!("{e:?}"));
     let raw = web_sys::Response::from(response);
     let blob = wasm_bindgen_futures::JsFuture::from(raw.blob().map_err(unreadable)?).await.map_err(unreadable)?;
     let href = web_sys::Url::create_object_url_with_blob(blob.unchecked_ref()).map_err(unreadable)?;
     let link: web_sys::HtmlAnchorElement = crate::components::dom::element("a").unchecked_into();
     link.set_href(&href);
-    link.set_download(&format!("{replica}.log"));
+    link.set_download(file_name);
     link.click();
     // The browser has taken the file once the click is handled.
     crate::components::live::sleep(1000).await;

@@ -2,7 +2,8 @@
 //! the real server: an admin invites a teammate from the people page and
 //! the link signs them in once, and removes them again; a user makes and
 //! revokes personal tokens on their account page (a revoked one stops
-//! working at once) and signs out everywhere.
+//! working at once) and signs out everywhere; an admin sets a quota that
+//! holds a member's job in the queue, where its page says why.
 
 use jobdeck_e2e::{Browser, Server};
 use serde_json::{json, Value};
@@ -161,4 +162,54 @@ fn an_admin_hands_a_removed_members_running_job_to_a_teammate() {
     assert_eq!(who(&server, &mona).0, 401);
     let (stopped, _) = server.call("PATCH", &format!("/jobs/{id}"), &ann, Some(&json!({"spec": {"stopped": true}})));
     assert_eq!(stopped, 200, "the job is ann's to stop now");
+}
+
+/// The cells of the row of `user` in the people page's usage table, read in
+/// one script.
+fn usage_of(browser: &Browser, user: &str) -> Vec<String> {
+    let cells = browser.execute(
+        "const row = [...document.querySelectorAll('table.usage tbody tr')].find(r => r.querySelector('th').textContent === arguments[0]); \
+         return row ? [...row.querySelectorAll('td')].map(c => c.textContent) : [];",
+        vec![json!(user)],
+    );
+    cells.as_array().into_iter().flatten().filter_map(|c| c.as_str().map(String::from)).collect()
+}
+
+#[test]
+fn a_quota_an_admin_sets_holds_a_members_job_in_the_queue_with_the_reason_on_its_page() {
+    let server = Server::start();
+    let out = server.token_command(&["create", "--user", "mona"]);
+    let mona = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let long = json!({"metadata": {"name": "long"}, "spec": {"container": {"command": ["sh", "-c", "sleep 600"]}}});
+    let first = server.create_job(&mona, &long);
+    server.wait_for_state(&mona, &first, jobdeck_e2e::JobState::Running);
+
+    let admin = Browser::start();
+    admin.sign_in(&server, &server.admin_token);
+    admin.goto(&format!("{}/people", server.base_url));
+    admin.wait_for_text("Quotas and usage");
+    admin.wait_until("mona's usage", || {
+        (usage_of(&admin, "mona").get(2).map(String::as_str) == Some("1")).then_some(())
+    });
+    admin.click(&admin.find("form.quota-form select option[value='user:mona']"));
+    let replicas = admin.find("form.quota-form label:nth-of-type(3) input");
+    admin.type_text(&replicas, "1");
+    admin.click(&admin.find("form.quota-form button[type=submit]"));
+    admin.wait_for_text("Saved the quota of user mona.");
+    admin.wait_until("mona's limit shown", || {
+        (usage_of(&admin, "mona").get(2).map(String::as_str) == Some("1 of 1")).then_some(())
+    });
+    admin.screenshot(&jobdeck_e2e::screenshot_path("people-quotas"));
+
+    let second = server
+        .create_job(&mona, &json!({"metadata": {"name": "second"}, "spec": {"container": {"command": ["true"]}}}));
+    let member = Browser::start();
+    member.sign_in(&server, &mona);
+    member.goto(&format!("{}/jobs/{second}", server.base_url));
+    member.wait_for_text("over quota: mona runs 1 of 1 replicas (quota of user mona); this job needs 1");
+    member.screenshot(&jobdeck_e2e::screenshot_path("job-held-by-quota"));
+
+    // Removing the console's quota lets the job start at once.
+    admin.click(&admin.find("button[aria-label='Remove the quota of user mona']"));
+    server.wait_for_state(&mona, &second, jobdeck_e2e::JobState::Completed);
 }

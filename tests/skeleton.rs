@@ -89,6 +89,26 @@ fn a_wrong_token_is_refused_with_a_clear_message() {
     browser.wait_for_text("This token is not valid");
 }
 
+/// The sign-in page shows Jobdeck's own sentence for a problem code it
+/// knows, and nothing for any other text: a link cannot put someone's
+/// words on the page.
+#[test]
+fn the_sign_in_page_says_only_its_own_words_about_a_problem() {
+    let server = Server::start();
+    let browser = Browser::start();
+    browser.goto(&format!("{}/login?problem=expired", server.base_url));
+    browser.wait_for_text("This sign-in expired or was already used. Start again.");
+    let planted = "Your account is locked. Call +1 555 0100 now";
+    browser.goto(&format!(
+        "{}/login?problem=Your%20account%20is%20locked.%20Call%20%2B1%20555%200100%20now",
+        server.base_url
+    ));
+    browser.find("#token");
+    let text = browser.page_text();
+    assert!(!text.contains("555") && !text.contains("locked"), "{planted:?} appeared: {text}");
+    assert!(!text.contains("expired"), "no stale sentence either: {text}");
+}
+
 /// A page opened cold downloads the modules it needs beyond the core in one
 /// pack, and a move to another page the modules that page adds in another
 /// (scripts/pack-console.mjs): modules compress better together than one by

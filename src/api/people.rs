@@ -5,8 +5,8 @@
 use gloo_net::http::{Request, RequestBuilder};
 use jobdeck_api::{
     CreatedInvitation, CreatedToken, Decode, InvitationCreate, InvitationInfo, InvitationList, InvitationPreview,
-    InvitationRedeem, RedeemedInvitation, RemovedUser, Role, RoleChange, TokenCreate, TokenInfo, UserInfo, UserList,
-    UserRemoval,
+    InvitationRedeem, Quota, QuotaLimits, QuotaList, QuotaScope, RedeemedInvitation, RemovedUser, Role, RoleChange,
+    TokenCreate, TokenInfo, UsageGrouping, UsageNow, UserInfo, UserList, UserRemoval,
 };
 use serde::Serialize;
 
@@ -56,6 +56,36 @@ pub async fn remove_user(name: &str, heir: Option<&str>) -> ApiResult<RemovedUse
         path.push_str(&format!("?jobs=hand-over&to={}", encode_component(heir)));
     }
     decode(fetch(Request::delete(&url(&path))).await?).await
+}
+
+/// `GET /quotas` (admins): every quota in force.
+pub async fn quotas() -> ApiResult<QuotaList> {
+    get("/quotas").await
+}
+
+fn quota_path(scope: QuotaScope, name: &str) -> String {
+    url(&format!("/quotas/{}/{}", scope.as_str(), encode_component(name)))
+}
+
+/// `PUT /quotas/{scope}/{name}` (admins).
+pub async fn set_quota(scope: QuotaScope, name: &str, limits: &QuotaLimits) -> ApiResult<Quota> {
+    send(authorized(Request::put(&quota_path(scope, name)))?, limits).await
+}
+
+/// `DELETE /quotas/{scope}/{name}` (admins): the config's applies again.
+pub async fn delete_quota(scope: QuotaScope, name: &str) -> ApiResult<()> {
+    check(fetch(Request::delete(&quota_path(scope, name))).await?).await.map(|_| ())
+}
+
+/// `GET /usage` (admins): every user's use now.
+pub async fn usage_now() -> ApiResult<UsageNow> {
+    get("/usage").await
+}
+
+/// Saves `GET /usage/history?by=…&format=csv` (the last 30 days) as a file.
+pub async fn download_usage(by: UsageGrouping) -> ApiResult<()> {
+    let path = format!("/usage/history?by={}&format=csv", by.as_str());
+    super::save_download(&path, &format!("jobdeck-usage-by-{}.csv", by.as_str())).await
 }
 
 /// `GET /invitations` (admins).

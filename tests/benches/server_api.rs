@@ -8,7 +8,8 @@
 //!    console asks for it (page size 50), the default list and filtered ones,
 //!    one request at a time, p50 and p99;
 //! 3. creation throughput while the scheduler is busy: 2,000 runnable jobs
-//!    queued behind a full node group;
+//!    queued behind a full node group, then 2,000 more with a member quota
+//!    in force (every admission pass then counts each user's holdings);
 //! 4. log ingest: one replica printing 1,000,000 lines of 80 characters,
 //!    from its start to its end, every line stored (checked).
 //!
@@ -246,8 +247,18 @@ fn main() {
         (user, job)
     }
     println!("== creating 2000 runnable jobs queued behind a full node group");
-    let (wall, latencies, queued) = create_many(&server, &tokens, 2000, queued_job);
+    let (wall, latencies, mut queued) = create_many(&server, &tokens, 2000, queued_job);
     report_creates("queued", 2000, wall, &latencies);
+
+    // 3b. The same with quotas in force (none binding), so every admission
+    // pass also counts what each user holds and keeps in logs.
+    let limits = json!({"running_gpus": 1000, "queued_jobs": 1_000_000, "log_bytes": 1_000_000_000_000i64});
+    let (status, body) = server.call("PUT", "/quotas/role/member", &server.admin_token, Some(&limits));
+    assert_eq!(status, 200, "{body}");
+    println!("== creating 2000 more runnable jobs queued, with a member quota in force");
+    let (wall, latencies, more) = create_many(&server, &tokens, 2000, queued_job);
+    report_creates("queued, quotas", 2000, wall, &latencies);
+    queued.extend(more);
 
     // 4. Log ingest: 1,000,000 lines of 80 characters from one replica.
     let lines = 1_000_000;

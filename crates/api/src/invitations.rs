@@ -178,12 +178,18 @@ pub struct RedeemedInvitation {
 /// The rules of a user name a person picks: 1 to [`USER_NAME_MAX_LEN`]
 /// letters, digits and `._@+-`, starting with a letter or digit. (Names
 /// an identity provider suggests are cleaned to the same characters.)
+/// Whether `c` may be in a user's name: an ASCII letter or digit, or one
+/// of `._@+-` (a name starts with a letter or a digit).
+pub fn is_user_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "._@+-".contains(c)
+}
+
 pub fn user_name_problems(name: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if name.is_empty() || name.chars().count() > USER_NAME_MAX_LEN {
         problems.push(format!("1 to {USER_NAME_MAX_LEN} characters"));
     }
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || "._@+-".contains(c)) {
+    if !name.chars().all(is_user_name_char) {
         problems.push("only letters, digits and . _ @ + -".into());
     }
     if name.chars().next().is_some_and(|c| !c.is_ascii_alphanumeric()) {

@@ -44,8 +44,8 @@ pub use invitations::{
 pub use job::*;
 pub use logs::{LogLine, LogRange, LogSearch};
 pub use quotas::{
-    format_bytes, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay, UsageGrouping, UsageHistory,
-    UsageNow, UserUsage, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
+    format_bytes, parse_bytes, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay, UsageGrouping,
+    UsageHistory, UsageNow, UserUsage, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
 };
 pub use resources::*;
 pub use roles::{may_change_job, Role};

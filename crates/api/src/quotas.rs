@@ -244,6 +244,31 @@ pub fn format_bytes(bytes: i64) -> String {
     }
 }
 
+/// Reads a byte count written as a number of bytes or with a unit: `B`,
+/// `KB`, `MB`, `GB`, `TB` (powers of 1000) or `KiB`, `MiB`, `GiB`, `TiB`
+/// (powers of 1024), as the config file and the console's quota form take
+/// it.
+pub fn parse_bytes(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale: f64 = match unit.trim() {
+        "" | "B" => 1.0,
+        "KB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "TiB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let bytes = (number * scale).round();
+    (bytes.is_finite() && bytes <= QUOTA_MAX as f64).then_some(bytes as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,6 +287,16 @@ mod tests {
     fn negative_limits_are_refused_by_field() {
         let problems = QuotaLimits { running_gpus: Some(-1), log_bytes: Some(0), ..Default::default() }.problems();
         assert_eq!(problems.keys().collect::<Vec<_>>(), ["running_gpus"]);
+    }
+
+    #[test]
+    fn byte_counts_read_with_and_without_units() {
+        assert_eq!(parse_bytes("1024"), Some(1024));
+        assert_eq!(parse_bytes("50GB"), Some(50_000_000_000));
+        assert_eq!(parse_bytes("1.5 MB"), Some(1_500_000));
+        assert_eq!(parse_bytes("2GiB"), Some(2 * 1024 * 1024 * 1024));
+        assert_eq!(parse_bytes("5 parsecs"), None);
+        assert_eq!(parse_bytes("GB"), None);
     }
 
     #[test]

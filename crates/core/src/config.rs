@@ -24,7 +24,7 @@ pub use auth::{parse_duration, AuthConfig, OidcConfig};
 pub use limits::LimitsConfig;
 pub use machine::{default_node_groups, default_shapes, MachineInfo};
 pub use networks::{is_network, Ipv4Network};
-pub use quotas::{parse_bytes, QuotasConfig};
+pub use quotas::QuotasConfig;
 pub use secrets::{KeyLocation, SecretsConfig};
 
 /// Why a config cannot be used. The command line prints it with its chain
@@ -722,6 +722,16 @@ mod tests {
     }
 
     #[test]
+    fn quotas_are_read_per_role_and_user_with_byte_units() {
+        let text =
+            "[quotas.roles.member]\nrunning_gpus = 8\nlog_bytes = \"50GB\"\n[quotas.users.alice]\nqueued_jobs = 3\n";
+        let config = Config::from_toml(text, Path::new("/d"), &machine(0)).unwrap();
+        let member = config.quotas.roles[&jobdeck_api::Role::Member];
+        assert_eq!((member.running_gpus, member.log_bytes, member.queued_jobs), (Some(8), Some(50_000_000_000), None));
+        assert_eq!(config.quotas.users["alice"].queued_jobs, Some(3));
+    }
+
+    #[test]
     fn broken_config_files_name_the_key() {
         let cases: &[(&str, &str)] = &[
             ("colour = 1", "unknown field `colour`"),
@@ -739,6 +749,10 @@ mod tests {
                 "[[node_groups]]\nname = \"a\"\ncpu = 1\nmemory_mb = 1\nnodes = 2\nnode_names = [\"x\"]",
                 "node_groups[0].node_names has 1 names but nodes is 2",
             ),
+            ("[quotas.roles.owner]\nrunning_gpus = 1", "unknown variant `owner`"),
+            ("[quotas.users.alice]\ngpus = 1", "unknown field `gpus`"),
+            ("[quotas.users.alice]\nlog_bytes = \"5 parsecs\"", "'5 parsecs' is not a byte count"),
+            ("[quotas.roles.member]\nrunning_gpus = -2", "quotas.roles.member.running_gpus must be from 0"),
         ];
         for (text, expected) in cases {
             let err = Config::from_toml(text, Path::new("/d"), &machine(0)).unwrap_err().to_string();

@@ -98,6 +98,12 @@ impl QuotaRules {
         self.roles.values().chain(self.users.values()).all(|q| q.limits.is_empty())
     }
 
+    /// Whether any quota limits log bytes: only then are they summed at
+    /// each admission pass.
+    pub fn limits_log_bytes(&self) -> bool {
+        self.roles.values().chain(self.users.values()).any(|q| q.limits.log_bytes.is_some())
+    }
+
     /// Every quota, roles first (viewer, member, admin), then users by name.
     pub fn list(&self) -> Vec<Quota> {
         self.roles.values().chain(self.users.values()).cloned().collect()

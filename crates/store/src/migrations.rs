@@ -274,6 +274,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
             0, COALESCE(started_at, created_at)
         FROM jobs WHERE placement IS NOT NULL AND json_valid(placement);
     ALTER TABLE jobs ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX jobs_log_bytes ON jobs(created_by, log_bytes) WHERE log_bytes > 0;
     CREATE TABLE log_bytes_days (
         day INTEGER NOT NULL,
         user TEXT NOT NULL,

@@ -1,10 +1,11 @@
 //! The admins' page of people (`/people`): every user with their role
 //! (changed here, from the user's next request on), when they were last
-//! seen and how many of their tokens still sign in; and invitations
-//! (`invitations.rs`). The server lets only admins read or change any of
+//! seen and how many of their tokens still sign in; invitations
+//! (`invitations.rs`); and quotas and usage (`quotas.rs`). The server lets only admins read or change any of
 //! it; anyone else opening the page is told so.
 
 mod invitations;
+mod quotas;
 mod removal;
 
 use jobdeck_api::{Role, UserInfo};
@@ -57,6 +58,7 @@ pub fn PeoplePage() -> impl IntoView {
             <p class="banner error" role="alert" hidden=move || problem.with(Option::is_none)>{move || problem.get()}</p>
             {table}
             <invitations::Invitations/>
+            <quotas::QuotasAndUsage/>
         </section>
     }
 }

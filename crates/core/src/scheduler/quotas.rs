@@ -76,8 +76,10 @@ impl Scheduler {
                 h.gpus += placement.slots.iter().map(|s| s.gpu_ids.len() as i64).sum::<i64>();
             }
         }
-        for (user, bytes) in self.store.log_bytes_by_user().await? {
-            held.entry(user).or_default().log_bytes = bytes;
+        if self.quotas.limits_log_bytes() {
+            for (user, bytes) in self.store.log_bytes_by_user().await? {
+                held.entry(user).or_default().log_bytes = bytes;
+            }
         }
         Ok(Some(QuotaTally { roles: self.store.user_roles().await?, held }))
     }

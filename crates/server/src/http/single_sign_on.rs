@@ -24,6 +24,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
 use base64::Engine;
+use jobdeck_api::invitations::{is_user_name_char, USER_NAME_MAX_LEN};
 use jobdeck_api::{Role, SignInMethods, SignInProblem, SingleSignOnMethod, TokenKind};
 use jobdeck_core::config::OidcConfig;
 use jobdeck_store::{Claimant, NewIdentityUser, Redemption, RoleChanged, UserRow};
@@ -56,8 +57,6 @@ const MAX_PENDING: usize = 10_000;
 const HAND_OVER_LIFETIME: Duration = Duration::from_secs(120);
 /// How long a call to the provider may take.
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(15);
-/// The longest name a provider's user gets here.
-const NAME_MAX_LEN: usize = 64;
 
 /// Why a sign-in through the provider failed.
 #[derive(Debug, thiserror::Error)]
@@ -482,14 +481,17 @@ impl Identity {
     }
 }
 
-/// A provider's suggested name as a name here: letters, digits and `._@+-`
-/// kept, anything else a `-`, at most 64 characters; never empty.
+/// A provider's suggested name as a name here, by the rules of names made
+/// any other way (`jobdeck_api::invitations::user_name_problems`): letters,
+/// digits and `._@+-` kept, anything else a `-`, starting with a letter or
+/// a digit, at most 64 characters; never empty.
 fn clean_name(suggested: &str) -> String {
     let cleaned: String = suggested
         .trim()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "._@+-".contains(c) { c } else { '-' })
-        .take(NAME_MAX_LEN)
+        .map(|c| if is_user_name_char(c) { c } else { '-' })
+        .skip_while(|c| !c.is_ascii_alphanumeric())
+        .take(USER_NAME_MAX_LEN)
         .collect();
     if cleaned.trim_matches('-').is_empty() {
         "user".into()
@@ -566,6 +568,8 @@ mod tests {
         assert_eq!(clean_name("Ann Lee/../x"), "Ann-Lee-..-x");
         assert_eq!(clean_name("  "), "user");
         assert_eq!(clean_name("\u{202e}"), "user");
+        assert_eq!(clean_name("../root"), "root", "a name starts with a letter or a digit");
+        assert!(jobdeck_api::invitations::user_name_problems(&clean_name("@@x y")).is_empty());
         assert_eq!(clean_name(&"x".repeat(100)).len(), 64);
     }
 
