@@ -138,7 +138,8 @@ split_view!(fn new_job_page(), preload download_new_job_page, { view! { <NewJobP
 split_view!(fn job_page(id: String), preload download_job_page, { view! { <JobPage id/> } });
 // A newcomer's invitation and one's own account share one module: they
 // are small, seldom opened, and each split point costs every page's first
-// download a little (its loader). The admins' people page is its own.
+// download a little (its loader). The admins' pages, people and the audit
+// log, are another.
 split_view!(fn team_page(route: Route), preload download_team_page, {
     match route {
         Route::Invite => view! { <InvitePage/> }.into_any(),

@@ -11,6 +11,8 @@ pub const NEW_JOB: &str = "/jobs/new";
 pub const ACCOUNT: &str = "/account";
 /// The admins' page of users, roles and invitations.
 pub const PEOPLE: &str = "/people";
+/// The admins' audit log.
+pub const AUDIT: &str = "/audit";
 /// The page an invitation link opens.
 pub const INVITE: &str = jobdeck_api::invitations::INVITATION_PAGE;
 
@@ -40,6 +42,8 @@ pub enum Route {
     },
     Invite,
     Account,
+    /// The people page, or the audit log (`AUDIT`), which shares its
+    /// download and tells itself apart by the path.
     People,
     NotFound,
 }
@@ -53,7 +57,7 @@ impl Route {
             ["jobs", "new"] => Route::NewJob,
             ["invite"] => Route::Invite,
             ["account"] => Route::Account,
-            ["people"] => Route::People,
+            ["people"] | ["audit"] => Route::People,
             ["jobs", id] => Route::Job { id: decode_component(id), tab: "overview".into() },
             ["jobs", id, tab] if JOB_TABS.iter().any(|(t, _)| t == tab) => {
                 Route::Job { id: decode_component(id), tab: tab.to_string() }
@@ -319,6 +323,7 @@ mod tests {
             (INVITE, Route::Invite),
             (ACCOUNT, Route::Account),
             (PEOPLE, Route::People),
+            (AUDIT, Route::People),
             ("/jobs/train-ab12c", job("train-ab12c", "overview")),
             ("/jobs/train-ab12c/replicas", job("train-ab12c", "replicas")),
             ("/jobs/train-ab12c/logs", job("train-ab12c", "logs")),

@@ -3,7 +3,8 @@
 //! the link signs them in once, and removes them again; a user makes and
 //! revokes personal tokens on their account page (a revoked one stops
 //! working at once) and signs out everywhere; an admin sets a quota that
-//! holds a member's job in the queue, where its page says why.
+//! holds a member's job in the queue, where its page says why, and the
+//! audit log shows who did it.
 
 use jobdeck_e2e::{Browser, Server};
 use serde_json::{json, Value};
@@ -212,4 +213,27 @@ fn a_quota_an_admin_sets_holds_a_members_job_in_the_queue_with_the_reason_on_its
     // Removing the console's quota lets the job start at once.
     admin.click(&admin.find("button[aria-label='Remove the quota of user mona']"));
     server.wait_for_state(&mona, &second, jobdeck_e2e::JobState::Completed);
+
+    // The audit log, linked from the people page, shows who did each of
+    // those, from where; its filter narrows it to the quotas.
+    admin.click(&admin.find("a[href='/audit']"));
+    admin.wait_for_text("quota.delete");
+    let rows = |browser: &Browser| -> Vec<String> {
+        let rows = browser.execute(
+            "return [...document.querySelectorAll('table.audit-log tbody tr')].map(r => [...r.cells].slice(1).map(c => c.textContent).join('|'));",
+            vec![],
+        );
+        rows.as_array().into_iter().flatten().filter_map(|r| r.as_str().map(String::from)).collect()
+    };
+    let all = rows(&admin);
+    for wanted in ["mona|job.create|", "admin|quota.set|user/mona|ok|", "admin|quota.delete|user/mona|ok|"] {
+        assert!(all.iter().any(|r| r.starts_with(wanted) && r.ends_with("|127.0.0.1")), "{wanted}: {all:#?}");
+    }
+    admin.click(&admin.find("form.filters select option[value='quota.']"));
+    admin.click(&admin.find("form.filters button[type=submit]"));
+    admin.wait_until("only the quotas", || {
+        let shown = rows(&admin);
+        (shown.len() == 2 && shown.iter().all(|r| r.contains("|quota."))).then_some(())
+    });
+    admin.screenshot(&jobdeck_e2e::screenshot_path("audit-log"));
 }

@@ -223,6 +223,20 @@ fn id_tokens_changed_after_the_provider_made_them_are_refused() {
         assert_eq!(problem(&landed), SignInProblem::InvalidAnswer, "{how}: {landed}");
         let (_, users) = world.server.call("GET", "/users", &world.server.admin_token, None);
         assert_eq!(users["users"].as_array().map(Vec::len), Some(1), "{how}: only the admin: {users}");
+        // The audit log says which check refused it, and from where.
+        let (_, log) = world.server.call("GET", "/audit?action=sign_in.failed", &world.server.admin_token, None);
+        let entry = &log["items"][0];
+        let detail = entry["detail"].as_str().unwrap_or_default();
+        assert!(detail.starts_with("invalid-answer: the ID token is not valid: "), "{how}: {log}");
+        let named = match how {
+            "signature" => "Signature verification failed",
+            "audience" => "Invalid audiences",
+            "expired" => "Expired",
+            "nonce" => "Invalid nonce",
+            _ => "Invalid issuer",
+        };
+        assert!(detail.contains(named), "{how}: the reason is {detail:?}");
+        assert_eq!(entry["source"], "127.0.0.1", "{log}");
     }
 }
 

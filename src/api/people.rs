@@ -4,9 +4,9 @@
 
 use gloo_net::http::{Request, RequestBuilder};
 use jobdeck_api::{
-    CreatedInvitation, CreatedToken, Decode, InvitationCreate, InvitationInfo, InvitationList, InvitationPreview,
-    InvitationRedeem, Quota, QuotaLimits, QuotaList, QuotaScope, RedeemedInvitation, RemovedUser, Role, RoleChange,
-    TokenCreate, TokenInfo, UsageGrouping, UsageNow, UserInfo, UserList, UserRemoval,
+    AuditList, CreatedInvitation, CreatedToken, Decode, InvitationCreate, InvitationInfo, InvitationList,
+    InvitationPreview, InvitationRedeem, Quota, QuotaLimits, QuotaList, QuotaScope, RedeemedInvitation, RemovedUser,
+    Role, RoleChange, TokenCreate, TokenInfo, UsageGrouping, UsageNow, UserInfo, UserList, UserRemoval,
 };
 use serde::Serialize;
 
@@ -56,6 +56,11 @@ pub async fn remove_user(name: &str, heir: Option<&str>) -> ApiResult<RemovedUse
         path.push_str(&format!("?jobs=hand-over&to={}", encode_component(heir)));
     }
     decode(fetch(Request::delete(&url(&path))).await?).await
+}
+
+/// `GET /audit?<query>` (admins): a page of the audit log.
+pub async fn audit(query: &str) -> ApiResult<AuditList> {
+    get(&format!("/audit?{query}")).await
 }
 
 /// `GET /quotas` (admins): every quota in force.

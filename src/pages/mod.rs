@@ -1,6 +1,7 @@
 //! One module per page.
 
 pub mod account;
+pub mod audit;
 pub mod invite;
 pub mod job;
 pub mod jobs_list;

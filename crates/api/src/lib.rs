@@ -13,6 +13,7 @@
 // The derive's code names `::jobdeck_api`, also inside this crate.
 extern crate self as jobdeck_api;
 
+pub mod audit;
 pub mod decode;
 pub mod defaults;
 pub mod end_reason;
@@ -31,6 +32,7 @@ pub mod validate;
 pub mod wire;
 pub mod workspace;
 
+pub use audit::{AuditEntry, AuditList, AuditOutcome, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX};
 pub use decode::{Decode, DecodeError, JsonValue};
 pub use defaults::{
     shared_memory_default_mib, split_image_reference, ImageReference, Priority, Protocol, PRIORITY_CLASSES,

@@ -226,47 +226,57 @@ pub const USAGE_HISTORY_MAX_DAYS: i64 = 366;
 /// The history's length when the request does not say, in days.
 pub const USAGE_HISTORY_DEFAULT_DAYS: i64 = 30;
 
+/// The units byte counts are written in, with their size in bytes.
+const BYTE_UNITS: [(&str, i64); 9] = [
+    ("B", 1),
+    ("KB", 1_000),
+    ("MB", 1_000_000),
+    ("GB", 1_000_000_000),
+    ("TB", 1_000_000_000_000),
+    ("KiB", 1 << 10),
+    ("MiB", 1 << 20),
+    ("GiB", 1 << 30),
+    ("TiB", 1 << 40),
+];
+
 /// A byte count as people read it (`1.5 GB`), in powers of 1000 as disks
-/// are sold.
+/// are sold. Whole-number arithmetic only: the console would otherwise
+/// carry the float printer (docs/measurements.md).
 pub fn format_bytes(bytes: i64) -> String {
-    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1000.0 && unit + 1 < UNITS.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        let shown = format!("{value:.1}");
-        format!("{} {}", shown.trim_end_matches(".0"), UNITS[unit])
+    let Some((unit, scale)) =
+        BYTE_UNITS[..5].iter().rev().find(|(_, scale)| bytes >= *scale).copied().filter(|(_, s)| *s > 1)
+    else {
+        return format!("{bytes} B");
+    };
+    let tenths = bytes.saturating_mul(10).saturating_add(scale / 2) / scale;
+    match tenths % 10 {
+        0 => format!("{} {unit}", tenths / 10),
+        fraction => format!("{}.{fraction} {unit}", tenths / 10),
     }
 }
 
 /// Reads a byte count written as a number of bytes or with a unit: `B`,
 /// `KB`, `MB`, `GB`, `TB` (powers of 1000) or `KiB`, `MiB`, `GiB`, `TiB`
-/// (powers of 1024), as the config file and the console's quota form take
-/// it.
+/// (powers of 1024), with at most 3 decimals (`1.5GB`), as the config file
+/// and the console's quota form take it.
 pub fn parse_bytes(text: &str) -> Option<i64> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let scale: f64 = match unit.trim() {
-        "" | "B" => 1.0,
-        "KB" => 1e3,
-        "MB" => 1e6,
-        "GB" => 1e9,
-        "TB" => 1e12,
-        "KiB" => 1024.0,
-        "MiB" => 1024.0 * 1024.0,
-        "GiB" => 1024.0 * 1024.0 * 1024.0,
-        "TiB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        _ => return None,
+    let scale = match unit.trim() {
+        "" => 1,
+        unit => BYTE_UNITS.iter().find(|(name, _)| *name == unit)?.1,
     };
-    let bytes = (number * scale).round();
-    (bytes.is_finite() && bytes <= QUOTA_MAX as f64).then_some(bytes as i64)
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if (whole.is_empty() && fraction.is_empty()) || fraction.len() > 3 || fraction.contains('.') {
+        return None;
+    }
+    let digits = |d: &str| if d.is_empty() { Some(0) } else { d.parse::<i64>().ok() };
+    let (whole, fraction_value) = (digits(whole)?, digits(fraction)?);
+    // At most 999 times 2^40: no overflow.
+    let denominator = 10i64.pow(fraction.len() as u32);
+    let bytes = whole.checked_mul(scale)?.checked_add((fraction_value * scale + denominator / 2) / denominator)?;
+    (bytes <= QUOTA_MAX).then_some(bytes)
 }
 
 #[cfg(test)]
@@ -297,6 +307,8 @@ mod tests {
         assert_eq!(parse_bytes("2GiB"), Some(2 * 1024 * 1024 * 1024));
         assert_eq!(parse_bytes("5 parsecs"), None);
         assert_eq!(parse_bytes("GB"), None);
+        assert_eq!(parse_bytes("1.2.3GB"), None);
+        assert_eq!(parse_bytes("99999999999TB"), None, "past what JSON carries");
     }
 
     #[test]
@@ -304,5 +316,7 @@ mod tests {
         assert_eq!(format_bytes(999), "999 B");
         assert_eq!(format_bytes(1_500_000), "1.5 MB");
         assert_eq!(format_bytes(50_000_000_000), "50 GB");
+        assert_eq!(format_bytes(1_000), "1 KB");
+        assert_eq!(format_bytes(1_049_000), "1 MB");
     }
 }

@@ -14,12 +14,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod audit;
 mod auth;
 mod limits;
 mod machine;
 mod networks;
 mod quotas;
 mod secrets;
+pub use audit::AuditConfig;
 pub use auth::{parse_duration, AuthConfig, OidcConfig};
 pub use limits::LimitsConfig;
 pub use machine::{default_node_groups, default_shapes, MachineInfo};
@@ -90,6 +92,8 @@ pub struct Config {
     /// `[quotas]`: what each role and named user may hold; an admin's
     /// setting in the console replaces a role's or user's here.
     pub quotas: QuotasConfig,
+    /// `[audit]`: how long the audit log keeps its entries.
+    pub audit: AuditConfig,
     /// The `jobdeck` binary that runs replica supervisors (`jobdeck
     /// supervise`). `None` means the running executable, which is right for
     /// `jobdeck serve`; in-process tests point it at the built binary.
@@ -362,6 +366,7 @@ struct ConfigFile {
     limits: Option<LimitsConfig>,
     secrets: Option<SecretsConfig>,
     quotas: Option<quotas::QuotasSection>,
+    audit: Option<AuditConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -395,6 +400,7 @@ impl Config {
             limits: LimitsConfig::default(),
             secrets: SecretsConfig::default(),
             quotas: QuotasConfig::default(),
+            audit: AuditConfig::default(),
             supervisor_bin: None,
         }
     }
@@ -453,6 +459,9 @@ impl Config {
         if let Some(quotas) = file.quotas {
             config.quotas = quotas.into();
         }
+        if let Some(audit) = file.audit {
+            config.audit = audit;
+        }
         config.check()?;
         Ok(config)
     }
@@ -481,6 +490,7 @@ impl Config {
             .broken_rule()
             .or_else(|| self.limits.broken_rule())
             .or_else(|| self.quotas.broken_rule())
+            .or_else(|| self.audit.broken_rule())
             .or_else(|| self.secrets.broken_rule(&self.data_dir))
         {
             return Some(rule);
@@ -753,6 +763,7 @@ mod tests {
             ("[quotas.users.alice]\ngpus = 1", "unknown field `gpus`"),
             ("[quotas.users.alice]\nlog_bytes = \"5 parsecs\"", "'5 parsecs' is not a byte count"),
             ("[quotas.roles.member]\nrunning_gpus = -2", "quotas.roles.member.running_gpus must be from 0"),
+            ("[audit]\nretention = \"1h\"", "audit.retention must be at least 1d"),
         ];
         for (text, expected) in cases {
             let err = Config::from_toml(text, Path::new("/d"), &machine(0)).unwrap_err().to_string();

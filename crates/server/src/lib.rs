@@ -68,6 +68,7 @@ impl AppState {
             .await
             .map_err(StartError::Resume)?;
         let user_limits = http::request_limits::UserLimits::new(&config.limits);
+        http::audit::spawn_pruning(store.clone(), config.audit.retention);
         Ok(Self {
             store,
             config,
@@ -130,6 +131,7 @@ pub fn api_routes() -> Vec<Route> {
         http::users::routes(),
         http::invitations::routes(),
         http::quotas::routes(),
+        http::audit::routes(),
         http::single_sign_on::routes(),
         http::openapi::routes(),
     ]

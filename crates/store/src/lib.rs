@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use jobdeck_api::{EndReason, EventType, JobState, Visibility};
 use rusqlite::Connection;
 
+mod audit;
 mod error;
 mod events;
 mod image_pull_secrets;
@@ -21,6 +22,7 @@ pub mod logs;
 mod names;
 mod removal;
 pub mod sealing;
+pub use audit::{AuditFilter, AuditRecord, AuditRow};
 pub use invitations::{Claimant, NewInvitation, Redemption};
 pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;

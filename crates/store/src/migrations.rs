@@ -281,6 +281,23 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         bytes INTEGER NOT NULL,
         PRIMARY KEY (user, day)
     ) WITHOUT ROWID;",
+    // 13: the audit log: every change, sign-in and refused attempt, with
+    // who, when, what and from where. Rows are only added, and deleted
+    // when older than the retention; the trigger refuses any change to one.
+    "CREATE TABLE audit_log (
+        id INTEGER PRIMARY KEY,
+        time INTEGER NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        source TEXT NOT NULL
+    );
+    CREATE INDEX audit_log_by_time ON audit_log(time);
+    CREATE INDEX audit_log_by_actor ON audit_log(actor, id);
+    CREATE TRIGGER audit_log_is_append_only BEFORE UPDATE ON audit_log
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

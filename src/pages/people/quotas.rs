@@ -251,3 +251,19 @@ fn QuotaForm(
         </form>
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn usage_reads_against_its_limit_and_empty_fields_set_no_limit() {
+        assert_eq!(of_limit(3, Some(8), count), "3 of 8");
+        assert_eq!(of_limit(3, None, count), "3");
+        assert_eq!(of_limit(1_500_000, Some(50_000_000_000), format_bytes), "1.5 MB of 50 GB");
+        assert_eq!(read_limit("GPUs", "  ", whole_number), Ok(None));
+        assert_eq!(read_limit("GPUs", "8", whole_number), Ok(Some(8)));
+        assert_eq!(read_limit("Logs kept", "50GB", parse_bytes), Ok(Some(50_000_000_000)));
+        assert!(read_limit("GPUs", "eight", whole_number).unwrap_err().starts_with("GPUs: 'eight'"));
+    }
+}

@@ -9,12 +9,13 @@
 //! `tests/api/authorization.rs`, which walks every route, in both the
 //! direct and the gateway form, for every role.
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, RawPathParams, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use jobdeck_api::{Role, TokenKind};
 
+use crate::http::audit;
 use crate::http::auth::CurrentUser;
 use crate::http::error::AppError;
 use crate::AppState;
@@ -90,6 +91,8 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/invitations", ADMIN),
     ("POST", "/invitations", ADMIN),
     ("DELETE", "/invitations/{id}", ADMIN),
+    // The audit log.
+    ("GET", "/audit", ADMIN),
     // Quotas and usage.
     ("GET", "/quotas", ADMIN),
     ("PUT", "/quotas/{scope}/{name}", ADMIN),
@@ -121,22 +124,42 @@ pub struct Guard {
 /// caller's role is below the route's rule, and an opaque 500 for a route
 /// the table forgot, before the handler runs.
 pub async fn authorize(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    let Some(action) = audit::action(request.method(), guard.path) else {
+        return admit(&guard, request, next).await.1;
+    };
+    // A request that may change something is recorded once answered,
+    // refused or not (`audit.rs`).
+    let (mut parts, body) = request.into_parts();
+    let target = match RawPathParams::from_request_parts(&mut parts, &()).await {
+        Ok(params) => params.iter().map(|(_, value)| value).collect::<Vec<_>>().join("/"),
+        Err(_) => String::new(),
+    };
+    let source = audit::peer_of(&parts.extensions);
+    let (actor, response) = admit(&guard, Request::from_parts(parts, body), next).await;
+    let attempt = audit::Attempt { action, actor: actor.unwrap_or_default(), target, source };
+    audit::record_answer(&guard.state.store, attempt, response).await
+}
+
+/// The authorization itself: the answer, and who asked when the token
+/// said so.
+async fn admit(guard: &Guard, request: Request, next: Next) -> (Option<String>, Response) {
     let method = request.method().clone();
     let Some(access) = rule(&method, guard.path) else {
         let cause = format!("the authorization table has no rule for {method} {}", guard.path);
-        return AppError::internal(cause).into_response();
+        return (None, AppError::internal(cause).into_response());
     };
-    let AtLeast(needed) = access else { return next.run(request).await };
+    let AtLeast(needed) = access else { return (None, next.run(request).await) };
     let (mut parts, body) = request.into_parts();
     let user = match CurrentUser::from_request_parts(&mut parts, &guard.state).await {
         Ok(user) => user,
-        Err(refused) => return refused.into_response(),
+        Err(refused) => return (None, refused.into_response()),
     };
+    let name = Some(user.name.clone());
     // What the identity provider's sign-in hands the console starts a
     // session and nothing else.
     if user.token_kind == TokenKind::SingleSignOn && !(method == Method::POST && guard.path == "/sessions") {
-        return AppError::TokenEnded("this token only starts a console session (POST /sessions)".into())
-            .into_response();
+        let refused = AppError::TokenEnded("this token only starts a console session (POST /sessions)".into());
+        return (name, refused.into_response());
     }
     if user.role < needed {
         let refused = format!(
@@ -147,10 +170,10 @@ pub async fn authorize(State(guard): State<Guard>, request: Request, next: Next)
             guard.path,
             needed.as_str()
         );
-        return AppError::Forbidden(refused).into_response();
+        return (name, AppError::Forbidden(refused).into_response());
     }
     parts.extensions.insert(user);
-    next.run(Request::from_parts(parts, body)).await
+    (name, next.run(Request::from_parts(parts, body)).await)
 }
 
 #[cfg(test)]

@@ -10,9 +10,11 @@ use axum::Json;
 use jobdeck_api::defaults::SECRET_VISIBILITY;
 use jobdeck_api::{FieldErrors, ImagePullSecret, ImagePullSecretSpec, Metadata};
 
+use crate::http::audit;
 use crate::http::auth::CurrentUser;
 use crate::http::error::{ApiJson, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
+use axum::response::Response;
 use jobdeck_store::ImagePullSecretRow;
 
 pub fn routes() -> Vec<Route> {
@@ -100,7 +102,7 @@ async fn create(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(secret): ApiJson<ImagePullSecret>,
-) -> AppResult<(StatusCode, Json<ImagePullSecret>)> {
+) -> AppResult<Response> {
     let errors = check(&secret);
     if !errors.is_empty() {
         return Err(AppError::Validation(errors));
@@ -118,7 +120,8 @@ async fn create(
         updated_at: now,
     };
     state.store.put_image_pull_secret(row.clone()).await?;
-    Ok((StatusCode::CREATED, Json(view(row))))
+    let name = row.name.clone();
+    Ok(audit::noted((StatusCode::CREATED, Json(view(row))), name, None))
 }
 
 async fn remove(

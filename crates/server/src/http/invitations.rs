@@ -25,9 +25,11 @@ use jobdeck_api::{
 };
 use jobdeck_store::{Claimant, NewInvitation, Redemption};
 
+use crate::http::audit::{self, AuditNote};
 use crate::http::auth::{self, CurrentUser, TokenRequest};
 use crate::http::error::{ApiJson, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
+use axum::response::{IntoResponse, Response};
 
 pub fn routes() -> Vec<Route> {
     vec![
@@ -63,7 +65,7 @@ async fn create(
     State(state): State<AppState>,
     admin: CurrentUser,
     ApiJson(body): ApiJson<InvitationCreate>,
-) -> AppResult<Json<CreatedInvitation>> {
+) -> AppResult<Response> {
     let problems = body.problems();
     if !problems.is_empty() {
         return Err(AppError::Validation(problems));
@@ -82,7 +84,8 @@ async fn create(
     let info =
         state.store.invitation(id, now).await?.ok_or_else(|| AppError::internal("a new invitation was not stored"))?;
     tracing::info!(id, by = admin.name, role = body.role.as_str(), "invitation made");
-    Ok(Json(CreatedInvitation { link: link(&state, &code), code, info }))
+    let detail = format!("as a {}, open {} days", body.role.as_str(), body.days());
+    Ok(audit::noted(Json(CreatedInvitation { link: link(&state, &code), code, info }), id.to_string(), Some(detail)))
 }
 
 /// `GET /invitations`: every invitation, newest first, never a code.
@@ -130,10 +133,7 @@ async fn check(
 /// teammate asks, with the invitation's role, and a personal token for it,
 /// shown this once. A workspace that signs in through an identity provider
 /// has no local accounts: its invitations are accepted there.
-async fn redeem(
-    State(state): State<AppState>,
-    ApiJson(body): ApiJson<InvitationRedeem>,
-) -> AppResult<Json<RedeemedInvitation>> {
+async fn redeem(State(state): State<AppState>, ApiJson(body): ApiJson<InvitationRedeem>) -> AppResult<Response> {
     if let Some(sso) = state.single_sign_on.as_ref() {
         return Err(AppError::BadRequest(format!(
             "this workspace signs in with {}: accept the invitation by signing in there",
@@ -163,9 +163,16 @@ async fn redeem(
     let issued = auth::issue_token(&state.store, &user.name, request).await?;
     let info = state.store.token(issued.id).await?.ok_or_else(|| AppError::internal("a new token was not stored"))?;
     tracing::info!(user = user.name, role = user.role.as_str(), "joined with an invitation");
-    Ok(Json(RedeemedInvitation {
+    let note = AuditNote {
+        actor: Some(user.name.clone()),
+        target: Some(user.name.clone()),
+        detail: Some(format!("joined as a {}", user.role.as_str())),
+        ..AuditNote::default()
+    };
+    Ok(note.on(Json(RedeemedInvitation {
         user: user.name,
         role: user.role,
         token: CreatedToken { token: issued.secret, info },
-    }))
+    })
+    .into_response()))
 }

@@ -5,10 +5,12 @@
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{FieldErrors, JobList, JobState, JobStatus, LeptonJob, Metadata, ValidationContext};
 
+use crate::http::audit::AuditNote;
 use crate::http::auth::CurrentUser;
 use crate::http::error::{ApiJson, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
@@ -238,7 +240,7 @@ async fn create_job(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(mut job): ApiJson<LeptonJob>,
-) -> AppResult<(StatusCode, Json<LeptonJob>)> {
+) -> AppResult<Response> {
     // Lepton clients send the name as the id only; accept either.
     if job.metadata.name.is_none() {
         job.metadata.name = job.metadata.id.clone();
@@ -282,7 +284,8 @@ async fn create_job(
         runtime: JobRuntime::default(),
     };
     let row = state.scheduler.create(NewJob { row, resolved }, &user.name).await?;
-    Ok((StatusCode::OK, Json(job_view(row))))
+    let note = AuditNote { target: Some(row.id.clone()), ..AuditNote::default() };
+    Ok(note.on((StatusCode::OK, Json(job_view(row))).into_response()))
 }
 
 /// A job `user` may see, by its id or, as Lepton clients also address jobs,
@@ -401,22 +404,20 @@ async fn patch_job(
     user: CurrentUser,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<serde_json::Value>,
-) -> AppResult<Json<LeptonJob>> {
+) -> AppResult<Response> {
     let job = changeable_job(&state, &user, &id).await?;
     let stopped = parse_patch(&body)?;
-    let command = if stopped { Command::Stop } else { Command::Start };
+    let (command, action) = if stopped { (Command::Stop, "job.stop") } else { (Command::Start, "job.start") };
     let row = state.scheduler.command(&job.id, command, &user.name).await?;
-    Ok(Json(job_view(row)))
+    let note = AuditNote { action: Some(action), target: Some(job.id), ..AuditNote::default() };
+    Ok(note.on(Json(job_view(row)).into_response()))
 }
 
-async fn delete_job(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> AppResult<Json<LeptonJob>> {
+async fn delete_job(State(state): State<AppState>, user: CurrentUser, Path(id): Path<String>) -> AppResult<Response> {
     let job = changeable_job(&state, &user, &id).await?;
     let row = state.scheduler.command(&job.id, Command::Delete, &user.name).await?;
-    Ok(Json(job_view(row)))
+    let note = AuditNote { target: Some(job.id), ..AuditNote::default() };
+    Ok(note.on(Json(job_view(row)).into_response()))
 }
 
 /// The wire form of a stored job. Write-only fields (the registry password)

@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use axum::extract::ConnectInfo;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -34,9 +35,9 @@ pub async fn serve(
             place = open.clone().acquire_owned() => place.expect("the semaphore is never closed"),
             _ = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     // Out of file descriptors and the like: wait a moment
                     // rather than spin, as axum::serve does.
@@ -48,7 +49,14 @@ pub async fn serve(
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        // Each request carries the peer's address (the audit log's source).
+        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+            app.clone(),
+            move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(ConnectInfo(peer));
+                request
+            },
+        ));
         let mut closing = closing_rx.clone();
         tokio::spawn(async move {
             let _place = place;

@@ -5,6 +5,7 @@
 //! document. Nothing below this layer names it (`tests/api/layering.rs`).
 
 pub mod access;
+pub mod audit;
 pub mod auth;
 pub mod cluster;
 pub mod console;

@@ -21,10 +21,11 @@ use axum::routing::get;
 use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch};
 use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
 use jobdeck_api::{
-    ApiError, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret, InvitationCreate, InvitationInfo,
-    InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList, LeptonJob, NewSession, Node, NodeGroup,
-    Quota, QuotaLimits, QuotaList, RedeemedInvitation, RemovedUser, Replica, RoleChange, Secret, Shape, SignInMethods,
-    StoragePermission, TokenCreate, TokenInfo, UsageHistory, UsageNow, UserList, UserRemoval, WorkspaceInfo,
+    ApiError, AuditList, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret, InvitationCreate,
+    InvitationInfo, InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList, LeptonJob, NewSession,
+    Node, NodeGroup, Quota, QuotaLimits, QuotaList, RedeemedInvitation, RemovedUser, Replica, RoleChange, Secret,
+    Shape, SignInMethods, StoragePermission, TokenCreate, TokenInfo, UsageHistory, UsageNow, UserList, UserRemoval,
+    WorkspaceInfo,
 };
 use serde_json::{json, Value};
 use utoipa::OpenApi;
@@ -74,6 +75,7 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     RedeemedInvitation,
     UserRemoval,
     RemovedUser,
+    AuditList,
     QuotaList,
     QuotaLimits,
     Quota,

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
-    Quota, QuotaLimits, QuotaList, QuotaScope, Role, UsageGrouping, UsageHistory, UsageNow, UserUsage,
+    QuotaLimits, QuotaList, QuotaScope, Role, UsageGrouping, UsageHistory, UsageNow, UserUsage,
     USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
 };
 use jobdeck_core::quota::QuotaRules;
@@ -17,6 +17,7 @@ use jobdeck_core::usage::{self, HistoryRequest};
 use jobdeck_store::{QuotaRow, DAY_MS};
 use serde::Deserialize;
 
+use crate::http::audit;
 use crate::http::auth::CurrentUser;
 use crate::http::error::{ApiJson, ApiQuery, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
@@ -64,7 +65,7 @@ async fn set_quota(
     admin: CurrentUser,
     Path((scope, name)): Path<(String, String)>,
     ApiJson(limits): ApiJson<QuotaLimits>,
-) -> AppResult<Json<Quota>> {
+) -> AppResult<Response> {
     let scope = subject(&state, &scope, &name).await?;
     let problems = limits.problems();
     if !problems.is_empty() {
@@ -75,7 +76,9 @@ async fn set_quota(
     state.scheduler.quotas_changed().await?;
     tracing::info!(scope = scope.as_str(), name, by = admin.name, ?limits, "quota set");
     let quota = rules(&state).await?.list().into_iter().find(|q| q.scope == scope && q.name == name);
-    quota.map(Json).ok_or_else(|| AppError::internal("a quota just stored is not in force"))
+    let quota = quota.ok_or_else(|| AppError::internal("a quota just stored is not in force"))?;
+    let detail = serde_json::to_string(&limits).unwrap_or_default();
+    Ok(audit::noted(Json(quota), format!("{}/{name}", scope.as_str()), Some(detail)))
 }
 
 /// `DELETE /quotas/{scope}/{name}`: deletes a quota set in the console; the

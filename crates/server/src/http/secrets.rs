@@ -7,9 +7,11 @@ use axum::Json;
 use jobdeck_api::{FieldErrors, Secret};
 use serde::Deserialize;
 
+use crate::http::audit;
 use crate::http::auth::CurrentUser;
 use crate::http::error::{ApiJsonOneOrList, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
+use axum::response::Response;
 use jobdeck_store::SecretRow;
 
 pub fn routes() -> Vec<Route> {
@@ -124,7 +126,7 @@ async fn create_secrets(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJsonOneOrList(body): ApiJsonOneOrList<SecretsBody>,
-) -> AppResult<Json<Vec<Secret>>> {
+) -> AppResult<Response> {
     let secrets = match body {
         SecretsBody::Many(list) => list,
         SecretsBody::One(one) => vec![one],
@@ -155,7 +157,10 @@ async fn create_secrets(
             taken.name, taken.owner
         )));
     }
-    Ok(Json(rows.into_iter().map(secret_view).collect()))
+    // The names only: a value never reaches the audit log.
+    let names = rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ");
+    let answer: Vec<Secret> = rows.into_iter().map(secret_view).collect();
+    Ok(audit::noted(Json(answer), names, None))
 }
 
 async fn delete_secret(

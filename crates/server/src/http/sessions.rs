@@ -20,9 +20,11 @@ use axum::Json;
 use jobdeck_api::{CreatedToken, NewSession, Role, TokenCreate, TokenInfo, TokenKind};
 use serde::Deserialize;
 
+use crate::http::audit;
 use crate::http::auth::{self, CurrentUser, TokenRequest};
 use crate::http::error::{ApiJson, ApiQuery, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
+use axum::response::Response;
 
 pub fn routes() -> Vec<Route> {
     vec![
@@ -138,7 +140,7 @@ async fn create_token(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(body): ApiJson<TokenCreate>,
-) -> AppResult<Json<CreatedToken>> {
+) -> AppResult<Response> {
     let problems = body.problems();
     if !problems.is_empty() {
         return Err(AppError::Validation(problems));
@@ -151,7 +153,8 @@ async fn create_token(
     };
     let issued = auth::issue_token(&state.store, &user.name, request).await?;
     let info = state.store.token(issued.id).await?.ok_or_else(|| AppError::internal("a new token was not stored"))?;
-    Ok(Json(CreatedToken { token: issued.secret, info }))
+    let target = format!("{} ({})", info.id, info.name);
+    Ok(audit::noted(Json(CreatedToken { token: issued.secret, info }), target, None))
 }
 
 /// `DELETE /tokens/{id}`: revokes a token and every session made from it:

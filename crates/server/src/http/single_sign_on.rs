@@ -25,9 +25,9 @@ use axum::routing::get;
 use axum::Json;
 use base64::Engine;
 use jobdeck_api::invitations::{is_user_name_char, USER_NAME_MAX_LEN};
-use jobdeck_api::{Role, SignInMethods, SignInProblem, SingleSignOnMethod, TokenKind};
+use jobdeck_api::{AuditOutcome, Role, SignInMethods, SignInProblem, SingleSignOnMethod, TokenKind};
 use jobdeck_core::config::OidcConfig;
-use jobdeck_store::{Claimant, NewIdentityUser, Redemption, RoleChanged, UserRow};
+use jobdeck_store::{AuditRecord, Claimant, NewIdentityUser, Redemption, RoleChanged, UserRow};
 use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
 use openidconnect::{
     AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, OAuth2TokenResponse,
@@ -36,6 +36,7 @@ use openidconnect::{
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::http::audit::{self, Peer};
 use crate::http::auth::{self, TokenRequest};
 use crate::http::error::{ApiQuery, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
@@ -249,25 +250,46 @@ struct CallbackQuery {
 /// `GET /auth/oidc/callback`: back from the provider. Every outcome sends
 /// the browser to the sign-in page: signed in with a token to trade, or
 /// with a sentence saying why not.
-async fn callback(State(state): State<AppState>, ApiQuery(query): ApiQuery<CallbackQuery>) -> AppResult<Response> {
+async fn callback(
+    State(state): State<AppState>,
+    Peer(source): Peer,
+    ApiQuery(query): ApiQuery<CallbackQuery>,
+) -> AppResult<Response> {
     let sso = configured(&state)?;
-    let refused = |why: SignInProblem| back_to_sign_in(sso, why);
+    // Every way out is a sign-in or a failed one in the audit log, with
+    // the reason (`problem: why`).
+    let failed = |problem: SignInProblem, why: String| {
+        let record = AuditRecord {
+            time: now_millis(),
+            action: "sign_in.failed".into(),
+            outcome: AuditOutcome::Refused.as_str().into(),
+            detail: format!("{}: {why}", problem.code()),
+            source: source.clone(),
+            ..AuditRecord::default()
+        };
+        let store = state.store.clone();
+        async move {
+            audit::write(&store, record).await;
+            back_to_sign_in(sso, problem)
+        }
+    };
     let Some(pending) = query.state.as_deref().and_then(|s| sso.take(s)) else {
         tracing::info!("single sign-on refused: an unknown, expired or already used state");
-        return Ok(refused(SignInProblem::Expired));
+        return Ok(failed(SignInProblem::Expired, "an unknown, expired or already used state".into()).await);
     };
     if let Some(error) = query.error {
         let said = query.error_description.unwrap_or_default();
         tracing::info!(error, said, "single sign-on: the provider refused");
-        return Ok(refused(SignInProblem::ProviderRefused));
+        return Ok(failed(SignInProblem::ProviderRefused, format!("{error}: {said}")).await);
     }
     if query.iss.as_deref().is_some_and(|iss| iss != sso.config.issuer) {
         tracing::info!(iss = query.iss, "single sign-on refused: an answer from another issuer");
-        return Ok(refused(SignInProblem::OtherIssuer));
+        let why = format!("an answer from the issuer {}", query.iss.unwrap_or_default());
+        return Ok(failed(SignInProblem::OtherIssuer, why).await);
     }
     let Some(code) = query.code else {
         tracing::info!("single sign-on refused: the provider sent no code");
-        return Ok(refused(SignInProblem::InvalidAnswer));
+        return Ok(failed(SignInProblem::InvalidAnswer, "the provider sent no code".into()).await);
     };
     let answer = ProviderAnswer { code, nonce: pending.nonce, verifier: pending.verifier };
     match sign_on(&state, sso, answer, pending.invitation).await {
@@ -280,16 +302,26 @@ async fn callback(State(state): State<AppState>, ApiQuery(query): ApiQuery<Callb
             };
             let issued = auth::issue_token(&state.store, &user.name, request).await?;
             tracing::info!(user = user.name, "signed in through the identity provider");
+            let record = AuditRecord {
+                time: now_millis(),
+                actor: user.name.clone(),
+                action: "sign_in".into(),
+                target: user.name.clone(),
+                outcome: AuditOutcome::Ok.as_str().into(),
+                detail: format!("through the identity provider, as a {}", user.role.as_str()),
+                source: source.clone(),
+            };
+            audit::write(&state.store, record).await;
             let next: String = form_urlencoded::byte_serialize(pending.next.as_bytes()).collect();
             Ok(see_other(&format!("{}/login?next={next}#token={}", sso.public_url, issued.secret)))
         }
         Err(SignOnError::Refused(problem, why)) => {
             tracing::info!(problem = problem.code(), why, "single sign-on refused");
-            Ok(refused(problem))
+            Ok(failed(problem, why).await)
         }
         Err(provider @ SignOnError::Provider(_)) => {
             tracing::warn!("single sign-on failed: {provider}");
-            Ok(refused(SignInProblem::Unreachable))
+            Ok(failed(SignInProblem::Unreachable, provider.to_string()).await)
         }
     }
 }

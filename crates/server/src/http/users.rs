@@ -12,9 +12,11 @@ use jobdeck_store::{NamedJob, RemovalPreview};
 use jobdeck_store::{RoleChanged, UserSummary};
 use serde::Deserialize;
 
+use crate::http::audit;
 use crate::http::auth::CurrentUser;
 use crate::http::error::{ApiJson, ApiQuery, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
+use axum::response::Response;
 
 pub fn routes() -> Vec<Route> {
     vec![
@@ -48,7 +50,7 @@ async fn change_role(
     _admin: CurrentUser,
     Path(name): Path<String>,
     ApiJson(change): ApiJson<RoleChange>,
-) -> AppResult<Json<UserInfo>> {
+) -> AppResult<Response> {
     match state.store.set_user_role(&name, change.role).await? {
         RoleChanged::NoSuchUser => Err(AppError::NotFound(format!("there is no user '{name}'"))),
         RoleChanged::LastAdmin => {
@@ -57,7 +59,8 @@ async fn change_role(
         RoleChanged::Changed(_) => {
             let users = state.store.list_users(now_millis()).await?;
             let changed = users.into_iter().find(|u| u.name == name);
-            changed.map(|u| Json(view(u))).ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))
+            let changed = changed.ok_or_else(|| AppError::NotFound(format!("there is no user '{name}'")))?;
+            Ok(audit::noted(Json(view(changed)), name, Some(format!("role {}", change.role.as_str()))))
         }
     }
 }

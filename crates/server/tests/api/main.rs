@@ -7,6 +7,7 @@ mod common;
 mod kube_fake;
 
 mod api_basics;
+mod audit;
 mod authorization;
 mod console_serving;
 mod failure_analysis;

@@ -1,0 +1,250 @@
+//! The audit log's writing and reading (docs/teams.md, "Audit log").
+//!
+//! Every request that may change something (each route and method but
+//! `GET`) is recorded by the authorization layer once it is answered,
+//! refused ones included: who (the signed-in user, or nobody), the action
+//! this table names, its target (the path's parameters, or what the
+//! handler notes: a new job's id), how it ended (the refusal's status and
+//! message) and the peer's address. Sign-ins through the identity provider
+//! are recorded by its callback with the reason a refused one failed.
+//! Entries older than `[audit] retention` are deleted every hour.
+
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::Method;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Json;
+use jobdeck_api::{ApiError, AuditEntry, AuditList, AuditOutcome, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX};
+use jobdeck_store::{AuditFilter, AuditRecord, Store};
+use serde::Deserialize;
+
+use crate::http::auth::CurrentUser;
+use crate::http::error::{ApiQuery, AppError, AppResult};
+use crate::{now_millis, AppState, Route};
+
+/// The action each changing route records; a route that changes something
+/// and is missing here fails `every_changing_route_is_audited`.
+pub const ACTIONS: &[(&str, &str, &str)] = &[
+    ("POST", "/jobs", "job.create"),
+    ("PATCH", "/jobs/{id}", "job.update"),
+    ("DELETE", "/jobs/{id}", "job.delete"),
+    ("POST", "/usersecrets", "secret.set"),
+    ("DELETE", "/usersecrets/{name}", "secret.delete"),
+    ("POST", "/imagepullsecrets", "pull_secret.set"),
+    ("DELETE", "/imagepullsecrets/{name}", "pull_secret.delete"),
+    ("POST", "/sessions", "session.start"),
+    ("DELETE", "/sessions", "session.end_all"),
+    ("DELETE", "/sessions/current", "session.end"),
+    ("POST", "/tokens", "token.create"),
+    ("DELETE", "/tokens/{id}", "token.revoke"),
+    ("PATCH", "/users/{name}", "user.role"),
+    ("DELETE", "/users/{name}", "user.remove"),
+    ("POST", "/invitations", "invitation.create"),
+    ("DELETE", "/invitations/{id}", "invitation.withdraw"),
+    ("POST", "/invitations/check", "invitation.check"),
+    ("POST", "/invitations/redeem", "invitation.redeem"),
+    ("PUT", "/quotas/{scope}/{name}", "quota.set"),
+    ("DELETE", "/quotas/{scope}/{name}", "quota.delete"),
+];
+
+/// The action `method` on `path` records, if it changes anything.
+pub fn action(method: &Method, path: &str) -> Option<&'static str> {
+    ACTIONS.iter().find(|(m, p, _)| *m == method.as_str() && *p == path).map(|(_, _, a)| *a)
+}
+
+/// What a handler adds to its answer's entry: a more precise action
+/// (`job.stop` for a `PATCH` that stopped), the target when the path does
+/// not name it (a new job's id), a detail (the role given).
+#[derive(Debug, Clone, Default)]
+pub struct AuditNote {
+    pub action: Option<&'static str>,
+    /// Who, when the request carried no token (a redeemed invitation's
+    /// new user).
+    pub actor: Option<String>,
+    pub target: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// `answer` with a note naming its target and, if any, a detail.
+pub fn noted(answer: impl IntoResponse, target: impl Into<String>, detail: Option<String>) -> Response {
+    AuditNote { target: Some(target.into()), detail, ..AuditNote::default() }.on(answer.into_response())
+}
+
+impl AuditNote {
+    /// Puts the note on `response`.
+    pub fn on(self, mut response: Response) -> Response {
+        response.extensions_mut().insert(self);
+        response
+    }
+}
+
+/// The address a request came from, as the accept loop recorded it; empty
+/// for a request that came another way (the in-process tests).
+pub struct Peer(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Peer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Peer(peer_of(&parts.extensions)))
+    }
+}
+
+pub fn peer_of(extensions: &axum::http::Extensions) -> String {
+    extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip().to_string()).unwrap_or_default()
+}
+
+/// What the authorization layer knows of a request when it is answered.
+pub struct Attempt {
+    pub action: &'static str,
+    pub actor: String,
+    pub target: String,
+    pub source: String,
+}
+
+/// The longest refusal message an entry keeps.
+const DETAIL_MAX: usize = 500;
+
+/// Records `attempt` with how `response` ended it, and hands the response
+/// on (a refusal's body is read for its message and put back).
+pub async fn record_answer(store: &Store, attempt: Attempt, response: Response) -> Response {
+    let note = response.extensions().get::<AuditNote>().cloned().unwrap_or_default();
+    let status = response.status();
+    let (response, detail) = if status.is_client_error() || status.is_server_error() {
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+        let said = serde_json::from_slice::<ApiError>(&bytes).map(|e| e.message).unwrap_or_default();
+        let reason = status.canonical_reason().unwrap_or("");
+        let detail = format!("{} {reason}: {said}", status.as_u16());
+        (Response::from_parts(parts, Body::from(bytes)), detail.chars().take(DETAIL_MAX).collect())
+    } else {
+        (response, note.detail.clone().unwrap_or_default())
+    };
+    let outcome = if status.is_success() || status.is_redirection() { AuditOutcome::Ok } else { AuditOutcome::Refused };
+    let record = AuditRecord {
+        time: now_millis(),
+        actor: note.actor.unwrap_or(attempt.actor),
+        action: note.action.unwrap_or(attempt.action).to_string(),
+        target: note.target.unwrap_or(attempt.target),
+        outcome: outcome.as_str().to_string(),
+        detail,
+        source: attempt.source,
+    };
+    write(store, record).await;
+    response
+}
+
+/// Appends `record`; a failure is logged, never the request's.
+pub async fn write(store: &Store, record: AuditRecord) {
+    if let Err(e) = store.record_audit(record).await {
+        tracing::error!(error = %jobdeck_core::error_chain(&e), "cannot append to the audit log");
+    }
+}
+
+/// Deletes entries older than `retention`, now and every hour after.
+pub fn spawn_pruning(store: Store, retention: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            let before = now_millis().saturating_sub(retention.as_millis() as i64);
+            match store.prune_audit(before).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(deleted = n, "audit entries past their retention deleted"),
+                Err(e) => tracing::warn!(error = %jobdeck_core::error_chain(&e), "cannot prune the audit log"),
+            }
+        }
+    });
+}
+
+pub fn routes() -> Vec<Route> {
+    vec![("/audit", get(list))]
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuditQuery {
+    actor: Option<String>,
+    action: Option<String>,
+    target: Option<String>,
+    outcome: Option<String>,
+    since: Option<i64>,
+    until: Option<i64>,
+    before: Option<i64>,
+    limit: Option<i64>,
+}
+
+/// `GET /audit`: entries newest first, filtered (admins only).
+async fn list(
+    State(state): State<AppState>,
+    _admin: CurrentUser,
+    ApiQuery(query): ApiQuery<AuditQuery>,
+) -> AppResult<Json<AuditList>> {
+    let limit = query.limit.unwrap_or(AUDIT_PAGE_DEFAULT);
+    if !(1..=AUDIT_PAGE_MAX).contains(&limit) {
+        let fields = [("limit".to_string(), vec![format!("from 1 to {AUDIT_PAGE_MAX}")])].into();
+        return Err(AppError::Validation(fields));
+    }
+    let outcome = match query.outcome.as_deref() {
+        None => None,
+        Some(text) => Some(AuditOutcome::parse(text).ok_or_else(|| {
+            AppError::Validation([("outcome".to_string(), vec!["ok or refused".to_string()])].into())
+        })?),
+    };
+    let filter = AuditFilter {
+        actor: query.actor,
+        action: query.action,
+        target: query.target,
+        outcome: outcome.map(|o| o.as_str().to_string()),
+        since: query.since,
+        until: query.until,
+        before: query.before,
+        // One more than asked says whether a next page exists.
+        limit: limit + 1,
+    };
+    let mut rows = state.store.audit(filter).await?;
+    let next = (rows.len() as i64 > limit).then(|| {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| r.id).unwrap_or_default()
+    });
+    let items = rows
+        .into_iter()
+        .map(|row| {
+            let r = row.record;
+            AuditEntry {
+                id: row.id,
+                time: r.time,
+                actor: r.actor,
+                action: r.action,
+                target: r.target,
+                outcome: AuditOutcome::parse(&r.outcome).unwrap_or(AuditOutcome::Refused),
+                detail: r.detail,
+                source: r.source,
+            }
+        })
+        .collect();
+    Ok(Json(AuditList { items, next }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::access::RULES;
+
+    #[test]
+    fn every_changing_route_is_audited() {
+        for (method, path, _) in RULES {
+            if *method != "GET" {
+                let method = Method::from_bytes(method.as_bytes()).unwrap();
+                assert!(action(&method, path).is_some(), "{method} {path} has no audit action");
+            }
+        }
+        for (method, path, _) in ACTIONS {
+            assert!(RULES.iter().any(|(m, p, _)| m == method && p == path), "{method} {path} is no route");
+        }
+    }
+}
