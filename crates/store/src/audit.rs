@@ -144,10 +144,13 @@ mod tests {
         }
     }
 
+    /// On a database the previous release (schema 11) left.
     #[tokio::test]
     async fn entries_are_appended_filtered_newest_first_never_changed_and_pruned_by_age() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
+        let path = dir.path().join("jobdeck.db");
+        drop(crate::tests::database_of_schema(&path, 11));
+        let store = Store::open(&path).unwrap();
         store.record_audit(entry(10, "ann", "job.create")).await.unwrap();
         store.record_audit(entry(20, "bob", "job.stop")).await.unwrap();
         store.record_audit(entry(30, "ann", "token.create")).await.unwrap();
