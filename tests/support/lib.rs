@@ -267,6 +267,7 @@ impl Server {
             ("DELETE", _) => agent.delete(&url).header("Authorization", &auth).call(),
             ("POST", Some(b)) => agent.post(&url).header("Authorization", &auth).send_json(b),
             ("PATCH", Some(b)) => agent.patch(&url).header("Authorization", &auth).send_json(b),
+            ("PUT", Some(b)) => agent.put(&url).header("Authorization", &auth).send_json(b),
             _ => panic!("unsupported call {method} {path}"),
         }
         .unwrap_or_else(|e| panic!("{method} {url}: {e}"));

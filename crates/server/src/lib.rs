@@ -33,6 +33,8 @@ pub struct AppState {
     pub user_limits: http::request_limits::UserLimits,
     /// Sign-in through the identity provider, when `[auth.oidc]` is set.
     pub single_sign_on: Option<Arc<http::single_sign_on::SingleSignOn>>,
+    /// The audit log's writer.
+    pub audit: http::audit::AuditLog,
 }
 
 impl AppState {
@@ -69,6 +71,7 @@ impl AppState {
             .map_err(StartError::Resume)?;
         let user_limits = http::request_limits::UserLimits::new(&config.limits);
         http::audit::spawn_pruning(store.clone(), config.audit.retention);
+        let audit = http::audit::AuditLog::start(store.clone());
         Ok(Self {
             store,
             config,
@@ -79,6 +82,7 @@ impl AppState {
             tokens_used: http::auth::LastUsed::default(),
             user_limits,
             single_sign_on,
+            audit,
         })
     }
 

@@ -50,15 +50,16 @@ pub struct AuditFilter {
 }
 
 impl Store {
-    /// Appends one entry.
-    pub async fn record_audit(&self, record: AuditRecord) -> StoreResult<()> {
+    /// Appends entries, in order, in one transaction.
+    pub async fn record_audit(&self, records: Vec<AuditRecord>) -> StoreResult<()> {
         self.write(move |tx| {
-            let r = &record;
-            tx.execute(
+            let mut insert = tx.prepare_cached(
                 "INSERT INTO audit_log (time, actor, action, target, outcome, detail, source)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![r.time, r.actor, r.action, r.target, r.outcome, r.detail, r.source],
             )?;
+            for r in &records {
+                insert.execute(params![r.time, r.actor, r.action, r.target, r.outcome, r.detail, r.source])?;
+            }
             Ok(())
         })
         .await
@@ -151,9 +152,8 @@ mod tests {
         let path = dir.path().join("jobdeck.db");
         drop(crate::tests::database_of_schema(&path, 11));
         let store = Store::open(&path).unwrap();
-        store.record_audit(entry(10, "ann", "job.create")).await.unwrap();
-        store.record_audit(entry(20, "bob", "job.stop")).await.unwrap();
-        store.record_audit(entry(30, "ann", "token.create")).await.unwrap();
+        store.record_audit(vec![entry(10, "ann", "job.create"), entry(20, "bob", "job.stop")]).await.unwrap();
+        store.record_audit(vec![entry(30, "ann", "token.create")]).await.unwrap();
         let all = store.audit(AuditFilter { limit: 10, ..Default::default() }).await.unwrap();
         assert_eq!(all.iter().map(|r| r.record.time).collect::<Vec<_>>(), [30, 20, 10]);
         let jobs = store.audit(AuditFilter { action: Some("job.".into()), limit: 10, ..Default::default() });

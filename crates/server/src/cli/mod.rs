@@ -316,7 +316,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let limits = state.config.limits.clone();
-    crate::http::listener::serve(listener, app(state), &limits, shutdown_signal()).await.context("the server stopped")
+    let audit = state.audit.clone();
+    let served = crate::http::listener::serve(listener, app(state), &limits, shutdown_signal()).await;
+    // Every answered request's entry is written before the process ends.
+    audit.flush().await;
+    served.context("the server stopped")
 }
 
 /// Gives the store the key that seals secret values (creating it beside

@@ -137,7 +137,7 @@ pub async fn authorize(State(guard): State<Guard>, request: Request, next: Next)
     let source = audit::peer_of(&parts.extensions);
     let (actor, response) = admit(&guard, Request::from_parts(parts, body), next).await;
     let attempt = audit::Attempt { action, actor: actor.unwrap_or_default(), target, source };
-    audit::record_answer(&guard.state.store, attempt, response).await
+    audit::record_answer(&guard.state.audit, attempt, response).await
 }
 
 /// The authorization itself: the answer, and who asked when the token

@@ -36,7 +36,7 @@ use openidconnect::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::http::audit::{self, Peer};
+use crate::http::audit::Peer;
 use crate::http::auth::{self, TokenRequest};
 use crate::http::error::{ApiQuery, AppError, AppResult};
 use crate::{now_millis, AppState, Route};
@@ -267,11 +267,8 @@ async fn callback(
             source: source.clone(),
             ..AuditRecord::default()
         };
-        let store = state.store.clone();
-        async move {
-            audit::write(&store, record).await;
-            back_to_sign_in(sso, problem)
-        }
+        state.audit.append(record);
+        async move { back_to_sign_in(sso, problem) }
     };
     let Some(pending) = query.state.as_deref().and_then(|s| sso.take(s)) else {
         tracing::info!("single sign-on refused: an unknown, expired or already used state");
@@ -311,7 +308,7 @@ async fn callback(
                 detail: format!("through the identity provider, as a {}", user.role.as_str()),
                 source: source.clone(),
             };
-            audit::write(&state.store, record).await;
+            state.audit.append(record);
             let next: String = form_urlencoded::byte_serialize(pending.next.as_bytes()).collect();
             Ok(see_other(&format!("{}/login?next={next}#token={}", sso.public_url, issued.secret)))
         }
