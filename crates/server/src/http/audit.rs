@@ -102,6 +102,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Peer {
     }
 }
 
+/// The address of the peer that sent a request, from its extensions; empty
+/// when the accept loop did not record one.
 pub fn peer_of(extensions: &axum::http::Extensions) -> String {
     extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip().to_string()).unwrap_or_default()
 }
