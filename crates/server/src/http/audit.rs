@@ -116,7 +116,9 @@ pub struct Attempt {
     pub source: String,
 }
 
-/// The longest refusal message an entry keeps.
+/// The most characters an entry keeps of its target and of its detail: a
+/// request may name thousands of secrets at once, and one entry must not
+/// carry a body's worth of text.
 const DETAIL_MAX: usize = 500;
 
 /// What the writer task is handed.
@@ -201,7 +203,7 @@ pub async fn record_answer(log: &AuditLog, attempt: Attempt, response: Response)
         time: now_millis(),
         actor: note.actor.unwrap_or(attempt.actor),
         action: note.action.unwrap_or(attempt.action).to_string(),
-        target: note.target.unwrap_or(attempt.target),
+        target: note.target.unwrap_or(attempt.target).chars().take(DETAIL_MAX).collect(),
         outcome: outcome.as_str().to_string(),
         detail,
         source: attempt.source,

@@ -79,6 +79,13 @@ async fn every_change_and_refusal_is_recorded_with_who_what_and_why() {
 
     let ann = app.token_with_role("ann", Role::Member).await;
     assert_eq!(app.call(Method::GET, "/api/v2/audit", &ann, None).await.status, StatusCode::FORBIDDEN);
+
+    // A request naming many things keeps a bounded entry.
+    let many: Vec<_> = (0..200).map(|i| json!({"name": format!("SECRET_NUMBER_{i:04}"), "value": "v"})).collect();
+    let stored = app.call(Method::POST, "/api/v2/usersecrets", &ann, Some(&json!(many))).await;
+    assert_eq!(stored.status, StatusCode::OK, "{}", stored.text());
+    let anns = audit(&app, "actor=ann&action=secret.set").await;
+    assert_eq!(anns.items[0].target.chars().count(), 500, "{:?}", anns.items[0].target);
 }
 
 /// An invitation redeemed without a token is recorded as the person it
