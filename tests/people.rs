@@ -214,8 +214,21 @@ fn a_quota_an_admin_sets_holds_a_members_job_in_the_queue_with_the_reason_on_its
     admin.click(&admin.find("button[aria-label='Remove the quota of user mona']"));
     server.wait_for_state(&mona, &second, jobdeck_e2e::JobState::Completed);
 
+    // A viewer's attempt to stop mona's job is refused and recorded; a
+    // token mona makes and revokes is recorded twice.
+    let out = server.token_command(&["create", "--user", "vic", "--role", "viewer"]);
+    let vic = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let (refused, _) = server.call("PATCH", &format!("/jobs/{first}"), &vic, Some(&json!({"spec": {"stopped": true}})));
+    assert!(refused == 403 || refused == 404, "{refused}");
+    let (made, token) = server.call("POST", "/tokens", &mona, Some(&json!({"name": "laptop"})));
+    assert_eq!(made, 200, "{token}");
+    let token_id = token["info"]["id"].as_i64().expect("a token's id").to_string();
+    let (revoked, _) = server.call("DELETE", &format!("/tokens/{token_id}"), &mona, None);
+    assert!(revoked == 200 || revoked == 204, "{revoked}");
+
     // The audit log, linked from the people page, shows who did each of
-    // those, from where; its filter narrows it to the quotas.
+    // those, from where; its filters narrow it to the quotas, and to what
+    // was refused.
     admin.click(&admin.find("a[href='/audit']"));
     admin.wait_for_text("quota.delete");
     let rows = |browser: &Browser| -> Vec<String> {
@@ -226,7 +239,17 @@ fn a_quota_an_admin_sets_holds_a_members_job_in_the_queue_with_the_reason_on_its
         rows.as_array().into_iter().flatten().filter_map(|r| r.as_str().map(String::from)).collect()
     };
     let all = rows(&admin);
-    for wanted in ["mona|job.create|", "admin|quota.set|user/mona|ok|", "admin|quota.delete|user/mona|ok|"] {
+    let stop_refused = format!("vic|job.update|{first}|refused|");
+    let token_made = format!("mona|token.create|{token_id}");
+    let token_revoked = format!("mona|token.revoke|{token_id}");
+    for wanted in [
+        "mona|job.create|",
+        "admin|quota.set|user/mona|ok|",
+        "admin|quota.delete|user/mona|ok|",
+        &stop_refused,
+        &token_made,
+        &token_revoked,
+    ] {
         assert!(all.iter().any(|r| r.starts_with(wanted) && r.ends_with("|127.0.0.1")), "{wanted}: {all:#?}");
     }
     admin.click(&admin.find("form.filters select option[value='quota.']"));
@@ -236,4 +259,12 @@ fn a_quota_an_admin_sets_holds_a_members_job_in_the_queue_with_the_reason_on_its
         (shown.len() == 2 && shown.iter().all(|r| r.contains("|quota."))).then_some(())
     });
     admin.screenshot(&jobdeck_e2e::screenshot_path("audit-log"));
+    admin.click(&admin.find("form.filters select option[value='']"));
+    admin.click(&admin.find("form.filters select option[value=refused]"));
+    admin.click(&admin.find("form.filters button[type=submit]"));
+    admin.wait_until("only the refusals", || {
+        let shown = rows(&admin);
+        (!shown.is_empty() && shown.iter().all(|r| r.contains("|refused|"))).then_some(shown)
+    });
+    assert!(rows(&admin).iter().any(|r| r.starts_with(&stop_refused)), "{:#?}", rows(&admin));
 }

@@ -71,7 +71,7 @@ impl AppState {
             .map_err(StartError::Resume)?;
         let user_limits = http::request_limits::UserLimits::new(&config.limits);
         http::audit::spawn_pruning(store.clone(), config.audit.retention);
-        let audit = http::audit::AuditLog::start(store.clone());
+        let audit = http::audit::AuditLog::start(store.clone(), config.audit.anonymous_per_minute);
         Ok(Self {
             store,
             config,

@@ -138,27 +138,43 @@ pub struct AuditLog {
 const BATCH: usize = 512;
 
 impl AuditLog {
-    /// Starts the writer task over `store`.
-    pub fn start(store: Store) -> AuditLog {
+    /// Starts the writer task over `store`, writing at most
+    /// `anonymous_per_minute` entries of people not signed in one by one
+    /// each minute.
+    pub fn start(store: Store, anonymous_per_minute: u32) -> AuditLog {
         let (tx, mut rx) = mpsc::unbounded_channel();
         tokio::spawn(async move {
-            while let Some(first) = rx.recv().await {
+            let mut anonymous = AnonymousLimit::new(anonymous_per_minute);
+            let mut minutes = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                let first = tokio::select! {
+                    queued = rx.recv() => match queued {
+                        Some(queued) => queued,
+                        None => break,
+                    },
+                    _ = minutes.tick() => {
+                        if let Some(summary) = anonymous.end_of_minute(now_millis()) {
+                            write(&store, vec![summary]).await;
+                        }
+                        continue;
+                    }
+                };
                 let (mut records, mut flushes) = (Vec::new(), Vec::new());
                 let mut next = Some(first);
                 while let Some(queued) = next.take() {
                     match queued {
-                        Queued::Entry(record) => records.push(record),
+                        Queued::Entry(record) => anonymous.admit(record, &mut records),
                         Queued::Flush(done) => flushes.push(done),
                     }
                     if records.len() < BATCH {
                         next = rx.try_recv().ok();
                     }
                 }
-                if !records.is_empty() {
-                    if let Err(e) = store.record_audit(records).await {
-                        tracing::error!(error = %jobdeck_core::error_chain(&e), "cannot append to the audit log");
-                    }
+                // A reader waits for what was counted too.
+                if !flushes.is_empty() {
+                    records.extend(anonymous.summary(now_millis()));
                 }
+                write(&store, records).await;
                 for done in flushes {
                     let _ = done.send(());
                 }
@@ -180,6 +196,104 @@ impl AuditLog {
         if self.tx.send(Queued::Flush(done)).is_ok() {
             let _ = written.await;
         }
+    }
+}
+
+/// Writes `records` in one transaction; a failure is logged, never the
+/// request's.
+async fn write(store: &Store, records: Vec<AuditRecord>) {
+    if records.is_empty() {
+        return;
+    }
+    if let Err(e) = store.record_audit(records).await {
+        tracing::error!(error = %jobdeck_core::error_chain(&e), "cannot append to the audit log");
+    }
+}
+
+/// The bound on entries of people not signed in: anyone can send requests
+/// without a token, and each would otherwise be a row kept for the whole
+/// retention. Within a minute the first `per_minute` are written as they
+/// come; the rest are counted by address and written as one
+/// `audit.unrecorded` entry when the minute ends (or a reader asks), so the
+/// log grows by at most `per_minute + 1` such rows a minute and still says
+/// how many came and from where. Signed-in users are always recorded one
+/// by one: they are known, and an admin can remove them.
+struct AnonymousLimit {
+    per_minute: u32,
+    /// The minute (Unix ms / 60,000) being counted.
+    minute: i64,
+    written: u32,
+    skipped: std::collections::BTreeMap<String, u64>,
+}
+
+/// How many addresses an `audit.unrecorded` entry names.
+const UNRECORDED_SOURCES: usize = 3;
+
+impl AnonymousLimit {
+    fn new(per_minute: u32) -> Self {
+        Self { per_minute, minute: 0, written: 0, skipped: Default::default() }
+    }
+
+    /// Adds `record` to `records` unless it is past the minute's bound, in
+    /// which case it is only counted.
+    fn admit(&mut self, record: AuditRecord, records: &mut Vec<AuditRecord>) {
+        if !record.actor.is_empty() {
+            records.push(record);
+            return;
+        }
+        let minute = record.time.div_euclid(60_000);
+        if minute != self.minute {
+            records.extend(self.summary(record.time));
+            self.minute = minute;
+            self.written = 0;
+        }
+        if self.written < self.per_minute {
+            self.written += 1;
+            records.push(record);
+        } else {
+            *self.skipped.entry(record.source).or_default() += 1;
+        }
+    }
+
+    /// The summary of the minute that has ended by `now`, if it counted
+    /// any.
+    fn end_of_minute(&mut self, now: i64) -> Option<AuditRecord> {
+        if now.div_euclid(60_000) == self.minute {
+            return None;
+        }
+        self.written = 0;
+        self.minute = now.div_euclid(60_000);
+        self.summary(now)
+    }
+
+    /// One entry for the requests counted so far, which it forgets.
+    fn summary(&mut self, now: i64) -> Option<AuditRecord> {
+        if self.skipped.is_empty() {
+            return None;
+        }
+        let total: u64 = self.skipped.values().sum();
+        let mut sources: Vec<(String, u64)> = std::mem::take(&mut self.skipped).into_iter().collect();
+        sources.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let named: Vec<String> = sources
+            .iter()
+            .take(UNRECORDED_SOURCES)
+            .map(|(source, n)| format!("{n} from {}", if source.is_empty() { "an unknown address" } else { source }))
+            .collect();
+        let others = sources.len().saturating_sub(UNRECORDED_SOURCES);
+        let others = if others > 0 { format!(" and {others} more addresses") } else { String::new() };
+        Some(AuditRecord {
+            time: now,
+            actor: String::new(),
+            action: "audit.unrecorded".to_string(),
+            target: String::new(),
+            outcome: AuditOutcome::Refused.as_str().to_string(),
+            detail: format!(
+                "{total} more requests of people not signed in, past {} a minute, were counted, not recorded one by one: {}{others}",
+                self.per_minute,
+                named.join(", ")
+            ),
+            source: sources[0].0.clone(),
+        })
     }
 }
 
@@ -314,5 +428,56 @@ mod tests {
         for (method, path, _) in ACTIONS {
             assert!(RULES.iter().any(|(m, p, _)| m == method && p == path), "{method} {path} is no route");
         }
+    }
+
+    fn entry(actor: &str, time: i64, source: &str) -> AuditRecord {
+        AuditRecord {
+            time,
+            actor: actor.to_string(),
+            action: "job.delete".to_string(),
+            source: source.to_string(),
+            ..AuditRecord::default()
+        }
+    }
+
+    #[test]
+    fn people_not_signed_in_are_counted_past_the_bound_and_signed_in_ones_never() {
+        let mut limit = AnonymousLimit::new(2);
+        let mut written = Vec::new();
+        for i in 0..5 {
+            limit.admit(entry("", 60_000 + i, "10.0.0.9"), &mut written);
+            limit.admit(entry("bob", 60_000 + i, "10.0.0.8"), &mut written);
+        }
+        limit.admit(entry("", 60_010, "10.0.0.7"), &mut written);
+        assert_eq!(written.iter().filter(|r| r.actor.is_empty()).count(), 2);
+        assert_eq!(written.iter().filter(|r| r.actor == "bob").count(), 5);
+        assert!(limit.end_of_minute(60_500).is_none(), "the minute has not ended");
+
+        // The next minute's first entry brings the summary of the last.
+        written.clear();
+        limit.admit(entry("", 120_001, "10.0.0.7"), &mut written);
+        assert_eq!(written.len(), 2);
+        assert_eq!(written[0].action, "audit.unrecorded");
+        assert_eq!(written[0].source, "10.0.0.9");
+        assert_eq!(
+            written[0].detail,
+            "4 more requests of people not signed in, past 2 a minute, were counted, not recorded one by one: \
+             3 from 10.0.0.9, 1 from 10.0.0.7"
+        );
+        assert_eq!(written[1].time, 120_001, "and the new minute starts counting afresh");
+        assert!(limit.summary(120_002).is_none(), "a summary is written once");
+    }
+
+    #[test]
+    fn a_minute_that_ends_quietly_is_summarised_and_many_addresses_are_bounded() {
+        let mut limit = AnonymousLimit::new(0);
+        let mut written = Vec::new();
+        for i in 0..10 {
+            limit.admit(entry("", 5, &format!("10.0.0.{i}")), &mut written);
+        }
+        assert!(written.is_empty());
+        let summary = limit.end_of_minute(60_000).expect("the minute ended");
+        assert!(summary.detail.ends_with("1 from 10.0.0.0, 1 from 10.0.0.1, 1 from 10.0.0.2 and 7 more addresses"));
+        assert!(limit.end_of_minute(120_000).is_none());
     }
 }

@@ -110,3 +110,38 @@ async fn a_redeemed_invitation_is_recorded_as_the_newcomer() {
     );
     assert!(!app.get("/api/v2/audit").await.text().contains(made["code"].as_str().unwrap()), "never a code");
 }
+
+/// Anyone may send requests without a token; past `[audit]
+/// anonymous_per_minute` they are counted in one entry a minute instead of
+/// a row each, and the count still says how many came. A signed-in user's
+/// refusals are recorded one by one however many.
+#[tokio::test]
+async fn a_flood_of_requests_without_a_token_is_counted_not_written_row_by_row() {
+    let app = TestApp::with_config(|config| config.audit.anonymous_per_minute = 3).await;
+    let flood = 40;
+    for i in 0..flood {
+        let forged = app.call(Method::DELETE, &format!("/api/v2/jobs/job-{i}"), "jd_forged", None).await;
+        assert_eq!(forged.status, StatusCode::UNAUTHORIZED);
+    }
+    let vera = app.token_with_role("vera", Role::Viewer).await;
+    for i in 0..10 {
+        let refused = app.call(Method::DELETE, &format!("/api/v2/jobs/job-{i}"), &vera, None).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    }
+
+    let log = audit(&app, "limit=500").await;
+    let one_by_one = log.items.iter().filter(|e| e.actor.is_empty() && e.action == "job.delete").count();
+    let counted: usize = log
+        .items
+        .iter()
+        .filter(|e| e.action == "audit.unrecorded")
+        .map(|e| e.detail.split(' ').next().and_then(|n| n.parse::<usize>().ok()).expect(&e.detail))
+        .sum();
+    // The flood may straddle a minute's end: at most two minutes' worth.
+    assert!(one_by_one <= 6, "{one_by_one} written one by one");
+    assert_eq!(one_by_one + counted, flood, "every request is accounted for");
+    let vera_refused = log.items.iter().filter(|e| e.actor == "vera" && e.action == "job.delete").count();
+    assert_eq!(vera_refused, 10, "a signed-in user is recorded one by one");
+    let text = app.get("/api/v2/audit").await.text();
+    assert!(!text.contains("jd_forged"), "never a token");
+}
