@@ -388,9 +388,10 @@ pub async fn delete_job(id: &str) -> ApiResult<()> {
     check(fetch(Request::delete(&url(&job_path(id)))).await?).await.map(|_| ())
 }
 
-/// `GET /jobs/{id}/replicas`: one entry per attempt of every replica.
+/// `GET /jobs/{id}/replicas?attempts=all`: one entry per attempt of every
+/// replica.
 pub async fn job_replicas(id: &str) -> ApiResult<Vec<Replica>> {
-    get(&format!("{}/replicas", job_path(id))).await
+    get(&format!("{}/replicas?attempts=all", job_path(id))).await
 }
 
 /// `GET /jobs/{id}/events`, newest first.

@@ -147,6 +147,26 @@ impl Lep {
         text
     }
 
+    /// Runs a command that asks a question, answering `input`; it must
+    /// succeed as [`Lep::ok`] says.
+    fn ok_answering(&self, args: &[&str], input: &str) -> String {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run lep {args:?}: {e}"));
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        println!("$ lep {} <<< {input:?} ({})\n{text}", args.join(" "), out.status);
+        assert!(out.status.success(), "lep {args:?} failed with {}:\n{text}", out.status);
+        assert!(!text.contains("Traceback") && !text.contains("Error"), "lep {args:?}:\n{text}");
+        text
+    }
+
     /// Starts a command in the background; its output lines arrive on the
     /// returned channel.
     fn spawn(&self, args: &[&str]) -> (Child, mpsc::Receiver<String>) {
@@ -409,8 +429,17 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     assert!(out.contains(&format!("Job {sleeper} started successfully")), "{out}");
     let running = server.wait_for_state(&token, &sleeper, JobState::Running);
     assert_eq!(running.spec.stopped, Some(false));
+    // Replicas lists the current attempt, as Lepton lists a job's pods, and
+    // `lep job log` without `-r` follows it, not the stopped first one.
     let out = lep.ok(&["job", "replicas", "-i", &sleeper]);
-    assert!(out.contains(&format!("{sleeper}-0-0")) && out.contains(&format!("{sleeper}-0-1")), "{out}");
+    assert!(out.contains(&format!("{sleeper}-0-1")) && !out.contains(&format!("{sleeper}-0-0")), "{out}");
+    let (mut follower, lines) = lep.spawn(&["job", "log", "-i", &sleeper]);
+    let mut seen = Vec::new();
+    wait_line(&lines, &format!("Selected replica {sleeper}-0-1"), &mut seen);
+    wait_line(&lines, "still-followed", &mut seen);
+    assert!(follower.try_wait().unwrap().is_none(), "lep job log stopped following the new attempt: {seen:?}");
+    follower.kill().unwrap();
+    follower.wait().unwrap();
     let out = lep.ok(&["job", "start", "-i", &sleeper]);
     assert!(out.contains("Running. No action taken"), "{out}");
     let out = lep.ok(&["job", "list", "-s", "run"]);
@@ -446,10 +475,18 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     let (mut reader, lines) = lep.spawn(&["job", "log", "-i", &big]);
     wait_line(&lines, "End of log", &mut Vec::new());
     assert!(wait_exit(&mut reader, Duration::from_secs(60), "lep job log of a queued job").success());
-    lep.ok(&["job", "stop", "-i", &big]);
-    server.wait_for_state(&token, &big, JobState::Stopped);
 
-    // Remove: by id (a running job is stopped first), and by name.
+    // `stop-all` stops every job of the user, and a finished one in the
+    // list changes nothing instead of aborting the loop.
+    let out = lep.ok_answering(&["job", "stop-all", "-u", "admin"], "3\n");
+    for id in [&hello, &sleeper, &big] {
+        assert!(out.contains(&format!("Job {id} stopped successfully")), "{id}: {out}");
+    }
+    server.wait_for_state(&token, &big, JobState::Stopped);
+    server.wait_for_state(&token, &sleeper, JobState::Stopped);
+    assert_eq!(get(&server, &token, &format!("/jobs/{hello}"))["status"]["state"], "Completed");
+
+    // Remove: by id, and by name.
     let out = lep.ok(&["job", "remove", "-i", &sleeper]);
     assert!(out.contains(&format!("Job {sleeper} deleted successfully")), "{out}");
     wait_until_gone(&server, &token, &sleeper);
@@ -466,6 +503,63 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     assert!(out.contains("404") && out.contains("job 'nope-00000' not found"), "{out}");
     let out = lep.fails(&["job", "create", "--name", "wrong", "--resource-shape", "gpu.a10", "--command", "true"]);
     assert!(out.contains("422") && out.contains("no resource shape named 'gpu.a10'"), "{out}");
+}
+
+/// `lep template list` and `lep job create -t`: a built-in template with
+/// `--run` (lep keeps the rendered spec without its envs and adds its own
+/// options) and a private one a user saved through the API.
+#[test]
+fn lep_lists_templates_and_creates_jobs_from_them() {
+    let server = Server::start_api_with_config(CONFIG);
+    let token = server.admin_token.clone();
+    let lep = Lep::with_env(&server, &token);
+    let mine = json!({
+        "metadata": {"name": "Say It"},
+        "spec": {
+            "content": {"spec": {"container": {"command": ["/bin/sh", "-c", "echo said: {{run}}"]}}},
+            "json_schema": {"type": "object", "properties": {"run": {"type": "string"}}, "required": ["run"]}
+        }
+    });
+    let (status, saved) = server.call("POST", "/templates/private", &token, Some(&mine));
+    assert_eq!(status, 200, "{saved}");
+
+    let out = lep.ok(&["template", "list"]);
+    for expected in ["Torchrun", "torchrun", "mpi", "script", "Say It", "say-it", "job"] {
+        assert!(out.contains(expected), "no {expected:?} in:\n{out}");
+    }
+
+    let run = "echo rank $NODE_RANK of $NNODES, $NPROC_PER_NODE per node, primary $MASTER_ADDR";
+    let out = lep.ok(&[
+        "job",
+        "create",
+        "--name",
+        "dist",
+        "-t",
+        "torchrun",
+        "--run",
+        run,
+        "--resource-shape",
+        "cpu.small",
+        "--num-workers",
+        "2",
+        "--node-group",
+        "local",
+    ]);
+    let dist = created_id(&out);
+    let job = get(&server, &token, &format!("/jobs/{dist}"));
+    assert_eq!(job["spec"]["container"]["command"][0], "/bin/bash");
+    assert!(job["spec"]["container"]["command"][2].as_str().unwrap().ends_with(&format!("{run}\n")), "{job}");
+    server.wait_for_state(&token, &dist, JobState::Completed);
+    assert_eq!(api_log(&server, &token, &dist, &format!("{dist}-1-0")), "rank 1 of 2, 1 per node, primary 127.0.0.1\n");
+
+    let out =
+        lep.ok(&["job", "create", "--name", "said", "-t", "say-it", "--run", "hello", "--resource-shape", "cpu.small"]);
+    let said = created_id(&out);
+    server.wait_for_state(&token, &said, JobState::Completed);
+    assert_eq!(api_log(&server, &token, &said, &format!("{said}-0-0")), "said: hello\n");
+
+    let out = lep.fails(&["job", "create", "--name", "nope", "-t", "nothing-here", "--resource-shape", "cpu.small"]);
+    assert!(out.contains("Failed to render template") && out.contains("you have no template 'nothing-here'"), "{out}");
 }
 
 #[test]

@@ -77,6 +77,15 @@ fn an_admin_invites_a_teammate_in_the_console_and_the_link_signs_them_in_once() 
     again.wait_for_text("already used, has expired or was withdrawn");
     admin.goto(&format!("{}/people", server.base_url));
     admin.wait_for_text("used by vera");
+    // The audit page says who made the invitation and who used it.
+    admin.goto(&format!("{}/audit", server.base_url));
+    admin.wait_until("the invitation's entries", || {
+        let rows = admin.audit_rows();
+        let has = |start: &str| rows.iter().any(|r| r.starts_with(start));
+        (has("admin|invitation.create|") && has("vera|invitation.redeem|")).then_some(())
+    });
+    admin.goto(&format!("{}/people", server.base_url));
+    admin.wait_for_text("used by vera");
 
     // Offboarding: the admin removes vera, after reading what it touches.
     admin.click(&admin.find("button.remove-user"));
@@ -231,13 +240,7 @@ fn a_quota_an_admin_sets_holds_a_members_job_in_the_queue_with_the_reason_on_its
     // was refused.
     admin.click(&admin.find("a[href='/audit']"));
     admin.wait_for_text("quota.delete");
-    let rows = |browser: &Browser| -> Vec<String> {
-        let rows = browser.execute(
-            "return [...document.querySelectorAll('table.audit-log tbody tr')].map(r => [...r.cells].slice(1).map(c => c.textContent).join('|'));",
-            vec![],
-        );
-        rows.as_array().into_iter().flatten().filter_map(|r| r.as_str().map(String::from)).collect()
-    };
+    let rows = |browser: &Browser| browser.audit_rows();
     let all = rows(&admin);
     let stop_refused = format!("vic|job.update|{first}|refused|");
     let token_made = format!("mona|token.create|{token_id}");

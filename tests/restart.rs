@@ -100,7 +100,7 @@ impl Drop for Marks {
 }
 
 fn replicas(server: &Server, token: &str, id: &str) -> Vec<Value> {
-    let (status, body) = server.call("GET", &format!("/jobs/{id}/replicas"), token, None);
+    let (status, body) = server.call("GET", &format!("/jobs/{id}/replicas?attempts=all"), token, None);
     assert_eq!(status, 200, "{body}");
     body.as_array().unwrap().clone()
 }

@@ -207,6 +207,14 @@ fn a_shared_link_opened_signed_out_goes_through_the_provider_and_lands_on_the_jo
     browser.wait_for_text("shared");
     browser.wait_for_text("bob");
     browser.screenshot(&jobdeck_e2e::screenshot_path("sso-landed-on-shared-job"));
+
+    // The admin's audit page shows the sign-in through the provider.
+    let admin = Browser::start();
+    admin.sign_in(&world.server, &world.server.admin_token);
+    admin.goto(&format!("{}/audit", world.server.base_url));
+    admin.wait_until("bob's sign-in on the audit page", || {
+        admin.audit_rows().iter().any(|r| r.starts_with("bob|sign_in|") && r.contains("|ok|")).then_some(())
+    });
 }
 
 /// ID tokens the real provider made, then changed, are refused and nobody

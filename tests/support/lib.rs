@@ -277,9 +277,9 @@ impl Server {
         (status, value)
     }
 
-    /// A job's replica attempts (`GET /jobs/{id}/replicas`).
+    /// Every attempt of a job's replicas (`GET /jobs/{id}/replicas?attempts=all`).
     pub fn replicas(&self, token: &str, id: &str) -> Vec<Value> {
-        let (status, list) = self.call("GET", &format!("/jobs/{id}/replicas"), token, None);
+        let (status, list) = self.call("GET", &format!("/jobs/{id}/replicas?attempts=all"), token, None);
         assert_eq!(status, 200, "{list}");
         list.as_array().cloned().unwrap_or_default()
     }
@@ -575,6 +575,17 @@ impl Browser {
     pub fn sign_in(&self, server: &Server, token: &str) {
         self.goto(&format!("{}/login#token={token}", server.base_url));
         self.wait_until("the deployments list after sign-in", || self.current_url().ends_with("/jobs").then_some(()));
+    }
+
+    /// The rows of the audit page's table as `actor|action|target|outcome|detail|source`
+    /// (the time left out), read in one script: rows are redrawn as the
+    /// list changes.
+    pub fn audit_rows(&self) -> Vec<String> {
+        let rows = self.execute(
+            "return [...document.querySelectorAll('table.audit-log tbody tr')].map(r => [...r.cells].slice(1).map(c => c.textContent).join('|'));",
+            vec![],
+        );
+        rows.as_array().into_iter().flatten().filter_map(|r| r.as_str().map(String::from)).collect()
     }
 
     pub fn try_find(&self, css: &str) -> Option<Element> {

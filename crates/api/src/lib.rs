@@ -20,12 +20,14 @@ pub mod end_reason;
 pub mod error;
 pub mod invitations;
 pub mod job;
+pub mod label_selector;
 pub mod logs;
 pub mod metrics;
 pub mod quotas;
 pub mod resources;
 pub mod roles;
 pub mod sign_in;
+pub mod templates;
 pub mod tokens;
 pub mod users;
 pub mod validate;
@@ -44,6 +46,7 @@ pub use invitations::{
     InvitationState, RedeemedInvitation,
 };
 pub use job::*;
+pub use label_selector::{parse_label_selector, LabelCondition};
 pub use logs::{LogLine, LogRange, LogSearch};
 pub use quotas::{
     format_bytes, parse_bytes, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay, UsageGrouping,
@@ -52,6 +55,7 @@ pub use quotas::{
 pub use resources::*;
 pub use roles::{may_change_job, Role};
 pub use sign_in::SignInProblem;
+pub use templates::{Template, TemplateSpec, TemplateStatus, TEMPLATES_PER_USER_MAX, TEMPLATE_BYTES_MAX};
 pub use tokens::{CreatedToken, NewSession, SignInMethods, SingleSignOnMethod, TokenCreate, TokenInfo, TokenKind};
 pub use users::{JobBrief, RemovedUser, RemovedUsersJobs, RoleChange, SecretUse, UserInfo, UserList, UserRemoval};
 pub use validate::*;

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod quota;
 pub mod scheduler;
 pub mod spec;
+pub mod templates;
 pub mod topology;
 pub mod usage;
 

@@ -135,6 +135,7 @@ pub fn api_routes() -> Vec<Route> {
         http::users::routes(),
         http::invitations::routes(),
         http::quotas::routes(),
+        http::templates::routes(),
         http::audit::routes(),
         http::single_sign_on::routes(),
         http::openapi::routes(),

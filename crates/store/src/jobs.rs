@@ -385,21 +385,28 @@ fn where_clause(filter: &JobFilter, search: Option<String>) -> (String, Vec<Valu
         clauses.push(format!("created_by IN ({})", vec!["?"; filter.created_by.len()].join(", ")));
         values.extend(filter.created_by.iter().cloned().map(Value::Text));
     }
-    for (key, value) in &filter.labels {
+    for condition in &filter.labels {
         // Keys and values are compared as values, never written into a JSON
         // path, whose own syntax a key could otherwise break out of.
-        match value {
-            None => {
-                clauses.push("EXISTS (SELECT 1 FROM json_each(metadata, '$.labels') WHERE key = ?)".into());
-                values.push(Value::Text(key.clone()));
-            }
-            Some(v) => {
-                clauses
-                    .push("EXISTS (SELECT 1 FROM json_each(metadata, '$.labels') WHERE key = ? AND value = ?)".into());
-                values.push(Value::Text(key.clone()));
-                values.push(Value::Text(v.clone()));
-            }
-        }
+        use jobdeck_api::LabelCondition as C;
+        let (negated, wanted): (bool, &[String]) = match condition {
+            C::Exists(_) => (false, &[]),
+            C::Absent(_) => (true, &[]),
+            C::Equals(_, value) => (false, std::slice::from_ref(value)),
+            C::NotEquals(_, value) => (true, std::slice::from_ref(value)),
+            C::In(_, set) => (false, set),
+            C::NotIn(_, set) => (true, set),
+        };
+        let values_clause = if wanted.is_empty() {
+            String::new()
+        } else {
+            format!(" AND value IN ({})", vec!["?"; wanted.len()].join(", "))
+        };
+        let not = if negated { "NOT " } else { "" };
+        clauses
+            .push(format!("{not}EXISTS (SELECT 1 FROM json_each(metadata, '$.labels') WHERE key = ?{values_clause})"));
+        values.push(Value::Text(condition.key().to_string()));
+        values.extend(wanted.iter().cloned().map(Value::Text));
     }
     (clauses.join(" AND "), values)
 }

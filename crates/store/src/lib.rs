@@ -28,6 +28,7 @@ pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
 pub use removal::{NamedJob, RemovalPreview, Removed, SecretUse};
 pub use secrets::TakenName;
+pub use templates::{SavedTemplate, TemplateRow};
 pub use tokens::{NewToken, TokenOwner};
 pub use usage::{Charge, Holding, QuotaRow, UsageNowRow, DAY_MS};
 pub use users::{NewIdentityUser, RoleChanged, UserSummary};
@@ -38,6 +39,7 @@ mod migrations;
 mod replicas;
 mod secrets;
 pub mod series;
+mod templates;
 mod tokens;
 mod usage;
 mod users;
@@ -213,8 +215,8 @@ pub struct JobFilter {
     /// Whether jobs without a node-group restriction match
     /// `node_group_patterns`: one of this server's groups contains a pattern.
     pub any_group_pattern_matches: bool,
-    /// Label conditions: the key exists, or has this value; all must hold.
-    pub labels: Vec<(String, Option<String>)>,
+    /// Label conditions (a selector's); all must hold.
+    pub labels: Vec<jobdeck_api::LabelCondition>,
     pub mode: QueryMode,
     pub sort: SortKey,
     pub ascending: bool,

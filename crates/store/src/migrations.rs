@@ -298,6 +298,17 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE INDEX audit_log_by_actor ON audit_log(actor, id);
     CREATE TRIGGER audit_log_is_append_only BEFORE UPDATE ON audit_log
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
+    // 14: private job templates, each its owner's, named by an id unique
+    // among the owner's.
+    "CREATE TABLE templates (
+        owner TEXT NOT NULL,
+        id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        content TEXT NOT NULL,
+        json_schema TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (owner, id)
+    ) WITHOUT ROWID;",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

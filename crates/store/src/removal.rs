@@ -140,6 +140,7 @@ impl Store {
                 params![id, now],
             )?;
             let deleted_secrets = tx.execute("DELETE FROM secrets WHERE owner = ?1", params![name])?;
+            tx.execute("DELETE FROM templates WHERE owner = ?1", params![name])?;
             let deleted_image_pull_secrets =
                 tx.execute("DELETE FROM image_pull_secrets WHERE owner = ?1", params![name])?;
             Ok(Some(Removed { revoked_tokens, deleted_secrets, deleted_image_pull_secrets }))

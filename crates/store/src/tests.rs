@@ -38,6 +38,10 @@ pub fn job_row(id: &str, owner: &str, visibility: &str, created_at: i64, state: 
     }
 }
 
+fn selector(text: &str) -> Vec<jobdeck_api::LabelCondition> {
+    jobdeck_api::parse_label_selector(text).unwrap()
+}
+
 fn page(viewer: &str) -> JobFilter {
     JobFilter { viewer: viewer.into(), page: 1, page_size: 10, ..JobFilter::default() }
 }
@@ -516,8 +520,14 @@ async fn listings_filter_sort_and_page() {
         (JobFilter { created_by: vec!["al".into()], ..page("x") }, vec![], 0),
         (JobFilter { created_by: vec!["alice".into(), "albert".into()], ..page("x") }, vec!["eval-d", "train-a"], 2),
         (JobFilter { created_by: vec!["ALICE".into()], ..page("x") }, vec![], 0),
-        (JobFilter { labels: vec![("team".into(), Some("cv".into()))], ..page("x") }, vec!["train-b"], 1),
-        (JobFilter { labels: vec![("team".into(), None)], ..page("x") }, vec!["train-b", "train-a"], 2),
+        (JobFilter { labels: selector("team=cv"), ..page("x") }, vec!["train-b"], 1),
+        (JobFilter { labels: selector("team"), ..page("x") }, vec!["train-b", "train-a"], 2),
+        (JobFilter { labels: selector("!team"), ..page("x") }, vec!["eval-d"], 1),
+        // As in Kubernetes, a negative condition matches a job without the key.
+        (JobFilter { labels: selector("team!=cv"), ..page("x") }, vec!["eval-d", "train-a"], 2),
+        (JobFilter { labels: selector("team in (cv, nlp, x)"), ..page("x") }, vec!["train-b", "train-a"], 2),
+        (JobFilter { labels: selector("team notin (nlp)"), ..page("x") }, vec!["eval-d", "train-b"], 2),
+        (JobFilter { labels: selector("team in (cv),team!=cv"), ..page("x") }, vec![], 0),
         (JobFilter { sort: SortKey::Name, ascending: true, ..page("x") }, vec!["eval-d", "train-b", "train-a"], 3),
         (JobFilter { sort: SortKey::State, ascending: true, ..page("x") }, vec!["train-b", "eval-d", "train-a"], 3),
         (JobFilter { page: 2, page_size: 2, ..page("x") }, vec!["train-a"], 3),

@@ -187,7 +187,7 @@ pub fn JobNotFound(id: String) -> impl IntoView {
             <h1>"Job not found"</h1>
             <p>
                 "There is no job " <code>{id}</code> " that you can see. "
-                "It may have been deleted, or it may be private to the person who created it."
+                "It may have been deleted, or be private to its creator."
             </p>
             <p><a href=routes::JOBS>"Go to the deployments list"</a></p>
         </div>

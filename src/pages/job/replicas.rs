@@ -34,7 +34,7 @@ pub fn ReplicasTab() -> impl IntoView {
         Data::Replicas(list) => view! { <LiveReplicas initial=list/> }.into_any(),
         _ => ().into_any(),
     });
-    view! { <Loaded fetch=load_replicas(use_job()) render loading="Loading replicas…"/> }
+    view! { <Loaded fetch=load_replicas(use_job()) render loading="Loading…"/> }
 }
 
 /// The timeline and the table of a job's attempts, one drawn part
@@ -73,7 +73,7 @@ fn LiveReplicas(initial: Vec<Replica>) -> impl IntoView {
                     "replicas",
                     "Replica attempts",
                     &REPLICA_HEAD,
-                    "No replica has been created yet.",
+                    "No replica yet.",
                 );
                 parts = Some((host.clone(), timeline, table));
             }

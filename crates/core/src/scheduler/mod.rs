@@ -550,6 +550,7 @@ impl Scheduler {
                 self.set_stopped_flag(&mut row, true).await?;
                 Ok(row)
             }
+            Effect::AlreadyEnded => Ok(row),
             Effect::Requeue => {
                 let resolved = ResolvedSpec::resolve(&row.spec, &self.config).map_err(|_| {
                     SchedulerError::Refused(format!("job '{id}' no longer fits this server's configuration"))

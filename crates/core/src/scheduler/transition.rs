@@ -23,6 +23,10 @@ pub enum Effect {
     /// The job is stopping or stopped already; only the user's wish (the
     /// stored "stopped" flag) is recorded.
     RecordStopped,
+    /// The job has ended on its own: nothing changes. Stopping it is not an
+    /// error, as on Lepton, where `lep job stop-all` stops every job a
+    /// filter lists, finished ones included, and would abort on a refusal.
+    AlreadyEnded,
     /// A stopped job queues again for a new run.
     Requeue,
     /// The job is already on its way to running; only the user's wish is
@@ -43,8 +47,6 @@ pub enum Effect {
 pub enum Refusal {
     BeingDeleted,
     StillStopping,
-    /// Stop of a job that has ended on its own.
-    NothingToStop(JobState),
     /// Start of a job that ended in a state other than Stopped.
     NotStopped(JobState),
 }
@@ -55,9 +57,6 @@ impl Refusal {
         match self {
             Refusal::BeingDeleted => format!("job '{id}' is being deleted"),
             Refusal::StillStopping => format!("job '{id}' is still stopping; start it again once it is Stopped"),
-            Refusal::NothingToStop(state) => {
-                format!("job '{id}' has already ended ({state}); there is nothing to stop")
-            }
             Refusal::NotStopped(state) => {
                 format!("job '{id}' has ended ({state}); only a stopped job can be started again")
             }
@@ -95,7 +94,7 @@ pub fn transition(state: JobState, command: Command) -> Result<Effect, Refusal> 
             S::Starting | S::Running => Ok(Effect::BeginStop),
             S::Stopping | S::Stopped => Ok(Effect::RecordStopped),
             S::Deleting => Err(Refusal::BeingDeleted),
-            other => Err(Refusal::NothingToStop(other)),
+            _ => Ok(Effect::AlreadyEnded),
         },
         Command::Start => match state {
             S::Stopped => Ok(Effect::Requeue),
@@ -130,16 +129,16 @@ mod tests {
         (S::Stopping,     Ok(E::RecordStopped),            Err(R::StillStopping),              Ok(E::DeleteAfterStop)),
         (S::Stopped,      Ok(E::RecordStopped),            Ok(E::Requeue),                     Ok(E::DeleteNow)),
         (S::Deleting,     Err(R::BeingDeleted),            Err(R::BeingDeleted),               Ok(E::AlreadyDeleting)),
-        (S::Completed,    Err(R::NothingToStop(S::Completed)), Err(R::NotStopped(S::Completed)), Ok(E::DeleteNow)),
-        (S::Failed,       Err(R::NothingToStop(S::Failed)),    Err(R::NotStopped(S::Failed)),    Ok(E::DeleteNow)),
-        (S::Archived,     Err(R::NothingToStop(S::Archived)),  Err(R::NotStopped(S::Archived)),  Ok(E::DeleteNow)),
-        (S::Deleted,      Err(R::NothingToStop(S::Deleted)),   Err(R::NotStopped(S::Deleted)),   Ok(E::DeleteNow)),
+        (S::Completed,    Ok(E::AlreadyEnded),             Err(R::NotStopped(S::Completed)), Ok(E::DeleteNow)),
+        (S::Failed,       Ok(E::AlreadyEnded),             Err(R::NotStopped(S::Failed)),    Ok(E::DeleteNow)),
+        (S::Archived,     Ok(E::AlreadyEnded),             Err(R::NotStopped(S::Archived)),  Ok(E::DeleteNow)),
+        (S::Deleted,      Ok(E::AlreadyEnded),             Err(R::NotStopped(S::Deleted)),   Ok(E::DeleteNow)),
         // Lepton's states that Jobdeck never enters: a stored job in one of
-        // them can still be deleted, and nothing else.
-        (S::Restarting,   Err(R::NothingToStop(S::Restarting)),  Err(R::NotStopped(S::Restarting)),  Ok(E::DeleteNow)),
-        (S::Awaiting,     Err(R::NothingToStop(S::Awaiting)),    Err(R::NotStopped(S::Awaiting)),    Ok(E::DeleteNow)),
-        (S::Terminating,  Err(R::NothingToStop(S::Terminating)), Err(R::NotStopped(S::Terminating)), Ok(E::DeleteNow)),
-        (S::Unknown,      Err(R::NothingToStop(S::Unknown)),     Err(R::NotStopped(S::Unknown)),     Ok(E::DeleteNow)),
+        // them can be deleted, and a stop changes nothing.
+        (S::Restarting,   Ok(E::AlreadyEnded),             Err(R::NotStopped(S::Restarting)),  Ok(E::DeleteNow)),
+        (S::Awaiting,     Ok(E::AlreadyEnded),             Err(R::NotStopped(S::Awaiting)),    Ok(E::DeleteNow)),
+        (S::Terminating,  Ok(E::AlreadyEnded),             Err(R::NotStopped(S::Terminating)), Ok(E::DeleteNow)),
+        (S::Unknown,      Ok(E::AlreadyEnded),             Err(R::NotStopped(S::Unknown)),     Ok(E::DeleteNow)),
     ];
 
     #[test]
@@ -171,6 +170,6 @@ mod tests {
             Refusal::NotStopped(S::Completed).message("train-ab12"),
             "job 'train-ab12' has ended (Completed); only a stopped job can be started again"
         );
-        assert!(Refusal::NothingToStop(S::Failed).message("x").contains("(Failed)"));
+        assert!(Refusal::NotStopped(S::Failed).message("x").contains("(Failed)"));
     }
 }

@@ -67,6 +67,16 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/jobs/{id}/metrics", VIEWER),
     ("GET", "/jobs/{id}/replicas/{replica}/metrics", VIEWER),
     ("GET", "/logs", VIEWER),
+    // Templates: every role reads and renders them (rendering creates
+    // nothing); keeping one's own is a member's, as creating jobs is.
+    ("GET", "/templates/public", VIEWER),
+    ("GET", "/templates/public/{id}", VIEWER),
+    ("POST", "/templates/public/{id}/render", VIEWER),
+    ("GET", "/templates/private", VIEWER),
+    ("POST", "/templates/private", MEMBER),
+    ("GET", "/templates/private/{id}", VIEWER),
+    ("DELETE", "/templates/private/{id}", MEMBER),
+    ("POST", "/templates/private/{id}/render", VIEWER),
     // Secrets and registry credentials: names and owners are read by every
     // role (values never leave the server); writing is a member's.
     ("GET", "/usersecrets", VIEWER),
@@ -191,12 +201,14 @@ mod tests {
     }
 
     /// A viewer changes nothing of the workspace: every rule a viewer
-    /// passes reads, except the caller's own sign-ins and tokens.
+    /// passes reads, except the caller's own sign-ins and tokens, and
+    /// rendering a template (which stores nothing).
     #[test]
     fn a_viewer_may_only_read_and_manage_their_own_sign_ins() {
         for (method, path, access) in RULES {
             if *method != "GET" && *access == VIEWER {
-                assert!(path.starts_with("/sessions") || path.starts_with("/tokens"), "a viewer may {method} {path}");
+                let own = path.starts_with("/sessions") || path.starts_with("/tokens");
+                assert!(own || path.ends_with("/render"), "a viewer may {method} {path}");
             }
         }
     }

@@ -55,6 +55,10 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("DELETE", "/invitations/{id}", "invitation.withdraw"),
     ("POST", "/invitations/check", "invitation.check"),
     ("POST", "/invitations/redeem", "invitation.redeem"),
+    ("POST", "/templates/public/{id}/render", "template.render"),
+    ("POST", "/templates/private", "template.create"),
+    ("DELETE", "/templates/private/{id}", "template.delete"),
+    ("POST", "/templates/private/{id}/render", "template.render"),
     ("PUT", "/quotas/{scope}/{name}", "quota.set"),
     ("DELETE", "/quotas/{scope}/{name}", "quota.delete"),
 ];

@@ -65,24 +65,6 @@ fn matching_states(value: &str) -> AppResult<Vec<JobState>> {
     Ok(states)
 }
 
-/// A label selector: `key`, `key=value` or `key:value`, comma-separated; every
-/// condition must hold.
-fn parse_label_selector(selector: &str) -> AppResult<Vec<(String, Option<String>)>> {
-    let mut out = Vec::new();
-    for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = match part.split_once("==").or_else(|| part.split_once('=')).or_else(|| part.split_once(':'))
-        {
-            Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
-            None => (part, None),
-        };
-        if key.is_empty() || key.contains('"') || key.contains('\\') {
-            return Err(AppError::BadRequest(format!("query: '{part}' is not a valid label condition")));
-        }
-        out.push((key.to_string(), value));
-    }
-    Ok(out)
-}
-
 /// A search parameter without control characters: no job name or label
 /// holds one, and SQLite's full-text query syntax ends a string at a NUL.
 fn printable(name: &str, value: String) -> AppResult<String> {
@@ -98,7 +80,10 @@ pub fn parse_list_query(viewer: String, raw: Option<&str>) -> AppResult<JobFilte
     for (key, value) in query_pairs(raw) {
         match key.as_str() {
             "q" => filter.q = Some(printable("q", value)?).filter(|v| !v.is_empty()),
-            "query" => filter.labels.extend(parse_label_selector(&printable("query", value)?)?),
+            "query" => filter.labels.extend(
+                jobdeck_api::parse_label_selector(&printable("query", value)?)
+                    .map_err(|why| AppError::BadRequest(format!("query: {why}")))?,
+            ),
             "status" => {
                 for part in value.split(',').filter(|p| !p.trim().is_empty()) {
                     for state in matching_states(part)? {
@@ -485,7 +470,8 @@ mod tests {
         assert_eq!(f.mode, QueryMode::AliveAndArchive);
         assert_eq!((f.page, f.page_size), (2, 500));
         assert_eq!((f.sort, f.ascending), (SortKey::Name, true));
-        assert_eq!(f.labels, [("team".to_string(), Some("nlp".to_string())), ("x".to_string(), None)]);
+        use jobdeck_api::LabelCondition;
+        assert_eq!(f.labels, [LabelCondition::Equals("team".into(), "nlp".into()), LabelCondition::Exists("x".into())]);
     }
 
     #[test]

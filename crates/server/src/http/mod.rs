@@ -27,5 +27,6 @@ pub mod request_log;
 pub mod secrets;
 pub mod sessions;
 pub mod single_sign_on;
+pub mod templates;
 pub mod users;
 pub mod workspace;

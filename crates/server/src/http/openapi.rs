@@ -24,8 +24,8 @@ use jobdeck_api::{
     ApiError, AuditList, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret, InvitationCreate,
     InvitationInfo, InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList, LeptonJob, NewSession,
     Node, NodeGroup, Quota, QuotaLimits, QuotaList, RedeemedInvitation, RemovedUser, Replica, RoleChange, Secret,
-    Shape, SignInMethods, StoragePermission, TokenCreate, TokenInfo, UsageHistory, UsageNow, UserList, UserRemoval,
-    WorkspaceInfo,
+    Shape, SignInMethods, StoragePermission, Template, TokenCreate, TokenInfo, UsageHistory, UsageNow, UserList,
+    UserRemoval, WorkspaceInfo,
 };
 use serde_json::{json, Value};
 use utoipa::OpenApi;
@@ -81,6 +81,7 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     Quota,
     UsageNow,
     UsageHistory,
+    Template,
 )))]
 struct WireTypes;
 

@@ -110,14 +110,41 @@ fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow], shape: O
         .collect()
 }
 
+/// Which attempts `GET /jobs/{id}/replicas` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attempts {
+    /// The newest attempt of each completion index, as Lepton lists a
+    /// job's replicas (its pods): the first entry is the one `lep job log`
+    /// follows when no replica is named.
+    Current,
+    /// Every attempt, earlier ones included (Jobdeck's `attempts=all`, for
+    /// the console's attempt history).
+    All,
+}
+
+fn parse_attempts(raw: Option<&str>) -> AppResult<Attempts> {
+    let mut attempts = Attempts::Current;
+    for (key, value) in query_pairs(raw) {
+        if key == "attempts" {
+            attempts = match value.as_str() {
+                "current" => Attempts::Current,
+                "all" => Attempts::All,
+                _ => return Err(AppError::BadRequest(format!("attempts must be current or all, not '{value}'"))),
+            };
+        }
+    }
+    Ok(attempts)
+}
+
 async fn list_replicas(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
 ) -> AppResult<Json<Vec<Replica>>> {
-    // `job_query_mode` is accepted with any value and ignored (every attempt
-    // is listed): the TAO SDK sends `archive_and_live`, which is none of
-    // Lepton's listing modes.
+    // `job_query_mode` is accepted with any value and ignored: the TAO SDK
+    // sends `archive_and_live`, which is none of Lepton's listing modes.
+    let attempts = parse_attempts(raw.as_deref())?;
     let job = visible_job(&state, &user, &id).await?;
     let spec = &job.spec;
     let shape = state.config.shape_of(spec);
@@ -125,7 +152,18 @@ async fn list_replicas(
     let mut replicas: Vec<Replica> = rows.iter().map(|row| replica_view(row, shape)).collect();
     if job.runtime.state == JobState::Queueing {
         replicas.extend(queued_replicas(&job, spec, &rows, shape));
-        replicas.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
+    }
+    replicas.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
+    if attempts == Attempts::Current {
+        // Sorted by index then attempt: the last of each index is its newest.
+        let mut newest: Vec<Replica> = Vec::with_capacity(replicas.len());
+        for replica in replicas {
+            match newest.last_mut() {
+                Some(last) if last.status.completion_index == replica.status.completion_index => *last = replica,
+                _ => newest.push(replica),
+            }
+        }
+        replicas = newest;
     }
     Ok(Json(replicas))
 }

@@ -361,4 +361,19 @@ async fn search_parameters_with_control_characters_answer_400_not_500() {
     assert_eq!(app.get("/api/v2/jobs?query=team.a%3Dnlp").await.json()["total"], 1);
     assert_eq!(app.get("/api/v2/jobs?query=team").await.json()["total"], 0);
     assert_eq!(app.get("/api/v2/jobs?query=x%5D%5B").await.status, StatusCode::OK);
+    // Kubernetes' selector syntax, each value bound as a value.
+    let app = &app;
+    let total = |selector: &'static str| async move {
+        let query: String = form_urlencoded::byte_serialize(selector.as_bytes()).collect();
+        let res = app.get(&format!("/api/v2/jobs?query={query}")).await;
+        assert_eq!(res.status, StatusCode::OK, "{selector}: {}", res.text());
+        res.json()["total"].as_i64().unwrap()
+    };
+    assert_eq!(total("team.a in (cv, nlp)").await, 1);
+    assert_eq!(total("team.a notin (nlp)").await, 0);
+    assert_eq!(total("team.a!=cv, !draft").await, 1);
+    assert_eq!(total("team.a in (nlp' OR '1)").await, 0);
+    let broken = app.get("/api/v2/jobs?query=team.a%20in%20(nlp").await;
+    assert_eq!(broken.status, StatusCode::BAD_REQUEST);
+    assert!(broken.text().contains("query: 'team.a in (nlp' leaves a set open"), "{}", broken.text());
 }

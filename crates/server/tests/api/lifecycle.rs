@@ -223,15 +223,29 @@ async fn stop_and_start_run_the_job_again_with_a_new_attempt() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ended_jobs_cannot_be_stopped_and_running_jobs_cannot_be_started_twice() {
+async fn stopping_an_ended_job_changes_nothing_and_starting_it_is_refused() {
     let app = TestApp::with_config(small_cluster(2.0)).await;
     let id = app.create_job(&app.admin_token, &sh_job("quick", "true")).await;
-    app.wait_state(&id, "Completed").await;
+    let before = app.wait_state(&id, "Completed").await;
+    // As on Lepton: `lep job stop-all` stops every job its filter lists,
+    // finished ones included, and must not abort on one.
     let res = app
         .call(Method::PATCH, &format!("/api/v2/jobs/{id}"), &app.admin_token, Some(&json!({"spec": {"stopped": true}})))
         .await;
-    assert_eq!(res.status, StatusCode::CONFLICT);
-    assert!(res.json()["message"].as_str().unwrap().contains("already ended (Completed)"));
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    let after = app.get(&format!("/api/v2/jobs/{id}")).await.json();
+    assert_eq!(after["status"], before["status"], "the job is as it was");
+    assert_eq!(after["spec"].get("stopped"), before["spec"].get("stopped"));
+    let start = app
+        .call(
+            Method::PATCH,
+            &format!("/api/v2/jobs/{id}"),
+            &app.admin_token,
+            Some(&json!({"spec": {"stopped": false}})),
+        )
+        .await;
+    assert_eq!(start.status, StatusCode::CONFLICT);
+    assert!(start.json()["message"].as_str().unwrap().contains("has ended (Completed)"), "{}", start.text());
     let bad = app
         .call(
             Method::PATCH,
@@ -285,6 +299,13 @@ async fn a_program_error_stops_retries_when_asked_and_job_retries_restart_the_ru
     assert_eq!(failed["status"]["reason"], "BackoffLimitExceeded");
     let replicas = app.replicas(&retried).await;
     assert_eq!(replica_ids(&replicas), [format!("{retried}-0-0"), format!("{retried}-0-1")]);
+    // Without `attempts=all`, as Lepton lists a job's pods: the newest
+    // attempt of each index, which `lep job log` follows.
+    let current = app.get(&format!("/api/v2/jobs/{retried}/replicas?job_query_mode=alive_and_archive")).await;
+    assert_eq!(replica_ids(current.json().as_array().unwrap()), [format!("{retried}-0-1")]);
+    let bad = app.get(&format!("/api/v2/jobs/{retried}/replicas?attempts=every")).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(bad.text().contains("attempts must be current or all"), "{}", bad.text());
     let reasons: Vec<String> =
         app.events(&retried).await.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
     assert!(reasons.contains(&"PendingRetry".to_string()), "{reasons:?}");

@@ -24,5 +24,6 @@ mod metrics;
 mod offboarding;
 mod openapi;
 mod quotas;
+mod templates;
 mod validation;
 mod visibility;

@@ -182,8 +182,9 @@ impl TestApp {
         res.json()
     }
 
+    /// Every attempt of the job's replicas (`?attempts=all`).
     pub async fn replicas(&self, id: &str) -> Vec<Value> {
-        let res = self.get(&format!("/api/v2/jobs/{id}/replicas")).await;
+        let res = self.get(&format!("/api/v2/jobs/{id}/replicas?attempts=all")).await;
         assert_eq!(res.status, StatusCode::OK, "{}", res.text());
         res.json().as_array().unwrap().clone()
     }
