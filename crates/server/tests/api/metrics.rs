@@ -53,8 +53,11 @@ async fn a_busy_replicas_cpu_and_memory_are_sampled_and_served() {
     let points = series["series"][1]["points"].as_array().unwrap();
     assert!(points.len() >= 2, "{points:?}");
     let first_t = points[0][0].as_i64().unwrap();
+    // The replica is still sampled: `to` keeps a sample taken meanwhile
+    // out of the count.
+    let last_t = points[points.len() - 1][0].as_i64().unwrap();
     let only_memory = app
-        .get(&format!("/api/v2/jobs/{id}/replicas/{replica}/metrics?series=memory&from={}", first_t + 1))
+        .get(&format!("/api/v2/jobs/{id}/replicas/{replica}/metrics?series=memory&from={}&to={last_t}", first_t + 1))
         .await
         .json();
     assert_eq!(only_memory["series"].as_array().unwrap().len(), 1);
