@@ -226,16 +226,9 @@ async fn create_job(
     user: CurrentUser,
     ApiJson(mut job): ApiJson<LeptonJob>,
 ) -> AppResult<Response> {
-    // Lepton clients send the name as the id only; accept either. A job
-    // given neither gets a readable name here, the one place names are made
-    // (the form shows it on the job's page).
+    // Lepton clients send the name as the id only; accept either.
     if job.metadata.name.is_none() {
         job.metadata.name = job.metadata.id.clone();
-    }
-    if job.metadata.name.is_none() {
-        let name = jobdeck_core::naming::random_readable_name(state.config.job_name_max_length)
-            .ok_or_else(|| AppError::internal("the system's random source cannot be read"))?;
-        job.metadata.name = Some(name);
     }
     let secrets = state.store.secrets_visible_to(user.name.clone()).await?;
     let context = validation_context_with(&state, &user.name, &secrets).await?;
