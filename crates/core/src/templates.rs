@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 use jobdeck_api::{Metadata, Template, TemplateSpec, TemplateStatus, TEMPLATE_BYTES_MAX};
 use serde_json::{json, Map, Value};
 
+/// The most bytes (as JSON) a rendered job may take.
+pub const RENDERED_BYTES_MAX: usize = 1024 * 1024;
+
 /// Why a template or a render request was refused: the field (as a path
 /// such as `payload.run` or `spec.json_schema.properties.run.type`) and
 /// what is wrong with it.
@@ -229,6 +232,18 @@ pub fn render(template: &Template, payload: &Value) -> Result<Value, TemplateErr
             }
         }
     }
+    // A value placed many times could make a job far larger than the
+    // template and the request together: the size is known before filling.
+    let mut used = Vec::new();
+    names_in(&template.spec.content, &mut used);
+    let added: usize = used.iter().filter_map(|name| values.get(name)).map(|value| as_text(value).len()).sum();
+    let size = template.spec.content.to_string().len().saturating_add(added);
+    if size > RENDERED_BYTES_MAX {
+        return Err(refuse(
+            "payload",
+            format!("makes a job of {size} bytes; at most {RENDERED_BYTES_MAX} are allowed"),
+        ));
+    }
     let mut job = fill(&template.spec.content, &values);
     // A job always has metadata, if only an empty one (Lepton's clients
     // read the answer as a `LeptonJob`).
@@ -409,6 +424,19 @@ mod tests {
             assert_eq!(error.field, field, "{payload}");
             assert!(error.message.contains(says), "{payload}: {error}");
         }
+    }
+
+    #[test]
+    fn a_value_placed_many_times_cannot_make_a_huge_job() {
+        let command: Vec<Value> = (0..5000).map(|_| json!("{{x}}")).collect();
+        let t = template(
+            json!({"spec": {"container": {"command": command}}}),
+            json!({"properties": {"x": {"type": "string"}}}),
+        );
+        let error = render(&t, &json!({"x": "y".repeat(1000)})).unwrap_err();
+        assert_eq!(error.field, "payload");
+        assert!(error.message.contains("at most 1048576"), "{error}");
+        assert!(render(&t, &json!({"x": "y"})).is_ok());
     }
 
     #[test]

@@ -146,6 +146,16 @@ async fn save_private(
 ) -> AppResult<Response> {
     templates::check_saved(&template)?;
     let id = id_for(&template)?;
+    // `lep job create -t <id>` renders a public template when one has the
+    // id, so a private one of the same id could never be used from it.
+    if templates::builtins().iter().any(|t| t.metadata.id.as_deref() == Some(id.as_str())) {
+        let field = if template.metadata.id.is_some() { "metadata.id" } else { "metadata.name" };
+        return Err(TemplateError {
+            field: field.into(),
+            message: format!("'{id}' is a built-in template's id (lep -t would use the built-in): choose another"),
+        }
+        .into());
+    }
     let row = TemplateRow {
         owner: user.name.clone(),
         id: id.clone(),

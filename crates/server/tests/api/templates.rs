@@ -131,6 +131,10 @@ async fn a_private_template_is_its_owners_and_its_values_stay_text() {
     bad_id["metadata"]["id"] = json!("../x");
     let refused = app.call(Method::POST, "/api/v2/templates/private", &bob, Some(&bad_id)).await;
     assert!(refused.json()["fields"]["metadata.id"].is_array(), "{}", refused.text());
+    let mut builtin_name = template.clone();
+    builtin_name["metadata"]["name"] = json!("Torchrun");
+    let refused = app.call(Method::POST, "/api/v2/templates/private", &bob, Some(&builtin_name)).await;
+    assert!(refused.json()["fields"]["metadata.name"][0].as_str().unwrap().contains("built-in"), "{}", refused.text());
     assert_eq!(ids(&app.call(Method::GET, "/api/v2/templates/private", &bob, None).await.json()), ["echo-twice"]);
 
     // Deleting: only the owner's own, then it is gone; both are audited.
