@@ -79,7 +79,7 @@ JOBDECK_FUZZ_JOB="$job" JOBDECK_FUZZ_SECRET=FUZZ_SECRET SCHEMATHESIS_HOOKS=hooks
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,negative_data_rejection \
   --phases examples,coverage,fuzzing,stateful \
   --seed "$seed" --max-examples "$examples" --workers 1 --request-timeout 60 \
-  --no-color 2>&1 | tee "$work/fuzz.log" | grep -E "^(API Operations|  Selected|  Tested|Test cases|  [0-9]+ generated|Seed|=+ .*(passed|failures?|warnings?|errors?)|- ST|_{5,}.*_{5,}|    curl )"
+  ${FUZZ_EXTRA:-} --no-color 2>&1 | tee "$work/fuzz.log" | grep -E "^(API Operations|  Selected|  Tested|Test cases|  [0-9]+ generated|Seed|=+ .*(passed|failures?|warnings?|errors?)|- ST|_{5,}.*_{5,}|    curl )"
 status=${PIPESTATUS[0]}
 if [ "$status" = 0 ]; then
   echo "test result: ok. 1 passed; 0 failed"

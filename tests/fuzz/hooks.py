@@ -1,7 +1,8 @@
 """Schemathesis hooks for fuzzing Jobdeck (scripts/fuzz.sh).
 
 * Fuzzed jobs never run what the fuzzer made up: every request body that
-  holds a job's container command gets `true` instead.
+  holds a job's container command (a list of strings) gets `true` instead;
+  a command of another type stays, so its refusal is still checked.
 * Half of the generated path parameters (by the value's own hash, so a run
   with the same seed is the same run) name things that exist: the job, its
   replica and the secrets scripts/fuzz.sh created first (JOBDECK_FUZZ_* in the
@@ -39,7 +40,10 @@ def _harmless(body):
     spec = body.get("spec")
     if isinstance(spec, dict):
         container = spec.get("container")
-        if isinstance(container, dict) and "command" in container:
+        command = container.get("command") if isinstance(container, dict) else None
+        # Only a command the schema allows (a list of strings) could run;
+        # one of a wrong type is left as it is, for the server to refuse.
+        if isinstance(command, list) and all(isinstance(word, str) for word in command):
             container["command"] = ["true"]
 
 

@@ -16,6 +16,7 @@ extern crate self as jobdeck_api;
 pub mod audit;
 pub mod decode;
 pub mod defaults;
+pub mod duration;
 pub mod end_reason;
 pub mod error;
 pub mod invitations;
@@ -39,6 +40,7 @@ pub use decode::{Decode, DecodeError, JsonValue};
 pub use defaults::{
     shared_memory_default_mib, split_image_reference, ImageReference, Priority, Protocol, PRIORITY_CLASSES,
 };
+pub use duration::{duration_in_words, parse_duration};
 pub use end_reason::EndReason;
 pub use error::{ApiError, FieldErrors};
 pub use invitations::{

@@ -10,6 +10,8 @@
 //! values from the types themselves.
 
 use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::FieldErrors;
 
@@ -38,7 +40,7 @@ impl std::fmt::Display for JsonError {
 impl std::error::Error for JsonError {}
 
 /// Reads `bytes` as a `T`, naming the field that does not fit.
-pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
+pub fn from_json<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> Result<T, JsonError> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = match serde_path_to_error::deserialize::<_, T>(&mut deserializer) {
         Ok(value) => value,
@@ -55,13 +57,48 @@ pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
         }
     };
     deserializer.end().map_err(|e| JsonError::Syntax(e.to_string()))?;
+    if let Some(path) = array_read_as_object(bytes, &value) {
+        return Err(JsonError::Fields([(path, vec!["must be a JSON object, not an array".to_string()])].into()));
+    }
     Ok(value)
+}
+
+/// Where `bytes` has an array that serde read as a struct, if anywhere.
+/// serde's derived structs accept a sequence of their fields in order
+/// (`"status": [null, null]`), which no client means and the schema
+/// forbids; the reader cannot be told not to, so the value read is written
+/// out again and compared with the text: an array in the text where the
+/// value has an object is such a place. Fields the value leaves out (an
+/// empty option, a renamed key) are not compared, as they cannot hold one.
+fn array_read_as_object<T: Serialize>(bytes: &[u8], value: &T) -> Option<String> {
+    fn walk(given: &Value, read: &Value, path: &str) -> Option<String> {
+        let inside = |key: &str| if path.is_empty() { key.to_string() } else { format!("{path}.{key}") };
+        match (given, read) {
+            (Value::Array(_), Value::Object(_)) => {
+                Some(if path.is_empty() { "body".to_string() } else { path.to_string() })
+            }
+            (Value::Array(given), Value::Array(read)) => given
+                .iter()
+                .zip(read)
+                .enumerate()
+                .find_map(|(index, (given, read))| walk(given, read, &format!("{path}[{index}]"))),
+            (Value::Object(given), Value::Object(read)) => {
+                given.iter().find_map(|(key, given)| read.get(key).and_then(|read| walk(given, read, &inside(key))))
+            }
+            _ => None,
+        }
+    }
+    // Both succeed for a value just read from these bytes; were either to
+    // fail, there would be nothing to compare.
+    let given: Value = serde_json::from_slice(bytes).ok()?;
+    let read = serde_json::to_value(value).ok()?;
+    walk(&given, &read, "")
 }
 
 /// [`from_json`] for a body that must be one JSON object: serde reads a
 /// struct from an array too (`["x"]` as its first field), which no client
 /// means, so anything but an object at the top is a 422 on `body`.
-pub fn from_json_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
+pub fn from_json_object<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> Result<T, JsonError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'{') {
         // Text that is no JSON at all is a syntax error, as from_json says.
@@ -152,7 +189,7 @@ mod tests {
     #[test]
     fn an_object_body_is_an_object_and_nothing_else() {
         let role = |json: &str| from_json_object::<crate::RoleChange>(json.as_bytes());
-        assert!(from_json::<crate::RoleChange>(br#"["admin"]"#).is_ok(), "what serde alone lets through");
+        assert!(serde_json::from_slice::<crate::RoleChange>(br#"["admin"]"#).is_ok(), "what serde alone lets through");
         for not_object in [r#"["admin"]"#, "[]", "7", r#""admin""#, " null "] {
             match role(not_object) {
                 Err(JsonError::Fields(fields)) => assert_eq!(fields["body"], ["must be a JSON object"], "{not_object}"),
@@ -161,6 +198,28 @@ mod tests {
         }
         assert!(matches!(role("[1,"), Err(JsonError::Syntax(_))));
         assert_eq!(role(r#" {"role": "viewer"}"#).unwrap().role, crate::Role::Viewer);
+    }
+
+    /// The same holds inside: an array where the type has an object is
+    /// refused at its path, however deep (serde alone reads `[null, null]`
+    /// as a status whose first two fields are empty).
+    #[test]
+    fn an_array_is_never_read_as_an_object_inside_either() {
+        let cases = [
+            (r#"{"metadata": {"name": "a"}, "spec": {}, "status": [null, null]}"#, "status"),
+            (r#"{"metadata": [], "spec": {}}"#, "metadata"),
+            (r#"{"metadata": {"name": "a"}, "spec": {"container": [null]}}"#, "spec.container"),
+            (
+                r#"{"metadata": {"name": "a"}, "spec": {"envs": [{"name": "A", "value": "1"}, ["B", "2"]]}}"#,
+                "spec.envs[1]",
+            ),
+        ];
+        for (json, path) in cases {
+            assert!(serde_json::from_str::<LeptonJob>(json).is_ok(), "serde alone reads {json}");
+            assert_eq!(fields(json)[path], ["must be a JSON object, not an array"], "{json}");
+        }
+        let job: LeptonJob = from_json(br#"{"metadata": {"name": "a", "labels": {}}, "spec": {"envs": []}}"#).unwrap();
+        assert_eq!(job.metadata.name.as_deref(), Some("a"));
     }
 
     fn fields(json: &str) -> FieldErrors {

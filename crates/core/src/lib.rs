@@ -13,6 +13,7 @@ pub mod config;
 pub mod executor;
 pub mod failure;
 pub mod metrics;
+pub mod naming;
 pub mod quota;
 pub mod scheduler;
 pub mod spec;

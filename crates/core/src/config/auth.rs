@@ -163,9 +163,15 @@ impl AuthConfig {
     }
 }
 
-/// A duration as people write it (`24h`, `30d`, `1h 30m`).
+/// A duration as people write it (`24h`, `30d`, `1h 30m`, `PT4H`): the
+/// contract's one reader of durations (`jobdeck_api::duration`), which the
+/// form and the imports use too. Empty text and `off` are no duration here.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim()).map_err(|e| format!("'{text}' is not a duration such as 24h or 30d ({e})"))
+    match jobdeck_api::parse_duration(text) {
+        Ok(Some(seconds)) => Ok(Duration::from_secs(seconds.unsigned_abs())),
+        Ok(None) => Err(format!("'{text}' is not a duration: give one such as 24h or 30d")),
+        Err(problem) => Err(format!("'{text}' is not a duration: {problem}")),
+    }
 }
 
 /// Reads a duration written as people write it, for serde.
@@ -213,6 +219,8 @@ mod tests {
         assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
         assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86_400)));
         assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("PT4H30M"), Ok(Duration::from_secs(16_200)));
         assert!(parse_duration("soon").unwrap_err().contains("'soon' is not a duration"));
+        assert!(parse_duration("").unwrap_err().contains("is not a duration"));
     }
 }

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use jobdeck_api::{ApiError, FieldErrors, JsonError};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use jobdeck_core::error_chain as chain;
 use jobdeck_core::scheduler::SchedulerError;
@@ -290,7 +291,7 @@ pub struct ApiJson<T>(pub T);
 
 impl<T, S> FromRequest<S> for ApiJson<T>
 where
-    T: DeserializeOwned,
+    T: DeserializeOwned + Serialize,
     S: Send + Sync,
 {
     type Rejection = AppError;
@@ -306,7 +307,7 @@ pub struct ApiJsonOneOrList<T>(pub T);
 
 impl<T, S> FromRequest<S> for ApiJsonOneOrList<T>
 where
-    T: DeserializeOwned,
+    T: DeserializeOwned + Serialize,
     S: Send + Sync,
 {
     type Rejection = AppError;

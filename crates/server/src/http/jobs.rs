@@ -226,13 +226,33 @@ async fn create_job(
     user: CurrentUser,
     ApiJson(mut job): ApiJson<LeptonJob>,
 ) -> AppResult<Response> {
-    // Lepton clients send the name as the id only; accept either.
+    // Lepton clients send the name as the id only; accept either. A job
+    // given neither gets a readable name here, the one place names are made
+    // (the form shows it on the job's page).
     if job.metadata.name.is_none() {
         job.metadata.name = job.metadata.id.clone();
+    }
+    if job.metadata.name.is_none() {
+        let name = jobdeck_core::naming::random_readable_name(state.config.job_name_max_length)
+            .ok_or_else(|| AppError::internal("the system's random source cannot be read"))?;
+        job.metadata.name = Some(name);
     }
     let secrets = state.store.secrets_visible_to(user.name.clone()).await?;
     let context = validation_context_with(&state, &user.name, &secrets).await?;
     let mut errors = jobdeck_api::validate_job_in(&job, &context);
+    // The status is the server's: what a client sends there is ignored, but
+    // a state no job can be in is a body that does not follow the schema
+    // (the wire type reads unknown states as `UNK` only so that old clients
+    // survive new states in answers).
+    if job.state() == Some(JobState::Unknown) {
+        merge(
+            &mut errors,
+            FieldErrors::from([(
+                "status.state".to_string(),
+                vec!["is not a job state; the server sets a job's status, so leave it out".to_string()],
+            )]),
+        );
+    }
     merge(&mut errors, crate::http::secrets::pin_secret_owners(&mut job.spec, &user.name, &secrets));
     merge(&mut errors, state.executor.check_spec(&job.spec));
     // Whether the job can ever fit this server is a question about a valid

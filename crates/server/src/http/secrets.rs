@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::routing::{delete, get};
 use axum::Json;
 use jobdeck_api::{FieldErrors, Secret};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::http::audit;
 use crate::http::auth::CurrentUser;
@@ -24,7 +24,7 @@ pub const MAX_NAME: usize = 253;
 pub const MAX_VALUE: usize = 1024 * 1024;
 
 /// A `POST /usersecrets` body: one secret or a list (as `lep` sends).
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(untagged)]
 enum SecretsBody {
     Many(Vec<Secret>),

@@ -126,6 +126,52 @@ async fn a_job_without_visibility_is_public() {
     assert_eq!(res.json()["metadata"]["visibility"], "public");
 }
 
+/// A job given neither a name nor an id gets a readable name from the
+/// server (and an id made from it); one whose name is empty text is
+/// refused, as before.
+#[tokio::test]
+async fn a_job_without_a_name_gets_a_readable_one_and_an_empty_name_is_refused() {
+    let app = app().await;
+    let mut job = rich();
+    let metadata = job["metadata"].as_object_mut().unwrap();
+    metadata.remove("name");
+    metadata.remove("id");
+    let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    let name = res.json()["metadata"]["name"].as_str().unwrap().to_string();
+    let words: Vec<&str> = name.split('-').collect();
+    assert!(words.len() == 2 && words.iter().all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase())));
+    assert!(res.json()["metadata"]["id"].as_str().unwrap().starts_with(&format!("{name}-")));
+
+    job["metadata"]["name"] = json!("");
+    let before = stored_jobs(&app).await;
+    let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
+    assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(res.json()["fields"]["metadata.name"][0], "must not be empty");
+    assert_eq!(stored_jobs(&app).await, before);
+}
+
+/// The status is the server's: a valid one sent with a new job is ignored,
+/// a state no job can be in is refused naming the field, and nothing is
+/// stored.
+#[tokio::test]
+async fn a_new_job_status_is_ignored_and_an_unknown_state_refused() {
+    let app = app().await;
+    let mut job = rich();
+    job["status"] = json!({"state": "Completed", "ready": 7});
+    let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert_ne!(res.json()["status"]["state"], "Completed");
+    assert_eq!(res.json()["status"]["ready"], 0);
+
+    job["status"] = json!({"state": "AAA"});
+    let before = stored_jobs(&app).await;
+    let res = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
+    assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", res.text());
+    assert!(res.json()["fields"]["status.state"][0].as_str().unwrap().contains("is not a job state"));
+    assert_eq!(stored_jobs(&app).await, before);
+}
+
 /// (rule, pointer, value, field path, message)
 const CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("job name characters", "/metadata/id", r#""Rich_Train""#, "metadata.name", "must start with a lowercase letter"),
