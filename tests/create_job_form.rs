@@ -300,3 +300,47 @@ fn a_job_can_be_created_with_the_keyboard_alone() {
     let job = server.wait_for_state(&server.admin_token, &id, JobState::Completed);
     assert_eq!(job.spec.container.command.unwrap()[2], "echo typed by keyboard");
 }
+
+/// A job created with the name left empty is named by the server, readably,
+/// and its page shows that name; durations typed in any spelling are read
+/// back in words and reach the job as seconds.
+#[test]
+fn a_job_without_a_name_gets_a_readable_one_and_durations_read_as_typed() {
+    let server = Server::start();
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/new", server.base_url));
+    browser.wait_until("the shapes", || (value_of(&browser, "resource-shape")? == "cpu.small").then_some(()));
+    assert!(browser.page_text().contains("Default: a readable name the server picks, such as brave-otter."));
+    fill(&browser, "command", "echo unnamed");
+    fill(&browser, "active-deadline", "PT1H30M");
+    fill(&browser, "grace-period", "45");
+    browser.wait_for_text("PT1H30M is 1 hour 30 minutes.");
+    browser.wait_for_text("45 is 45 seconds.");
+    fill(&browser, "queue-limit", "3 days");
+    browser.wait_until("the duration rule", || {
+        error_of(&browser, "queue-limit").contains("must be a duration such as 2h, 90m, 1d, PT4H30M").then_some(())
+    });
+    fill(&browser, "queue-limit", "P3D");
+    browser.screenshot(&screenshot_path("create-job-form-durations"));
+    browser.click(&browser.find("button[type=submit]"));
+    let id = browser.wait_until("the job page", || {
+        let url = browser.current_url();
+        let id = url.rsplit('/').next()?.to_string();
+        (url.contains("/jobs/") && !url.ends_with("/new") && id.contains('-')).then_some(id)
+    });
+    let job = server.job(&server.admin_token, &id);
+    let name = job.metadata.name.clone().unwrap();
+    let words: Vec<&str> = name.split('-').collect();
+    assert!(
+        words.len() == 2 && words.iter().all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase())),
+        "{name}"
+    );
+    assert!(id.starts_with(&format!("{name}-")), "{id}");
+    browser.wait_until("the name as the page's heading", || {
+        (browser.text(&browser.find(".job-head h1")) == name).then_some(())
+    });
+    assert_eq!(job.spec.active_deadline_seconds, Some(5400));
+    assert_eq!(job.spec.termination_grace_period_seconds, Some(45));
+    assert_eq!(job.spec.max_queued_duration_seconds, Some(259_200));
+}

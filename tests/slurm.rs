@@ -360,3 +360,32 @@ fn slurm_render_prints_the_batch_script_of_a_multi_node_job() {
         assert!(text.contains(part), "missing {part} in:\n{text}");
     }
 }
+
+/// A job's own termination grace period holds on Slurm, whose `KillWait`
+/// (5 s on the test cluster) is the whole cluster's: SIGTERM through
+/// `scancel --signal`, then `scancel` when the job's 8 s are over, which
+/// sends SIGKILL after `KillWait`. The batch script outlives the SIGTERM:
+/// were it to end, Slurm would call the job done and leave a program that
+/// handles SIGTERM running.
+#[test]
+fn a_stopped_slurm_job_gets_its_jobs_grace_period_between_sigterm_and_sigkill() {
+    let _cluster = one_at_a_time();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server("");
+    let token = &server.admin_token;
+    let mut spec = job("graceful", &jobdeck_e2e::grace_probe_script(scratch.path()));
+    spec["spec"]["termination_grace_period_seconds"] = json!(8);
+    let id = server.create_job(token, &spec);
+    wait_for("the job to run", LIMIT, || scratch.path().join("alive").exists().then_some(()));
+    let (status, _) = server.call("PATCH", &format!("/jobs/{id}"), token, Some(&json!({"spec": {"stopped": true}})));
+    assert_eq!(status, 200);
+    server.wait_for_state(token, &id, JobState::Stopped);
+    wait_for("Slurm to end it", LIMIT, || slurm_jobs_of(&id).is_empty().then_some(()));
+    let gap = jobdeck_e2e::grace_probe_gap(scratch.path());
+    let (_, events) = server.call("GET", &format!("/jobs/{id}/events"), token, None);
+    assert!((7.0..20.0).contains(&gap), "SIGKILL came {gap:.2} s after SIGTERM, not 8 to 13 s: {events}");
+    // Nothing of the program is left running.
+    let probe = scratch.path().join("alive").display().to_string();
+    let left = || Command::new("pgrep").args(["-f", &probe]).output().map(|o| o.stdout.is_empty()).unwrap_or(false);
+    wait_for("the program to be gone", LIMIT, || left().then_some(()));
+}

@@ -381,6 +381,34 @@ pub fn wait_for<T>(what: &str, limit: Duration, probe: impl FnMut() -> Option<T>
     poll(limit, Duration::from_millis(50), probe).unwrap_or_else(|| panic!("timed out waiting for {what}"))
 }
 
+/// A `/bin/sh -c` script that measures a termination grace period: it
+/// creates `dir/started`, notes when SIGTERM came (`dir/term`) and keeps
+/// running, noting the time every 50 ms (`dir/alive`) until SIGKILL ends
+/// it. The times are `/proc/uptime`'s seconds: the host's clock in a
+/// container too, where busybox's `date` has no fractions.
+pub fn grace_probe_script(dir: &Path) -> String {
+    let dir = dir.display();
+    format!(
+        "trap 'cut -d\" \" -f1 /proc/uptime >> {dir}/term' TERM; touch {dir}/started; \
+         while :; do cut -d' ' -f1 /proc/uptime > {dir}/alive.new; mv {dir}/alive.new {dir}/alive; sleep 0.05; done"
+    )
+}
+
+/// The seconds from the SIGTERM a [`grace_probe_script`] got to its last
+/// sign of life: the grace period it had, less up to 0.1 s (more when a
+/// busy machine holds up the probe's loop, which the tests' bounds allow).
+pub fn grace_probe_gap(dir: &Path) -> f64 {
+    // The first SIGTERM counts; `term` has a line for each.
+    let read = |name: &str| -> f64 {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let first = text.lines().next().unwrap_or_default();
+        first.trim().parse().unwrap_or_else(|e| panic!("{name} holds {text:?}: {e}"))
+    };
+    let gap = read("alive") - read("term");
+    eprintln!("grace period measured: {gap:.2} s between SIGTERM and SIGKILL");
+    gap
+}
+
 /// Why a job is in its state (`status.reason`), or "" without one.
 pub fn reason(job: &LeptonJob) -> &str {
     job.status.as_ref().and_then(|s| s.reason.as_deref()).unwrap_or_default()

@@ -22,15 +22,22 @@ fn not_a_duration(text: &str) -> String {
 }
 
 /// The seconds `text` names; `None` for empty text and `off`.
+///
+/// It reads bytes and adds up digits itself: no string slicing, substring
+/// search or `str::parse`, whose panic and error paths would be the most of
+/// its size in the console (docs/measurements.md).
 pub fn parse_duration(text: &str) -> Result<Option<i64>, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() || trimmed.eq_ignore_ascii_case("off") {
         return Ok(None);
     }
-    let seconds = match trimmed.strip_prefix(['P', 'p']) {
-        Some(iso) => parse_iso(iso, trimmed)?,
-        None if trimmed.bytes().all(|b| b.is_ascii_digit()) => trimmed.parse().map_err(|_| too_long(trimmed))?,
-        None => parse_units(trimmed.as_bytes(), &UNITS, trimmed)?,
+    let bytes = trimmed.as_bytes();
+    let seconds = if bytes[0] == b'P' || bytes[0] == b'p' {
+        parse_iso(&bytes[1..], trimmed)?
+    } else if bytes.iter().all(u8::is_ascii_digit) {
+        number(bytes).ok_or_else(|| too_long(trimmed))?
+    } else {
+        parse_units(bytes, &UNITS, trimmed)?
     };
     Ok(Some(seconds))
 }
@@ -39,8 +46,13 @@ fn too_long(text: &str) -> String {
     format!("'{text}' is too long a duration")
 }
 
+/// The number `digits` (ASCII digits only) writes; `None` past `i64`.
+fn number(digits: &[u8]) -> Option<i64> {
+    digits.iter().try_fold(0i64, |n, d| n.checked_mul(10)?.checked_add(i64::from(d - b'0')))
+}
+
 /// `<number><unit>` pairs in the order of `units`, each unit at most once,
-/// spaces allowed between pairs.
+/// spaces allowed between pairs and before a unit.
 fn parse_units(mut rest: &[u8], units: &[(char, i64)], text: &str) -> Result<i64, String> {
     let mut total: i64 = 0;
     let mut next_unit = 0;
@@ -57,10 +69,11 @@ fn parse_units(mut rest: &[u8], units: &[(char, i64)], text: &str) -> Result<i64
         if digits == 0 {
             return Err(not_a_duration(text));
         }
-        let number: i64 =
-            std::str::from_utf8(&rest[..digits]).ok().and_then(|d| d.parse().ok()).ok_or_else(|| too_long(text))?;
         let scale = units[next_unit + position].1;
-        total = number.checked_mul(scale).and_then(|s| total.checked_add(s)).ok_or_else(|| too_long(text))?;
+        total = number(&rest[..digits])
+            .and_then(|n| n.checked_mul(scale))
+            .and_then(|s| total.checked_add(s))
+            .ok_or_else(|| too_long(text))?;
         next_unit += position + 1;
         rest = &rest[digits + spaces + 1..];
         any = true;
@@ -74,27 +87,27 @@ fn parse_units(mut rest: &[u8], units: &[(char, i64)], text: &str) -> Result<i64
 
 /// The part of an ISO 8601 duration after its `P`: weeks and days, then
 /// after a `T` hours, minutes and seconds.
-fn parse_iso(iso: &str, text: &str) -> Result<i64, String> {
-    let (date, time) = match iso.find(['T', 't']) {
+fn parse_iso(iso: &[u8], text: &str) -> Result<i64, String> {
+    if iso.iter().any(u8::is_ascii_whitespace) {
+        return Err(not_a_duration(text));
+    }
+    let (date, time) = match iso.iter().position(|b| b.eq_ignore_ascii_case(&b'T')) {
         Some(at) => (&iso[..at], Some(&iso[at + 1..])),
         None => (iso, None),
     };
-    if date.bytes().any(|b| matches!(b.to_ascii_uppercase(), b'Y' | b'M')) {
+    if date.iter().any(|b| matches!(b.to_ascii_uppercase(), b'Y' | b'M')) {
         return Err(format!(
             "'{text}' names years or months, which have no fixed length; give days (P30D) or hours instead"
         ));
     }
-    let date_seconds = if date.is_empty() { 0 } else { parse_units(date.as_bytes(), &UNITS[..2], text)? };
+    let date_seconds = if date.is_empty() { 0 } else { parse_units(date, &UNITS[..2], text)? };
     let time_seconds = match time {
         // `P1DT` has a `T` and nothing after it.
-        Some("") => return Err(not_a_duration(text)),
-        Some(time) => parse_units(time.as_bytes(), &UNITS[2..], text)?,
+        Some([]) => return Err(not_a_duration(text)),
+        Some(time) => parse_units(time, &UNITS[2..], text)?,
         None if date.is_empty() => return Err(not_a_duration(text)),
         None => 0,
     };
-    if iso.bytes().any(|b| b.is_ascii_whitespace()) {
-        return Err(not_a_duration(text));
-    }
     date_seconds.checked_add(time_seconds).ok_or_else(|| too_long(text))
 }
 

@@ -381,6 +381,11 @@ pub struct JobSpec {
     /// Extension: fail without retry when a program error is detected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_retry_on_program_error: Option<bool>,
+    /// Extension (Kubernetes' name; NVCF's `terminationGracePeriodDuration`):
+    /// seconds between SIGTERM and SIGKILL when a replica is stopped;
+    /// absent means the executor's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_seconds: Option<i64>,
 }
 
 /// Job states, as Lepton names them. The default is where a new job begins.

@@ -77,6 +77,11 @@ pub struct Config {
     /// The longest job name accepted, at most Lepton's 36 (the contract's
     /// `JOB_NAME_MAX_LEN`); the managed-cluster page's 20 is such a setting.
     pub job_name_max_length: usize,
+    /// The queue limit a new job gets when it names none
+    /// (`spec.max_queued_duration_seconds`, written into the job when it is
+    /// created); `None`, the default, leaves such jobs waiting as long as it
+    /// takes, as Lepton does.
+    pub default_max_queued_duration_seconds: Option<i64>,
     /// Which executor runs replicas, and its settings.
     pub executor: ExecutorConfig,
     /// Where replicas may run; never empty.
@@ -359,6 +364,7 @@ struct ConfigFile {
     workspace_name: Option<String>,
     log_collection_default: Option<bool>,
     job_name_max_length: Option<usize>,
+    default_max_queued_duration: Option<String>,
     executor: Option<ExecutorSection>,
     node_groups: Option<Vec<NodeGroupConfig>>,
     shapes: Option<Vec<ShapeConfig>>,
@@ -393,6 +399,7 @@ impl Config {
             workspace_name: "jobdeck".into(),
             log_collection_default: true,
             job_name_max_length: jobdeck_api::JOB_NAME_MAX_LEN,
+            default_max_queued_duration_seconds: None,
             executor: ExecutorConfig::default(),
             node_groups: default_node_groups(machine),
             shapes: default_shapes(machine),
@@ -426,6 +433,12 @@ impl Config {
         }
         if let Some(max) = file.job_name_max_length {
             config.job_name_max_length = max;
+        }
+        if let Some(text) = file.default_max_queued_duration {
+            config.default_max_queued_duration_seconds = match jobdeck_api::parse_duration(&text) {
+                Ok(seconds) => seconds,
+                Err(problem) => return Err(ConfigError::Rule(format!("default_max_queued_duration {problem}"))),
+            };
         }
         if let Some(executor) = file.executor {
             if let Some(kind) = executor.kind {
@@ -475,6 +488,14 @@ impl Config {
     fn first_broken_rule(&self) -> Option<String> {
         if self.workspace_name.trim().is_empty() {
             return Some("workspace_name must not be empty".into());
+        }
+        if let Some(seconds) = self.default_max_queued_duration_seconds {
+            if !(1..=jobdeck_api::validate::DURATION_MAX_SECONDS).contains(&seconds) {
+                return Some(format!(
+                    "default_max_queued_duration must be between 1 second and {} days, or off",
+                    jobdeck_api::validate::DURATION_MAX_SECONDS / 86_400
+                ));
+            }
         }
         if !(1..=jobdeck_api::JOB_NAME_MAX_LEN).contains(&self.job_name_max_length) {
             return Some(format!(
@@ -664,7 +685,13 @@ mod tests {
         let names: Vec<_> = config.shapes.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["cpu.small", "cpu.medium", "cpu.large"]);
         assert_eq!(config.executor.kind, ExecutorKind::Local);
+        assert_eq!(config.default_max_queued_duration_seconds, None, "jobs wait as long as it takes");
         config.check().unwrap();
+        for (text, seconds) in [("72h", Some(259_200)), ("PT72H", Some(259_200)), ("off", None)] {
+            let config =
+                Config::from_toml(&format!("default_max_queued_duration = '{text}'"), Path::new("/d"), &machine(0));
+            assert_eq!(config.unwrap().default_max_queued_duration_seconds, seconds, "{text}");
+        }
     }
 
     /// A volume at or above the data directory would hand a job every
@@ -764,6 +791,8 @@ mod tests {
             ("[quotas.users.alice]\nlog_bytes = \"5 parsecs\"", "'5 parsecs' is not a byte count"),
             ("[quotas.roles.member]\nrunning_gpus = -2", "quotas.roles.member.running_gpus must be from 0"),
             ("[audit]\nretention = \"1h\"", "audit.retention must be at least 1d"),
+            ("default_max_queued_duration = \"soon\"", "default_max_queued_duration must be a duration such as 2h"),
+            ("default_max_queued_duration = \"PT0S\"", "default_max_queued_duration must be between 1 second"),
         ];
         for (text, expected) in cases {
             let err = Config::from_toml(text, Path::new("/d"), &machine(0)).unwrap_err().to_string();

@@ -471,6 +471,16 @@ pub trait Executor: Send + Sync + 'static {
     /// reports `Stopped` at once.
     fn stop(&self, job_id: &str, run: i64, reason: StopReason) -> BoxFuture<'_, Result<(), ExecutorError>>;
 
+    /// Hands a running run the job's environment anew (its secret
+    /// references were replaced): attempts that start from now on get
+    /// `env`; those running keep theirs. `false` when the executor does not
+    /// drive that run or cannot hand values to one that is going; the next
+    /// run then resolves the secrets again, as every run does.
+    fn replace_env(&self, job_id: &str, run: i64, env: Vec<(String, String)>) -> bool {
+        let _ = (job_id, run, env);
+        false
+    }
+
     /// Called once at start-up with every run the store says was started and
     /// has not ended: re-attach to what still runs, report what ended while
     /// the server was down (with its real exit status), and carry on. Never

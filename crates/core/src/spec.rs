@@ -20,7 +20,9 @@
 //! * `disable_retry_on_program_error` fails the run at the first attempt that
 //!   fails with a program error, and skips job-level restarts.
 
-use jobdeck_api::validate::{DURATION_MAX_SECONDS, MEMORY_MAX_MIB, REPLICAS_MAX, RETRIES_MAX};
+use jobdeck_api::validate::{
+    DURATION_MAX_SECONDS, GRACE_PERIOD_MAX_SECONDS, MEMORY_MAX_MIB, REPLICAS_MAX, RETRIES_MAX,
+};
 use jobdeck_api::{FieldErrors, JobSpec, LeptonJob, Priority};
 
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
@@ -43,6 +45,9 @@ pub struct ResolvedSpec {
     pub disable_retry_on_program_error: bool,
     pub active_deadline_seconds: Option<i64>,
     pub max_queued_duration_seconds: Option<i64>,
+    /// Seconds between SIGTERM and SIGKILL when a replica is stopped;
+    /// `None`: the executor's default.
+    pub termination_grace_period_seconds: Option<i64>,
     pub ttl_seconds_after_finished: i64,
     /// The priority level times 1000 (`mid-4000` is 4000), as stored in the
     /// jobs table and compared by the scheduler.
@@ -51,6 +56,16 @@ pub struct ResolvedSpec {
     pub can_be_preempted: bool,
     pub shared_memory_mb: i64,
     pub log_collection: bool,
+}
+
+/// Writes the workspace's defaults into a new job's spec where it names
+/// nothing, so the job keeps what it was created with when the
+/// configuration changes later (as Kubernetes writes defaults into the
+/// object it admits): the queue limit (`default_max_queued_duration`).
+pub fn apply_workspace_defaults(spec: &mut JobSpec, config: &Config) {
+    if spec.max_queued_duration_seconds.is_none() {
+        spec.max_queued_duration_seconds = config.default_max_queued_duration_seconds;
+    }
 }
 
 /// The number the scheduler orders by for a priority: its class's number
@@ -83,6 +98,11 @@ pub fn read_job_file(json: &str, config: &Config) -> Result<(LeptonJob, Resolved
     let mut errors = jobdeck_api::validate_job(&job);
     if job.metadata.name.is_none() && job.metadata.id.is_some() {
         errors.remove("metadata.name");
+    }
+    // Rendered objects are named after the job: a file must name it (the
+    // server names a job posted without a name; a file is not posted).
+    if job.metadata.name.is_none() && job.metadata.id.is_none() {
+        errors.insert("metadata.name".into(), vec!["must not be empty".into()]);
     }
     if !errors.is_empty() {
         return Err(JobFileError::Fields(errors));
@@ -148,6 +168,9 @@ impl ResolvedSpec {
             disable_retry_on_program_error: spec.disable_retry_on_program_error(),
             active_deadline_seconds: seconds(spec.active_deadline_seconds()),
             max_queued_duration_seconds: seconds(spec.max_queued_duration_seconds()),
+            termination_grace_period_seconds: spec
+                .termination_grace_period_seconds
+                .map(|s| s.clamp(0, GRACE_PERIOD_MAX_SECONDS)),
             ttl_seconds_after_finished: spec.ttl_seconds_after_finished().clamp(0, DURATION_MAX_SECONDS),
             priority: priority_number(spec.priority()),
             can_preempt: spec.can_preempt(),

@@ -73,6 +73,7 @@ pub(crate) mod tests {
                 disable_retry_on_program_error: false,
                 active_deadline_seconds: None,
                 max_queued_duration_seconds: None,
+                termination_grace_period_seconds: None,
                 ttl_seconds_after_finished: 0,
                 priority: 4000,
                 can_preempt: false,

@@ -165,6 +165,14 @@ impl Core {
                                        machine, without the image, its ports or its storage mounts"
                 .into(),
             COMPLETIONS | PARALLELISM if many_workers => "the number of workers".into(),
+            // A duration typed is read back in words, so `90` (seconds) is
+            // not taken for minutes.
+            DEADLINE | QUEUE_LIMIT | GRACE_PERIOD | ARCHIVE_TIME => match jobdeck_api::parse_duration(&value) {
+                Ok(Some(seconds)) => {
+                    format!("{}; {} is {}", def.default, value.trim(), jobdeck_api::duration_in_words(seconds))
+                }
+                _ => def.default.to_string(),
+            },
             _ => def.default.to_string(),
         };
         FieldView {

@@ -177,7 +177,6 @@ async fn each_rule_shows_its_message_after_leaving_and_clears_when_valid() {
             "must be at most 36 characters (it has 37)",
             "abcdefghijklmnopqrst",
         ),
-        ("job-name", "", "must not be empty", "x"),
         ("image", "NVIDIA/pytorch", "lowercase", "nvcr.io/nvidia/pytorch"),
         ("workers", "0", "must be between 1 and 100000", "1"),
         ("completions", "0", "must be between 1 and 100000", "2"),
@@ -188,7 +187,7 @@ async fn each_rule_shows_its_message_after_leaving_and_clears_when_valid() {
         ("shared-memory", "999999999", "must be at most the memory of shape 'cpu.small'", "4096"),
         ("max-replica-retry", "-1", "must be between 0 and 2147483647", "2"),
         ("max-job-retry", "-2", "must be between 0 and 2147483647", "0"),
-        ("archive-time", "3 weeks", "must be a duration such as 3d", "2d"),
+        ("archive-time", "3 weeks", "must be a duration such as 2h, 90m, 1d, PT4H30M", "2d"),
         ("pull-secrets", "a, a", "is already listed", "a, b"),
     ];
     for (id, bad, message, good) in cases {
@@ -319,6 +318,18 @@ async fn the_shared_memory_default_follows_the_shape_until_typed() {
     assert_eq!(m.error("shared-memory"), "");
 }
 
+/// A duration typed in any spelling is read back in words under its field.
+#[wasm_bindgen_test]
+async fn a_typed_duration_is_read_back_in_words() {
+    let m = mount().await;
+    m.type_into("active-deadline", "PT4H30M").await;
+    assert!(m.text().contains("Default: no deadline; PT4H30M is 4 hours 30 minutes."), "{}", m.text());
+    m.type_into("grace-period", "90").await;
+    assert!(m.text().contains("90 is 1 minute 30 seconds."), "{}", m.text());
+    m.type_into("grace-period", "soon").await;
+    assert!(!m.text().contains("soon is"), "{}", m.text());
+}
+
 #[wasm_bindgen_test]
 async fn defaults_are_shown() {
     let m = mount().await;
@@ -348,7 +359,9 @@ async fn defaults_are_shown() {
         "Completions",
         "Parallelism",
         "Backoff limit",
-        "Active deadline seconds",
+        "Active deadline",
+        "Queue limit",
+        "Termination grace period",
         "Container image",
         "Container tag",
         "Registry username",
@@ -381,13 +394,15 @@ async fn defaults_are_shown() {
 async fn submit_is_blocked_until_valid_and_focuses_the_first_problem() {
     let m = mount().await;
     m.type_into("backoff-limit", "-1").await;
+    m.type_into("job-name", "Hello").await;
     m.click("button[type=submit]").await;
     assert!(m.text().contains("3 problems remain"), "{}", m.text());
     assert!(m.text().contains("3 problems to fix before the job can be created."), "{}", m.text());
     assert_eq!(m.focused(), "job-name");
-    assert_eq!(m.error("job-name"), "Job name must not be empty");
+    assert_eq!(m.error("job-name"), "Job name must start with a lowercase letter");
     assert_eq!(m.navigated.get_untracked(), None);
-    m.type_into("job-name", "hello").await;
+    // An empty name is no problem: the server names the job.
+    m.type_into("job-name", "").await;
     assert!(m.text().contains("2 problems remain"), "{}", m.text());
     m.click("button[type=submit]").await;
     assert_eq!(m.focused(), "backoff-limit");
@@ -404,10 +419,11 @@ async fn the_rules_come_with_the_first_use() {
     m.element("job-name").dispatch_event(&web_sys::Event::new("focus").unwrap()).unwrap();
     settle().await;
     assert!(m.form.has_rules());
-    // The name is missing and this server asks for a command.
-    assert!(m.text().contains("2 required or invalid fields"), "{}", m.text());
+    // This server asks for a command; a missing name is the server's to
+    // make.
+    assert!(m.text().contains("1 required or invalid field"), "{}", m.text());
     m.leave("job-name").await;
-    assert_eq!(m.error("job-name"), "Job name must not be empty");
+    assert_eq!(m.error("job-name"), "");
 }
 
 /// A submit that comes first waits for the rules, then is blocked by them.
@@ -417,8 +433,8 @@ async fn a_submit_before_the_rules_are_in_waits_for_them() {
     assert!(!m.form.has_rules());
     m.form.submit();
     settle().await;
-    assert!(m.text().contains("2 problems to fix before the job can be created."), "{}", m.text());
-    assert_eq!(m.focused(), "job-name");
+    assert!(m.text().contains("1 problem to fix before the job can be created."), "{}", m.text());
+    assert_eq!(m.focused(), "command");
     assert_eq!(m.navigated.get_untracked(), None);
 }
 

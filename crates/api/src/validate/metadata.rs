@@ -107,8 +107,10 @@ pub(super) fn check_metadata(metadata: &Metadata, name_max_len: usize, problems:
     // Lepton clients (`lep job create`) send the name as the id. The name's
     // problems are reported at `metadata.name` either way, as the server,
     // which copies such an id into the name, reports them.
-    let name = metadata.name.as_deref().or(metadata.id.as_deref()).unwrap_or("");
-    if let Err(message) = check_job_name(name, name_max_len) {
+    // A job given neither is named by the server (`POST /jobs`), so the
+    // form may leave the name empty; an empty text is still refused.
+    let name = metadata.name.as_deref().or(metadata.id.as_deref());
+    if let Some(Err(message)) = name.map(|name| check_job_name(name, name_max_len)) {
         problems.add("metadata.name", message);
     }
     for (key, value) in metadata.labels.iter().flatten() {

@@ -80,6 +80,9 @@ pub const RETRIES_MAX: i64 = i32::MAX as i64;
 /// The longest duration a job may name, in seconds: ten years of 365 days
 /// (deadline, maximum queued duration, archive time).
 pub const DURATION_MAX_SECONDS: i64 = 10 * 365 * 24 * 60 * 60;
+/// The longest termination grace period, in seconds: one day. A replica
+/// being stopped holds its GPUs until it ends, so the wait is bounded.
+pub const GRACE_PERIOD_MAX_SECONDS: i64 = 24 * 60 * 60;
 /// The most memory a size may name, in MiB: 1 PiB, far above any machine,
 /// and still far from overflowing when counted in bytes.
 pub const MEMORY_MAX_MIB: i64 = 1 << 30;

@@ -104,7 +104,8 @@ fn job_name_rules() {
             Some(("metadata.name", "must be at most 36 characters (it has 37)")),
         ),
         ("empty", |j| set_name(j, ""), Some(("metadata.name", "must not be empty"))),
-        ("missing", |j| j.metadata.name = None, Some(("metadata.name", "must not be empty"))),
+        // Neither name nor id: the server gives the job a readable name.
+        ("missing", |j| j.metadata.name = None, None),
         ("starts with a digit", |j| set_name(j, "1abc"), Some(("metadata.name", "must start with a lowercase letter"))),
         (
             "starts with a hyphen",
@@ -307,6 +308,7 @@ const NUMBER_RANGES: &[(&str, fn(&mut LeptonJob, i64), i64, i64)] = &[
     ("spec.max_queued_duration_seconds", |j, v| j.spec.max_queued_duration_seconds = Some(v), 1, 315_360_000),
     ("spec.ttl_seconds_after_finished", |j, v| j.spec.ttl_seconds_after_finished = Some(v), 0, 315_360_000),
     ("spec.shared_memory_size", |j, v| j.spec.shared_memory_size = Some(v), 0, 1_073_741_824),
+    ("spec.termination_grace_period_seconds", |j, v| j.spec.termination_grace_period_seconds = Some(v), 0, 86_400),
     (
         "spec.time_schedule.start_at",
         |j, v| j.spec.time_schedule = Some(TimeSchedule { start_at: Some(v) }),

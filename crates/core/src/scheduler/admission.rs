@@ -11,27 +11,10 @@ impl Scheduler {
         let Some(placement) = active.placement() else {
             return Ok(Err(LaunchRefusal::NotPlaced));
         };
-        let mut env = Vec::new();
-        for (i, var) in active.row.spec.envs.iter().flatten().enumerate() {
-            let pinned = var.value_from.as_ref().and_then(|v| v.secret_owner.clone());
-            let value = match (&var.value, var.value_from.as_ref().and_then(|v| v.secret_name_ref.as_deref())) {
-                (_, Some(secret)) => {
-                    match self.store.resolve_secret(active.row.created_by.clone(), secret.to_string(), pinned).await? {
-                        Some(value) => value,
-                        None => {
-                            return Ok(Err(LaunchRefusal::MissingSecret {
-                                index: i,
-                                secret: secret.to_string(),
-                                user: active.row.created_by.clone(),
-                            }))
-                        }
-                    }
-                }
-                (Some(value), None) => value.clone(),
-                (None, None) => String::new(),
-            };
-            env.push((var.name.clone(), value));
-        }
+        let env = match self.resolve_env(&active.row).await? {
+            Ok(env) => env,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
         let mut pull_credentials = Vec::new();
         for name in active.row.spec.image_pull_secrets() {
             if let Some(stored) =
@@ -52,6 +35,36 @@ impl Scheduler {
             pull_credentials,
             ..JobLaunch::new(&row.id, &row.name, row.runtime.run, &active.row.spec, &active.resolved, placement)
         }))
+    }
+
+    /// The job's environment with its secret references resolved for its
+    /// creator, in order; the inner error names a secret that is gone.
+    pub(super) async fn resolve_env(
+        &self,
+        row: &JobRow,
+    ) -> SchedulerResult<Result<Vec<(String, String)>, LaunchRefusal>> {
+        let mut env = Vec::new();
+        for (i, var) in row.spec.envs.iter().flatten().enumerate() {
+            let pinned = var.value_from.as_ref().and_then(|v| v.secret_owner.clone());
+            let value = match (&var.value, var.value_from.as_ref().and_then(|v| v.secret_name_ref.as_deref())) {
+                (_, Some(secret)) => {
+                    match self.store.resolve_secret(row.created_by.clone(), secret.to_string(), pinned).await? {
+                        Some(value) => value,
+                        None => {
+                            return Ok(Err(LaunchRefusal::MissingSecret {
+                                index: i,
+                                secret: secret.to_string(),
+                                user: row.created_by.clone(),
+                            }))
+                        }
+                    }
+                }
+                (Some(value), None) => value.clone(),
+                (None, None) => String::new(),
+            };
+            env.push((var.name.clone(), value));
+        }
+        Ok(Ok(env))
     }
 
     /// One admission pass over the queue.

@@ -19,6 +19,7 @@ pub mod error;
 pub mod placement;
 mod progress;
 mod quotas;
+mod secret_refs;
 pub mod transition;
 
 use std::collections::HashMap;
@@ -48,10 +49,32 @@ pub struct NewJob {
 }
 
 enum Msg {
-    Create { job: Box<NewJob>, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
-    Command { id: String, command: Command, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
-    HandOver { id: String, to: String, by: String, reply: oneshot::Sender<SchedulerResult<JobRow>> },
-    QuotasChanged { reply: oneshot::Sender<SchedulerResult<()>> },
+    Create {
+        job: Box<NewJob>,
+        by: String,
+        reply: oneshot::Sender<SchedulerResult<JobRow>>,
+    },
+    Command {
+        id: String,
+        command: Command,
+        by: String,
+        reply: oneshot::Sender<SchedulerResult<JobRow>>,
+    },
+    HandOver {
+        id: String,
+        to: String,
+        by: String,
+        reply: oneshot::Sender<SchedulerResult<JobRow>>,
+    },
+    ReplaceSecretRefs {
+        id: String,
+        envs: Vec<jobdeck_api::EnvVar>,
+        by: String,
+        reply: oneshot::Sender<SchedulerResult<JobRow>>,
+    },
+    QuotasChanged {
+        reply: oneshot::Sender<SchedulerResult<()>>,
+    },
 }
 
 /// How handlers reach the scheduler; cheap to clone.
@@ -437,6 +460,10 @@ impl Scheduler {
             }
             Msg::HandOver { id, to, by, reply } => {
                 let result = self.hand_over(&id, &to, &by).await;
+                let _ = reply.send(result);
+            }
+            Msg::ReplaceSecretRefs { id, envs, by, reply } => {
+                let result = self.replace_secret_refs(&id, envs, &by).await;
                 let _ = reply.send(result);
             }
             Msg::QuotasChanged { reply } => {

@@ -486,6 +486,7 @@ pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Res
     let pod_spec = PodSpec {
         containers: vec![container],
         restart_policy: Some("Never".into()),
+        termination_grace_period_seconds: values.termination_grace_period_seconds,
         volumes: (!volumes.is_empty()).then_some(volumes),
         image_pull_secrets: (!image_pull_secrets.is_empty()).then_some(image_pull_secrets),
         node_selector,

@@ -235,9 +235,10 @@ fn cases() -> Vec<Case> {
             ],
         },
         Case {
-            name: "counts, deadline, ttl and per-index retries",
+            name: "counts, deadline, ttl, per-index retries and the grace period",
             patch: json!({"spec": {"completions": 8, "parallelism": 2, "backoff_limit": 0,
-                "active_deadline_seconds": 3600, "ttl_seconds_after_finished": 600, "max_failure_retry": 2}}),
+                "active_deadline_seconds": 3600, "ttl_seconds_after_finished": 600, "max_failure_retry": 2,
+                "termination_grace_period_seconds": 90}}),
             shape: "cpu.small",
             expect: vec![
                 ("/job/spec/completions", json!(8)),
@@ -246,6 +247,7 @@ fn cases() -> Vec<Case> {
                 ("/job/spec/backoffLimitPerIndex", json!(2)),
                 ("/job/spec/activeDeadlineSeconds", json!(3600)),
                 ("/job/spec/ttlSecondsAfterFinished", json!(600)),
+                ("/job/spec/template/spec/terminationGracePeriodSeconds", json!(90)),
             ],
         },
         Case {

@@ -19,6 +19,8 @@ pub struct SpecValues {
     /// Failed attempts one completion index tolerates (`backoffLimitPerIndex`).
     pub max_failure_retry: Option<i64>,
     pub active_deadline_seconds: Option<i64>,
+    /// The pods' `terminationGracePeriodSeconds`; `None`: Kubernetes' 30.
+    pub termination_grace_period_seconds: Option<i64>,
     pub ttl_seconds_after_finished: Option<i64>,
     /// A class name such as `mid-4000`.
     pub priority: String,
@@ -42,6 +44,7 @@ impl SpecValues {
             backoff_limit: Self::backoff_limit_of(spec, resolved.backoff_limit),
             max_failure_retry: resolved.max_failure_retry,
             active_deadline_seconds: resolved.active_deadline_seconds,
+            termination_grace_period_seconds: resolved.termination_grace_period_seconds,
             ttl_seconds_after_finished: Some(resolved.ttl_seconds_after_finished),
             // The class as the user named it (the contract checks the name);
             // the resolved number otherwise.

@@ -24,7 +24,11 @@ impl LocalRunController {
             .memory
             .replica(&format!("{}-{replica}", self.shared.cgroup_prefix), self.launch.resolved.shape.memory_mb);
         let mut env = self.shared.base_env.clone();
-        let grace = self.shared.settings.grace_period_seconds;
+        // The job's own grace period, else the server's.
+        let grace = match self.launch.resolved.termination_grace_period_seconds {
+            Some(seconds) => seconds.unsigned_abs(),
+            None => self.shared.settings.grace_period_seconds,
+        };
         let workdir = run_dir.join("work");
         let spec = match self.shared.settings.mode {
             LocalMode::Process | LocalMode::Auto => {

@@ -65,6 +65,9 @@ struct AttemptState {
 
 enum ControlMsg {
     Stop(StopReason),
+    /// The job's environment anew, for the attempts that start from now on
+    /// (its secret references were replaced).
+    Env(Vec<(String, String)>),
     Ended {
         index: i64,
         attempt: i64,
@@ -268,6 +271,10 @@ impl Executor for LocalExecutor {
         })
     }
 
+    fn replace_env(&self, job_id: &str, run: i64, env: Vec<(String, String)>) -> bool {
+        self.shared.runs.send(job_id, run, ControlMsg::Env(env))
+    }
+
     fn recover(&self, runs: Vec<JobLaunch>) -> BoxFuture<'_, Result<(), ExecutorError>> {
         Box::pin(async move {
             for launch in runs {
@@ -455,6 +462,7 @@ impl LocalRunController {
             let Some(message) = message else { return };
             match message {
                 ControlMsg::Stop(reason) => self.begin_ending(Ending::Stop(reason)),
+                ControlMsg::Env(env) => self.launch.env = env,
                 ControlMsg::Ended { index, attempt, record } => self.on_ended(index, attempt, record).await,
                 ControlMsg::Stage { index, attempt, stage, since } => self.on_stage(index, attempt, stage, since).await,
             }

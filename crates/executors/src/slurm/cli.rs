@@ -292,6 +292,19 @@ impl SlurmTools {
         self.run("scancel", ids, &[], None).await.map(|_| ())
     }
 
+    /// Sends `signal` (`TERM`) to running jobs (array job ids, or
+    /// `<array>_<task>`) and every process of theirs, the batch script's
+    /// children included (`--full`), without cancelling them: how a job's
+    /// own grace period begins, since Slurm's `KillWait` is the cluster's.
+    pub async fn signal(&self, ids: &[String], signal: &str) -> Result<(), ToolError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut args = vec![format!("--signal={signal}"), "--full".to_string()];
+        args.extend(ids.iter().cloned());
+        self.run("scancel", &args, &[], None).await.map(|_| ())
+    }
+
     /// Cancels every job of a Jobdeck job by its name.
     pub async fn cancel_named(&self, name: &str) -> Result<(), ToolError> {
         self.run("scancel", &[format!("--name={name}")], &[], None).await.map(|_| ())

@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jobdeck_api::{EndReason, JobRequirements, ReadinessIssue, ReplicaPhase};
 use serde::{Deserialize, Serialize};
@@ -69,7 +69,7 @@ struct Shared {
     log_dir: PathBuf,
     /// What jobs inherit of the server's environment (`PATH`, …).
     base_env: Vec<(String, String)>,
-    runs: Runs<StopReason>,
+    runs: Runs<Control>,
     /// Whether this server's host is one of the cluster's nodes (a job
     /// placed there without a container runs beside the server).
     server_host_is_node: bool,
@@ -106,12 +106,12 @@ impl SlurmExecutor {
         })
     }
 
-    fn spawn(&self, controller: SlurmRunController, stop_rx: mpsc::UnboundedReceiver<StopReason>) {
+    fn spawn(&self, controller: SlurmRunController, stop_rx: mpsc::UnboundedReceiver<Control>) {
         tokio::spawn(controller.run(stop_rx));
     }
 
     /// Registers a run; `None` when it is already going.
-    fn register(&self, launch: &JobLaunch) -> Result<Option<mpsc::UnboundedReceiver<StopReason>>, ExecutorError> {
+    fn register(&self, launch: &JobLaunch) -> Result<Option<mpsc::UnboundedReceiver<Control>>, ExecutorError> {
         let (tx, rx) = mpsc::unbounded_channel();
         Ok(self.shared.runs.register(&launch.job_id, launch.run, tx)?.then_some(rx))
     }
@@ -190,9 +190,13 @@ impl Executor for SlurmExecutor {
     fn stop(&self, job_id: &str, run: i64, reason: StopReason) -> BoxFuture<'_, Result<(), ExecutorError>> {
         let job_id = job_id.to_string();
         Box::pin(async move {
-            self.shared.runs.stop(&self.shared.host, &job_id, run, reason);
+            self.shared.runs.stop(&self.shared.host, &job_id, run, Control::Stop(reason));
             Ok(())
         })
+    }
+
+    fn replace_env(&self, job_id: &str, run: i64, env: Vec<(String, String)>) -> bool {
+        self.shared.runs.send(job_id, run, Control::Env(env))
     }
 
     fn recover(&self, runs: Vec<JobLaunch>) -> BoxFuture<'_, Result<(), ExecutorError>> {
@@ -239,6 +243,13 @@ struct Attempt {
     announced: bool,
 }
 
+/// What a run's controller is told.
+enum Control {
+    Stop(StopReason),
+    /// The job's environment anew (its secret references were replaced).
+    Env(Vec<(String, String)>),
+}
+
 /// One run of one job on Slurm: submits its array, polls it, copies its
 /// output and retries within the limits.
 struct SlurmRunController {
@@ -253,6 +264,9 @@ struct SlurmRunController {
     /// multi-worker run is its allocation) and how the run is ending.
     ledger: RunLedger,
     cancelled: bool,
+    /// When a job with a grace period of its own was sent SIGTERM: its
+    /// running tasks are cancelled once the period is over.
+    kill_at: Option<Instant>,
     /// Units to submit again, with their back-off.
     retries: Vec<(i64, Option<Duration>)>,
 }
@@ -290,6 +304,7 @@ impl SlurmRunController {
             next_attempt,
             ledger,
             cancelled: false,
+            kill_at: None,
             retries: Vec::new(),
         }
     }
@@ -341,7 +356,7 @@ impl SlurmRunController {
         }
     }
 
-    async fn run(mut self, mut stop_rx: mpsc::UnboundedReceiver<StopReason>) {
+    async fn run(mut self, mut stop_rx: mpsc::UnboundedReceiver<Control>) {
         if self.ledger.is_ending() {
             // Restored failures had already ended the run: nothing is
             // submitted, and what is left is cancelled below.
@@ -388,12 +403,18 @@ impl SlurmRunController {
             if self.ledger.is_ending() && !self.cancelled {
                 self.cancel_all().await;
             }
+            if self.kill_at.is_some_and(|at| Instant::now() >= at) {
+                self.kill_at = None;
+                self.kill_running().await;
+            }
             tokio::select! {
-                reason = stop_rx.recv() => {
-                    if let Some(reason) = reason {
-                        self.begin_ending(Ending::Stop(reason));
-                    }
-                }
+                control = stop_rx.recv() => match control {
+                    Some(Control::Stop(reason)) => self.begin_ending(Ending::Stop(reason)),
+                    // Submissions from now on write the new values into
+                    // their environment files.
+                    Some(Control::Env(env)) => self.launch.env = env,
+                    None => {}
+                },
                 () = tokio::time::sleep(interval) => {}
             }
         }
@@ -412,16 +433,49 @@ impl SlurmRunController {
         }
     }
 
-    async fn cancel_all(&mut self) {
-        self.cancelled = true;
+    /// The Slurm ids of the attempts that have not ended, those running
+    /// or only those waiting.
+    fn unfinished_ids(&self, running: Option<bool>) -> Vec<String> {
         let ids: BTreeSet<String> = self
             .attempts
             .values()
             .filter(|a| !matches!(a.phase, ReplicaPhase::Succeeded | ReplicaPhase::Failed))
+            .filter(|a| running.is_none_or(|running| (a.phase == ReplicaPhase::Running) == running))
             .filter_map(|a| a.state.array_job_id.map(|id| format!("{id}_{}", a.state.task)))
             .collect();
-        let ids: Vec<String> = ids.into_iter().collect();
-        if let Err(e) = self.shared.tools.cancel(&ids).await {
+        ids.into_iter().collect()
+    }
+
+    /// Ends what is left of the run. Without a grace period of the job's
+    /// own, `scancel` does it with the cluster's `KillWait`; with one, what
+    /// waits is cancelled, what runs gets SIGTERM now and is cancelled when
+    /// the period is over (`kill_running`).
+    async fn cancel_all(&mut self) {
+        self.cancelled = true;
+        let tools = &self.shared.tools;
+        let result = match self.launch.resolved.termination_grace_period_seconds {
+            None => tools.cancel(&self.unfinished_ids(None)).await,
+            Some(grace) => {
+                let running = self.unfinished_ids(Some(true));
+                self.kill_at.get_or_insert(Instant::now() + Duration::from_secs(grace.unsigned_abs()));
+                match tools.cancel(&self.unfinished_ids(Some(false))).await {
+                    Ok(()) => tools.signal(&running, "TERM").await,
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(job = %self.launch.job_id, error = %e, "cannot cancel the run's Slurm jobs");
+        }
+    }
+
+    /// The end of a grace period: `scancel` what still runs. Slurm ends a
+    /// job its own way, SIGTERM again and SIGKILL after the cluster's
+    /// `KillWait` (a SIGKILL sent with `scancel --signal` is turned into the
+    /// same cancel), so a program gets at least its grace period and at
+    /// most that plus `KillWait` (docs/slurm.md).
+    async fn kill_running(&mut self) {
+        if let Err(e) = self.shared.tools.cancel(&self.unfinished_ids(None)).await {
             tracing::warn!(job = %self.launch.job_id, error = %e, "cannot cancel the run's Slurm jobs");
         }
     }

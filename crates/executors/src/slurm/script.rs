@@ -236,6 +236,14 @@ pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
     script.push_str(&format!("variables={variables}\n"));
     script.push_str("task=\"$SLURM_ARRAY_TASK_ID\"\n");
     script.push_str("exit_file=\"$dir/${SLURM_ARRAY_JOB_ID}_${task}.exit\"\n");
+    // `scancel --signal=TERM --full` signals this shell as well as the
+    // program. Untrapped, the SIGTERM would end the shell and with it the
+    // batch step: Slurm would call the job done while a program that
+    // handles SIGTERM ran on, out of its sight (seen with
+    // proctrack/linuxproc). Trapped, the shell waits for the program
+    // (which gets the default action back when it starts) until it ends or
+    // Slurm kills it.
+    script.push_str("trap : TERM\n");
     // The job's variables are read in the program's own shell, after
     // Slurm's tools have run and where they cannot change the script's.
     if workers > 1 {
@@ -353,6 +361,9 @@ mod tests {
         assert!(script.contains(r"'python3' 'train.py' '--name=it'\''s')"), "{script}");
         assert!(script.contains("printf '%s\\n' \"$code\" > \"$exit_file\""), "{script}");
         assert!(!script.contains("srun"), "{script}");
+        // The shell outlives a SIGTERM, so the program's grace period holds
+        // (tests/slurm.rs measures it).
+        assert!(script.contains("\ntrap : TERM\n"), "{script}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use jobdeck_api::{FieldErrors, JobList, JobState, JobStatus, LeptonJob, Metadata
 use crate::http::audit::AuditNote;
 use crate::http::auth::CurrentUser;
 use crate::http::error::{ApiJson, AppError, AppResult};
+use crate::http::job_patch::{check_envs_change, parse_patch};
 use crate::{now_millis, AppState, Route};
 use jobdeck_core::scheduler::{Command, NewJob};
 use jobdeck_core::spec::ResolvedSpec;
@@ -237,6 +238,7 @@ async fn create_job(
             .ok_or_else(|| AppError::internal("the system's random source cannot be read"))?;
         job.metadata.name = Some(name);
     }
+    jobdeck_core::spec::apply_workspace_defaults(&mut job.spec, &state.config);
     let secrets = state.store.secrets_visible_to(user.name.clone()).await?;
     let context = validation_context_with(&state, &user.name, &secrets).await?;
     let mut errors = jobdeck_api::validate_job_in(&job, &context);
@@ -362,60 +364,67 @@ async fn changeable_job(state: &AppState, user: &CurrentUser, id: &str) -> AppRe
     Ok(row)
 }
 
-/// Reads the body of `PATCH /jobs/{id}`: `{"spec": {"stopped": bool}}`, and
-/// nothing else.
-fn parse_patch(body: &serde_json::Value) -> AppResult<bool> {
-    let mut errors = FieldErrors::new();
-    let mut stopped = None;
-    let Some(top) = body.as_object() else {
-        return Err(AppError::BadRequest(
-            "the body must be a JSON object such as {\"spec\": {\"stopped\": true}}".into(),
-        ));
-    };
-    for (key, value) in top {
-        if key != "spec" {
-            errors.entry(key.clone()).or_default().push("cannot be changed after creation".into());
-            continue;
-        }
-        let Some(spec) = value.as_object() else {
-            errors.entry("spec".into()).or_default().push("must be an object".into());
-            continue;
-        };
-        for (field, value) in spec {
-            let path = format!("spec.{field}");
-            if field != "stopped" {
-                errors.entry(path).or_default().push("cannot be changed after creation".into());
-            } else if let Some(flag) = value.as_bool() {
-                stopped = Some(flag);
-            } else {
-                errors.entry(path).or_default().push("must be true or false".into());
-            }
-        }
-    }
-    if stopped.is_none() && errors.is_empty() {
-        errors
-            .entry("spec.stopped".into())
-            .or_default()
-            .push("is required: true stops the job, false starts it".into());
-    }
-    if !errors.is_empty() {
-        return Err(AppError::Validation(errors));
-    }
-    Ok(stopped.unwrap_or(false))
-}
-
 async fn patch_job(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> AppResult<Response> {
-    let job = changeable_job(&state, &user, &id).await?;
-    let stopped = parse_patch(&body)?;
-    let (command, action) = if stopped { (Command::Stop, "job.stop") } else { (Command::Start, "job.start") };
-    let row = state.scheduler.command(&job.id, command, &user.name).await?;
-    let note = AuditNote { action: Some(action), target: Some(job.id), ..AuditNote::default() };
+    let patch = parse_patch(&body)?;
+    let mut row = changeable_job(&state, &user, &id).await?;
+    let mut action = "job.update";
+    if let Some(envs) = patch.envs {
+        row = replace_secret_refs(&state, &user, row, envs).await?;
+        action = "job.secrets";
+    }
+    if let Some(stopped) = patch.stopped {
+        let (command, stop_or_start) =
+            if stopped { (Command::Stop, "job.stop") } else { (Command::Start, "job.start") };
+        row = state.scheduler.command(&row.id, command, &user.name).await?;
+        action = stop_or_start;
+    }
+    let note = AuditNote { action: Some(action), target: Some(row.id.clone()), ..AuditNote::default() };
     Ok(note.on(Json(job_view(row)).into_response()))
+}
+
+/// Points the job's variables at other secrets: only their references may
+/// change (`check_envs_change`), and the secrets must be ones the job's
+/// creator may use, as when it was created (its secrets resolve as theirs).
+async fn replace_secret_refs(
+    state: &AppState,
+    user: &CurrentUser,
+    row: JobRow,
+    envs: Vec<jobdeck_api::EnvVar>,
+) -> AppResult<JobRow> {
+    let mut errors = check_envs_change(row.spec.envs(), &envs);
+    if !errors.is_empty() {
+        return Err(AppError::Validation(errors));
+    }
+    let creator = row.created_by.clone();
+    let secrets = state.store.secrets_visible_to(creator.clone()).await?;
+    let context = validation_context_with(state, &creator, &secrets).await?;
+    // A client that read the job and changed a reference may have left the
+    // old secret's owner beside the new name: that owner is dropped, so the
+    // new name is pinned by the usual rule.
+    let mut envs = envs;
+    for (new, old) in envs.iter_mut().zip(row.spec.envs()) {
+        let (Some(to), Some(from)) = (new.value_from.as_mut(), old.value_from.as_ref()) else { continue };
+        if to.secret_name_ref != from.secret_name_ref && to.secret_owner == from.secret_owner {
+            to.secret_owner = None;
+        }
+    }
+    let mut job = job_view(row.clone());
+    job.spec.envs = Some(envs);
+    // Only the variables' rules: a rule added since the job was created
+    // must not refuse a change of its secrets.
+    errors = jobdeck_api::validate_job_in(&job, &context);
+    errors.retain(|path, _| path.starts_with("spec.envs"));
+    merge(&mut errors, crate::http::secrets::pin_secret_owners(&mut job.spec, &creator, &secrets));
+    if !errors.is_empty() {
+        return Err(AppError::Validation(errors));
+    }
+    let envs = job.spec.envs.unwrap_or_default();
+    Ok(state.scheduler.replace_secret_refs(&row.id, envs, &user.name).await?)
 }
 
 async fn delete_job(State(state): State<AppState>, user: CurrentUser, Path(id): Path<String>) -> AppResult<Response> {
@@ -514,33 +523,6 @@ mod tests {
             match parse_list_query("me".into(), Some(query)) {
                 Err(AppError::BadRequest(message)) => assert!(message.starts_with(expected), "{query}: {message}"),
                 other => panic!("{query}: {other:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn patch_bodies_may_only_set_the_stopped_flag() {
-        use serde_json::json;
-        assert!(parse_patch(&json!({"spec": {"stopped": true}})).unwrap());
-        assert!(!parse_patch(&json!({"spec": {"stopped": false}})).unwrap());
-        let cases = [
-            (json!({"spec": {"stopped": "yes"}}), "spec.stopped", "must be true or false"),
-            (
-                json!({"spec": {"completions": 3, "stopped": true}}),
-                "spec.completions",
-                "cannot be changed after creation",
-            ),
-            (
-                json!({"metadata": {"name": "x"}, "spec": {"stopped": true}}),
-                "metadata",
-                "cannot be changed after creation",
-            ),
-            (json!({"spec": {}}), "spec.stopped", "is required: true stops the job, false starts it"),
-        ];
-        for (body, path, message) in cases {
-            match parse_patch(&body) {
-                Err(AppError::Validation(fields)) => assert_eq!(fields[path], [message], "{body}"),
-                other => panic!("{body}: {other:?}"),
             }
         }
     }

@@ -14,6 +14,7 @@ pub mod failure_analysis;
 pub mod gateway;
 pub mod image_pull_secrets;
 pub mod invitations;
+pub mod job_patch;
 pub mod jobs;
 pub mod lepton_logs;
 pub mod listener;

@@ -278,6 +278,40 @@ async fn a_job_too_long_in_the_queue_fails_with_its_own_reason() {
     app.wait_state(&blocker, "Completed").await;
 }
 
+/// A workspace's default queue limit is written into each new job that
+/// names none, and ends it with the queue limit's own reason; a job that
+/// names one keeps it. Without the setting a job has no limit (Lepton
+/// clients rely on that).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_default_queue_limit_is_written_into_new_jobs_that_name_none() {
+    let plain = TestApp::with_config(small_cluster(1.0)).await;
+    let job = plain.create_job(&plain.admin_token, &sh_job("unlimited", "true")).await;
+    let stored = plain.job(&job).await;
+    assert_eq!(stored["spec"].get("max_queued_duration_seconds"), None, "{stored}");
+
+    let app = TestApp::with_config(|config: &mut jobdeck_core::Config| {
+        small_cluster(1.0)(config);
+        config.default_max_queued_duration_seconds = Some(1);
+    })
+    .await;
+    let (blocker, release) = held_job(&app, "blocker");
+    let blocker = app.create_job(&app.admin_token, &blocker).await;
+    app.wait_state(&blocker, "Running").await;
+    let mut patient = sh_job("patient", "true");
+    patient["spec"]["max_queued_duration_seconds"] = json!(3600);
+    let patient = app.create_job(&app.admin_token, &patient).await;
+    let waiting = app.create_job(&app.admin_token, &sh_job("defaulted", "true")).await;
+    let failed = app.wait_state(&waiting, "Failed").await;
+    assert_eq!(failed["spec"]["max_queued_duration_seconds"], 1);
+    assert_eq!(failed["status"]["reason"], "MaxQueuedDurationExceeded");
+    let kept = app.job(&patient).await;
+    assert_eq!(kept["spec"]["max_queued_duration_seconds"], 3600);
+    assert_eq!(kept["status"]["state"], "Queueing");
+    std::fs::write(&release, b"").unwrap();
+    app.wait_state(&blocker, "Completed").await;
+    app.wait_state(&patient, "Completed").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_error_stops_retries_when_asked_and_job_retries_restart_the_run() {
     let app = TestApp::with_config(small_cluster(2.0)).await;

@@ -13,6 +13,7 @@ mod console_serving;
 mod failure_analysis;
 mod invitations;
 mod job_list;
+mod job_patch;
 mod kube_executor;
 mod kube_manifests;
 mod kube_render;

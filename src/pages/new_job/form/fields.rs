@@ -78,8 +78,10 @@ pub const MAX_JOB_RETRY: FieldId = FieldId(21);
 pub const NO_RETRY_ON_PROGRAM_ERROR: FieldId = FieldId(22);
 pub const ARCHIVE_TIME: FieldId = FieldId(23);
 pub const VISIBILITY: FieldId = FieldId(24);
+pub const QUEUE_LIMIT: FieldId = FieldId(25);
+pub const GRACE_PERIOD: FieldId = FieldId(26);
 /// The number of fields.
-pub const FIELD_COUNT: usize = 25;
+pub const FIELD_COUNT: usize = 27;
 
 pub const PORTS: ListId = ListId(0);
 pub const ENVS: ListId = ListId(1);
@@ -175,9 +177,9 @@ const fn f(
 
 use Control::*;
 
-/// Every field, in the order of `NAME` … `VISIBILITY`.
+/// Every field, in the order of `NAME` … `GRACE_PERIOD`.
 pub static FIELDS: [Field; FIELD_COUNT] = [
-    f("job-name", "Job name", "A name for the job: starts with a lowercase letter; lowercase letters, digits and hyphens; ends with a letter or digit; at most 36 characters unless the workspace sets fewer.", "none, a name is required", Text, "train-llama", &["metadata.name", "metadata.id"]),
+    f("job-name", "Job name", "A name for the job: starts with a lowercase letter; lowercase letters, digits and hyphens; ends with a letter or digit; at most 36 characters unless the workspace sets fewer.", "a readable name the server picks, such as brave-otter", Text, "train-llama", &["metadata.name", "metadata.id"]),
     f("node-groups", "Node group", "Select one or more node groups to determine what resources this job can use.", "any node group", Choices, "", &["spec.affinity.allowed_dedicated_node_groups"]),
     f("nodes", "Nodes", "Launch the job on these nodes of the chosen node groups only.", "no specific nodes", Choices, "", &["spec.affinity.allowed_nodes_in_node_group", "spec.affinity"]),
     f("priority", "Priority", "When the node group has limited resources, higher-priority jobs get them first.", "Medium (4)", Select, "", &["spec.queue_config.priority_class", "spec.queue_config"]),
@@ -188,7 +190,7 @@ pub static FIELDS: [Field; FIELD_COUNT] = [
     f("completions", "Completions", "The number of pods that must complete successfully for the job to be done; 1 or greater.", "1", Number, "1", &["spec.completions"]),
     f("parallelism", "Parallelism", "The maximum number of pods that run at the same time; 1 or greater and at most Completions.", "1", Number, "1", &["spec.parallelism"]),
     f("backoff-limit", "Backoff limit", "The number of retries before the job is marked as failed; 0 or greater.", "3", Number, "3", &["spec.backoff_limit"]),
-    f("active-deadline", "Active deadline seconds", "The maximum time in seconds the job may run before it is terminated; 1 or greater, empty for no deadline.", "no deadline", Number, "", &["spec.active_deadline_seconds"]),
+    f("active-deadline", "Active deadline", "How long the job may run before it is stopped and failed, such as 4h, 90m, 1d or PT4H30M; empty for no deadline.", "no deadline", Text, "4h", &["spec.active_deadline_seconds"]),
     f("image", "Container image", "The container image to run, such as nvcr.io/nvidia/base/ubuntu.", "none; needed when jobs run in containers", Text, "nvcr.io/nvidia/base/ubuntu", &["spec.container.image"]),
     f("image-tag", "Container tag", "The image tag, such as latest; leave it empty when the image already names one.", "latest", Text, "latest", &["spec.container.image_tag"]),
     f("registry-username", "Registry username", "Only for an image in a private registry: leave both empty for public images; if you give one, give the other.", "none (a public image)", Text, "", &["spec.container.registry_username"]),
@@ -200,8 +202,10 @@ pub static FIELDS: [Field; FIELD_COUNT] = [
     f("max-replica-retry", "Max replica failure retry", "Maximum number of times to retry a failed replica.", "no per-replica limit; the backoff limit bounds the retries", Number, "", &["spec.max_failure_retry"]),
     f("max-job-retry", "Max job failure retry", "Maximum number of failure restarts of the entire job.", "0", Number, "0", &["spec.max_job_failure_retry"]),
     f("no-retry-on-program-error", "Disable retry when program error occurs", "If on, the job is not retried when a program error is detected in the logs.", "off", Check, "", &["spec.disable_retry_on_program_error"]),
-    f("archive-time", "Archive time", "How long the job's logs and record are kept after it ends, such as 3d, 12h, 90m or 3600 (seconds).", "3d (3 days)", Text, "3d", &["spec.ttl_seconds_after_finished"]),
+    f("archive-time", "Archive time", "How long the job's logs and record are kept after it ends, such as 3d, 12h or P1D.", "3d (3 days)", Text, "3d", &["spec.ttl_seconds_after_finished"]),
     f("visibility", "Visibility", "Private: only you can see the job. Public: everyone in the workspace can.", "Public", Select, "", &["metadata.visibility"]),
+    f("queue-limit", "Queue limit", "How long the job may wait in the queue before it fails, such as 72h or PT72H.", "none, it waits until it fits (unless the workspace sets a limit)", Text, "72h", &["spec.max_queued_duration_seconds"]),
+    f("grace-period", "Termination grace period", "When a replica is stopped: the time between SIGTERM and SIGKILL to save its work, such as 5m; at most 1d.", "the server's (30s unless set otherwise)", Text, "30s", &["spec.termination_grace_period_seconds"]),
 ];
 
 const fn col(label: &'static str, control: Control, placeholder: &'static str) -> Column {
@@ -315,7 +319,14 @@ pub static LAYOUT: [Section; 4] = [
         id: "details",
         title: "Optional details",
         intro: "How the job's pods complete and are retried; all optional.",
-        items: &[Item::Field(COMPLETIONS), Item::Field(PARALLELISM), Item::Field(BACKOFF_LIMIT), Item::Field(DEADLINE)],
+        items: &[
+            Item::Field(COMPLETIONS),
+            Item::Field(PARALLELISM),
+            Item::Field(BACKOFF_LIMIT),
+            Item::Field(DEADLINE),
+            Item::Field(QUEUE_LIMIT),
+            Item::Field(GRACE_PERIOD),
+        ],
     },
     Section {
         id: "container",

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use jobdeck_api::{
-    defaults, ContainerPort, EnvValue, EnvVar, FieldErrors, LeptonJob, LogConfig, Mount, Protocol, QueueConfig,
-    Visibility,
+    defaults, parse_duration, ContainerPort, EnvValue, EnvVar, FieldErrors, LeptonJob, LogConfig, Mount, Protocol,
+    QueueConfig, Visibility,
 };
 
 use super::*;
@@ -77,37 +77,15 @@ fn parse_int(s: &str) -> Result<Option<i64>, String> {
     s.parse().map(Some).map_err(|_| format!("must be a whole number, not '{s}'"))
 }
 
-/// Reads a duration: seconds, or a number with `s`, `m`, `h` or `d`.
-pub fn parse_duration(s: &str) -> Result<Option<i64>, String> {
-    let s = s.trim();
-    if s.is_empty() {
-        return Ok(None);
-    }
-    let (number, unit) = match s.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => (s.get(..i).unwrap_or_default().trim(), c.to_ascii_lowercase()),
-        _ => (s, 's'),
-    };
-    let scale = match unit {
-        's' => 1,
-        'm' => 60,
-        'h' => 3600,
-        'd' => 86400,
-        _ => 0,
-    };
-    match number.parse::<i64>() {
-        Ok(n) if scale > 0 => Ok(Some(n.saturating_mul(scale))),
-        _ => Err(format!("must be a duration such as 3d, 12h, 90m or 3600 (seconds), not '{s}'")),
-    }
-}
-
-/// A duration in seconds in the largest unit that divides it: `3d`, `90m`.
+/// A duration in seconds as the form shows it: in the largest unit that
+/// divides it (`3d`, `90m`), read back by the contract's `parse_duration`.
 pub fn format_duration(seconds: i64) -> String {
     for (scale, unit) in [(86400, 'd'), (3600, 'h'), (60, 'm')] {
         if seconds != 0 && seconds % scale == 0 {
             return format!("{}{unit}", seconds / scale);
         }
     }
-    seconds.to_string()
+    format!("{seconds}s")
 }
 
 /// Quotes an argument for a POSIX shell when it needs it.
@@ -168,7 +146,15 @@ impl FormState {
         spec.completions = if many_workers { None } else { int!(COMPLETIONS, "spec.completions") };
         spec.parallelism = if many_workers { None } else { int!(PARALLELISM, "spec.parallelism") };
         spec.backoff_limit = int!(BACKOFF_LIMIT, "spec.backoff_limit");
-        spec.active_deadline_seconds = int!(DEADLINE, "spec.active_deadline_seconds");
+        // Durations are typed as people write them and sent as seconds.
+        for (field, path, target) in [
+            (DEADLINE, "spec.active_deadline_seconds", &mut spec.active_deadline_seconds),
+            (QUEUE_LIMIT, "spec.max_queued_duration_seconds", &mut spec.max_queued_duration_seconds),
+            (GRACE_PERIOD, "spec.termination_grace_period_seconds", &mut spec.termination_grace_period_seconds),
+            (ARCHIVE_TIME, "spec.ttl_seconds_after_finished", &mut spec.ttl_seconds_after_finished),
+        ] {
+            *target = note(parse_duration(&v[field]), path, &mut problems);
+        }
 
         let container = &mut spec.container;
         container.image = some_text(&v[IMAGE]);
@@ -233,8 +219,6 @@ impl FormState {
         spec.max_failure_retry = int!(MAX_REPLICA_RETRY, "spec.max_failure_retry");
         spec.max_job_failure_retry = int!(MAX_JOB_RETRY, "spec.max_job_failure_retry");
         spec.disable_retry_on_program_error = (!v[NO_RETRY_ON_PROGRAM_ERROR].is_empty()).then_some(true);
-        spec.ttl_seconds_after_finished =
-            note(parse_duration(&v[ARCHIVE_TIME]), "spec.ttl_seconds_after_finished", &mut problems);
 
         let metadata = &mut job.metadata;
         metadata.name = some_text(&v[NAME]);
@@ -306,7 +290,14 @@ impl FormState {
             v[PARALLELISM] = number_text(spec.parallelism);
         }
         v[BACKOFF_LIMIT] = number_text(spec.backoff_limit);
-        v[DEADLINE] = number_text(spec.active_deadline_seconds);
+        for (field, seconds) in [
+            (DEADLINE, spec.active_deadline_seconds),
+            (QUEUE_LIMIT, spec.max_queued_duration_seconds),
+            (GRACE_PERIOD, spec.termination_grace_period_seconds),
+            (ARCHIVE_TIME, spec.ttl_seconds_after_finished),
+        ] {
+            v[field] = seconds.map(format_duration).unwrap_or_default();
+        }
 
         let container = &spec.container;
         v[IMAGE] = container.image.clone().unwrap_or_default();
@@ -361,7 +352,6 @@ impl FormState {
         v[MAX_REPLICA_RETRY] = number_text(spec.max_failure_retry);
         v[MAX_JOB_RETRY] = number_text(spec.max_job_failure_retry);
         v[NO_RETRY_ON_PROGRAM_ERROR] = check(spec.disable_retry_on_program_error);
-        v[ARCHIVE_TIME] = spec.ttl_seconds_after_finished.map(format_duration).unwrap_or_default();
         s.base = base;
         s
     }

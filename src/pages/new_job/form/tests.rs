@@ -207,15 +207,26 @@ fn a_key_listed_twice_is_a_problem_of_the_second_row() {
 }
 
 #[wasm_bindgen_test]
-fn durations_read_and_print() {
-    assert_eq!(parse_duration("3d"), Ok(Some(259200)));
-    assert_eq!(parse_duration(" 90 m "), Ok(Some(5400)));
-    assert_eq!(parse_duration("3600"), Ok(Some(3600)));
-    assert_eq!(parse_duration(""), Ok(None));
-    assert!(parse_duration("3w").is_err());
-    assert!(parse_duration("d").is_err());
+fn durations_print_as_the_contract_reads_them() {
+    for seconds in [259_200, 5400, 16_200, 7, 0, 86_401] {
+        assert_eq!(parse_duration(&format_duration(seconds)), Ok(Some(seconds)), "{seconds}");
+    }
     assert_eq!(format_duration(259200), "3d");
     assert_eq!(format_duration(5400), "90m");
-    assert_eq!(format_duration(7), "7");
-    assert_eq!(format_duration(0), "0");
+    assert_eq!(format_duration(7), "7s");
+}
+
+#[wasm_bindgen_test]
+fn every_duration_field_takes_each_spelling_and_sends_seconds() {
+    let s = state_with(&[(DEADLINE, "PT4H30M"), (QUEUE_LIMIT, "72h"), (GRACE_PERIOD, "90"), (ARCHIVE_TIME, "P1D")]);
+    let (job, problems) = s.to_job();
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(job.spec.active_deadline_seconds, Some(16_200));
+    assert_eq!(job.spec.max_queued_duration_seconds, Some(259_200));
+    assert_eq!(job.spec.termination_grace_period_seconds, Some(90));
+    assert_eq!(job.spec.ttl_seconds_after_finished, Some(86_400));
+    let back = FormState::from_job(&job);
+    assert_eq!([&back.v[DEADLINE], &back.v[QUEUE_LIMIT], &back.v[GRACE_PERIOD]], ["270m", "3d", "90s"]);
+    let (_, problems) = state_with(&[(GRACE_PERIOD, "soon")]).to_job();
+    assert!(problems["spec.termination_grace_period_seconds"][0].contains("PT4H30M"), "{problems:?}");
 }
