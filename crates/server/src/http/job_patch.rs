@@ -48,9 +48,21 @@ pub fn parse_patch(body: &Value) -> AppResult<JobPatch> {
                     Some(flag) => patch.stopped = Some(flag),
                     None => push(&mut errors, path, "must be true or false"),
                 },
-                "envs" => match serde_json::from_value::<Vec<EnvVar>>(value.clone()) {
+                // Read as any body is, so a mistyped or unknown field, or an
+                // array where a variable's object belongs, is named by its path.
+                "envs" => match jobdeck_api::from_json::<Vec<EnvVar>>(value.to_string().as_bytes()) {
                     Ok(envs) => patch.envs = Some(envs),
-                    Err(e) => push(&mut errors, path, format!("must be the job's list of variables: {e}")),
+                    Err(jobdeck_api::JsonError::Fields(fields)) => {
+                        for (inner, messages) in fields {
+                            let at = match inner.as_str() {
+                                "body" => path.clone(),
+                                inner if inner.starts_with('[') => format!("{path}{inner}"),
+                                inner => format!("{path}.{inner}"),
+                            };
+                            errors.entry(at).or_default().extend(messages);
+                        }
+                    }
+                    Err(jobdeck_api::JsonError::Syntax(e)) => push(&mut errors, path, e),
                 },
                 _ => push(&mut errors, path, "cannot be changed after creation"),
             }
@@ -139,7 +151,10 @@ mod tests {
         };
         assert!(refused(json!({"spec": {"completions": 2}}))["spec.completions"][0].contains("cannot be changed"));
         assert!(refused(json!({"metadata": {}}))["metadata"][0].contains("cannot be changed"));
-        assert!(refused(json!({"spec": {"envs": "A=1"}}))["spec.envs"][0].contains("list of variables"));
+        assert!(refused(json!({"spec": {"envs": "A=1"}})).contains_key("spec.envs"));
+        let positional = refused(json!({"spec": {"envs": [["A", "1", null]]}}));
+        assert_eq!(positional["spec.envs[0]"], ["must be a JSON object, not an array"], "{positional:?}");
+        assert!(refused(json!({"spec": {"envs": [{"name": "A", "colour": 1}]}})).keys().any(|k| k.contains("colour")));
         assert!(refused(json!({"spec": {}}))["spec.stopped"][0].contains("is required"));
         assert_eq!(refused(json!({"spec": {"stopped": "yes"}}))["spec.stopped"], ["must be true or false"]);
         let both = parse_patch(&json!({"spec": {"stopped": false, "envs": []}})).unwrap();

@@ -420,6 +420,23 @@ async fn replace_secret_refs(
     errors = jobdeck_api::validate_job_in(&job, &context);
     errors.retain(|path, _| path.starts_with("spec.envs"));
     merge(&mut errors, crate::http::secrets::pin_secret_owners(&mut job.spec, &creator, &secrets));
+    // An admin changing someone's public job may point it only at secrets
+    // they may use as well: the job's logs, which they can read, could show
+    // the value of any secret of the creator's.
+    if errors.is_empty() && user.name != creator {
+        let callers = state.store.secrets_visible_to(user.name.clone()).await?;
+        for (i, (new, old)) in job.spec.envs().iter().zip(row.spec.envs()).enumerate() {
+            let Some(to) = new.value_from.as_ref().filter(|_| new.value_from != old.value_from) else { continue };
+            let usable = callers
+                .iter()
+                .any(|s| Some(&s.name) == to.secret_name_ref.as_ref() && Some(&s.owner) == to.secret_owner.as_ref());
+            if !usable {
+                errors.entry(format!("spec.envs[{i}].value_from.secret_name_ref")).or_default().push(format!(
+                    "must be a secret you may use as well as {creator}: the job's logs could show its value"
+                ));
+            }
+        }
+    }
     if !errors.is_empty() {
         return Err(AppError::Validation(errors));
     }

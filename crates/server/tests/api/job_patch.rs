@@ -32,6 +32,8 @@ async fn a_secret_replaced_while_a_job_runs_reaches_its_next_attempt() {
         {"name": "TOKEN", "value_from": {"secret_name_ref": "OLD_TOKEN"}}
     ]);
     let id = app.create_job(&token, &job).await;
+    // The replica exists once the job runs; its log is read only then.
+    app.wait_state(&id, "Running").await;
     let first = format!("{id}-0-0");
     app.wait_until("the first attempt's value", || async { app.log(&id, &first).await.contains("token=old-value") })
         .await;
@@ -84,4 +86,38 @@ async fn a_secret_replaced_while_a_job_runs_reaches_its_next_attempt() {
     );
     let audit = app.get("/api/v2/audit?action=job.secrets").await;
     assert!(audit.text().contains(&id), "{}", audit.text());
+}
+
+/// An admin may change a teammate's public job, but may point its variables
+/// only at secrets the admin may use too: the job's log, which the admin
+/// reads, could print any secret of the teammate's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_cannot_point_a_teammates_job_at_the_teammates_private_secret() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let alice = app.token_for("alice").await;
+    let secrets = json!([
+        {"name": "USED", "value": "in-use"},
+        {"name": "PRIVATE", "value": "alice-only"},
+        {"name": "SHARED", "value": "for-everyone", "visibility": "public"}
+    ]);
+    assert_eq!(app.post_json("/api/v2/usersecrets", &alice, &secrets).await.status, StatusCode::OK);
+    let mut job = sh_job("alices", "echo $TOKEN");
+    job["spec"]["envs"] = json!([{"name": "TOKEN", "value_from": {"secret_name_ref": "USED"}}]);
+    job["metadata"]["visibility"] = json!("public");
+    let id = app.create_job(&alice, &job).await;
+    let uri = format!("/api/v2/jobs/{id}");
+    let to = |secret: &str| json!({"spec": {"envs": [{"name": "TOKEN", "value_from": {"secret_name_ref": secret}}]}});
+
+    let res = app.call(Method::PATCH, &uri, &app.admin_token, Some(&to("PRIVATE"))).await;
+    assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", res.text());
+    assert!(res.json()["fields"]["spec.envs[0].value_from.secret_name_ref"][0]
+        .as_str()
+        .unwrap()
+        .contains("a secret you may use as well as alice"));
+    let res = app.call(Method::PATCH, &uri, &app.admin_token, Some(&to("SHARED"))).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    // The creator may use their own.
+    let res = app.call(Method::PATCH, &uri, &alice, Some(&to("PRIVATE"))).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert_eq!(res.json()["spec"]["envs"][0]["value_from"]["secret_owner"], "alice");
 }
