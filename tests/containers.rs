@@ -375,14 +375,8 @@ fn a_containers_cpu_and_memory_are_sampled_from_its_cgroup() {
 fn a_stopped_container_gets_its_jobs_grace_period_between_sigterm_and_sigkill() {
     let scratch = tempfile::tempdir().unwrap();
     let server = server(scratch.path(), "");
-    let token = &server.admin_token;
     let mut spec = job("graceful", &jobdeck_e2e::grace_probe_script(Path::new("/scratch")));
     spec["spec"]["termination_grace_period_seconds"] = json!(5);
-    let id = server.create_job(token, &spec);
-    wait_for("the replica to start", LIMIT, || scratch.path().join("alive").exists().then_some(()));
-    let (status, _) = server.call("PATCH", &format!("/jobs/{id}"), token, Some(&json!({"spec": {"stopped": true}})));
-    assert_eq!(status, 200);
-    server.wait_for_state(token, &id, JobState::Stopped);
-    let gap = jobdeck_e2e::grace_probe_gap(scratch.path());
+    let (_, gap) = jobdeck_e2e::stop_grace_probe(&server, &spec, scratch.path());
     assert!((4.0..20.0).contains(&gap), "SIGKILL came {gap:.2} s after SIGTERM, not 5 s");
 }

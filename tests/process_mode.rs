@@ -104,7 +104,6 @@ fn a_dropped_test_server_leaves_no_replica_running() {
 fn a_stopped_replica_gets_its_jobs_grace_period_between_sigterm_and_sigkill() {
     let scratch = tempfile::tempdir().unwrap();
     let server = Server::start_api_with_config("[executor.local]\nmode = \"process\"\ngrace_period_seconds = 60\n");
-    let token = server.admin_token.clone();
     let script = jobdeck_e2e::grace_probe_script(scratch.path());
     let job = json!({
         "metadata": {"name": "graceful"},
@@ -113,12 +112,6 @@ fn a_stopped_replica_gets_its_jobs_grace_period_between_sigterm_and_sigkill() {
             "container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}
         }
     });
-    let id = server.create_job(&token, &job);
-    let limit = std::time::Duration::from_secs(60);
-    jobdeck_e2e::wait_for("the replica to start", limit, || scratch.path().join("alive").exists().then_some(()));
-    let (status, _) = server.call("PATCH", &format!("/jobs/{id}"), &token, Some(&json!({"spec": {"stopped": true}})));
-    assert_eq!(status, 200);
-    server.wait_for_state(&token, &id, JobState::Stopped);
-    let gap = jobdeck_e2e::grace_probe_gap(scratch.path());
+    let (_, gap) = jobdeck_e2e::stop_grace_probe(&server, &job, scratch.path());
     assert!((2.0..20.0).contains(&gap), "SIGKILL came {gap:.2} s after SIGTERM, not 3 s");
 }

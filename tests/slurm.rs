@@ -375,13 +375,8 @@ fn a_stopped_slurm_job_gets_its_jobs_grace_period_between_sigterm_and_sigkill() 
     let token = &server.admin_token;
     let mut spec = job("graceful", &jobdeck_e2e::grace_probe_script(scratch.path()));
     spec["spec"]["termination_grace_period_seconds"] = json!(8);
-    let id = server.create_job(token, &spec);
-    wait_for("the job to run", LIMIT, || scratch.path().join("alive").exists().then_some(()));
-    let (status, _) = server.call("PATCH", &format!("/jobs/{id}"), token, Some(&json!({"spec": {"stopped": true}})));
-    assert_eq!(status, 200);
-    server.wait_for_state(token, &id, JobState::Stopped);
+    let (id, gap) = jobdeck_e2e::stop_grace_probe(&server, &spec, scratch.path());
     wait_for("Slurm to end it", LIMIT, || slurm_jobs_of(&id).is_empty().then_some(()));
-    let gap = jobdeck_e2e::grace_probe_gap(scratch.path());
     let (_, events) = server.call("GET", &format!("/jobs/{id}/events"), token, None);
     assert!((7.0..20.0).contains(&gap), "SIGKILL came {gap:.2} s after SIGTERM, not 8 to 13 s: {events}");
     // Nothing of the program is left running.

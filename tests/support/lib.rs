@@ -394,6 +394,20 @@ pub fn grace_probe_script(dir: &Path) -> String {
     )
 }
 
+/// Creates `job` (running a [`grace_probe_script`] writing into `dir`),
+/// stops it once the probe runs and, once it is `Stopped`, answers its id
+/// and [`grace_probe_gap`]: what every executor's grace-period test does.
+pub fn stop_grace_probe(server: &Server, job: &Value, dir: &Path) -> (String, f64) {
+    let token = &server.admin_token;
+    let id = server.create_job(token, job);
+    wait_for("the probe to run", Duration::from_secs(90), || dir.join("alive").exists().then_some(()));
+    let (status, body) = server.call("PATCH", &format!("/jobs/{id}"), token, Some(&json!({"spec": {"stopped": true}})));
+    assert_eq!(status, 200, "{body}");
+    server.wait_for_state(token, &id, JobState::Stopped);
+    let gap = grace_probe_gap(dir);
+    (id, gap)
+}
+
 /// The seconds from the SIGTERM a [`grace_probe_script`] got to its last
 /// sign of life: the grace period it had, less up to 0.1 s (more when a
 /// busy machine holds up the probe's loop, which the tests' bounds allow).
