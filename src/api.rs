@@ -14,6 +14,7 @@ use wasm_bindgen::JsCast;
 mod form_context;
 mod from_js;
 pub mod people;
+pub mod templates;
 mod to_js;
 
 pub use form_context::{SecretChoice, Workspace};

@@ -94,6 +94,11 @@ pub fn clone_job(id: &str) -> String {
     format!("{NEW_JOB}?clone={}", encode_component(id))
 }
 
+/// The form filled from job `id`, open at "Save as a template".
+pub fn save_as_template(id: &str) -> String {
+    format!("{}&save=template", clone_job(id))
+}
+
 /// What starts the fragment of a draft link.
 pub const DRAFT_FRAGMENT: &str = "draft=";
 

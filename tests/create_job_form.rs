@@ -344,3 +344,113 @@ fn a_job_without_a_name_gets_a_readable_one_and_durations_read_as_typed() {
     assert_eq!(job.spec.termination_grace_period_seconds, Some(45));
     assert_eq!(job.spec.max_queued_duration_seconds, Some(259_200));
 }
+
+/// The element of the template with `id` in the open list, and the input of
+/// its parameter `param`.
+fn template_input(browser: &Browser, id: &str, param: &str) -> String {
+    let selector = format!("[data-template={id}] [data-param={param}]");
+    browser.find(&selector);
+    browser
+        .execute("return document.querySelector(arguments[0]).id;", vec![Value::from(selector)])
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_job_starts_from_a_template_and_the_form_saves_as_one() {
+    let server = Server::start();
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/new", server.base_url));
+    browser.wait_until("the shapes", || (value_of(&browser, "resource-shape")? == "cpu.small").then_some(()));
+
+    // The built-in torchrun template, with a value of the wrong type first:
+    // refused at its input, before anything is sent.
+    browser.click(&browser.find("[data-tool=templates]"));
+    let workers = template_input(&browser, "torchrun", "workers");
+    let run = template_input(&browser, "torchrun", "run");
+    assert_eq!(value_of(&browser, &workers).as_deref(), Some("1"), "the parameter's default");
+    fill(&browser, &workers, "two");
+    browser.click(&browser.find("[data-template=torchrun] [data-tool=template-use]"));
+    browser.wait_until("the type's error", || (error_of(&browser, &workers) == "must be a number").then_some(()));
+    fill(&browser, &workers, "2");
+    fill(&browser, &run, "echo rank $NODE_RANK of $NNODES");
+    browser.click(&browser.find("[data-template=torchrun] [data-tool=template-use]"));
+    browser.wait_for_text("Filled from the template Torchrun: review every field, then create the job.");
+    assert!(browser.try_find("[data-template]").is_none(), "the list closes once the form is filled");
+    assert_eq!(value_of(&browser, "workers").as_deref(), Some("2"));
+    let command = value_of(&browser, "command").unwrap();
+    assert!(command.contains("export NNODES=") && command.ends_with("echo rank $NODE_RANK of $NNODES\n"), "{command}");
+    browser.click(&browser.find("button[type=submit]"));
+    let id = browser.wait_until("the job page", || {
+        let url = browser.current_url();
+        (url.contains("/jobs/") && !url.ends_with("/new")).then(|| url.rsplit('/').next().unwrap().to_string())
+    });
+    let job = server.wait_for_state(&server.admin_token, &id, JobState::Completed);
+    assert_eq!((job.spec.workers(), job.spec.container.command()[0].as_str()), (2, "/bin/bash"));
+    let second = format!("{id}-1-0");
+    assert!(server.log_text(&server.admin_token, &id, &second).contains("rank 1 of 2"), "the second worker's log");
+
+    // The job saved as a template from its own page: the form opens filled
+    // from it, at "Save as a template", with the focus on the name.
+    browser.click(&browser.find("a.save-template"));
+    browser.wait_until("the name's input focused", || (browser.focused_id() == "template-name").then_some(()));
+    browser.wait_for_text(&format!("Cloned from {id}."));
+    browser.type_text(&browser.find("#template-name"), "Torchrun ranks");
+    browser.click(&browser.find("[data-tool=template-save]"));
+    browser.wait_for_text("Saved as your template Torchrun ranks (id torchrun-ranks).");
+    let (_, saved) = server.call("GET", "/templates/private/torchrun-ranks", &server.admin_token, None);
+    let spec = &saved["spec"]["content"]["spec"];
+    assert!(
+        spec["container"]["command"][2].as_str().unwrap().ends_with("echo rank $NODE_RANK of $NNODES\n"),
+        "{saved}"
+    );
+    assert_eq!(spec["workers"], 2, "{saved}");
+
+    // The form saved as a template: a placeholder typed into the command
+    // becomes the template's parameter. A name the server refuses says why.
+    browser.goto(&format!("{}/jobs/new", server.base_url));
+    browser.wait_until("the shapes", || (value_of(&browser, "resource-shape")? == "cpu.small").then_some(()));
+    fill(&browser, "command", "echo {{greeting}} from the template");
+    browser.click(&browser.find("details.import:last-of-type summary"));
+    fill(&browser, "template-name", "Greeter <one>");
+    browser.click(&browser.find("[data-tool=template-save]"));
+    browser.wait_for_text("Not saved: metadata.name: 1 to 64 letters");
+    fill(&browser, "template-name", "Greeter");
+    browser.click(&browser.find("[data-tool=template-save]"));
+    browser.wait_for_text("Saved as your template Greeter (id greeter). It asks for greeting.");
+    let (status, saved) = server.call("GET", "/templates/private/greeter", &server.admin_token, None);
+    assert_eq!(status, 200);
+    assert_eq!(saved["spec"]["content"]["metadata"].get("name"), None, "jobs from it get names of their own: {saved}");
+
+    // A link to the form at that template, as a teammate would follow it.
+    browser.goto(&format!("{}/jobs/new?template=greeter", server.base_url));
+    browser.find("[data-template=greeter].template-choice.chosen");
+    let greeting = template_input(&browser, "greeter", "greeting");
+    assert_eq!(browser.focused_id(), greeting, "the chosen template's first input has the focus");
+    browser.screenshot(&screenshot_path("create-job-form-templates"));
+    browser.click(&browser.find("[data-template=greeter] [data-tool=template-use]"));
+    browser.wait_until("the required parameter's error", || {
+        (error_of(&browser, &greeting) == "is required" || error_of(&browser, &greeting).contains("required"))
+            .then_some(())
+    });
+    fill(&browser, &greeting, "hello");
+    browser.click(&browser.find("[data-template=greeter] [data-tool=template-use]"));
+    browser.wait_for_text("Filled from the template Greeter");
+    assert_eq!(value_of(&browser, "command").as_deref(), Some("echo hello from the template"));
+    assert_eq!(value_of(&browser, "job-name").as_deref(), Some(""), "the template keeps no job name");
+
+    // Deleted from the list at the second click: the first asks again.
+    browser.click(&browser.find("[data-tool=templates]"));
+    let delete = "[data-template=greeter] [data-tool=template-delete]";
+    browser.click(&browser.find(delete));
+    browser
+        .wait_until("the second question", || (browser.text(&browser.find(delete)) == "Delete for good").then_some(()));
+    let (status, _) = server.call("GET", "/templates/private/greeter", &server.admin_token, None);
+    assert_eq!(status, 200, "one click deletes nothing");
+    browser.click(&browser.find(delete));
+    browser.wait_until("the template gone", || browser.try_find("[data-template=greeter]").is_none().then_some(()));
+    let (status, _) = server.call("GET", "/templates/private/greeter", &server.admin_token, None);
+    assert_eq!(status, 404);
+}

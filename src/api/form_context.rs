@@ -36,11 +36,11 @@ pub struct Workspace {
 }
 
 /// Property `key` of `value`; undefined when it has none or is no object.
-fn field(value: &JsValue, key: &str) -> JsValue {
+pub(super) fn field(value: &JsValue, key: &str) -> JsValue {
     js_sys::Reflect::get(value, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-fn text(value: &JsValue, key: &str) -> Option<String> {
+pub(super) fn text(value: &JsValue, key: &str) -> Option<String> {
     field(value, key).as_string()
 }
 
@@ -58,7 +58,7 @@ fn flag(value: &JsValue, key: &str) -> bool {
 }
 
 /// The items of a list; `None` when the value is not one.
-fn items(value: &JsValue) -> Option<Vec<JsValue>> {
+pub(super) fn items(value: &JsValue) -> Option<Vec<JsValue>> {
     value.dyn_ref::<js_sys::Array>().map(|list| list.iter().collect())
 }
 

@@ -1,5 +1,5 @@
 //! The job page's actions: stop, start, delete (after a confirmation),
-//! clone and copy link. A button is enabled only when its action makes sense
+//! clone, save as template and copy link. A button is enabled only when its action makes sense
 //! in the job's current state and the signed-in user may take it; the server
 //! checks both again.
 
@@ -86,6 +86,8 @@ struct Parts {
     start: Element,
     delete: Element,
     clone: Element,
+    /// The clone's link that opens the form at "Save as a template".
+    template: Element,
     note: Element,
     problem: Element,
     dialog: HtmlDialogElement,
@@ -110,6 +112,7 @@ impl Parts {
         let delete = button(&row, "delete danger", "Delete…");
         // A viewer creates no jobs: the style sheet hides the clone for them.
         let clone = dom::child(&row, "a", "button clone needs-member", "Clone");
+        let template = dom::child(&row, "a", "button save-template needs-member", "Save as template");
         button(&row, "copy-link", "Copy link");
         let note = dom::child(host, "p", "action-note", "");
         dom::set(&note, "role", "status");
@@ -134,6 +137,7 @@ impl Parts {
             start,
             delete,
             clone,
+            template,
             note,
             problem,
             dialog: dialog.unchecked_into(),
@@ -172,6 +176,7 @@ impl Local {
         }
         let _ = p.confirm.toggle_attribute_with_force("disabled", self.busy);
         dom::set(&p.clone, "href", &routes::clone_job(&f.id));
+        dom::set(&p.template, "href", &routes::save_as_template(&f.id));
         let who = match (&f.owner, f.allowed, f.viewer) {
             (_, true, _) => String::new(),
             (_, false, true) => "Viewers cannot stop, start, delete or clone jobs.".to_string(),
@@ -424,6 +429,8 @@ mod tests {
         assert_eq!(enabled(&host), ["stop", "delete"]);
         let clone = host.query_selector("a.clone").unwrap().unwrap();
         assert_eq!(clone.get_attribute("href").as_deref(), Some("/jobs/new?clone=train-1"));
+        let template = host.query_selector("a.save-template").unwrap().unwrap();
+        assert_eq!(template.get_attribute("href").as_deref(), Some("/jobs/new?clone=train-1&save=template"));
 
         current.update(|j| {
             let j = j.as_mut().unwrap();

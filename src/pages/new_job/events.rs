@@ -112,6 +112,17 @@ pub(super) fn on_button(form: &JobForm, button: &Element) {
     }
     let Some(tool) = button.get_attribute("data-tool") else { return };
     let form = form.clone();
+    if tool.starts_with("template") {
+        let button = button.clone();
+        leptos::task::spawn_local(async move {
+            if let Err(PartFailed(message)) =
+                load!(read_job(Reading::Template(form.clone(), TemplateAction::Button(button))))
+            {
+                form.change(|c| c.banner = Some(message));
+            }
+        });
+        return;
+    }
     leptos::task::spawn_local(async move {
         let job = || form.with_state(FormState::shareable_job);
         let copied = match tool.as_str() {

@@ -1,5 +1,8 @@
 //! The create-job form: `/jobs/new`, `/jobs/new?clone=<id>` (filled from an
-//! existing job) and `/jobs/new#draft=…` (a shared, unsubmitted draft).
+//! existing job; `&save=template` then opens "Save as a template"),
+//! `/jobs/new?template=<id>` (the templates' list open at one,
+//! `templates.rs`) and `/jobs/new#draft=…` (a shared, unsubmitted
+//! draft).
 //!
 //! The form validates with the contract (`validate_job_in`) on every change,
 //! once it is used: the contract's rules are a split point of their own
@@ -24,6 +27,7 @@ pub mod list_editor;
 mod on_demand;
 mod parts;
 mod state;
+mod templates;
 #[cfg(test)]
 mod tests;
 
@@ -50,15 +54,21 @@ use crate::session::require_sign_in;
 
 use events::on_event;
 use form::*;
-use on_demand::{job_rules, read_job, write_job, Rules};
+use on_demand::{job_rules, read_job, write_job, Reading, Rules};
 pub use on_demand::{parse_job, JobSource, JobText, PartFailed};
 use parts::{Parts, Shown};
 use state::Core;
+use templates::{template_tool, TemplateAction};
 
 /// The id of the list of problems that have no input of their own.
 const OTHER_PROBLEMS_ID: &str = "form-problems";
 /// The id of the datalist of secret names.
 const SECRET_LIST_ID: &str = "secret-names";
+/// The ids of what the template part (`templates.rs`) draws into and reads:
+/// the templates' list, and the name and the outcome of a save.
+const TEMPLATE_PICKER_ID: &str = "template-picker";
+const TEMPLATE_NAME_ID: &str = "template-name";
+const TEMPLATE_SAVE_STATUS_ID: &str = "template-save-status";
 
 /// The form: its state and drawing, shared by the page, its listener and
 /// its requests (`dom::Part`).
@@ -255,7 +265,7 @@ impl JobForm {
     pub async fn fill(&self, source: JobSource) -> Result<(), String> {
         let show_all = matches!(source, JobSource::Text(_));
         self.rules_in().await;
-        let state = load!(read_job(source)).map_err(|failed| failed.0)?;
+        let state = load!(read_job(Reading::Job(source))).map_err(|failed| failed.0)?.unwrap_or_default();
         self.change(|c| {
             c.load(state);
             c.show_all |= show_all;
@@ -377,16 +387,19 @@ pub fn NewJobPage() -> impl IntoView {
         // an effect were 2.5 KB of the form's code for the same.
         let url = use_url();
         let filled = form.clone();
-        let seen: std::cell::RefCell<Option<(Option<String>, String)>> = Default::default();
+        type Source = (Option<String>, Option<String>, String, bool);
+        let seen: std::cell::RefCell<Option<Source>> = Default::default();
         let follow = RenderEffect::new(move |_| {
-            let source = url.with(|u| (u.param("clone"), u.hash.clone()));
+            let source =
+                url.with(|u| (u.param("clone"), u.param("template"), u.hash.clone(), u.param("save").is_some()));
             if seen.borrow().as_ref() == Some(&source) {
                 return;
             }
             *seen.borrow_mut() = Some(source.clone());
             match source {
-                (Some(id), _) => leptos::task::spawn_local(clone_into(filled.clone(), id)),
-                (None, hash) => {
+                (Some(id), _, _, save) => leptos::task::spawn_local(clone_into(filled.clone(), id, save)),
+                (None, Some(id), _, _) => leptos::task::spawn_local(open_template(filled.clone(), id)),
+                (None, None, hash, _) => {
                     if let Some(draft) = hash.strip_prefix(routes::DRAFT_FRAGMENT) {
                         leptos::task::spawn_local(open_draft(filled.clone(), routes::decode_component(draft)));
                     }
@@ -414,8 +427,9 @@ fn mount_form(host: Element, form: JobForm) {
     }
 }
 
-/// Fills the form from job `id`.
-async fn clone_into(form: JobForm, id: String) {
+/// Fills the form from job `id`; with `save`, then opens "Save as a
+/// template" with the focus on the template's name.
+async fn clone_into(form: JobForm, id: String, save: bool) {
     form.change(|c| c.notice = Some(format!("Loading job {id} to clone…")));
     let filled = match api::job_json(&id).await {
         Ok(job) => form.fill(JobSource::Clone(job)).await.map_err(ApiFailure::Network),
@@ -428,11 +442,25 @@ async fn clone_into(form: JobForm, id: String) {
                     "Cloned from {id}. Secret values and the registry password are never copied: type the password again if the image needs one."
                 ))
             });
+            if save {
+                if let Some(details) = form.0.read(|c| c.parts.as_ref().map(|p| p.save_template.clone())).flatten() {
+                    dom::set(&details, "open", "");
+                    details.scroll_into_view_with_bool(true);
+                    focus(TEMPLATE_NAME_ID);
+                }
+            }
         }
         Err(failure) => {
             form.change(|c| c.notice = None);
             form.fail(failure);
         }
+    }
+}
+
+/// Opens the templates' list at template `id` (`?template=<id>`).
+async fn open_template(form: JobForm, id: String) {
+    if let Err(PartFailed(message)) = load!(read_job(Reading::Template(form.clone(), TemplateAction::Open(Some(id))))) {
+        form.change(|c| c.banner = Some(message));
     }
 }
 

@@ -1,5 +1,5 @@
 //! The form's parts downloaded on first use (`wasm_split` points): the
-//! job's reader, its writer and the contract's rules.
+//! job's reader (with the templates), its writer and the contract's rules.
 
 use super::*;
 
@@ -32,21 +32,40 @@ impl From<String> for PartFailed {
     }
 }
 
-/// The form filled from a job. The job's reader (the contract's `Decode` of
-/// a whole job and the form's `from_job`, a fifth of the form's code) is
-/// needed only here, so this is a split point of its own: opening the form
-/// leaves it out, and a clone, an import or a draft fetches it the first
-/// time (docs/measurements.md, "The create-job form drawn").
+/// What the form's reading part is asked for: a job read into the form's
+/// state, or one of the template tools (`templates.rs`), whose use ends in
+/// filling the form from the job a template makes.
+pub enum Reading {
+    Job(JobSource),
+    Template(JobForm, TemplateAction),
+}
+
+/// The form filled from a job, and the templates. The job's reader (the
+/// contract's `Decode` of a whole job and the form's `from_job`, a fifth of
+/// the form's code) is needed only here, so this is a split point of its
+/// own: opening the form leaves it out, and a clone, an import, a draft or
+/// the templates fetch it the first time (docs/measurements.md, "The
+/// create-job form drawn"). The templates are in the same split point rather
+/// than one of their own: every split point costs every page of the console
+/// about 0.4 KB (its list of modules in the loader; docs/measurements.md,
+/// "The form's templates"), and a template's use needs the reader anyway.
 #[cfg_attr(
     not(test),
     leptos::wasm_split::wasm_split(read_job, wasm_split_path = ::leptos::wasm_split, fallible)
 )]
-pub(super) fn read_job(source: JobSource) -> Result<FormState, PartFailed> {
+pub(super) fn read_job(reading: Reading) -> Result<Option<FormState>, PartFailed> {
+    let source = match reading {
+        Reading::Job(source) => source,
+        Reading::Template(form, action) => {
+            template_tool(form, action);
+            return Ok(None);
+        }
+    };
     let state = match source {
         JobSource::Clone(json) => json.whole().map(|job| FormState::for_clone(&job)).map_err(|e| e.to_string()),
         JobSource::Text(text) => parse_job(&text).map(|job| FormState::from_job(&job)),
     };
-    Ok(state?)
+    Ok(Some(state?))
 }
 
 /// The contract's rules as the form runs them: the job-only ones, and the

@@ -30,6 +30,8 @@ pub(super) struct Parts {
     pub(super) status: Element,
     /// The import box: a copied text shows before it.
     pub(super) import: Element,
+    /// "Save as a template", opened by a job's link to it.
+    pub(super) save_template: Element,
     pub(super) output: Option<Element>,
     pub(super) import_text: web_sys::HtmlTextAreaElement,
     pub(super) import_error: Element,
@@ -65,6 +67,16 @@ impl Parts {
         }
         let head = dom::child(host, "div", "page-head", "");
         dom::child(&head, "h1", "", "New job");
+        // The templates' list is drawn by the form's template part
+        // (`templates.rs`) when it is first asked for.
+        let templates = dom::child(host, "section", "card templates", "");
+        dom::set(&templates, "aria-label", "Templates");
+        let open = dom::child(&templates, "button", "", "Start from a template");
+        dom::set(&open, "type", "button");
+        dom::set(&open, "data-tool", "templates");
+        dom::set(&open, "aria-expanded", "false");
+        dom::set(&open, "aria-controls", TEMPLATE_PICKER_ID);
+        dom::set(&dom::child(&templates, "div", "template-picker", ""), "id", TEMPLATE_PICKER_ID);
         let problems = dom::child(host, "div", "problems", "");
         dom::set(&problems, "id", OTHER_PROBLEMS_ID);
         dom::set(&problems, "tabindex", "-1");
@@ -155,6 +167,28 @@ impl Parts {
         let file = dom::child(&dom::child(&buttons, "label", "file", "Choose a file"), "input", "", "");
         dom::set(&file, "type", "file");
         dom::set(&file, "accept", ".json,application/json");
+        let save = dom::child(&tools, "details", "import", "");
+        dom::child(&save, "summary", "", "Save as a template");
+        dom::set(&dom::child(&save, "label", "", "Template name"), "for", TEMPLATE_NAME_ID);
+        let name = dom::child(&save, "input", "", "");
+        for (attribute, value) in
+            [("id", TEMPLATE_NAME_ID), ("aria-describedby", "template-save-help template-save-status")]
+        {
+            dom::set(&name, attribute, value);
+        }
+        let help = dom::child(
+            &save,
+            "p",
+            "help",
+            "Saves the form as it is, without the job's name and the registry password. Type {{name}} into a text \
+             field to make it a parameter people fill in when they use the template.",
+        );
+        dom::set(&help, "id", "template-save-help");
+        let buttons = dom::child(&save, "div", "tool-buttons", "");
+        button(&buttons, "template-save", "Save template");
+        let saved = dom::child(&save, "p", "", "");
+        dom::set(&saved, "id", TEMPLATE_SAVE_STATUS_ID);
+        dom::set(&saved, "role", "status");
         let secrets = dom::child(host, "datalist", "", "");
         dom::set(&secrets, "id", SECRET_LIST_ID);
         Parts {
@@ -166,6 +200,7 @@ impl Parts {
             submit,
             status,
             import,
+            save_template: save,
             output: None,
             import_text: import_text.unchecked_into(),
             import_error,
