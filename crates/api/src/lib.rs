@@ -14,6 +14,7 @@
 extern crate self as jobdeck_api;
 
 pub mod audit;
+pub mod convert;
 pub mod decode;
 pub mod defaults;
 pub mod duration;
@@ -36,6 +37,7 @@ pub mod wire;
 pub mod workspace;
 
 pub use audit::{AuditEntry, AuditList, AuditOutcome, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX};
+pub use convert::{ConversionNote, ConvertedJob};
 pub use decode::{Decode, DecodeError, JsonValue};
 pub use defaults::{
     shared_memory_default_mib, split_image_reference, ImageReference, Priority, Protocol, PRIORITY_CLASSES,

@@ -10,6 +10,7 @@
 //! HTTP layer (`jobdeck_server`), which this crate cannot name.
 
 pub mod config;
+pub mod convert;
 pub mod executor;
 pub mod failure;
 pub mod metrics;

@@ -124,6 +124,7 @@ pub fn api_routes() -> Vec<Route> {
     [
         http::workspace::routes(),
         http::cluster::routes(),
+        http::convert::routes(),
         http::jobs::routes(),
         http::replicas::routes(),
         http::lepton_logs::routes(),

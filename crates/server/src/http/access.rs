@@ -69,6 +69,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/logs", VIEWER),
     // Templates: every role reads and renders them (rendering creates
     // nothing); keeping one's own is a member's, as creating jobs is.
+    ("POST", "/jobs/convert", VIEWER),
     ("GET", "/templates/public", VIEWER),
     ("GET", "/templates/public/{id}", VIEWER),
     ("POST", "/templates/public/{id}/render", VIEWER),

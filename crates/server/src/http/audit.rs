@@ -55,6 +55,7 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("DELETE", "/invitations/{id}", "invitation.withdraw"),
     ("POST", "/invitations/check", "invitation.check"),
     ("POST", "/invitations/redeem", "invitation.redeem"),
+    ("POST", "/jobs/convert", "job.convert"),
     ("POST", "/templates/public/{id}/render", "template.render"),
     ("POST", "/templates/private", "template.create"),
     ("DELETE", "/templates/private/{id}", "template.delete"),

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod auth;
 pub mod cluster;
 pub mod console;
+pub mod convert;
 pub mod error;
 pub mod failure_analysis;
 pub mod gateway;

@@ -21,11 +21,11 @@ use axum::routing::get;
 use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch};
 use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
 use jobdeck_api::{
-    ApiError, AuditList, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret, InvitationCreate,
-    InvitationInfo, InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList, LeptonJob, NewSession,
-    Node, NodeGroup, Quota, QuotaLimits, QuotaList, RedeemedInvitation, RemovedUser, Replica, RoleChange, Secret,
-    Shape, SignInMethods, StoragePermission, Template, TokenCreate, TokenInfo, UsageHistory, UsageNow, UserList,
-    UserRemoval, WorkspaceInfo,
+    ApiError, AuditList, ConvertedJob, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret,
+    InvitationCreate, InvitationInfo, InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList,
+    LeptonJob, NewSession, Node, NodeGroup, Quota, QuotaLimits, QuotaList, RedeemedInvitation, RemovedUser, Replica,
+    RoleChange, Secret, Shape, SignInMethods, StoragePermission, Template, TokenCreate, TokenInfo, UsageHistory,
+    UsageNow, UserList, UserRemoval, WorkspaceInfo,
 };
 use serde_json::{json, Value};
 use utoipa::OpenApi;
@@ -82,6 +82,7 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     UsageNow,
     UsageHistory,
     Template,
+    ConvertedJob,
 )))]
 struct WireTypes;
 

@@ -10,6 +10,7 @@ mod api_basics;
 mod audit;
 mod authorization;
 mod console_serving;
+mod convert;
 mod failure_analysis;
 mod invitations;
 mod job_list;

@@ -1,0 +1,290 @@
+//! A dstack task (`.dstack.yml`, `type: task`; the task configuration
+//! reference, seed 003) as a Jobdeck job.
+
+use serde_json::{json, Map, Value};
+
+use super::shapes::{cpu_quantity, memory_quantity, smallest, Need};
+use super::{ConvertError, Converted, Document, Notes};
+use crate::config::ShapeConfig;
+
+/// The task in `document` as a job.
+pub fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted, ConvertError> {
+    let mut notes = Notes::new(document);
+    let task = document.value.as_object().ok_or_else(|| notes.refuse("body", "a dstack configuration is a mapping"))?;
+    if task.get("type").and_then(Value::as_str) != Some("task") {
+        return Err(notes.refuse("type", "only a task (type: task) is a job; services and dev environments are not"));
+    }
+    let mut metadata = Map::new();
+    let mut spec = Map::new();
+    let mut container = Map::new();
+    for (field, value) in task {
+        match field.as_str() {
+            "type" => {}
+            "name" => {
+                metadata.insert("name".into(), value.clone());
+                notes.carried("name", "metadata.name", "the job's name");
+            }
+            "image" => {
+                container.insert("image".into(), value.clone());
+                notes.carried("image", "spec.container.image", "as it is");
+            }
+            "commands" => {
+                let lines: Vec<&str> = value.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                // `set -e`: the next command runs only if this one succeeded,
+                // as dstack runs them.
+                let script = format!("set -e\n{}", lines.join("\n"));
+                container.insert("command".into(), json!(["/bin/bash", "-c", script]));
+                notes.carried("commands", "spec.container.command", "one bash script, stopping at the first failure");
+            }
+            "env" => envs(&mut notes, &mut spec, value)?,
+            "nodes" => {
+                let nodes = value
+                    .as_i64()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| notes.refuse("nodes", "a whole number, 1 or more"))?;
+                spec.insert("completions".into(), json!(nodes));
+                spec.insert("parallelism".into(), json!(nodes));
+                if nodes > 1 {
+                    spec.insert("intra_job_communication".into(), json!(true));
+                }
+                notes.carried("nodes", "spec.completions", "one replica per node, started together");
+            }
+            "resources" => resources(&mut notes, &mut spec, value, shapes)?,
+            "max_duration" => {
+                let seconds = match value {
+                    Value::Number(n) => n.as_i64(),
+                    Value::String(text) => {
+                        jobdeck_api::parse_duration(text).map_err(|e| notes.refuse("max_duration", e))?
+                    }
+                    Value::Bool(false) => None,
+                    _ => return Err(notes.refuse("max_duration", "a duration such as 2h, 1d or off")),
+                };
+                spec.insert("active_deadline_seconds".into(), json!(seconds));
+                let words = seconds.map(jobdeck_api::duration_in_words).unwrap_or_else(|| "no limit".into());
+                notes.carried("max_duration", "spec.active_deadline_seconds", words);
+            }
+            "ports" => {
+                let ports: Vec<Value> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|port| match port {
+                        Value::Number(n) => n.as_i64(),
+                        // `local:container`: the container's side.
+                        Value::String(text) => text.rsplit(':').next()?.trim().parse().ok(),
+                        _ => None,
+                    })
+                    .map(|port| json!({"container_port": port}))
+                    .collect();
+                container.insert("ports".into(), Value::Array(ports));
+                notes.carried("ports", "spec.container.ports", "the container's ports");
+            }
+            "registry_auth" => {
+                for (from, to) in [("username", "registry_username"), ("password", "registry_password")] {
+                    if let Some(text) = value.get(from) {
+                        container.insert(to.into(), text.clone());
+                        notes.carried(&format!("registry_auth.{from}"), &format!("spec.container.{to}"), "as it is");
+                    }
+                }
+            }
+            "privileged" => {
+                notes.dropped("privileged", "refused: a privileged container is a security boundary (docs/contract.md)")
+            }
+            "retry" => notes.dropped(
+                "retry",
+                "not carried over yet: Jobdeck starts a failed replica again up to spec.max_failure_retry times",
+            ),
+            "working_dir" | "user" | "entrypoint" | "volumes" => {
+                notes.dropped(field, "not carried over yet (set it in the command, or mount volumes in the form)")
+            }
+            "python" | "nvcc" => notes.dropped(field, "dstack's own images: give an image instead"),
+            _ => notes.dropped(field, "Jobdeck places jobs on its node groups: no clouds, regions, prices or fleets"),
+        }
+    }
+    if !container.is_empty() {
+        spec.insert("container".into(), Value::Object(container));
+    }
+    Ok(Converted { job: json!({"metadata": metadata, "spec": spec}), notes: notes.into_notes() })
+}
+
+/// `env`: a mapping, or a list of `NAME=value`; a bare `NAME` (dstack
+/// copies it from where `dstack apply` runs) cannot be carried over.
+fn envs(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> Result<(), ConvertError> {
+    let mut envs = Vec::new();
+    match value {
+        Value::Object(map) => {
+            for (name, value) in map {
+                let text = value.as_str().map(String::from).unwrap_or_else(|| value.to_string());
+                envs.push(json!({"name": name, "value": text}));
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let at = format!("env[{i}]");
+                let text = item.as_str().ok_or_else(|| notes.refuse(&at, "NAME=value"))?;
+                match text.split_once('=') {
+                    Some((name, value)) => envs.push(json!({"name": name, "value": value})),
+                    None => {
+                        notes.dropped(&at, format!("{text} takes its value from where dstack runs; give it a value"))
+                    }
+                }
+            }
+        }
+        _ => return Err(notes.refuse("env", "a mapping or a list of NAME=value")),
+    }
+    notes.carried("env", "spec.envs", format!("{} variables", envs.len()));
+    spec.insert("envs".into(), Value::Array(envs));
+    Ok(())
+}
+
+/// The low end of a range (`16GB..`, `16GB..80GB`), or the value.
+fn low(text: &str) -> &str {
+    text.split("..").next().unwrap_or(text).trim()
+}
+
+/// `resources` as the smallest shape that meets them, and the shared memory.
+fn resources(
+    notes: &mut Notes,
+    spec: &mut Map<String, Value>,
+    value: &Value,
+    shapes: &[ShapeConfig],
+) -> Result<(), ConvertError> {
+    let mut need = Need::default();
+    let text = |field: &str| value.get(field).map(|v| v.as_str().map(String::from).unwrap_or(v.to_string()));
+    if let Some(cpu) = text("cpu") {
+        need.cpu = cpu_quantity(low(&cpu))
+            .ok_or_else(|| notes.refuse("resources.cpu", "a number of CPUs, or a range 4..8"))?;
+    }
+    if let Some(memory) = text("memory") {
+        need.memory_mb =
+            memory_quantity(low(&memory)).ok_or_else(|| notes.refuse("resources.memory", "a size such as 8GB"))?;
+    }
+    match value.get("gpu") {
+        None => {}
+        Some(Value::Number(n)) => need.gpus = n.as_i64().unwrap_or(0),
+        Some(Value::String(text)) => {
+            // `A100:80GB:2`, `80GB:2`, `A100`, `A100,H100:2`: names, memory
+            // per GPU and count in any order.
+            need.gpus = 1;
+            for part in text.split(':').map(low) {
+                if let Ok(count) = part.parse::<i64>() {
+                    need.gpus = count;
+                } else if let Some(mib) = memory_quantity(part).filter(|_| part.ends_with('B')) {
+                    need.gpu_memory_mb = mib;
+                } else {
+                    need.gpu_name = part.split(',').next().map(String::from);
+                }
+            }
+        }
+        Some(Value::Object(gpu)) => {
+            need.gpus = gpu
+                .get("count")
+                .and_then(|c| c.as_i64().or_else(|| c.as_str()?.split("..").next()?.parse().ok()))
+                .unwrap_or(1);
+            need.gpu_name = match gpu.get("name") {
+                Some(Value::String(name)) => Some(name.clone()),
+                Some(Value::Array(names)) => names.first().and_then(Value::as_str).map(String::from),
+                _ => None,
+            };
+            need.gpu_memory_mb =
+                gpu.get("memory").and_then(Value::as_str).and_then(|m| memory_quantity(low(m))).unwrap_or(0);
+            for other in ["vendor", "total_memory", "compute_capability"] {
+                if gpu.contains_key(other) {
+                    notes.dropped(&format!("resources.gpu.{other}"), "not matched against shapes yet");
+                }
+            }
+        }
+        Some(_) => return Err(notes.refuse("resources.gpu", "a count, a string such as A100:80GB:2, or a mapping")),
+    }
+    if let Some(shm) = text("shm_size") {
+        let mib = memory_quantity(&shm).ok_or_else(|| notes.refuse("resources.shm_size", "a size such as 8GB"))?;
+        spec.insert("shared_memory_size".into(), json!(mib));
+        notes.carried("resources.shm_size", "spec.shared_memory_size", format!("{mib} MiB"));
+    }
+    if value.get("disk").is_some() {
+        notes.dropped("resources.disk", "a shape's disk is the node's; not matched yet");
+    }
+    match smallest(shapes, &need) {
+        Some(shape) => {
+            spec.insert("resource_shape".into(), json!(shape.name));
+            notes.carried(
+                "resources",
+                "spec.resource_shape",
+                format!(
+                    "{}: {}, the smallest shape that has it (a range asks for its low end)",
+                    need.words(),
+                    shape.name
+                ),
+            );
+        }
+        None => notes.dropped(
+            "resources",
+            format!("no shape of this workspace has {}; choose a shape in the form", need.words()),
+        ),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::shapes::tests::shape;
+    use crate::convert::source::read;
+
+    const TASK: &str = "\
+type: task
+name: train-llama
+nodes: 2
+image: nvcr.io/nvidia/pytorch:24.01-py3
+env:
+  - HF_TOKEN
+  - MODE=fast
+commands:
+  - pip install -r requirements.txt
+  - torchrun train.py
+resources:
+  gpu: A100:80GB:2
+  memory: 64GB..
+  shm_size: 16GB
+  disk: 200GB
+max_duration: 2h
+spot_policy: auto
+privileged: true
+retry:
+  on_events: [no-capacity, error]
+  duration: 1d
+";
+
+    #[test]
+    fn a_task_becomes_a_job_and_says_what_became_of_each_field() {
+        let document = &read(TASK).unwrap()[0];
+        let mut a100 = shape("gpu.a100x2", 2, Some("NVIDIA A100"), 24.0, 240_000);
+        a100.accelerator_memory_mb = Some(81_920);
+        let mut small = shape("gpu.a100-40x2", 2, Some("NVIDIA A100"), 24.0, 240_000);
+        small.accelerator_memory_mb = Some(40_960);
+        let converted = convert(document, &[small, a100]).unwrap();
+        let job = &converted.job;
+        assert_eq!(job["metadata"]["name"], "train-llama");
+        assert_eq!(job["spec"]["resource_shape"], "gpu.a100x2", "80 GB per GPU rules out the 40 GB shape");
+        assert_eq!((&job["spec"]["completions"], &job["spec"]["intra_job_communication"]), (&json!(2), &json!(true)));
+        assert_eq!(
+            job["spec"]["container"]["command"][2],
+            "set -e\npip install -r requirements.txt\ntorchrun train.py"
+        );
+        assert_eq!(job["spec"]["envs"], json!([{"name": "MODE", "value": "fast"}]));
+        assert_eq!(job["spec"]["active_deadline_seconds"], 7200);
+        assert_eq!(job["spec"]["shared_memory_size"], 16_384);
+        let note = |field: &str| converted.notes.iter().find(|n| n.field == field).cloned().unwrap();
+        assert_eq!((note("env[0]").line, note("env[0]").became), (Some(6), None));
+        assert!(note("privileged").message.starts_with("refused"));
+        assert_eq!(note("spot_policy").became, None);
+        assert_eq!(note("retry").line, Some(19));
+        assert!(jobdeck_api::from_json::<jobdeck_api::LeptonJob>(job.to_string().as_bytes()).is_ok(), "{job}");
+    }
+
+    #[test]
+    fn only_a_task_is_a_job() {
+        let service = &read("type: service\nport: 8000\n").unwrap()[0];
+        assert_eq!(convert(service, &[]).unwrap_err().field, "type");
+    }
+}
