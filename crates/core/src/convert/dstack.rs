@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::shapes::{cpu_quantity, memory_quantity, smallest, Need};
+use super::shapes::{choose, cpu_quantity, memory_quantity, Need};
 use super::{ConvertError, Converted, Document, Notes};
 use crate::config::ShapeConfig;
 
@@ -204,24 +204,7 @@ fn resources(
     if value.get("disk").is_some() {
         notes.dropped("resources.disk", "a shape's disk is the node's; not matched yet");
     }
-    match smallest(shapes, &need) {
-        Some(shape) => {
-            spec.insert("resource_shape".into(), json!(shape.name));
-            notes.carried(
-                "resources",
-                "spec.resource_shape",
-                format!(
-                    "{}: {}, the smallest shape that has it (a range asks for its low end)",
-                    need.words(),
-                    shape.name
-                ),
-            );
-        }
-        None => notes.dropped(
-            "resources",
-            format!("no shape of this workspace has {}; choose a shape in the form", need.words()),
-        ),
-    }
+    choose(notes, spec, "resources", &need, shapes);
     Ok(())
 }
 

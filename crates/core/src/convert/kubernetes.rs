@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::shapes::{cpu_quantity, memory_quantity, smallest, Need};
+use super::shapes::{choose, cpu_quantity, memory_quantity, Need};
 use super::{ConvertError, Converted, Document, Notes};
 use crate::config::ShapeConfig;
 
@@ -101,6 +101,10 @@ fn pod_spec(
             "hostNetwork" | "hostPID" | "hostIPC" => {
                 notes.dropped(&at, "refused: a job never shares the host's namespaces (docs/contract.md)")
             }
+            "volumes" => notes.dropped(
+                &at,
+                "mount a Jobdeck volume in the form instead (spec.mounts); a pod's own volumes are not carried over",
+            ),
             _ => notes.dropped(&at, "Jobdeck places and runs replicas itself"),
         }
     }
@@ -170,20 +174,7 @@ fn pod_spec(
             _ => notes.dropped(&at(field), "Jobdeck has no such setting of a container (yet)"),
         }
     }
-    match smallest(shapes, &need) {
-        Some(shape) => {
-            spec.insert("resource_shape".into(), json!(shape.name));
-            notes.carried(
-                &at("resources"),
-                "spec.resource_shape",
-                format!("{}: {}, the smallest shape that has it", need.words(), shape.name),
-            );
-        }
-        None => notes.dropped(
-            &at("resources"),
-            format!("no shape of this workspace has {}; choose a shape in the form", need.words()),
-        ),
-    }
+    choose(notes, spec, &at("resources"), &need, shapes);
     spec.insert("container".into(), Value::Object(container));
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::shapes::{smallest, Need};
+use super::shapes::{choose, Need};
 use super::{ConvertError, Converted, Document, Notes};
 use crate::config::ShapeConfig;
 
@@ -151,20 +151,7 @@ fn gpu(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value, shapes: 
     let count: i64 =
         instance.rsplit('_').next().and_then(|n| n.strip_suffix('x')).and_then(|n| n.parse().ok()).unwrap_or(1);
     let need = Need { gpus: count, gpu_name: Some(name.to_string()), ..Need::default() };
-    match smallest(shapes, &need) {
-        Some(shape) => {
-            spec.insert("resource_shape".into(), json!(shape.name));
-            notes.carried(
-                "gpuSpecification",
-                "spec.resource_shape",
-                format!("{}: {}, the smallest shape with them", need.words(), shape.name),
-            );
-        }
-        None => notes.dropped(
-            "gpuSpecification",
-            format!("no shape of this workspace has {}; choose a shape in the form", need.words()),
-        ),
-    }
+    choose(notes, spec, "gpuSpecification", &need, shapes);
     for other in ["backend", "clusters"] {
         if value.get(other).is_some() {
             notes.dropped(

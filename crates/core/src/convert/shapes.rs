@@ -2,6 +2,9 @@
 //! the smallest shape of the workspace that has at least those GPUs (of that
 //! name, when one is given), CPUs and memory.
 
+use serde_json::{json, Map, Value};
+
+use super::Notes;
 use crate::config::ShapeConfig;
 
 /// What a file asks one replica to have.
@@ -63,6 +66,34 @@ pub fn smallest<'a>(shapes: &'a [ShapeConfig], need: &Need) -> Option<&'a ShapeC
         .iter()
         .filter(|shape| need.met_by(shape))
         .min_by(|a, b| (a.gpus, a.memory_mb).cmp(&(b.gpus, b.memory_mb)).then(a.cpu.total_cmp(&b.cpu)))
+}
+
+/// Sets `spec.resource_shape` to the smallest shape that meets `need`, and
+/// notes on `field` which and why, or that none does.
+pub(crate) fn choose(
+    notes: &mut Notes,
+    spec: &mut Map<String, Value>,
+    field: &str,
+    need: &Need,
+    shapes: &[ShapeConfig],
+) {
+    match smallest(shapes, need) {
+        Some(shape) => {
+            spec.insert("resource_shape".into(), json!(shape.name));
+            notes.carried(
+                field,
+                "spec.resource_shape",
+                format!(
+                    "{}: {}, the smallest shape that has it (a range asks for its low end)",
+                    need.words(),
+                    shape.name
+                ),
+            );
+        }
+        None => {
+            notes.dropped(field, format!("no shape of this workspace has {}; choose a shape in the form", need.words()))
+        }
+    }
 }
 
 /// A Kubernetes CPU quantity (`500m`, `2`, `1.5`) in CPUs.

@@ -38,12 +38,16 @@ async fn convert_file(
     State(state): State<AppState>,
     _user: CurrentUser,
     ApiQuery(query): ApiQuery<ConvertQuery>,
-    body: String,
+    body: axum::body::Bytes,
 ) -> AppResult<Response> {
+    // Read here rather than by axum's `String`, whose refusal of other
+    // bytes is a plain-text 400, not the API's error.
+    let body = std::str::from_utf8(&body)
+        .map_err(|_| AppError::Validation([("body".to_string(), vec!["must be UTF-8 text".to_string()])].into()))?;
     let format = Format::parse(&query.from).ok_or_else(|| {
         AppError::Validation([("from".to_string(), vec!["one of dstack, nvcf, kubernetes, lepton".to_string()])].into())
     })?;
-    let converted = convert::convert(format, &body, &state.config.shapes)?;
+    let converted = convert::convert(format, body, &state.config.shapes)?;
     // The converters write only what the contract reads; a value of the
     // wrong kind in the file (a number for a name) is refused at the job's
     // field it would have become.

@@ -96,6 +96,16 @@ async fn what_cannot_be_converted_is_refused_naming_the_field_and_line() {
     let answer = convert(&app, &token, "dstack", "type: task\nname: 7\n").await;
     assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "a name must be text: {}", answer.text());
     assert!(answer.json()["fields"]["job.metadata.name"].is_array(), "{}", answer.text());
+    let latin1 = app
+        .request(
+            Method::POST,
+            "/api/v2/jobs/convert?from=dstack",
+            Some(&token),
+            Some(("text/plain", b"name: caf\xe9".to_vec())),
+        )
+        .await;
+    assert_eq!(latin1.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(latin1.json()["fields"]["body"][0], "must be UTF-8 text");
     let answer = convert(&app, &token, "kubernetes", "apiVersion: v1\nkind: Pod\n").await;
     assert!(answer.json()["fields"]["kind"].is_array());
     let signed_out =
