@@ -17,6 +17,11 @@ const LIMIT: Duration = Duration::from_secs(60);
 /// A container-mode server: podman, a `scratch` volume at `scratch`, a
 /// small shape for the OOM test, and `extra` lines for `[executor.local]`.
 fn server(scratch: &Path, extra: &str) -> Server {
+    server_on(scratch, containers::ENGINE, extra)
+}
+
+/// [`server`] on the engine binary `engine`.
+fn server_on(scratch: &Path, engine: &str, extra: &str) -> Server {
     containers::test_image();
     let config = format!(
         "[executor.local]\nmode = \"container\"\nengine = \"{engine}\"\ngrace_period_seconds = 2\n\
@@ -24,7 +29,6 @@ fn server(scratch: &Path, extra: &str) -> Server {
          [[node_groups]]\nname = \"local\"\ncpu = 8\nmemory_mb = 16384\n\n\
          [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 1024\n\n\
          [[shapes]]\nname = \"mem.tiny\"\ncpu = 1\nmemory_mb = 32\n",
-        engine = containers::ENGINE,
         scratch = scratch.display(),
     );
     Server::start_api_with_config(&config)
@@ -379,4 +383,34 @@ fn a_stopped_container_gets_its_jobs_grace_period_between_sigterm_and_sigkill() 
     spec["spec"]["termination_grace_period_seconds"] = json!(5);
     let (_, gap) = jobdeck_e2e::stop_grace_probe(&server, &spec, scratch.path());
     assert!((4.0..20.0).contains(&gap), "SIGKILL came {gap:.2} s after SIGTERM, not 5 s");
+}
+
+/// Podman before 5.2 can leave `start --attach` running after its container
+/// ended (containers/podman#23258), which once kept a finished replica
+/// "running" for good. Here the engine is the real podman with an attach
+/// that never returns: it starts the container detached and blocks. The
+/// replica still ends, with the container's own exit code, and its log
+/// says what happened.
+#[test]
+fn a_replica_ends_with_its_container_when_the_engines_attach_hangs() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = tempfile::tempdir().unwrap();
+    let engine = scratch.path().join("podman-with-a-hanging-attach");
+    std::fs::write(
+        &engine,
+        "#!/bin/sh\nif [ \"$1\" = start ] && [ \"$2\" = --attach ]; then\n  \
+         /usr/bin/podman start \"$3\" > /dev/null || exit $?\n  exec /usr/bin/sleep 2147483647\nfi\n\
+         exec /usr/bin/podman \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = server_on(scratch.path(), engine.to_str().unwrap(), "");
+    let token = &server.admin_token;
+    let id = server.create_job(token, &job("attach-hangs", "exit 3"));
+    server.wait_for_state(token, &id, JobState::Failed);
+    let replica = &server.replicas(token, &id)[0]["status"];
+    assert_eq!(replica["exit_code"], 3, "the container's own exit code: {replica}");
+    let text = server.log_text(token, &id, &format!("{id}-0-0"));
+    assert!(text.contains("the engine's attach did not"), "{text}");
+    assert_eq!(containers::containers_of_job(&id), Vec::<String>::new(), "the container is removed");
 }

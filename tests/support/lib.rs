@@ -329,7 +329,32 @@ impl Server {
             last = Some(job);
             reached.then(|| last.clone()).flatten()
         });
-        reached.unwrap_or_else(|| panic!("job {id} never reached {state:?}: {last:#?}"))
+        reached.unwrap_or_else(|| {
+            let job = last.map(|job| serde_json::to_string_pretty(&job).unwrap_or_default()).unwrap_or_default();
+            panic!("job {id} never reached {state:?}: {job}\n{}", self.stuck_report(token, id))
+        })
+    }
+
+    /// What a test that waited in vain needs to say why: the job's replicas
+    /// (each with its stage), its events and the engine and supervisor
+    /// processes on the machine with their ages.
+    pub fn stuck_report(&self, token: &str, id: &str) -> String {
+        let (_, replicas) = self.call("GET", &format!("/jobs/{id}/replicas"), token, None);
+        let (_, events) = self.call("GET", &format!("/jobs/{id}/events"), token, None);
+        let processes = Command::new("ps")
+            .args(["-eo", "pid,ppid,etimes,args"])
+            .output()
+            .map(|out| {
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter(|line| {
+                        ["podman", "conmon", "runc", "netavark", "supervise"].iter().any(|w| line.contains(w))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default();
+        format!("replicas: {replicas}\nevents: {events}\nengine and supervisor processes (pid ppid seconds args):\n{processes}")
     }
 
     /// Stops the server with SIGKILL, as a crash would.

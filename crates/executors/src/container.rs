@@ -253,6 +253,13 @@ impl ContainerSteps {
         self.command(&["inspect", "--format", "{{json .State}}", &self.name])
     }
 
+    /// Whether the container runs and its main process on the host, as
+    /// `<status> <pid>` (`running 4242`, `exited 0`): the supervisor's check
+    /// that the container ended when the engine's attach has not.
+    pub fn status_and_pid(&self) -> Vec<String> {
+        self.command(&["inspect", "--format", "{{.State.Status}} {{.State.Pid}}", &self.name])
+    }
+
     pub fn kill(&self) -> Vec<String> {
         self.command(&["kill", &self.name])
     }

@@ -41,7 +41,9 @@ use crate::atomic_file::write_atomic;
 use crate::container::ContainerSteps;
 use jobdeck_store::logs::{LineSplitter, LogWriter, Stream};
 
+mod container_end;
 mod container_steps;
+use self::container_end::{ContainerEndWatch, ATTACH_DRAIN};
 use self::container_steps::*;
 
 /// Where the supervisor writes the attempt's log.
@@ -477,6 +479,10 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
         }
     }
 
+    // A container's end is also watched from the host: the engine's attach
+    // can outlive it (container_end.rs).
+    let end_watch = spec.container.as_ref().map(|steps| ContainerEndWatch::start(steps, &spec.env, run_dir));
+    let mut attach_abandoned = false;
     let grace = Duration::from_secs(spec.grace_seconds);
     let mut stop_sent: Option<Instant> = None;
     let mut killed = false;
@@ -513,8 +519,22 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
                 killed = true;
             }
         }
+        let ended_for = end_watch.as_ref().and_then(ContainerEndWatch::ended_for);
+        if !attach_abandoned && ended_for.is_some_and(|d| d >= ATTACH_DRAIN) {
+            note(
+                &log,
+                &format!(
+                    "the container ended {} s ago but the engine's attach did not; Jobdeck ended the attach \
+                     (the container's last output may be missing from this log)",
+                    ATTACH_DRAIN.as_secs()
+                ),
+            );
+            signal_group(pid, libc::SIGKILL);
+            attach_abandoned = true;
+        }
         std::thread::sleep(Duration::from_millis(25));
     };
+    drop(end_watch);
     let ended_at = now_millis();
     // Like a container, the replica ends with its main process: whatever it
     // left behind in its process group goes too.
