@@ -11,6 +11,7 @@ use jobdeck_api::{
 };
 use wasm_bindgen::JsCast;
 
+pub mod convert;
 mod form_context;
 mod from_js;
 pub mod people;

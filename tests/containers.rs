@@ -123,6 +123,30 @@ fn an_empty_command_runs_the_images_own() {
     assert!(text.contains(containers::DEFAULT_COMMAND_OUTPUT), "{text}");
 }
 
+/// A job's working directory is where its command starts in the container
+/// (a path with a space included); one the image lacks is the job's
+/// configuration error, not the engine's (podman 4 does not make it).
+#[test]
+fn the_command_starts_in_the_jobs_working_directory() {
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::create_dir(scratch.path().join("run 1")).unwrap();
+    let server = server(scratch.path(), "");
+    let token = &server.admin_token;
+    let mut spec = job("workdir", "pwd");
+    spec["spec"]["container"]["working_dir"] = json!("/scratch/run 1");
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, JobState::Completed);
+    let text = server.log_text(token, &id, &format!("{id}-0-0"));
+    assert!(text.lines().any(|line| line.trim() == "/scratch/run 1"), "{text}");
+
+    spec["spec"]["container"]["working_dir"] = json!("/not/in/the/image");
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, JobState::Failed);
+    let replica = &server.replicas(token, &id)[0]["status"];
+    assert_eq!(replica["reason"], "ContainerCannotRun", "{replica}");
+    assert_eq!(server.failure_analysis(token, &id)["err_class"], "ERR_CONFIG");
+}
+
 #[test]
 fn a_private_image_is_pulled_with_the_jobs_credentials_and_a_wrong_password_is_an_image_pull_failure() {
     let scratch = tempfile::tempdir().unwrap();
@@ -413,4 +437,38 @@ fn a_replica_ends_with_its_container_when_the_engines_attach_hangs() {
     let text = server.log_text(token, &id, &format!("{id}-0-0"));
     assert!(text.contains("the engine's attach did not"), "{text}");
     assert_eq!(containers::containers_of_job(&id), Vec::<String>::new(), "the container is removed");
+}
+
+/// An NVCF task's `containerArgs` reach the image's own entrypoint, as on
+/// NVCF: converted (`POST /jobs/convert?from=nvcf`) into
+/// `spec.container.args`, created as converted, run in a container whose
+/// image has an entrypoint. Words are split as a shell would split them and
+/// never run by one.
+#[test]
+fn an_nvcf_tasks_arguments_reach_the_images_entrypoint() {
+    containers::test_image();
+    let image = "localhost/jobdeck-test/echo-entrypoint:1";
+    let builder = "jobdeck-test-entrypoint-builder";
+    let _ = std::process::Command::new(containers::ENGINE).args(["rm", "-f", builder]).output();
+    containers::engine(&["create", "--name", builder, containers::TEST_IMAGE]);
+    containers::engine(&["commit", "--change", r#"ENTRYPOINT ["/bin/echo", "entrypoint got"]"#, builder, image]);
+    containers::engine(&["rm", builder]);
+
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(scratch.path(), "");
+    let token = &server.admin_token;
+    let task = json!({
+        "name": "nvcf-args",
+        "containerImage": image,
+        "containerArgs": "--epochs 10 'two words' $HOME;true"
+    });
+    let (status, converted) = server.call("POST", "/jobs/convert?from=nvcf", token, Some(&task));
+    assert_eq!(status, 200, "{converted}");
+    let mut job = converted["job"].clone();
+    assert_eq!(job["spec"]["container"]["args"], json!(["--epochs", "10", "two words", "$HOME;true"]), "{converted}");
+    job["spec"]["resource_shape"] = json!("cpu.small");
+    let id = server.create_job(token, &job);
+    server.wait_for_state(token, &id, JobState::Completed);
+    let text = server.log_text(token, &id, &format!("{id}-0-0"));
+    assert!(text.contains("entrypoint got --epochs 10 two words $HOME;true"), "{text}");
 }

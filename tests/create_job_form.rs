@@ -3,7 +3,9 @@
 //! takes the rest, and the job runs to `Completed` on the local executor.
 
 use jobdeck_e2e::{screenshot_path, Browser, JobState, Server};
-use serde_json::Value;
+use std::path::Path;
+
+use serde_json::{json, Value};
 
 /// Types into the input with `id`, then leaves it with Tab, as a person does.
 fn fill(browser: &Browser, id: &str, text: &str) {
@@ -453,4 +455,99 @@ fn a_job_starts_from_a_template_and_the_form_saves_as_one() {
     browser.wait_until("the template gone", || browser.try_find("[data-template=greeter]").is_none().then_some(()));
     let (status, _) = server.call("GET", "/templates/private/greeter", &server.admin_token, None);
     assert_eq!(status, 404);
+}
+
+/// The path of a job file of another tool (`tests/fixtures/convert/`).
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/convert").join(name).display().to_string()
+}
+
+/// The job files people arrive with, imported into the form: a Kubernetes
+/// Job chosen as a file fills the form, lists what became of each of its
+/// fields with its line, and runs as created; an NVCF task pasted is told
+/// by its fields and says why no shape fits; a dstack task with a broken
+/// line is refused naming it; text of no known kind asks for its format,
+/// and the format chosen is the one used.
+#[test]
+fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
+    let server = Server::start();
+    let token = &server.admin_token;
+    let (status, body) = server.call("POST", "/usersecrets", token, Some(&json!([{"name": "api_key", "value": "k"}])));
+    assert_eq!(status, 200, "{body}");
+    let browser = Browser::start();
+    browser.sign_in(&server, token);
+    browser.goto(&format!("{}/jobs/new", server.base_url));
+    browser.wait_until("the shapes", || (value_of(&browser, "resource-shape")? == "cpu.small").then_some(()));
+    browser.click(&browser.find("details.import summary"));
+
+    // A Kubernetes Job, chosen as a file: the format is told from it.
+    browser.type_text(&browser.find("details.import input[type=file]"), &fixture("job.yaml"));
+    browser.wait_for_text("Imported the Kubernetes Job job.yaml:");
+    assert_eq!(value_of(&browser, "job-name").as_deref(), Some("pi"));
+    assert_eq!(value_of(&browser, "completions").as_deref(), Some("2"));
+    let notes = browser.text(&browser.find("#import-notes"));
+    assert!(notes.contains("What became of each field of the Kubernetes Job job.yaml"), "{notes}");
+    assert!(notes.contains("line 33 · spec.template.spec.containers[0].volumeMounts"), "{notes}");
+    assert!(notes.contains("not carried over"), "{notes}");
+    let dropped = browser.find_all("#import-notes li.dropped").len();
+    assert!(dropped >= 1, "{notes}");
+    browser.execute("document.getElementById('import-notes').scrollIntoView();", vec![]);
+    browser.screenshot(&screenshot_path("create-job-form-import"));
+    browser.click(&browser.find("button[type=submit]"));
+    let id = browser.wait_until("the job page", || {
+        let url = browser.current_url();
+        (url.contains("/jobs/pi-")).then(|| url.rsplit('/').next().unwrap().to_string())
+    });
+    server.wait_for_state(token, &id, JobState::Completed);
+    assert!(server.log_text(token, &id, &format!("{id}-1-0")).contains("index 1 of the pi job"));
+
+    // An NVCF task, pasted: told by its fields; no shape here has an H100.
+    browser.goto(&format!("{}/jobs/new", server.base_url));
+    browser.wait_until("the shapes", || (value_of(&browser, "resource-shape")? == "cpu.small").then_some(()));
+    browser.click(&browser.find("details.import summary"));
+    let nvcf = std::fs::read_to_string(fixture("task.json")).unwrap();
+    browser.execute(
+        "const e = document.getElementById('import-text'); e.value = arguments[0]; \
+         e.dispatchEvent(new Event('input', {bubbles: true}));",
+        vec![Value::from(nvcf)],
+    );
+    browser.click(&browser.find("[data-tool=import]"));
+    browser.wait_for_text("Imported the NVCF task:");
+    let notes = browser.text(&browser.find("#import-notes"));
+    assert!(notes.contains("line 3 · gpuSpecification"), "{notes}");
+    assert!(notes.contains("no shape of this workspace has 1 × H100"), "{notes}");
+    assert!(!browser.page_text().contains("nvapi-fixture-secret"), "a secret's value is never shown back");
+
+    // A dstack task with a line that cannot be read: refused, naming it;
+    // nothing in the form changes.
+    let broken = "type: task\nname: [unclosed\ncommands: []\n";
+    browser.execute(
+        "const e = document.getElementById('import-text'); e.value = arguments[0]; \
+         e.dispatchEvent(new Event('input', {bubbles: true}));",
+        vec![Value::from(broken)],
+    );
+    browser.click(&browser.find("[data-tool=import]"));
+    browser.wait_until("the refusal", || {
+        let said = browser.text(&browser.find("#import-error"));
+        (said.starts_with("This dstack task cannot be imported: body: line ")).then_some(())
+    });
+    assert_eq!(value_of(&browser, "job-name").as_deref(), Some("my-training-job"), "the form keeps what it held");
+    assert!(browser.try_find("#import-notes").is_none(), "the last file's notes are gone");
+
+    // Text of no known kind: the format is asked for, then used.
+    browser.execute(
+        "const e = document.getElementById('import-text'); e.value = arguments[0]; \
+         e.dispatchEvent(new Event('input', {bubbles: true}));",
+        vec![Value::from("name: unknown-kind\nimage: busybox\n")],
+    );
+    browser.click(&browser.find("[data-tool=import]"));
+    browser.wait_until("the question", || {
+        browser.text(&browser.find("#import-error")).contains("choose its format above").then_some(())
+    });
+    choose(&browser, "import-format", "dstack");
+    browser.click(&browser.find("[data-tool=import]"));
+    browser.wait_until("the chosen format's refusal", || {
+        let said = browser.text(&browser.find("#import-error"));
+        said.contains("This dstack task cannot be imported: type: line").then_some(())
+    });
 }

@@ -371,6 +371,17 @@ impl Container {
         self.command.as_deref().unwrap_or(&[])
     }
 
+    /// The arguments after the command, or after the image's entrypoint.
+    pub fn args(&self) -> &[String] {
+        self.args.as_deref().unwrap_or(&[])
+    }
+
+    /// What a replica runs, as one list: the command, then the arguments.
+    /// Without a command this is only the image entrypoint's arguments.
+    pub fn command_line(&self) -> Vec<String> {
+        self.command().iter().chain(self.args()).cloned().collect()
+    }
+
     pub fn ports(&self) -> &[ContainerPort] {
         self.ports.as_deref().unwrap_or(&[])
     }

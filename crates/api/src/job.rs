@@ -135,6 +135,18 @@ pub struct Container {
     /// The command and its arguments; empty means the image's entrypoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
+    /// Extension: arguments after the command, or after the image's own
+    /// entrypoint when `command` is empty, as Kubernetes' `args` and NVCF's
+    /// `containerArgs` are. Only a container runs an image's entrypoint: in
+    /// process mode and on Slurm without pyxis they need a command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Extension: the directory the command starts in, inside the
+    /// container (Kubernetes' `workingDir`, dstack's `working_dir`); absent,
+    /// the image's own. Only a container has one: a server that runs
+    /// processes refuses it (`cd` in the command there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
     /// Extension: the image tag when `image` has none; defaults to `latest`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_tag: Option<String>,

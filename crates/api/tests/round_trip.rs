@@ -118,7 +118,7 @@ fn container() -> impl Strategy<Value = Container> {
         ])
         .prop_map(String::from)),
         of(vec(port(), 0..3)),
-        of(vec(value(), 0..4)),
+        (of(vec(value(), 0..4)), of(vec(value(), 0..3)), of(value())),
         proptest::option::weighted(0.1, prop::sample::select(vec!["latest", "1.0", "-x"]).prop_map(String::from)),
         // Registry credentials come in pairs, as the rule wants, except
         // sometimes.
@@ -127,14 +127,11 @@ fn container() -> impl Strategy<Value = Container> {
             1 => (of(value()), of(value())),
         ],
     )
-        .prop_map(|(image, ports, command, image_tag, (registry_username, registry_password))| Container {
-            image,
-            ports,
-            command,
-            image_tag,
-            registry_username,
-            registry_password,
-        })
+        .prop_map(
+            |(image, ports, (command, args, working_dir), image_tag, (registry_username, registry_password))| {
+                Container { image, ports, command, args, working_dir, image_tag, registry_username, registry_password }
+            },
+        )
 }
 
 fn spec() -> impl Strategy<Value = JobSpec> {

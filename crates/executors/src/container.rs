@@ -520,11 +520,18 @@ pub fn plan(
         push(&["--secret", &format!("{},type=env,target={}", secret.name, secret.variable)]);
         secrets.push(secret);
     }
+    // An absolute path (the contract's rule), so never read as an option.
+    if let Some(dir) = container.working_dir.as_deref() {
+        push(&["--workdir", dir]);
+    }
     let command = container.command.as_deref().unwrap_or(&[]);
     if let Some((entrypoint, _)) = command.split_first() {
         push(&["--entrypoint", entrypoint]);
     }
-    let args = command.split_first().map(|(_, args)| args.to_vec()).unwrap_or_default();
+    // After the image: the command's arguments, then the job's extension
+    // arguments, which go to the image's own entrypoint when the command is
+    // empty (`spec.container.args`).
+    let args: Vec<String> = command.iter().skip(1).chain(container.args()).cloned().collect();
 
     let registry = registry_of(&image);
     let own = container

@@ -387,3 +387,27 @@ fn unknown_volumes_and_missing_images_are_errors() {
     launch.spec.container.image = None;
     assert!(plan(&settings, &launch, "r-0-0", 0, &[]).unwrap_err().contains("image"));
 }
+
+/// `spec.container.args` follow the image: after the command's own
+/// arguments, or alone for the image's entrypoint when there is no command
+/// (as Kubernetes' `args` and NVCF's `containerArgs`); an argument that
+/// looks like an option stays an argument, behind the image. The working
+/// directory is one argument of `--workdir`.
+#[test]
+fn extension_arguments_follow_the_command_or_the_images_entrypoint() {
+    let mut launch = sample_launch();
+    launch.spec.container.command = None;
+    launch.spec.container.args = Some(vec!["--epochs".into(), "10".into(), "--volume=/:/host".into()]);
+    let steps = plan_with("podman", &launch, &[]);
+    let line = create_line(&steps, "env");
+    assert!(!line.contains("--entrypoint"), "{line}");
+    assert!(line.ends_with("-- nvcr.io/nvidia/pytorch:25.08-py3 --epochs 10 --volume=/:/host"), "{line}");
+    launch.spec.container.command = Some(vec!["python".into(), "train.py".into()]);
+    launch.spec.container.working_dir = Some("/workspace/run 1".into());
+    let steps = plan_with("podman", &launch, &[]);
+    let options = steps.create_options.join("|");
+    assert!(options.contains("--workdir|/workspace/run 1|"), "one argument, spaces and all: {options}");
+    let line = create_line(&steps, "env");
+    assert!(line.contains("--entrypoint python"), "{line}");
+    assert!(line.ends_with("nvcr.io/nvidia/pytorch:25.08-py3 train.py --epochs 10 --volume=/:/host"), "{line}");
+}

@@ -135,7 +135,7 @@ pub(super) fn on_button(form: &JobForm, button: &Element) {
             "import" => {
                 let text =
                     form.0.read(|c| c.parts.as_ref().map(|p| p.import_text.value())).flatten().unwrap_or_default();
-                run_import(&form, &text).await;
+                run_import(&form, text, None).await;
                 return;
             }
             _ => return,
@@ -157,19 +157,12 @@ pub(super) fn copy_out(form: &JobForm, title: &'static str, text: String) {
     form.change(|c| c.output = Some((title, text)));
 }
 
-/// Fills the form from an imported JSON spec, or says why it cannot.
-pub(super) async fn run_import(form: &JobForm, text: &str) {
-    match form.import(text).await {
-        Ok(()) => {
-            form.change(|c| {
-                c.import_error = None;
-                c.notice = Some("Imported the JSON spec: every problem in it is marked below.".into());
-            });
-            form.focus_first_problem();
-        }
-        Err(message) => {
-            form.change(|c| c.import_error = Some(message));
-        }
+/// Imports a job file (`imports.rs`, in the reader's split point), or says
+/// why its part could not be downloaded.
+pub(super) async fn run_import(form: &JobForm, text: String, file_name: Option<String>) {
+    let file = ImportFile { text, file_name };
+    if let Err(PartFailed(message)) = load!(read_job(Reading::Import(form.clone(), file))) {
+        form.change(|c| c.import_error = Some(message));
     }
 }
 
@@ -184,7 +177,10 @@ pub(super) fn import_file(form: &JobForm, input: &Element) {
             Ok(text) => {
                 let text = text.as_string().unwrap_or_default();
                 form.0.read(|c| c.parts.as_ref().map(|parts| parts.import_text.set_value(&text)));
-                run_import(&form, &text).await;
+                // Read as a property: `File.name` would be one more import
+                // of the console's core, in every page's download.
+                let name = js_sys::Reflect::get(&file, &"name".into()).ok().and_then(|n| n.as_string());
+                run_import(&form, text, name).await;
             }
             Err(_) => {
                 form.change(|c| c.import_error = Some("The file could not be read.".into()));

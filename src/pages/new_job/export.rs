@@ -60,6 +60,12 @@ pub fn lep_command(job: &LeptonJob) -> String {
         }
         _ => missing.push("a command given as an argument list"),
     }
+    if !container.args().is_empty() {
+        missing.push("arguments");
+    }
+    if container.working_dir.is_some() {
+        missing.push("working directory");
+    }
     for port in container.ports() {
         let protocol = port.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase();
         flag("container-port", &format!("{}:{protocol}", port.container_port));

@@ -23,6 +23,7 @@ mod events;
 pub mod export;
 pub mod field;
 pub mod form;
+mod imports;
 pub mod list_editor;
 mod on_demand;
 mod parts;
@@ -54,6 +55,7 @@ use crate::session::require_sign_in;
 
 use events::on_event;
 use form::*;
+use imports::{import_tool, ImportFile, IMPORT_FORMATS, IMPORT_FORMAT_ID};
 use on_demand::{job_rules, read_job, write_job, Reading, Rules};
 pub use on_demand::{parse_job, JobSource, JobText, PartFailed};
 use parts::{Parts, Shown};
@@ -263,7 +265,7 @@ impl JobForm {
     /// Fills the form from a job: a clone, or JSON text (an import or a
     /// draft), after which every problem shows.
     pub async fn fill(&self, source: JobSource) -> Result<(), String> {
-        let show_all = matches!(source, JobSource::Text(_));
+        let show_all = matches!(source, JobSource::Text(_) | JobSource::Converted(_));
         self.rules_in().await;
         let state = load!(read_job(Reading::Job(source))).map_err(|failed| failed.0)?.unwrap_or_default();
         self.change(|c| {

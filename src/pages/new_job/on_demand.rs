@@ -9,6 +9,8 @@ pub enum JobSource {
     Clone(api::JobJson),
     /// JSON text: an import or a draft.
     Text(String),
+    /// A job the server converted from another tool's file (`imports.rs`).
+    Converted(api::JobJson),
 }
 
 /// What went wrong in a part of the form downloaded on first use (the
@@ -33,11 +35,13 @@ impl From<String> for PartFailed {
 }
 
 /// What the form's reading part is asked for: a job read into the form's
-/// state, or one of the template tools (`templates.rs`), whose use ends in
-/// filling the form from the job a template makes.
+/// state, one of the template tools (`templates.rs`), whose use ends in
+/// filling the form from the job a template makes, or a file to import
+/// (`imports.rs`), which ends the same way.
 pub enum Reading {
     Job(JobSource),
     Template(JobForm, TemplateAction),
+    Import(JobForm, ImportFile),
 }
 
 /// The form filled from a job, and the templates. The job's reader (the
@@ -60,10 +64,15 @@ pub(super) fn read_job(reading: Reading) -> Result<Option<FormState>, PartFailed
             template_tool(form, action);
             return Ok(None);
         }
+        Reading::Import(form, file) => {
+            import_tool(form, file);
+            return Ok(None);
+        }
     };
     let state = match source {
         JobSource::Clone(json) => json.whole().map(|job| FormState::for_clone(&job)).map_err(|e| e.to_string()),
         JobSource::Text(text) => parse_job(&text).map(|job| FormState::from_job(&job)),
+        JobSource::Converted(json) => json.whole().map(|job| FormState::from_job(&job)).map_err(|e| e.to_string()),
     };
     Ok(Some(state?))
 }

@@ -140,8 +140,14 @@ impl Parts {
         button(&buttons, "json", "Copy JSON spec");
         button(&buttons, "share", "Share draft link");
         let import = dom::child(&tools, "details", "import", "");
-        dom::child(&import, "summary", "", "Import a JSON spec");
-        dom::set(&dom::child(&import, "label", "", "JSON spec"), "for", "import-text");
+        dom::child(&import, "summary", "", "Import a job file");
+        dom::set(&dom::child(&import, "label", "", "Format"), "for", IMPORT_FORMAT_ID);
+        let format = dom::child(&import, "select", "", "");
+        dom::set(&format, "id", IMPORT_FORMAT_ID);
+        for (value, words) in IMPORT_FORMATS {
+            dom::set(&dom::child(&format, "option", "", words), "value", value);
+        }
+        dom::set(&dom::child(&import, "label", "", "Job file"), "for", "import-text");
         let import_text = dom::child(&import, "textarea", "mono", "");
         for (name, value) in [
             ("id", "import-text"),
@@ -156,7 +162,8 @@ impl Parts {
             &import,
             "p",
             "help",
-            "Paste a job as the API or the JSON spec copy has it, or a spec as lep job create -f takes it, or choose a file.",
+            "Paste a job as the API or the JSON spec copy has it, a spec as lep job create -f takes it, an NVCF \
+             task.json, a Kubernetes Job or a .dstack.yml task, or choose a file.",
         );
         dom::set(&help, "id", "import-help");
         let import_error = dom::child(&import, "p", "field-error", "");
@@ -166,7 +173,7 @@ impl Parts {
         button(&buttons, "import", "Import");
         let file = dom::child(&dom::child(&buttons, "label", "file", "Choose a file"), "input", "", "");
         dom::set(&file, "type", "file");
-        dom::set(&file, "accept", ".json,application/json");
+        dom::set(&file, "accept", ".json,.yaml,.yml,application/json");
         let save = dom::child(&tools, "details", "import", "");
         dom::child(&save, "summary", "", "Save as a template");
         dom::set(&dom::child(&save, "label", "", "Template name"), "for", TEMPLATE_NAME_ID);

@@ -185,6 +185,11 @@ pub(super) fn check_container(container: &Container, problems: &mut Problems) {
             problems.add("spec.container.image_tag", message);
         }
     }
+    if let Some(dir) = container.working_dir.as_deref() {
+        if let Err(message) = check_working_dir(dir) {
+            problems.add("spec.container.working_dir", message);
+        }
+    }
     let username = container.registry_username.as_deref();
     let password = container.registry_password.as_deref();
     for (path, value) in
@@ -203,9 +208,11 @@ pub(super) fn check_container(container: &Container, problems: &mut Problems) {
         }
         _ => {}
     }
-    for (i, arg) in container.command().iter().enumerate() {
-        if arg.contains('\0') {
-            problems.add(format!("spec.container.command[{i}]"), "must not contain a NUL character");
+    for (field, list) in [("command", container.command()), ("args", container.args())] {
+        for (i, arg) in list.iter().enumerate() {
+            if arg.contains('\0') {
+                problems.add(format!("spec.container.{field}[{i}]"), "must not contain a NUL character");
+            }
         }
     }
     let (mut seen_ports, mut seen_names) = (Keys::default(), Keys::default());
@@ -242,4 +249,22 @@ pub(super) fn check_container(container: &Container, problems: &mut Problems) {
         let message = format!("'{name}' is already used by spec.container.ports[{first}]");
         problems.add(format!("spec.container.ports[{i}].name"), message);
     }
+}
+
+/// The longest working directory: Linux's `PATH_MAX`.
+pub const WORKING_DIR_MAX_BYTES: usize = 4096;
+
+/// A working directory inside the container: an absolute path the engine
+/// takes as one argument.
+fn check_working_dir(dir: &str) -> Result<(), &'static str> {
+    if !dir.starts_with('/') {
+        return Err("must be an absolute path inside the container, such as /workspace");
+    }
+    if dir.len() > WORKING_DIR_MAX_BYTES {
+        return Err("must be at most 4096 bytes");
+    }
+    if dir.chars().any(char::is_control) {
+        return Err("must not contain control characters");
+    }
+    Ok(())
 }

@@ -162,9 +162,16 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
 pub(super) fn check_requirements(spec: &JobSpec, requirements: &crate::JobRequirements, problems: &mut Problems) {
     let command_empty = spec.container.command.as_ref().is_none_or(|c| c.is_empty() || c[0].trim().is_empty());
     if requirements.command_required && command_empty {
+        let also = if spec.container.args().is_empty() { "" } else { " (spec.container.args are its arguments)" };
         problems.add(
             "spec.container.command",
-            "a command is required on this server: it runs replicas as plain processes, and an empty command means the image's own entrypoint, which only a container runs",
+            format!("a command is required on this server: it runs replicas as plain processes, and an empty command means the image's own entrypoint, which only a container runs{also}"),
+        );
+    }
+    if requirements.image_ignored && spec.container.working_dir.is_some() {
+        problems.add(
+            "spec.container.working_dir",
+            "is a directory inside the container, and this server runs replicas as plain processes: change directory in the command instead",
         );
     }
     if requirements.image_required && spec.container.image.as_deref().is_none_or(|i| i.trim().is_empty()) {

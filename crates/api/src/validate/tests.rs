@@ -529,6 +529,28 @@ fn image_and_registry_rules() {
             Some(("spec.container.command[0]", "must not contain a NUL character")),
         ),
         ("empty command means the entrypoint", |j| j.spec.container.command = Some(vec![]), None),
+        (
+            "NUL in an argument",
+            |j| j.spec.container.args = Some(vec!["--ok".into(), "a\0b".into()]),
+            Some(("spec.container.args[1]", "must not contain a NUL character")),
+        ),
+        ("arguments alone go to the entrypoint", |j| j.spec.container.args = Some(vec!["--x".into()]), None),
+        ("an absolute working directory", |j| j.spec.container.working_dir = Some("/workspace/run 1".into()), None),
+        (
+            "a relative working directory",
+            |j| j.spec.container.working_dir = Some("workspace".into()),
+            Some(("spec.container.working_dir", "must be an absolute path inside the container, such as /workspace")),
+        ),
+        (
+            "a working directory with a line break",
+            |j| j.spec.container.working_dir = Some("/w\n--privileged".into()),
+            Some(("spec.container.working_dir", "must not contain control characters")),
+        ),
+        (
+            "a working directory longer than PATH_MAX",
+            |j| j.spec.container.working_dir = Some(format!("/{}", "a".repeat(4096))),
+            Some(("spec.container.working_dir", "must be at most 4096 bytes")),
+        ),
     ]);
 }
 

@@ -94,9 +94,20 @@ pub fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted,
                 "retry",
                 "not carried over yet: Jobdeck starts a failed replica again up to spec.max_failure_retry times",
             ),
-            "working_dir" | "user" | "entrypoint" | "volumes" => {
-                notes.dropped(field, "not carried over yet (set it in the command, or mount volumes in the form)")
-            }
+            "working_dir" => match value.as_str() {
+                Some(dir) if dir.starts_with('/') => {
+                    container.insert("working_dir".into(), json!(dir));
+                    notes.carried("working_dir", "spec.container.working_dir", "inside the container");
+                }
+                Some(_) => notes.dropped(
+                    "working_dir",
+                    "dstack reads a relative directory inside the repository it checks out, which Jobdeck does not: \
+                     give an absolute path",
+                ),
+                None => return Err(notes.refuse("working_dir", "a path such as /workspace")),
+            },
+            "volumes" => volumes(&mut notes, &mut spec, value)?,
+            "user" | "entrypoint" => notes.dropped(field, "not carried over yet (set it in the command)"),
             "python" | "nvcc" => notes.dropped(field, "dstack's own images: give an image instead"),
             _ => notes.dropped(field, "Jobdeck places jobs on its node groups: no clouds, regions, prices or fleets"),
         }
@@ -105,6 +116,48 @@ pub fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted,
         spec.insert("container".into(), Value::Object(container));
     }
     Ok(Converted { job: json!({"metadata": metadata, "spec": spec}), notes: notes.into_notes() })
+}
+
+/// `volumes`: a network volume (`name:/path`, or `{name, path}`) becomes
+/// the Jobdeck volume of that name mounted at the path; an instance path
+/// (`/host/dir:/path`, or `{instance_path, path}`) is not carried over, as
+/// Jobdeck mounts only the volumes an admin configured.
+fn volumes(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> Result<(), ConvertError> {
+    let mut mounts = Vec::new();
+    for (i, item) in value.as_array().into_iter().flatten().enumerate() {
+        let at = format!("volumes[{i}]");
+        let text = |key: &str| item.get(key).and_then(Value::as_str).map(String::from);
+        let (source, target) = match item {
+            Value::String(short) => match short.split_once(':') {
+                Some((source, target)) => (source.to_string(), target.to_string()),
+                None => return Err(notes.refuse(&at, "name:/path, or /instance/path:/path")),
+            },
+            _ => match (text("name").or_else(|| text("instance_path")), text("path")) {
+                (Some(source), Some(target)) => (source, target),
+                _ => return Err(notes.refuse(&at, "a name (or an instance_path) and a path")),
+            },
+        };
+        if source.starts_with('/') {
+            notes.dropped(
+                &at,
+                "a directory of the machine: Jobdeck mounts only the volumes an admin configured; choose one in the \
+                 form's Storage mounts",
+            );
+        } else if !target.starts_with('/') {
+            return Err(notes.refuse(&at, "the path in the container must be absolute"));
+        } else {
+            mounts.push(json!({"from": source, "path": "/", "mount_path": target}));
+            notes.carried(
+                &at,
+                "spec.mounts",
+                format!("the Jobdeck volume '{source}' at {target}; the workspace must have a volume of that name"),
+            );
+        }
+    }
+    if !mounts.is_empty() {
+        spec.insert("mounts".into(), Value::Array(mounts));
+    }
+    Ok(())
 }
 
 /// `env`: a mapping, or a list of `NAME=value`; a bare `NAME` (dstack
@@ -263,6 +316,35 @@ retry:
         assert_eq!(note("spot_policy").became, None);
         assert_eq!(note("retry").line, Some(19));
         assert!(jobdeck_api::from_json::<jobdeck_api::LeptonJob>(job.to_string().as_bytes()).is_ok(), "{job}");
+    }
+
+    #[test]
+    fn an_absolute_working_directory_is_kept_and_a_relative_one_is_said_to_be_not() {
+        let absolute = &read("type: task\nname: a\nworking_dir: /workspace/train\n").unwrap()[0];
+        let converted = convert(absolute, &[]).unwrap();
+        assert_eq!(converted.job["spec"]["container"]["working_dir"], "/workspace/train");
+        let relative = &read("type: task\nname: a\nworking_dir: src\n").unwrap()[0];
+        let converted = convert(relative, &[]).unwrap();
+        assert_eq!(converted.job["spec"].get("container").and_then(|c| c.get("working_dir")), None);
+        let note = converted.notes.iter().find(|n| n.field == "working_dir").unwrap();
+        assert_eq!((note.line, note.became.as_deref()), (Some(3), None));
+        assert!(note.message.contains("absolute path"), "{}", note.message);
+    }
+
+    #[test]
+    fn a_network_volume_is_mounted_by_name_and_a_machines_directory_is_not() {
+        let text = "type: task\nname: a\nvolumes:\n  - datasets:/data\n  - /mnt/cache:/cache\n  - name: ckpt\n    path: /ckpt\n";
+        let converted = convert(&read(text).unwrap()[0], &[]).unwrap();
+        assert_eq!(
+            converted.job["spec"]["mounts"],
+            json!([{"from": "datasets", "path": "/", "mount_path": "/data"}, {"from": "ckpt", "path": "/", "mount_path": "/ckpt"}])
+        );
+        let note = |field: &str| converted.notes.iter().find(|n| n.field == field).unwrap().clone();
+        assert_eq!((note("volumes[0]").line, note("volumes[0]").became.as_deref()), (Some(4), Some("spec.mounts")));
+        assert_eq!((note("volumes[1]").line, note("volumes[1]").became), (Some(5), None));
+        assert!(note("volumes[1]").message.contains("volumes an admin configured"));
+        let relative = &read("type: task\nvolumes: [data:relative]\n").unwrap()[0];
+        assert_eq!(convert(relative, &[]).unwrap_err().field, "volumes[0]");
     }
 
     #[test]

@@ -119,21 +119,21 @@ fn pod_spec(
     let mut container = Map::new();
     let words = |field: &str| -> Vec<Value> { first.get(field).and_then(Value::as_array).cloned().unwrap_or_default() };
     let (command, args) = (words("command"), words("args"));
-    if !command.is_empty() || !args.is_empty() {
-        let mut all = command.clone();
-        all.extend(args.clone());
-        container.insert("command".into(), Value::Array(all));
-        if !command.is_empty() {
-            notes.carried(&at("command"), "spec.container.command", "as it is");
-        }
+    if command.is_empty() {
+        // Without a command, Kubernetes passes args to the image's
+        // entrypoint; so does Jobdeck's extension `spec.container.args`.
         if !args.is_empty() {
-            let message = if command.is_empty() {
-                "Kubernetes passes args to the image's entrypoint; Jobdeck runs them as the command, so put the \
-                 entrypoint's program first if the image has one"
-            } else {
-                "after the command, as Kubernetes runs them"
-            };
-            notes.carried(&at("args"), "spec.container.command", message);
+            container.insert("args".into(), Value::Array(args));
+            notes.carried(&at("args"), "spec.container.args", "passed to the image's entrypoint, as Kubernetes does");
+        }
+    } else {
+        // With one, they are one command line, which the form shows whole.
+        let mut all = command;
+        all.extend(args.iter().cloned());
+        container.insert("command".into(), Value::Array(all));
+        notes.carried(&at("command"), "spec.container.command", "as it is");
+        if !args.is_empty() {
+            notes.carried(&at("args"), "spec.container.command", "after the command, as Kubernetes runs them");
         }
     }
     let mut need = Need::default();
@@ -144,6 +144,10 @@ fn pod_spec(
                 notes.carried(&at("image"), "spec.container.image", "as it is");
             }
             "command" | "args" | "name" => {}
+            "workingDir" => {
+                container.insert("working_dir".into(), value.clone());
+                notes.carried(&at("workingDir"), "spec.container.working_dir", "as it is");
+            }
             "env" => envs(notes, spec, value, &at("env"))?,
             "ports" => {
                 let ports: Vec<Value> = value
@@ -293,6 +297,18 @@ spec:
         assert_eq!(note("spec.template.spec.containers[0].volumeMounts").became, None);
         assert_eq!(note("metadata.namespace").line, Some(10));
         assert!(jobdeck_api::from_json::<jobdeck_api::LeptonJob>(job.to_string().as_bytes()).is_ok(), "{job}");
+    }
+
+    #[test]
+    fn args_without_a_command_go_to_the_images_entrypoint_and_the_working_directory_is_kept() {
+        let text = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: eval}\nspec:\n  template:\n    spec:\n      \
+                    containers:\n      - image: registry.local/eval:3\n        args: [--split, test]\n        workingDir: /eval\n";
+        let converted = convert(&read(text).unwrap(), &[]).unwrap();
+        let container = &converted.job["spec"]["container"];
+        assert_eq!((container.get("command"), &container["args"]), (None, &json!(["--split", "test"])));
+        assert_eq!(container["working_dir"], "/eval");
+        let note = converted.notes.iter().find(|n| n.field.ends_with("containers[0].args")).unwrap();
+        assert_eq!((note.line, note.became.as_deref()), (Some(9), Some("spec.container.args")));
     }
 
     #[test]

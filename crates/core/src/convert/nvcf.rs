@@ -35,15 +35,14 @@ pub fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted,
                     .map_err(|e| notes.refuse("containerArgs", format!("cannot be split into words: {e}")))?;
                 notes.carried(
                     "containerArgs",
-                    "spec.container.command",
+                    "spec.container.args",
                     format!(
-                        "split into words as a shell would, not run by one: {}. NVCF passes them to the image's \
-                         entrypoint; Jobdeck runs them as the command, so put the entrypoint's program first if \
-                         the image has one",
+                        "split into words as a shell would, not run by one: {}; passed to the image's entrypoint, \
+                         as NVCF does",
                         serde_json::to_string(&words).unwrap_or_default()
                     ),
                 );
-                container.insert("command".into(), json!(words));
+                container.insert("args".into(), json!(words));
             }
             "containerEnvironment" => {
                 let mut envs = Vec::new();
@@ -202,7 +201,8 @@ mod tests {
         let job = &converted.job;
         assert_eq!(job["metadata"]["name"], "my-training-job");
         assert_eq!(job["spec"]["resource_shape"], "gpu.h100x1");
-        assert_eq!(job["spec"]["container"]["command"], json!(["--epochs", "10", "--batch-size", "32"]));
+        assert_eq!(job["spec"]["container"]["args"], json!(["--epochs", "10", "--batch-size", "32"]));
+        assert_eq!(job["spec"]["container"].get("command"), None, "the image's entrypoint runs");
         assert_eq!(job["spec"]["active_deadline_seconds"], 14_400);
         assert_eq!(job["spec"]["max_queued_duration_seconds"], 259_200);
         assert_eq!(job["spec"]["termination_grace_period_seconds"], 3_600, "NVCF's default");
@@ -215,7 +215,7 @@ mod tests {
         let note = |field: &str| converted.notes.iter().find(|n| n.field == field).unwrap().clone();
         assert_eq!(
             (note("containerArgs").line, note("containerArgs").became.as_deref()),
-            (Some(9), Some("spec.container.command"))
+            (Some(9), Some("spec.container.args"))
         );
         assert_eq!(note("resultsLocation").became, None);
         assert_eq!(note("gpuSpecification.backend").line, Some(6));

@@ -472,6 +472,10 @@ pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Res
         image: Some(image_ref),
         image_pull_policy: settings.image_pull_policy.clone(),
         command: spec.container.command.clone().filter(|c| !c.is_empty()),
+        // Kubernetes reads `args` as Jobdeck does: after the command, or
+        // after the image's entrypoint when there is none.
+        args: spec.container.args.clone().filter(|a| !a.is_empty()),
+        working_dir: spec.container.working_dir.clone(),
         env: Some(env),
         ports: (!ports.is_empty()).then_some(ports),
         resources: (!resources.is_empty()).then(|| ResourceRequirements {

@@ -251,6 +251,16 @@ fn cases() -> Vec<Case> {
             ],
         },
         Case {
+            name: "arguments without a command go to the image's entrypoint as the pod's args; the working directory",
+            patch: json!({"spec": {"container": {"command": null, "args": ["--epochs", "10"], "working_dir": "/workspace"}}}),
+            shape: "cpu.small",
+            expect: vec![
+                ("/job/spec/template/spec/containers/0/command", Value::Null),
+                ("/job/spec/template/spec/containers/0/args", json!(["--epochs", "10"])),
+                ("/job/spec/template/spec/containers/0/workingDir", json!("/workspace")),
+            ],
+        },
+        Case {
             name: "stopped job is created suspended",
             patch: json!({"spec": {"stopped": true}}),
             shape: "cpu.small",

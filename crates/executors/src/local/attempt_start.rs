@@ -37,7 +37,9 @@ impl LocalRunController {
                     env.push((k, v));
                 }
                 SuperviseSpec {
-                    command: self.launch.spec.container.command.clone().unwrap_or_default(),
+                    // Never empty with arguments alone: the contract
+                    // requires a command in process mode.
+                    command: self.launch.spec.container.command_line(),
                     env,
                     workdir,
                     log,

@@ -144,8 +144,7 @@ pub fn env_file(job_dir: &Path, run: i64, submission: u32) -> std::path::PathBuf
 pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
     let launch = input.launch;
     let spec = &launch.spec;
-    let command = spec.container.command.as_deref().unwrap_or(&[]);
-    if command.is_empty() {
+    if spec.container.command().is_empty() {
         return Err("the Slurm executor needs spec.container.command".into());
     }
     if input.indexes.is_empty() {
@@ -196,6 +195,9 @@ pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
         if let Some(image) = spec.container.image_reference().filter(|i| !i.trim().is_empty()) {
             option("container-image", image);
         }
+        if let Some(dir) = spec.container.working_dir.as_deref() {
+            option("container-workdir", dir.to_string());
+        }
     }
     // Jobdeck retries failed replicas itself (with their back-off); a
     // requeue by Slurm would run an attempt twice under one id.
@@ -225,7 +227,8 @@ pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
 
     let dir = shell_quote(&input.job_dir.to_string_lossy());
     let variables = shell_quote(&env_file(input.job_dir, launch.run, input.submission).to_string_lossy());
-    let program = command.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ");
+    // The command, then its extension arguments (`spec.container.args`).
+    let program = spec.container.command_line().iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ");
     let mut script = String::new();
     script.push_str("#!/bin/sh\n");
     script.push_str(&format!(
@@ -299,7 +302,8 @@ mod tests {
         let mut launch = launch(1);
         launch.resolved.completions = 10;
         launch.resolved.parallelism = 2;
-        launch.spec.container.command = Some(vec!["python3".into(), "train.py".into(), "--name=it's".into()]);
+        launch.spec.container.command = Some(vec!["python3".into(), "train.py".into()]);
+        launch.spec.container.args = Some(vec!["--name=it's".into()]);
         launch.env = vec![("HF_TOKEN".into(), "s3cret".into())];
         launch
     }
@@ -376,6 +380,7 @@ mod tests {
         let mut launch = sample();
         launch.spec.container.image = Some("nvcr.io/nvidia/pytorch".into());
         launch.spec.container.image_tag = Some("25.08-py3".into());
+        launch.spec.container.working_dir = Some("/workspace".into());
         // (priority class, expected option)
         let cases = [("high-9000", "--qos=urgent"), ("mid-4000", ""), ("low-1000", "--nice=3000")];
         for (class, expected) in cases {
@@ -385,6 +390,7 @@ mod tests {
             let options = submission.options.join(" ");
             assert!(options.contains("--array=3 ") && options.contains("--begin=now+20"), "{options}");
             assert!(options.contains("--container-image=nvcr.io/nvidia/pytorch:25.08-py3"), "{options}");
+            assert!(options.contains("--container-workdir=/workspace"), "{options}");
             if expected.is_empty() {
                 assert!(!options.contains("--qos") && !options.contains("--nice"), "{class}: {options}");
             } else {

@@ -73,6 +73,15 @@ async fn files_of_other_tools_become_jobs_that_run() {
         .as_str()
         .unwrap()
         .contains("no shape of this workspace has 1 × H100"));
+    // Its containerArgs go to the image's entrypoint, which only a container
+    // runs: this server runs processes, so the job needs a command.
+    assert_eq!(answer["job"]["spec"]["container"]["args"], json!(["--epochs", "10", "--batch-size", "32"]));
+    let mut job = answer["job"].clone();
+    job["spec"]["resource_shape"] = json!("cpu.small");
+    let refused = app.post_json("/api/v2/jobs", &app.admin_token, &job).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+    let message = refused.json()["fields"]["spec.container.command"][0].as_str().unwrap().to_string();
+    assert!(message.contains("spec.container.args are its arguments"), "{message}");
 
     // A dstack task: what Jobdeck has no place for is said, line by line.
     let answer = convert(&app, &viewer, "dstack", DSTACK).await.json();

@@ -228,8 +228,9 @@ const CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("no privileged containers", "/spec/user_security_context/privileged", "true", "spec.user_security_context.privileged", "Jobdeck does not run privileged containers"),
     ("no storage attachments", "/spec/storage_attachments", r#"[{"data_source_name": "b", "attachments": [{"mode": "awsProfile"}]}]"#, "spec.storage_attachments", "Jobdeck has no object-storage data sources; mount a volume with spec.mounts instead"),
     ("no reservations", "/spec/reservation_config/reservation_id", r#""res-1""#, "spec.reservation_config.reservation_id", "Jobdeck has no reservations; leave this out"),
-    ("unknown field", "/spec/container/entrypoint", r#""sh""#, "spec.container.entrypoint", "is not a field Jobdeck knows; the fields here are image, ports, command, image_tag, registry_username, registry_password"),
+    ("unknown field", "/spec/container/entrypoint", r#""sh""#, "spec.container.entrypoint", "is not a field Jobdeck knows; the fields here are image, ports, command, args, working_dir, image_tag, registry_username, registry_password"),
     ("wrong type", "/spec/completions", r#""two""#, "spec.completions", "must be a whole number, not string \"two\""),
+    ("working directory refused by process mode", "/spec/container/working_dir", r#""/workspace""#, "spec.container.working_dir", "is a directory inside the container, and this server runs replicas as plain processes: change directory in the command instead"),
     ("command needed by process mode", "/spec/container/command", "[]", "spec.container.command", "a command is required on this server: it runs replicas as plain processes, and an empty command means the image's own entrypoint, which only a container runs"),
     ("beyond i64", "/spec/active_deadline_seconds", "99999999999999999999", "spec.active_deadline_seconds", "must be a whole number, not floating point `1e+20`"),
 ];

@@ -80,8 +80,10 @@ pub const ARCHIVE_TIME: FieldId = FieldId(23);
 pub const VISIBILITY: FieldId = FieldId(24);
 pub const QUEUE_LIMIT: FieldId = FieldId(25);
 pub const GRACE_PERIOD: FieldId = FieldId(26);
+pub const ARGS: FieldId = FieldId(27);
+pub const WORKING_DIR: FieldId = FieldId(28);
 /// The number of fields.
-pub const FIELD_COUNT: usize = 27;
+pub const FIELD_COUNT: usize = 29;
 
 pub const PORTS: ListId = ListId(0);
 pub const ENVS: ListId = ListId(1);
@@ -177,7 +179,7 @@ const fn f(
 
 use Control::*;
 
-/// Every field, in the order of `NAME` … `GRACE_PERIOD`.
+/// Every field, in the order of `NAME` … `WORKING_DIR`.
 pub static FIELDS: [Field; FIELD_COUNT] = [
     f("job-name", "Job name", "A name for the job: starts with a lowercase letter; lowercase letters, digits and hyphens; ends with a letter or digit; at most 36 characters unless the workspace sets fewer.", "a readable name the server picks, such as brave-otter", Text, "train-llama", &["metadata.name", "metadata.id"]),
     f("node-groups", "Node group", "Select one or more node groups to determine what resources this job can use.", "any node group", Choices, "", &["spec.affinity.allowed_dedicated_node_groups"]),
@@ -206,6 +208,8 @@ pub static FIELDS: [Field; FIELD_COUNT] = [
     f("visibility", "Visibility", "Private: only you can see the job. Public: everyone in the workspace can.", "Public", Select, "", &["metadata.visibility"]),
     f("queue-limit", "Queue limit", "How long the job may wait in the queue before it fails, such as 72h or PT72H.", "none, it waits until it fits (unless the workspace sets a limit)", Text, "72h", &["spec.max_queued_duration_seconds"]),
     f("grace-period", "Termination grace period", "When a replica is stopped: the time between SIGTERM and SIGKILL to save its work, such as 5m; at most 1d.", "the server's (30s unless set otherwise)", Text, "30s", &["spec.termination_grace_period_seconds"]),
+    f("args", "Arguments", "One per line, not run by a shell: passed after the command, or to the image's own entrypoint when Command is empty (Kubernetes' args, NVCF's containerArgs).", "none", Area, "--epochs\n10", &["spec.container.args"]),
+    f("working-dir", "Working directory", "The directory the command starts in, inside the container: an absolute path that exists in the image or a volume.", "the image's own", Text, "/workspace", &["spec.container.working_dir"]),
 ];
 
 const fn col(label: &'static str, control: Control, placeholder: &'static str) -> Column {
@@ -339,6 +343,8 @@ pub static LAYOUT: [Section; 4] = [
             Item::Field(REGISTRY_PASSWORD),
             Item::Field(PULL_SECRETS),
             Item::Field(COMMAND),
+            Item::Field(ARGS),
+            Item::Field(WORKING_DIR),
             Item::List(PORTS),
             Item::Field(LOG_COLLECTION),
         ],

@@ -166,6 +166,15 @@ impl FormState {
             _ if v[COMMAND].trim().is_empty() => None,
             _ => Some(vec![self.shell.clone(), "-c".into(), v[COMMAND].clone()]),
         };
+        container.working_dir = some_text(&v[WORKING_DIR]);
+        // One argument per line. Arguments the form was filled with stay as
+        // they were until the text is edited, even one holding a line break.
+        let kept = &self.base.spec.container.args;
+        container.args = if kept.as_deref().unwrap_or_default().join("\n") == v[ARGS] {
+            kept.clone()
+        } else {
+            some_list(v[ARGS].lines().filter(|line| !line.is_empty()).map(String::from).collect())
+        };
         let mut ports = Vec::new();
         for (i, row) in self.lists[PORTS].iter().enumerate() {
             let path = format!("spec.container.ports[{i}].container_port");
@@ -304,6 +313,8 @@ impl FormState {
         v[TAG] = container.image_tag.clone().unwrap_or_default();
         v[REGISTRY_USERNAME] = container.registry_username.clone().unwrap_or_default();
         v[REGISTRY_PASSWORD] = container.registry_password.clone().unwrap_or_default();
+        v[ARGS] = container.args().join("\n");
+        v[WORKING_DIR] = container.working_dir.clone().unwrap_or_default();
         match container.command() {
             [] => {}
             [shell, flag, text] if is_shell(shell) && flag == "-c" => {

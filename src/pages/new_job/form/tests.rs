@@ -140,6 +140,24 @@ fn commands_keep_their_shell_or_argument_list() {
 }
 
 #[wasm_bindgen_test]
+fn arguments_are_one_per_line_and_kept_as_they_were_until_edited() {
+    let mut job = LeptonJob::default();
+    job.spec.container.args = Some(vec!["--epochs".into(), "10".into(), "two words".into()]);
+    let mut s = FormState::from_job(&job);
+    assert_eq!(s.v[ARGS], "--epochs\n10\ntwo words");
+    assert_eq!(s.to_job().0.spec.container.args, job.spec.container.args);
+    // An argument with a line break cannot be typed as one line, but comes
+    // back whole from a clone or an import that is not edited.
+    job.spec.container.args = Some(vec!["line one\nline two".into()]);
+    s = FormState::from_job(&job);
+    assert_eq!(s.to_job().0.spec.container.args, job.spec.container.args);
+    s.v[ARGS] = "--lr\n\n3e-4\n".into();
+    assert_eq!(s.to_job().0.spec.container.args.unwrap(), ["--lr", "3e-4"], "blank lines are no arguments");
+    s.v[ARGS] = String::new();
+    assert_eq!(s.to_job().0.spec.container.args, None);
+}
+
+#[wasm_bindgen_test]
 fn a_clone_drops_what_the_server_owns_and_keeps_the_rest() {
     let job: LeptonJob = serde_json::from_str(
         r#"{"metadata":{"id":"train-ab12c","name":"train","created_by":"alice","created_at":5,"visibility":"private"},

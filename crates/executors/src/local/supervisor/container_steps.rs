@@ -217,6 +217,8 @@ pub(super) fn pull(run_dir: &Path, spec: &SuperviseSpec, steps: &ContainerSteps)
 pub(super) fn cannot_run(words: &str) -> bool {
     let words = words.to_ascii_lowercase();
     ["not found", "permission denied", "no such file or directory", "not executable"].iter().any(|w| words.contains(w))
+        // Podman 4 does not make a working directory the image lacks.
+        || (words.contains("workdir") && words.contains("does not exist"))
 }
 
 /// The part of the engine's `State` object that says how a container ended.
