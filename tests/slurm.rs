@@ -384,3 +384,47 @@ fn a_stopped_slurm_job_gets_its_jobs_grace_period_between_sigterm_and_sigkill() 
     let left = || Command::new("pgrep").args(["-f", &probe]).output().map(|o| o.stdout.is_empty()).unwrap_or(false);
     wait_for("the program to be gone", LIMIT, || left().then_some(()));
 }
+
+/// Seed 004's replaced secret on Slurm: while a job's first attempt runs, its
+/// variable is pointed at another secret (`PATCH /jobs/{id}`); the attempt
+/// keeps the value it started with, and the retry, a new submission, reads
+/// the new one through its environment file.
+#[test]
+fn a_secret_replaced_while_a_slurm_job_runs_reaches_its_next_attempt() {
+    let _cluster = one_at_a_time();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server("");
+    let token = &server.admin_token;
+    let secrets = json!([{"name": "OLD_TOKEN", "value": "old-value"}, {"name": "NEW_TOKEN", "value": "new-value"}]);
+    assert_eq!(server.call("POST", "/usersecrets", token, Some(&secrets)).0, 200);
+    let (marker, release) = (gate(scratch.path(), "first-ran"), gate(scratch.path(), "release"));
+    let mut spec = job(
+        "rotated",
+        &format!(
+            "echo token=$TOKEN; [ -e '{marker}' ] && exit 0; touch '{marker}'; \
+             while [ ! -e '{release}' ]; do sleep 0.1; done; echo still=$TOKEN; exit 1"
+        ),
+    );
+    spec["spec"]["backoff_limit"] = json!(1);
+    spec["spec"]["envs"] = json!([{"name": "TOKEN", "value_from": {"secret_name_ref": "OLD_TOKEN"}}]);
+    let id = server.create_job(token, &spec);
+    let first = format!("{id}-0-0");
+    // The replica's log is there once Slurm started the attempt; without
+    // `follow=false` a running attempt's log streams until it ends.
+    let log = format!("/jobs/{id}/replicas/{first}/log?follow=false");
+    wait_for("the first attempt's value", LIMIT, || {
+        let (status, text) = server.call("GET", &log, token, None);
+        (status == 200 && text.as_str().is_some_and(|t| t.contains("token=old-value"))).then_some(())
+    });
+
+    let (_, job) = server.call("GET", &format!("/jobs/{id}"), token, None);
+    let mut envs = job["spec"]["envs"].clone();
+    envs[0]["value_from"]["secret_name_ref"] = json!("NEW_TOKEN");
+    let (status, patched) = server.call("PATCH", &format!("/jobs/{id}"), token, Some(&json!({"spec": {"envs": envs}})));
+    assert_eq!(status, 200, "{patched}");
+    std::fs::write(&release, "").unwrap();
+    server.wait_for_state(token, &id, JobState::Completed);
+    assert!(server.log_text(token, &id, &first).contains("still=old-value"), "a running attempt keeps its value");
+    let second = server.log_text(token, &id, &format!("{id}-0-1"));
+    assert!(second.contains("token=new-value"), "{second}");
+}

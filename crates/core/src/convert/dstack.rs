@@ -90,10 +90,7 @@ pub fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted,
             "privileged" => {
                 notes.dropped("privileged", "refused: a privileged container is a security boundary (docs/contract.md)")
             }
-            "retry" => notes.dropped(
-                "retry",
-                "not carried over yet: Jobdeck starts a failed replica again up to spec.max_failure_retry times",
-            ),
+            "retry" => retry(&mut notes, &mut spec, value)?,
             "working_dir" => match value.as_str() {
                 Some(dir) if dir.starts_with('/') => {
                     container.insert("working_dir".into(), json!(dir));
@@ -112,10 +109,95 @@ pub fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted,
             _ => notes.dropped(field, "Jobdeck places jobs on its node groups: no clouds, regions, prices or fleets"),
         }
     }
+    if !task.contains_key("retry") {
+        // dstack's default: a run is not resubmitted.
+        retry(&mut notes, &mut spec, &Value::Bool(false))?;
+    }
     if !container.is_empty() {
         spec.insert("container".into(), Value::Object(container));
     }
     Ok(Converted { job: json!({"metadata": metadata, "spec": spec}), notes: notes.into_notes() })
+}
+
+/// dstack's retry events.
+const RETRY_EVENTS: [&str; 3] = ["no-capacity", "interruption", "error"];
+
+/// `retry`: dstack resubmits a run for the events it lists, for at most
+/// `duration`; absent or `false`, never. Mapped onto what Jobdeck does: it
+/// always waits in the queue for capacity (a `duration` for `no-capacity`
+/// becomes the queue limit), it starts again a replica lost to the machine
+/// or the engine, and a replica whose program failed only while `error` is
+/// listed (`spec.disable_retry_on_program_error`); no resubmission at all is
+/// a backoff limit of 0. A window for the other events is not enforced yet:
+/// the backoff limit bounds them.
+fn retry(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> Result<(), ConvertError> {
+    let (events, duration): (Vec<String>, Option<&Value>) = match value {
+        Value::Bool(on) => (if *on { RETRY_EVENTS.map(String::from).to_vec() } else { Vec::new() }, None),
+        Value::Object(policy) => {
+            let Some(Value::Array(listed)) = policy.get("on_events") else {
+                return Err(notes.refuse("retry.on_events", "a list of no-capacity, interruption and error"));
+            };
+            let mut events = Vec::new();
+            for (i, event) in listed.iter().enumerate() {
+                match event.as_str().filter(|e| RETRY_EVENTS.contains(e)) {
+                    Some(event) => events.push(event.to_string()),
+                    None => {
+                        return Err(notes.refuse(&format!("retry.on_events[{i}]"), "no-capacity, interruption or error"))
+                    }
+                }
+            }
+            (events, policy.get("duration"))
+        }
+        _ => return Err(notes.refuse("retry", "true, false, or on_events and a duration")),
+    };
+    if events.is_empty() {
+        spec.insert("backoff_limit".into(), json!(0));
+        notes.carried("retry", "spec.backoff_limit", "no resubmission: the first failed replica fails the job");
+        return Ok(());
+    }
+    let listed = |event: &str| events.iter().any(|e| e == event);
+    if listed("error") {
+        notes.carried(
+            "retry",
+            "spec.backoff_limit",
+            "a failed replica starts again, up to the backoff limit (3 unless set)",
+        );
+    } else {
+        spec.insert("disable_retry_on_program_error".into(), json!(true));
+        notes.carried(
+            "retry",
+            "spec.disable_retry_on_program_error",
+            "a program's failure ends the job; a replica lost to the machine or the engine starts again",
+        );
+    }
+    if !listed("no-capacity") {
+        notes.dropped(
+            "retry.on_events",
+            "Jobdeck always waits in the queue for capacity; give the job a queue limit to fail sooner",
+        );
+    }
+    let Some(duration) = duration else { return Ok(()) };
+    let seconds = match duration {
+        Value::Number(n) => n.as_i64(),
+        Value::String(text) => jobdeck_api::parse_duration(text).map_err(|e| notes.refuse("retry.duration", e))?,
+        _ => return Err(notes.refuse("retry.duration", "a duration such as 4h or 1d")),
+    };
+    match seconds.filter(|_| listed("no-capacity")) {
+        Some(seconds) => {
+            spec.insert("max_queued_duration_seconds".into(), json!(seconds));
+            notes.carried(
+                "retry.duration",
+                "spec.max_queued_duration_seconds",
+                format!(
+                    "waits for capacity for {}; for the other events the backoff limit bounds the retries, not a \
+                     time window (not yet)",
+                    jobdeck_api::duration_in_words(seconds)
+                ),
+            );
+        }
+        None => notes.dropped("retry.duration", "the backoff limit bounds the retries, not a time window (not yet)"),
+    }
+    Ok(())
 }
 
 /// `volumes`: a network volume (`name:/path`, or `{name, path}`) becomes
@@ -315,6 +397,13 @@ retry:
         assert!(note("privileged").message.starts_with("refused"));
         assert_eq!(note("spot_policy").became, None);
         assert_eq!(note("retry").line, Some(19));
+        // [no-capacity, error] for 1d: waits a day for capacity, retries a
+        // program's failure, and the window for errors is said not to be
+        // enforced.
+        assert_eq!(job["spec"]["max_queued_duration_seconds"], 86_400);
+        assert_eq!(job["spec"].get("disable_retry_on_program_error"), None);
+        assert_eq!(note("retry.duration").became.as_deref(), Some("spec.max_queued_duration_seconds"));
+        assert!(note("retry.duration").message.contains("not a time window"), "{:?}", note("retry.duration"));
         assert!(jobdeck_api::from_json::<jobdeck_api::LeptonJob>(job.to_string().as_bytes()).is_ok(), "{job}");
     }
 
@@ -345,6 +434,21 @@ retry:
         assert!(note("volumes[1]").message.contains("volumes an admin configured"));
         let relative = &read("type: task\nvolumes: [data:relative]\n").unwrap()[0];
         assert_eq!(convert(relative, &[]).unwrap_err().field, "volumes[0]");
+    }
+
+    #[test]
+    fn retry_events_map_onto_what_jobdeck_retries() {
+        let job = |text: &str| convert(&read(text).unwrap()[0], &[]).map(|c| c.job["spec"].clone());
+        let none = job("type: task\nname: a\n").unwrap();
+        assert_eq!(none["backoff_limit"], 0, "dstack resubmits nothing by default");
+        assert_eq!(job("type: task\nretry: false\n").unwrap()["backoff_limit"], 0);
+        let all = job("type: task\nretry: true\n").unwrap();
+        assert_eq!((all.get("backoff_limit"), all.get("disable_retry_on_program_error")), (None, None));
+        let interruptions = job("type: task\nretry:\n  on_events: [interruption]\n  duration: 2h\n").unwrap();
+        assert_eq!(interruptions["disable_retry_on_program_error"], true, "a program's failure ends the job");
+        assert_eq!(interruptions.get("max_queued_duration_seconds"), None, "no-capacity is not listed");
+        let wrong = convert(&read("type: task\nretry:\n  on_events: [oom]\n").unwrap()[0], &[]).unwrap_err();
+        assert_eq!((wrong.field.as_str(), wrong.line), ("retry.on_events[0]", 3));
     }
 
     #[test]
