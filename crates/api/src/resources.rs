@@ -34,6 +34,11 @@ pub struct ShapeSpec {
     pub accelerator_num: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accelerator_memory_in_mb: Option<i64>,
+    /// Extension: the GPU's CUDA compute capability, `major.minor` (`9.0`),
+    /// which a job's requirements may ask a minimum of (dstack's
+    /// `compute_capability`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator_compute_capability: Option<String>,
     /// Extension: the shared-memory default in MiB for this shape, from the
     /// memory table of the configuration page.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 mod audit;
 mod auth;
+mod gpu;
 mod limits;
 mod machine;
 mod networks;
@@ -23,6 +24,7 @@ mod quotas;
 mod secrets;
 pub use audit::AuditConfig;
 pub use auth::{parse_duration, AuthConfig, OidcConfig};
+pub use gpu::{known_compute_capability, parse_compute_capability};
 pub use limits::LimitsConfig;
 pub use machine::{default_node_groups, default_shapes, MachineInfo};
 pub use networks::{is_network, Ipv4Network};
@@ -351,6 +353,11 @@ pub struct ShapeConfig {
     pub accelerator_type: Option<String>,
     #[serde(default)]
     pub accelerator_memory_mb: Option<i64>,
+    /// The GPU's CUDA compute capability, `major.minor` (`8.0`); absent,
+    /// read from `accelerator_type` for the GPUs NVIDIA lists
+    /// ([`known_compute_capability`]).
+    #[serde(default)]
+    pub compute_capability: Option<String>,
     #[serde(default)]
     pub ephemeral_storage_gb: Option<i64>,
     #[serde(default)]
@@ -609,6 +616,11 @@ impl Config {
             if shape.gpus < 0 {
                 return Some(format!("{key}.gpus must be 0 or more"));
             }
+            if let Some(text) = &shape.compute_capability {
+                if parse_compute_capability(text).is_none() {
+                    return Some(format!("{key}.compute_capability '{text}' must be major.minor, such as 8.0"));
+                }
+            }
         }
         if self.executor.local.retry_backoff_max_seconds < self.executor.local.retry_backoff_seconds {
             return Some("executor.local.retry_backoff_max_seconds must be at least retry_backoff_seconds".into());
@@ -779,6 +791,10 @@ mod tests {
             ),
             ("[[node_groups]]\nname = \"A\"\ncpu = 1\nmemory_mb = 1", "node_groups[0].name 'A' must be"),
             ("[[shapes]]\nname = \"s\"\ncpu = 1\nmemory_mb = 0", "shapes[0].memory_mb must be more than 0"),
+            (
+                "[[shapes]]\nname = \"s\"\ncpu = 1\nmemory_mb = 1\ngpus = 1\ncompute_capability = \"eight\"",
+                "shapes[0].compute_capability 'eight' must be major.minor, such as 8.0",
+            ),
             ("[executor]\nkind = \"nomad\"", "unknown variant `nomad`"),
             ("[executor.local]\nretry_backoff_seconds = 20\nretry_backoff_max_seconds = 10", "retry_backoff_max_seconds"),
             ("[executor.local]\ngrace = 1", "unknown field `grace`"),

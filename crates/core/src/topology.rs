@@ -30,6 +30,7 @@ pub fn shape_view(shape: &ShapeConfig) -> Shape {
             accelerator_type: shape.accelerator_type.clone(),
             accelerator_num: Some(shape.gpus as f64),
             accelerator_memory_in_mb: shape.accelerator_memory_mb,
+            accelerator_compute_capability: shape.compute_capability().map(|(major, minor)| format!("{major}.{minor}")),
             default_shared_memory_in_mb: Some(jobdeck_api::shared_memory_default_mib(shape.memory_mb)),
         },
     }

@@ -59,6 +59,7 @@ pub(crate) mod tests {
                     gpus: 1,
                     accelerator_type: Some("NVIDIA-A10G".into()),
                     accelerator_memory_mb: None,
+                    compute_capability: None,
                     ephemeral_storage_gb: None,
                     description: None,
                 },

@@ -108,6 +108,7 @@ pub fn default_shapes(machine: &MachineInfo) -> Vec<ShapeConfig> {
         gpus: 0,
         accelerator_type: None,
         accelerator_memory_mb: None,
+        compute_capability: None,
         ephemeral_storage_gb: None,
         description: Some(format!("{cpu} CPU, {} GiB memory", memory_mb / 1024)),
     };
@@ -127,6 +128,7 @@ pub fn default_shapes(machine: &MachineInfo) -> Vec<ShapeConfig> {
                 gpus: n,
                 accelerator_type: Some(product.clone()),
                 accelerator_memory_mb: machine.gpu_memory_mb,
+                compute_capability: None,
                 ephemeral_storage_gb: None,
                 description: Some(format!("{n} × {product}, {cpu} CPU, {} GiB memory", memory_mb / 1024)),
             });

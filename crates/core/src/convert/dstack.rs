@@ -323,7 +323,18 @@ fn resources(
             };
             need.gpu_memory_mb =
                 gpu.get("memory").and_then(Value::as_str).and_then(|m| memory_quantity(low(m))).unwrap_or(0);
-            for other in ["vendor", "total_memory", "compute_capability"] {
+            if let Some(least) = gpu.get("compute_capability") {
+                let text = match least {
+                    Value::Number(n) => n.to_string(),
+                    Value::String(text) => text.clone(),
+                    _ => String::new(),
+                };
+                need.compute_capability = Some(
+                    crate::config::parse_compute_capability(&text)
+                        .ok_or_else(|| notes.refuse("resources.gpu.compute_capability", "major.minor, such as 7.5"))?,
+                );
+            }
+            for other in ["vendor", "total_memory"] {
                 if gpu.contains_key(other) {
                     notes.dropped(&format!("resources.gpu.{other}"), "not matched against shapes yet");
                 }
@@ -449,6 +460,20 @@ retry:
         assert_eq!(interruptions.get("max_queued_duration_seconds"), None, "no-capacity is not listed");
         let wrong = convert(&read("type: task\nretry:\n  on_events: [oom]\n").unwrap()[0], &[]).unwrap_err();
         assert_eq!((wrong.field.as_str(), wrong.line), ("retry.on_events[0]", 3));
+    }
+
+    #[test]
+    fn a_least_compute_capability_rules_out_older_gpus() {
+        let shapes = [
+            shape("gpu.a100x1", 1, Some("NVIDIA-A100-80GB"), 8.0, 65_536),
+            shape("gpu.h100x1", 1, Some("NVIDIA-H100-80GB-HBM3"), 8.0, 65_536),
+        ];
+        let text = "type: task\nresources:\n  gpu:\n    count: 1\n    compute_capability: 8.9\n";
+        let converted = convert(&read(text).unwrap()[0], &shapes).unwrap();
+        assert_eq!(converted.job["spec"]["resource_shape"], "gpu.h100x1");
+        let bad = "type: task\nresources:\n  gpu:\n    compute_capability: high\n";
+        let error = convert(&read(bad).unwrap()[0], &shapes).unwrap_err();
+        assert_eq!((error.field.as_str(), error.line), ("resources.gpu.compute_capability", 4));
     }
 
     #[test]

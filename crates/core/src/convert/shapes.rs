@@ -16,6 +16,8 @@ pub struct Need {
     pub gpu_name: Option<String>,
     /// Memory per GPU, in MiB, against the shape's `accelerator_memory_mb`.
     pub gpu_memory_mb: i64,
+    /// The least CUDA compute capability, `(major, minor)`.
+    pub compute_capability: Option<(u32, u32)>,
     pub cpu: f64,
     pub memory_mb: i64,
 }
@@ -32,6 +34,9 @@ impl Need {
         }
         if self.gpu_memory_mb > 0 {
             parts.push(format!("{} MiB per GPU", self.gpu_memory_mb));
+        }
+        if let Some((major, minor)) = self.compute_capability {
+            parts.push(format!("compute capability {major}.{minor} or more"));
         }
         if self.cpu > 0.0 {
             parts.push(format!("{} CPU", self.cpu));
@@ -55,7 +60,14 @@ impl Need {
             None => true,
         };
         let gpu_memory = self.gpu_memory_mb == 0 || shape.accelerator_memory_mb.unwrap_or(0) >= self.gpu_memory_mb;
-        shape.gpus >= self.gpus && named && gpu_memory && shape.cpu >= self.cpu && shape.memory_mb >= self.memory_mb
+        let capable =
+            self.compute_capability.is_none_or(|least| shape.compute_capability().is_some_and(|has| has >= least));
+        shape.gpus >= self.gpus
+            && named
+            && gpu_memory
+            && capable
+            && shape.cpu >= self.cpu
+            && shape.memory_mb >= self.memory_mb
     }
 }
 
@@ -143,6 +155,7 @@ pub(crate) mod tests {
             gpus,
             accelerator_type: gpu.map(String::from),
             accelerator_memory_mb: None,
+            compute_capability: None,
             ephemeral_storage_gb: None,
             description: None,
         }

@@ -252,6 +252,7 @@ mod tests {
             gpus,
             accelerator_type: None,
             accelerator_memory_mb: None,
+            compute_capability: None,
             ephemeral_storage_gb: None,
             description: None,
         }

@@ -263,6 +263,36 @@ async fn shapes_list_the_configured_shapes_with_their_shared_memory_default() {
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
 }
 
+/// A GPU shape says its GPU's compute capability: configured, or read from
+/// a GPU NVIDIA lists; a CPU shape has none.
+#[tokio::test]
+async fn gpu_shapes_say_their_compute_capability() {
+    let app = TestApp::with_config(|config| {
+        let gpu = |name: &str, kind: &str, configured: Option<&str>| jobdeck_core::config::ShapeConfig {
+            name: name.into(),
+            cpu: 4.0,
+            memory_mb: 65_536,
+            gpus: 1,
+            accelerator_type: Some(kind.into()),
+            accelerator_memory_mb: Some(81_559),
+            compute_capability: configured.map(String::from),
+            ephemeral_storage_gb: None,
+            description: None,
+        };
+        config.shapes.push(gpu("gpu.1xh100", "NVIDIA-H100-80GB-HBM3", None));
+        config.shapes.push(gpu("gpu.1xnew", "Some-New-GPU", Some("12.0")));
+    })
+    .await;
+    let shapes = app.get("/api/v2/shapes").await.json();
+    let capability = |id: &str| {
+        let shape = shapes.as_array().unwrap().iter().find(|s| s["metadata"]["id"] == id).unwrap();
+        shape["spec"].get("accelerator_compute_capability").cloned()
+    };
+    assert_eq!(capability("gpu.1xh100"), Some(serde_json::json!("9.0")));
+    assert_eq!(capability("gpu.1xnew"), Some(serde_json::json!("12.0")));
+    assert_eq!(capability("cpu.small"), None);
+}
+
 #[tokio::test]
 async fn node_groups_show_capacity_and_count_queued_jobs() {
     let app = TestApp::new().await;

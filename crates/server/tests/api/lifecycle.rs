@@ -707,6 +707,7 @@ async fn gpus_are_handed_out_one_replica_at_a_time() {
             gpus: 1,
             accelerator_type: Some("test-gpu".into()),
             accelerator_memory_mb: None,
+            compute_capability: None,
             ephemeral_storage_gb: None,
             description: None,
         });

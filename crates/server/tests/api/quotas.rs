@@ -28,6 +28,7 @@ fn gpu_cluster(limits: QuotaLimits) -> impl FnOnce(&mut jobdeck_core::Config) {
             gpus: 1,
             accelerator_type: None,
             accelerator_memory_mb: None,
+            compute_capability: None,
             ephemeral_storage_gb: None,
             description: None,
         });

@@ -281,6 +281,7 @@ pub fn small_cluster(cpus: f64) -> impl FnOnce(&mut jobdeck_core::Config) {
             gpus: 0,
             accelerator_type: None,
             accelerator_memory_mb: None,
+            compute_capability: None,
             ephemeral_storage_gb: None,
             description: None,
         }];
