@@ -288,7 +288,8 @@ fn a_job_reaches_neither_another_jobs_container_nor_the_metadata_address() {
 
     let probe = format!(
         "if nc -w 3 {address} 8080 < /dev/null; then echo reached-the-other-job; else echo other-job-unreachable; fi; \
-         nc -w 3 169.254.169.254 80 < /dev/null 2>&1; ip route del prohibit 169.254.0.0/16 2>&1; ip route; true"
+         nc -w 3 169.254.169.254 80 < /dev/null 2>&1; ip route del prohibit 169.254.0.0/16 2>&1; ip route; \
+         cat /etc/resolv.conf; true"
     );
     let prober = server.create_job(token, &mounting("prober", "/", &probe));
     server.wait_for_state(token, &prober, JobState::Completed);
@@ -300,6 +301,8 @@ fn a_job_reaches_neither_another_jobs_container_nor_the_metadata_address() {
     assert!(text.contains("Operation not permitted"), "the job cannot remove the route:\n{text}");
     assert!(text.contains("prohibit 169.254.0.0/16"), "{text}");
     assert!(text.contains("prohibit 10.89.0.0/16"), "the other runs' networks are refused too:\n{text}");
+    // No DNS server of the engine's on the run's network (`--disable-dns`).
+    assert!(!text.contains("nameserver 10.89."), "the run's network has a DNS server:\n{text}");
 }
 
 /// A teammate cannot take over the public secret another's jobs read: a

@@ -283,6 +283,7 @@ fn every_run_on_podman_has_an_isolated_network_and_blocked_routes() {
             "podman",
             "network",
             "create",
+            "--disable-dns",
             "--subnet",
             "10.89.7.0/24",
             "--opt",

@@ -52,11 +52,16 @@ impl ContainerSteps {
     }
 
     /// Creates the run's network on `subnet`, isolated from every other
-    /// network.
+    /// network, without the engine's DNS server: a run's workers share a
+    /// pod and meet at 127.0.0.1, so names on the network serve nothing, and
+    /// `aardvark-dns` would be one more process that every run's setup and
+    /// teardown waits on and every job can reach at its gateway.
+    /// Containers resolve other names with the host's resolvers.
     pub fn create_network(&self, network: &JobNetwork, subnet: &str) -> Vec<String> {
         self.command(&[
             "network",
             "create",
+            "--disable-dns",
             "--subnet",
             subnet,
             "--opt",
