@@ -7,9 +7,14 @@
 //! can outlive the container for good: the replica then stays "running"
 //! with nothing running, and its slot is never freed. So a thread watches
 //! the container's main process from the host: one `inspect` for its pid
-//! once it starts, then only `/proc` until it is gone. An attach that has
-//! not ended [`ATTACH_DRAIN`] after that is abandoned; how the container
-//! ended is read from the engine as always (`finish_container`).
+//! once it starts, then only `/proc` until it is gone. A pid is watched only
+//! when its cgroup names the container: an engine in another pid namespace
+//! or on another machine (`DOCKER_HOST`) reports a number that may be some
+//! other process here, whose end would end the attach of a container still
+//! running; for such an engine the thread asks `inspect` every few seconds
+//! instead. An attach that has not ended [`ATTACH_DRAIN`] after the
+//! container did is abandoned; how the container ended is read from the
+//! engine as always (`finish_container`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,8 +32,7 @@ use crate::local::process::{pid_start_time, process_alive};
 pub(super) const ATTACH_DRAIN: Duration = Duration::from_secs(10);
 
 /// The longest pause between two `inspect`s while the container has not
-/// started, or its pid is not visible from here (an engine in another pid
-/// namespace).
+/// started, or its pid is not one of this machine's processes in it.
 const LONGEST_POLL: Duration = Duration::from_secs(5);
 
 /// How often `/proc` is read while the main process runs.
@@ -65,14 +69,21 @@ pub(super) struct ContainerEndWatch {
 }
 
 impl ContainerEndWatch {
-    /// Starts watching the container of `steps` (started, or about to be).
-    pub(super) fn start(steps: &ContainerSteps, env: &[(String, String)], run_dir: &Path) -> ContainerEndWatch {
+    /// Starts watching the container of `steps` (started, or about to be),
+    /// whose id the engine answered `container_id`.
+    pub(super) fn start(
+        steps: &ContainerSteps,
+        container_id: &str,
+        env: &[(String, String)],
+        run_dir: &Path,
+    ) -> ContainerEndWatch {
         let watch = ContainerEndWatch { ended_at: Arc::default(), done: Arc::default() };
         let (ended_at, done) = (watch.ended_at.clone(), watch.done.clone());
         let command = steps.status_and_pid();
+        let container_id = container_id.to_string();
         let (env, run_dir): (Vec<(String, String)>, PathBuf) = (env.to_vec(), run_dir.to_path_buf());
         std::thread::spawn(move || {
-            let ended = watch_until_ended(&command, &env, &run_dir, &done);
+            let ended = watch_until_ended(&command, &container_id, &env, &run_dir, &done);
             if ended {
                 *ended_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             }
@@ -94,8 +105,21 @@ impl Drop for ContainerEndWatch {
     }
 }
 
+/// Whether the process `pid` of this machine is in the container
+/// `container_id`'s cgroup (podman's `libpod-<id>`, docker's `docker/<id>`).
+fn in_container(pid: i32, container_id: &str) -> bool {
+    !container_id.is_empty()
+        && std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|groups| groups.contains(container_id))
+}
+
 /// Watches until the container ended (true) or the watch is dropped.
-fn watch_until_ended(command: &[String], env: &[(String, String)], run_dir: &Path, done: &AtomicBool) -> bool {
+fn watch_until_ended(
+    command: &[String],
+    container_id: &str,
+    env: &[(String, String)],
+    run_dir: &Path,
+    done: &AtomicBool,
+) -> bool {
     let mut pause = Duration::from_millis(200);
     while !done.load(Ordering::SeqCst) {
         let seen = run_step(command, env, run_dir, false)
@@ -105,7 +129,7 @@ fn watch_until_ended(command: &[String], env: &[(String, String)], run_dir: &Pat
         match seen {
             Some(Seen::Ended) => return true,
             Some(Seen::Running(pid)) => {
-                if let Some(start) = pid_start_time(pid) {
+                if let Some(start) = pid_start_time(pid).filter(|_| in_container(pid, container_id)) {
                     while process_alive(pid, start) {
                         if done.load(Ordering::SeqCst) {
                             return false;
@@ -126,6 +150,14 @@ fn watch_until_ended(command: &[String], env: &[(String, String)], run_dir: &Pat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pid_is_the_containers_only_when_its_cgroup_names_it() {
+        let me = std::process::id() as i32;
+        assert!(!in_container(me, "0123456789abcdef"), "this test is in no such container");
+        assert!(!in_container(me, ""), "no id, no container");
+        assert!(!in_container(i32::MAX, "0123456789abcdef"), "no such process");
+    }
 
     #[test]
     fn the_engines_states_read_as_running_ended_or_not_yet() {

@@ -481,7 +481,8 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
 
     // A container's end is also watched from the host: the engine's attach
     // can outlive it (container_end.rs).
-    let end_watch = spec.container.as_ref().map(|steps| ContainerEndWatch::start(steps, &spec.env, run_dir));
+    let end_watch =
+        spec.container.as_ref().map(|steps| ContainerEndWatch::start(steps, &container_id, &spec.env, run_dir));
     let mut attach_abandoned = false;
     let grace = Duration::from_secs(spec.grace_seconds);
     let mut stop_sent: Option<Instant> = None;
