@@ -72,10 +72,6 @@ fn format_words(format: &str) -> &'static str {
     }
 }
 
-fn by_id(id: &str) -> Option<Element> {
-    web_sys::window()?.document()?.get_element_by_id(id)
-}
-
 /// Imports `file` into the form, in the background.
 pub(super) fn import_tool(form: JobForm, file: ImportFile) {
     leptos::task::spawn_local(async move { import(&form, file).await });

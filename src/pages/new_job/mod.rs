@@ -72,6 +72,12 @@ const TEMPLATE_PICKER_ID: &str = "template-picker";
 const TEMPLATE_NAME_ID: &str = "template-name";
 const TEMPLATE_SAVE_STATUS_ID: &str = "template-save-status";
 
+/// The element of the page with `id`: what the template and import parts
+/// draw into, found when they are used.
+fn by_id(id: &str) -> Option<Element> {
+    web_sys::window()?.document()?.get_element_by_id(id)
+}
+
 /// The form: its state and drawing, shared by the page, its listener and
 /// its requests (`dom::Part`).
 #[derive(Clone)]

@@ -49,10 +49,6 @@ pub(super) fn template_tool(form: JobForm, action: TemplateAction) {
     });
 }
 
-fn by_id(id: &str) -> Option<Element> {
-    web_sys::window()?.document()?.get_element_by_id(id)
-}
-
 /// The button that shows and hides the list.
 fn toggle() -> Option<Element> {
     by_id(TEMPLATE_PICKER_ID)?.parent_element()?.query_selector("[data-tool=templates]").ok()?

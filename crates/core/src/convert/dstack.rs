@@ -51,14 +51,7 @@ pub fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted,
             }
             "resources" => resources(&mut notes, &mut spec, value, shapes)?,
             "max_duration" => {
-                let seconds = match value {
-                    Value::Number(n) => n.as_i64(),
-                    Value::String(text) => {
-                        jobdeck_api::parse_duration(text).map_err(|e| notes.refuse("max_duration", e))?
-                    }
-                    Value::Bool(false) => None,
-                    _ => return Err(notes.refuse("max_duration", "a duration such as 2h, 1d or off")),
-                };
+                let seconds = duration(&notes, "max_duration", value)?;
                 spec.insert("active_deadline_seconds".into(), json!(seconds));
                 let words = seconds.map(jobdeck_api::duration_in_words).unwrap_or_else(|| "no limit".into());
                 notes.carried("max_duration", "spec.active_deadline_seconds", words);
@@ -119,6 +112,17 @@ pub fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted,
     Ok(Converted { job: json!({"metadata": metadata, "spec": spec}), notes: notes.into_notes() })
 }
 
+/// A dstack duration (`2h`, `1d`, seconds, or `off`/`false` for none) in
+/// seconds, refused on `field` when it is none of these.
+fn duration(notes: &Notes, field: &str, value: &Value) -> Result<Option<i64>, ConvertError> {
+    match value {
+        Value::Number(n) => Ok(n.as_i64()),
+        Value::String(text) => jobdeck_api::parse_duration(text).map_err(|e| notes.refuse(field, e)),
+        Value::Bool(false) => Ok(None),
+        _ => Err(notes.refuse(field, "a duration such as 2h, 1d or off")),
+    }
+}
+
 /// dstack's retry events.
 const RETRY_EVENTS: [&str; 3] = ["no-capacity", "interruption", "error"];
 
@@ -131,7 +135,7 @@ const RETRY_EVENTS: [&str; 3] = ["no-capacity", "interruption", "error"];
 /// a backoff limit of 0. A window for the other events is not enforced yet:
 /// the backoff limit bounds them.
 fn retry(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> Result<(), ConvertError> {
-    let (events, duration): (Vec<String>, Option<&Value>) = match value {
+    let (events, window): (Vec<String>, Option<&Value>) = match value {
         Value::Bool(on) => (if *on { RETRY_EVENTS.map(String::from).to_vec() } else { Vec::new() }, None),
         Value::Object(policy) => {
             let Some(Value::Array(listed)) = policy.get("on_events") else {
@@ -176,12 +180,8 @@ fn retry(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> Res
             "Jobdeck always waits in the queue for capacity; give the job a queue limit to fail sooner",
         );
     }
-    let Some(duration) = duration else { return Ok(()) };
-    let seconds = match duration {
-        Value::Number(n) => n.as_i64(),
-        Value::String(text) => jobdeck_api::parse_duration(text).map_err(|e| notes.refuse("retry.duration", e))?,
-        _ => return Err(notes.refuse("retry.duration", "a duration such as 4h or 1d")),
-    };
+    let Some(window) = window else { return Ok(()) };
+    let seconds = duration(notes, "retry.duration", window)?;
     match seconds.filter(|_| listed("no-capacity")) {
         Some(seconds) => {
             spec.insert("max_queued_duration_seconds".into(), json!(seconds));
