@@ -485,6 +485,14 @@ fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
     browser.wait_for_text("Imported the Kubernetes Job job.yaml:");
     assert_eq!(value_of(&browser, "job-name").as_deref(), Some("pi"));
     assert_eq!(value_of(&browser, "completions").as_deref(), Some("2"));
+    // Its limits are requirements: the shape field offers the smallest shape
+    // that meets them and says which; the server chooses the same.
+    assert_eq!(value_of(&browser, "resource-shape").as_deref(), Some(""));
+    let page = browser.page_text();
+    let said = page.split("shape '").nth(1).and_then(|rest| rest.split('\'').next()).map(String::from);
+    assert!(page.contains("0.5 or more CPU, 0.5 GiB or more memory"), "{page}");
+    browser.execute("document.getElementById('resource-shape').scrollIntoView();", vec![]);
+    browser.screenshot(&screenshot_path("create-job-form-requirements"));
     let notes = browser.text(&browser.find("#import-notes"));
     assert!(notes.contains("What became of each field of the Kubernetes Job job.yaml"), "{notes}");
     assert!(notes.contains("line 33 · spec.template.spec.containers[0].volumeMounts"), "{notes}");
@@ -500,6 +508,8 @@ fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
     });
     server.wait_for_state(token, &id, JobState::Completed);
     assert!(server.log_text(token, &id, &format!("{id}-1-0")).contains("index 1 of the pi job"));
+    let (_, job) = server.call("GET", &format!("/jobs/{id}"), token, None);
+    assert_eq!(job["spec"]["resource_shape"].as_str().map(String::from), said, "the shape the form named");
 
     // An NVCF task, pasted: told by its fields; no shape here has an H100.
     browser.goto(&format!("{}/jobs/new", server.base_url));

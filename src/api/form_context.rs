@@ -70,7 +70,8 @@ fn amounts(value: &JsValue) -> ResourceAmounts {
     }
 }
 
-/// `GET /shapes`: each shape's id, description, CPU, memory and GPUs.
+/// `GET /shapes`: each shape's id, description, CPU, memory, disk and
+/// GPUs (how many, which, their memory and compute capability).
 pub fn shapes(answer: &JsValue) -> Option<Vec<ShapeChoice>> {
     let read = |value: &JsValue| {
         let spec = field(value, "spec");
@@ -80,6 +81,10 @@ pub fn shapes(answer: &JsValue) -> Option<Vec<ShapeChoice>> {
             cpu: number(&spec, "cpu"),
             memory_in_mb: whole(&spec, "memory_in_mb"),
             accelerator_num: number(&spec, "accelerator_num"),
+            accelerator_type: text(&spec, "accelerator_type"),
+            accelerator_memory_in_mb: whole(&spec, "accelerator_memory_in_mb"),
+            accelerator_compute_capability: text(&spec, "accelerator_compute_capability"),
+            ephemeral_storage_in_gb: whole(&spec, "ephemeral_storage_in_gb"),
         }
     };
     Some(items(answer)?.iter().map(read).collect())
@@ -164,7 +169,10 @@ mod tests {
             memory_in_mb: Some(131072),
             accelerator_num: Some(8.0),
             accelerator_type: Some("H100".into()),
+            accelerator_memory_in_mb: Some(81_559),
+            accelerator_compute_capability: Some("9.0".into()),
             ephemeral_storage_in_gb: Some(500),
+            default_shared_memory_in_mb: Some(1024),
             ..Default::default()
         };
         let read = shapes(&answer(&vec![shape.clone()])).unwrap();
@@ -174,6 +182,10 @@ mod tests {
             cpu: Some(32.0),
             memory_in_mb: Some(131072),
             accelerator_num: Some(8.0),
+            accelerator_type: Some("H100".into()),
+            accelerator_memory_in_mb: Some(81_559),
+            accelerator_compute_capability: Some("9.0".into()),
+            ephemeral_storage_in_gb: Some(500),
         };
         assert_eq!(read, vec![kept.clone()], "what the form shows and checks, nothing else");
         assert_eq!(ShapeChoice::from(&shape), kept, "as the server reads its own shapes");

@@ -322,6 +322,11 @@ pub struct SegmentConfig {
 pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_shape: Option<String>,
+    /// Extension (dstack's `resources`): what one replica needs, for a job
+    /// that names no shape; the server writes the smallest shape that meets
+    /// it into `resource_shape` when it creates the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<crate::ResourceRequirements>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
     #[serde(default)]
@@ -398,6 +403,12 @@ pub struct JobSpec {
     /// absent means the executor's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub termination_grace_period_seconds: Option<i64>,
+    /// Extension (dstack's `retry.duration`): seconds from the job's
+    /// creation within which a failed run is restarted (as often as it fails
+    /// unless `max_job_failure_retry` bounds it) and a preempted run requeued;
+    /// after them, either ends the job. Absent: no window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_window_seconds: Option<i64>,
 }
 
 /// Job states, as Lepton names them. The default is where a new job begins.

@@ -26,6 +26,7 @@ pub mod label_selector;
 pub mod logs;
 pub mod metrics;
 pub mod quotas;
+pub mod requirements;
 pub mod resources;
 pub mod roles;
 pub mod sign_in;
@@ -56,6 +57,7 @@ pub use quotas::{
     format_bytes, parse_bytes, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay, UsageGrouping,
     UsageHistory, UsageNow, UserUsage, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
 };
+pub use requirements::*;
 pub use resources::*;
 pub use roles::{may_change_job, Role};
 pub use sign_in::SignInProblem;

@@ -23,7 +23,9 @@
 use jobdeck_api::validate::{
     DURATION_MAX_SECONDS, GRACE_PERIOD_MAX_SECONDS, MEMORY_MAX_MIB, REPLICAS_MAX, RETRIES_MAX,
 };
-use jobdeck_api::{FieldErrors, JobSpec, LeptonJob, Priority};
+use jobdeck_api::{
+    choice_words, chosen_offer, offers, FieldErrors, JobSpec, LeptonJob, NodeGroupChoice, Priority, ShapeChoice,
+};
 
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
 use crate::topology::{node_group_views, shape_view};
@@ -42,6 +44,9 @@ pub struct ResolvedSpec {
     pub backoff_limit: i64,
     pub max_failure_retry: Option<i64>,
     pub max_job_failure_retry: i64,
+    /// Seconds from the job's creation within which the scheduler restarts
+    /// a failed run and requeues a preempted one (`retry_window_seconds`).
+    pub retry_window_seconds: Option<i64>,
     pub disable_retry_on_program_error: bool,
     pub active_deadline_seconds: Option<i64>,
     pub max_queued_duration_seconds: Option<i64>,
@@ -66,6 +71,20 @@ pub fn apply_workspace_defaults(spec: &mut JobSpec, config: &Config) {
     if spec.max_queued_duration_seconds.is_none() {
         spec.max_queued_duration_seconds = config.default_max_queued_duration_seconds;
     }
+}
+
+/// The shape a job's requirements (`spec.resources`) choose on this server
+/// (the smallest that meets them and fits its node groups, by the
+/// contract's one chooser), with why in words; `None` when the job names a
+/// shape, gives no requirements, or no shape meets them (which
+/// `validate_job_in` has refused already).
+pub fn shape_chosen_by_requirements(spec: &JobSpec, config: &Config) -> Option<(String, String)> {
+    let requirements = spec.resources.as_ref().filter(|_| spec.resource_shape.is_none())?;
+    let shapes: Vec<ShapeChoice> = config.shapes.iter().map(|s| (&shape_view(s)).into()).collect();
+    let groups: Vec<NodeGroupChoice> = node_group_views(config, &[], &[]).iter().map(Into::into).collect();
+    let offers = offers(spec, requirements, &shapes, &groups);
+    let chosen = chosen_offer(&offers)?;
+    Some((chosen.shape.id.clone()?, choice_words(requirements, &offers, chosen.shape)))
 }
 
 /// The number the scheduler orders by for a priority: its class's number
@@ -119,15 +138,18 @@ impl ResolvedSpec {
         let mut errors = FieldErrors::new();
         let mut push = |path: &str, message: String| errors.entry(path.to_string()).or_default().push(message);
 
-        let shape = match spec.resource_shape.as_deref() {
-            Some(name) => config.shape(name).cloned(),
-            None => config.shapes.first().cloned(),
+        let shape = match (spec.resource_shape.as_deref(), &spec.resources) {
+            (Some(name), _) => config.shape(name).cloned(),
+            (None, Some(_)) => {
+                shape_chosen_by_requirements(spec, config).and_then(|(name, _)| config.shape(&name).cloned())
+            }
+            (None, None) => config.shapes.first().cloned(),
         };
         let Some(shape) = shape else {
-            push(
-                "spec.resource_shape",
-                format!("no resource shape named '{}'", spec.resource_shape.as_deref().unwrap_or("")),
-            );
+            match spec.resource_shape.as_deref() {
+                Some(name) => push("spec.resource_shape", format!("no resource shape named '{name}'")),
+                None => push("spec.resources", "no shape of this server meets these requirements".into()),
+            }
             return Err(errors);
         };
 
@@ -164,7 +186,13 @@ impl ResolvedSpec {
             workers,
             backoff_limit: spec.backoff_limit().clamp(0, RETRIES_MAX),
             max_failure_retry: spec.max_failure_retry().map(|n| n.clamp(0, RETRIES_MAX)),
-            max_job_failure_retry: spec.max_job_failure_retry().clamp(0, RETRIES_MAX),
+            // A window bounds the restarts by time: without a count they go
+            // on until it ends.
+            max_job_failure_retry: match (spec.max_job_failure_retry, spec.retry_window_seconds) {
+                (None, Some(_)) => RETRIES_MAX,
+                _ => spec.max_job_failure_retry().clamp(0, RETRIES_MAX),
+            },
+            retry_window_seconds: seconds(spec.retry_window_seconds),
             disable_retry_on_program_error: spec.disable_retry_on_program_error(),
             active_deadline_seconds: seconds(spec.active_deadline_seconds()),
             max_queued_duration_seconds: seconds(spec.max_queued_duration_seconds()),

@@ -71,6 +71,7 @@ pub(crate) mod tests {
                 backoff_limit: 3,
                 max_failure_retry: None,
                 max_job_failure_retry: 0,
+                retry_window_seconds: None,
                 disable_retry_on_program_error: false,
                 active_deadline_seconds: None,
                 max_queued_duration_seconds: None,

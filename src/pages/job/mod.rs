@@ -18,7 +18,7 @@ pub mod overview;
 pub mod replicas;
 pub mod timeline;
 
-use jobdeck_api::{JobState, LeptonJob};
+use jobdeck_api::{JobState, JobStatus, LeptonJob, Metadata};
 use leptos::prelude::*;
 
 use crate::api::{self, ApiFailure, JobJson};
@@ -84,7 +84,15 @@ impl JobContext {
             return false;
         }
         self.writes.update_value(|w| *w += 1);
-        set_if_changed(self.job, Some(job));
+        // A poll reads what `JobJson::summary` reads, so that is what is
+        // compared: comparing whole specifications would be code (for every
+        // field of the contract) that this page never needs.
+        fn read(j: &LeptonJob) -> (&Metadata, &Option<JobStatus>, Option<bool>, Option<i64>, Option<i64>) {
+            (&j.metadata, &j.status, j.spec.stopped, j.spec.completions, j.spec.workers)
+        }
+        if self.job.with_untracked(|old| old.as_ref().map(read) != Some(read(&job))) {
+            self.job.set(Some(job));
+        }
         self.json.set(json);
         true
     }

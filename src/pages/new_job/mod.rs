@@ -35,8 +35,8 @@ mod tests;
 use std::rc::Rc;
 
 use jobdeck_api::{
-    shared_memory_default_mib, validate_job, validate_job_in, FieldErrors, JobSpec, LeptonJob, ValidationContext,
-    Visibility,
+    choice_words, chosen_offer, offers, requirement_words, shared_memory_default_mib, validate_job, validate_job_in,
+    FieldErrors, JobSpec, LeptonJob, ResourceRequirements, ValidationContext, Visibility,
 };
 use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;

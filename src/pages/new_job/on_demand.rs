@@ -77,9 +77,17 @@ pub(super) fn read_job(reading: Reading) -> Result<Option<FormState>, PartFailed
     Ok(Some(state?))
 }
 
-/// The contract's rules as the form runs them: the job-only ones, and the
-/// server's once its data is loaded.
-pub(super) type Rules = fn(&LeptonJob, Option<&ValidationContext>) -> FieldErrors;
+/// The contract's rules as the form runs them.
+#[derive(Clone, Copy)]
+pub(crate) struct Rules {
+    /// The job-only rules, and the server's once its data is loaded.
+    pub check: fn(&LeptonJob, Option<&ValidationContext>) -> FieldErrors,
+    /// For a job with requirements (`spec.resources`) and no shape: the shape
+    /// they choose, if any, and the words that say which and why (the
+    /// contract's one chooser, which lives with the rules it shares its
+    /// code with).
+    pub shape_choice: fn(&JobSpec, &ValidationContext) -> (Option<String>, String),
+}
 
 /// The contract's rules (`validate_job`, `validate_job_in`), 14 KB brotli of
 /// the form's download, are needed only once the form is used: until then
@@ -93,9 +101,19 @@ pub(super) type Rules = fn(&LeptonJob, Option<&ValidationContext>) -> FieldError
     leptos::wasm_split::wasm_split(job_rules, wasm_split_path = ::leptos::wasm_split, fallible)
 )]
 pub(super) fn job_rules() -> Result<Rules, PartFailed> {
-    Ok(|job, context| match context {
-        Some(context) => validate_job_in(job, context),
-        None => validate_job(job),
+    Ok(Rules {
+        check: |job, context| match context {
+            Some(context) => validate_job_in(job, context),
+            None => validate_job(job),
+        },
+        shape_choice: |spec, context| {
+            let Some(requirements) = &spec.resources else { return (None, String::new()) };
+            let offers = offers(spec, requirements, &context.shapes, &context.node_groups);
+            match chosen_offer(&offers) {
+                Some(offer) => (offer.shape.id.clone(), choice_words(requirements, &offers, offer.shape)),
+                None => (None, format!("no shape meets {}", requirement_words(requirements))),
+            }
+        },
     })
 }
 

@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// The shape option of a job with requirements, and what the shape field
+/// says of it until the rules are in.
+const BY_REQUIREMENTS: &str = "Smallest that meets the job's requirements";
+
 /// Everything the form knows, outside the reactive graph.
 #[derive(Default)]
 pub struct Core {
@@ -75,7 +79,7 @@ impl Core {
     pub(super) fn check(&mut self) {
         let (job, mut found) = self.state.to_job();
         if let Some(rules) = self.rules {
-            for (path, messages) in rules(&job, self.context.as_ref()) {
+            for (path, messages) in (rules.check)(&job, self.context.as_ref()) {
                 found.entry(path).or_insert(messages);
             }
         }
@@ -103,9 +107,19 @@ impl Core {
         self.check();
     }
 
+    /// The job's requirements (`spec.resources`), which come with a clone, an
+    /// import or a template (the form has no inputs for them): with them, an
+    /// empty shape means the smallest shape that meets them.
+    fn requirements(&self) -> Option<&ResourceRequirements> {
+        self.state.base.spec.resources.as_ref()
+    }
+
     /// An empty shape becomes the workspace's first, which is what the server
-    /// would run the job with.
+    /// would run the job with (unless requirements choose it).
     pub(super) fn fill_default_shape(&mut self) {
+        if self.requirements().is_some() {
+            return;
+        }
         let first = self.first_shape();
         if let Some(first) = first {
             if self.state.v[SHAPE].is_empty() {
@@ -118,12 +132,24 @@ impl Core {
         self.context.as_ref().and_then(|c| c.shapes.first()).and_then(|s| s.id.clone())
     }
 
-    /// The shape the form has chosen, with its memory in MiB.
+    /// The shape the form has chosen, with its memory in MiB: the one
+    /// selected, or, once the rules are in, the one the requirements choose.
     pub(super) fn chosen_shape(&self) -> Option<(String, i64)> {
-        let shape = &self.state.v[SHAPE];
+        let shape = match self.state.v[SHAPE].as_str() {
+            "" => self.shape_choice()?.0?,
+            named => named.to_string(),
+        };
         let c = self.context.as_ref()?;
         let found = c.shapes.iter().find(|s| s.id.as_deref() == Some(shape.as_str()))?;
-        Some((shape.clone(), found.memory_in_mb?))
+        Some((shape, found.memory_in_mb?))
+    }
+
+    /// What the job's requirements choose, once the rules and the server's
+    /// data are in: the shape, and the words that say which and why.
+    fn shape_choice(&self) -> Option<(Option<String>, String)> {
+        self.requirements()?;
+        let (rules, context) = (self.rules?, self.context.as_ref()?);
+        Some((rules.shape_choice)(&self.state.to_job().0.spec, context))
     }
 
     /// Whether more than one worker is asked for: completions and
@@ -145,10 +171,13 @@ impl Core {
         };
         let image_ignored = self.context.as_ref().is_some_and(|c| c.requirements.image_ignored);
         let default = match index {
-            SHAPE => self
-                .first_shape()
-                .map(|first| format!("{first}, the workspace's first shape"))
-                .unwrap_or_else(|| "the workspace's first shape".into()),
+            SHAPE => match self.requirements() {
+                Some(_) => self.shape_choice().map(|(_, words)| words).unwrap_or_else(|| BY_REQUIREMENTS.into()),
+                None => self
+                    .first_shape()
+                    .map(|first| format!("{first}, the workspace's first shape"))
+                    .unwrap_or_else(|| "the workspace's first shape".into()),
+            },
             SHARED_MEMORY => match self.chosen_shape() {
                 Some((shape, memory)) => format!(
                     "{} for {shape} ({} of memory); an emptied field uses the default",
@@ -270,16 +299,22 @@ impl Core {
                 pair("off", "Off"),
             ],
             VISIBILITY => vec![pair("public", "Public"), pair("private", "Private")],
-            SHAPE => shapes
-                .filter_map(|s| {
-                    let id = s.id.clone()?;
-                    let text = match &s.description {
-                        Some(d) => format!("{id} — {d}"),
-                        None => id.clone(),
-                    };
-                    Some((id, text))
-                })
-                .collect(),
+            SHAPE => {
+                let mut options: Options = shapes
+                    .filter_map(|s| {
+                        let id = s.id.clone()?;
+                        let text = match &s.description {
+                            Some(d) => format!("{id} — {d}"),
+                            None => id.clone(),
+                        };
+                        Some((id, text))
+                    })
+                    .collect();
+                if self.requirements().is_some() {
+                    options.insert(0, pair("", BY_REQUIREMENTS));
+                }
+                options
+            }
             NODE_GROUPS => groups
                 .filter_map(|g| {
                     let id = g.id.clone()?;

@@ -638,6 +638,44 @@ async fn an_import_is_validated_like_typing() {
     assert!(err.contains("complétions"), "{err}");
 }
 
+/// A job that gives requirements instead of a shape (an import, a clone):
+/// the shape field offers the smallest shape that meets them and says which
+/// and what else would; the job goes out without a shape, for the server to
+/// choose with the same rule.
+#[wasm_bindgen_test]
+async fn requirements_choose_the_shape_and_the_form_says_which() {
+    let m = mount().await;
+    let needing = |memory: i64| {
+        format!(
+            r#"{{"metadata":{{"name":"needy"}},"spec":{{"resources":{{"memory_in_mb":{{"min":{memory}}}}},"container":{{"image":"busybox","command":["true"]}}}}}}"#
+        )
+    };
+    m.form.import(&needing(2048)).await.unwrap();
+    settle().await;
+    assert_eq!(m.value("resource-shape"), "", "the smallest that meets them");
+    assert!(
+        m.text().contains("shape 'cpu.small': the smallest of 2 shapes that meet 2 GiB or more memory (also: gpu.big)"),
+        "{}",
+        m.text()
+    );
+    assert_eq!(m.value("shared-memory"), "2048", "the chosen shape's default");
+    assert_eq!(m.form.with_state(|s| s.to_job().0.spec.resource_shape), None);
+    assert_eq!(m.error("resource-shape"), "");
+    // A shape chosen by hand must meet them too.
+    m.type_into("resource-shape", "cpu.tiny").await;
+    m.leave("resource-shape").await;
+    let error = m.error("resource-shape");
+    assert!(error.contains(": shape 'cpu.tiny' has 1 GiB memory, which spec.resources.memory_in_mb"), "{error}");
+    // When nothing meets them, the shape field says so and names the nearest.
+    m.form.import(&needing(200 * GIB)).await.unwrap();
+    settle().await;
+    let error = m.error("resource-shape");
+    assert!(
+        error.contains(": no shape of this workspace has 200 GiB or more memory; the nearest: 'gpu.big'"),
+        "{error}"
+    );
+}
+
 #[wasm_bindgen_test]
 async fn a_draft_link_carries_the_form_but_no_password() {
     let m = mount().await;

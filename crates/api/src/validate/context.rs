@@ -15,6 +15,10 @@ pub struct ShapeChoice {
     pub cpu: Option<f64>,
     pub memory_in_mb: Option<i64>,
     pub accelerator_num: Option<f64>,
+    pub accelerator_type: Option<String>,
+    pub accelerator_memory_in_mb: Option<i64>,
+    pub accelerator_compute_capability: Option<String>,
+    pub ephemeral_storage_in_gb: Option<i64>,
 }
 
 impl From<&Shape> for ShapeChoice {
@@ -26,6 +30,10 @@ impl From<&Shape> for ShapeChoice {
             cpu: spec.cpu,
             memory_in_mb: spec.memory_in_mb,
             accelerator_num: spec.accelerator_num,
+            accelerator_type: spec.accelerator_type.clone(),
+            accelerator_memory_in_mb: spec.accelerator_memory_in_mb,
+            accelerator_compute_capability: spec.accelerator_compute_capability.clone(),
+            ephemeral_storage_in_gb: spec.ephemeral_storage_in_gb,
         }
     }
 }
@@ -69,12 +77,16 @@ pub struct ValidationContext {
 }
 
 impl ValidationContext {
-    /// The shape a job runs with: the one it names, or, when it names none,
-    /// the server's first shape (the server's default).
+    /// The shape a job runs with: the one it names; when it names none, the
+    /// smallest that meets its requirements (`spec.resources`), or, without
+    /// requirements, the server's first shape (the server's default).
     pub fn shape_for(&self, spec: &JobSpec) -> Option<&ShapeChoice> {
-        match spec.resource_shape.as_deref() {
-            Some(name) => self.shapes.iter().find(|s| s.id.as_deref() == Some(name)),
-            None => self.shapes.first(),
+        match (spec.resource_shape.as_deref(), &spec.resources) {
+            (Some(name), _) => self.shapes.iter().find(|s| s.id.as_deref() == Some(name)),
+            (None, Some(requirements)) => {
+                chosen_offer(&offers(spec, requirements, &self.shapes, &self.node_groups)).map(|o| o.shape)
+            }
+            (None, None) => self.shapes.first(),
         }
     }
 }
@@ -96,6 +108,9 @@ pub fn validate_job_in(job: &LeptonJob, context: &ValidationContext) -> FieldErr
                 format!("no resource shape named '{name}'; this workspace has {}", or_list(&known)),
             );
         }
+    }
+    if let Some(requirements) = &spec.resources {
+        check_offers(spec, &offers(spec, requirements, &context.shapes, &context.node_groups), &mut problems);
     }
     if let (Some(size), Some(shape)) = (spec.shared_memory_size, context.shape_for(spec)) {
         if let Some(memory) = shape.memory_in_mb {

@@ -25,6 +25,7 @@ mod context;
 mod env;
 mod metadata;
 mod mounts;
+mod requirements;
 mod spec;
 #[cfg(test)]
 mod tests;
@@ -35,6 +36,7 @@ pub use context::*;
 pub use env::*;
 pub use metadata::*;
 pub use mounts::*;
+pub use requirements::*;
 use spec::*;
 pub use text::*;
 

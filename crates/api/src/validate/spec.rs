@@ -8,6 +8,9 @@ pub(super) fn check_spec(spec: &JobSpec, problems: &mut Problems) {
     if spec.resource_shape.as_deref().is_some_and(|s| s.trim().is_empty()) {
         problems.add("spec.resource_shape", "must not be empty; leave it out for the default shape");
     }
+    if let Some(resources) = &spec.resources {
+        check_resources(resources, problems);
+    }
     check_container(&spec.container, problems);
     check_envs(spec.envs(), problems);
     check_mounts(spec.mounts(), problems);

@@ -12,7 +12,7 @@ pub(super) fn check_range(problems: &mut Problems, path: &str, value: Option<i64
 
 /// The ranges of a spec's top-level numbers: `(field, least, most)`. The
 /// checks below and the server's OpenAPI document both read this table.
-pub const SPEC_RANGES: [(&str, i64, i64); 11] = [
+pub const SPEC_RANGES: [(&str, i64, i64); 12] = [
     ("completions", 1, REPLICAS_MAX),
     ("parallelism", 1, REPLICAS_MAX),
     ("workers", 1, REPLICAS_MAX),
@@ -24,6 +24,7 @@ pub const SPEC_RANGES: [(&str, i64, i64); 11] = [
     ("ttl_seconds_after_finished", 0, DURATION_MAX_SECONDS),
     ("shared_memory_size", 0, MEMORY_MAX_MIB),
     ("termination_grace_period_seconds", 0, GRACE_PERIOD_MAX_SECONDS),
+    ("retry_window_seconds", 1, DURATION_MAX_SECONDS),
 ];
 
 /// The ranges of numbers inside a spec's parts: `(type, field, least,
@@ -60,6 +61,7 @@ pub(super) fn spec_number(spec: &JobSpec, field: &str) -> Option<i64> {
         "ttl_seconds_after_finished" => spec.ttl_seconds_after_finished,
         "shared_memory_size" => spec.shared_memory_size,
         "termination_grace_period_seconds" => spec.termination_grace_period_seconds,
+        "retry_window_seconds" => spec.retry_window_seconds,
         other => unreachable!("{other} is not in SPEC_RANGES"),
     }
 }

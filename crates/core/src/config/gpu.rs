@@ -3,15 +3,7 @@
 
 use super::ShapeConfig;
 
-/// A compute capability as `major.minor` (`8.0`, `12.0`), comparable.
-pub fn parse_compute_capability(text: &str) -> Option<(u32, u32)> {
-    let (major, minor) = text.trim().split_once('.')?;
-    let digits = |part: &str| {
-        let plain = !part.is_empty() && part.len() <= 2 && part.bytes().all(|b| b.is_ascii_digit());
-        plain.then(|| part.parse().ok()).flatten()
-    };
-    Some((digits(major)?, digits(minor)?))
-}
+pub use jobdeck_api::parse_compute_capability;
 
 /// The compute capability of an NVIDIA data-center GPU named in an
 /// accelerator type (`NVIDIA-H100-80GB-HBM3` → 9.0), from NVIDIA's list of

@@ -3,12 +3,21 @@
 
 use serde_json::{json, Map, Value};
 
-use super::shapes::{choose, cpu_quantity, memory_quantity, Need};
+use super::shapes::{cpu_quantity, memory_quantity, range_of, require};
 use super::{ConvertError, Converted, Document, Notes};
-use crate::config::ShapeConfig;
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
 
-/// The task in `document` as a job.
-pub fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted, ConvertError> {
+use crate::config::ShapeConfig;
+use jobdeck_api::{AmountRange, CpuRange, GpuRequirement, ResourceRequirements};
+
+/// The task in `document` as a job, on a workspace of `shapes` whose
+/// volumes are the host directories `volumes` names.
+pub fn convert(
+    document: &Document,
+    shapes: &[ShapeConfig],
+    volumes: &BTreeMap<String, PathBuf>,
+) -> Result<Converted, ConvertError> {
     let mut notes = Notes::new(document);
     let task = document.value.as_object().ok_or_else(|| notes.refuse("body", "a dstack configuration is a mapping"))?;
     if task.get("type").and_then(Value::as_str) != Some("task") {
@@ -96,7 +105,7 @@ pub fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted,
                 ),
                 None => return Err(notes.refuse("working_dir", "a path such as /workspace")),
             },
-            "volumes" => volumes(&mut notes, &mut spec, value)?,
+            "volumes" => mounts(&mut notes, &mut spec, value, volumes)?,
             "user" | "entrypoint" => notes.dropped(field, "not carried over yet (set it in the command)"),
             "python" | "nvcc" => notes.dropped(field, "dstack's own images: give an image instead"),
             _ => notes.dropped(field, "Jobdeck places jobs on its node groups: no clouds, regions, prices or fleets"),
@@ -132,8 +141,9 @@ const RETRY_EVENTS: [&str; 3] = ["no-capacity", "interruption", "error"];
 /// becomes the queue limit), it starts again a replica lost to the machine
 /// or the engine, and a replica whose program failed only while `error` is
 /// listed (`spec.disable_retry_on_program_error`); no resubmission at all is
-/// a backoff limit of 0. A window for the other events is not enforced yet:
-/// the backoff limit bounds them.
+/// a backoff limit of 0. A `duration` is the retry window
+/// (`spec.retry_window_seconds`): whole runs start again within it, as
+/// dstack resubmits them, and single replicas do not (a backoff limit of 0).
 fn retry(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> Result<(), ConvertError> {
     let (events, window): (Vec<String>, Option<&Value>) = match value {
         Value::Bool(on) => (if *on { RETRY_EVENTS.map(String::from).to_vec() } else { Vec::new() }, None),
@@ -164,7 +174,8 @@ fn retry(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> Res
         notes.carried(
             "retry",
             "spec.backoff_limit",
-            "a failed replica starts again, up to the backoff limit (3 unless set)",
+            "a failed replica starts again, up to the backoff limit (3 unless set; with a duration, the whole run \
+             starts again instead)",
         );
     } else {
         spec.insert("disable_retry_on_program_error".into(), json!(true));
@@ -181,30 +192,41 @@ fn retry(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> Res
         );
     }
     let Some(window) = window else { return Ok(()) };
-    let seconds = duration(notes, "retry.duration", window)?;
-    match seconds.filter(|_| listed("no-capacity")) {
-        Some(seconds) => {
-            spec.insert("max_queued_duration_seconds".into(), json!(seconds));
-            notes.carried(
-                "retry.duration",
-                "spec.max_queued_duration_seconds",
-                format!(
-                    "waits for capacity for {}; for the other events the backoff limit bounds the retries, not a \
-                     time window (not yet)",
-                    jobdeck_api::duration_in_words(seconds)
-                ),
-            );
-        }
-        None => notes.dropped("retry.duration", "the backoff limit bounds the retries, not a time window (not yet)"),
-    }
+    // `off`: no window, as without one.
+    let Some(seconds) = duration(notes, "retry.duration", window)? else { return Ok(()) };
+    let words = jobdeck_api::duration_in_words(seconds);
+    spec.insert("retry_window_seconds".into(), json!(seconds));
+    spec.insert("backoff_limit".into(), json!(0));
+    let queue = if listed("no-capacity") {
+        spec.insert("max_queued_duration_seconds".into(), json!(seconds));
+        format!("; it waits for capacity for {words} as well (spec.max_queued_duration_seconds)")
+    } else {
+        String::new()
+    };
+    notes.carried(
+        "retry.duration",
+        "spec.retry_window_seconds",
+        format!(
+            "a failed or preempted run starts again within {words} of the job's creation; a failed replica fails \
+             its run (spec.backoff_limit 0), as dstack resubmits whole runs{queue}"
+        ),
+    );
     Ok(())
 }
 
 /// `volumes`: a network volume (`name:/path`, or `{name, path}`) becomes
 /// the Jobdeck volume of that name mounted at the path; an instance path
-/// (`/host/dir:/path`, or `{instance_path, path}`) is not carried over, as
-/// Jobdeck mounts only the volumes an admin configured.
-fn volumes(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> Result<(), ConvertError> {
+/// (`/host/dir:/path`, or `{instance_path, path}`) becomes a mount of the
+/// configured volume whose directory holds it, with the rest of the path
+/// inside it (`spec.mounts[].path`, which the executor resolves inside the
+/// volume as it resolves any mount's); a directory under no volume is not
+/// carried over, as Jobdeck mounts only what an admin configured.
+fn mounts(
+    notes: &mut Notes,
+    spec: &mut Map<String, Value>,
+    value: &Value,
+    volumes: &BTreeMap<String, PathBuf>,
+) -> Result<(), ConvertError> {
     let mut mounts = Vec::new();
     for (i, item) in value.as_array().into_iter().flatten().enumerate() {
         let at = format!("volumes[{i}]");
@@ -219,14 +241,27 @@ fn volumes(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> R
                 _ => return Err(notes.refuse(&at, "a name (or an instance_path) and a path")),
             },
         };
-        if source.starts_with('/') {
-            notes.dropped(
-                &at,
-                "a directory of the machine: Jobdeck mounts only the volumes an admin configured; choose one in the \
-                 form's Storage mounts",
-            );
-        } else if !target.starts_with('/') {
+        if !target.starts_with('/') {
             return Err(notes.refuse(&at, "the path in the container must be absolute"));
+        }
+        if source.starts_with('/') {
+            match volume_holding(&source, volumes) {
+                Some((name, inside)) => {
+                    mounts.push(json!({"from": name, "path": inside, "mount_path": target}));
+                    notes.carried(&at, "spec.mounts", format!("{inside} of the volume '{name}' at {target}"));
+                }
+                None => {
+                    let roots: Vec<String> = volumes.values().map(|dir| dir.display().to_string()).collect();
+                    let roots = if roots.is_empty() { "none".to_string() } else { roots.join(", ") };
+                    notes.dropped(
+                        &at,
+                        format!(
+                            "a directory of the machine outside every volume an admin configured (their directories: \
+                             {roots}); choose a volume in the form's Storage mounts"
+                        ),
+                    );
+                }
+            }
         } else {
             mounts.push(json!({"from": source, "path": "/", "mount_path": target}));
             notes.carried(
@@ -240,6 +275,23 @@ fn volumes(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> R
         spec.insert("mounts".into(), Value::Array(mounts));
     }
     Ok(())
+}
+
+/// The configured volume whose directory holds the machine's directory
+/// `path`, and the path inside it (`/` for the directory itself); `None` for
+/// a path outside every volume or one that climbs (`..`), which is not
+/// resolved here: a mount never leaves its volume.
+fn volume_holding(path: &str, volumes: &BTreeMap<String, PathBuf>) -> Option<(String, String)> {
+    let path = Path::new(path);
+    if path.components().any(|c| matches!(c, Component::ParentDir)) {
+        return None;
+    }
+    // The deepest volume that holds it, when volumes nest.
+    volumes
+        .iter()
+        .filter_map(|(name, dir)| Some((name, dir, path.strip_prefix(dir).ok()?)))
+        .max_by_key(|(_, dir, _)| dir.components().count())
+        .map(|(name, _, rest)| (name.clone(), format!("/{}", rest.display())))
 }
 
 /// `env`: a mapping, or a list of `NAME=value`; a bare `NAME` (dstack
@@ -272,92 +324,116 @@ fn envs(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value) -> Resu
     Ok(())
 }
 
-/// The low end of a range (`16GB..`, `16GB..80GB`), or the value.
-fn low(text: &str) -> &str {
-    text.split("..").next().unwrap_or(text).trim()
-}
-
-/// `resources` as the smallest shape that meets them, and the shared memory.
+/// `resources` as requirements (`spec.resources`), which the server meets
+/// with the smallest shape that has them, and the shared memory.
 fn resources(
     notes: &mut Notes,
     spec: &mut Map<String, Value>,
     value: &Value,
     shapes: &[ShapeConfig],
 ) -> Result<(), ConvertError> {
-    let mut need = Need::default();
-    let text = |field: &str| value.get(field).map(|v| v.as_str().map(String::from).unwrap_or(v.to_string()));
-    if let Some(cpu) = text("cpu") {
-        need.cpu = cpu_quantity(low(&cpu))
+    let mut requirements = ResourceRequirements::default();
+    let text = |v: &Value| v.as_str().map(String::from).unwrap_or(v.to_string());
+    let field = |name: &str| value.get(name).map(text);
+    let sizes = |notes: &mut Notes, at: &str, written: &str| {
+        range_of(written, false, memory_quantity)
+            .map(|(min, max)| AmountRange { min, max })
+            .ok_or_else(|| notes.refuse(at, "a size such as 8GB, or a range 8GB..64GB"))
+    };
+    if let Some(cpu) = field("cpu") {
+        let (min, max) = range_of(&cpu, false, cpu_quantity)
             .ok_or_else(|| notes.refuse("resources.cpu", "a number of CPUs, or a range 4..8"))?;
+        requirements.cpu = Some(CpuRange { min, max });
     }
-    if let Some(memory) = text("memory") {
-        need.memory_mb =
-            memory_quantity(low(&memory)).ok_or_else(|| notes.refuse("resources.memory", "a size such as 8GB"))?;
+    if let Some(memory) = field("memory") {
+        requirements.memory_in_mb = Some(sizes(notes, "resources.memory", &memory)?);
     }
+    if let Some(disk) = field("disk") {
+        // dstack writes `disk: 100GB..` or `disk: {size: 100GB..}`.
+        let written = value["disk"].get("size").map(text).unwrap_or(disk);
+        let mib = sizes(notes, "resources.disk", &written)?;
+        let gb = |mib: Option<i64>| mib.map(|m| (m + 1023) / 1024);
+        requirements.disk_in_gb = Some(AmountRange { min: gb(mib.min), max: gb(mib.max) });
+    }
+    let count = |notes: &mut Notes, written: &str| {
+        range_of(written, true, |p| p.parse::<i64>().ok())
+            .map(|(min, max)| AmountRange { min, max })
+            .ok_or_else(|| notes.refuse("resources.gpu.count", "a number of GPUs, or a range 1..2"))
+    };
     match value.get("gpu") {
         None => {}
-        Some(Value::Number(n)) => need.gpus = n.as_i64().unwrap_or(0),
-        Some(Value::String(text)) => {
-            // `A100:80GB:2`, `80GB:2`, `A100`, `A100,H100:2`: names, memory
-            // per GPU and count in any order.
-            need.gpus = 1;
-            for part in text.split(':').map(low) {
-                if let Ok(count) = part.parse::<i64>() {
-                    need.gpus = count;
-                } else if let Some(mib) = memory_quantity(part).filter(|_| part.ends_with('B')) {
-                    need.gpu_memory_mb = mib;
-                } else {
-                    need.gpu_name = part.split(',').next().map(String::from);
-                }
+        Some(Value::Number(n)) => {
+            let n = n.as_i64().unwrap_or(0);
+            if n > 0 {
+                let count = Some(AmountRange { min: Some(n), max: Some(n) });
+                requirements.gpu = Some(GpuRequirement { count, ..GpuRequirement::default() });
             }
         }
-        Some(Value::Object(gpu)) => {
-            need.gpus = gpu
-                .get("count")
-                .and_then(|c| c.as_i64().or_else(|| c.as_str()?.split("..").next()?.parse().ok()))
-                .unwrap_or(1);
-            need.gpu_name = match gpu.get("name") {
-                Some(Value::String(name)) => Some(name.clone()),
-                Some(Value::Array(names)) => names.first().and_then(Value::as_str).map(String::from),
-                _ => None,
-            };
-            need.gpu_memory_mb =
-                gpu.get("memory").and_then(Value::as_str).and_then(|m| memory_quantity(low(m))).unwrap_or(0);
-            if let Some(least) = gpu.get("compute_capability") {
-                let text = match least {
-                    Value::Number(n) => n.to_string(),
-                    Value::String(text) => text.clone(),
-                    _ => String::new(),
-                };
-                need.compute_capability = Some(
-                    crate::config::parse_compute_capability(&text)
-                        .ok_or_else(|| notes.refuse("resources.gpu.compute_capability", "major.minor, such as 7.5"))?,
-                );
-            }
-            for other in ["vendor", "total_memory"] {
-                if gpu.contains_key(other) {
-                    notes.dropped(&format!("resources.gpu.{other}"), "not matched against shapes yet");
+        Some(Value::String(written)) => {
+            // `A100:80GB:2`, `80GB:2`, `A100`, `A100,H100:2`, `nvidia:2`:
+            // vendor, names, memory per GPU and count in any order.
+            let mut gpu = GpuRequirement::default();
+            for part in written.split(':').map(str::trim) {
+                if part.starts_with(|c: char| c.is_ascii_digit() || c == '.') && !part.ends_with('B') {
+                    gpu.count = Some(count(notes, part)?);
+                } else if part.ends_with('B') && range_of(part, false, memory_quantity).is_some() {
+                    gpu.memory_in_mb = Some(sizes(notes, "resources.gpu", part)?);
+                } else if jobdeck_api::GPU_VENDORS.contains(&part.to_ascii_lowercase().as_str()) {
+                    gpu.vendor = Some(part.to_ascii_lowercase());
+                } else {
+                    gpu.name = Some(part.split(',').map(|n| n.trim().to_string()).collect());
                 }
             }
+            requirements.gpu = Some(gpu);
+        }
+        Some(Value::Object(written)) => {
+            let mut gpu = GpuRequirement {
+                vendor: written.get("vendor").map(text).map(|v| v.to_ascii_lowercase()),
+                ..GpuRequirement::default()
+            };
+            if let Some(n) = written.get("count") {
+                gpu.count = Some(count(notes, &text(n))?);
+            }
+            gpu.name = match written.get("name") {
+                Some(Value::String(name)) => Some(name.split(',').map(|n| n.trim().to_string()).collect()),
+                Some(Value::Array(names)) => Some(names.iter().map(text).collect()),
+                _ => None,
+            };
+            if let Some(memory) = written.get("memory") {
+                gpu.memory_in_mb = Some(sizes(notes, "resources.gpu.memory", &text(memory))?);
+            }
+            if let Some(total) = written.get("total_memory") {
+                gpu.total_memory_in_mb = Some(sizes(notes, "resources.gpu.total_memory", &text(total))?);
+            }
+            if let Some(least) = written.get("compute_capability") {
+                let least = text(least).trim_matches('"').to_string();
+                if jobdeck_api::parse_compute_capability(&least).is_none() {
+                    return Err(notes.refuse("resources.gpu.compute_capability", "major.minor, such as 7.5"));
+                }
+                gpu.compute_capability = Some(least);
+            }
+            requirements.gpu = Some(gpu);
         }
         Some(_) => return Err(notes.refuse("resources.gpu", "a count, a string such as A100:80GB:2, or a mapping")),
     }
-    if let Some(shm) = text("shm_size") {
+    if let Some(shm) = field("shm_size") {
         let mib = memory_quantity(&shm).ok_or_else(|| notes.refuse("resources.shm_size", "a size such as 8GB"))?;
         spec.insert("shared_memory_size".into(), json!(mib));
         notes.carried("resources.shm_size", "spec.shared_memory_size", format!("{mib} MiB"));
     }
-    if value.get("disk").is_some() {
-        notes.dropped("resources.disk", "a shape's disk is the node's; not matched yet");
-    }
-    choose(notes, spec, "resources", &need, shapes);
+    require(notes, spec, "resources", &requirements, shapes);
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::convert::shapes::tests::shape;
+
+    /// A workspace without volumes.
+    fn convert(document: &Document, shapes: &[ShapeConfig]) -> Result<Converted, ConvertError> {
+        super::convert(document, shapes, &BTreeMap::new())
+    }
+    use crate::convert::shapes::tests::{chosen, shape};
     use crate::convert::source::read;
 
     const TASK: &str = "\
@@ -389,12 +465,28 @@ retry:
         let document = &read(TASK).unwrap()[0];
         let mut a100 = shape("gpu.a100x2", 2, Some("NVIDIA A100"), 24.0, 240_000);
         a100.accelerator_memory_mb = Some(81_920);
+        a100.ephemeral_storage_gb = Some(500);
         let mut small = shape("gpu.a100-40x2", 2, Some("NVIDIA A100"), 24.0, 240_000);
         small.accelerator_memory_mb = Some(40_960);
-        let converted = convert(document, &[small, a100]).unwrap();
+        let shapes = [small.clone(), a100.clone()];
+        let converted = convert(document, &shapes).unwrap();
         let job = &converted.job;
         assert_eq!(job["metadata"]["name"], "train-llama");
-        assert_eq!(job["spec"]["resource_shape"], "gpu.a100x2", "80 GB per GPU rules out the 40 GB shape");
+        assert_eq!(job["spec"].get("resource_shape"), None, "the server chooses when it creates the job");
+        assert_eq!(
+            job["spec"]["resources"],
+            json!({"gpu": {"name": ["A100"], "count": {"min": 2, "max": 2}, "memory_in_mb": {"min": 81_920}},
+                   "memory_in_mb": {"min": 65_536}, "disk_in_gb": {"min": 200}})
+        );
+        assert_eq!(chosen(job, &shapes).as_deref(), Some("gpu.a100x2"), "80 GB per GPU rules out the 40 GB shape");
+        let note = converted.notes.iter().find(|n| n.field == "resources").unwrap();
+        assert!(note.message.contains("the smallest shape that meets them is gpu.a100x2"), "{note:?}");
+        // A requirement no shape meets is left out, and the note says so.
+        a100.ephemeral_storage_gb = Some(100);
+        let converted = convert(document, &[small, a100]).unwrap();
+        assert_eq!(converted.job["spec"].get("resources"), None);
+        let note = converted.notes.iter().find(|n| n.field == "resources").unwrap();
+        assert!(note.became.is_none() && note.message.starts_with("no shape of this workspace has"), "{note:?}");
         assert_eq!((&job["spec"]["completions"], &job["spec"]["intra_job_communication"]), (&json!(2), &json!(true)));
         assert_eq!(
             job["spec"]["container"]["command"][2],
@@ -408,13 +500,18 @@ retry:
         assert!(note("privileged").message.starts_with("refused"));
         assert_eq!(note("spot_policy").became, None);
         assert_eq!(note("retry").line, Some(19));
-        // [no-capacity, error] for 1d: waits a day for capacity, retries a
-        // program's failure, and the window for errors is said not to be
-        // enforced.
+        // [no-capacity, error] for 1d: waits a day for capacity, and
+        // restarts a failed run, a program's failure included, for a day.
         assert_eq!(job["spec"]["max_queued_duration_seconds"], 86_400);
+        assert_eq!(job["spec"]["retry_window_seconds"], 86_400);
+        assert_eq!(job["spec"]["backoff_limit"], 0, "dstack resubmits whole runs");
         assert_eq!(job["spec"].get("disable_retry_on_program_error"), None);
-        assert_eq!(note("retry.duration").became.as_deref(), Some("spec.max_queued_duration_seconds"));
-        assert!(note("retry.duration").message.contains("not a time window"), "{:?}", note("retry.duration"));
+        assert_eq!(note("retry.duration").became.as_deref(), Some("spec.retry_window_seconds"));
+        assert!(
+            note("retry.duration").message.contains("within 1 day of the job's creation"),
+            "{:?}",
+            note("retry.duration")
+        );
         assert!(jobdeck_api::from_json::<jobdeck_api::LeptonJob>(job.to_string().as_bytes()).is_ok(), "{job}");
     }
 
@@ -442,9 +539,30 @@ retry:
         let note = |field: &str| converted.notes.iter().find(|n| n.field == field).unwrap().clone();
         assert_eq!((note("volumes[0]").line, note("volumes[0]").became.as_deref()), (Some(4), Some("spec.mounts")));
         assert_eq!((note("volumes[1]").line, note("volumes[1]").became), (Some(5), None));
-        assert!(note("volumes[1]").message.contains("volumes an admin configured"));
+        assert!(note("volumes[1]").message.contains("outside every volume an admin configured"));
         let relative = &read("type: task\nvolumes: [data:relative]\n").unwrap()[0];
         assert_eq!(convert(relative, &[]).unwrap_err().field, "volumes[0]");
+    }
+
+    #[test]
+    fn a_machines_directory_under_a_configured_volume_is_that_volume_mounted_at_the_rest() {
+        let volumes = BTreeMap::from([
+            ("shared".to_string(), PathBuf::from("/srv/shared")),
+            ("models".to_string(), PathBuf::from("/srv/shared/models")),
+        ]);
+        let text = "type: task\nvolumes:\n  - /srv/shared/data/imagenet:/data\n  - /srv/shared/models:/models\n  - \
+                    instance_path: /srv/shared/../../etc\n    path: /etc2\n  - /srv/sharedother:/x\n";
+        let converted = super::convert(&read(text).unwrap()[0], &[], &volumes).unwrap();
+        assert_eq!(
+            converted.job["spec"]["mounts"],
+            json!([{"from": "shared", "path": "/data/imagenet", "mount_path": "/data"},
+                   {"from": "models", "path": "/", "mount_path": "/models"}]),
+            "the deepest volume that holds it; `..` and a mere prefix of a name are not inside"
+        );
+        let note = |field: &str| converted.notes.iter().find(|n| n.field == field).unwrap().clone();
+        assert_eq!(note("volumes[2]").became, None);
+        assert!(note("volumes[3]").message.contains("their directories: /srv/shared/models, /srv/shared)"));
+        assert!(jobdeck_api::from_json::<jobdeck_api::LeptonJob>(converted.job.to_string().as_bytes()).is_ok());
     }
 
     #[test]
@@ -458,6 +576,9 @@ retry:
         let interruptions = job("type: task\nretry:\n  on_events: [interruption]\n  duration: 2h\n").unwrap();
         assert_eq!(interruptions["disable_retry_on_program_error"], true, "a program's failure ends the job");
         assert_eq!(interruptions.get("max_queued_duration_seconds"), None, "no-capacity is not listed");
+        assert_eq!(interruptions["retry_window_seconds"], 7_200);
+        let off = job("type: task\nretry:\n  on_events: [error]\n  duration: off\n").unwrap();
+        assert_eq!(off.get("retry_window_seconds"), None, "off: no window");
         let wrong = convert(&read("type: task\nretry:\n  on_events: [oom]\n").unwrap()[0], &[]).unwrap_err();
         assert_eq!((wrong.field.as_str(), wrong.line), ("retry.on_events[0]", 3));
     }
@@ -470,7 +591,7 @@ retry:
         ];
         let text = "type: task\nresources:\n  gpu:\n    count: 1\n    compute_capability: 8.9\n";
         let converted = convert(&read(text).unwrap()[0], &shapes).unwrap();
-        assert_eq!(converted.job["spec"]["resource_shape"], "gpu.h100x1");
+        assert_eq!(chosen(&converted.job, &shapes).as_deref(), Some("gpu.h100x1"));
         let bad = "type: task\nresources:\n  gpu:\n    compute_capability: high\n";
         let error = convert(&read(bad).unwrap()[0], &shapes).unwrap_err();
         assert_eq!((error.field.as_str(), error.line), ("resources.gpu.compute_capability", 4));

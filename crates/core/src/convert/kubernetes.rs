@@ -5,9 +5,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::shapes::{choose, cpu_quantity, memory_quantity, Need};
+use super::shapes::{cpu_quantity, memory_quantity, require};
 use super::{ConvertError, Converted, Document, Notes};
 use crate::config::ShapeConfig;
+use jobdeck_api::{AmountRange, CpuRange, GpuRequirement, ResourceRequirements};
 
 /// The first Job of `documents` as a job.
 pub fn convert(documents: &[Document], shapes: &[ShapeConfig]) -> Result<Converted, ConvertError> {
@@ -136,7 +137,7 @@ fn pod_spec(
             notes.carried(&at("args"), "spec.container.command", "after the command, as Kubernetes runs them");
         }
     }
-    let mut need = Need::default();
+    let mut requirements = ResourceRequirements::default();
     for (field, value) in first {
         match field.as_str() {
             "image" => {
@@ -171,14 +172,23 @@ fn pod_spec(
                 // Limits are what a replica may use; requests when there are none.
                 let amounts = value.get("limits").or_else(|| value.get("requests")).cloned().unwrap_or_default();
                 let text = |key: &str| amounts.get(key).map(|v| v.as_str().map(String::from).unwrap_or(v.to_string()));
-                need.gpus = text("nvidia.com/gpu").and_then(|n| n.parse().ok()).unwrap_or(0);
-                need.cpu = text("cpu").and_then(|c| cpu_quantity(&c)).unwrap_or(0.0);
-                need.memory_mb = text("memory").and_then(|m| memory_quantity(&m)).unwrap_or(0);
+                // A request is a least: the node gives at least that much.
+                let gpus: i64 = text("nvidia.com/gpu").and_then(|n| n.parse().ok()).unwrap_or(0);
+                if gpus > 0 {
+                    requirements.gpu = Some(GpuRequirement {
+                        vendor: Some("nvidia".into()),
+                        count: Some(AmountRange::at_least(gpus)),
+                        ..GpuRequirement::default()
+                    });
+                }
+                requirements.cpu =
+                    text("cpu").and_then(|c| cpu_quantity(&c)).map(|cpu| CpuRange { min: Some(cpu), max: None });
+                requirements.memory_in_mb = text("memory").and_then(|m| memory_quantity(&m)).map(AmountRange::at_least);
             }
             _ => notes.dropped(&at(field), "Jobdeck has no such setting of a container (yet)"),
         }
     }
-    choose(notes, spec, &at("resources"), &need, shapes);
+    require(notes, spec, &at("resources"), &requirements, shapes);
     spec.insert("container".into(), Value::Object(container));
     Ok(())
 }
@@ -227,7 +237,7 @@ fn envs(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value, at: &st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::convert::shapes::tests::shape;
+    use crate::convert::shapes::tests::{chosen, shape};
     use crate::convert::source::read;
 
     const MANIFEST: &str = "\
@@ -288,7 +298,7 @@ spec:
             (&json!(4), &json!(2), &json!(7200))
         );
         assert_eq!(job["spec"]["container"]["command"], json!(["python", "train.py", "--epochs", "10"]));
-        assert_eq!(job["spec"]["resource_shape"], "gpu.a100x1");
+        assert_eq!(chosen(job, &shapes).as_deref(), Some("gpu.a100x1"));
         assert_eq!(job["spec"]["envs"][1], json!({"name": "HF_TOKEN", "value_from": {"secret_name_ref": "hf_token"}}));
         let note = |field: &str| converted.notes.iter().find(|n| n.field == field).cloned().unwrap();
         assert_eq!(note("spec.template.spec.hostNetwork").line, Some(22));

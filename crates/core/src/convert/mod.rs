@@ -14,6 +14,9 @@ pub mod nvcf;
 pub mod shapes;
 pub mod source;
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
 use serde_json::Value;
 
 use crate::config::ShapeConfig;
@@ -41,8 +44,14 @@ impl Format {
     }
 }
 
-/// The job `text` (a file of `format`) becomes, with its notes.
-pub fn convert(format: Format, text: &str, shapes: &[ShapeConfig]) -> Result<Converted, ConvertError> {
+/// The job `text` (a file of `format`) becomes, with its notes, on a
+/// workspace of `shapes` and of the volumes `volumes` names.
+pub fn convert(
+    format: Format,
+    text: &str,
+    shapes: &[ShapeConfig],
+    volumes: &BTreeMap<String, PathBuf>,
+) -> Result<Converted, ConvertError> {
     let documents = source::read(text)?;
     if format == Format::Kubernetes {
         return kubernetes::convert(&documents, shapes);
@@ -59,7 +68,7 @@ pub fn convert(format: Format, text: &str, shapes: &[ShapeConfig]) -> Result<Con
         }
     };
     match format {
-        Format::Dstack => dstack::convert(document, shapes),
+        Format::Dstack => dstack::convert(document, shapes, volumes),
         Format::Nvcf => nvcf::convert(document, shapes),
         Format::Lepton => lepton::convert(document),
         Format::Kubernetes => unreachable!("read above"),
@@ -149,12 +158,12 @@ mod tests {
 
     #[test]
     fn a_file_is_one_document_except_for_kubernetes() {
-        assert_eq!(convert(Format::Nvcf, "", &[]).unwrap_err().message, "the file is empty");
+        assert_eq!(convert(Format::Nvcf, "", &[], &BTreeMap::new()).unwrap_err().message, "the file is empty");
         let two = "type: task\n---\ntype: task\n";
-        assert!(convert(Format::Dstack, two, &[]).unwrap_err().message.contains("several documents"));
+        assert!(convert(Format::Dstack, two, &[], &BTreeMap::new()).unwrap_err().message.contains("several documents"));
         assert_eq!(Format::parse("kubernetes"), Some(Format::Kubernetes));
         assert_eq!(Format::parse("helm"), None);
-        let error = convert(Format::Dstack, "type: task\nname: [unclosed\n", &[]).unwrap_err();
+        let error = convert(Format::Dstack, "type: task\nname: [unclosed\n", &[], &BTreeMap::new()).unwrap_err();
         assert_eq!((error.field.as_str(), error.line > 1), ("body", true), "{error}");
     }
 }

@@ -2,9 +2,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::shapes::{choose, Need};
+use super::shapes::require;
 use super::{ConvertError, Converted, Document, Notes};
 use crate::config::ShapeConfig;
+use jobdeck_api::{AmountRange, GpuRequirement, ResourceRequirements};
 
 /// NVCF's defaults for the two limits it always has.
 const QUEUE_LIMIT_DEFAULT: &str = "PT72H";
@@ -149,8 +150,14 @@ fn gpu(notes: &mut Notes, spec: &mut Map<String, Value>, value: &Value, shapes: 
     let instance = value.get("instanceType").and_then(Value::as_str).unwrap_or_default();
     let count: i64 =
         instance.rsplit('_').next().and_then(|n| n.strip_suffix('x')).and_then(|n| n.parse().ok()).unwrap_or(1);
-    let need = Need { gpus: count, gpu_name: Some(name.to_string()), ..Need::default() };
-    choose(notes, spec, "gpuSpecification", &need, shapes);
+    // NVCF's instance types are exact: `GPU.H100_8x` is eight H100s.
+    let gpu = GpuRequirement {
+        name: (!name.is_empty()).then(|| vec![name.to_string()]),
+        count: Some(AmountRange { min: Some(count), max: Some(count) }),
+        ..GpuRequirement::default()
+    };
+    let requirements = ResourceRequirements { gpu: Some(gpu), ..ResourceRequirements::default() };
+    require(notes, spec, "gpuSpecification", &requirements, shapes);
     for other in ["backend", "clusters"] {
         if value.get(other).is_some() {
             notes.dropped(
@@ -200,7 +207,7 @@ mod tests {
         let converted = convert(document, &shapes).unwrap();
         let job = &converted.job;
         assert_eq!(job["metadata"]["name"], "my-training-job");
-        assert_eq!(job["spec"]["resource_shape"], "gpu.h100x1");
+        assert_eq!(crate::convert::shapes::tests::chosen(job, &shapes).as_deref(), Some("gpu.h100x1"));
         assert_eq!(job["spec"]["container"]["args"], json!(["--epochs", "10", "--batch-size", "32"]));
         assert_eq!(job["spec"]["container"].get("command"), None, "the image's entrypoint runs");
         assert_eq!(job["spec"]["active_deadline_seconds"], 14_400);

@@ -1,109 +1,54 @@
-//! Choosing the shape a converted job runs on from what the file asks for:
-//! the smallest shape of the workspace that has at least those GPUs (of that
-//! name, when one is given), CPUs and memory.
+//! What a converted job asks one replica to have: its requirements
+//! (`spec.resources`), which the server meets with the smallest shape of the
+//! workspace by the contract's one chooser (`jobdeck_api::offers`), and the
+//! quantities the files write them in.
 
+use jobdeck_api::{chosen_offer, offers, requirement_words, JobSpec, ResourceRequirements, ShapeChoice};
 use serde_json::{json, Map, Value};
 
 use super::Notes;
 use crate::config::ShapeConfig;
+use crate::topology::shape_view;
 
-/// What a file asks one replica to have.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Need {
-    pub gpus: i64,
-    /// A GPU name such as `H100`, matched case-insensitively inside the
-    /// shape's `accelerator_type` (`NVIDIA H100 80GB HBM3` has an H100).
-    pub gpu_name: Option<String>,
-    /// Memory per GPU, in MiB, against the shape's `accelerator_memory_mb`.
-    pub gpu_memory_mb: i64,
-    /// The least CUDA compute capability, `(major, minor)`.
-    pub compute_capability: Option<(u32, u32)>,
-    pub cpu: f64,
-    pub memory_mb: i64,
-}
-
-impl Need {
-    /// The need in words, for the notes.
-    pub fn words(&self) -> String {
-        let mut parts = Vec::new();
-        if self.gpus > 0 {
-            parts.push(match &self.gpu_name {
-                Some(name) => format!("{} × {name}", self.gpus),
-                None => format!("{} GPU", self.gpus),
-            });
-        }
-        if self.gpu_memory_mb > 0 {
-            parts.push(format!("{} MiB per GPU", self.gpu_memory_mb));
-        }
-        if let Some((major, minor)) = self.compute_capability {
-            parts.push(format!("compute capability {major}.{minor} or more"));
-        }
-        if self.cpu > 0.0 {
-            parts.push(format!("{} CPU", self.cpu));
-        }
-        if self.memory_mb > 0 {
-            parts.push(format!("{} MiB memory", self.memory_mb));
-        }
-        if parts.is_empty() {
-            "nothing in particular".into()
-        } else {
-            parts.join(", ")
-        }
-    }
-
-    fn met_by(&self, shape: &ShapeConfig) -> bool {
-        let named = match &self.gpu_name {
-            Some(name) => shape
-                .accelerator_type
-                .as_deref()
-                .is_some_and(|kind| kind.to_ascii_lowercase().contains(&name.to_ascii_lowercase())),
-            None => true,
-        };
-        let gpu_memory = self.gpu_memory_mb == 0 || shape.accelerator_memory_mb.unwrap_or(0) >= self.gpu_memory_mb;
-        let capable =
-            self.compute_capability.is_none_or(|least| shape.compute_capability().is_some_and(|has| has >= least));
-        shape.gpus >= self.gpus
-            && named
-            && gpu_memory
-            && capable
-            && shape.cpu >= self.cpu
-            && shape.memory_mb >= self.memory_mb
-    }
-}
-
-/// The smallest shape that meets `need` (fewest GPUs, then CPUs, then
-/// memory), if any does.
-pub fn smallest<'a>(shapes: &'a [ShapeConfig], need: &Need) -> Option<&'a ShapeConfig> {
-    shapes
-        .iter()
-        .filter(|shape| need.met_by(shape))
-        .min_by(|a, b| (a.gpus, a.memory_mb).cmp(&(b.gpus, b.memory_mb)).then(a.cpu.total_cmp(&b.cpu)))
-}
-
-/// Sets `spec.resource_shape` to the smallest shape that meets `need`, and
-/// notes on `field` which and why, or that none does.
-pub(crate) fn choose(
+/// Writes `requirements` into `spec.resources` and notes on `field` the
+/// shape that meets them now; when none of this workspace's shapes does,
+/// notes that instead and leaves them out (the form then asks for a shape).
+pub(crate) fn require(
     notes: &mut Notes,
     spec: &mut Map<String, Value>,
     field: &str,
-    need: &Need,
+    requirements: &ResourceRequirements,
     shapes: &[ShapeConfig],
 ) {
-    match smallest(shapes, need) {
-        Some(shape) => {
-            spec.insert("resource_shape".into(), json!(shape.name));
+    let choices: Vec<ShapeChoice> = shapes.iter().map(|s| (&shape_view(s)).into()).collect();
+    // The shared memory the file asks for is a requirement of the shape too.
+    let job =
+        JobSpec { shared_memory_size: spec.get("shared_memory_size").and_then(Value::as_i64), ..JobSpec::default() };
+    let offers = offers(&job, requirements, &choices, &[]);
+    let words = requirement_words(requirements);
+    match chosen_offer(&offers).and_then(|o| o.shape.id.as_deref()) {
+        Some(id) => {
+            spec.insert("resources".into(), json!(requirements));
             notes.carried(
                 field,
-                "spec.resource_shape",
-                format!(
-                    "{}: {}, the smallest shape that has it (a range asks for its low end)",
-                    need.words(),
-                    shape.name
-                ),
+                "spec.resources",
+                format!("{words}; the smallest shape that meets them is {id}, which the server chooses when the job is created"),
             );
         }
+        None => notes.dropped(field, format!("no shape of this workspace has {words}; choose a shape in the form")),
+    }
+}
+
+/// A range as dstack writes one: `4..8`, `16GB..`, `..2`, or a single
+/// value, which is the low end of a size (`16GB` asks at least that) and
+/// the exact number of a count (`2` GPUs are two).
+pub fn range_of<T: Copy>(text: &str, exact: bool, read: impl Fn(&str) -> Option<T>) -> Option<(Option<T>, Option<T>)> {
+    let end = |part: &str| if part.trim().is_empty() { Some(None) } else { read(part.trim()).map(Some) };
+    match text.split_once("..") {
+        Some((low, high)) => Some((end(low)?, end(high)?)),
         None => {
-            notes.dropped(field, format!("no shape of this workspace has {}; choose a shape in the form", need.words()))
+            let value = read(text.trim())?;
+            Some((Some(value), exact.then_some(value)))
         }
     }
 }
@@ -147,6 +92,14 @@ pub fn memory_quantity(text: &str) -> Option<i64> {
 pub(crate) mod tests {
     use super::*;
 
+    /// The shape the server chooses for a converted job (`spec.resources`).
+    pub(crate) fn chosen(job: &Value, shapes: &[ShapeConfig]) -> Option<String> {
+        let spec: JobSpec = serde_json::from_value(job["spec"].clone()).unwrap();
+        let choices: Vec<ShapeChoice> = shapes.iter().map(|s| (&shape_view(s)).into()).collect();
+        let offers = offers(&spec, spec.resources.as_ref()?, &choices, &[]);
+        chosen_offer(&offers).and_then(|o| o.shape.id.clone())
+    }
+
     pub(crate) fn shape(name: &str, gpus: i64, gpu: Option<&str>, cpu: f64, memory_mb: i64) -> ShapeConfig {
         ShapeConfig {
             name: name.into(),
@@ -162,20 +115,16 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn the_smallest_shape_that_meets_the_need_is_chosen() {
-        let shapes = [
-            shape("gpu.h100x8", 8, Some("NVIDIA H100"), 96.0, 1_000_000),
-            shape("cpu.large", 0, None, 16.0, 65_536),
-            shape("cpu.small", 0, None, 2.0, 4_096),
-            shape("gpu.a100x1", 1, Some("NVIDIA A100"), 12.0, 120_000),
-            shape("gpu.h100x1", 1, Some("NVIDIA H100"), 12.0, 120_000),
-        ];
-        let pick = |need: Need| smallest(&shapes, &need).map(|s| s.name.as_str());
-        assert_eq!(pick(Need { cpu: 1.0, memory_mb: 2048, ..Need::default() }), Some("cpu.small"));
-        assert_eq!(pick(Need { cpu: 4.0, ..Need::default() }), Some("cpu.large"));
-        assert_eq!(pick(Need { gpus: 1, gpu_name: Some("h100".into()), ..Need::default() }), Some("gpu.h100x1"));
-        assert_eq!(pick(Need { gpus: 2, gpu_name: Some("H100".into()), ..Need::default() }), Some("gpu.h100x8"));
-        assert_eq!(pick(Need { gpus: 1, gpu_name: Some("MI300".into()), ..Need::default() }), None);
+    fn ranges_read_as_dstack_writes_them() {
+        let count = |t: &str| range_of(t, true, |p| p.parse::<i64>().ok());
+        assert_eq!(count("2"), Some((Some(2), Some(2))), "a count is exact");
+        assert_eq!(count("1..2"), Some((Some(1), Some(2))));
+        assert_eq!(count("2.."), Some((Some(2), None)));
+        assert_eq!(count("..4"), Some((None, Some(4))));
+        assert_eq!(count("two"), None);
+        let size = |t: &str| range_of(t, false, memory_quantity);
+        assert_eq!(size("16GB"), Some((Some(16384), None)), "a size is a least");
+        assert_eq!(size("16GB..64GB"), Some((Some(16384), Some(65536))));
     }
 
     #[test]

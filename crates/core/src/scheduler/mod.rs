@@ -46,6 +46,9 @@ pub struct NewJob {
     pub row: JobRow,
     /// `row.spec` with this server's defaults applied.
     pub resolved: ResolvedSpec,
+    /// Why the job runs on its shape, when its requirements chose it
+    /// (`spec::shape_chosen_by_requirements`): said in an event.
+    pub shape_choice: Option<String>,
 }
 
 enum Msg {
@@ -489,7 +492,7 @@ impl Scheduler {
     }
 
     async fn create(&mut self, job: NewJob, by: &str) -> SchedulerResult<JobRow> {
-        let NewJob { mut row, resolved } = job;
+        let NewJob { mut row, resolved, shape_choice } = job;
         let now = jobdeck_store::now_millis();
         let first = transition::on_create(row.spec.stopped(), &resolved.node_groups);
         let queued = first.state == JobState::Queueing;
@@ -505,10 +508,12 @@ impl Scheduler {
             ..JobRuntime::default()
         };
         let events = |id: &str| {
-            vec![
-                event(id, EventType::Normal, "Created", format!("job created by {by}")),
-                event(id, EventType::Normal, first.reason, first.message.clone()),
-            ]
+            let mut events = vec![event(id, EventType::Normal, "Created", format!("job created by {by}"))];
+            if let Some(why) = &shape_choice {
+                events.push(event(id, EventType::Normal, "ShapeChosen", why.clone()));
+            }
+            events.push(event(id, EventType::Normal, first.reason, first.message.clone()));
+            events
         };
         let row = insert_new_job(&self.store, row, events, random_suffix).await?;
         if queued {

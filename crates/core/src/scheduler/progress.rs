@@ -4,6 +4,7 @@
 //! (active, queued, archive).
 
 use super::*;
+use jobdeck_api::validate::RETRIES_MAX;
 
 impl Scheduler {
     pub(super) async fn handle_host(&mut self, message: HostMessage) {
@@ -78,6 +79,14 @@ impl Scheduler {
         let now = jobdeck_store::now_millis();
         let ttl_s = active.resolved.ttl_seconds_after_finished;
         let completions = active.resolved.completions;
+        // The retry window counts from the job's creation; `None`: no window,
+        // or still open.
+        let window_ended = active
+            .resolved
+            .retry_window_seconds
+            .filter(|&window| after_seconds(active.row.created_at, window) <= now)
+            .map(jobdeck_api::duration_in_words);
+        let window = active.resolved.retry_window_seconds.map(jobdeck_api::duration_in_words);
         self.dirty = true;
         let r = &mut active.row.runtime;
         r.placement = None;
@@ -94,6 +103,11 @@ impl Scheduler {
                 r.archive_at = Some(after_seconds(now, ttl_s));
                 let message = r.message.clone().unwrap_or_default();
                 self.save(id, vec![event(id, EventType::Normal, "Completed", message)]).await
+            }
+            (Some(StopReason::Preempted), _) if window_ended.is_some() => {
+                let window = window_ended.unwrap_or_default();
+                let message = format!("preempted by a job of higher priority after its retry window of {window} ended");
+                self.finish_failed(id, EndReason::Preempted, message).await
             }
             (Some(StopReason::Preempted), _) => {
                 r.state = JobState::Queueing;
@@ -130,15 +144,20 @@ impl Scheduler {
                 let retries_used = r.job_retries;
                 let allowed = active.resolved.max_job_failure_retry;
                 let blocked = program_error && active.resolved.disable_retry_on_program_error;
-                if retries_used < allowed && !blocked {
+                if let Some(window) = window_ended.filter(|_| retries_used < allowed && !blocked) {
+                    let message = format!("{message}; not restarted: its retry window of {window} ended");
+                    self.finish_failed(id, reason, message).await
+                } else if retries_used < allowed && !blocked {
                     let delay_s = (2i64 << retries_used.min(5)).min(60);
+                    let count = match allowed {
+                        RETRIES_MAX => format!("job retry {}", retries_used + 1),
+                        _ => format!("job retry {} of {allowed}", retries_used + 1),
+                    };
+                    let within = window.map(|w| format!(", within its retry window of {w}")).unwrap_or_default();
                     r.state = JobState::PendingRetry;
                     r.job_retries += 1;
                     r.reason = Some(reason.to_string());
-                    r.message = Some(format!(
-                        "{message}; restarting the whole job in {delay_s} s (job retry {} of {allowed})",
-                        retries_used + 1
-                    ));
+                    r.message = Some(format!("{message}; restarting the whole job in {delay_s} s ({count}{within})"));
                     r.started_at = None;
                     self.retry_at.insert(id.to_string(), after_seconds(now, delay_s));
                     let text = r.message.clone().unwrap_or_default();

@@ -47,7 +47,7 @@ async fn convert_file(
     let format = Format::parse(&query.from).ok_or_else(|| {
         AppError::Validation([("from".to_string(), vec!["one of dstack, nvcf, kubernetes, lepton".to_string()])].into())
     })?;
-    let converted = convert::convert(format, body, &state.config.shapes)?;
+    let converted = convert::convert(format, body, &state.config.shapes, &state.config.executor.local.volumes)?;
     // The converters write only what the contract reads; a value of the
     // wrong kind in the file (a number for a name) is refused at the job's
     // field it would have become.

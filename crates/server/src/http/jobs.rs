@@ -260,6 +260,16 @@ async fn create_job(
     // Whether the job can ever fit this server is a question about a valid
     // job: asked of an out-of-range count it would only add a second message
     // about the number the user must change anyway.
+    // A job that gives requirements instead of a shape gets the shape they
+    // choose now, written into its spec, so a later change of the
+    // configuration does not move it.
+    let mut shape_choice = None;
+    if errors.is_empty() {
+        if let Some((name, why)) = jobdeck_core::spec::shape_chosen_by_requirements(&job.spec, &state.config) {
+            job.spec.resource_shape = Some(name);
+            shape_choice = Some(why);
+        }
+    }
     let resolved = if errors.is_empty() {
         match ResolvedSpec::resolve(&job.spec, &state.config) {
             Ok(resolved) => Some(resolved),
@@ -290,7 +300,7 @@ async fn create_job(
         // The scheduler gives the job its first state.
         runtime: JobRuntime::default(),
     };
-    let row = state.scheduler.create(NewJob { row, resolved }, &user.name).await?;
+    let row = state.scheduler.create(NewJob { row, resolved, shape_choice }, &user.name).await?;
     let note = AuditNote { target: Some(row.id.clone()), ..AuditNote::default() };
     Ok(note.on((StatusCode::OK, Json(job_view(row))).into_response()))
 }

@@ -261,6 +261,7 @@ mod tests {
             workers: Some(2),
             backoff_limit: Some(1),
             disable_retry_on_program_error: Some(true),
+            resources: Some(Default::default()),
             ..Default::default()
         })
         .unwrap();

@@ -43,7 +43,14 @@ async fn files_of_other_tools_become_jobs_that_run() {
         job["spec"]["container"]["command"],
         json!(["sh", "-c", "echo index $JOB_COMPLETION_INDEX of the pi job"])
     );
-    assert_eq!((&job["spec"]["completions"], &job["spec"]["resource_shape"]), (&json!(2), &json!("cpu.small")));
+    assert_eq!(job["spec"]["completions"], 2);
+    // Its requests are requirements; the server picks the shape that meets
+    // them when the job is created.
+    assert_eq!(job["spec"]["resources"], json!({"cpu": {"min": 0.5}, "memory_in_mb": {"min": 512}}));
+    assert!(note(&answer, "spec.template.spec.containers[0].resources")["message"]
+        .as_str()
+        .unwrap()
+        .contains("the smallest shape that meets them is cpu.small"));
     assert_eq!(note(&answer, "spec.template.spec.containers[0].volumeMounts")["line"], 33);
     assert!(note(&answer, "spec.template.spec.containers[0].volumeMounts").get("became").is_none());
     assert_eq!(job["spec"]["envs"][1]["value_from"]["secret_name_ref"], "api_key", "a Jobdeck secret's name");
@@ -52,6 +59,7 @@ async fn files_of_other_tools_become_jobs_that_run() {
     assert_eq!(stored.status, StatusCode::OK, "{}", stored.text());
     let id = app.create_job(&app.admin_token, job).await;
     app.wait_state(&id, "Completed").await;
+    assert_eq!(app.job(&id).await["spec"]["resource_shape"], "cpu.small");
     assert!(app.log(&id, &format!("{id}-1-0")).await.contains("index 1 of the pi job"));
 
     // A spec as `lep job create -f` takes it.

@@ -487,29 +487,6 @@ async fn memory_limits_are_enforced_or_the_job_is_told_they_are_not() {
     }
 }
 
-/// A public job of the admin's, `<name>-aaaaa`, stored as queued with
-/// `spec`, as a server that stopped with it waiting leaves it.
-fn stored_queued_job(name: &str, spec: Value) -> jobdeck_store::JobRow {
-    let now = jobdeck_server::now_millis();
-    jobdeck_store::JobRow {
-        id: format!("{name}-aaaaa"),
-        name: name.into(),
-        created_by: "admin".into(),
-        visibility: jobdeck_api::Visibility::Public,
-        created_at: now,
-        metadata: Default::default(),
-        spec: serde_json::from_value(spec).unwrap(),
-        priority: 4000,
-        node_groups: Vec::new(),
-        runtime: jobdeck_store::JobRuntime {
-            state: jobdeck_api::JobState::Queueing,
-            reason: Some("Queued".into()),
-            queued_at: Some(now),
-            ..jobdeck_store::JobRuntime::default()
-        },
-    }
-}
-
 /// A job stored before the contract bounded its numbers (deadline, queue
 /// limit and archive time of i64::MAX seconds) neither overflows nor stops
 /// the scheduler: it runs to completion, and so does the next job.
@@ -519,7 +496,7 @@ async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
     spec["active_deadline_seconds"] = json!(i64::MAX);
     spec["max_queued_duration_seconds"] = json!(i64::MAX);
     spec["ttl_seconds_after_finished"] = json!(i64::MAX);
-    let old = stored_queued_job("old", spec);
+    let old = common::stored_queued_job("old", spec, 0);
     let app = TestApp::with_stored_jobs(small_cluster(2.0), vec![old]).await;
     app.wait_state("old-aaaaa", "Completed").await;
     let next = app.create_job(&app.admin_token, &sh_job("next", "echo next")).await;
@@ -531,7 +508,7 @@ async fn a_stored_job_with_unbounded_numbers_does_not_stop_the_scheduler() {
 /// starts, saying why; the server starts, and the job stored beside it runs.
 #[tokio::test]
 async fn a_stored_job_whose_spec_cannot_be_read_fails_alone_at_start() {
-    let queued = |id: &str| stored_queued_job(id, sh_job(id, "echo ran")["spec"].clone());
+    let queued = |id: &str| common::stored_queued_job(id, sh_job(id, "echo ran")["spec"].clone(), 0);
     let app = TestApp::with_stored_jobs_changed_by(
         small_cluster(2.0),
         vec![queued("broken"), queued("fine")],

@@ -26,6 +26,8 @@ mod metrics;
 mod offboarding;
 mod openapi;
 mod quotas;
+mod requirements;
+mod retry_window;
 mod templates;
 mod validation;
 mod visibility;

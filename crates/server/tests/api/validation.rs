@@ -301,16 +301,6 @@ async fn the_server_answers_what_the_console_computes_with_the_servers_data() {
     let workspace: jobdeck_api::WorkspaceInfo = serde_json::from_value(get("/api/v2/workspace").await).unwrap();
     assert!(workspace.job_requirements.command_required, "process mode needs a command");
     let context = jobdeck_api::ValidationContext {
-        shapes: serde_json::from_value::<Vec<jobdeck_api::Shape>>(get("/api/v2/shapes").await)
-            .unwrap()
-            .iter()
-            .map(Into::into)
-            .collect(),
-        node_groups: serde_json::from_value::<Vec<jobdeck_api::NodeGroup>>(get("/api/v2/dedicated-node-groups").await)
-            .unwrap()
-            .iter()
-            .map(Into::into)
-            .collect(),
         secret_names: get("/api/v2/usersecrets")
             .await
             .as_array()
@@ -319,7 +309,7 @@ async fn the_server_answers_what_the_console_computes_with_the_servers_data() {
             .map(|s| s["name"].as_str().unwrap().to_string())
             .collect(),
         requirements: workspace.job_requirements,
-        image_pull_secret_names: None,
+        ..common::console_context(&app).await
     };
     let cases: [(&str, Value); 2] = [("no command", json!([])), ("too many at once", json!(null))];
     for (case, command) in cases {

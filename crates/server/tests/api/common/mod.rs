@@ -296,3 +296,46 @@ fn change_database(store: &Store, sql: &str) {
     let connection = rusqlite::Connection::open(store.path()).unwrap();
     connection.execute_batch(sql).unwrap();
 }
+
+/// A public job of the admin's, `<name>-aaaaa`, created `age_s` seconds ago
+/// and stored as queued with `spec`, as a server that stopped with it
+/// waiting leaves it.
+pub fn stored_queued_job(name: &str, spec: Value, age_s: i64) -> jobdeck_store::JobRow {
+    let now = jobdeck_server::now_millis();
+    jobdeck_store::JobRow {
+        id: format!("{name}-aaaaa"),
+        name: name.into(),
+        created_by: "admin".into(),
+        visibility: jobdeck_api::Visibility::Public,
+        created_at: now - age_s * 1000,
+        metadata: Default::default(),
+        spec: serde_json::from_value(spec).unwrap(),
+        priority: 4000,
+        node_groups: Vec::new(),
+        runtime: jobdeck_store::JobRuntime {
+            state: jobdeck_api::JobState::Queueing,
+            reason: Some("Queued".into()),
+            queued_at: Some(now),
+            ..jobdeck_store::JobRuntime::default()
+        },
+    }
+}
+
+/// The validation context the console builds from `GET /shapes` and `GET
+/// /dedicated-node-groups` (the rest left empty), as the admin sees them.
+pub async fn console_context(app: &TestApp) -> jobdeck_api::ValidationContext {
+    let get = |path: &'static str| async move { app.call(Method::GET, path, &app.admin_token, None).await.json() };
+    jobdeck_api::ValidationContext {
+        shapes: serde_json::from_value::<Vec<jobdeck_api::Shape>>(get("/api/v2/shapes").await)
+            .unwrap()
+            .iter()
+            .map(Into::into)
+            .collect(),
+        node_groups: serde_json::from_value::<Vec<jobdeck_api::NodeGroup>>(get("/api/v2/dedicated-node-groups").await)
+            .unwrap()
+            .iter()
+            .map(Into::into)
+            .collect(),
+        ..Default::default()
+    }
+}
