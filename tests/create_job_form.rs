@@ -488,9 +488,11 @@ fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
     // Its limits are requirements: the shape field offers the smallest shape
     // that meets them and says which; the server chooses the same.
     assert_eq!(value_of(&browser, "resource-shape").as_deref(), Some(""));
+    // The chooser's words come with the form's rules, fetched on its first
+    // use: waited for, not read at once.
+    browser.wait_for_text("that meet 0.5 or more CPU, 0.5 GiB or more memory");
     let page = browser.page_text();
     let said = page.split("shape '").nth(1).and_then(|rest| rest.split('\'').next()).map(String::from);
-    assert!(page.contains("0.5 or more CPU, 0.5 GiB or more memory"), "{page}");
     browser.execute("document.getElementById('resource-shape').scrollIntoView();", vec![]);
     browser.screenshot(&screenshot_path("create-job-form-requirements"));
     let notes = browser.text(&browser.find("#import-notes"));
