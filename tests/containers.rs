@@ -22,16 +22,20 @@ fn server(scratch: &Path, extra: &str) -> Server {
 
 /// [`server`] on the engine binary `engine`.
 fn server_on(scratch: &Path, engine: &str, extra: &str) -> Server {
+    Server::start_api_with_config(&config(scratch, engine, extra))
+}
+
+/// The configuration of [`server_on`].
+fn config(scratch: &Path, engine: &str, extra: &str) -> String {
     containers::test_image();
-    let config = format!(
+    format!(
         "[executor.local]\nmode = \"container\"\nengine = \"{engine}\"\ngrace_period_seconds = 2\n\
          retry_backoff_seconds = 0\nmetrics_interval_ms = 500\nvolumes = {{ scratch = \"{scratch}\" }}\n{extra}\n\n\
          [[node_groups]]\nname = \"local\"\ncpu = 8\nmemory_mb = 16384\n\n\
          [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 1024\n\n\
          [[shapes]]\nname = \"mem.tiny\"\ncpu = 1\nmemory_mb = 32\n",
         scratch = scratch.display(),
-    );
-    Server::start_api_with_config(&config)
+    )
 }
 
 /// A job in the test image running `script` with `/bin/sh -c`, the scratch
@@ -145,6 +149,49 @@ fn the_command_starts_in_the_jobs_working_directory() {
     let replica = &server.replicas(token, &id)[0]["status"];
     assert_eq!(replica["reason"], "ContainerCannotRun", "{replica}");
     assert_eq!(server.failure_analysis(token, &id)["err_class"], "ERR_CONFIG");
+}
+
+/// Who a job runs as, where it starts and its arguments reach the
+/// container; the shape comes from its requirements; and its overview says
+/// all of it in words (screenshot `job-overview-container-settings.png`).
+#[test]
+fn a_jobs_user_directory_arguments_and_requirements_reach_the_container_and_its_overview() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = Server::start_on("127.0.0.1:0", &config(scratch.path(), containers::ENGINE, ""), &[], true);
+    let token = &server.admin_token;
+    let mut spec = job("settings", "echo uid=$(id -u):$(id -g) in $(pwd) with $0 $1");
+    let container = &mut spec["spec"]["container"];
+    container["user"] = json!("1000:1000");
+    container["working_dir"] = json!("/tmp");
+    container["args"] = json!(["one", "two"]);
+    spec["spec"].as_object_mut().unwrap().remove("resource_shape");
+    spec["spec"]["resources"] = json!({"memory_in_mb": {"min": 512}});
+    let id = server.create_job(token, &spec);
+    let done = server.wait_for_state(token, &id, JobState::Completed);
+    assert_eq!(done.spec.resource_shape.as_deref(), Some("cpu.small"), "mem.tiny has 32 MiB");
+    let text = server.log_text(token, &id, &format!("{id}-0-0"));
+    assert!(text.contains("uid=1000:1000 in /tmp with one two"), "{text}");
+
+    let browser = jobdeck_e2e::Browser::start();
+    browser.sign_in(&server, token);
+    browser.goto(&format!("{}/jobs/{id}", server.base_url));
+    browser.wait_for_text("Runs as");
+    let facts = browser.execute(
+        "return [...document.querySelectorAll('dd')].map(d => d.previousElementSibling.textContent + ': ' + d.textContent);",
+        vec![],
+    );
+    let facts: Vec<String> = serde_json::from_value(facts).unwrap();
+    for fact in [
+        "Runs as: 1000:1000",
+        "Working directory: /tmp",
+        "Arguments: one two",
+        "Requirements: 0.5 GiB or more memory",
+        "Resource shape: cpu.small",
+    ] {
+        assert!(facts.iter().any(|f| f.contains(fact)), "{fact} in {facts:?}");
+    }
+    assert!(!facts.iter().any(|f| f.starts_with("Privileged")), "{facts:?}");
+    browser.screenshot(&jobdeck_e2e::screenshot_path("job-overview-container-settings"));
 }
 
 #[test]

@@ -497,7 +497,7 @@ fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
     browser.screenshot(&screenshot_path("create-job-form-requirements"));
     let notes = browser.text(&browser.find("#import-notes"));
     assert!(notes.contains("What became of each field of the Kubernetes Job job.yaml"), "{notes}");
-    assert!(notes.contains("line 33 · spec.template.spec.containers[0].volumeMounts"), "{notes}");
+    assert!(notes.contains("line 34 · spec.template.spec.containers[0].volumeMounts[0]"), "{notes}");
     assert!(notes.contains("not carried over"), "{notes}");
     let dropped = browser.find_all("#import-notes li.dropped").len();
     assert!(dropped >= 1, "{notes}");

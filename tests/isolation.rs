@@ -507,19 +507,27 @@ fn a_copy_of_the_data_directory_reveals_no_secret_value() {
     assert!(!key.exists(), "no new key was made in place of the lost one");
 }
 
+/// `<scratch>/shared`, writable by everyone (sticky), holding `root-only`:
+/// a file only the host's root may read.
+fn shared_with_a_root_only_file(scratch: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let shared = scratch.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::fs::write(shared.join("root-only"), "the host's secret\n").unwrap();
+    std::fs::set_permissions(shared.join("root-only"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    shared
+}
+
 /// With `user_namespace = "auto"` a job's root is not the host's root: it
 /// cannot read a file of a volume that only the host's root may read (it
 /// could before, holding `DAC_OVERRIDE`), and what it writes belongs to an
 /// unprivileged user of the host.
 #[test]
 fn a_jobs_root_is_not_the_hosts_root_in_a_user_namespace_of_its_own() {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::fs::MetadataExt;
     let scratch = tempfile::tempdir().unwrap();
-    let shared = scratch.path().join("shared");
-    std::fs::create_dir(&shared).unwrap();
-    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    std::fs::write(shared.join("root-only"), "the host's secret\n").unwrap();
-    std::fs::set_permissions(shared.join("root-only"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let shared = shared_with_a_root_only_file(scratch.path());
     let server = server_with(scratch.path(), "user_namespace = \"auto\"");
     let token = &server.admin_token;
     let script = "cat /mnt/root-only 2>&1; touch /mnt/written && echo wrote; head -1 /proc/self/uid_map";
@@ -530,4 +538,65 @@ fn a_jobs_root_is_not_the_hosts_root_in_a_user_namespace_of_its_own() {
     assert!(text.contains("Permission denied") && text.contains("wrote"), "{text}");
     let owner = std::fs::metadata(shared.join("written")).unwrap().uid();
     assert!(owner >= 65_536, "the job's file belongs to host user {owner}");
+}
+
+/// `spec.container.user` is a user of the container's own namespace: on a
+/// server with a user namespace per run, `0:0` is the container's root and
+/// `1000:1000` its user 1000, and what either writes to a volume belongs to
+/// an unprivileged user of the host, never to the host's root or its user
+/// 1000. The same job on a server without one runs as the host's 1000.
+#[test]
+fn a_jobs_user_is_a_user_of_its_own_namespace_and_never_the_hosts_root() {
+    use std::os::unix::fs::MetadataExt;
+    let scratch = tempfile::tempdir().unwrap();
+    let shared = shared_with_a_root_only_file(scratch.path());
+    let run = |server: &Server, user: &str, file: &str| {
+        let script =
+            format!("echo uid=$(id -u) gid=$(id -g); cat /mnt/root-only 2>&1; touch /mnt/{file} && echo wrote");
+        let mut job = mounting("as-user", "/shared", &script);
+        job["spec"]["container"]["user"] = json!(user);
+        let id = server.create_job(&server.admin_token, &job);
+        server.wait_for_state(&server.admin_token, &id, JobState::Completed);
+        let text = server.log_text(&server.admin_token, &id, &format!("{id}-0-0"));
+        assert!(!text.contains("the host's secret"), "user {user} read a file only the host's root may:\n{text}");
+        (text, std::fs::metadata(shared.join(file)).unwrap().uid())
+    };
+    let own = server_with(scratch.path(), "user_namespace = \"auto\"");
+    for (user, file, inside) in [("0:0", "by-root", "uid=0 gid=0"), ("1000:1000", "by-1000", "uid=1000 gid=1000")] {
+        let (text, owner) = run(&own, user, file);
+        assert!(text.contains(inside) && text.contains("wrote"), "{user}: {text}");
+        assert!(owner >= 65_536, "user {user}'s file belongs to host user {owner}");
+    }
+    drop(own);
+    let host = server_with(scratch.path(), "");
+    let (text, owner) = run(&host, "1000:1000", "by-host-1000");
+    assert!(text.contains("uid=1000 gid=1000") && text.contains("Permission denied"), "{text}");
+    assert_eq!(owner, 1000, "without a namespace of its own the user is the host's");
+}
+
+/// A node group an admin opened to privileged containers
+/// (`privileged_roles`) runs an admin's privileged job with every
+/// capability; the same job on the server's other group is refused, and an
+/// ordinary job keeps only the few capabilities a training job needs.
+#[test]
+fn a_privileged_job_runs_with_every_capability_only_where_the_config_opens_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let trusted = "\n[[node_groups]]\nname = \"trusted\"\ncpu = 8\nmemory_mb = 16384\nprivileged_roles = [\"admin\"]\n";
+    let server = server_with(scratch.path(), trusted);
+    let token = &server.admin_token;
+    let capabilities = |job: Value| {
+        let id = server.create_job(token, &job);
+        server.wait_for_state(token, &id, JobState::Completed);
+        let text = server.log_text(token, &id, &format!("{id}-0-0"));
+        text.lines().find_map(|l| l.strip_prefix("CapEff:")).map(|c| c.trim().to_string()).unwrap()
+    };
+    let mut privileged = job("privileged", "grep CapEff /proc/self/status");
+    privileged["spec"]["user_security_context"] = json!({"privileged": true});
+    let (status, body) = server.call("POST", "/jobs", token, Some(&privileged));
+    assert_eq!(status, 422, "on any group, local included: {body}");
+    privileged["spec"]["affinity"] = json!({"allowed_dedicated_node_groups": ["trusted"]});
+    let all = u64::from_str_radix(&capabilities(privileged), 16).unwrap();
+    let ordinary = u64::from_str_radix(&capabilities(job("ordinary", "grep CapEff /proc/self/status")), 16).unwrap();
+    assert_eq!(ordinary.count_ones(), 8, "the eight of CAPABILITIES: {ordinary:x}");
+    assert!(all.count_ones() >= 38, "a privileged container has every capability: {all:x}");
 }

@@ -503,6 +503,11 @@ fn lep_creates_lists_reads_stops_starts_and_removes_jobs_on_jobdeck() {
     assert!(out.contains("404") && out.contains("job 'nope-00000' not found"), "{out}");
     let out = lep.fails(&["job", "create", "--name", "wrong", "--resource-shape", "gpu.a10", "--command", "true"]);
     assert!(out.contains("422") && out.contains("no resource shape named 'gpu.a10'"), "{out}");
+    // `--privileged` reaches the server as Lepton's
+    // `user_security_context.privileged`, which no node group here opens.
+    let privileged = ["job", "create", "--name", "root", "--resource-shape", "cpu.small", "--command", "true"];
+    let out = lep.fails(&[&privileged[..], &["--privileged", "--node-group", "local"]].concat());
+    assert!(out.contains("422") && out.contains("does not run privileged containers for you here"), "{out}");
 }
 
 /// `lep template list` and `lep job create -t`: a built-in template with

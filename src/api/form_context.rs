@@ -125,17 +125,16 @@ pub fn secrets(answer: &JsValue) -> Option<Vec<SecretChoice>> {
 /// requirements.
 pub fn workspace(answer: &JsValue) -> Option<Workspace> {
     let needs = field(answer, "job_requirements");
-    let volumes = items(&field(&needs, "volumes")).map(|list| list.iter().filter_map(JsValue::as_string).collect());
+    let names = |key: &str| items(&field(&needs, key)).map(|list| list.iter().filter_map(JsValue::as_string).collect());
     let job_requirements = JobRequirements {
         command_required: flag(&needs, "command_required"),
         image_required: flag(&needs, "image_required"),
         image_ignored: flag(&needs, "image_ignored"),
-        volumes,
+        volumes: names("volumes"),
         job_name_max_length: whole(&needs, "job_name_max_length").map(|n| n.max(0) as usize),
-        refused_env_names: items(&field(&needs, "refused_env_names"))
-            .map(|list| list.iter().filter_map(JsValue::as_string).collect())
-            .unwrap_or_default(),
+        refused_env_names: names("refused_env_names").unwrap_or_default(),
         multi_line_env_refused: flag(&needs, "multi_line_env_refused"),
+        privileged_node_groups: names("privileged_node_groups").unwrap_or_default(),
     };
     Some(Workspace {
         current_user: text(answer, "current_user")?,
@@ -230,6 +229,7 @@ mod tests {
             job_name_max_length: Some(20),
             refused_env_names: vec!["PATH".into(), "SLURM_*".into()],
             multi_line_env_refused: true,
+            privileged_node_groups: vec!["trusted".into()],
         };
         let info = WorkspaceInfo {
             current_user: "ann".into(),

@@ -179,7 +179,7 @@ mod tests {
 
         let nested = r#"{"metadata":{"name":"a"},"spec":{"container":{"image":"x","tag":"1"}}}"#;
         let error = from_js_checked::<LeptonJob>(parsed(nested)).unwrap_err().to_string();
-        assert_eq!(error, "spec.container: unknown field `tag`, expected one of `image`, `ports`, `command`, `args`, `working_dir`, `image_tag`, `registry_username`, `registry_password`");
+        assert_eq!(error, "spec.container: unknown field `tag`, expected one of `image`, `ports`, `command`, `args`, `working_dir`, `user`, `image_tag`, `registry_username`, `registry_password`");
         let status = r#"{"metadata":{"name":"a"},"status":{"state":"Running","job_history":[]}}"#;
         let job = from_js_checked::<LeptonJob>(parsed(status)).unwrap();
         assert_eq!(job, serde_json::from_str(status).unwrap());

@@ -347,6 +347,12 @@ impl JobSpec {
         self.affinity.as_ref().and_then(|a| a.allowed_dedicated_node_groups.as_deref()).unwrap_or(&[])
     }
 
+    /// Whether the job asks for privileged containers
+    /// (`spec.user_security_context.privileged`).
+    pub fn privileged(&self) -> bool {
+        self.user_security_context.as_ref().and_then(|c| c.privileged) == Some(true)
+    }
+
     /// The nodes within those groups the job may run on; empty means any.
     pub fn nodes(&self) -> &[String] {
         self.affinity.as_ref().and_then(|a| a.allowed_nodes_in_node_group.as_deref()).unwrap_or(&[])

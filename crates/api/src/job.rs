@@ -147,6 +147,12 @@ pub struct Container {
     /// processes refuses it (`cd` in the command there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_dir: Option<String>,
+    /// Extension: who the command runs as inside the container, as dstack's
+    /// `user` and `docker run --user` give it: `name_or_id[:group_name_or_id]`
+    /// (`ubuntu`, `1000:1000`); absent, the image's own user. It names a
+    /// user of the container's own user namespace (docs/security.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// Extension: the image tag when `image` has none; defaults to `latest`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_tag: Option<String>,

@@ -14,6 +14,7 @@
 extern crate self as jobdeck_api;
 
 pub mod audit;
+pub mod container_user;
 pub mod convert;
 pub mod decode;
 pub mod defaults;
@@ -38,6 +39,7 @@ pub mod wire;
 pub mod workspace;
 
 pub use audit::{AuditEntry, AuditList, AuditOutcome, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX};
+pub use container_user::{parse_container_user, ContainerUser, UserPart};
 pub use convert::{ConversionNote, ConvertedJob};
 pub use decode::{Decode, DecodeError, JsonValue};
 pub use defaults::{

@@ -86,6 +86,12 @@ pub struct JobRequirements {
     /// environment (docker), so such a value is refused.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub multi_line_env_refused: bool,
+    /// The node groups where the caller's jobs may run privileged
+    /// containers (`spec.user_security_context.privileged`): those whose
+    /// `privileged_roles` list the caller's role, on an executor that runs
+    /// containers. Empty almost everywhere.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub privileged_node_groups: Vec<String>,
 }
 
 impl JobRequirements {

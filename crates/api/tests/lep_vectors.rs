@@ -125,14 +125,19 @@ fn from_file_carries_every_other_lepton_field_and_round_trips() {
 fn lepton_only_features_round_trip_but_are_refused_by_name() {
     let (raw, job) = vector("lepton-only");
     assert_round_trips("lepton-only", &raw, &job);
-    let errors = validate_job(&job);
+    // Privileged containers are refused by the server's context (no node
+    // group opens them to the caller's role), not by the contract alone.
+    let errors = validate_job_in(&job, &context());
     let expected: FieldErrors = [
         ("spec.reservation_config.reservation_id", "Jobdeck has no reservations; leave this out"),
         (
             "spec.storage_attachments",
             "Jobdeck has no object-storage data sources; mount a volume with spec.mounts instead",
         ),
-        ("spec.user_security_context.privileged", "Jobdeck does not run privileged containers"),
+        (
+            "spec.user_security_context.privileged",
+            "Jobdeck does not run privileged containers for you here: no node group allows them for your role",
+        ),
     ]
     .into_iter()
     .map(|(p, m)| (p.to_string(), vec![m.to_string()]))

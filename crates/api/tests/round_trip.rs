@@ -118,8 +118,22 @@ fn container() -> impl Strategy<Value = Container> {
         ])
         .prop_map(String::from)),
         of(vec(port(), 0..3)),
-        (of(vec(value(), 0..4)), of(vec(value(), 0..3)), of(value())),
-        proptest::option::weighted(0.1, prop::sample::select(vec!["latest", "1.0", "-x"]).prop_map(String::from)),
+        (
+            of(vec(value(), 0..4)),
+            of(vec(value(), 0..3)),
+            // Mostly absolute, as the rule wants, sometimes not.
+            proptest::option::weighted(
+                0.3,
+                prop::sample::select(vec!["/workspace", "/w s", "src"]).prop_map(String::from),
+            ),
+        ),
+        (
+            proptest::option::weighted(0.1, prop::sample::select(vec!["latest", "1.0", "-x"]).prop_map(String::from)),
+            proptest::option::weighted(
+                0.1,
+                prop::sample::select(vec!["1000:1000", "ubuntu", "-u"]).prop_map(String::from),
+            ),
+        ),
         // Registry credentials come in pairs, as the rule wants, except
         // sometimes.
         prop_oneof![
@@ -128,8 +142,24 @@ fn container() -> impl Strategy<Value = Container> {
         ],
     )
         .prop_map(
-            |(image, ports, (command, args, working_dir), image_tag, (registry_username, registry_password))| {
-                Container { image, ports, command, args, working_dir, image_tag, registry_username, registry_password }
+            |(
+                image,
+                ports,
+                (command, args, working_dir),
+                (image_tag, user),
+                (registry_username, registry_password),
+            )| {
+                Container {
+                    image,
+                    ports,
+                    command,
+                    args,
+                    working_dir,
+                    user,
+                    image_tag,
+                    registry_username,
+                    registry_password,
+                }
             },
         )
 }

@@ -322,6 +322,15 @@ pub struct NodeGroupConfig {
     /// executor); unused by the local executor.
     #[serde(default)]
     pub node_selector: BTreeMap<String, String>,
+    /// The roles whose members may run privileged containers on this
+    /// group's nodes (`spec.user_security_context.privileged`, `lep job
+    /// create --privileged`); none by default. Risk: a privileged container
+    /// has every capability and every device of the node, so its job can
+    /// take over the node, read every other job's files and GPUs on it, and
+    /// reach the server's own data if the server runs there
+    /// (docs/config.md, "Privileged containers").
+    #[serde(default)]
+    pub privileged_roles: Vec<jobdeck_api::Role>,
 }
 
 impl NodeGroupConfig {

@@ -420,6 +420,12 @@ pub trait Executor: Send + Sync + 'static {
         JobRequirements::default()
     }
 
+    /// Whether this executor can run a job's containers privileged, where
+    /// the config opens a node group to it (`privileged_roles`).
+    fn runs_privileged_containers(&self) -> bool {
+        false
+    }
+
     /// Image pull secrets a job may name that are not stored in Jobdeck:
     /// on Kubernetes, the namespace's Secrets the config allows.
     fn cluster_pull_secrets(&self) -> Vec<String> {

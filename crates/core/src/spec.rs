@@ -168,6 +168,28 @@ impl ResolvedSpec {
             }
         }
 
+        // Who may ask is checked when the job is created (the caller's role,
+        // `privileged_node_groups`); this is the server's own line, held
+        // whenever a job is resolved, as the scheduler does for every job
+        // it holds when the server starts: a group an admin has closed
+        // since runs no privileged container, whoever created the job.
+        if spec.privileged() {
+            let closed: Vec<String> = node_groups
+                .iter()
+                .filter(|name| config.node_group(name).is_some_and(|g| g.privileged_roles.is_empty()))
+                .map(|name| format!("'{name}'"))
+                .collect();
+            if !closed.is_empty() {
+                push(
+                    "spec.user_security_context.privileged",
+                    format!(
+                        "node group(s) {} allow no privileged containers (privileged_roles in the config)",
+                        closed.join(", ")
+                    ),
+                );
+            }
+        }
+
         // The contract's rules hold for every job written since they exist;
         // the clamps keep a job stored before a rule from misleading the
         // scheduler (a zero parallelism would never start, an enormous one

@@ -415,11 +415,24 @@ pub fn plan(
     push(&["--name", &name]);
     push(&["--label", &job_label(&launch.job_id)]);
     push(&["--label", &format!("jobdeck.replica={replica_id}")]);
-    push(&["--cap-drop", "all"]);
-    for capability in CAPABILITIES {
-        push(&["--cap-add", capability]);
+    // A privileged container is the admin's explicit choice for its node
+    // group (`privileged_roles`; resolving the job refuses it anywhere
+    // else) and has every capability, so there is nothing to drop. A job
+    // that runs as a user other than root gets no capability at all:
+    // podman hands added capabilities to any user, so `DAC_OVERRIDE` would
+    // let user 1000 read what only root may on a volume.
+    let user = container.user.as_deref().and_then(|u| jobdeck_api::parse_container_user(u).ok());
+    if launch.spec.privileged() {
+        push(&["--privileged"]);
+    } else {
+        push(&["--cap-drop", "all"]);
+        if user.is_none_or(|u| u.user.is_root()) {
+            for capability in CAPABILITIES {
+                push(&["--cap-add", capability]);
+            }
+        }
+        push(&["--security-opt", "no-new-privileges"]);
     }
-    push(&["--security-opt", "no-new-privileges"]);
     push(&["--pids-limit", &settings.pids_limit.to_string()]);
     push(&["--cpus", &format_cpus(launch.resolved.shape.cpu)]);
     push(&["--memory", &format!("{}m", launch.resolved.shape.memory_mb)]);
@@ -523,6 +536,13 @@ pub fn plan(
     // An absolute path (the contract's rule), so never read as an option.
     if let Some(dir) = container.working_dir.as_deref() {
         push(&["--workdir", dir]);
+    }
+    // A user in the run's own user namespace, when it has one: its root is
+    // then no user of the host's (docs/security.md). The contract's rule
+    // starts every value with a letter, `_` or a digit, so it is never an
+    // option.
+    if let Some(user) = container.user.as_deref() {
+        push(&["--user", user]);
     }
     let command = container.command.as_deref().unwrap_or(&[]);
     if let Some((entrypoint, _)) = command.split_first() {

@@ -412,3 +412,28 @@ fn extension_arguments_follow_the_command_or_the_images_entrypoint() {
     assert!(line.contains("--entrypoint python"), "{line}");
     assert!(line.ends_with("nvcr.io/nvidia/pytorch:25.08-py3 train.py --epochs 10 --volume=/:/host"), "{line}");
 }
+
+/// `spec.container.user` is one argument of `--user`, before the image, and
+/// a user other than root gets no capabilities (podman would give it the
+/// added ones); a privileged job (which the resolution allows only on node groups an admin
+/// opened) gets `--privileged` instead of the dropped capabilities, and
+/// every other job keeps them dropped.
+#[test]
+fn the_user_is_one_argument_without_capabilities_and_only_a_privileged_job_keeps_them_all() {
+    let mut launch = sample_launch();
+    launch.spec.container.user = Some("1000:1000".into());
+    let steps = plan_with("podman", &launch, &[]);
+    let options = steps.create_options.join("|");
+    assert!(options.contains("|--user|1000:1000|"), "{options}");
+    assert!(options.contains("--cap-drop|all") && !options.contains("--privileged"), "{options}");
+    assert!(!options.contains("--cap-add"), "a user other than root gets no capability: {options}");
+    launch.spec.container.user = Some("root:1000".into());
+    let options = plan_with("podman", &launch, &[]).create_options.join("|");
+    assert!(options.contains("--cap-add|DAC_OVERRIDE"), "root keeps what a training job's root needs: {options}");
+    launch.spec.user_security_context =
+        Some(jobdeck_api::UserSecurityContext { privileged: Some(true), no_specific_user: None });
+    let options = plan_with("podman", &launch, &[]).create_options.join("|");
+    assert!(options.contains("|--privileged|"), "{options}");
+    assert!(!options.contains("--cap-drop") && !options.contains("no-new-privileges"), "{options}");
+    assert!(options.contains("--pids-limit"), "a privileged job still has a pids limit: {options}");
+}

@@ -87,11 +87,19 @@ impl AppState {
     }
 
     /// What every job must satisfy on this server beyond the contract's own
-    /// rules: the executor's needs and the workspace's name limit. Published
-    /// in `GET /workspace`, so the console checks what the server checks.
-    pub fn job_requirements(&self) -> jobdeck_api::JobRequirements {
+    /// rules: the executor's needs, the workspace's name limit and where a
+    /// user of `role` may run privileged containers. Published in `GET
+    /// /workspace`, so the console checks what the server checks.
+    pub fn job_requirements(&self, role: jobdeck_api::Role) -> jobdeck_api::JobRequirements {
+        let privileged_node_groups = if self.executor.runs_privileged_containers() {
+            let groups = self.config.node_groups.iter();
+            groups.filter(|g| g.privileged_roles.contains(&role)).map(|g| g.name.clone()).collect()
+        } else {
+            Vec::new()
+        };
         jobdeck_api::JobRequirements {
             job_name_max_length: Some(self.config.job_name_max_length),
+            privileged_node_groups,
             ..self.executor.requirements()
         }
     }

@@ -65,7 +65,14 @@ pub fn spec_facts(job: &LeptonJob) -> Vec<(&'static str, String)> {
                 .unwrap_or_else(|| "(image default)".into()),
         ),
     );
+    add("Arguments", container.args.as_ref().map(|args| args.join(" ")));
+    add("Working directory", container.working_dir.clone());
+    add("Runs as", container.user.clone());
+    // Said plainly: a teammate reading the job should know it could reach
+    // the whole node.
+    add("Privileged", spec.privileged().then(|| "yes: every capability and device of its node".to_string()));
     add("Resource shape", Some(shape_of(job)));
+    add("Requirements", spec.resources.as_ref().map(jobdeck_api::validate::requirement_words));
     add("Node groups", Some(node_groups_of(job)));
     add(
         "Nodes",
@@ -253,6 +260,27 @@ mod tests {
         assert!(!facts.iter().any(|(_, v)| v.contains("fast")), "env values stay off the screen");
         assert_eq!(value(&facts, "Visibility"), Some("private (creator only)"));
         assert_eq!(value(&facts, "Deadline"), None);
+        for label in ["Arguments", "Working directory", "Runs as", "Privileged", "Requirements"] {
+            assert_eq!(value(&facts, label), None, "{label} is shown only when the job sets it");
+        }
+
+        // What a dstack import carries: the container's user, its working
+        // directory, arguments, requirements and, where allowed, privileges.
+        j.spec.container.args = Some(vec!["--epochs".into(), "10".into()]);
+        j.spec.container.working_dir = Some("/workspace".into());
+        j.spec.container.user = Some("1000:1000".into());
+        j.spec.user_security_context =
+            Some(jobdeck_api::UserSecurityContext { privileged: Some(true), no_specific_user: None });
+        j.spec.resources = Some(jobdeck_api::ResourceRequirements {
+            memory_in_mb: Some(jobdeck_api::AmountRange { min: Some(2048), max: None }),
+            ..Default::default()
+        });
+        let facts = spec_facts(&j);
+        assert_eq!(value(&facts, "Arguments"), Some("--epochs 10"));
+        assert_eq!(value(&facts, "Working directory"), Some("/workspace"));
+        assert_eq!(value(&facts, "Runs as"), Some("1000:1000"));
+        assert_eq!(value(&facts, "Privileged"), Some("yes: every capability and device of its node"));
+        assert_eq!(value(&facts, "Requirements"), Some("2 GiB or more memory"));
     }
 
     /// A fact list's (label, value) pairs as drawn.

@@ -190,6 +190,9 @@ pub(super) fn check_container(container: &Container, problems: &mut Problems) {
             problems.add("spec.container.working_dir", message);
         }
     }
+    if let Some(Err(message)) = container.user.as_deref().map(crate::parse_container_user) {
+        problems.add("spec.container.user", message);
+    }
     let username = container.registry_username.as_deref();
     let password = container.registry_password.as_deref();
     for (path, value) in

@@ -189,6 +189,12 @@ pub(super) fn check_requirements(spec: &JobSpec, requirements: &crate::JobRequir
             "is a directory inside the container, and this server runs replicas as plain processes: change directory in the command instead",
         );
     }
+    if requirements.image_ignored && spec.container.user.is_some() {
+        problems.add(
+            "spec.container.user",
+            "is a user inside the container, and this server runs replicas as plain processes, as the server's own user",
+        );
+    }
     if requirements.image_required && spec.container.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
         problems.add("spec.container.image", "an image is required on this server: it runs replicas in containers");
     }
@@ -205,6 +211,25 @@ pub(super) fn check_requirements(spec: &JobSpec, requirements: &crate::JobRequir
             problems.add(
                 format!("spec.envs[{i}].value"),
                 "must be one line on this server: its container engine cannot pass a line break to the container safely",
+            );
+        }
+    }
+    if spec.privileged() {
+        let allowed = &requirements.privileged_node_groups;
+        let groups = spec.node_groups();
+        if allowed.is_empty() {
+            problems.add(
+                "spec.user_security_context.privileged",
+                "Jobdeck does not run privileged containers for you here: no node group allows them for your role",
+            );
+        } else if groups.is_empty() || groups.iter().any(|g| !allowed.contains(g)) {
+            let names: Vec<&str> = allowed.iter().map(String::as_str).collect();
+            problems.add(
+                "spec.user_security_context.privileged",
+                format!(
+                    "runs only on node groups that allow privileged containers for your role: choose {} in spec.affinity.allowed_dedicated_node_groups",
+                    or_list(&names)
+                ),
             );
         }
     }

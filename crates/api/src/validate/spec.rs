@@ -43,9 +43,6 @@ pub(super) fn check_spec(spec: &JobSpec, problems: &mut Problems) {
             "Jobdeck has no object-storage data sources; mount a volume with spec.mounts instead",
         );
     }
-    if spec.user_security_context.as_ref().and_then(|c| c.privileged) == Some(true) {
-        problems.add("spec.user_security_context.privileged", "Jobdeck does not run privileged containers");
-    }
     if spec.reservation_config.as_ref().and_then(|r| r.reservation_id.as_ref()).is_some() {
         problems.add("spec.reservation_config.reservation_id", "Jobdeck has no reservations; leave this out");
     }

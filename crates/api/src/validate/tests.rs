@@ -899,7 +899,8 @@ fn queue_affinity_and_lepton_only_rules() {
         ("no storage attachments", |j| j.spec.storage_attachments = Some(vec![]), None),
         ("storage attachments", |j| j.spec.storage_attachments = Some(vec![StorageAttachment { data_source_name: "b".into(), attachments: vec![] }]), Some(("spec.storage_attachments", "Jobdeck has no object-storage data sources; mount a volume with spec.mounts instead"))),
         ("unprivileged", |j| j.spec.user_security_context = Some(UserSecurityContext { privileged: Some(false), no_specific_user: Some(true) }), None),
-        ("privileged", |j| j.spec.user_security_context = Some(UserSecurityContext { privileged: Some(true), no_specific_user: None }), Some(("spec.user_security_context.privileged", "Jobdeck does not run privileged containers"))),
+        // Who may run privileged is the server's to say (`executor_requirements`).
+        ("privileged", |j| j.spec.user_security_context = Some(UserSecurityContext { privileged: Some(true), no_specific_user: None }), None),
         ("burst without reservation", |j| j.spec.reservation_config = Some(ReservationConfig { reservation_id: None, allow_burst_to_other_reservations: Some(true) }), None),
         ("reservation", |j| j.spec.reservation_config = Some(ReservationConfig { reservation_id: Some("r".into()), allow_burst_to_other_reservations: None }), Some(("spec.reservation_config.reservation_id", "Jobdeck has no reservations; leave this out"))),
         ("start time 0", |j| j.spec.time_schedule = Some(TimeSchedule { start_at: Some(0) }), None),
@@ -1011,6 +1012,31 @@ fn executor_requirements() {
         ("containers, known volume", &containers, Box::new(|j| j.spec.mounts = Some(vec![Mount { path: Some("/".into()), mount_path: "/data".into(), from: "data".into(), mount_options: None }])), None),
         ("containers, unknown volume", &containers, Box::new(|j| j.spec.mounts = Some(vec![Mount { path: Some("/".into()), mount_path: "/data".into(), from: "scratch".into(), mount_options: None }])), Some(("spec.mounts[0].from", "no volume named 'scratch' on this server; it has 'data'"))),
     ];
+    let processes = JobRequirements { command_required: true, image_ignored: true, ..Default::default() };
+    let opened = JobRequirements { privileged_node_groups: vec!["b".into()], ..Default::default() };
+    let privileged = |groups: &[&str]| {
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        Box::new(move |j: &mut LeptonJob| {
+            j.spec.user_security_context = Some(UserSecurityContext { privileged: Some(true), no_specific_user: None });
+            if !groups.is_empty() {
+                j.spec.affinity =
+                    Some(Affinity { allowed_dedicated_node_groups: Some(groups.clone()), ..Default::default() });
+            }
+        }) as Box<dyn Fn(&mut LeptonJob)>
+    };
+    let user = |text: &str| {
+        let text = text.to_string();
+        Box::new(move |j: &mut LeptonJob| j.spec.container.user = Some(text.clone())) as Box<dyn Fn(&mut LeptonJob)>
+    };
+    let cases = cases.into_iter().chain([
+        ("process mode, a user", &processes, user("1000"), Some(("spec.container.user", "is a user inside the container, and this server runs replicas as plain processes, as the server's own user"))),
+        ("containers, a user", &containers, user("1000:1000"), None),
+        ("containers, not a user", &containers, user("-u0"), Some(("spec.container.user", "a name starts with a letter or _, such as ubuntu"))),
+        ("privileged, nowhere opened", &containers, privileged(&["b"]), Some(("spec.user_security_context.privileged", "Jobdeck does not run privileged containers for you here: no node group allows them for your role"))),
+        ("privileged, any group", &opened, privileged(&[]), Some(("spec.user_security_context.privileged", "runs only on node groups that allow privileged containers for your role: choose 'b' in spec.affinity.allowed_dedicated_node_groups"))),
+        ("privileged, a closed group too", &opened, privileged(&["a", "b"]), Some(("spec.user_security_context.privileged", "runs only on node groups that allow privileged containers for your role: choose 'b' in spec.affinity.allowed_dedicated_node_groups"))),
+        ("privileged, the opened group", &opened, privileged(&["b"]), None),
+    ]);
     let slurm = JobRequirements {
         refused_env_names: vec!["PATH".into(), "LD_*".into(), "SLURM_*".into()],
         ..Default::default()

@@ -94,6 +94,7 @@ pub fn default_node_groups(machine: &MachineInfo) -> Vec<NodeGroupConfig> {
         nodes: None,
         node_names: Some(vec![machine.hostname.clone()]),
         node_selector: BTreeMap::new(),
+        privileged_roles: Vec::new(),
     }]
 }
 

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::shapes::{cpu_quantity, memory_quantity, range_of, require};
 use super::{ConvertError, Converted, Document, Notes};
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::config::ShapeConfig;
 use jobdeck_api::{AmountRange, CpuRange, GpuRequirement, ResourceRequirements};
@@ -37,14 +37,8 @@ pub fn convert(
                 container.insert("image".into(), value.clone());
                 notes.carried("image", "spec.container.image", "as it is");
             }
-            "commands" => {
-                let lines: Vec<&str> = value.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-                // `set -e`: the next command runs only if this one succeeded,
-                // as dstack runs them.
-                let script = format!("set -e\n{}", lines.join("\n"));
-                container.insert("command".into(), json!(["/bin/bash", "-c", script]));
-                notes.carried("commands", "spec.container.command", "one bash script, stopping at the first failure");
-            }
+            // Read with `entrypoint` after the loop.
+            "commands" | "entrypoint" => {}
             "env" => envs(&mut notes, &mut spec, value)?,
             "nodes" => {
                 let nodes = value
@@ -89,9 +83,26 @@ pub fn convert(
                     }
                 }
             }
-            "privileged" => {
-                notes.dropped("privileged", "refused: a privileged container is a security boundary (docs/contract.md)")
-            }
+            "privileged" => match value.as_bool() {
+                Some(true) => {
+                    spec.insert("user_security_context".into(), json!({"privileged": true}));
+                    notes.carried(
+                        "privileged",
+                        "spec.user_security_context.privileged",
+                        "only on node groups an admin opened to privileged containers for your role",
+                    );
+                }
+                Some(false) => {}
+                None => return Err(notes.refuse("privileged", "true or false")),
+            },
+            "user" => match value.as_str().map(|text| (text, jobdeck_api::parse_container_user(text))) {
+                Some((text, Ok(_))) => {
+                    container.insert("user".into(), json!(text));
+                    notes.carried("user", "spec.container.user", "inside the container's own user namespace");
+                }
+                Some((_, Err(message))) => return Err(notes.refuse("user", message)),
+                None => return Err(notes.refuse("user", "a user name or id, such as ubuntu or 1000:1000")),
+            },
             "retry" => retry(&mut notes, &mut spec, value)?,
             "working_dir" => match value.as_str() {
                 Some(dir) if dir.starts_with('/') => {
@@ -106,10 +117,12 @@ pub fn convert(
                 None => return Err(notes.refuse("working_dir", "a path such as /workspace")),
             },
             "volumes" => mounts(&mut notes, &mut spec, value, volumes)?,
-            "user" | "entrypoint" => notes.dropped(field, "not carried over yet (set it in the command)"),
             "python" | "nvcc" => notes.dropped(field, "dstack's own images: give an image instead"),
             _ => notes.dropped(field, "Jobdeck places jobs on its node groups: no clouds, regions, prices or fleets"),
         }
+    }
+    if let Some(command) = command(&mut notes, task)? {
+        container.insert("command".into(), command);
     }
     if !task.contains_key("retry") {
         // dstack's default: a run is not resubmitted.
@@ -119,6 +132,39 @@ pub fn convert(
         spec.insert("container".into(), Value::Object(container));
     }
     Ok(Converted { job: json!({"metadata": metadata, "spec": spec}), notes: notes.into_notes() })
+}
+
+/// The command dstack runs: with `entrypoint`, its words (split as a shell
+/// would) followed by each of `commands` as one argument, as `docker run
+/// --entrypoint` would; without, the commands as one script of the image's
+/// shell (`/bin/sh`, or bash in dstack's own image when no image is given)
+/// that stops at the first failure, as dstack joins them with `&&`.
+fn command(notes: &mut Notes, task: &Map<String, Value>) -> Result<Option<Value>, ConvertError> {
+    let mut lines = Vec::new();
+    if let Some(value) = task.get("commands") {
+        for line in value.as_array().ok_or_else(|| notes.refuse("commands", "a list of shell commands"))? {
+            lines.push(line.as_str().ok_or_else(|| notes.refuse("commands", "a list of shell commands"))?);
+        }
+    }
+    if let Some(value) = task.get("entrypoint") {
+        let text =
+            value.as_str().ok_or_else(|| notes.refuse("entrypoint", "a command line such as python train.py"))?;
+        let mut words = shell_words::split(text).map_err(|e| notes.refuse("entrypoint", e.to_string()))?;
+        if words.is_empty() {
+            return Err(notes.refuse("entrypoint", "a command line such as python train.py"));
+        }
+        words.extend(lines.iter().map(|line| line.to_string()));
+        let said = format!("the command {}", words.len());
+        notes.carried("entrypoint", "spec.container.command", format!("{said} words: its own, then each command"));
+        return Ok(Some(json!(words)));
+    }
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    let shell = if task.contains_key("image") { "/bin/sh" } else { "/bin/bash" };
+    let script = format!("set -e\n{}", lines.join("\n"));
+    notes.carried("commands", "spec.container.command", format!("one {shell} script, stopping at the first failure"));
+    Ok(Some(json!([shell, "-c", script])))
 }
 
 /// A dstack duration (`2h`, `1d`, seconds, or `off`/`false` for none) in
@@ -245,22 +291,12 @@ fn mounts(
             return Err(notes.refuse(&at, "the path in the container must be absolute"));
         }
         if source.starts_with('/') {
-            match volume_holding(&source, volumes) {
+            match super::volumes::volume_holding(&source, volumes) {
                 Some((name, inside)) => {
                     mounts.push(json!({"from": name, "path": inside, "mount_path": target}));
                     notes.carried(&at, "spec.mounts", format!("{inside} of the volume '{name}' at {target}"));
                 }
-                None => {
-                    let roots: Vec<String> = volumes.values().map(|dir| dir.display().to_string()).collect();
-                    let roots = if roots.is_empty() { "none".to_string() } else { roots.join(", ") };
-                    notes.dropped(
-                        &at,
-                        format!(
-                            "a directory of the machine outside every volume an admin configured (their directories: \
-                             {roots}); choose a volume in the form's Storage mounts"
-                        ),
-                    );
-                }
+                None => notes.dropped(&at, super::volumes::outside_every_volume(volumes)),
             }
         } else {
             mounts.push(json!({"from": source, "path": "/", "mount_path": target}));
@@ -275,23 +311,6 @@ fn mounts(
         spec.insert("mounts".into(), Value::Array(mounts));
     }
     Ok(())
-}
-
-/// The configured volume whose directory holds the machine's directory
-/// `path`, and the path inside it (`/` for the directory itself); `None` for
-/// a path outside every volume or one that climbs (`..`), which is not
-/// resolved here: a mount never leaves its volume.
-fn volume_holding(path: &str, volumes: &BTreeMap<String, PathBuf>) -> Option<(String, String)> {
-    let path = Path::new(path);
-    if path.components().any(|c| matches!(c, Component::ParentDir)) {
-        return None;
-    }
-    // The deepest volume that holds it, when volumes nest.
-    volumes
-        .iter()
-        .filter_map(|(name, dir)| Some((name, dir, path.strip_prefix(dir).ok()?)))
-        .max_by_key(|(_, dir, _)| dir.components().count())
-        .map(|(name, _, rest)| (name.clone(), format!("/{}", rest.display())))
 }
 
 /// `env`: a mapping, or a list of `NAME=value`; a bare `NAME` (dstack
@@ -497,7 +516,9 @@ retry:
         assert_eq!(job["spec"]["shared_memory_size"], 16_384);
         let note = |field: &str| converted.notes.iter().find(|n| n.field == field).cloned().unwrap();
         assert_eq!((note("env[0]").line, note("env[0]").became), (Some(6), None));
-        assert!(note("privileged").message.starts_with("refused"));
+        assert_eq!(note("privileged").became.as_deref(), Some("spec.user_security_context.privileged"));
+        assert_eq!(job["spec"]["user_security_context"], json!({"privileged": true}), "the server decides");
+        assert_eq!(job["spec"]["container"]["command"][0], "/bin/sh", "dstack's shell for an image of one's own");
         assert_eq!(note("spot_policy").became, None);
         assert_eq!(note("retry").line, Some(19));
         // [no-capacity, error] for 1d: waits a day for capacity, and
@@ -513,6 +534,35 @@ retry:
             note("retry.duration")
         );
         assert!(jobdeck_api::from_json::<jobdeck_api::LeptonJob>(job.to_string().as_bytes()).is_ok(), "{job}");
+    }
+
+    /// dstack's `entrypoint` replaces the image's, and then each command is
+    /// one argument after its words (as dstack's job configurator builds
+    /// them); `user` is carried as it is, and a user that is not one is
+    /// refused on its line.
+    #[test]
+    fn an_entrypoint_takes_the_commands_as_arguments_and_the_user_is_carried() {
+        let text = "type: task\nname: a\nimage: python:3.12\nuser: 1000:1000\nentrypoint: python -u -c\ncommands:\n  - print('one two')\n";
+        let converted = convert(&read(text).unwrap()[0], &[]).unwrap();
+        let container = &converted.job["spec"]["container"];
+        assert_eq!(container["command"], json!(["python", "-u", "-c", "print('one two')"]));
+        assert_eq!(container["user"], "1000:1000");
+        let note = converted.notes.iter().find(|n| n.field == "entrypoint").unwrap();
+        assert_eq!(note.became.as_deref(), Some("spec.container.command"));
+        let quoted = "type: task\nname: a\nentrypoint: '\"/bin/my tool\" --flag'\n";
+        let converted = convert(&read(quoted).unwrap()[0], &[]).unwrap();
+        assert_eq!(converted.job["spec"]["container"]["command"], json!(["/bin/my tool", "--flag"]));
+        let no_image = "type: task\nname: a\ncommands:\n  - echo hi\n";
+        let converted = convert(&read(no_image).unwrap()[0], &[]).unwrap();
+        assert_eq!(converted.job["spec"]["container"]["command"][0], "/bin/bash", "dstack's own image has bash");
+        for (text, field, line) in [
+            ("type: task\nname: a\nuser: \"--privileged\"\n", "user", 3),
+            ("type: task\nname: a\nentrypoint: \"python 'unclosed\"\n", "entrypoint", 3),
+            ("type: task\nname: a\nprivileged: yes please\n", "privileged", 3),
+        ] {
+            let error = convert(&read(text).unwrap()[0], &[]).unwrap_err();
+            assert_eq!((error.field.as_str(), error.line), (field, line), "{error:?}");
+        }
     }
 
     #[test]

@@ -3,6 +3,9 @@
 //! the pod template, the Job's counts and limits, and the shape that meets
 //! the container's resources.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
 use serde_json::{json, Map, Value};
 
 use super::shapes::{cpu_quantity, memory_quantity, require};
@@ -10,8 +13,13 @@ use super::{ConvertError, Converted, Document, Notes};
 use crate::config::ShapeConfig;
 use jobdeck_api::{AmountRange, CpuRange, GpuRequirement, ResourceRequirements};
 
-/// The first Job of `documents` as a job.
-pub fn convert(documents: &[Document], shapes: &[ShapeConfig]) -> Result<Converted, ConvertError> {
+/// The first Job of `documents` as a job, on a workspace of `shapes` whose
+/// volumes are the host directories `volumes` names.
+pub fn convert(
+    documents: &[Document],
+    shapes: &[ShapeConfig],
+    volumes: &BTreeMap<String, PathBuf>,
+) -> Result<Converted, ConvertError> {
     let is_job = |d: &&Document| d.value.get("kind").and_then(Value::as_str) == Some("Job");
     let Some(document) = documents.iter().find(is_job) else {
         return Err(ConvertError {
@@ -69,7 +77,7 @@ pub fn convert(documents: &[Document], shapes: &[ShapeConfig]) -> Result<Convert
     let Some(pod) = pod else {
         return Err(notes.refuse("spec.template.spec", "a Job needs a pod template"));
     };
-    pod_spec(&mut notes, &mut spec, pod, shapes)?;
+    pod_spec(&mut notes, &mut spec, pod, shapes, volumes)?;
     Ok(Converted { job: json!({"metadata": metadata, "spec": spec}), notes: notes.into_notes() })
 }
 
@@ -79,6 +87,7 @@ fn pod_spec(
     spec: &mut Map<String, Value>,
     pod: &Map<String, Value>,
     shapes: &[ShapeConfig],
+    volumes: &BTreeMap<String, PathBuf>,
 ) -> Result<(), ConvertError> {
     const AT: &str = "spec.template.spec";
     for (field, value) in pod {
@@ -102,10 +111,8 @@ fn pod_spec(
             "hostNetwork" | "hostPID" | "hostIPC" => {
                 notes.dropped(&at, "refused: a job never shares the host's namespaces (docs/contract.md)")
             }
-            "volumes" => notes.dropped(
-                &at,
-                "mount a Jobdeck volume in the form instead (spec.mounts); a pod's own volumes are not carried over",
-            ),
+            // Read through the container's volumeMounts below.
+            "volumes" | "securityContext" => {}
             _ => notes.dropped(&at, "Jobdeck places and runs replicas itself"),
         }
     }
@@ -144,7 +151,7 @@ fn pod_spec(
                 container.insert("image".into(), value.clone());
                 notes.carried(&at("image"), "spec.container.image", "as it is");
             }
-            "command" | "args" | "name" => {}
+            "command" | "args" | "name" | "volumeMounts" | "securityContext" => {}
             "workingDir" => {
                 container.insert("working_dir".into(), value.clone());
                 notes.carried(&at("workingDir"), "spec.container.working_dir", "as it is");
@@ -189,7 +196,123 @@ fn pod_spec(
         }
     }
     require(notes, spec, &at("resources"), &requirements, shapes);
+    security_context(notes, spec, &mut container, pod, first);
+    mounts(notes, spec, pod, first, volumes)?;
     spec.insert("container".into(), Value::Object(container));
+    Ok(())
+}
+
+/// The container's user (its `securityContext`, else the pod's) as
+/// `spec.container.user`, and `privileged` as Lepton's
+/// `spec.user_security_context.privileged`, which the server accepts only
+/// on node groups an admin opened to the caller's role.
+fn security_context(
+    notes: &mut Notes,
+    spec: &mut Map<String, Value>,
+    container: &mut Map<String, Value>,
+    pod: &Map<String, Value>,
+    first: &Map<String, Value>,
+) {
+    const POD: &str = "spec.template.spec.securityContext";
+    const OWN: &str = "spec.template.spec.containers[0].securityContext";
+    let (pod_context, own) = (pod.get("securityContext"), first.get("securityContext"));
+    let id = |key: &str| {
+        let read = |context: Option<&Value>| context.and_then(|c| c.get(key)).and_then(Value::as_i64);
+        match (read(own), read(pod_context)) {
+            (Some(id), _) => Some((id, OWN)),
+            (None, Some(id)) => Some((id, POD)),
+            (None, None) => None,
+        }
+    };
+    if let Some((user, at)) = id("runAsUser") {
+        let user = match id("runAsGroup") {
+            Some((group, _)) => format!("{user}:{group}"),
+            None => user.to_string(),
+        };
+        container.insert("user".into(), json!(user));
+        notes.carried(&format!("{at}.runAsUser"), "spec.container.user", format!("{user}, in the container"));
+    }
+    for (at, context) in [(POD, pod_context), (OWN, own)] {
+        for (key, value) in context.and_then(Value::as_object).into_iter().flatten() {
+            match key.as_str() {
+                "runAsUser" | "runAsGroup" => {}
+                "privileged" if value == &Value::Bool(true) => {
+                    spec.insert("user_security_context".into(), json!({"privileged": true}));
+                    notes.carried(
+                        &format!("{at}.{key}"),
+                        "spec.user_security_context.privileged",
+                        "only on node groups an admin opened to privileged containers for your role",
+                    );
+                }
+                _ => notes.dropped(
+                    &format!("{at}.{key}"),
+                    "Jobdeck gives every container the same least privileges (docs/security.md)",
+                ),
+            }
+        }
+    }
+}
+
+/// The container's `volumeMounts` of the pod's volumes: a `hostPath` as a
+/// mount of the configured volume that holds it, a `persistentVolumeClaim`
+/// as the Jobdeck volume of the claim's name; any other volume (an
+/// `emptyDir`, a ConfigMap) is not carried over.
+fn mounts(
+    notes: &mut Notes,
+    spec: &mut Map<String, Value>,
+    pod: &Map<String, Value>,
+    first: &Map<String, Value>,
+    volumes: &BTreeMap<String, PathBuf>,
+) -> Result<(), ConvertError> {
+    let pod_volumes = pod.get("volumes").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut mounts = Vec::new();
+    for (i, mount) in first.get("volumeMounts").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let at = format!("spec.template.spec.containers[0].volumeMounts[{i}]");
+        let text = |key: &str| mount.get(key).and_then(Value::as_str);
+        let (Some(name), Some(target)) = (text("name"), text("mountPath")) else {
+            return Err(notes.refuse(&at, "a volume's name and a mountPath"));
+        };
+        let sub_path = text("subPath").unwrap_or("").trim_start_matches('/');
+        let volume = pod_volumes.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(name));
+        let host = volume.and_then(|v| v.pointer("/hostPath/path")).and_then(Value::as_str);
+        let claim = volume.and_then(|v| v.pointer("/persistentVolumeClaim/claimName")).and_then(Value::as_str);
+        let (from, inside, words) = match (host, claim) {
+            (Some(host), _) => {
+                let path = if sub_path.is_empty() { host.to_string() } else { format!("{host}/{sub_path}") };
+                match super::volumes::volume_holding(&path, volumes) {
+                    Some((from, inside)) => {
+                        let words = format!("{inside} of the volume '{from}' at {target}");
+                        (from, inside, words)
+                    }
+                    None => {
+                        notes.dropped(&at, super::volumes::outside_every_volume(volumes));
+                        continue;
+                    }
+                }
+            }
+            (None, Some(claim)) => {
+                let words =
+                    format!("the Jobdeck volume '{claim}' at {target}; the workspace must have a volume of that name");
+                (claim.to_string(), format!("/{sub_path}"), words)
+            }
+            (None, None) => {
+                notes.dropped(
+                    &at,
+                    format!("the volume '{name}' is not a hostPath or a claim: mount a Jobdeck volume in the form"),
+                );
+                continue;
+            }
+        };
+        let mut mounted = json!({"from": from, "path": inside, "mount_path": target});
+        if mount.get("readOnly") == Some(&Value::Bool(true)) {
+            mounted["mount_options"] = json!({"read_only": true});
+        }
+        mounts.push(mounted);
+        notes.carried(&at, "spec.mounts", words);
+    }
+    if !mounts.is_empty() {
+        spec.insert("mounts".into(), Value::Array(mounts));
+    }
     Ok(())
 }
 
@@ -239,6 +362,10 @@ mod tests {
     use super::*;
     use crate::convert::shapes::tests::{chosen, shape};
     use crate::convert::source::read;
+
+    fn convert(documents: &[Document], shapes: &[ShapeConfig]) -> Result<Converted, ConvertError> {
+        super::convert(documents, shapes, &BTreeMap::new())
+    }
 
     const MANIFEST: &str = "\
 apiVersion: v1
@@ -304,7 +431,7 @@ spec:
         assert_eq!(note("spec.template.spec.hostNetwork").line, Some(22));
         assert!(note("spec.template.spec.hostNetwork").message.starts_with("refused"));
         assert_eq!(note("spec.template.spec.containers[1]").became, None);
-        assert_eq!(note("spec.template.spec.containers[0].volumeMounts").became, None);
+        assert_eq!(note("spec.template.spec.containers[0].volumeMounts[0]").became, None);
         assert_eq!(note("metadata.namespace").line, Some(10));
         assert!(jobdeck_api::from_json::<jobdeck_api::LeptonJob>(job.to_string().as_bytes()).is_ok(), "{job}");
     }
@@ -319,6 +446,64 @@ spec:
         assert_eq!(container["working_dir"], "/eval");
         let note = converted.notes.iter().find(|n| n.field.ends_with("containers[0].args")).unwrap();
         assert_eq!((note.line, note.became.as_deref()), (Some(9), Some("spec.container.args")));
+    }
+
+    /// A `hostPath` volume becomes the configured volume that holds it (with
+    /// the mount's `subPath` inside it), a claim the Jobdeck volume of its
+    /// name; a path outside every volume, one that climbs out of one, and an
+    /// `emptyDir` are not carried over. The container's user and group come
+    /// from its security context, else the pod's; `privileged` is carried
+    /// for the server to decide.
+    #[test]
+    fn host_paths_become_configured_volumes_and_the_security_context_the_user() {
+        let text = "\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: prep}
+spec:
+  template:
+    spec:
+      securityContext: {runAsUser: 1000, runAsGroup: 100, fsGroup: 100}
+      volumes:
+        - {name: data, hostPath: {path: /srv/shared/datasets}}
+        - {name: etc, hostPath: {path: /etc}}
+        - {name: sneaky, hostPath: {path: /srv/shared/../../etc}}
+        - {name: models, persistentVolumeClaim: {claimName: models}}
+        - {name: scratch, emptyDir: {}}
+      containers:
+        - image: registry.local/prep:1
+          command: [prep]
+          securityContext: {runAsUser: 2000, privileged: true, allowPrivilegeEscalation: false}
+          volumeMounts:
+            - {name: data, mountPath: /data, subPath: imagenet, readOnly: true}
+            - {name: etc, mountPath: /host-etc}
+            - {name: sneaky, mountPath: /sneaky}
+            - {name: models, mountPath: /models}
+            - {name: scratch, mountPath: /scratch}
+";
+        let volumes = BTreeMap::from([("shared".to_string(), PathBuf::from("/srv/shared"))]);
+        let converted = super::convert(&read(text).unwrap(), &[], &volumes).unwrap();
+        let spec = &converted.job["spec"];
+        assert_eq!(
+            spec["mounts"],
+            json!([
+                {"from": "shared", "path": "/datasets/imagenet", "mount_path": "/data", "mount_options": {"read_only": true}},
+                {"from": "models", "path": "/", "mount_path": "/models"}
+            ])
+        );
+        let note = |field: &str| converted.notes.iter().find(|n| n.field == field).cloned().unwrap();
+        for (i, line) in [(1, 20), (2, 21), (4, 23)] {
+            let note = note(&format!("spec.template.spec.containers[0].volumeMounts[{i}]"));
+            assert_eq!((note.became, note.line), (None, Some(line)), "{i}");
+        }
+        assert!(note("spec.template.spec.containers[0].volumeMounts[1]").message.contains("/srv/shared"));
+        // The container's own user wins; the group comes from the pod.
+        assert_eq!(spec["container"]["user"], "2000:100");
+        assert_eq!(spec["user_security_context"], json!({"privileged": true}));
+        assert_eq!(note("spec.template.spec.securityContext.fsGroup").became, None);
+        assert_eq!(note("spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation").became, None);
+        let job = converted.job.to_string();
+        assert!(jobdeck_api::from_json::<jobdeck_api::LeptonJob>(job.as_bytes()).is_ok(), "{job}");
     }
 
     #[test]

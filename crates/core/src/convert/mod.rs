@@ -13,6 +13,7 @@ pub mod lepton;
 pub mod nvcf;
 pub mod shapes;
 pub mod source;
+mod volumes;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -54,7 +55,7 @@ pub fn convert(
 ) -> Result<Converted, ConvertError> {
     let documents = source::read(text)?;
     if format == Format::Kubernetes {
-        return kubernetes::convert(&documents, shapes);
+        return kubernetes::convert(&documents, shapes, volumes);
     }
     let document = match documents.as_slice() {
         [one] => one,

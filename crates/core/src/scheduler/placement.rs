@@ -279,6 +279,7 @@ mod tests {
             nodes: Some(nodes),
             node_names: None,
             node_selector: Default::default(),
+            privileged_roles: Vec::new(),
         }];
         config
     }

@@ -476,6 +476,7 @@ pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Res
         // after the image's entrypoint when there is none.
         args: spec.container.args.clone().filter(|a| !a.is_empty()),
         working_dir: spec.container.working_dir.clone(),
+        security_context: super::security::container_security_context(spec, &mut fail),
         env: Some(env),
         ports: (!ports.is_empty()).then_some(ports),
         resources: (!resources.is_empty()).then(|| ResourceRequirements {

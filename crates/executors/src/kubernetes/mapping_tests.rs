@@ -41,6 +41,7 @@ node_selector = { nodepool = "h100" }
 name = "cpu"
 cpu = 32
 memory_mb = 131072
+privileged_roles = ["admin"]
 
 [[shapes]]
 name = "cpu.small"
@@ -259,6 +260,31 @@ fn cases() -> Vec<Case> {
                 ("/job/spec/template/spec/containers/0/args", json!(["--epochs", "10"])),
                 ("/job/spec/template/spec/containers/0/workingDir", json!("/workspace")),
             ],
+        },
+        Case {
+            name: "the container's user and group as numeric ids; privileged only when asked",
+            patch: json!({"spec": {"container": {"user": "1000:2000"}}}),
+            shape: "cpu.small",
+            expect: vec![(
+                "/job/spec/template/spec/containers/0/securityContext",
+                json!({"runAsUser": 1000, "runAsGroup": 2000}),
+            )],
+        },
+        Case {
+            name: "a privileged job's container is privileged",
+            patch: json!({"spec": {"user_security_context": {"privileged": true}, "container": {"user": "0"},
+                "affinity": {"allowed_dedicated_node_groups": ["cpu"]}}}),
+            shape: "cpu.small",
+            expect: vec![(
+                "/job/spec/template/spec/containers/0/securityContext",
+                json!({"runAsUser": 0, "privileged": true}),
+            )],
+        },
+        Case {
+            name: "no security context of its own for a job that asks for none",
+            patch: json!({}),
+            shape: "cpu.small",
+            expect: vec![("/job/spec/template/spec/containers/0/securityContext", Value::Null)],
         },
         Case {
             name: "stopped job is created suspended",
@@ -581,6 +607,8 @@ fn problems_name_the_job_field() {
             "spec.mounts[0].path",
         ),
         ("no image", json!({"spec": {"container": {"image": ""}}}), "cpu.small", "spec.container.image"),
+        ("a user by name", json!({"spec": {"container": {"user": "ubuntu"}}}), "cpu.small", "spec.container.user"),
+        ("a group by name", json!({"spec": {"container": {"user": "1000:video"}}}), "cpu.small", "spec.container.user"),
         ("job id Kubernetes cannot name", json!({"metadata": {"id": "Train_1"}}), "cpu.small", "metadata.id"),
         (
             "user without password",

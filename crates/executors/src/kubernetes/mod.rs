@@ -8,6 +8,7 @@
 //! * [`executor`] talks to the API server with kube-rs: creates, suspends
 //!   and deletes Jobs, watches Jobs, pods and events ([`watch`]) and copies
 //!   pod logs into the log store ([`pod_logs`]);
+//! * [`security`] says who a container runs as;
 //! * [`settings`] is the `[executor.kubernetes]` table of the config file.
 
 pub mod executor;
@@ -16,6 +17,7 @@ pub mod names;
 pub mod network_policy;
 pub mod pod_logs;
 pub mod pod_metrics;
+pub mod security;
 pub mod settings;
 pub mod spec_values;
 pub mod status;

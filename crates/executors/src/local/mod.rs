@@ -234,6 +234,10 @@ impl Executor for LocalExecutor {
         }
     }
 
+    fn runs_privileged_containers(&self) -> bool {
+        self.shared.settings.mode == LocalMode::Container
+    }
+
     fn notes(&self) -> Vec<String> {
         let mut notes = vec![self.shared.mode_note.clone()];
         if self.shared.settings.mode != LocalMode::Container {

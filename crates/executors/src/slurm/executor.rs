@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use jobdeck_api::{EndReason, JobRequirements, ReadinessIssue, ReplicaPhase};
+use jobdeck_api::{EndReason, FieldErrors, JobRequirements, JobSpec, ReadinessIssue, ReplicaPhase};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
@@ -158,6 +158,10 @@ impl Executor for SlurmExecutor {
             refused_env_names: script::REFUSED_ENV_NAMES.iter().map(|n| n.to_string()).collect(),
             ..JobRequirements::default()
         }
+    }
+
+    fn check_spec(&self, spec: &JobSpec) -> FieldErrors {
+        script::check_spec(spec, &self.shared.settings)
     }
 
     fn notes(&self) -> Vec<String> {

@@ -38,6 +38,7 @@ use std::path::Path;
 
 use super::settings::SlurmSettings;
 use crate::env::replica_env;
+use jobdeck_api::{FieldErrors, JobSpec};
 use jobdeck_core::executor::JobLaunch;
 
 /// The Slurm job name of every submission of a job: Jobdeck finds its jobs
@@ -198,6 +199,19 @@ pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
         if let Some(dir) = spec.container.working_dir.as_deref() {
             option("container-workdir", dir.to_string());
         }
+        // pyxis runs the container as the submitting user, or as root
+        // mapped from that user (a user namespace): never the node's root.
+        // Any other user is refused when the job is created
+        // (`SlurmExecutor::check_spec`).
+        if spec
+            .container
+            .user
+            .as_deref()
+            .and_then(|u| jobdeck_api::parse_container_user(u).ok())
+            .is_some_and(|u| u.is_root())
+        {
+            options.push("--container-remap-root".into());
+        }
     }
     // Jobdeck retries failed replicas itself (with their back-off); a
     // requeue by Slurm would run an attempt twice under one id.
@@ -274,6 +288,22 @@ pub fn render(input: &SubmissionInput<'_>) -> Result<Submission, String> {
 
 fn option_export(options: &mut Vec<String>, names: &[&str]) {
     options.push(format!("--export={}", names.join(",")));
+}
+
+/// What a job may not ask of Slurm beyond the contract's own rules: with
+/// pyxis a container runs as the submitting user, or as root mapped from it
+/// (`--container-remap-root`), never as another user. Without pyxis the
+/// contract refuses any user (`JobRequirements::image_ignored`).
+pub fn check_spec(spec: &JobSpec, settings: &SlurmSettings) -> FieldErrors {
+    let mut errors = FieldErrors::new();
+    let user = spec.container.user.as_deref().map(jobdeck_api::parse_container_user);
+    if settings.pyxis && matches!(user, Some(Ok(user)) if !user.is_root()) {
+        errors.insert(
+            "spec.container.user".into(),
+            vec!["on Slurm a container runs as the submitting user, or as root mapped from it: leave this out, or write root".into()],
+        );
+    }
+    errors
 }
 
 #[cfg(test)]
@@ -397,9 +427,31 @@ mod tests {
                 assert!(options.contains(expected), "{class}: {options}");
             }
         }
+        assert!(!submission_options(&launch, &settings).contains("--container-remap-root"));
+        // Root in the container is root mapped from the submitting user.
+        for root in ["root", "0:0"] {
+            launch.spec.container.user = Some(root.into());
+            assert!(submission_options(&launch, &settings).contains(" --container-remap-root"), "{root}");
+        }
         settings.pyxis = false;
-        let options = render(&input(&launch, &settings, &[0], None)).unwrap().options.join(" ");
-        assert!(!options.contains("--container-image"), "{options}");
+        let options = submission_options(&launch, &settings);
+        assert!(!options.contains("--container-image") && !options.contains("--container-remap-root"), "{options}");
+    }
+
+    #[test]
+    fn with_pyxis_a_container_runs_as_the_submitting_user_or_as_root_mapped_from_it() {
+        let mut spec = sample().spec;
+        let pyxis = SlurmSettings { pyxis: true, ..SlurmSettings::default() };
+        for (user, refused) in
+            [(None, false), (Some("root"), false), (Some("0:0"), false), (Some("1000"), true), (Some("ubuntu"), true)]
+        {
+            spec.container.user = user.map(String::from);
+            assert_eq!(check_spec(&spec, &pyxis).contains_key("spec.container.user"), refused, "{user:?}");
+        }
+    }
+
+    fn submission_options(launch: &JobLaunch, settings: &SlurmSettings) -> String {
+        render(&input(launch, settings, &[0], None)).unwrap().options.join(" ")
     }
 
     #[test]

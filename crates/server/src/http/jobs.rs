@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
-use jobdeck_api::{FieldErrors, JobList, JobState, JobStatus, LeptonJob, Metadata, ValidationContext};
+use jobdeck_api::{FieldErrors, JobList, JobState, JobStatus, LeptonJob, Metadata, Role, ValidationContext};
 
 use crate::http::audit::AuditNote;
 use crate::http::auth::CurrentUser;
@@ -178,14 +178,14 @@ async fn list_jobs(
 /// What the job rules need to know about this server: its shapes, its node
 /// groups with their nodes (what is in use does not matter to a rule, so the
 /// active jobs are not read: that read grew with the queue and slowed every
-/// creation) and the secrets `user` may reference.
-pub async fn validation_context(state: &AppState, user: &str) -> AppResult<ValidationContext> {
-    let secrets = state.store.secrets_visible_to(user.to_string()).await?;
-    validation_context_with(state, user, &secrets).await
-}
-
-/// [`validation_context`] with the secrets `user` may read already read.
-async fn validation_context_with(state: &AppState, user: &str, secrets: &[SecretRow]) -> AppResult<ValidationContext> {
+/// creation), the secrets `user` may reference (read by the caller) and what
+/// a user of `role` may ask for.
+async fn validation_context_with(
+    state: &AppState,
+    user: &str,
+    role: Role,
+    secrets: &[SecretRow],
+) -> AppResult<ValidationContext> {
     let mut secret_names: Vec<String> = secrets.iter().map(|s| s.name.clone()).collect();
     secret_names.dedup();
     // The stored ones the user may use, and on Kubernetes the namespace's
@@ -199,7 +199,7 @@ async fn validation_context_with(state: &AppState, user: &str, secrets: &[Secret
         shapes: state.config.shapes.iter().map(|shape| (&shape_view(shape)).into()).collect(),
         node_groups: node_group_views(&state.config, &[], &[]).iter().map(Into::into).collect(),
         secret_names,
-        requirements: state.job_requirements(),
+        requirements: state.job_requirements(role),
         image_pull_secret_names,
     })
 }
@@ -240,7 +240,7 @@ async fn create_job(
     }
     jobdeck_core::spec::apply_workspace_defaults(&mut job.spec, &state.config);
     let secrets = state.store.secrets_visible_to(user.name.clone()).await?;
-    let context = validation_context_with(&state, &user.name, &secrets).await?;
+    let context = validation_context_with(&state, &user.name, user.role, &secrets).await?;
     let mut errors = jobdeck_api::validate_job_in(&job, &context);
     // The status is the server's: what a client sends there is ignored, but
     // a state no job can be in is a body that does not follow the schema
@@ -412,7 +412,8 @@ async fn replace_secret_refs(
     }
     let creator = row.created_by.clone();
     let secrets = state.store.secrets_visible_to(creator.clone()).await?;
-    let context = validation_context_with(state, &creator, &secrets).await?;
+    // Only the variables' rules are kept below, which no role changes.
+    let context = validation_context_with(state, &creator, Role::Viewer, &secrets).await?;
     // A client that read the job and changed a reference may have left the
     // old secret's owner beside the new name: that owner is dropped, so the
     // new name is pinned by the usual rule.

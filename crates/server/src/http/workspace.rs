@@ -61,7 +61,7 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
         current_user_role: user.role,
         isolation_warning: state.executor.isolation_warning(),
         log_collection_default: config.log_collection_default,
-        job_requirements: state.job_requirements(),
+        job_requirements: state.job_requirements(user.role),
         build_time: option_env!("JOBDECK_BUILD_TIME").unwrap_or("").to_string(),
         git_commit: option_env!("JOBDECK_GIT_COMMIT").unwrap_or("").to_string(),
         workspace_name: config.workspace_name.clone(),

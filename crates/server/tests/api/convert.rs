@@ -51,8 +51,8 @@ async fn files_of_other_tools_become_jobs_that_run() {
         .as_str()
         .unwrap()
         .contains("the smallest shape that meets them is cpu.small"));
-    assert_eq!(note(&answer, "spec.template.spec.containers[0].volumeMounts")["line"], 33);
-    assert!(note(&answer, "spec.template.spec.containers[0].volumeMounts").get("became").is_none());
+    assert_eq!(note(&answer, "spec.template.spec.containers[0].volumeMounts[0]")["line"], 34);
+    assert!(note(&answer, "spec.template.spec.containers[0].volumeMounts[0]").get("became").is_none());
     assert_eq!(job["spec"]["envs"][1]["value_from"]["secret_name_ref"], "api_key", "a Jobdeck secret's name");
     let secret = json!([{"name": "api_key", "value": "k"}]);
     let stored = app.post_json("/api/v2/usersecrets", &app.admin_token, &secret).await;

@@ -56,6 +56,7 @@ async fn app_with_groups() -> TestApp {
                 nodes: Some(1),
                 node_names: None,
                 node_selector: Default::default(),
+                privileged_roles: Vec::new(),
             });
         }
     })

@@ -25,6 +25,7 @@ mod log_api;
 mod metrics;
 mod offboarding;
 mod openapi;
+mod privileged;
 mod quotas;
 mod requirements;
 mod retry_window;

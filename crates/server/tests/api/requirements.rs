@@ -38,6 +38,7 @@ async fn app() -> TestApp {
             nodes: Some(nodes),
             node_names: None,
             node_selector: Default::default(),
+            privileged_roles: Vec::new(),
         };
         config.node_groups = vec![group("big", 8, 2), group("small", 1, 1)];
         config.shapes = vec![

@@ -29,6 +29,7 @@ async fn app() -> TestApp {
             nodes: Some(2),
             node_names: Some(vec!["node-1".into(), "node-2".into()]),
             node_selector: Default::default(),
+            privileged_roles: Vec::new(),
         });
     })
     .await;
@@ -225,10 +226,12 @@ const CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("shape exists", "/spec/resource_shape", r#""gpu.8xh100""#, "spec.resource_shape", "no resource shape named 'gpu.8xh100'; this workspace has 'cpu.small', 'cpu.medium' or 'cpu.large'"),
     ("node group exists", "/spec/affinity", r#"{"allowed_dedicated_node_groups": ["h100-pool"]}"#, "spec.affinity.allowed_dedicated_node_groups[0]", "no node group named 'h100-pool'"),
     ("node in group", "/spec/affinity/allowed_nodes_in_node_group/0", r#""node-9""#, "spec.affinity.allowed_nodes_in_node_group[0]", "node 'node-9' is not in the chosen node groups"),
-    ("no privileged containers", "/spec/user_security_context/privileged", "true", "spec.user_security_context.privileged", "Jobdeck does not run privileged containers"),
+    ("no privileged containers", "/spec/user_security_context/privileged", "true", "spec.user_security_context.privileged", "Jobdeck does not run privileged containers for you here: no node group allows them for your role"),
+    ("a user is refused by process mode", "/spec/container/user", r#""1000""#, "spec.container.user", "is a user inside the container, and this server runs replicas as plain processes, as the server's own user"),
+    ("a user that could be an option", "/spec/container/user", r#""--privileged""#, "spec.container.user", "a name starts with a letter or _, such as ubuntu"),
     ("no storage attachments", "/spec/storage_attachments", r#"[{"data_source_name": "b", "attachments": [{"mode": "awsProfile"}]}]"#, "spec.storage_attachments", "Jobdeck has no object-storage data sources; mount a volume with spec.mounts instead"),
     ("no reservations", "/spec/reservation_config/reservation_id", r#""res-1""#, "spec.reservation_config.reservation_id", "Jobdeck has no reservations; leave this out"),
-    ("unknown field", "/spec/container/entrypoint", r#""sh""#, "spec.container.entrypoint", "is not a field Jobdeck knows; the fields here are image, ports, command, args, working_dir, image_tag, registry_username, registry_password"),
+    ("unknown field", "/spec/container/entrypoint", r#""sh""#, "spec.container.entrypoint", "is not a field Jobdeck knows; the fields here are image, ports, command, args, working_dir, user, image_tag, registry_username, registry_password"),
     ("wrong type", "/spec/completions", r#""two""#, "spec.completions", "must be a whole number, not string \"two\""),
     ("working directory refused by process mode", "/spec/container/working_dir", r#""/workspace""#, "spec.container.working_dir", "is a directory inside the container, and this server runs replicas as plain processes: change directory in the command instead"),
     ("command needed by process mode", "/spec/container/command", "[]", "spec.container.command", "a command is required on this server: it runs replicas as plain processes, and an empty command means the image's own entrypoint, which only a container runs"),

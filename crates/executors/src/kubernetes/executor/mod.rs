@@ -338,6 +338,10 @@ impl Executor for KubernetesExecutor {
         }
     }
 
+    fn runs_privileged_containers(&self) -> bool {
+        true
+    }
+
     fn cluster_pull_secrets(&self) -> Vec<String> {
         self.shared.settings.image_pull_secrets.clone()
     }

@@ -273,6 +273,7 @@ pub fn small_cluster(cpus: f64) -> impl FnOnce(&mut jobdeck_core::Config) {
             nodes: None,
             node_names: Some(vec!["node-a".into()]),
             node_selector: Default::default(),
+            privileged_roles: Vec::new(),
         }];
         config.shapes = vec![jobdeck_core::config::ShapeConfig {
             name: "cpu.small".into(),
