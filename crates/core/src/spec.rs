@@ -24,7 +24,8 @@ use jobdeck_api::validate::{
     DURATION_MAX_SECONDS, GRACE_PERIOD_MAX_SECONDS, MEMORY_MAX_MIB, REPLICAS_MAX, RETRIES_MAX,
 };
 use jobdeck_api::{
-    choice_words, chosen_offer, offers, FieldErrors, JobSpec, LeptonJob, NodeGroupChoice, Priority, ShapeChoice,
+    choice_words, chosen_offer, offer_problems, offers, FieldErrors, JobSpec, LeptonJob, NodeGroupChoice, Offer,
+    Priority, ResourceRequirements, ShapeChoice,
 };
 
 use crate::config::{Config, NodeGroupConfig, ShapeConfig};
@@ -80,11 +81,22 @@ pub fn apply_workspace_defaults(spec: &mut JobSpec, config: &Config) {
 /// `validate_job_in` has refused already).
 pub fn shape_chosen_by_requirements(spec: &JobSpec, config: &Config) -> Option<(String, String)> {
     let requirements = spec.resources.as_ref().filter(|_| spec.resource_shape.is_none())?;
+    with_offers(spec, requirements, config, |offers| {
+        let chosen = chosen_offer(offers)?;
+        Some((chosen.shape.id.clone()?, choice_words(requirements, offers, chosen.shape)))
+    })
+}
+
+/// `read` of the offers this server's shapes make to `spec`'s requirements.
+fn with_offers<T>(
+    spec: &JobSpec,
+    requirements: &ResourceRequirements,
+    config: &Config,
+    read: impl FnOnce(&[Offer<'_>]) -> T,
+) -> T {
     let shapes: Vec<ShapeChoice> = config.shapes.iter().map(|s| (&shape_view(s)).into()).collect();
     let groups: Vec<NodeGroupChoice> = node_group_views(config, &[], &[]).iter().map(Into::into).collect();
-    let offers = offers(spec, requirements, &shapes, &groups);
-    let chosen = chosen_offer(&offers)?;
-    Some((chosen.shape.id.clone()?, choice_words(requirements, &offers, chosen.shape)))
+    read(&offers(spec, requirements, &shapes, &groups))
 }
 
 /// The number the scheduler orders by for a priority: its class's number
@@ -148,7 +160,13 @@ impl ResolvedSpec {
         let Some(shape) = shape else {
             match spec.resource_shape.as_deref() {
                 Some(name) => push("spec.resource_shape", format!("no resource shape named '{name}'")),
-                None => push("spec.resources", "no shape of this server meets these requirements".into()),
+                // The contract's own words, with the nearest shapes.
+                None => match &spec.resources {
+                    Some(requirements) => {
+                        errors.extend(with_offers(spec, requirements, config, |o| offer_problems(spec, o)))
+                    }
+                    None => push("spec.resources", "this server has no shapes".into()),
+                },
             }
             return Err(errors);
         };
@@ -299,6 +317,26 @@ mod tests {
         assert_eq!(r.shared_memory_mb, 2048);
         assert!(r.log_collection);
         assert_eq!(r.active_deadline_seconds, None);
+    }
+
+    /// `jobdeck kube|slurm render` reads a job file without the server's
+    /// context: requirements no shape meets get the contract's own answer,
+    /// the field and the nearest shapes, not a bare refusal.
+    #[test]
+    fn requirements_no_shape_meets_name_the_field_and_the_nearest_shapes() {
+        let spec = JobSpec {
+            resources: Some(ResourceRequirements {
+                gpu: Some(jobdeck_api::GpuRequirement {
+                    count: Some(jobdeck_api::AmountRange::at_least(1)),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..JobSpec::default()
+        };
+        let errors = ResolvedSpec::resolve(&spec, &config()).unwrap_err();
+        let message = &errors["spec.resources.gpu.count"][0];
+        assert!(message.starts_with("no shape of this workspace has") && message.contains("(has 0 GPU"), "{message}");
     }
 
     #[test]

@@ -149,6 +149,14 @@ pub fn choice_words(requirements: &ResourceRequirements, offers: &[Offer], chose
     }
 }
 
+/// [`check_offers`] on its own, by field path: for a reader of the shapes
+/// that is not the whole contract (`ResolvedSpec::resolve`).
+pub fn offer_problems(spec: &JobSpec, offers: &[Offer]) -> FieldErrors {
+    let mut problems = Problems::default();
+    check_offers(spec, offers, &mut problems);
+    problems.0
+}
+
 /// The problems of a job whose requirements no shape meets, or whose named
 /// shape does not meet them.
 pub(super) fn check_offers(spec: &JobSpec, offers: &[Offer], problems: &mut Problems) {
