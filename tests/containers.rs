@@ -456,6 +456,34 @@ fn a_stopped_container_gets_its_jobs_grace_period_between_sigterm_and_sigkill() 
     assert!((4.0..20.0).contains(&gap), "SIGKILL came {gap:.2} s after SIGTERM, not 5 s");
 }
 
+/// The stop's SIGTERM goes to the container through the engine (`kill
+/// --signal TERM`), not to the engine's attach: an attach that has not yet
+/// set up its signal proxy dies of the signal, and the container ran on to
+/// SIGKILL without its grace period (CI, under load, once). Here the
+/// attach never passes a signal on (`--sig-proxy=false`): a stop that
+/// relied on it got the container the engine's own 10 s (`rm -f` after the
+/// attach died; 9.93 s measured), not the job's 5.
+#[test]
+fn a_stop_reaches_the_container_when_the_engines_attach_passes_no_signal_on() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = tempfile::tempdir().unwrap();
+    let engine = scratch.path().join("podman-attach-without-signals");
+    std::fs::write(
+        &engine,
+        "#!/bin/sh\nif [ \"$1\" = start ] && [ \"$2\" = --attach ]; then\n  \
+         /usr/bin/podman start \"$3\" > /dev/null || exit $?\n  \
+         exec /usr/bin/podman attach --no-stdin --sig-proxy=false \"$3\"\nfi\n\
+         exec /usr/bin/podman \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = server_on(scratch.path(), engine.to_str().unwrap(), "");
+    let mut spec = job("graceful", &jobdeck_e2e::grace_probe_script(Path::new("/scratch")));
+    spec["spec"]["termination_grace_period_seconds"] = json!(5);
+    let (_, gap) = jobdeck_e2e::stop_grace_probe(&server, &spec, scratch.path());
+    assert!((4.0..9.0).contains(&gap), "SIGKILL came {gap:.2} s after SIGTERM, not 5 s");
+}
+
 /// Podman before 5.2 can leave `start --attach` running after its container
 /// ended (containers/podman#23258), which once kept a finished replica
 /// "running" for good. Here the engine is the real podman with an attach

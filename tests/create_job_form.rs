@@ -530,6 +530,27 @@ fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
     assert!(notes.contains("no shape of this workspace has 1 × H100"), "{notes}");
     assert!(!browser.page_text().contains("nvapi-fixture-secret"), "a secret's value is never shown back");
 
+    // A dstack task with its own entrypoint and user: the commands follow
+    // the entrypoint's words, and the user is refused in the form as the
+    // server refuses it (this server runs processes), among the problems
+    // that have no input of their own.
+    let task =
+        "type: task\nname: as-user\nimage: busybox\nuser: \"1000\"\nentrypoint: echo -n\ncommands:\n  - one two\n";
+    browser.execute(
+        "const e = document.getElementById('import-text'); e.value = arguments[0]; \
+         e.dispatchEvent(new Event('input', {bubbles: true}));",
+        vec![Value::from(task)],
+    );
+    browser.click(&browser.find("[data-tool=import]"));
+    browser.wait_for_text("Imported the dstack task:");
+    let notes = browser.text(&browser.find("#import-notes"));
+    assert!(notes.contains("line 4 · user") && notes.contains("line 5 · entrypoint"), "{notes}");
+    assert_eq!(value_of(&browser, "command").as_deref(), Some("echo -n 'one two'"));
+    browser.wait_until("the user's problem", || {
+        let said = browser.text(&browser.find("#form-problems"));
+        said.contains("is a user inside the container, and this server runs replicas as plain processes").then_some(())
+    });
+
     // A dstack task with a line that cannot be read: refused, naming it;
     // nothing in the form changes.
     let broken = "type: task\nname: [unclosed\ncommands: []\n";
@@ -543,7 +564,7 @@ fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
         let said = browser.text(&browser.find("#import-error"));
         (said.starts_with("This dstack task cannot be imported: body: line ")).then_some(())
     });
-    assert_eq!(value_of(&browser, "job-name").as_deref(), Some("my-training-job"), "the form keeps what it held");
+    assert_eq!(value_of(&browser, "job-name").as_deref(), Some("as-user"), "the form keeps what it held");
     assert!(browser.try_find("#import-notes").is_none(), "the last file's notes are gone");
 
     // Text of no known kind: the format is asked for, then used.

@@ -242,8 +242,7 @@ impl ContainerSteps {
         self.command(&["secret", "rm", &secret.name])
     }
 
-    /// Runs the created container with its output attached; the engine
-    /// passes SIGTERM on to the container.
+    /// Runs the created container with its output attached.
     pub fn start(&self) -> Vec<String> {
         self.command(&["start", "--attach", &self.name])
     }
@@ -262,6 +261,14 @@ impl ContainerSteps {
 
     pub fn kill(&self) -> Vec<String> {
         self.command(&["kill", &self.name])
+    }
+
+    /// Sends SIGTERM to the container's first process through the engine:
+    /// a stop's first signal. Sent to the engine's attach instead, it is
+    /// lost when the attach has not yet set up its signal proxy (the
+    /// attach dies of it, and the container runs on until SIGKILL).
+    pub fn terminate(&self) -> Vec<String> {
+        self.command(&["kill", "--signal", "TERM", &self.name])
     }
 
     pub fn remove(&self) -> Vec<String> {

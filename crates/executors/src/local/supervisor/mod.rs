@@ -486,6 +486,9 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     let mut attach_abandoned = false;
     let grace = Duration::from_secs(spec.grace_seconds);
     let mut stop_sent: Option<Instant> = None;
+    // Whether the stop's SIGTERM still has to reach the program: a
+    // container not running yet cannot take it, so it is tried again.
+    let mut term_pending = false;
     let mut killed = false;
     let status = loop {
         // Reap every child: the replica, and orphans that were re-parented
@@ -506,8 +509,11 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
             break status;
         }
         if stop_wanted(run_dir) && stop_sent.is_none() {
-            signal_group(pid, libc::SIGTERM);
             stop_sent = Some(Instant::now());
+            term_pending = true;
+        }
+        if term_pending && !killed {
+            term_pending = !terminate(pid, spec, run_dir);
         }
         if let Some(sent) = stop_sent {
             if !killed && sent.elapsed() >= grace {
@@ -583,6 +589,22 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
         note(&log, &format!("the replica was killed (OOM): it used more memory than {limit} its shape allows{victim}"));
     }
     record
+}
+
+/// Sends a stop's SIGTERM to the program: a process replica's group, or a
+/// container's first process through the engine (the engine's attach
+/// would lose it while it sets up its signal proxy: it dies of the signal,
+/// and the container runs on to SIGKILL without a chance to save its
+/// work). Whether the signal was delivered; a container that is not
+/// running yet is asked again on the next round.
+fn terminate(pid: libc::pid_t, spec: &SuperviseSpec, run_dir: &Path) -> bool {
+    match &spec.container {
+        Some(steps) => run_step(&steps.terminate(), &spec.env, run_dir, false).is_ok_and(|out| out.success()),
+        None => {
+            signal_group(pid, libc::SIGTERM);
+            true
+        }
+    }
 }
 
 /// Copies a pipe into the log line by line; `last` keeps the last line that
