@@ -456,6 +456,21 @@ fn a_stopped_container_gets_its_jobs_grace_period_between_sigterm_and_sigkill() 
     assert!((4.0..20.0).contains(&gap), "SIGKILL came {gap:.2} s after SIGTERM, not 5 s");
 }
 
+/// An engine, `dir/name`, that is the real podman but for `start
+/// --attach`: it starts the container detached, then runs `attach` (a
+/// shell command; `$3` is the container).
+fn podman_with_attach(dir: &Path, name: &str, attach: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let engine = dir.join(name);
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = start ] && [ \"$2\" = --attach ]; then\n  \
+         /usr/bin/podman start \"$3\" > /dev/null || exit $?\n  {attach}\nfi\nexec /usr/bin/podman \"$@\"\n"
+    );
+    std::fs::write(&engine, script).unwrap();
+    std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
+    engine.display().to_string()
+}
+
 /// The stop's SIGTERM goes to the container through the engine (`kill
 /// --signal TERM`), not to the engine's attach: an attach that has not yet
 /// set up its signal proxy dies of the signal, and the container ran on to
@@ -465,19 +480,10 @@ fn a_stopped_container_gets_its_jobs_grace_period_between_sigterm_and_sigkill() 
 /// attach died; 9.93 s measured), not the job's 5.
 #[test]
 fn a_stop_reaches_the_container_when_the_engines_attach_passes_no_signal_on() {
-    use std::os::unix::fs::PermissionsExt;
     let scratch = tempfile::tempdir().unwrap();
-    let engine = scratch.path().join("podman-attach-without-signals");
-    std::fs::write(
-        &engine,
-        "#!/bin/sh\nif [ \"$1\" = start ] && [ \"$2\" = --attach ]; then\n  \
-         /usr/bin/podman start \"$3\" > /dev/null || exit $?\n  \
-         exec /usr/bin/podman attach --no-stdin --sig-proxy=false \"$3\"\nfi\n\
-         exec /usr/bin/podman \"$@\"\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let server = server_on(scratch.path(), engine.to_str().unwrap(), "");
+    let attach = "exec /usr/bin/podman attach --no-stdin --sig-proxy=false \"$3\"";
+    let engine = podman_with_attach(scratch.path(), "podman-attach-without-signals", attach);
+    let server = server_on(scratch.path(), &engine, "");
     let mut spec = job("graceful", &jobdeck_e2e::grace_probe_script(Path::new("/scratch")));
     spec["spec"]["termination_grace_period_seconds"] = json!(5);
     let (_, gap) = jobdeck_e2e::stop_grace_probe(&server, &spec, scratch.path());
@@ -492,18 +498,9 @@ fn a_stop_reaches_the_container_when_the_engines_attach_passes_no_signal_on() {
 /// says what happened.
 #[test]
 fn a_replica_ends_with_its_container_when_the_engines_attach_hangs() {
-    use std::os::unix::fs::PermissionsExt;
     let scratch = tempfile::tempdir().unwrap();
-    let engine = scratch.path().join("podman-with-a-hanging-attach");
-    std::fs::write(
-        &engine,
-        "#!/bin/sh\nif [ \"$1\" = start ] && [ \"$2\" = --attach ]; then\n  \
-         /usr/bin/podman start \"$3\" > /dev/null || exit $?\n  exec /usr/bin/sleep 2147483647\nfi\n\
-         exec /usr/bin/podman \"$@\"\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let server = server_on(scratch.path(), engine.to_str().unwrap(), "");
+    let engine = podman_with_attach(scratch.path(), "podman-with-a-hanging-attach", "exec /usr/bin/sleep 2147483647");
+    let server = server_on(scratch.path(), &engine, "");
     let token = &server.admin_token;
     let id = server.create_job(token, &job("attach-hangs", "exit 3"));
     server.wait_for_state(token, &id, JobState::Failed);

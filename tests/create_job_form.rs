@@ -462,6 +462,15 @@ fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/convert").join(name).display().to_string()
 }
 
+/// Puts `text` in the form's import box as if typed or pasted.
+fn paste_import(browser: &Browser, text: impl Into<String>) {
+    browser.execute(
+        "const e = document.getElementById('import-text'); e.value = arguments[0]; \
+         e.dispatchEvent(new Event('input', {bubbles: true}));",
+        vec![Value::from(text.into())],
+    );
+}
+
 /// The job files people arrive with, imported into the form: a Kubernetes
 /// Job chosen as a file fills the form, lists what became of each of its
 /// fields with its line, and runs as created; an NVCF task pasted is told
@@ -518,11 +527,7 @@ fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
     browser.wait_until("the shapes", || (value_of(&browser, "resource-shape")? == "cpu.small").then_some(()));
     browser.click(&browser.find("details.import summary"));
     let nvcf = std::fs::read_to_string(fixture("task.json")).unwrap();
-    browser.execute(
-        "const e = document.getElementById('import-text'); e.value = arguments[0]; \
-         e.dispatchEvent(new Event('input', {bubbles: true}));",
-        vec![Value::from(nvcf)],
-    );
+    paste_import(&browser, nvcf);
     browser.click(&browser.find("[data-tool=import]"));
     browser.wait_for_text("Imported the NVCF task:");
     let notes = browser.text(&browser.find("#import-notes"));
@@ -536,11 +541,7 @@ fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
     // that have no input of their own.
     let task =
         "type: task\nname: as-user\nimage: busybox\nuser: \"1000\"\nentrypoint: echo -n\ncommands:\n  - one two\n";
-    browser.execute(
-        "const e = document.getElementById('import-text'); e.value = arguments[0]; \
-         e.dispatchEvent(new Event('input', {bubbles: true}));",
-        vec![Value::from(task)],
-    );
+    paste_import(&browser, task);
     browser.click(&browser.find("[data-tool=import]"));
     browser.wait_for_text("Imported the dstack task:");
     let notes = browser.text(&browser.find("#import-notes"));
@@ -554,11 +555,7 @@ fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
     // A dstack task with a line that cannot be read: refused, naming it;
     // nothing in the form changes.
     let broken = "type: task\nname: [unclosed\ncommands: []\n";
-    browser.execute(
-        "const e = document.getElementById('import-text'); e.value = arguments[0]; \
-         e.dispatchEvent(new Event('input', {bubbles: true}));",
-        vec![Value::from(broken)],
-    );
+    paste_import(&browser, broken);
     browser.click(&browser.find("[data-tool=import]"));
     browser.wait_until("the refusal", || {
         let said = browser.text(&browser.find("#import-error"));
@@ -568,11 +565,7 @@ fn job_files_of_other_tools_are_imported_with_a_note_per_field() {
     assert!(browser.try_find("#import-notes").is_none(), "the last file's notes are gone");
 
     // Text of no known kind: the format is asked for, then used.
-    browser.execute(
-        "const e = document.getElementById('import-text'); e.value = arguments[0]; \
-         e.dispatchEvent(new Event('input', {bubbles: true}));",
-        vec![Value::from("name: unknown-kind\nimage: busybox\n")],
-    );
+    paste_import(&browser, "name: unknown-kind\nimage: busybox\n");
     browser.click(&browser.find("[data-tool=import]"));
     browser.wait_until("the question", || {
         browser.text(&browser.find("#import-error")).contains("choose its format above").then_some(())
