@@ -486,9 +486,11 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     let mut attach_abandoned = false;
     let grace = Duration::from_secs(spec.grace_seconds);
     let mut stop_sent: Option<Instant> = None;
-    // Whether the stop's SIGTERM still has to reach the program: a
-    // container not running yet cannot take it, so it is tried again.
+    // Whether the stop's SIGTERM still has to reach the program, and when
+    // it was last tried: a container not running yet cannot take it, so it
+    // is tried again, at most every TERM_RETRY (each try runs the engine).
     let mut term_pending = false;
+    let mut term_tried: Option<Instant> = None;
     let mut killed = false;
     let status = loop {
         // Reap every child: the replica, and orphans that were re-parented
@@ -512,7 +514,8 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
             stop_sent = Some(Instant::now());
             term_pending = true;
         }
-        if term_pending && !killed {
+        if term_pending && !killed && term_tried.is_none_or(|t| t.elapsed() >= TERM_RETRY) {
+            term_tried = Some(Instant::now());
             term_pending = !terminate(pid, spec, run_dir);
         }
         if let Some(sent) = stop_sent {
@@ -591,12 +594,16 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     record
 }
 
+/// How often a stop's SIGTERM is tried again while a container is not yet
+/// running to take it.
+const TERM_RETRY: Duration = Duration::from_millis(250);
+
 /// Sends a stop's SIGTERM to the program: a process replica's group, or a
 /// container's first process through the engine (the engine's attach
 /// would lose it while it sets up its signal proxy: it dies of the signal,
 /// and the container runs on to SIGKILL without a chance to save its
 /// work). Whether the signal was delivered; a container that is not
-/// running yet is asked again on the next round.
+/// running yet is asked again after `TERM_RETRY`.
 fn terminate(pid: libc::pid_t, spec: &SuperviseSpec, run_dir: &Path) -> bool {
     match &spec.container {
         Some(steps) => run_step(&steps.terminate(), &spec.env, run_dir, false).is_ok_and(|out| out.success()),
