@@ -4,6 +4,7 @@
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::changes::Change;
 use super::error::StoreResult;
 use super::names::column;
 use super::{EventRow, Store, StoredEvent};
@@ -50,11 +51,14 @@ pub(super) fn record(tx: &Transaction<'_>, event: &EventRow) -> rusqlite::Result
 
 impl Store {
     pub async fn record_event(&self, event: EventRow) -> StoreResult<()> {
+        let job = event.job_id.clone();
         self.write(move |tx| {
             record(tx, &event)?;
             Ok(())
         })
-        .await
+        .await?;
+        self.publish([Change::Events(job)]);
+        Ok(())
     }
 
     /// A job's events, newest first.

@@ -1,11 +1,13 @@
 //! Jobs.
 
-use jobdeck_api::{JobSpec, JobState};
+use jobdeck_api::{JobSpec, JobState, Visibility};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, OptionalExtension};
 
+use super::changes::Change;
 use super::error::{StoreError, StoreResult};
 use super::job_row::{job_row, job_row_or_unreadable, json_column, node_groups_column, JOB_COLUMNS};
+use super::names::column;
 use super::usage::{record_charge, record_log_bytes_today, Holding};
 use super::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey, Store, UnreadableJob};
 
@@ -25,6 +27,7 @@ pub const ACTIVE_STATES: &[JobState] = &[
 impl Store {
     /// Stores a new job, with its first events, in one transaction.
     pub async fn insert_job(&self, row: JobRow, events: Vec<EventRow>) -> StoreResult<()> {
+        let id = row.id.clone();
         self.write(move |tx| {
             let r = &row.runtime;
             let inserted = tx.execute(
@@ -70,7 +73,9 @@ impl Store {
             }
             Ok(())
         })
-        .await
+        .await?;
+        self.publish([Change::Job(id.clone()), Change::Events(id)]);
+        Ok(())
     }
 
     /// A job by id, whoever may see it (for the scheduler).
@@ -129,86 +134,111 @@ impl Store {
         holding: Option<Holding>,
         events: Vec<EventRow>,
     ) -> StoreResult<bool> {
-        self.write(move |tx| {
-            let r = &runtime;
-            let changed = tx.execute(
-                "UPDATE jobs SET state = ?2, reason = ?3, message = ?4, run = ?5, queued_at = ?6, started_at = ?7,
+        let job = id.clone();
+        let any_events = !events.is_empty();
+        let changed = self
+            .write(move |tx| {
+                let r = &runtime;
+                let changed = tx.execute(
+                    "UPDATE jobs SET state = ?2, reason = ?3, message = ?4, run = ?5, queued_at = ?6, started_at = ?7,
                     completed_at = ?8, archive_at = ?9, placement = ?10, stop_reason = ?11, job_retries = ?12,
                     succeeded = ?13, failed = ?14, active = ?15, ready = ?16, master_port = ?17
                  WHERE id = ?1",
-                params![
-                    id,
-                    r.state.as_str(),
-                    r.reason,
-                    r.message,
-                    r.run,
-                    r.queued_at,
-                    r.started_at,
-                    r.completed_at,
-                    r.archive_at,
-                    r.placement.as_ref().map(json_column),
-                    r.stop_reason.map(|s| s.as_str()),
-                    r.job_retries,
-                    r.succeeded,
-                    r.failed,
-                    r.active,
-                    r.ready,
-                    r.master_port,
-                ],
-            )?;
-            if changed == 0 {
-                return Ok(false);
-            }
-            record_charge(tx, &id, r.run, r.placement.as_ref(), holding, r.started_at, super::now_millis())?;
-            for event in &events {
-                super::events::record(tx, event)?;
-            }
-            Ok(true)
-        })
-        .await
+                    params![
+                        id,
+                        r.state.as_str(),
+                        r.reason,
+                        r.message,
+                        r.run,
+                        r.queued_at,
+                        r.started_at,
+                        r.completed_at,
+                        r.archive_at,
+                        r.placement.as_ref().map(json_column),
+                        r.stop_reason.map(|s| s.as_str()),
+                        r.job_retries,
+                        r.succeeded,
+                        r.failed,
+                        r.active,
+                        r.ready,
+                        r.master_port,
+                    ],
+                )?;
+                if changed == 0 {
+                    return Ok(false);
+                }
+                record_charge(tx, &id, r.run, r.placement.as_ref(), holding, r.started_at, super::now_millis())?;
+                for event in &events {
+                    super::events::record(tx, event)?;
+                }
+                Ok(true)
+            })
+            .await?;
+        if changed {
+            self.publish(std::iter::once(Change::Job(job.clone())).chain(any_events.then_some(Change::Events(job))));
+        }
+        Ok(changed)
     }
 
     /// Gives a job another creator (a removed user's job handed over), with
     /// the event that says so, in one transaction. Returns false when the
     /// job is gone.
     pub async fn set_job_owner(&self, id: String, owner: String, events: Vec<EventRow>) -> StoreResult<bool> {
-        self.write(move |tx| {
-            if tx.execute("UPDATE jobs SET created_by = ?2 WHERE id = ?1", params![id, owner])? == 0 {
-                return Ok(false);
-            }
-            for event in &events {
-                super::events::record(tx, event)?;
-            }
-            Ok(true)
-        })
-        .await
+        let job = id.clone();
+        let changed = self
+            .write(move |tx| {
+                if tx.execute("UPDATE jobs SET created_by = ?2 WHERE id = ?1", params![id, owner])? == 0 {
+                    return Ok(false);
+                }
+                for event in &events {
+                    super::events::record(tx, event)?;
+                }
+                Ok(true)
+            })
+            .await?;
+        if changed {
+            self.publish([Change::Job(job.clone()), Change::Events(job)]);
+        }
+        Ok(changed)
     }
 
     /// Replaces a job's spec (the `stopped` flag is the only field that
     /// changes after creation).
     pub async fn update_job_spec(&self, id: String, spec: JobSpec) -> StoreResult<()> {
+        let job = id.clone();
         self.write(move |tx| {
             tx.execute("UPDATE jobs SET spec = ?2 WHERE id = ?1", params![id, json_column(&spec)])?;
             Ok(())
         })
-        .await
+        .await?;
+        self.publish([Change::Job(job)]);
+        Ok(())
     }
 
     /// Deletes a job with its replicas, events and metrics.
     pub async fn delete_job(&self, id: String) -> StoreResult<()> {
-        self.write(move |tx| {
-            let owner: Option<String> =
-                tx.query_row("SELECT created_by FROM jobs WHERE id = ?1", params![id], |r| r.get(0)).optional()?;
-            tx.execute("DELETE FROM replicas WHERE job_id = ?1", params![id])?;
-            tx.execute("DELETE FROM job_events WHERE job_id = ?1", params![id])?;
-            tx.execute("DELETE FROM metrics WHERE job_id = ?1", params![id])?;
-            tx.execute("DELETE FROM jobs WHERE id = ?1", params![id])?;
-            if let Some(owner) = owner {
-                record_log_bytes_today(tx, &owner, super::now_millis())?;
-            }
-            Ok(())
-        })
-        .await
+        let job = id.clone();
+        let deleted = self
+            .write(move |tx| {
+                let owner: Option<(String, Visibility)> = tx
+                    .query_row("SELECT created_by, visibility FROM jobs WHERE id = ?1", params![id], |r| {
+                        Ok((r.get(0)?, column(r, 1)?))
+                    })
+                    .optional()?;
+                tx.execute("DELETE FROM replicas WHERE job_id = ?1", params![id])?;
+                tx.execute("DELETE FROM job_events WHERE job_id = ?1", params![id])?;
+                tx.execute("DELETE FROM metrics WHERE job_id = ?1", params![id])?;
+                tx.execute("DELETE FROM jobs WHERE id = ?1", params![id])?;
+                if let Some((owner, _)) = &owner {
+                    record_log_bytes_today(tx, owner, super::now_millis())?;
+                }
+                Ok(owner)
+            })
+            .await?;
+        if let Some((created_by, visibility)) = deleted {
+            self.publish([Change::JobDeleted { id: job, created_by, visibility }]);
+        }
+        Ok(())
     }
 
     /// Ids of finished jobs whose archive time has come.

@@ -14,6 +14,7 @@ use jobdeck_api::{EndReason, EventType, JobState, Visibility};
 use rusqlite::Connection;
 
 mod audit;
+pub mod changes;
 mod error;
 mod events;
 mod image_pull_secrets;
@@ -68,6 +69,8 @@ struct Inner {
     next_reader: AtomicUsize,
     /// The keys secret values are sealed with (`use_keys`), once given.
     keys: std::sync::OnceLock<Arc<sealing::SealingKeys>>,
+    /// What each write changed, for the event stream.
+    changes: changes::ChangeFeed,
 }
 
 /// A user as stored.
@@ -266,8 +269,19 @@ impl Store {
                 readers,
                 next_reader: AtomicUsize::new(0),
                 keys: std::sync::OnceLock::new(),
+                changes: changes::ChangeFeed::default(),
             }),
         })
+    }
+
+    /// What the store's writes changed, newest last (the event stream's source).
+    pub fn changes(&self) -> &changes::ChangeFeed {
+        &self.inner.changes
+    }
+
+    /// Tells the feed what a committed write changed.
+    fn publish(&self, changed: impl IntoIterator<Item = changes::Change>) {
+        self.inner.changes.publish(changed);
     }
 
     /// Seals secret values with `keys` from now on (once; later calls are

@@ -3,6 +3,7 @@
 
 use rusqlite::params;
 
+use super::changes::Change;
 use super::error::StoreResult;
 use super::series::{compact, Point, MAX_POINTS};
 use super::Store;
@@ -26,6 +27,9 @@ impl Store {
         if samples.is_empty() {
             return Ok(());
         }
+        let mut jobs: Vec<String> = samples.iter().map(|s| s.job_id.clone()).collect();
+        jobs.sort();
+        jobs.dedup();
         self.write(move |tx| {
             {
                 let mut insert = tx.prepare_cached(
@@ -67,7 +71,9 @@ impl Store {
             }
             Ok(())
         })
-        .await
+        .await?;
+        self.publish(jobs.into_iter().map(Change::Metrics));
+        Ok(())
     }
 
     /// The names of an attempt's series.

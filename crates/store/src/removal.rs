@@ -7,6 +7,7 @@ use jobdeck_api::JobState;
 use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
 
+use super::changes::Change;
 use super::error::StoreResult;
 use super::{Store, ACTIVE_STATES};
 
@@ -125,27 +126,32 @@ impl Store {
     /// name stay). `None`: no such user, or one removed already.
     pub async fn remove_user(&self, name: &str, now: i64) -> StoreResult<Option<Removed>> {
         let name = name.to_string();
-        self.write(move |tx| {
-            let Some(id) = tx
-                .query_row("SELECT id FROM users WHERE name = ?1 AND removed_at IS NULL", params![name], |r| {
-                    r.get::<_, i64>(0)
-                })
-                .optional()?
-            else {
-                return Ok(None);
-            };
-            tx.execute("UPDATE users SET removed_at = ?2 WHERE id = ?1", params![id, now])?;
-            let revoked_tokens = tx.execute(
-                "UPDATE tokens SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
-                params![id, now],
-            )?;
-            let deleted_secrets = tx.execute("DELETE FROM secrets WHERE owner = ?1", params![name])?;
-            tx.execute("DELETE FROM templates WHERE owner = ?1", params![name])?;
-            let deleted_image_pull_secrets =
-                tx.execute("DELETE FROM image_pull_secrets WHERE owner = ?1", params![name])?;
-            Ok(Some(Removed { revoked_tokens, deleted_secrets, deleted_image_pull_secrets }))
-        })
-        .await
+        let removed = self
+            .write(move |tx| {
+                let Some(id) = tx
+                    .query_row("SELECT id FROM users WHERE name = ?1 AND removed_at IS NULL", params![name], |r| {
+                        r.get::<_, i64>(0)
+                    })
+                    .optional()?
+                else {
+                    return Ok(None);
+                };
+                tx.execute("UPDATE users SET removed_at = ?2 WHERE id = ?1", params![id, now])?;
+                let revoked_tokens = tx.execute(
+                    "UPDATE tokens SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
+                    params![id, now],
+                )?;
+                let deleted_secrets = tx.execute("DELETE FROM secrets WHERE owner = ?1", params![name])?;
+                tx.execute("DELETE FROM templates WHERE owner = ?1", params![name])?;
+                let deleted_image_pull_secrets =
+                    tx.execute("DELETE FROM image_pull_secrets WHERE owner = ?1", params![name])?;
+                Ok(Some(Removed { revoked_tokens, deleted_secrets, deleted_image_pull_secrets }))
+            })
+            .await?;
+        if removed.as_ref().is_some_and(|r| r.revoked_tokens > 0) {
+            self.publish([Change::TokensRevoked]);
+        }
+        Ok(removed)
     }
 
     /// The jobs of `owner` (removed or not) that hold or wait for

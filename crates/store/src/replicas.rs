@@ -3,6 +3,7 @@
 use jobdeck_api::EndReason;
 use rusqlite::{params, OptionalExtension};
 
+use super::changes::Change;
 use super::error::StoreResult;
 use super::names::column;
 use super::{ReplicaRow, Store};
@@ -16,6 +17,7 @@ impl Store {
     /// (`succeeded` or `failed`) is final: later reports cannot change it, so
     /// a report repeated after a restart is harmless.
     pub async fn upsert_replica(&self, row: ReplicaRow) -> StoreResult<()> {
+        let job = row.job_id.clone();
         self.write(move |tx| {
             tx.execute(
                 &format!(
@@ -64,7 +66,9 @@ impl Store {
             )?;
             Ok(())
         })
-        .await
+        .await?;
+        self.publish([Change::Replicas(job)]);
+        Ok(())
     }
 
     /// Replaces what the executor keeps about an attempt, also after the

@@ -5,6 +5,7 @@
 use jobdeck_api::{TokenInfo, TokenKind};
 use rusqlite::{params, OptionalExtension, Row};
 
+use super::changes::Change;
 use super::error::StoreResult;
 use super::users::role_column;
 use super::{Store, UserRow};
@@ -143,26 +144,36 @@ impl Store {
     /// `now` ("sign out everywhere"); their other tokens stay. Returns how
     /// many were revoked.
     pub async fn revoke_sessions_of(&self, user_id: i64, now: i64) -> StoreResult<usize> {
-        self.write(move |tx| {
-            Ok(tx.execute(
-                "UPDATE tokens SET revoked_at = ?2 WHERE user_id = ?1 AND kind = 'session' AND revoked_at IS NULL",
-                params![user_id, now],
-            )?)
-        })
-        .await
+        let revoked = self
+            .write(move |tx| {
+                Ok(tx.execute(
+                    "UPDATE tokens SET revoked_at = ?2 WHERE user_id = ?1 AND kind = 'session' AND revoked_at IS NULL",
+                    params![user_id, now],
+                )?)
+            })
+            .await?;
+        if revoked > 0 {
+            self.publish([Change::TokensRevoked]);
+        }
+        Ok(revoked)
     }
 
     /// Revokes a token and every token made from it (its console
     /// sessions) at `now`; those revoked before keep their time. Returns how
     /// many were revoked now.
     pub async fn revoke_token(&self, id: i64, now: i64) -> StoreResult<usize> {
-        self.write(move |tx| {
-            Ok(tx.execute(
-                "UPDATE tokens SET revoked_at = ?2 WHERE (id = ?1 OR origin_id = ?1) AND revoked_at IS NULL",
-                params![id, now],
-            )?)
-        })
-        .await
+        let revoked = self
+            .write(move |tx| {
+                Ok(tx.execute(
+                    "UPDATE tokens SET revoked_at = ?2 WHERE (id = ?1 OR origin_id = ?1) AND revoked_at IS NULL",
+                    params![id, now],
+                )?)
+            })
+            .await?;
+        if revoked > 0 {
+            self.publish([Change::TokensRevoked]);
+        }
+        Ok(revoked)
     }
 }
 

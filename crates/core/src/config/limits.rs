@@ -29,6 +29,9 @@ pub struct LimitsConfig {
     /// running attempt, and ranges that wait for new lines); more are
     /// answered 429.
     pub log_followers_per_user: usize,
+    /// Event streams (`GET /stream`, a job's events followed) one user may
+    /// hold open at once; more are answered 429. A console tab holds one.
+    pub streams_per_user: usize,
 }
 
 impl Default for LimitsConfig {
@@ -39,6 +42,7 @@ impl Default for LimitsConfig {
             connections: 1024,
             requests_per_user: 64,
             log_followers_per_user: 16,
+            streams_per_user: 16,
         }
     }
 }
@@ -57,6 +61,7 @@ impl LimitsConfig {
             ("connections", self.connections),
             ("requests_per_user", self.requests_per_user),
             ("log_followers_per_user", self.log_followers_per_user),
+            ("streams_per_user", self.streams_per_user),
         ] {
             if value == 0 {
                 return Some(format!("limits.{key} must be at least 1"));

@@ -67,6 +67,8 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/jobs/{id}/metrics", VIEWER),
     ("GET", "/jobs/{id}/replicas/{replica}/metrics", VIEWER),
     ("GET", "/logs", VIEWER),
+    // The event stream: what the caller may read, as it changes.
+    ("GET", "/stream", VIEWER),
     // Templates: every role reads and renders them (rendering creates
     // nothing); keeping one's own is a member's, as creating jobs is.
     ("POST", "/jobs/convert", VIEWER),

@@ -29,6 +29,7 @@ pub mod request_log;
 pub mod secrets;
 pub mod sessions;
 pub mod single_sign_on;
+pub mod stream;
 pub mod templates;
 pub mod users;
 pub mod workspace;

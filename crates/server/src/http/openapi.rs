@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch};
 use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
+use jobdeck_api::stream::{StreamEnd, StreamEvents, StreamJobRef, StreamLog, StreamReplicas};
 use jobdeck_api::{
     ApiError, AuditList, ConvertedJob, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret,
     InvitationCreate, InvitationInfo, InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList,
@@ -55,6 +56,11 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     WorkspaceInfo,
     LogRange,
     LogSearch,
+    StreamJobRef,
+    StreamReplicas,
+    StreamEvents,
+    StreamLog,
+    StreamEnd,
     LogQueryResult,
     FailureAnalysis,
     ReplicaMetrics,

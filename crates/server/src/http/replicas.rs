@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
@@ -24,7 +24,9 @@ use crate::{AppState, Route};
 use jobdeck_api::{parse_replica_id, replica_id, EndReason};
 use jobdeck_core::config::ShapeConfig;
 use jobdeck_store::logs::LogStore;
-use jobdeck_store::{JobRow, ReplicaRow, Store};
+use jobdeck_store::{JobRow, ReplicaRow, Store, StoredEvent};
+
+use crate::http::stream;
 
 pub fn routes() -> Vec<Route> {
     vec![
@@ -112,7 +114,7 @@ fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow], shape: O
 
 /// Which attempts `GET /jobs/{id}/replicas` lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Attempts {
+pub enum Attempts {
     /// The newest attempt of each completion index, as Lepton lists a
     /// job's replicas (its pods): the first entry is the one `lep job log`
     /// follows when no replica is named.
@@ -146,12 +148,18 @@ async fn list_replicas(
     // sends `archive_and_live`, which is none of Lepton's listing modes.
     let attempts = parse_attempts(raw.as_deref())?;
     let job = visible_job(&state, &user, &id).await?;
+    Ok(Json(replicas_of(&state, &job, attempts).await?))
+}
+
+/// A job's replicas as `GET /jobs/{id}/replicas` lists them (the event
+/// stream sends the same).
+pub async fn replicas_of(state: &AppState, job: &JobRow, attempts: Attempts) -> AppResult<Vec<Replica>> {
     let spec = &job.spec;
     let shape = state.config.shape_of(spec);
     let rows = state.store.replicas_of(job.id.clone()).await?;
     let mut replicas: Vec<Replica> = rows.iter().map(|row| replica_view(row, shape)).collect();
     if job.runtime.state == JobState::Queueing {
-        replicas.extend(queued_replicas(&job, spec, &rows, shape));
+        replicas.extend(queued_replicas(job, spec, &rows, shape));
     }
     replicas.sort_by_key(|r| (r.status.completion_index, r.status.attempt));
     if attempts == Attempts::Current {
@@ -165,7 +173,7 @@ async fn list_replicas(
         }
         replicas = newest;
     }
-    Ok(Json(replicas))
+    Ok(replicas)
 }
 
 fn rfc3339(millis: i64) -> String {
@@ -177,26 +185,35 @@ async fn list_events(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-) -> AppResult<Json<Vec<JobEvent>>> {
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> AppResult<Response> {
     let job = visible_job(&state, &user, &id).await?;
-    let events = state.store.events_of(job.id).await?;
-    Ok(Json(
-        events
-            .into_iter()
-            .map(|e| JobEvent {
-                kind: e.kind,
-                reason: e.reason,
-                regarding: Some(EventSubject { kind: e.regarding_kind, name: e.regarding_name }),
-                count: e.count,
-                last_observed_time: rfc3339(e.last_time),
-                message: e.message,
-            })
-            .collect(),
-    ))
+    if stream::asks_for_a_stream(&headers, raw.as_deref())? {
+        return stream::job_events(state, user, job, &headers).await;
+    }
+    Ok(Json(events_of(&state, &job.id).await?).into_response())
+}
+
+/// A job's events as `GET /jobs/{id}/events` lists them, newest first.
+pub async fn events_of(state: &AppState, job_id: &str) -> AppResult<Vec<JobEvent>> {
+    Ok(state.store.events_of(job_id.to_string()).await?.into_iter().map(event_view).collect())
+}
+
+/// The wire form of a stored event.
+pub fn event_view(e: StoredEvent) -> JobEvent {
+    JobEvent {
+        kind: e.kind,
+        reason: e.reason,
+        regarding: Some(EventSubject { kind: e.regarding_kind, name: e.regarding_name }),
+        count: e.count,
+        last_observed_time: rfc3339(e.last_time),
+        message: e.message,
+    }
 }
 
 /// Whether `job` collects logs.
-fn collects_logs(state: &AppState, job: &JobRow) -> bool {
+pub fn collects_logs(state: &AppState, job: &JobRow) -> bool {
     job.spec.log_collection(state.config.log_collection_default)
 }
 

@@ -65,11 +65,17 @@ pub struct UserLimits {
     limits: LimitsConfig,
     requests: Counter,
     followers: Counter,
+    streams: Counter,
 }
 
 impl UserLimits {
     pub fn new(limits: &LimitsConfig) -> Self {
-        Self { limits: limits.clone(), requests: Counter::default(), followers: Counter::default() }
+        Self {
+            limits: limits.clone(),
+            requests: Counter::default(),
+            followers: Counter::default(),
+            streams: Counter::default(),
+        }
     }
 
     /// A request of `user` in flight, or 429 when it has as many as it may.
@@ -91,6 +97,21 @@ impl UserLimits {
         self.followers.try_enter(user.id, bound).ok_or_else(|| {
             AppError::TooManyRequests(format!(
                 "{} follows {bound} logs already, as many as one user may (limits.log_followers_per_user); \
+                 close some",
+                user.name
+            ))
+        })
+    }
+}
+
+impl UserLimits {
+    /// An event stream of `user` held open, or 429 when it holds as many as
+    /// it may.
+    pub fn stream(&self, user: &CurrentUser) -> Result<Permit, AppError> {
+        let bound = self.limits.streams_per_user;
+        self.streams.try_enter(user.id, bound).ok_or_else(|| {
+            AppError::TooManyRequests(format!(
+                "{} holds {bound} event streams already, as many as one user may (limits.streams_per_user); \
                  close some",
                 user.name
             ))

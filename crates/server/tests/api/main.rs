@@ -21,6 +21,7 @@ mod kube_render;
 mod layering;
 mod lepton_programs;
 mod lifecycle;
+mod live_stream;
 mod log_api;
 mod metrics;
 mod offboarding;
