@@ -160,19 +160,23 @@ async fn list_jobs(
     let (page, page_size) = (filter.page, filter.page_size);
     let (rows, total) = state.store.list_jobs(filter).await?;
     let mut jobs: Vec<LeptonJob> = rows.into_iter().map(job_view).collect();
-    // A running job's GPU use now, from the executor's newest samples (a
-    // sample older than three sampling periods is not "now").
-    let now = crate::now_millis();
     for job in &mut jobs {
-        let id = job.id().to_string();
-        if let Some(status) = job.status.as_mut().filter(|s| s.state == Some(jobdeck_api::JobState::Running)) {
-            if let Some((utilization, idle)) = state.metrics_now.gpu_utilization(&id, now, 30_000) {
-                status.gpu_utilization = Some(utilization);
-                status.gpu_idle = idle;
-            }
-        }
+        add_gpu_now(&state, job);
     }
     Ok(Json(JobList { jobs, total, page, page_size }))
+}
+
+/// A running job's GPU use now, from the executor's newest samples (a
+/// sample older than three sampling periods is not "now"), as the list
+/// shows it (and the event stream's list messages).
+pub fn add_gpu_now(state: &AppState, job: &mut LeptonJob) {
+    let id = job.id().to_string();
+    if let Some(status) = job.status.as_mut().filter(|s| s.state == Some(jobdeck_api::JobState::Running)) {
+        if let Some((utilization, idle)) = state.metrics_now.gpu_utilization(&id, crate::now_millis(), 30_000) {
+            status.gpu_utilization = Some(utilization);
+            status.gpu_idle = idle;
+        }
+    }
 }
 
 /// What the job rules need to know about this server: its shapes, its node

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use super::topics::{message_id, Resume};
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
-use crate::http::jobs::job_view;
+use crate::http::jobs::{add_gpu_now, job_view};
 use crate::http::logs::{within_bytes, MAX_RANGE_LINES};
 use crate::http::replicas::{collects_logs, event_view, events_of, replicas_of, Attempts};
 use crate::http::request_limits::Permit;
@@ -276,7 +276,9 @@ impl Subscriber {
                     }
                     let replicas = replicas_of(&self.state, &row, Attempts::All).await?;
                     let events = events_of(&self.state, &id).await?;
-                    messages.push(outgoing(StreamMessage::Job, &job_view(row)));
+                    let mut job = job_view(row);
+                    add_gpu_now(&self.state, &mut job);
+                    messages.push(outgoing(StreamMessage::Job, &job));
                     messages.push(outgoing(StreamMessage::Replicas, &StreamReplicas { job: id.clone(), replicas }));
                     messages.push(outgoing(StreamMessage::Events, &StreamEvents { job: id, events }));
                 }
@@ -325,7 +327,11 @@ impl Subscriber {
                 }
                 _ if self.watching.events_of.is_some() => {}
                 Change::Job(id) if followed || self.watching.list => match self.visible(&id).await? {
-                    Some(row) => messages.push(outgoing(StreamMessage::Job, &job_view(row))),
+                    Some(row) => {
+                        let mut job = job_view(row);
+                        add_gpu_now(&self.state, &mut job);
+                        messages.push(outgoing(StreamMessage::Job, &job));
+                    }
                     None if followed => messages.push(outgoing(StreamMessage::JobDeleted, &StreamJobRef { job: id })),
                     None => {}
                 },
