@@ -1,0 +1,160 @@
+//! Every rank's log on one timeline (issue 36): a job of 8 replicas whose
+//! logs hold 1,000,000 lines each, written through the log store's own
+//! writer with interleaved times, then Lepton's `GET /logs` (which answers
+//! a job's attempts merged by time, `http/lepton_logs.rs`) timed through the
+//! real router: the newest screen, a screen in the middle of the run, the
+//! oldest screen, one replica's newest screen, and a text found in 8 lines
+//! of the 8,000,000. Run with `bench/merged-logs.sh`.
+
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use jobdeck_core::Config;
+use jobdeck_server::http::auth;
+use jobdeck_server::{app, AppState};
+use jobdeck_store::logs::{LogStore, LogWriter, Stream};
+use jobdeck_store::Store;
+use tower::ServiceExt;
+
+const REPLICAS: i64 = 8;
+const LINES: i64 = 1_000_000;
+/// Lines of one screen of the merged view.
+const SCREEN: usize = 200;
+/// The run's first line's time (Unix ms); each replica writes a line every
+/// 8 ms, replica r at r ms past the step, so the merged order interleaves.
+const START: i64 = 1_790_000_000_000;
+
+async fn get(router: &axum::Router, token: &str, uri: &str) -> (StatusCode, Vec<u8>) {
+    let request = Request::builder()
+        .method(Method::GET)
+        .uri(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    (status, response.into_body().collect().await.unwrap().to_bytes().to_vec())
+}
+
+fn percentile(mut values: Vec<Duration>, p: f64) -> Duration {
+    values.sort();
+    values[((values.len() as f64 - 1.0) * p).round() as usize]
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
+    let mut config = Config::for_data_dir(dir.path());
+    config.executor.local.mode = jobdeck_core::config::LocalMode::Process;
+    config.executor.local.metrics_interval_ms = 0;
+    config.supervisor_bin = std::env::var_os("JOBDECK_BIN").map(Into::into);
+    let token = auth::issue_token(&store, "admin", auth::TokenRequest::api()).await.unwrap().secret;
+    let router = app(AppState::start(store.clone(), config).await.unwrap());
+
+    // The replicas run and end first, so their attempts exist and nothing
+    // writes their logs after the bench does.
+    let job = serde_json::json!({"metadata": {"name": "ranks"}, "spec": {"resource_shape": "cpu.small",
+        "completions": REPLICAS, "parallelism": REPLICAS, "container": {"command": ["/bin/sh", "-c", "true"]}}});
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/api/v2/jobs")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(job.to_string()))
+        .unwrap();
+    let created = router.clone().oneshot(request).await.unwrap().into_body().collect().await.unwrap().to_bytes();
+    let created: serde_json::Value = serde_json::from_slice(&created).unwrap();
+    let id = created["metadata"]["id"].as_str().expect("the job was created").to_string();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let job = store.job(id.clone()).await.unwrap().unwrap();
+        if job.runtime.state == jobdeck_api::JobState::Completed {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the job never completed: {:?}", job.runtime.state);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let logs = LogStore::new(dir.path());
+    let written = Instant::now();
+    for r in 0..REPLICAS {
+        let (log, idx) = logs.paths(&id, r, 0);
+        let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_file(&idx);
+        let mut writer = LogWriter::create(&log, &idx).unwrap();
+        for k in 0..LINES {
+            let text = if k == LINES / 2 {
+                format!("rank {r}: NCCL WARN Timeout waiting for peer at step {k}")
+            } else {
+                format!(
+                    "rank {r} step {k} loss {:.4} lr 3.0e-4 throughput {} samples/s",
+                    2.0 / (1.0 + k as f64 / 1e5),
+                    900 + k % 200
+                )
+            };
+            writer.append(Stream::Stdout, START + k * 8 + r, text.as_bytes()).unwrap();
+        }
+        writer.flush().unwrap();
+    }
+    println!("wrote {REPLICAS} logs of {LINES} lines in {:.1} s", written.elapsed().as_secs_f64());
+
+    let nanos = |ms: i64| ms * 1_000_000;
+    let middle = START + LINES * 8 / 2;
+    let cases = [
+        ("newest screen, every replica", format!("/api/v2/logs?job={id}&limit={SCREEN}")),
+        (
+            "a screen in the middle",
+            format!(
+                "/api/v2/logs?job={id}&limit={SCREEN}&direction=forward&start={}&end={}",
+                nanos(middle),
+                nanos(START + LINES * 8 + 10)
+            ),
+        ),
+        (
+            "oldest screen, every replica",
+            format!(
+                "/api/v2/logs?job={id}&limit={SCREEN}&direction=forward&start={}&end={}",
+                nanos(START - 1),
+                nanos(START + LINES * 8 + 10)
+            ),
+        ),
+        ("newest screen, one replica", format!("/api/v2/logs?replica={id}-3-0&limit={SCREEN}")),
+    ];
+    for (what, uri) in cases {
+        let mut times = Vec::new();
+        let mut lines = 0;
+        for _ in 0..30 {
+            let sent = Instant::now();
+            let (status, body) = get(&router, &token, &uri).await;
+            times.push(sent.elapsed());
+            assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+            let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            lines = answer["data"]["result"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["values"].as_array().unwrap().len())
+                .sum::<usize>();
+        }
+        println!(
+            "{what:<32} p50 {:>7.2} ms  p99 {:>7.2} ms  ({lines} lines)",
+            percentile(times.clone(), 0.5).as_secs_f64() * 1000.0,
+            percentile(times, 0.99).as_secs_f64() * 1000.0,
+        );
+    }
+    let sent = Instant::now();
+    let (status, body) = get(&router, &token, &format!("/api/v2/logs?job={id}&q=NCCL%20WARN")).await;
+    assert_eq!(status, StatusCode::OK);
+    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let found: usize =
+        answer["data"]["result"].as_array().unwrap().iter().map(|s| s["values"].as_array().unwrap().len()).sum();
+    println!(
+        "{:<32} {:>7.0} ms once  ({found} lines of {})",
+        "a text in 8 of the lines",
+        sent.elapsed().as_secs_f64() * 1000.0,
+        REPLICAS * LINES
+    );
+}
