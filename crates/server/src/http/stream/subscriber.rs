@@ -400,6 +400,12 @@ impl Subscriber {
         let Some(log) = self.log.as_ref().filter(|log| !log.done) else {
             return Ok(Vec::new());
         };
+        // Asked before the read: an attempt's supervisor writes out every
+        // line before it reports the end, so a read after an end seen here
+        // has the last of them (asked after, a line written between the two
+        // would be lost).
+        let ended_before = log.check_end && self.attempt_ended().await?;
+        let Some(log) = self.log.as_ref() else { return Ok(Vec::new()) };
         let (logs, job, index, attempt, next) =
             (self.state.logs.clone(), log.job.clone(), log.index, log.attempt, log.next);
         let read = move || -> std::io::Result<(u64, Vec<jobdeck_api::LogLine>)> {
@@ -426,17 +432,16 @@ impl Subscriber {
         };
         let (total, lines) =
             tokio::task::spawn_blocking(read).await.map_err(AppError::internal)?.map_err(AppError::internal)?;
-        let ended = if lines.is_empty() && log.check_end { self.attempt_ended().await? } else { false };
+        let ended = ended_before && lines.is_empty();
         let log = self.log.as_mut().expect("checked above");
-        log.check_end = log.check_end && !lines.is_empty();
+        // Asked again at the next read while lines keep coming after an end.
+        log.check_end = ended_before && !lines.is_empty();
         if lines.is_empty() && !ended {
             return Ok(Vec::new());
         }
         if let Some(last) = lines.last() {
             log.next = last.line + 1;
         }
-        // An ended attempt's lines are all written before its end is stored,
-        // so an empty read after the end is the whole log.
         log.done = ended;
         let message =
             StreamLog { job: log.job.clone(), replica: log.replica.clone(), total_lines: total, ended, lines };
