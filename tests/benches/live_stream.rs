@@ -235,6 +235,8 @@ fn main() {
             server.call("PATCH", &format!("/jobs/{id}"), &token, Some(&json!({"spec": {"stopped": true}})));
         assert_eq!(status, 200, "{body}");
     }
-    // The other clients' threads end with the server; they are not joined.
+    // The other clients' threads end with the server; they are not joined,
+    // and `exit` runs no destructor, so the server is stopped first.
+    drop(server);
     std::process::exit(0);
 }
