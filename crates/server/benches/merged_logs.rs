@@ -57,7 +57,7 @@ async fn main() {
     // The replicas run and end first, so their attempts exist and nothing
     // writes their logs after the bench does.
     let job = serde_json::json!({"metadata": {"name": "ranks"}, "spec": {"resource_shape": "cpu.small",
-        "completions": REPLICAS, "parallelism": REPLICAS, "container": {"command": ["/bin/sh", "-c", "true"]}}});
+        "completions": REPLICAS, "parallelism": 2, "container": {"command": ["/bin/sh", "-c", "true"]}}});
     let request = Request::builder()
         .method(Method::POST)
         .uri("/api/v2/jobs")
@@ -67,7 +67,8 @@ async fn main() {
         .unwrap();
     let created = router.clone().oneshot(request).await.unwrap().into_body().collect().await.unwrap().to_bytes();
     let created: serde_json::Value = serde_json::from_slice(&created).unwrap();
-    let id = created["metadata"]["id"].as_str().expect("the job was created").to_string();
+    let id =
+        created["metadata"]["id"].as_str().unwrap_or_else(|| panic!("the job was not created: {created}")).to_string();
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let job = store.job(id.clone()).await.unwrap().unwrap();
@@ -103,8 +104,12 @@ async fn main() {
 
     let nanos = |ms: i64| ms * 1_000_000;
     let middle = START + LINES * 8 / 2;
+    // The run's whole time range, as the console would ask with the job's
+    // start and end (without one `GET /logs` reads from the job's creation
+    // to now, and these lines are older).
+    let range = format!("start={}&end={}", nanos(START - 1), nanos(START + LINES * 8 + 10));
     let cases = [
-        ("newest screen, every replica", format!("/api/v2/logs?job={id}&limit={SCREEN}")),
+        ("newest screen, every replica", format!("/api/v2/logs?job={id}&limit={SCREEN}&{range}")),
         (
             "a screen in the middle",
             format!(
@@ -121,7 +126,7 @@ async fn main() {
                 nanos(START + LINES * 8 + 10)
             ),
         ),
-        ("newest screen, one replica", format!("/api/v2/logs?replica={id}-3-0&limit={SCREEN}")),
+        ("newest screen, one replica", format!("/api/v2/logs?replica={id}-3-0&limit={SCREEN}&{range}")),
     ];
     for (what, uri) in cases {
         let mut times = Vec::new();
@@ -146,7 +151,7 @@ async fn main() {
         );
     }
     let sent = Instant::now();
-    let (status, body) = get(&router, &token, &format!("/api/v2/logs?job={id}&q=NCCL%20WARN")).await;
+    let (status, body) = get(&router, &token, &format!("/api/v2/logs?job={id}&q=NCCL%20WARN&{range}")).await;
     assert_eq!(status, StatusCode::OK);
     let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
     let found: usize =
