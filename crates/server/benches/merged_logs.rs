@@ -6,17 +6,12 @@
 //! oldest screen, one replica's newest screen, and a text found in 8 lines
 //! of the 8,000,000. Run with `bench/merged-logs.sh`.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::http::{header, Method, Request, StatusCode};
-use http_body_util::BodyExt;
-use jobdeck_core::Config;
-use jobdeck_server::http::auth;
-use jobdeck_server::{app, AppState};
+use axum::http::StatusCode;
 use jobdeck_store::logs::{LogStore, LogWriter, Stream};
-use jobdeck_store::Store;
-use tower::ServiceExt;
 
 const REPLICAS: i64 = 8;
 const LINES: i64 = 1_000_000;
@@ -26,49 +21,16 @@ const SCREEN: usize = 200;
 /// 8 ms, replica r at r ms past the step, so the merged order interleaves.
 const START: i64 = 1_790_000_000_000;
 
-async fn get(router: &axum::Router, token: &str, uri: &str) -> (StatusCode, Vec<u8>) {
-    let request = Request::builder()
-        .method(Method::GET)
-        .uri(uri)
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(Body::empty())
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    (status, response.into_body().collect().await.unwrap().to_bytes().to_vec())
-}
-
-fn percentile(mut values: Vec<Duration>, p: f64) -> Duration {
-    values.sort();
-    values[((values.len() as f64 - 1.0) * p).round() as usize]
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
-    let mut config = Config::for_data_dir(dir.path());
-    config.executor.local.mode = jobdeck_core::config::LocalMode::Process;
-    config.executor.local.metrics_interval_ms = 0;
-    config.supervisor_bin = std::env::var_os("JOBDECK_BIN").map(Into::into);
-    let token = auth::issue_token(&store, "admin", auth::TokenRequest::api()).await.unwrap().secret;
-    let router = app(AppState::start(store.clone(), config).await.unwrap());
+    let bench = common::Bench::start().await;
+    let (dir, store) = (&bench.dir, &bench.store);
 
     // The replicas run and end first, so their attempts exist and nothing
     // writes their logs after the bench does.
     let job = serde_json::json!({"metadata": {"name": "ranks"}, "spec": {"resource_shape": "cpu.small",
         "completions": REPLICAS, "parallelism": 2, "container": {"command": ["/bin/sh", "-c", "true"]}}});
-    let request = Request::builder()
-        .method(Method::POST)
-        .uri("/api/v2/jobs")
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(job.to_string()))
-        .unwrap();
-    let created = router.clone().oneshot(request).await.unwrap().into_body().collect().await.unwrap().to_bytes();
-    let created: serde_json::Value = serde_json::from_slice(&created).unwrap();
-    let id =
-        created["metadata"]["id"].as_str().unwrap_or_else(|| panic!("the job was not created: {created}")).to_string();
+    let id = bench.create_job(&job).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let job = store.job(id.clone()).await.unwrap().unwrap();
@@ -133,7 +95,7 @@ async fn main() {
         let mut lines = 0;
         for _ in 0..30 {
             let sent = Instant::now();
-            let (status, body) = get(&router, &token, &uri).await;
+            let (status, body) = bench.get(&uri).await;
             times.push(sent.elapsed());
             assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
             let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
@@ -146,12 +108,12 @@ async fn main() {
         }
         println!(
             "{what:<32} p50 {:>7.2} ms  p99 {:>7.2} ms  ({lines} lines)",
-            percentile(times.clone(), 0.5).as_secs_f64() * 1000.0,
-            percentile(times, 0.99).as_secs_f64() * 1000.0,
+            common::percentile(times.clone(), 0.5).as_secs_f64() * 1000.0,
+            common::percentile(times, 0.99).as_secs_f64() * 1000.0,
         );
     }
     let sent = Instant::now();
-    let (status, body) = get(&router, &token, &format!("/api/v2/logs?job={id}&q=NCCL%20WARN&{range}")).await;
+    let (status, body) = bench.get(&format!("/api/v2/logs?job={id}&q=NCCL%20WARN&{range}")).await;
     assert_eq!(status, StatusCode::OK);
     let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
     let found: usize =

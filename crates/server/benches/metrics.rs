@@ -5,61 +5,24 @@
 //! week) and `GET /jobs/{id}/metrics` timed through the real router, with
 //! the real SQLite file. Run with `bench/metrics.sh`.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::http::{header, Method, Request, StatusCode};
-use http_body_util::BodyExt;
-use jobdeck_core::Config;
-use jobdeck_server::http::auth;
-use jobdeck_server::{app, AppState};
+use axum::http::StatusCode;
 use jobdeck_store::MetricSample;
-use jobdeck_store::Store;
-use tower::ServiceExt;
 
 const WEEK_TICKS: i64 = 7 * 24 * 3600 / 5;
 const BATCH: i64 = 2_000;
 
-async fn get(router: &axum::Router, token: &str, uri: &str) -> (StatusCode, Vec<u8>) {
-    let request = Request::builder()
-        .method(Method::GET)
-        .uri(uri)
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(Body::empty())
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    (status, response.into_body().collect().await.unwrap().to_bytes().to_vec())
-}
-
-fn percentile(mut values: Vec<Duration>, p: f64) -> Duration {
-    values.sort();
-    values[((values.len() as f64 - 1.0) * p).round() as usize]
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
-    let mut config = Config::for_data_dir(dir.path());
-    config.executor.local.mode = jobdeck_core::config::LocalMode::Process;
-    config.executor.local.metrics_interval_ms = 0;
-    config.supervisor_bin = std::env::var_os("JOBDECK_BIN").map(Into::into);
-    let token = auth::issue_token(&store, "admin", auth::TokenRequest::api()).await.unwrap().secret;
-    let router = app(AppState::start(store.clone(), config).await.unwrap());
+    let bench = common::Bench::start().await;
+    let store = &bench.store;
 
     let job = serde_json::json!({"metadata": {"name": "week"}, "spec": {"resource_shape": "cpu.small",
         "container": {"command": ["/bin/sh", "-c", "true"]}}});
-    let request = Request::builder()
-        .method(Method::POST)
-        .uri("/api/v2/jobs")
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(job.to_string()))
-        .unwrap();
-    let created = router.clone().oneshot(request).await.unwrap().into_body().collect().await.unwrap().to_bytes();
-    let created: serde_json::Value = serde_json::from_slice(&created).unwrap();
-    let id = created["metadata"]["id"].as_str().unwrap().to_string();
+    let id = bench.create_job(&job).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     while store.replica(id.clone(), 0, 0).await.unwrap().is_none() {
         assert!(Instant::now() < deadline, "the job never started");
@@ -108,15 +71,15 @@ async fn main() {
         let mut bytes = 0;
         for _ in 0..200 {
             let sent = Instant::now();
-            let (status, body) = get(&router, &token, &uri).await;
+            let (status, body) = bench.get(&uri).await;
             times.push(sent.elapsed());
             assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
             bytes = body.len();
         }
         println!(
             "{what:<28} p50 {:>6.2} ms  p99 {:>6.2} ms  ({} KB)",
-            percentile(times.clone(), 0.5).as_secs_f64() * 1000.0,
-            percentile(times, 0.99).as_secs_f64() * 1000.0,
+            common::percentile(times.clone(), 0.5).as_secs_f64() * 1000.0,
+            common::percentile(times, 0.99).as_secs_f64() * 1000.0,
             bytes / 1000
         );
     }

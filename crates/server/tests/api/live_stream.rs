@@ -170,6 +170,14 @@ async fn a_private_jobs_changes_are_never_sent_to_another_user() {
     assert_eq!(status, StatusCode::NOT_FOUND, "following it is refused as reading it is");
     let (status, _) = Stream::open(&app, &format!("/api/v2/jobs/{private}/events?follow=true"), &bob, None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = Stream::open(&app, &format!("/api/v2/stream?log={private}/{private}-0-0"), &bob, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "nor its log");
+    // A replica that is no attempt of the job (a path, another job's) is
+    // never turned into a file to read: 404 before any file is opened.
+    for replica in ["..%2F..%2Fjobdeck.db", "other-job-0-0", &format!("{private}-0-0%2F..%2F..")] {
+        let (status, _) = Stream::open(&app, &format!("/api/v2/stream?log={private}/{replica}"), &alice, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{replica}");
+    }
     assert_eq!(app.call(Method::DELETE, &format!("/api/v2/jobs/{private}"), &alice, None).await.status, StatusCode::OK);
 
     // The public job comes after every change of the private one; nothing

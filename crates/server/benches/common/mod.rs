@@ -1,0 +1,69 @@
+//! What the server's benchmarks share: the real router over a real SQLite
+//! file in a temporary directory (process mode, no sampling), a token, and
+//! timed requests. Each benchmark uses what it needs of it.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use jobdeck_core::Config;
+use jobdeck_server::http::auth;
+use jobdeck_server::{app, AppState};
+use jobdeck_store::Store;
+use tower::ServiceExt;
+
+pub struct Bench {
+    pub dir: tempfile::TempDir,
+    pub store: Store,
+    pub token: String,
+    pub router: axum::Router,
+}
+
+impl Bench {
+    pub async fn start() -> Bench {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
+        let mut config = Config::for_data_dir(dir.path());
+        config.executor.local.mode = jobdeck_core::config::LocalMode::Process;
+        config.executor.local.metrics_interval_ms = 0;
+        config.supervisor_bin = std::env::var_os("JOBDECK_BIN").map(Into::into);
+        let token = auth::issue_token(&store, "admin", auth::TokenRequest::api()).await.unwrap().secret;
+        let router = app(AppState::start(store.clone(), config).await.unwrap());
+        Bench { dir, store, token, router }
+    }
+
+    /// `GET uri` as the admin: the status and the body.
+    pub async fn get(&self, uri: &str) -> (StatusCode, Vec<u8>) {
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(uri)
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .body(Body::empty())
+            .unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        (status, response.into_body().collect().await.unwrap().to_bytes().to_vec())
+    }
+
+    /// Creates `job` as the admin; its id.
+    pub async fn create_job(&self, job: &serde_json::Value) -> String {
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri("/api/v2/jobs")
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(job.to_string()))
+            .unwrap();
+        let created = self.router.clone().oneshot(request).await.unwrap().into_body().collect().await.unwrap();
+        let created: serde_json::Value = serde_json::from_slice(&created.to_bytes()).unwrap();
+        created["metadata"]["id"].as_str().unwrap_or_else(|| panic!("the job was not created: {created}")).to_string()
+    }
+}
+
+pub fn percentile(mut values: Vec<Duration>, p: f64) -> Duration {
+    values.sort();
+    values[((values.len() as f64 - 1.0) * p).round() as usize]
+}
