@@ -217,7 +217,7 @@ impl ContainerSteps {
             command.extend(["--network".to_string(), network.name.clone()]);
         }
         if pod.own_users {
-            command.extend(["--userns".to_string(), "auto".to_string()]);
+            command.extend(["--userns".to_string(), OWN_USER_NAMESPACE.to_string()]);
         }
         for port in &pod.ports {
             command.extend(["-p".to_string(), port.clone()]);
@@ -354,6 +354,16 @@ pub struct Pod {
     #[serde(default)]
     pub own_users: bool,
 }
+
+/// The `--userns` value of a run with a user namespace of its own: every
+/// id from 0 to 65,535 mapped, so any user a job names exists in it (the
+/// size podman's own guess is capped at by default). Naming the size also
+/// keeps podman 4.3 (Debian 12's) from walking the image's layers to guess
+/// it: that walk takes the store's lock while holding the layers' lock, the
+/// reverse of every other podman command's order, and a `podman network
+/// create` or `pull` at the same moment then waits on it forever
+/// (containers/storage fixed the order in 1.45, podman 4.4).
+pub const OWN_USER_NAMESPACE: &str = "auto:size=65536";
 
 /// The pod of a job's run.
 pub fn pod_name(job_id: &str, run: i64) -> String {
@@ -508,7 +518,7 @@ pub fn plan(
             }
             // The workers of a pod share the pod's namespace instead.
             if own_users {
-                push(&["--userns", "auto"]);
+                push(&["--userns", OWN_USER_NAMESPACE]);
             }
             for mapping in &ports {
                 push(&["-p", mapping]);

@@ -332,13 +332,16 @@ fn own_user_namespaces_go_on_the_container_or_the_pod() {
         staging_dir: Path::new("/data/mounts"),
     };
     let one = plan(&settings, &one_line_launch(), "r-0-0", 0, &[]).unwrap();
-    assert!(create_line(&one, "env").contains("--userns auto"));
+    assert!(
+        create_line(&one, "env").contains("--userns auto:size=65536"),
+        "the size is named (see OWN_USER_NAMESPACE)"
+    );
     let mut launch = one_line_launch();
     launch.resolved.workers = 2;
     let workers = plan(&settings, &launch, "r-0-0", 0, &[]).unwrap();
     assert!(!create_line(&workers, "env").contains("--userns"), "the pod has it");
     let pod = workers.pod.clone().unwrap();
-    assert!(workers.create_pod(&pod).join(" ").contains("--userns auto"));
+    assert!(workers.create_pod(&pod).join(" ").contains("--userns auto:size=65536"));
     let docker = ContainerSettings { engine: "docker", ..settings };
     let refused = plan(&docker, &one_line_launch(), "r-0-0", 0, &[]).unwrap_err();
     assert!(refused.contains("executor.local.user_namespace"), "{refused}");
