@@ -27,7 +27,6 @@ mod metrics;
 mod offboarding;
 mod openapi;
 mod privileged;
-mod queue;
 mod quotas;
 mod requirements;
 mod retry_window;
