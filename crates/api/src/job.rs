@@ -538,6 +538,15 @@ pub struct JobStatus {
     /// last 10 minutes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gpu_idle: bool,
+    /// Jobdeck's extension, in `GET /jobs/{id}` while the job is queued:
+    /// its place among the queued jobs that wait for any of its node
+    /// groups, in the scheduler's admission order (priority, then
+    /// submission); 1 is admitted first once it fits. Jobs the caller may
+    /// not see are counted too (never named). A job ahead that does not fit
+    /// does not hold it back, and jobs held by their creator's quota are
+    /// not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_position: Option<i64>,
 }
 
 /// A job: `metadata` + `spec` + `status` (`LeptonJob`).

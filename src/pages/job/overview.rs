@@ -17,6 +17,9 @@ pub fn status_facts(job: &LeptonJob, now_millis: i64) -> Vec<(&'static str, Stri
         ("State", status.state.map(|s| s.as_str().to_string()).unwrap_or_else(|| "UNK".into())),
         ("Replicas", format!("{succeeded} succeeded, {running} running, {failed} failed of {of}")),
     ];
+    if let Some(place) = status.queue_position {
+        facts.push(("Place in queue", format!("{place} (the scheduler's order for its node groups)")));
+    }
     if let Some(reason) = status.reason {
         facts.push(("Reason", reason));
     }
@@ -324,5 +327,10 @@ mod tests {
         assert_eq!(value(&facts, "Replicas"), Some("0 succeeded, 0 running, 2 failed of 2"));
         assert_eq!(value(&facts, "Reason"), Some("BackoffLimitExceeded"));
         assert_eq!(value(&facts, "Created by"), Some("alice"));
+        assert_eq!(value(&facts, "Place in queue"), None, "only a queued job has one");
+        let mut queued = job("train-2", "train", "alice", JobState::Queueing);
+        queued.status.as_mut().unwrap().queue_position = Some(3);
+        let facts = status_facts(&queued, 0);
+        assert_eq!(value(&facts, "Place in queue"), Some("3 (the scheduler's order for its node groups)"));
     }
 }

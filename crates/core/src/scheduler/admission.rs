@@ -4,6 +4,17 @@
 
 use super::*;
 
+/// The admission order: priority (high first), then submission time, then
+/// id, so that two jobs never tie.
+type QueueKey = (i64, i64, String);
+
+fn queue_key(active: &Active) -> QueueKey {
+    (-active.resolved.priority, active.row.created_at, active.row.id.clone())
+}
+
+/// The reason of a queued job its creator's quota holds back.
+const QUOTA_EXCEEDED: &str = "QuotaExceeded";
+
 impl Scheduler {
     /// What a run needs to start, with secrets resolved; the inner error
     /// says why it cannot (a referenced secret that does not exist).
@@ -67,17 +78,35 @@ impl Scheduler {
         Ok(Ok(env))
     }
 
+    /// Where a queued job stands: 1 plus the queued jobs before it in the
+    /// admission order that wait for any of its node groups, leaving out
+    /// those held by their creator's quota (the pass skips them, so they
+    /// take nothing first). A job ahead that does not fit does not hold it
+    /// back either (the pass tries every job), so the place is an order,
+    /// not a wait: the first job that fits when capacity frees is admitted.
+    /// `None` for a job that is not queued here.
+    pub(super) fn queue_position(&self, id: &str) -> Option<i64> {
+        let job = self.jobs.get(id).filter(|a| a.state() == JobState::Queueing)?;
+        let key = queue_key(job);
+        let shares_a_group =
+            |other: &Active| other.resolved.node_groups.iter().any(|g| job.resolved.node_groups.contains(g));
+        let ahead = self
+            .jobs
+            .values()
+            .filter(|other| other.state() == JobState::Queueing && queue_key(other) < key)
+            .filter(|other| other.row.runtime.reason.as_deref() != Some(QUOTA_EXCEEDED))
+            .filter(|other| shares_a_group(other))
+            .count();
+        Some(ahead as i64 + 1)
+    }
+
     /// One admission pass over the queue.
     pub(super) async fn schedule(&mut self) -> SchedulerResult<()> {
         let held: Vec<(Placement, crate::config::ShapeConfig)> =
             self.jobs.values().filter_map(|a| a.placement().map(|p| (p, a.resolved.shape.clone()))).collect();
         let mut groups = group_states(&self.config, held.iter().map(|(p, s)| (p, s)));
-        let mut queue: Vec<(i64, i64, String)> = self
-            .jobs
-            .values()
-            .filter(|a| a.state() == JobState::Queueing)
-            .map(|a| (-a.resolved.priority, a.row.created_at, a.row.id.clone()))
-            .collect();
+        let mut queue: Vec<QueueKey> =
+            self.jobs.values().filter(|a| a.state() == JobState::Queueing).map(queue_key).collect();
         queue.sort();
         let mut tally = self.quota_tally().await?;
         for (_, _, id) in queue {
@@ -85,7 +114,7 @@ impl Scheduler {
             // A job over its creator's quota waits, says why, and neither
             // takes free resources nor preempts; the jobs behind it go on.
             if let Some(message) = tally.as_ref().and_then(|t| t.refusal(&self.quotas, active)) {
-                self.set_waiting(&id, "QuotaExceeded", message).await?;
+                self.set_waiting(&id, QUOTA_EXCEEDED, message).await?;
                 continue;
             }
             let resolved = &active.resolved;

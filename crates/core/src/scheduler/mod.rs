@@ -78,6 +78,10 @@ enum Msg {
     QuotasChanged {
         reply: oneshot::Sender<SchedulerResult<()>>,
     },
+    QueuePosition {
+        id: String,
+        reply: oneshot::Sender<Option<i64>>,
+    },
 }
 
 /// How handlers reach the scheduler; cheap to clone.
@@ -125,6 +129,16 @@ impl SchedulerHandle {
             .send(Msg::QuotasChanged { reply })
             .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
         answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a quota change"))?
+    }
+
+    /// A queued job's place in the queue (`admission::queue_position`);
+    /// `None` for a job that is not queued.
+    pub async fn queue_position(&self, id: &str) -> SchedulerResult<Option<i64>> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::QueuePosition { id: id.to_string(), reply })
+            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a queue question"))
     }
 }
 
@@ -471,6 +485,9 @@ impl Scheduler {
             }
             Msg::QuotasChanged { reply } => {
                 let _ = reply.send(self.load_quotas().await);
+            }
+            Msg::QueuePosition { id, reply } => {
+                let _ = reply.send(self.queue_position(&id));
             }
         }
     }

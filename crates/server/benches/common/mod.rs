@@ -24,12 +24,18 @@ pub struct Bench {
 
 impl Bench {
     pub async fn start() -> Bench {
+        Bench::start_with(|_| {}).await
+    }
+
+    /// [`Bench::start`] with the config changed by `adjust` first.
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Bench {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
         let mut config = Config::for_data_dir(dir.path());
         config.executor.local.mode = jobdeck_core::config::LocalMode::Process;
         config.executor.local.metrics_interval_ms = 0;
         config.supervisor_bin = std::env::var_os("JOBDECK_BIN").map(Into::into);
+        adjust(&mut config);
         let token = auth::issue_token(&store, "admin", auth::TokenRequest::api()).await.unwrap().secret;
         let router = app(AppState::start(store.clone(), config).await.unwrap());
         Bench { dir, store, token, router }

@@ -356,7 +356,20 @@ async fn get_job(
     if hidden {
         return Err(AppError::NotFound(format!("job '{id}' not found")));
     }
-    Ok(Json(job_view(row)))
+    let mut job = job_view(row);
+    add_queue_position(&state, &mut job).await?;
+    Ok(Json(job))
+}
+
+/// A queued job's place in the queue, from the scheduler, as
+/// `GET /jobs/{id}` shows it (and the event stream's messages of a
+/// followed job).
+pub async fn add_queue_position(state: &AppState, job: &mut LeptonJob) -> AppResult<()> {
+    let id = job.id().to_string();
+    if let Some(status) = job.status.as_mut().filter(|s| s.state == Some(JobState::Queueing)) {
+        status.queue_position = state.scheduler.queue_position(&id).await?;
+    }
+    Ok(())
 }
 
 /// Whether `user` may stop, start or delete `row`: the contract's one rule
@@ -507,6 +520,7 @@ pub fn job_view(row: JobRow) -> LeptonJob {
             message: r.message,
             gpu_utilization: None,
             gpu_idle: false,
+            queue_position: None,
         }),
     }
 }

@@ -60,7 +60,7 @@ pub enum RangeStart {
 fn flag(key: &str, value: &str) -> AppResult<bool> {
     match value {
         "true" | "1" => Ok(true),
-        "false" | "0" | "" => Ok(false),
+        "false" | "0" => Ok(false),
         other => Err(AppError::BadRequest(format!("{key} must be true or false, not '{other}'"))),
     }
 }

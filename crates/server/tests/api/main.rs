@@ -27,6 +27,7 @@ mod metrics;
 mod offboarding;
 mod openapi;
 mod privileged;
+mod queue;
 mod quotas;
 mod requirements;
 mod retry_window;
