@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A queued job's place in the queue (issue 38): GET /jobs/{id} of the last of
-# QUEUED (default 1,000) jobs queued behind one that holds the node group's
-# only CPU, through the real router, against a running job's GET. The
-# figures are in docs/measurements.md.
+# Where a queued job stands (issue 38): GET /jobs/{id} of the last of QUEUED
+# (default 1,000) jobs queued behind holders of both node groups, through
+# the real router, each answer with its place, its start suggestions tried
+# (none fits) and its estimate (no basis), against a running job's GET.
+# The figures are in docs/measurements.md.
 # Usage: bench/queue-position.sh [--no-build]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -129,10 +129,38 @@ impl JobJson {
         from_js(self.0.clone()).map_err(unreadable)
     }
 
+    /// What would let the queued job start (`status.start_suggestions`),
+    /// read apart from the job: the console's `JobStatus` leaves them out
+    /// (every page holds jobs, only the overview shows these). None when
+    /// unreadable.
+    pub fn start_suggestions(&self) -> Vec<jobdeck_api::StartSuggestion> {
+        self.status_field("start_suggestions").unwrap_or_default()
+    }
+
+    /// When the queued job may start (`status.start_estimate`), read apart
+    /// from the job as `start_suggestions` are.
+    pub fn start_estimate(&self) -> Option<jobdeck_api::StartEstimate> {
+        self.status_field("start_estimate")
+    }
+
+    /// The status field `name` read on its own; `None` when absent or
+    /// unreadable.
+    fn status_field<T: jobdeck_api::Decode>(&self, name: &str) -> Option<T> {
+        let status = js_sys::Reflect::get(&self.0, &"status".into()).unwrap_or_default();
+        let value = js_sys::Reflect::get(&status, &name.into()).unwrap_or_default();
+        (!value.is_undefined()).then(|| from_js(value).ok()).flatten()
+    }
+
     /// A job as the server would answer it, for tests.
     #[cfg(test)]
     pub fn of(job: &LeptonJob) -> JobJson {
-        JobJson(js_sys::JSON::parse(&to_json(job).unwrap()).unwrap())
+        JobJson::parse(&to_json(job).unwrap())
+    }
+
+    /// A job's JSON text as the server would answer it, for tests.
+    #[cfg(test)]
+    pub fn parse(text: &str) -> JobJson {
+        JobJson(js_sys::JSON::parse(text).unwrap())
     }
 }
 

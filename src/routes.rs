@@ -94,6 +94,30 @@ pub fn clone_job(id: &str) -> String {
     format!("{NEW_JOB}?clone={}", encode_component(id))
 }
 
+/// The query parameters of a clone link that change the clone: its shape,
+/// its parallelism and its node groups (the form's `clone.rs` reads them
+/// in this order). They are the only changes a link can carry, so a link
+/// sent by someone else cannot change anything else of the job it clones.
+pub const CHANGE_PARAMS: [&str; 3] = ["shape", "parallelism", "node_group"];
+
+/// The form filled from job `id` with one of its start suggestions'
+/// changes made (`status.start_suggestions`).
+pub fn clone_with_change(id: &str, change: &jobdeck_api::SpecChange) -> String {
+    let [shape, parallelism, node_group] = CHANGE_PARAMS;
+    let mut link = clone_job(id);
+    if let Some(value) = &change.resource_shape {
+        link.push_str(&format!("&{shape}={}", encode_component(value)));
+    }
+    if let Some(value) = change.parallelism {
+        link.push_str(&format!("&{parallelism}={value}"));
+    }
+    let groups = change.affinity.as_ref().and_then(|a| a.allowed_dedicated_node_groups.as_ref());
+    for group in groups.into_iter().flatten() {
+        link.push_str(&format!("&{node_group}={}", encode_component(group)));
+    }
+    link
+}
+
 /// The form filled from job `id`, open at "Save as a template".
 pub fn save_as_template(id: &str) -> String {
     format!("{}&save=template", clone_job(id))

@@ -307,3 +307,94 @@ fn a_viewer_reads_a_shared_job_and_is_offered_no_action_the_server_would_refuse(
     assert_eq!(me["current_user_role"], "admin");
     assert_eq!(server.call("PATCH", &format!("/jobs/{id}"), &admin, Some(&stop)).0, 200);
 }
+
+/// One node group of 8 (pretend) GPUs and shapes of 8 and 4 of them.
+const EIGHT_GPUS: &str = r#"
+[[node_groups]]
+name = "local"
+cpu = 8
+memory_mb = 16384
+gpus = 8
+node_names = ["gpu-node"]
+
+[[shapes]]
+name = "cpu.small"
+cpu = 1
+memory_mb = 1024
+
+[[shapes]]
+name = "gpu.8"
+cpu = 1
+memory_mb = 1024
+gpus = 8
+
+[[shapes]]
+name = "gpu.4"
+cpu = 1
+memory_mb = 1024
+gpus = 4
+"#;
+
+/// Issue 38's pending view: a queued job's overview says what would let it
+/// start, and "Clone with shape gpu.4" opens the form filled with that
+/// change, which, created, starts at once.
+#[test]
+fn a_queued_jobs_overview_offers_the_change_that_starts_it_and_the_form_comes_filled() {
+    let server = Server::start_on("127.0.0.1:0", EIGHT_GPUS, &[], true);
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("half");
+    let wait = format!("until [ -e '{}' ]; do sleep 0.05; done", gate.display());
+    // A deadline far off: the queued job's start is estimated from it.
+    let half = server.create_job(
+        &server.admin_token,
+        &shell_job("half", &wait, json!({"resource_shape": "gpu.4", "active_deadline_seconds": 3600})),
+    );
+    server.wait_for_state(&server.admin_token, &half, JobState::Running);
+    let big = server.create_job(&server.admin_token, &shell_job("big", "echo big", json!({"resource_shape": "gpu.8"})));
+    jobdeck_e2e::wait_for("the scheduler's suggestion", jobdeck_e2e::BROWSER_WAIT, || {
+        let (_, job) = server.call("GET", &format!("/jobs/{big}"), &server.admin_token, None);
+        job["status"]["start_suggestions"].as_array().filter(|s| !s.is_empty()).map(|_| ())
+    });
+
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{big}", server.base_url));
+    browser.wait_for_text("What would let it start");
+    browser.wait_for_text("fits now with 4 GPUs a replica instead of 8 (shape gpu.4) in node group local");
+    browser.wait_for_text("Expected start");
+    browser.wait_for_text("at the latest, when the deadlines of the running jobs it waits for have passed");
+    let link = browser.find(".start-suggestions a");
+    assert_eq!(browser.text(&link), "Clone with shape gpu.4");
+    browser.screenshot(&jobdeck_e2e::screenshot_path("job-queued-suggestions"));
+    browser.click(&link);
+    browser.wait_for_text(&format!("Cloned from {big} with the change that would let it start now"));
+    let value = |id: &str| {
+        browser
+            .execute("const e = document.getElementById(arguments[0]); return e ? e.value : null;", vec![json!(id)])
+            .as_str()
+            .map(String::from)
+    };
+    browser.wait_until("the changed shape", || (value("resource-shape")? == "gpu.4").then_some(()));
+    assert_eq!(value("job-name").as_deref(), Some("big"));
+    // Above Create, what the clone changes from the job it came from.
+    browser.wait_for_text(&format!("1 change from job {big}"));
+    let diff = || browser.text(&browser.find(".clone-diff"));
+    assert!(diff().contains("Resource shape") && diff().contains("gpu.8 → gpu.4"), "{}", diff());
+    let name = browser.find("#job-name");
+    browser.clear(&name);
+    browser.type_text(&name, "big-smaller\u{E004}");
+    browser.wait_for_text(&format!("2 changes from job {big}"));
+    assert!(diff().contains("big → big-smaller"), "{}", diff());
+    browser.execute("document.querySelector('.clone-diff').scrollIntoView();", vec![]);
+    browser.screenshot(&jobdeck_e2e::screenshot_path("create-job-form-clone-diff"));
+    browser.click(&browser.find("button[type=submit]"));
+    let created = browser.wait_until("the new job's page", || {
+        let url = browser.current_url();
+        let id = url.split("/jobs/").nth(1)?.split(['/', '?']).next()?.to_string();
+        (!id.is_empty() && id != "new" && id != big).then_some(id)
+    });
+    let job = server.wait_for_state(&server.admin_token, &created, JobState::Completed);
+    assert_eq!(job.spec.resource_shape.as_deref(), Some("gpu.4"));
+    assert_eq!(server.job(&server.admin_token, &big).status.and_then(|s| s.state), Some(JobState::Queueing));
+    std::fs::write(&gate, "").unwrap();
+}

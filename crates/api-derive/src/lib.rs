@@ -14,6 +14,9 @@
 //! `rename_all = "lowercase"`; on a variant `rename = "..."` and `other`.
 //! `skip_serializing_if` only concerns writing. Any other serde attribute
 //! fails the build, so a rule this reader does not know cannot be ignored.
+//!
+//! A field's `#[cfg(...)]` is kept on its read, so a field a build leaves
+//! out is not read there.
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;
@@ -109,7 +112,8 @@ fn struct_body(name: &syn::Ident, attributes: &SerdeAttributes, fields: &Fields)
         let field_attributes = serde_attributes(&field.attrs)?;
         let wire = field_attributes.rename.unwrap_or_else(|| ident.to_string().trim_start_matches("r#").to_string());
         let has_default = field_attributes.default;
-        reads.push(quote! { #ident: object.field(#wire, #has_default) });
+        let cfgs = field.attrs.iter().filter(|a| a.path().is_ident("cfg"));
+        reads.push(quote! { #(#cfgs)* #ident: object.field(#wire, #has_default) });
         wire_names.push(wire);
     }
     let what = format!("struct {name}");

@@ -515,4 +515,20 @@ mod tests {
         let mount = r#"{"from":"node-nfs:data","mount_path":"/data","path":"/"}"#;
         assert_eq!(both::<Mount>(mount, true).unwrap().from, "node-nfs:data", "a renamed field");
     }
+
+    /// A queued job's suggestions and estimate read as serde reads them; a
+    /// change names only what a suggestion may change.
+    #[test]
+    fn a_queued_jobs_suggestions_read_as_serde_reads_them() {
+        let text = r#"{"state":"Queueing","queue_position":2,"start_suggestions":[
+            {"kind":"smaller_shape","change":{"resource_shape":"gpu.4"},"reason":"fits now"},
+            {"kind":"priority_ahead","reason":"1 job of higher priority waits ahead"}],
+            "start_estimate":{"at":1700000000,"basis":"deadlines","reason":"at the latest"}}"#;
+        let status = both::<JobStatus>(text, true).unwrap();
+        assert_eq!(status.start_suggestions.len(), 2);
+        assert_eq!(status.start_estimate.map(|e| e.at), Some(1_700_000_000));
+        let hostile = r#"[{"kind":"smaller_shape","change":{"container":{"image":"evil"}},"reason":"x"}]"#;
+        let refused = both::<Vec<crate::StartSuggestion>>(hostile, true).unwrap_err();
+        assert!(refused.contains("unknown field `container`"), "{refused}");
+    }
 }

@@ -547,6 +547,26 @@ pub struct JobStatus {
     /// not counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_position: Option<i64>,
+    /// Jobdeck's extension, in `GET /jobs/{id}` while the job is queued:
+    /// what would let it start now (a smaller shape, fewer replicas at
+    /// once, another node group), each a change of its spec and the reason,
+    /// and what holds it that no change of its own helps (jobs of higher
+    /// priority ahead, its creator's quota).
+    ///
+    /// This field and the next are not in the console's build of this type
+    /// (wasm32): every page holds, clones and compares jobs, only the
+    /// overview shows these, and their code there was 0.5 KB of every job
+    /// page's first load; the overview reads them from the answer on its
+    /// own (`JobJson::start_suggestions`).
+    #[cfg(not(target_arch = "wasm32"))]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub start_suggestions: Vec<crate::StartSuggestion>,
+    /// Jobdeck's extension, in `GET /jobs/{id}` while the job is queued and
+    /// there is a basis for it: when it may start (the admission order
+    /// replayed forward over the running jobs' deadlines).
+    #[cfg(not(target_arch = "wasm32"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_estimate: Option<crate::StartEstimate>,
 }
 
 /// A job: `metadata` + `spec` + `status` (`LeptonJob`).

@@ -26,6 +26,7 @@ pub mod job;
 pub mod label_selector;
 pub mod logs;
 pub mod metrics;
+pub mod queue;
 pub mod quotas;
 pub mod requirements;
 pub mod resources;
@@ -56,6 +57,7 @@ pub use invitations::{
 pub use job::*;
 pub use label_selector::{parse_label_selector, LabelCondition};
 pub use logs::{LogLine, LogRange, LogSearch};
+pub use queue::{AffinityChange, EstimateBasis, SpecChange, StartEstimate, StartSuggestion, SuggestionKind};
 pub use quotas::{
     format_bytes, parse_bytes, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay, UsageGrouping,
     UsageHistory, UsageNow, UserUsage, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,

@@ -1,9 +1,14 @@
-//! A queued job's place in the queue (`status.queue_position`, issue 38):
-//! `GET /jobs/{id}` asks the scheduler, through its mailbox, for the place
-//! of a queued job, which it counts over every queued job. Timed through the
-//! real router with `QUEUED` jobs (default 1,000) waiting behind one that
-//! holds the only CPU of the node group: the last queued job's `GET`, and a
-//! running job's (no question to the scheduler) for comparison. Run with
+//! Where a queued job stands (issue 38): `GET /jobs/{id}` asks the
+//! scheduler, through its mailbox, for a queued job's place, which it
+//! counts over every queued job, and for what would let it start, which it
+//! tries against what is free now (`status.start_suggestions`). Timed
+//! through the real router with `QUEUED` jobs (default 1,000) of two
+//! replicas each waiting in group `local`, whose two CPUs a holder takes,
+//! while group `b` is held by another: each answer tries a smaller shape
+//! (`cpu.half`), one replica at a time and group `b`, and finds none fits
+//! (the most work), with a quota configured so that what every user holds
+//! is counted too. The last queued job's `GET`, and a running job's (no
+//! question to the scheduler) for comparison. Run with
 //! `bench/queue-position.sh`.
 
 mod common;
@@ -32,31 +37,46 @@ async fn main() {
     let queued: usize = std::env::var("QUEUED").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
     let bench = common::Bench::start_with(|config| {
         config.node_groups.truncate(1);
-        config.node_groups[0].cpu = 1.0;
+        config.node_groups[0].cpu = 2.0;
+        let mut b = config.node_groups[0].clone();
+        b.name = "b".into();
+        b.node_names = Some(vec!["node-b".into()]);
+        config.node_groups.push(b);
         config.shapes.retain(|s| s.name == "cpu.small");
+        let mut half = config.shapes[0].clone();
+        half.name = "cpu.half".into();
+        half.cpu = 0.5;
+        config.shapes.push(half);
+        let limits = jobdeck_api::QuotaLimits { running_gpus: Some(8), ..Default::default() };
+        config.quotas.roles.insert(jobdeck_api::Role::Member, limits);
     })
     .await;
-    let job = |name: String, command: &str| {
+    let job = |name: String, group: &str, command: &str| {
         serde_json::json!({"metadata": {"name": name}, "spec": {"resource_shape": "cpu.small",
+            "completions": 2, "parallelism": 2, "affinity": {"allowed_dedicated_node_groups": [group]},
             "container": {"command": ["/bin/sh", "-c", command]}}})
     };
-    // The holder ends on its own two minutes later: `exit` below runs no
-    // destructor, so nothing would stop it.
-    let holder = bench.create_job(&job("holder".into(), "exec sleep 120")).await;
+    // The holders end on their own two minutes later: `exit` below runs no
+    // destructor, so nothing would stop them.
+    let holder = bench.create_job(&job("holder".into(), "local", "exec sleep 120")).await;
+    let holder_b = bench.create_job(&job("holder-b".into(), "b", "exec sleep 120")).await;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while bench.store.job(holder.clone()).await.unwrap().unwrap().runtime.state != jobdeck_api::JobState::Running {
-        assert!(Instant::now() < deadline, "the holder never ran");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    for id in [&holder, &holder_b] {
+        while bench.store.job(id.clone()).await.unwrap().unwrap().runtime.state != jobdeck_api::JobState::Running {
+            assert!(Instant::now() < deadline, "a holder never ran");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
     let at = Instant::now();
     let mut last = String::new();
     for k in 0..queued {
-        last = bench.create_job(&job(format!("waiting-{k}"), "true")).await;
+        last = bench.create_job(&job(format!("waiting-{k}"), "local", "true")).await;
     }
     println!("{queued} jobs queued behind the holder in {:.1} s", at.elapsed().as_secs_f64());
 
     let (p50, p99, answer) = timed(&bench, &format!("/api/v2/jobs/{last}")).await;
     assert_eq!(answer["status"]["queue_position"], queued as u64, "{answer}");
+    assert!(answer["status"].get("start_suggestions").is_none(), "nothing fits: {answer}");
     println!(
         "GET /jobs/{{id}} of the last queued job    p50 {:>8.3} ms  p99 {:>8.3} ms  (place {queued})",
         p50.as_secs_f64() * 1e3,

@@ -1,16 +1,17 @@
-//! The overview tab: the job's state and counts, who created it when, and a
-//! summary of its specification.
+//! The overview tab: the job's state and counts, who created it when, what
+//! would let a queued job start, and a summary of its specification.
 
-use jobdeck_api::{LeptonJob, Visibility};
+use jobdeck_api::{LeptonJob, StartEstimate, StartSuggestion, SuggestionKind, Visibility};
 use leptos::prelude::*;
 
 use super::use_job;
 use crate::components::dom;
 use crate::components::time::{format_duration, format_time};
 use crate::pages::jobs_list::{job_duration, node_groups_of, replica_counts, shape_of};
+use crate::routes;
 
 /// The status facts, as (label, value).
-pub fn status_facts(job: &LeptonJob, now_millis: i64) -> Vec<(&'static str, String)> {
+pub fn status_facts(job: &LeptonJob, estimate: Option<&StartEstimate>, now_millis: i64) -> Vec<(&'static str, String)> {
     let status = job.status.clone().unwrap_or_default();
     let (succeeded, running, failed, of) = replica_counts(job);
     let mut facts = vec![
@@ -19,6 +20,10 @@ pub fn status_facts(job: &LeptonJob, now_millis: i64) -> Vec<(&'static str, Stri
     ];
     if let Some(place) = status.queue_position {
         facts.push(("Place in queue", format!("{place} (the scheduler's order for its node groups)")));
+    }
+    if let Some(estimate) = estimate {
+        let by = format_time(estimate.at.saturating_mul(1000));
+        facts.push(("Expected start", format!("by {by}: {}", estimate.reason)));
     }
     if let Some(reason) = status.reason {
         facts.push(("Reason", reason));
@@ -156,11 +161,44 @@ pub fn spec_facts(job: &LeptonJob) -> Vec<(&'static str, String)> {
 /// Facts as (label, value), in the order shown.
 type Facts = Vec<(&'static str, String)>;
 
-/// The two fact lists as drawn, with what they show.
+/// A start suggestion's link words, for one with a change: what the form
+/// will be filled with.
+fn change_words(suggestion: &StartSuggestion) -> Option<String> {
+    let change = suggestion.change.as_ref()?;
+    let group = change.affinity.as_ref().and_then(|a| a.allowed_dedicated_node_groups.as_ref()?.first().cloned());
+    Some(match suggestion.kind {
+        SuggestionKind::SmallerShape => format!("Clone with shape {}", change.resource_shape.clone()?),
+        SuggestionKind::FewerAtOnce => format!("Clone running {} at a time", change.parallelism?),
+        SuggestionKind::OtherNodeGroup => format!("Clone into node group {}", group?),
+        SuggestionKind::PriorityAhead | SuggestionKind::Quota => return None,
+    })
+}
+
+/// Draws the suggestions of job `id` into `list`: a change as a link that
+/// opens the form filled with it, then its reason; a reason alone where no
+/// change helps. `section` shows only when there are any.
+fn draw_suggestions(section: &web_sys::Element, list: &web_sys::Element, id: &str, suggestions: &[StartSuggestion]) {
+    dom::clear(list);
+    for suggestion in suggestions {
+        let item = dom::child(list, "li", "", "");
+        match (change_words(suggestion), &suggestion.change) {
+            (Some(words), Some(change)) => {
+                dom::set(&dom::child(&item, "a", "", &words), "href", &routes::clone_with_change(id, change));
+                dom::child(&item, "span", "", &format!(": {}", suggestion.reason));
+            }
+            _ => item.set_text_content(Some(&suggestion.reason)),
+        }
+    }
+    dom::show(section, !suggestions.is_empty());
+}
+
+/// The fact lists and the suggestions as drawn, with what they show.
 struct Drawn {
     status: web_sys::Element,
+    suggestions: (web_sys::Element, web_sys::Element),
     spec: web_sys::Element,
     shown: (Facts, Facts),
+    shown_suggestions: Option<Vec<StartSuggestion>>,
 }
 
 impl Drawn {
@@ -172,10 +210,18 @@ impl Drawn {
             dom::set(&dom::child(&section, "h2", "", title), "id", id);
             dom::child(&section, "dl", "facts", "")
         };
+        let status = section("status-title", "Status");
+        let suggestions = dom::child(host, "section", "start-suggestions", "");
+        dom::set(&suggestions, "aria-labelledby", "suggestions-title");
+        dom::set(&dom::child(&suggestions, "h2", "", "What would let it start"), "id", "suggestions-title");
+        let list = dom::child(&suggestions, "ul", "", "");
+        dom::show(&suggestions, false);
         Drawn {
-            status: section("status-title", "Status"),
+            status,
+            suggestions: (suggestions, list),
             spec: section("spec-title", "Specification"),
             shown: Default::default(),
+            shown_suggestions: None,
         }
     }
 }
@@ -211,16 +257,24 @@ pub fn OverviewTab() -> impl IntoView {
     let context = use_job();
     let host = NodeRef::<leptos::html::Div>::new();
     let draw = RenderEffect::new(move |drawn: Option<Option<Drawn>>| {
-        // The whole job, specification included, is read here only.
-        let job = context.json.with(|json| json.as_ref().and_then(|json| json.whole().ok()));
+        // The whole job, specification included, is read here only, and
+        // so are a queued job's suggestions.
+        let (job, suggestions, estimate) = context.json.with(|json| match json {
+            Some(json) => (json.whole().ok(), json.start_suggestions(), json.start_estimate()),
+            None => (None, Vec::new(), None),
+        });
         let now = context.now.get();
         let host = host.get()?;
         let mut drawn = drawn.flatten().unwrap_or_else(|| Drawn::build(&host));
         if let Some(job) = job {
-            let facts = (status_facts(&job, now), spec_facts(&job));
+            let facts = (status_facts(&job, estimate.as_ref(), now), spec_facts(&job));
             draw_facts(&drawn.status, &facts.0, &drawn.shown.0);
             draw_facts(&drawn.spec, &facts.1, &drawn.shown.1);
             drawn.shown = facts;
+            if drawn.shown_suggestions.as_ref() != Some(&suggestions) {
+                draw_suggestions(&drawn.suggestions.0, &drawn.suggestions.1, job.id(), &suggestions);
+                drawn.shown_suggestions = Some(suggestions);
+            }
         }
         Some(drawn)
     });
@@ -322,7 +376,7 @@ mod tests {
         status.failed = 2;
         status.reason = Some("BackoffLimitExceeded".into());
         status.message = Some("2 replicas failed".into());
-        let facts = status_facts(&j, 0);
+        let facts = status_facts(&j, None, 0);
         assert_eq!(value(&facts, "State"), Some("Failed"));
         assert_eq!(value(&facts, "Replicas"), Some("0 succeeded, 0 running, 2 failed of 2"));
         assert_eq!(value(&facts, "Reason"), Some("BackoffLimitExceeded"));
@@ -330,7 +384,57 @@ mod tests {
         assert_eq!(value(&facts, "Place in queue"), None, "only a queued job has one");
         let mut queued = job("train-2", "train", "alice", JobState::Queueing);
         queued.status.as_mut().unwrap().queue_position = Some(3);
-        let facts = status_facts(&queued, 0);
+        let facts = status_facts(&queued, None, 0);
         assert_eq!(value(&facts, "Place in queue"), Some("3 (the scheduler's order for its node groups)"));
+        assert_eq!(value(&facts, "Expected start"), None, "only where there is a basis");
+        let estimate = StartEstimate { at: 60, reason: "at the latest, when …".into(), ..Default::default() };
+        let facts = status_facts(&queued, Some(&estimate), 0);
+        let expected = value(&facts, "Expected start").unwrap();
+        assert!(
+            expected.starts_with("by 1970-01-01 ") && expected.ends_with(":01:00: at the latest, when …"),
+            "{expected}"
+        );
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn a_queued_jobs_suggestions_are_read_apart_and_drawn_as_links_that_fill_the_form() {
+        let json = crate::api::JobJson::parse(
+            r#"{"metadata": {"id": "train-2", "name": "train"}, "spec": {}, "status": {"state": "Queueing",
+              "start_suggestions": [
+                {"kind": "smaller_shape", "change": {"resource_shape": "gpu.4"},
+                 "reason": "fits now with 4 GPUs a replica instead of 8 (shape gpu.4) in node group local"},
+                {"kind": "other_node_group", "change": {"affinity": {"allowed_dedicated_node_groups": ["b b"]}},
+                 "reason": "node group b b has 8 GPUs free: the job fits there now"},
+                {"kind": "priority_ahead", "reason": "2 jobs of higher priority wait ahead for the same node groups"}],
+              "start_estimate": {"at": 60, "basis": "deadlines", "reason": "at the latest, when …"}}}"#,
+        );
+        let read = json.start_suggestions();
+        assert_eq!(read.len(), 3);
+        assert_eq!(read[0].change.as_ref().and_then(|c| c.resource_shape.as_deref()), Some("gpu.4"));
+        assert_eq!(json.start_estimate().map(|e| e.at), Some(60));
+        assert_eq!(crate::api::JobJson::of(&job("x", "x", "a", JobState::Running)).start_suggestions(), Vec::new());
+
+        let host = dom::element("div");
+        let drawn = Drawn::build(&host);
+        let (section, list) = &drawn.suggestions;
+        draw_suggestions(section, list, "train-2", &[]);
+        assert_eq!(section.get_attribute("hidden").as_deref(), Some(""), "none: the section is hidden");
+        draw_suggestions(section, list, "train-2", &read);
+        assert_eq!(section.get_attribute("hidden"), None);
+        let items = list.children();
+        assert_eq!(items.length(), 3);
+        let link = |i: u32| items.item(i).unwrap().query_selector("a").unwrap();
+        let first = link(0).expect("a change is a link");
+        assert_eq!(first.text_content().unwrap(), "Clone with shape gpu.4");
+        assert_eq!(first.get_attribute("href").unwrap(), "/jobs/new?clone=train-2&shape=gpu.4");
+        assert_eq!(
+            items.item(0).unwrap().text_content().unwrap(),
+            "Clone with shape gpu.4: fits now with 4 GPUs a replica instead of 8 (shape gpu.4) in node group local"
+        );
+        let second = link(1).unwrap();
+        assert_eq!(second.text_content().unwrap(), "Clone into node group b b");
+        assert_eq!(second.get_attribute("href").unwrap(), "/jobs/new?clone=train-2&node_group=b%20b");
+        assert!(link(2).is_none(), "no change of its own helps: no link");
+        assert_eq!(items.item(2).unwrap().text_content().unwrap(), read[2].reason);
     }
 }

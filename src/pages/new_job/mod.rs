@@ -19,6 +19,7 @@
 //! Leptos view of signals, memos, callbacks and an action it was most of
 //! the page's download (docs/measurements.md, "The create-job form drawn").
 
+mod clone;
 mod events;
 pub mod export;
 pub mod field;
@@ -53,6 +54,7 @@ use crate::router::{use_navigate, use_url};
 use crate::routes;
 use crate::session::require_sign_in;
 
+use clone::{clone_tool, CloneRequest, ClonedFrom};
 use events::on_event;
 use form::*;
 use imports::{import_tool, ImportFile, IMPORT_FORMATS, IMPORT_FORMAT_ID};
@@ -395,17 +397,18 @@ pub fn NewJobPage() -> impl IntoView {
         // an effect were 2.5 KB of the form's code for the same.
         let url = use_url();
         let filled = form.clone();
-        type Source = (Option<String>, Option<String>, String, bool);
+        type Source = (Option<String>, Option<String>, String, String);
         let seen: std::cell::RefCell<Option<Source>> = Default::default();
         let follow = RenderEffect::new(move |_| {
-            let source =
-                url.with(|u| (u.param("clone"), u.param("template"), u.hash.clone(), u.param("save").is_some()));
+            let source = url.with(|u| (u.param("clone"), u.param("template"), u.hash.clone(), u.query.clone()));
             if seen.borrow().as_ref() == Some(&source) {
                 return;
             }
             *seen.borrow_mut() = Some(source.clone());
             match source {
-                (Some(id), _, _, save) => leptos::task::spawn_local(clone_into(filled.clone(), id, save)),
+                (Some(id), _, _, query) => {
+                    leptos::task::spawn_local(open_clone(filled.clone(), CloneRequest { id, query }))
+                }
                 (None, Some(id), _, _) => leptos::task::spawn_local(open_template(filled.clone(), id)),
                 (None, None, hash, _) => {
                     if let Some(draft) = hash.strip_prefix(routes::DRAFT_FRAGMENT) {
@@ -435,33 +438,11 @@ fn mount_form(host: Element, form: JobForm) {
     }
 }
 
-/// Fills the form from job `id`; with `save`, then opens "Save as a
-/// template" with the focus on the template's name.
-async fn clone_into(form: JobForm, id: String, save: bool) {
-    form.change(|c| c.notice = Some(format!("Loading job {id} to clone…")));
-    let filled = match api::job_json(&id).await {
-        Ok(job) => form.fill(JobSource::Clone(job)).await.map_err(ApiFailure::Network),
-        Err(failure) => Err(failure),
-    };
-    match filled {
-        Ok(()) => {
-            form.change(|c| {
-                c.notice = Some(format!(
-                    "Cloned from {id}. Secret values and the registry password are never copied: type the password again if the image needs one."
-                ))
-            });
-            if save {
-                if let Some(details) = form.0.read(|c| c.parts.as_ref().map(|p| p.save_template.clone())).flatten() {
-                    dom::set(&details, "open", "");
-                    details.scroll_into_view_with_bool(true);
-                    focus(TEMPLATE_NAME_ID);
-                }
-            }
-        }
-        Err(failure) => {
-            form.change(|c| c.notice = None);
-            form.fail(failure);
-        }
+/// Fills the form from a job (`clone.rs`, in the job reader's split
+/// point).
+async fn open_clone(form: JobForm, request: CloneRequest) {
+    if let Err(PartFailed(message)) = load!(read_job(Reading::Clone(form.clone(), request))) {
+        form.change(|c| c.banner = Some(message));
     }
 }
 

@@ -42,6 +42,8 @@ pub enum Reading {
     Job(JobSource),
     Template(JobForm, TemplateAction),
     Import(JobForm, ImportFile),
+    /// A job to clone into the form (`clone.rs`).
+    Clone(JobForm, CloneRequest),
 }
 
 /// The form filled from a job, and the templates. The job's reader (the
@@ -66,6 +68,10 @@ pub(super) fn read_job(reading: Reading) -> Result<Option<FormState>, PartFailed
         }
         Reading::Import(form, file) => {
             import_tool(form, file);
+            return Ok(None);
+        }
+        Reading::Clone(form, request) => {
+            clone_tool(form, request);
             return Ok(None);
         }
     };

@@ -28,6 +28,9 @@ pub(super) struct Parts {
     pub(super) problems: Element,
     pub(super) submit: Element,
     pub(super) status: Element,
+    /// A clone's differences from its source, above Create (drawn by
+    /// `ClonedFrom::show`).
+    pub(super) changes: Element,
     /// The import box: a copied text shows before it.
     pub(super) import: Element,
     /// "Save as a template", opened by a job's link to it.
@@ -120,6 +123,9 @@ impl Parts {
                 }
             }
         }
+        let changes = dom::child(&form, "section", "card clone-diff", "");
+        dom::set(&changes, "aria-live", "polite");
+        dom::show(&changes, false);
         let actions = dom::child(&form, "div", "form-actions", "");
         let submit = dom::child(&actions, "button", "primary", "Create job");
         dom::set(&submit, "type", "submit");
@@ -206,6 +212,7 @@ impl Parts {
             problems,
             submit,
             status,
+            changes,
             import,
             save_template: save,
             output: None,

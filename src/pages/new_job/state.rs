@@ -37,6 +37,10 @@ pub struct Core {
     pub(super) banner: Option<String>,
     /// Where the form's content came from ("Cloned from …").
     pub(super) notice: Option<String>,
+    /// The job a clone came from and the form as it was filled from it
+    /// (before a start suggestion's change): what the form now differs in
+    /// shows above Create (`clone_diff.rs`).
+    pub(super) cloned_from: Option<ClonedFrom>,
     /// The job is being created.
     pub(super) busy: bool,
     /// A copied command, spec or link, shown as well as copied.
@@ -102,6 +106,7 @@ impl Core {
     /// Replaces what the form holds (a clone, an import, a draft).
     pub(super) fn load(&mut self, state: FormState) {
         self.state = state;
+        self.cloned_from = None;
         self.server = Placed::default();
         self.fill_default_shape();
         self.check();
@@ -267,6 +272,10 @@ impl Core {
             secrets: self.secret_labels.clone(),
         };
         parts.show(shown);
+        match &self.cloned_from {
+            Some(from) => (from.show)(&parts.changes, from, &self.state),
+            None => dom::show(&parts.changes, false),
+        }
         self.parts = Some(parts);
     }
 

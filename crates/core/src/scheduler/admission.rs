@@ -6,14 +6,14 @@ use super::*;
 
 /// The admission order: priority (high first), then submission time, then
 /// id, so that two jobs never tie.
-type QueueKey = (i64, i64, String);
+pub(super) type QueueKey = (i64, i64, String);
 
-fn queue_key(active: &Active) -> QueueKey {
+pub(super) fn queue_key(active: &Active) -> QueueKey {
     (-active.resolved.priority, active.row.created_at, active.row.id.clone())
 }
 
 /// The reason of a queued job its creator's quota holds back.
-const QUOTA_EXCEEDED: &str = "QuotaExceeded";
+pub(super) const QUOTA_EXCEEDED: &str = "QuotaExceeded";
 
 impl Scheduler {
     /// What a run needs to start, with secrets resolved; the inner error
@@ -76,28 +76,6 @@ impl Scheduler {
             env.push((var.name.clone(), value));
         }
         Ok(Ok(env))
-    }
-
-    /// Where a queued job stands: 1 plus the queued jobs before it in the
-    /// admission order that wait for any of its node groups, leaving out
-    /// those held by their creator's quota (the pass skips them, so they
-    /// take nothing first). A job ahead that does not fit does not hold it
-    /// back either (the pass tries every job), so the place is an order,
-    /// not a wait: the first job that fits when capacity frees is admitted.
-    /// `None` for a job that is not queued here.
-    pub(super) fn queue_position(&self, id: &str) -> Option<i64> {
-        let job = self.jobs.get(id).filter(|a| a.state() == JobState::Queueing)?;
-        let key = queue_key(job);
-        let shares_a_group =
-            |other: &Active| other.resolved.node_groups.iter().any(|g| job.resolved.node_groups.contains(g));
-        let ahead = self
-            .jobs
-            .values()
-            .filter(|other| other.state() == JobState::Queueing && queue_key(other) < key)
-            .filter(|other| other.row.runtime.reason.as_deref() != Some(QUOTA_EXCEEDED))
-            .filter(|other| shares_a_group(other))
-            .count();
-        Some(ahead as i64 + 1)
     }
 
     /// One admission pass over the queue.

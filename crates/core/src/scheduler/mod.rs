@@ -16,10 +16,12 @@
 
 mod admission;
 pub mod error;
+mod estimate;
 pub mod placement;
 mod progress;
 mod quotas;
 mod secret_refs;
+mod standing;
 pub mod transition;
 
 use std::collections::HashMap;
@@ -31,6 +33,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use self::error::{SchedulerError, SchedulerResult};
 use self::placement::{fit, group_states, occupy, plan_preemption, release, shortage, Candidate};
+pub use self::standing::QueueStanding;
 pub use self::transition::Command;
 use self::transition::{transition, Effect};
 use crate::config::Config;
@@ -78,9 +81,9 @@ enum Msg {
     QuotasChanged {
         reply: oneshot::Sender<SchedulerResult<()>>,
     },
-    QueuePosition {
+    QueueStanding {
         id: String,
-        reply: oneshot::Sender<Option<i64>>,
+        reply: oneshot::Sender<SchedulerResult<Option<QueueStanding>>>,
     },
 }
 
@@ -131,14 +134,15 @@ impl SchedulerHandle {
         answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a quota change"))?
     }
 
-    /// A queued job's place in the queue (`admission::queue_position`);
-    /// `None` for a job that is not queued.
-    pub async fn queue_position(&self, id: &str) -> SchedulerResult<Option<i64>> {
+    /// Where a queued job stands: its place in the queue and what would let
+    /// it start (`standing::queue_standing`); `None` for a job that is not
+    /// queued.
+    pub async fn queue_standing(&self, id: &str) -> SchedulerResult<Option<QueueStanding>> {
         let (reply, answer) = oneshot::channel();
         self.tx
-            .send(Msg::QueuePosition { id: id.to_string(), reply })
+            .send(Msg::QueueStanding { id: id.to_string(), reply })
             .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
-        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a queue question"))
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a queue question"))?
     }
 }
 
@@ -486,8 +490,8 @@ impl Scheduler {
             Msg::QuotasChanged { reply } => {
                 let _ = reply.send(self.load_quotas().await);
             }
-            Msg::QueuePosition { id, reply } => {
-                let _ = reply.send(self.queue_position(&id));
+            Msg::QueueStanding { id, reply } => {
+                let _ = reply.send(self.queue_standing(&id).await);
             }
         }
     }

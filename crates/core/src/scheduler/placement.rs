@@ -76,6 +76,18 @@ pub struct GroupState {
     pub nodes: Vec<NodeState>,
 }
 
+impl GroupState {
+    /// GPUs free on all its nodes together.
+    pub fn free_gpus(&self) -> usize {
+        self.nodes.iter().map(NodeState::free_gpus).sum()
+    }
+
+    /// CPUs free on all its nodes together.
+    pub fn free_cpu(&self) -> f64 {
+        self.nodes.iter().map(|n| n.free_cpu().max(0.0)).sum()
+    }
+}
+
 /// The state of every group, given the placements that hold resources.
 pub fn group_states<'a>(
     config: &Config,

@@ -139,11 +139,16 @@ pub(super) struct QuotaTally {
 impl QuotaTally {
     /// Why `active` may not be admitted now, if its creator's quota says so.
     pub(super) fn refusal(&self, rules: &QuotaRules, active: &Active) -> Option<String> {
-        let owner = &active.row.created_by;
+        self.refusal_for(rules, &active.row.created_by, &active.resolved)
+    }
+
+    /// Why a job of `owner`'s resolved as `resolved` may not be admitted
+    /// now, if `owner`'s quota says so.
+    pub(super) fn refusal_for(&self, rules: &QuotaRules, owner: &str, resolved: &ResolvedSpec) -> Option<String> {
         // A user the store does not know counts as the least powerful role.
         let role = self.roles.get(owner).copied().unwrap_or(Role::Viewer);
         let held = self.held.get(owner).copied().unwrap_or_default();
-        rules.limits_for(owner, role).over(held, needs(&active.resolved))
+        rules.limits_for(owner, role).over(held, needs(resolved))
     }
 
     /// Counts an admitted job's resources for its creator.

@@ -357,17 +357,21 @@ async fn get_job(
         return Err(AppError::NotFound(format!("job '{id}' not found")));
     }
     let mut job = job_view(row);
-    add_queue_position(&state, &mut job).await?;
+    add_queue_standing(&state, &mut job).await?;
     Ok(Json(job))
 }
 
-/// A queued job's place in the queue, from the scheduler, as
-/// `GET /jobs/{id}` shows it (and the event stream's messages of a
-/// followed job).
-pub async fn add_queue_position(state: &AppState, job: &mut LeptonJob) -> AppResult<()> {
+/// Where a queued job stands, from the scheduler — its place in the queue
+/// and what would let it start — as `GET /jobs/{id}` shows it (and the
+/// event stream's messages of a followed job).
+pub async fn add_queue_standing(state: &AppState, job: &mut LeptonJob) -> AppResult<()> {
     let id = job.id().to_string();
     if let Some(status) = job.status.as_mut().filter(|s| s.state == Some(JobState::Queueing)) {
-        status.queue_position = state.scheduler.queue_position(&id).await?;
+        if let Some(standing) = state.scheduler.queue_standing(&id).await? {
+            status.queue_position = Some(standing.position);
+            status.start_suggestions = standing.suggestions;
+            status.start_estimate = standing.estimate;
+        }
     }
     Ok(())
 }
@@ -521,6 +525,8 @@ pub fn job_view(row: JobRow) -> LeptonJob {
             gpu_utilization: None,
             gpu_idle: false,
             queue_position: None,
+            start_suggestions: Vec::new(),
+            start_estimate: None,
         }),
     }
 }

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use super::topics::{message_id, Resume};
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
-use crate::http::jobs::{add_gpu_now, add_queue_position, job_view};
+use crate::http::jobs::{add_gpu_now, add_queue_standing, job_view};
 use crate::http::logs::{within_bytes, MAX_RANGE_LINES};
 use crate::http::replicas::{collects_logs, event_view, events_of, replicas_of, Attempts};
 use crate::http::request_limits::Permit;
@@ -278,7 +278,7 @@ impl Subscriber {
                     let events = events_of(&self.state, &id).await?;
                     let mut job = job_view(row);
                     add_gpu_now(&self.state, &mut job);
-                    add_queue_position(&self.state, &mut job).await?;
+                    add_queue_standing(&self.state, &mut job).await?;
                     messages.push(outgoing(StreamMessage::Job, &job));
                     messages.push(outgoing(StreamMessage::Replicas, &StreamReplicas { job: id.clone(), replicas }));
                     messages.push(outgoing(StreamMessage::Events, &StreamEvents { job: id, events }));
@@ -334,7 +334,7 @@ impl Subscriber {
                         // A followed job's message is its `GET`; the list's
                         // messages are the list's rows, which have no place.
                         if followed {
-                            add_queue_position(&self.state, &mut job).await?;
+                            add_queue_standing(&self.state, &mut job).await?;
                         }
                         messages.push(outgoing(StreamMessage::Job, &job));
                     }
