@@ -428,3 +428,52 @@ fn a_secret_replaced_while_a_slurm_job_runs_reaches_its_next_attempt() {
     let second = server.log_text(token, &id, &format!("{id}-0-1"));
     assert!(second.contains("token=new-value"), "{second}");
 }
+
+/// A rerun of a job's failed indexes is one array of just those task ids,
+/// each task its original index (issue 38).
+#[test]
+fn a_rerun_of_the_failed_indexes_submits_an_array_of_only_them() {
+    let _cluster = one_at_a_time();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server("");
+    let token = &server.admin_token;
+    let heal = gate(scratch.path(), "heal");
+    // Index 1 fails until healed; one at a time, so the job fails on it and
+    // the indexes after it never start.
+    let mut spec = job(
+        "shards",
+        &format!("if [ $JOB_COMPLETION_INDEX = 1 ] && [ ! -e {heal} ]; then exit 3; fi; echo shard=$JOB_COMPLETION_INDEX of $JOB_COMPLETIONS"),
+    );
+    spec["spec"]["completions"] = json!(4);
+    spec["spec"]["parallelism"] = json!(1);
+    let id = server.create_job(token, &spec);
+    server.wait_for_state(token, &id, JobState::Failed);
+    let succeeded: Vec<i64> = server
+        .replicas(token, &id)
+        .iter()
+        .filter(|r| r["status"]["phase"] == "succeeded")
+        .map(|r| r["status"]["completion_index"].as_i64().unwrap())
+        .collect();
+    let (_, original) = server.call("GET", &format!("/jobs/{id}"), token, None);
+    let failed: Vec<i64> = (0..4).filter(|i| !succeeded.contains(i)).collect();
+    assert!(failed.contains(&1), "{original}");
+    assert_eq!(original["status"]["rerun_indexes"], json!(failed), "{original}");
+
+    std::fs::write(&heal, "").unwrap();
+    let (status, rerun) = server.call("POST", &format!("/jobs/{id}/rerun?only=failed"), token, None);
+    assert_eq!(status, 200, "{rerun}");
+    let rerun_id = rerun["metadata"]["id"].as_str().unwrap().to_string();
+    server.wait_for_state(token, &rerun_id, JobState::Completed);
+    let replicas = server.replicas(token, &rerun_id);
+    let ran: Vec<i64> = replicas.iter().map(|r| r["status"]["completion_index"].as_i64().unwrap()).collect();
+    assert_eq!(ran, failed);
+    for replica in &replicas {
+        let index = replica["status"]["completion_index"].as_i64().unwrap();
+        let task = replica["status"]["executor_id"].as_str().unwrap().split('_').nth(1).unwrap().to_string();
+        assert_eq!(task, index.to_string(), "the array's task id is the index: {replica}");
+        let text = server.log_text(token, &rerun_id, replica["id"].as_str().unwrap());
+        assert!(text.contains(&format!("shard={index} of 4")), "{text}");
+    }
+    let (_, original) = server.call("GET", &format!("/jobs/{id}"), token, None);
+    assert_eq!(original["status"]["reruns"], json!([rerun_id]));
+}

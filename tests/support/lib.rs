@@ -266,6 +266,7 @@ impl Server {
             ("GET", _) => agent.get(&url).header("Authorization", &auth).call(),
             ("DELETE", _) => agent.delete(&url).header("Authorization", &auth).call(),
             ("POST", Some(b)) => agent.post(&url).header("Authorization", &auth).send_json(b),
+            ("POST", None) => agent.post(&url).header("Authorization", &auth).send_empty(),
             ("PATCH", Some(b)) => agent.patch(&url).header("Authorization", &auth).send_json(b),
             ("PUT", Some(b)) => agent.put(&url).header("Authorization", &auth).send_json(b),
             _ => panic!("unsupported call {method} {path}"),

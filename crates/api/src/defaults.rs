@@ -247,13 +247,45 @@ impl JobSpec {
     }
 
     /// Replicas that may run at once: the number of workers when there is
-    /// more than one, else `spec.parallelism` or 1.
+    /// more than one, else `spec.parallelism` or 1, and never more than
+    /// the indexes the job runs.
     pub fn parallelism(&self) -> i64 {
         let workers = self.workers();
         if workers > 1 {
             workers
         } else {
-            self.parallelism.unwrap_or(PARALLELISM)
+            let parallelism = self.parallelism.unwrap_or(PARALLELISM);
+            match self.chosen_indexes() {
+                Some(indexes) if !indexes.is_empty() => parallelism.min(indexes.len() as i64),
+                _ => parallelism,
+            }
+        }
+    }
+
+    /// `spec.completion_indexes`, in the builds that have the field (the
+    /// console's does not).
+    pub fn chosen_indexes(&self) -> Option<&[i64]> {
+        #[cfg(not(target_arch = "wasm32"))]
+        return self.completion_indexes.as_deref();
+        #[cfg(target_arch = "wasm32")]
+        None
+    }
+
+    /// The completion indexes the job runs, in order: `completion_indexes`
+    /// when given (a rerun of failed indexes), else every index from 0 to
+    /// `completions() - 1`. Indexes out of range are left out (the rules
+    /// refuse them when the job is created), and so is every index past
+    /// the most replicas a job may have.
+    pub fn completion_indexes(&self) -> Vec<i64> {
+        let completions = self.completions().clamp(0, crate::validate::REPLICAS_MAX);
+        match self.chosen_indexes() {
+            Some(indexes) if !indexes.is_empty() => {
+                let mut indexes: Vec<i64> = indexes.iter().copied().filter(|i| (0..completions).contains(i)).collect();
+                indexes.sort_unstable();
+                indexes.dedup();
+                indexes
+            }
+            _ => (0..completions).collect(),
         }
     }
 

@@ -344,6 +344,18 @@ pub struct JobSpec {
     pub completions: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallelism: Option<i64>,
+    /// Extension: run only these completion indexes of `completions`, each
+    /// replica with its own index as `JOB_COMPLETION_INDEX` (and
+    /// `JOB_COMPLETIONS` still `completions`), as a rerun of the failed
+    /// indexes of a job does (`POST /jobs/{id}/rerun?only=failed`). Absent:
+    /// every index. Not for a distributed job, whose workers run together.
+    ///
+    /// Not in the console's build of this type (wasm32): every page reads
+    /// jobs, only the overview shows this, and reads it on its own; a clone
+    /// made in the console runs every index.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_indexes: Option<Vec<i64>>,
     /// Retries of one failed replica; default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_failure_retry: Option<i64>,
@@ -567,6 +579,25 @@ pub struct JobStatus {
     #[cfg(not(target_arch = "wasm32"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_estimate: Option<crate::StartEstimate>,
+    /// Jobdeck's extension: the job whose failed indexes this one reruns
+    /// (`POST /jobs/{id}/rerun?only=failed`). Like the next two, not in
+    /// the console's build of this type: only the overview shows them, and
+    /// reads them from the answer on its own.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<String>,
+    /// Jobdeck's extension, in `GET /jobs/{id}`: the reruns of this job's
+    /// failed indexes the caller may see, oldest first.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reruns: Vec<String>,
+    /// Jobdeck's extension, in `GET /jobs/{id}` of a failed or stopped job
+    /// that runs more than one index, one by one (not a distributed job):
+    /// the completion indexes that did not succeed in its last run, which a
+    /// rerun of its failed indexes runs.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rerun_indexes: Vec<i64>,
 }
 
 /// A job: `metadata` + `spec` + `status` (`LeptonJob`).

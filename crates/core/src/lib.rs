@@ -16,6 +16,7 @@ pub mod failure;
 pub mod metrics;
 pub mod naming;
 pub mod quota;
+pub mod rerun;
 pub mod scheduler;
 pub mod spec;
 pub mod templates;

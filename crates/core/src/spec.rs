@@ -39,7 +39,12 @@ pub struct ResolvedSpec {
     pub node_groups: Vec<String>,
     /// Nodes it may run on (empty: any node of those groups).
     pub nodes: Vec<String>,
+    /// The job's completions: `JOB_COMPLETIONS` of every replica.
     pub completions: i64,
+    /// The completion indexes this job runs, in order: all of them, or the
+    /// failed ones a rerun runs (`spec.completion_indexes`). The run
+    /// succeeds once each has.
+    pub indexes: Vec<i64>,
     pub parallelism: i64,
     pub workers: i64,
     pub backoff_limit: i64,
@@ -214,7 +219,11 @@ impl ResolvedSpec {
         // would never fit).
         let workers = spec.workers().clamp(1, REPLICAS_MAX);
         let completions = spec.completions().clamp(1, REPLICAS_MAX);
-        let parallelism = spec.parallelism().clamp(1, completions);
+        let indexes = match spec.completion_indexes() {
+            indexes if indexes.is_empty() => vec![0],
+            indexes => indexes,
+        };
+        let parallelism = spec.parallelism().clamp(1, indexes.len() as i64);
         let seconds = |value: Option<i64>| value.filter(|s| *s > 0).map(|s| s.min(DURATION_MAX_SECONDS));
         let resolved = ResolvedSpec {
             shared_memory_mb: spec.shared_memory_mib(shape.memory_mb).clamp(0, MEMORY_MAX_MIB),
@@ -222,6 +231,7 @@ impl ResolvedSpec {
             node_groups,
             nodes: spec.nodes().to_vec(),
             completions,
+            indexes,
             parallelism,
             workers,
             backoff_limit: spec.backoff_limit().clamp(0, RETRIES_MAX),

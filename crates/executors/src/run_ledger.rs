@@ -109,7 +109,9 @@ pub fn over_backoff_limit(failures: i64, limit: i64) -> String {
 /// One run's successes, counted failures and ending.
 #[derive(Debug)]
 pub struct RunLedger {
-    completions: i64,
+    /// How many completion indexes the run runs (all of the job's, or a
+    /// rerun's failed ones): it succeeds once that many have.
+    to_succeed: i64,
     limits: RetryLimits,
     succeeded: BTreeSet<i64>,
     failures_total: i64,
@@ -120,9 +122,9 @@ pub struct RunLedger {
 }
 
 impl RunLedger {
-    pub fn new(completions: i64, limits: RetryLimits) -> RunLedger {
+    pub fn new(to_succeed: i64, limits: RetryLimits) -> RunLedger {
         RunLedger {
-            completions,
+            to_succeed,
             limits,
             succeeded: BTreeSet::new(),
             failures_total: 0,
@@ -217,7 +219,7 @@ impl RunLedger {
             return None;
         }
         match &self.ending {
-            None if self.succeeded.len() as i64 >= self.completions => Some(RunOutcome::Succeeded),
+            None if self.succeeded.len() as i64 >= self.to_succeed => Some(RunOutcome::Succeeded),
             None => None,
             Some(Ending::Stop(_)) => Some(RunOutcome::Stopped),
             Some(Ending::Fail { reason, message, program_error }) => Some(RunOutcome::Failed {

@@ -30,6 +30,10 @@ pub struct JobRow {
     pub priority: i64,
     /// The node groups the job may run in (empty: any).
     pub node_groups: Vec<String>,
+    /// The job this one reruns the failed indexes of
+    /// (`POST /jobs/{id}/rerun?only=failed`); the other way round is a
+    /// query (`Store::reruns_of`).
+    pub rerun_of: Option<String>,
     pub runtime: JobRuntime,
 }
 
@@ -156,7 +160,7 @@ pub struct UnreadableJob {
 pub(super) const JOB_COLUMNS: &str =
     "id, name, created_by, visibility, created_at, metadata, spec, priority, node_groups,
     state, reason, message, run, queued_at, started_at, completed_at, archive_at, placement, stop_reason,
-    job_retries, succeeded, failed, active, ready, master_port";
+    job_retries, succeeded, failed, active, ready, master_port, rerun_of";
 
 /// The node groups as their column holds them: `,a,b,` (so a filter can
 /// look for `,a,`), empty for any.
@@ -237,6 +241,7 @@ pub(super) fn job_row(r: &Row<'_>) -> rusqlite::Result<JobRow> {
         spec: parse_json(r, 6, "spec")?,
         priority: r.get(7)?,
         node_groups: node_groups_of(&node_groups),
+        rerun_of: r.get(25)?,
         runtime: runtime(r, true)?,
     })
 }

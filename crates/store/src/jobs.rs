@@ -33,9 +33,9 @@ impl Store {
             let inserted = tx.execute(
                 "INSERT INTO jobs (id, name, created_by, visibility, created_at, metadata, spec, priority,
                     node_groups, state, reason, message, run, queued_at, started_at, completed_at, archive_at,
-                    placement, stop_reason, job_retries, succeeded, failed, active, ready, master_port)
+                    placement, stop_reason, job_retries, succeeded, failed, active, ready, master_port, rerun_of)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                    ?20, ?21, ?22, ?23, ?24, ?25)
+                    ?20, ?21, ?22, ?23, ?24, ?25, ?26)
                  ON CONFLICT(id) DO NOTHING",
                 params![
                     row.id,
@@ -63,6 +63,7 @@ impl Store {
                     r.active,
                     r.ready,
                     r.master_port,
+                    row.rerun_of,
                 ],
             )?;
             if inserted == 0 {
@@ -95,6 +96,20 @@ impl Store {
                  ORDER BY created_at DESC, id DESC LIMIT ?3"
             ))?;
             let rows = stmt.query_map(params![name, viewer, limit], job_row)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// The ids of the reruns of job `id` that `viewer` may see, oldest
+    /// first.
+    pub async fn reruns_visible_to(&self, id: String, viewer: String) -> StoreResult<Vec<String>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id FROM jobs WHERE rerun_of = ?1 AND (visibility = 'public' OR created_by = ?2)
+                 ORDER BY created_at, id",
+            )?;
+            let rows = stmt.query_map(params![id, viewer], |r| r.get(0))?;
             rows.collect()
         })
         .await

@@ -309,6 +309,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL,
         PRIMARY KEY (owner, id)
     ) WITHOUT ROWID;",
+    // 15: a rerun of a job's failed indexes names the job it reruns; the
+    // index finds a job's reruns.
+    "ALTER TABLE jobs ADD COLUMN rerun_of TEXT;
+    CREATE INDEX jobs_by_rerun_of ON jobs(rerun_of) WHERE rerun_of IS NOT NULL;",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

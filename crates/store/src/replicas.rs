@@ -107,6 +107,20 @@ impl Store {
         .await
     }
 
+    /// The completion indexes of run `run` of a job that succeeded, in
+    /// order (a rerun of the failed indexes runs the others).
+    pub async fn succeeded_indexes(&self, job_id: String, run: i64) -> StoreResult<Vec<i64>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT DISTINCT completion_index FROM replicas
+                 WHERE job_id = ?1 AND run = ?2 AND phase = 'succeeded' ORDER BY completion_index",
+            )?;
+            let rows = stmt.query_map(params![job_id, run], |r| r.get(0))?;
+            rows.collect()
+        })
+        .await
+    }
+
     /// One attempt.
     pub async fn replica(
         &self,

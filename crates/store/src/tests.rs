@@ -34,6 +34,7 @@ pub fn job_row(id: &str, owner: &str, visibility: &str, created_at: i64, state: 
         spec: JobSpec::default(),
         priority: 4000,
         node_groups: Vec::new(),
+        rerun_of: None,
         runtime: JobRuntime { state: JobState::parse(state).expect("a job state"), ..JobRuntime::default() },
     }
 }
@@ -658,4 +659,40 @@ async fn users_of_an_identity_provider_are_known_by_issuer_and_subject() {
     let elsewhere = store.create_identity_user(provider("ann", "https://id.b", "s1")).await.unwrap();
     assert_ne!(elsewhere.id, claimed.id, "another issuer's subject is another person");
     assert_eq!(store.user_by_identity("https://id.b", "s2").await.unwrap(), None);
+}
+
+/// Reruns come in a column at schema 15: a failed job of the previous
+/// release (schema 14) and its replicas read back whole, with no rerun;
+/// a rerun stored after the upgrade names it, and only those who may see
+/// the rerun find it.
+#[tokio::test]
+async fn a_failed_job_of_the_previous_release_can_be_rerun_after_the_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobdeck.db");
+    {
+        let conn = database_of_schema(&path, 14);
+        conn.execute_batch(
+            r#"INSERT INTO jobs (id, name, created_by, visibility, created_at, state, metadata, spec, run)
+                 VALUES ('shard-aaaaa', 'shard', 'alice', 'public', 1, 'Failed', '{}', '{"completions":4}', 1);
+             INSERT INTO replicas (job_id, completion_index, attempt, run, phase, created_at, updated_at)
+                 VALUES ('shard-aaaaa', 0, 0, 0, 'succeeded', 1, 1), ('shard-aaaaa', 0, 1, 1, 'succeeded', 1, 1),
+                        ('shard-aaaaa', 1, 0, 0, 'succeeded', 1, 1), ('shard-aaaaa', 1, 1, 1, 'failed', 1, 1),
+                        ('shard-aaaaa', 2, 1, 1, 'succeeded', 1, 1);"#,
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let job = store.job("shard-aaaaa".into()).await.unwrap().expect("the job survives");
+    assert_eq!((job.runtime.state, job.spec.completions, job.rerun_of), (JobState::Failed, Some(4), None));
+    assert_eq!(store.succeeded_indexes("shard-aaaaa".into(), 1).await.unwrap(), [0, 2], "the last run's only");
+    let rerun = JobRow {
+        rerun_of: Some("shard-aaaaa".into()),
+        spec: JobSpec { completions: Some(4), completion_indexes: Some(vec![1, 3]), ..JobSpec::default() },
+        ..job_row("shard-rerun-bbbbb", "alice", "private", 2, "Queueing")
+    };
+    store.insert_job(rerun, Vec::new()).await.unwrap();
+    let stored = store.job("shard-rerun-bbbbb".into()).await.unwrap().unwrap();
+    assert_eq!((stored.rerun_of.as_deref(), stored.spec.completion_indexes), (Some("shard-aaaaa"), Some(vec![1, 3])));
+    assert_eq!(store.reruns_visible_to("shard-aaaaa".into(), "alice".into()).await.unwrap(), ["shard-rerun-bbbbb"]);
+    assert!(store.reruns_visible_to("shard-aaaaa".into(), "bob".into()).await.unwrap().is_empty(), "private");
 }

@@ -82,12 +82,41 @@ pub(super) fn check_replica_counts(spec: &JobSpec, problems: &mut Problems) {
                 format!("must be on (or left out) with more than one worker ({workers})"),
             );
         }
+        if spec.chosen_indexes().is_some() {
+            problems.add(
+                "spec.completion_indexes",
+                format!("a distributed job's {workers} workers run together; leave this out to run them all"),
+            );
+        }
         return;
     }
     let completions = spec.completions();
     if let Some(parallelism) = spec.parallelism {
         if in_range(&completions) && parallelism > completions {
             problems.add("spec.parallelism", format!("must be less than or equal to completions ({completions})"));
+        }
+    }
+    if let Some(indexes) = spec.chosen_indexes() {
+        check_completion_indexes(indexes, completions, problems);
+    }
+}
+
+/// The indexes a job runs (a rerun of failed indexes): at least one, each
+/// a completion index of the job, none twice. A distributed job never gets
+/// here: its workers run together, so it is rerun whole.
+fn check_completion_indexes(indexes: &[i64], completions: i64, problems: &mut Problems) {
+    const PATH: &str = "spec.completion_indexes";
+    if indexes.is_empty() {
+        problems.add(PATH, "must list at least one index; leave it out to run every index");
+        return;
+    }
+    let mut seen = std::collections::BTreeMap::new();
+    for (at, &index) in indexes.iter().enumerate() {
+        if !(0..completions).contains(&index) {
+            let last = completions - 1;
+            problems.add(format!("{PATH}[{at}]"), format!("must be a completion index from 0 to {last}, not {index}"));
+        } else if let Some(first) = seen.insert(index, at) {
+            problems.add(format!("{PATH}[{at}]"), format!("{index} is already listed at {PATH}[{first}]"));
         }
     }
 }

@@ -181,6 +181,51 @@ fn replica_count_rules() {
             |j| j.spec.parallelism = Some(2),
             Some(("spec.parallelism", "must be less than or equal to completions (1)")),
         ),
+        (
+            "completion indexes within completions",
+            |j| {
+                j.spec.completions = Some(8);
+                j.spec.completion_indexes = Some(vec![7, 2])
+            },
+            None,
+        ),
+        (
+            "no completion index",
+            |j| j.spec.completion_indexes = Some(vec![]),
+            Some(("spec.completion_indexes", "must list at least one index; leave it out to run every index")),
+        ),
+        (
+            "a completion index past completions",
+            |j| {
+                j.spec.completions = Some(4);
+                j.spec.completion_indexes = Some(vec![1, 4])
+            },
+            Some(("spec.completion_indexes[1]", "must be a completion index from 0 to 3, not 4")),
+        ),
+        (
+            "a negative completion index",
+            |j| j.spec.completion_indexes = Some(vec![-1]),
+            Some(("spec.completion_indexes[0]", "must be a completion index from 0 to 0, not -1")),
+        ),
+        (
+            "a completion index twice",
+            |j| {
+                j.spec.completions = Some(4);
+                j.spec.completion_indexes = Some(vec![2, 3, 2])
+            },
+            Some(("spec.completion_indexes[2]", "2 is already listed at spec.completion_indexes[0]")),
+        ),
+        (
+            "completion indexes of a distributed job",
+            |j| {
+                j.spec.workers = Some(4);
+                j.spec.completion_indexes = Some(vec![1])
+            },
+            Some((
+                "spec.completion_indexes",
+                "a distributed job's 4 workers run together; leave this out to run them all",
+            )),
+        ),
         ("workers 1", |j| j.spec.workers = Some(1), None),
         ("workers 0", |j| j.spec.workers = Some(0), Some(("spec.workers", "must be between 1 and 100000"))),
         ("workers 4 alone", |j| j.spec.workers = Some(4), None),

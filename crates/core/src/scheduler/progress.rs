@@ -78,7 +78,8 @@ impl Scheduler {
         let stop_reason = active.row.runtime.stop_reason;
         let now = jobdeck_store::now_millis();
         let ttl_s = active.resolved.ttl_seconds_after_finished;
-        let completions = active.resolved.completions;
+        // A rerun of failed indexes runs some of the completions only.
+        let completions = active.resolved.indexes.len();
         // The retry window counts from the job's creation; `None`: no window,
         // or still open.
         let window_ended = active

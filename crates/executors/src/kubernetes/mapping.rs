@@ -227,6 +227,14 @@ pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Res
     }
     let workers = values.workers;
     let completions = to_i32(values.completions, "spec.completions", &mut fail);
+    // An Indexed Job runs every index from 0; running only some (a rerun of
+    // failed indexes) needs a mapping its pods read, not built yet.
+    if spec.completion_indexes.is_some() {
+        fail(
+            "spec.completion_indexes",
+            "the Kubernetes executor runs every index of a job; leave this out to run the whole job again".into(),
+        );
+    }
     let parallelism = to_i32(values.parallelism, "spec.parallelism", &mut fail);
     let backoff_limit = values.backoff_limit.map(|n| to_i32(n, "spec.backoff_limit", &mut fail));
     let per_index_retries = values.max_failure_retry.map(|n| to_i32(n, "spec.max_failure_retry", &mut fail));

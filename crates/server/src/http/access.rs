@@ -60,6 +60,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/jobs/{id}", VIEWER),
     ("PATCH", "/jobs/{id}", MEMBER),
     ("DELETE", "/jobs/{id}", MEMBER),
+    ("POST", "/jobs/{id}/rerun", MEMBER),
     ("GET", "/jobs/{id}/replicas", VIEWER),
     ("GET", "/jobs/{id}/events", VIEWER),
     ("GET", "/jobs/{id}/replicas/{replica}/log", VIEWER),

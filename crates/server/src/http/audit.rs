@@ -40,6 +40,7 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("POST", "/jobs", "job.create"),
     ("PATCH", "/jobs/{id}", "job.update"),
     ("DELETE", "/jobs/{id}", "job.delete"),
+    ("POST", "/jobs/{id}/rerun", "job.rerun"),
     ("POST", "/usersecrets", "secret.set"),
     ("DELETE", "/usersecrets/{name}", "secret.delete"),
     ("POST", "/imagepullsecrets", "pull_secret.set"),

@@ -21,7 +21,11 @@ use jobdeck_core::topology::{node_group_views, shape_view};
 use jobdeck_store::{JobFilter, JobRow, JobRuntime, QueryMode, SecretRow, SortKey, StoredMetadata};
 
 pub fn routes() -> Vec<Route> {
-    vec![("/jobs", get(list_jobs).post(create_job)), ("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job))]
+    vec![
+        ("/jobs", get(list_jobs).post(create_job)),
+        ("/jobs/{id}", get(get_job).patch(patch_job).delete(delete_job)),
+        ("/jobs/{id}/rerun", axum::routing::post(crate::http::rerun::rerun_job)),
+    ]
 }
 
 pub const DEFAULT_PAGE_SIZE: i64 = 50;
@@ -229,8 +233,22 @@ fn merge(into: &mut FieldErrors, more: FieldErrors) {
 async fn create_job(
     State(state): State<AppState>,
     user: CurrentUser,
-    ApiJson(mut job): ApiJson<LeptonJob>,
+    ApiJson(job): ApiJson<LeptonJob>,
 ) -> AppResult<Response> {
+    let row = create_as(&state, &user, job, None).await?;
+    let note = AuditNote { target: Some(row.id.clone()), ..AuditNote::default() };
+    Ok(note.on((StatusCode::OK, Json(job_view(row))).into_response()))
+}
+
+/// Creates `job` as `user` would with `POST /jobs`: named, checked against
+/// every rule with the user's secrets and role, and handed to the
+/// scheduler. `rerun_of`: the job whose failed indexes this one reruns.
+pub async fn create_as(
+    state: &AppState,
+    user: &CurrentUser,
+    mut job: LeptonJob,
+    rerun_of: Option<String>,
+) -> AppResult<JobRow> {
     // Lepton clients send the name as the id only; accept either. A job
     // given neither gets a readable name here, the one place names are made
     // (the form shows it on the job's page).
@@ -244,7 +262,7 @@ async fn create_job(
     }
     jobdeck_core::spec::apply_workspace_defaults(&mut job.spec, &state.config);
     let secrets = state.store.secrets_visible_to(user.name.clone()).await?;
-    let context = validation_context_with(&state, &user.name, user.role, &secrets).await?;
+    let context = validation_context_with(state, &user.name, user.role, &secrets).await?;
     let mut errors = jobdeck_api::validate_job_in(&job, &context);
     // The status is the server's: what a client sends there is ignored, but
     // a state no job can be in is a body that does not follow the schema
@@ -301,12 +319,11 @@ async fn create_job(
         spec: job.spec,
         priority: resolved.priority,
         node_groups: allowed_groups,
+        rerun_of,
         // The scheduler gives the job its first state.
         runtime: JobRuntime::default(),
     };
-    let row = state.scheduler.create(NewJob { row, resolved, shape_choice }, &user.name).await?;
-    let note = AuditNote { target: Some(row.id.clone()), ..AuditNote::default() };
-    Ok(note.on((StatusCode::OK, Json(job_view(row))).into_response()))
+    Ok(state.scheduler.create(NewJob { row, resolved, shape_choice }, &user.name).await?)
 }
 
 /// A job `user` may see, by its id or, as Lepton clients also address jobs,
@@ -356,8 +373,9 @@ async fn get_job(
     if hidden {
         return Err(AppError::NotFound(format!("job '{id}' not found")));
     }
-    let mut job = job_view(row);
+    let mut job = job_view(row.clone());
     add_queue_standing(&state, &mut job).await?;
+    crate::http::rerun::add_reruns(&state, &user, &row, &mut job).await?;
     Ok(Json(job))
 }
 
@@ -384,7 +402,7 @@ pub fn may_change(user: &CurrentUser, row: &JobRow) -> bool {
 
 /// A job the caller may see and change: 404 when hidden, 403 when visible
 /// but someone else's.
-async fn changeable_job(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<JobRow> {
+pub async fn changeable_job(state: &AppState, user: &CurrentUser, id: &str) -> AppResult<JobRow> {
     let row = visible_job(state, user, id).await?;
     if !may_change(user, &row) {
         return Err(AppError::Forbidden(format!(
@@ -527,6 +545,11 @@ pub fn job_view(row: JobRow) -> LeptonJob {
             queue_position: None,
             start_suggestions: Vec::new(),
             start_estimate: None,
+            // Set where the caller's sight of the original is known
+            // (`rerun::add_reruns`).
+            rerun_of: None,
+            reruns: Vec::new(),
+            rerun_indexes: Vec::new(),
         }),
     }
 }

@@ -26,6 +26,7 @@ pub mod quotas;
 pub mod replicas;
 pub mod request_limits;
 pub mod request_log;
+pub mod rerun;
 pub mod secrets;
 pub mod sessions;
 pub mod single_sign_on;

@@ -388,6 +388,7 @@ async fn each_request_is_one_log_line_by_route_and_a_500_says_its_cause() {
         spec: serde_json::from_value(common::sh_job("private-name", "true")["spec"].clone()).unwrap(),
         priority: 4000,
         node_groups: Vec::new(),
+        rerun_of: None,
         runtime: JobRuntime { state: jobdeck_api::JobState::Completed, queued_at: Some(now), ..JobRuntime::default() },
     };
     let app = TestApp::with_stored_jobs_changed_by(

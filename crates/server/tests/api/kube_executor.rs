@@ -131,6 +131,7 @@ impl Harness {
                     spec: spec.clone(),
                     priority: 4000,
                     node_groups: vec!["h100".into()],
+                    rerun_of: None,
                     runtime: JobRuntime { state: jobdeck_api::JobState::Starting, ..JobRuntime::default() },
                 },
                 Vec::new(),

@@ -30,6 +30,7 @@ mod privileged;
 mod queue;
 mod quotas;
 mod requirements;
+mod rerun;
 mod retry_window;
 mod templates;
 mod validation;

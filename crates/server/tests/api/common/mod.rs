@@ -313,6 +313,7 @@ pub fn stored_queued_job(name: &str, spec: Value, age_s: i64) -> jobdeck_store::
         spec: serde_json::from_value(spec).unwrap(),
         priority: 4000,
         node_groups: Vec::new(),
+        rerun_of: None,
         runtime: jobdeck_store::JobRuntime {
             state: jobdeck_api::JobState::Queueing,
             reason: Some("Queued".into()),
