@@ -226,13 +226,17 @@ pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Res
         );
     }
     let workers = values.workers;
-    let completions = to_i32(values.completions, "spec.completions", &mut fail);
-    // An Indexed Job runs every index from 0; running only some (a rerun of
-    // failed indexes) needs a mapping its pods read, not built yet.
-    if spec.completion_indexes.is_some() {
+    // An Indexed Job runs its indexes from 0: a job that runs chosen ones
+    // (a rerun of failed indexes) is a Job of as many, whose pods map their
+    // index to the chosen one (`index_mapping`).
+    let completions = match &values.indexes {
+        Some(indexes) => to_i32(indexes.len() as i64, "spec.completion_indexes", &mut fail),
+        None => to_i32(values.completions, "spec.completions", &mut fail),
+    };
+    if values.indexes.is_some() && spec.container.command.as_ref().is_none_or(|c| c.is_empty()) {
         fail(
             "spec.completion_indexes",
-            "the Kubernetes executor runs every index of a job; leave this out to run the whole job again".into(),
+            "on Kubernetes needs spec.container.command: a shell before the command gives each pod its index".into(),
         );
     }
     let parallelism = to_i32(values.parallelism, "spec.parallelism", &mut fail);
@@ -479,7 +483,10 @@ pub fn render<'a>(input: &RenderInput<'a>, settings: &KubernetesSettings) -> Res
         name: CONTAINER_NAME.into(),
         image: Some(image_ref),
         image_pull_policy: settings.image_pull_policy.clone(),
-        command: spec.container.command.clone().filter(|c| !c.is_empty()),
+        command: match &values.indexes {
+            Some(_) => spec.container.command.clone().filter(|c| !c.is_empty()).map(index_mapping),
+            None => spec.container.command.clone().filter(|c| !c.is_empty()),
+        },
         // Kubernetes reads `args` as Jobdeck does: after the command, or
         // after the image's entrypoint when there is none.
         args: spec.container.args.clone().filter(|a| !a.is_empty()),
@@ -610,6 +617,30 @@ fn completion_index_env(name: &str) -> KubeEnvVar {
     }
 }
 
+/// The variable that lists the indexes a Job of chosen indexes runs, in
+/// the order of its own (`1,3,5`: its index 1 runs the job's index 3).
+pub const COMPLETION_INDEXES_ENV: &str = "JOBDECK_COMPLETION_INDEXES";
+
+/// What runs before the command of a Job of chosen indexes: the pod's
+/// index (`JOB_COMPLETION_INDEX`, which Kubernetes sets) is a position in
+/// [`COMPLETION_INDEXES_ENV`], and the index at that position becomes the
+/// pod's `JOB_COMPLETION_INDEX` and `LEPTON_JOB_WORKER_INDEX`; then the
+/// command runs in the shell's place with its words as they were (`"$@"`).
+/// The list is the server's (numbers and commas), never a user's text.
+const INDEX_MAPPING: &str = "n=0; IFS=,; for i in $JOBDECK_COMPLETION_INDEXES; do \
+    if [ \"$n\" = \"$JOB_COMPLETION_INDEX\" ]; then JOB_COMPLETION_INDEX=$i; break; fi; n=$((n+1)); done; \
+    unset IFS; LEPTON_JOB_WORKER_INDEX=$JOB_COMPLETION_INDEX; export JOB_COMPLETION_INDEX LEPTON_JOB_WORKER_INDEX; \
+    exec \"$@\"";
+
+/// The command of a Job of chosen indexes: [`INDEX_MAPPING`], then the
+/// job's command as the shell's arguments (`$0` names the step).
+fn index_mapping(command: Vec<String>) -> Vec<String> {
+    let mut words =
+        vec!["/bin/sh".to_string(), "-c".to_string(), INDEX_MAPPING.to_string(), "jobdeck-index".to_string()];
+    words.extend(command);
+    words
+}
+
 /// Design §3's variables. Kubernetes itself sets `JOB_COMPLETION_INDEX` in
 /// Indexed mode; the rest are Jobdeck's. Multi-worker jobs also get Lepton's
 /// `LEPTON_JOB_WORKER_PREFIX`/`LEPTON_SUBDOMAIN`, from which Lepton's own
@@ -633,6 +664,10 @@ fn platform_env(
     if has_service {
         env.push(literal_env("LEPTON_JOB_WORKER_PREFIX", id.to_string()));
         env.push(literal_env("LEPTON_SUBDOMAIN", id.to_string()));
+    }
+    if let Some(indexes) = &values.indexes {
+        let list: Vec<String> = indexes.iter().map(i64::to_string).collect();
+        env.push(literal_env(COMPLETION_INDEXES_ENV, list.join(",")));
     }
     if values.workers > 1 {
         env.push(literal_env("MASTER_ADDR", format!("{id}-0.{id}")));

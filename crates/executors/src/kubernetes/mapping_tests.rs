@@ -749,3 +749,58 @@ fn stored_image_pull_secrets_join_the_jobs_registry_secret() {
     let shown = render_job_pulling_with(&job, SecretValues::Redacted, &[ngc]).unwrap();
     assert!(!serde_json::to_string(&shown).unwrap().contains("ngc-key"));
 }
+
+/// A rerun of failed indexes: the Job runs as many indexes as the rerun,
+/// and the shell before the command turns each pod's index into the job's,
+/// run here by the real `/bin/sh` as a pod would run it, with words that a
+/// second reading by a shell would change passed through as they are.
+#[test]
+fn chosen_indexes_become_a_job_of_as_many_whose_pods_map_their_index() {
+    let none = BTreeMap::new();
+    let job = job_with(&json!({"spec": {"completions": 8, "parallelism": 8, "completion_indexes": [2, 5, 7],
+        "container": {"command": ["printf", "%s|"], "args": ["$HOME", "a b", "*"]}}}));
+    let rendered = render_value(&job, SecretValues::Resolved(&none)).unwrap();
+    assert_eq!(rendered.pointer("/job/spec/completions"), Some(&json!(3)));
+    assert_eq!(rendered.pointer("/job/spec/parallelism"), Some(&json!(3)));
+    let env = env_of(&rendered);
+    assert_eq!((&env["JOBDECK_COMPLETION_INDEXES"], &env["JOB_COMPLETIONS"]), (&json!("2,5,7"), &json!("8")));
+    let container = rendered.pointer("/job/spec/template/spec/containers/0").unwrap();
+    let words = |key: &str| -> Vec<String> {
+        container[key].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_string()).collect()
+    };
+    let (command, args) = (words("command"), words("args"));
+    assert_eq!(&command[3..], ["jobdeck-index", "printf", "%s|"]);
+    for (position, index) in [("0", "2"), ("1", "5"), ("2", "7")] {
+        let out = std::process::Command::new(&command[0])
+            .args(&command[1..])
+            .args(&args)
+            .env("JOB_COMPLETION_INDEX", position)
+            .env("JOBDECK_COMPLETION_INDEXES", "2,5,7")
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "$HOME|a b|*|", "the words arrive as they were");
+        let shown = std::process::Command::new(&command[0])
+            .args([
+                &command[1],
+                &command[2],
+                &command[3],
+                "sh",
+                "-c",
+                "echo $JOB_COMPLETION_INDEX/$LEPTON_JOB_WORKER_INDEX",
+            ])
+            .env("JOB_COMPLETION_INDEX", position)
+            .env("JOBDECK_COMPLETION_INDEXES", "2,5,7")
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&shown.stdout), format!("{index}/{index}\n"), "position {position}");
+    }
+
+    // Without a command the image's entrypoint is unknown to the mapping.
+    let bare =
+        job_with(&json!({"spec": {"completions": 8, "completion_indexes": [2], "container": {"command": null}}}));
+    let errors = render_value(&bare, SecretValues::Resolved(&none)).unwrap_err();
+    assert!(errors["spec.completion_indexes"][0].contains("needs spec.container.command"), "{errors:?}");
+    // Every other job keeps its command as it is.
+    let plain = render_value(&job_with(&json!({})), SecretValues::Resolved(&none)).unwrap();
+    assert_eq!(plain.pointer("/job/spec/template/spec/containers/0/command/2"), Some(&json!("echo hi")));
+}

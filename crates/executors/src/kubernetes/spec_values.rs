@@ -12,6 +12,9 @@ use jobdeck_core::spec::ResolvedSpec;
 pub struct SpecValues {
     pub workers: i64,
     pub completions: i64,
+    /// The completion indexes a rerun of failed indexes runs
+    /// (`spec.completion_indexes`); `None`: every index.
+    pub indexes: Option<Vec<i64>>,
     pub parallelism: i64,
     /// Failed attempts the whole run tolerates; `None` leaves Kubernetes'
     /// default, which with a per-index limit means "no overall limit".
@@ -40,6 +43,7 @@ impl SpecValues {
         SpecValues {
             workers: resolved.workers,
             completions: resolved.completions,
+            indexes: spec.chosen_indexes().map(|_| resolved.indexes.clone()),
             parallelism: resolved.parallelism,
             backoff_limit: Self::backoff_limit_of(spec, resolved.backoff_limit),
             max_failure_retry: resolved.max_failure_retry,

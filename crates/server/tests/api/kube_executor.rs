@@ -1371,3 +1371,32 @@ async fn a_job_names_only_the_pull_secrets_its_user_may_use() {
     let res = app.post_json("/api/v2/jobs", &app.admin_token, &job("cluster-pull")).await;
     assert_eq!(res.status.as_u16(), 200, "the allowed Secret: {}", res.text());
 }
+
+/// A rerun of failed indexes on Kubernetes (issue 38): an Indexed Job runs
+/// its indexes from 0, so the Job has as many as the rerun runs, its pods
+/// map their index to the job's through the list in
+/// `JOBDECK_COMPLETION_INDEXES` before the command runs, and the executor
+/// reads each pod as the job's index its position names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_of_chosen_indexes_is_a_job_of_as_many_whose_pods_read_their_index() {
+    let h = harness("").await;
+    let spec = spec(json!({"completion_indexes": [4, 6, 9]}));
+    h.store_job(&spec).await;
+    h.executor.start(h.launch(&spec, 0)).await.unwrap();
+    let job = &h.fake.writes()[0].body;
+    assert_eq!((&job["spec"]["completions"], &job["spec"]["parallelism"]), (&json!(3), &json!(3)));
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    let command: Vec<&str> = container["command"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert_eq!((command[0], command[1], command[3]), ("/bin/sh", "-c", "jobdeck-index"));
+    assert_eq!(&command[4..], ["python", "train.py"], "the job's command follows, word for word");
+    let env = container["env"].as_array().unwrap();
+    let value = |name: &str| env.iter().find(|e| e["name"] == name).map(|e| e["value"].clone());
+    assert_eq!(value("JOBDECK_COMPLETION_INDEXES"), Some(json!("4,6,9")));
+    assert_eq!(value("JOB_COMPLETIONS"), Some(json!("10")), "the job's completions, not the Job's");
+
+    // The Job's pods of its indexes 1 and 2 are the job's indexes 6 and 9.
+    h.create_fixture_pods(&["train-ab12c-1-m9q4z", "train-ab12c-2-b5t8w"]);
+    eventually!("two replicas", h.replicas().await.len() == 2);
+    let indexes: Vec<i64> = h.replicas().await.iter().map(|r| r.completion_index).collect();
+    assert_eq!(indexes, [6, 9]);
+}

@@ -59,6 +59,10 @@ pub(super) struct RunState {
     pub(super) run: i64,
     pub(super) node_group: String,
     pub(super) first_attempt: i64,
+    /// The job's indexes in the order of the Job's own, where the run runs
+    /// chosen ones (a rerun of failed indexes): a pod of the Job's index
+    /// `p` is the job's index `indexes[p]`.
+    pub(super) indexes: Option<Vec<i64>>,
     pub(super) log_collection: bool,
     /// When the run was registered; older events belong to earlier runs.
     pub(super) since_ms: i64,
@@ -78,6 +82,7 @@ impl RunState {
             run: launch.run,
             node_group: launch.placement.node_group.clone(),
             first_attempt: launch.first_attempt,
+            indexes: launch.spec.chosen_indexes().map(|_| launch.resolved.indexes.clone()),
             log_collection: launch.resolved.log_collection,
             since_ms,
             job_uid: None,

@@ -318,9 +318,16 @@ impl ClusterController {
         if run != Some(state.run) {
             return;
         }
-        let Some(attempt) = status::pod_attempt(pod) else {
+        let Some(mut attempt) = status::pod_attempt(pod) else {
             return;
         };
+        if let Some(indexes) = &state.indexes {
+            // A Job of chosen indexes: its pod's index is a position.
+            let Some(&index) = usize::try_from(attempt.completion_index).ok().and_then(|p| indexes.get(p)) else {
+                return;
+            };
+            attempt.completion_index = index;
+        }
         let now = jobdeck_store::now_millis();
         let uid = attempt.pod_uid.clone();
         let newly_tracked = !state.tracked.contains_key(&uid);
