@@ -15,22 +15,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use axum::http::StatusCode;
-
 const ROUNDS: usize = 300;
-
-async fn timed(bench: &common::Bench, uri: &str) -> (Duration, Duration, serde_json::Value) {
-    let mut took = Vec::with_capacity(ROUNDS);
-    let mut last = serde_json::Value::Null;
-    for _ in 0..ROUNDS {
-        let at = Instant::now();
-        let (status, body) = bench.get(uri).await;
-        took.push(at.elapsed());
-        assert_eq!(status, StatusCode::OK);
-        last = serde_json::from_slice(&body).unwrap();
-    }
-    (common::percentile(took.clone(), 0.5), common::percentile(took, 0.99), last)
-}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -74,7 +59,7 @@ async fn main() {
     }
     println!("{queued} jobs queued behind the holder in {:.1} s", at.elapsed().as_secs_f64());
 
-    let (p50, p99, answer) = timed(&bench, &format!("/api/v2/jobs/{last}")).await;
+    let (p50, p99, answer) = bench.timed_get(&format!("/api/v2/jobs/{last}"), ROUNDS).await;
     assert_eq!(answer["status"]["queue_position"], queued as u64, "{answer}");
     assert!(answer["status"].get("start_suggestions").is_none(), "nothing fits: {answer}");
     println!(
@@ -82,7 +67,7 @@ async fn main() {
         p50.as_secs_f64() * 1e3,
         p99.as_secs_f64() * 1e3
     );
-    let (p50, p99, answer) = timed(&bench, &format!("/api/v2/jobs/{holder}")).await;
+    let (p50, p99, answer) = bench.timed_get(&format!("/api/v2/jobs/{holder}"), ROUNDS).await;
     assert!(answer["status"].get("queue_position").is_none());
     println!(
         "GET /jobs/{{id}} of the running job        p50 {:>8.3} ms  p99 {:>8.3} ms",

@@ -9,30 +9,14 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use axum::body::Body;
-use axum::http::{header, Method, Request, StatusCode};
-use http_body_util::BodyExt;
+use axum::http::StatusCode;
 use jobdeck_api::{JobSpec, JobState, ReplicaPhase, Visibility};
 use jobdeck_store::{JobRow, JobRuntime, ReplicaRow};
-use tower::ServiceExt;
 
 const ROUNDS: usize = 300;
 const RERUNS: usize = 20;
-
-async fn timed_get(bench: &common::Bench, uri: &str) -> (Duration, Duration, serde_json::Value) {
-    let mut took = Vec::with_capacity(ROUNDS);
-    let mut last = serde_json::Value::Null;
-    for _ in 0..ROUNDS {
-        let at = Instant::now();
-        let (status, body) = bench.get(uri).await;
-        took.push(at.elapsed());
-        assert_eq!(status, StatusCode::OK);
-        last = serde_json::from_slice(&body).unwrap();
-    }
-    (common::percentile(took.clone(), 0.5), common::percentile(took, 0.99), last)
-}
 
 /// A job as the scheduler leaves it after its last run, with one attempt of
 /// each index, every other one succeeded.
@@ -80,7 +64,7 @@ async fn main() {
     store_ended_job(&bench, "completed-aaaaa", indexes, JobState::Completed).await;
     println!("two jobs of {indexes} indexes stored in {:.1} s", at.elapsed().as_secs_f64());
 
-    let (p50, p99, answer) = timed_get(&bench, "/api/v2/jobs/failed-aaaaa").await;
+    let (p50, p99, answer) = bench.timed_get("/api/v2/jobs/failed-aaaaa", ROUNDS).await;
     assert_eq!(answer["status"]["rerun_indexes"].as_array().map(Vec::len), Some(indexes as usize / 2));
     println!(
         "GET /jobs/{{id}} of the failed job         p50 {:>8.3} ms  p99 {:>8.3} ms  ({} indexes to rerun)",
@@ -88,7 +72,7 @@ async fn main() {
         p99.as_secs_f64() * 1e3,
         indexes / 2
     );
-    let (p50, p99, answer) = timed_get(&bench, "/api/v2/jobs/completed-aaaaa").await;
+    let (p50, p99, answer) = bench.timed_get("/api/v2/jobs/completed-aaaaa", ROUNDS).await;
     assert!(answer["status"].get("rerun_indexes").is_none());
     println!(
         "GET /jobs/{{id}} of the completed job      p50 {:>8.3} ms  p99 {:>8.3} ms",
@@ -98,16 +82,8 @@ async fn main() {
 
     let mut took = Vec::with_capacity(RERUNS);
     for _ in 0..RERUNS {
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri("/api/v2/jobs/failed-aaaaa/rerun?only=failed")
-            .header(header::AUTHORIZATION, format!("Bearer {}", bench.token))
-            .body(Body::empty())
-            .unwrap();
         let at = Instant::now();
-        let response = bench.router.clone().oneshot(request).await.unwrap();
-        let status = response.status();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let (status, body) = bench.post("/api/v2/jobs/failed-aaaaa/rerun?only=failed").await;
         took.push(at.elapsed());
         assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
     }

@@ -54,6 +54,34 @@ impl Bench {
         (status, response.into_body().collect().await.unwrap().to_bytes().to_vec())
     }
 
+    /// `POST uri` with no body as the admin: the status and the body.
+    pub async fn post(&self, uri: &str) -> (StatusCode, Vec<u8>) {
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(uri)
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .body(Body::empty())
+            .unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        (status, response.into_body().collect().await.unwrap().to_bytes().to_vec())
+    }
+
+    /// `GET uri` `rounds` times, each answered 200: the median and 99th
+    /// percentile, and the last answer.
+    pub async fn timed_get(&self, uri: &str, rounds: usize) -> (Duration, Duration, serde_json::Value) {
+        let mut took = Vec::with_capacity(rounds);
+        let mut last = serde_json::Value::Null;
+        for _ in 0..rounds {
+            let at = std::time::Instant::now();
+            let (status, body) = self.get(uri).await;
+            took.push(at.elapsed());
+            assert_eq!(status, StatusCode::OK);
+            last = serde_json::from_slice(&body).unwrap();
+        }
+        (percentile(took.clone(), 0.5), percentile(took, 0.99), last)
+    }
+
     /// Creates `job` as the admin; its id.
     pub async fn create_job(&self, job: &serde_json::Value) -> String {
         let request = Request::builder()
