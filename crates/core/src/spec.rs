@@ -41,10 +41,10 @@ pub struct ResolvedSpec {
     pub nodes: Vec<String>,
     /// The job's completions: `JOB_COMPLETIONS` of every replica.
     pub completions: i64,
-    /// The completion indexes this job runs, in order: all of them, or the
-    /// failed ones a rerun runs (`spec.completion_indexes`). The run
-    /// succeeds once each has.
-    pub indexes: Vec<i64>,
+    /// The completion indexes a rerun of failed indexes runs
+    /// (`spec.completion_indexes`), in order; `None`: every index, which is
+    /// not listed (a job may have 100,000 and is resolved often).
+    pub chosen_indexes: Option<Vec<i64>>,
     pub parallelism: i64,
     pub workers: i64,
     pub backoff_limit: i64,
@@ -219,11 +219,9 @@ impl ResolvedSpec {
         // would never fit).
         let workers = spec.workers().clamp(1, REPLICAS_MAX);
         let completions = spec.completions().clamp(1, REPLICAS_MAX);
-        let indexes = match spec.completion_indexes() {
-            indexes if indexes.is_empty() => vec![0],
-            indexes => indexes,
-        };
-        let parallelism = spec.parallelism().clamp(1, indexes.len() as i64);
+        let chosen_indexes = spec.chosen_indexes().map(|_| spec.completion_indexes()).filter(|i| !i.is_empty());
+        let index_count = chosen_indexes.as_ref().map_or(completions, |i| i.len() as i64);
+        let parallelism = spec.parallelism().clamp(1, index_count);
         let seconds = |value: Option<i64>| value.filter(|s| *s > 0).map(|s| s.min(DURATION_MAX_SECONDS));
         let resolved = ResolvedSpec {
             shared_memory_mb: spec.shared_memory_mib(shape.memory_mb).clamp(0, MEMORY_MAX_MIB),
@@ -231,7 +229,7 @@ impl ResolvedSpec {
             node_groups,
             nodes: spec.nodes().to_vec(),
             completions,
-            indexes,
+            chosen_indexes,
             parallelism,
             workers,
             backoff_limit: spec.backoff_limit().clamp(0, RETRIES_MAX),
@@ -271,6 +269,17 @@ impl ResolvedSpec {
     }
 
     /// The groups (with their config) this job may use.
+    /// How many completion indexes a run runs: it succeeds once each has.
+    pub fn index_count(&self) -> i64 {
+        self.chosen_indexes.as_ref().map_or(self.completions, |i| i.len() as i64)
+    }
+
+    /// The completion indexes a run runs, in order (listed when a run
+    /// starts).
+    pub fn indexes(&self) -> Vec<i64> {
+        self.chosen_indexes.clone().unwrap_or_else(|| (0..self.completions).collect())
+    }
+
     pub fn groups<'a>(&'a self, config: &'a Config) -> impl Iterator<Item = &'a NodeGroupConfig> + 'a {
         self.node_groups.iter().filter_map(|name| config.node_group(name))
     }

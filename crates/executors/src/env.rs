@@ -66,7 +66,7 @@ pub(crate) mod tests {
                 node_groups: vec!["local".into()],
                 nodes: Vec::new(),
                 completions: workers.max(3),
-                indexes: (0..workers.max(3)).collect(),
+                chosen_indexes: None,
                 parallelism: workers.max(1),
                 workers,
                 backoff_limit: 3,

@@ -20,7 +20,7 @@ pub fn check_env_name(name: &str) -> Result<(), String> {
         return Err(format!("may contain only letters, digits and '_', not {}", quoted(bad)));
     }
     if RESERVED_ENV_NAMES.contains(&name) {
-        return Err(format!("'{name}' is reserved: Jobdeck sets it in every replica"));
+        return Err(format!("'{name}' is reserved: Jobdeck sets it"));
     }
     if name.starts_with(RESERVED_ENV_PREFIX) {
         return Err(format!(

@@ -92,8 +92,10 @@ pub const MEMORY_MAX_MIB: i64 = 1 << 30;
 pub const START_AT_MAX: i64 = 253_402_300_799;
 /// The highest port number.
 pub const PORT_MAX: i64 = 65_535;
-/// Environment variables Jobdeck sets in every replica.
-pub const RESERVED_ENV_NAMES: [&str; 2] = ["JOB_COMPLETION_INDEX", "JOB_COMPLETIONS"];
+/// Environment variables Jobdeck sets: the first two in every replica, the
+/// last in a Kubernetes pod of a rerun of failed indexes, whose index it
+/// maps (a job's own variable of that name would change which index runs).
+pub const RESERVED_ENV_NAMES: [&str; 3] = ["JOB_COMPLETION_INDEX", "JOB_COMPLETIONS", "JOBDECK_COMPLETION_INDEXES"];
 /// The prefix of the variables Jobdeck (like Lepton) sets: `LEPTON_JOB_NAME`, …
 pub const RESERVED_ENV_PREFIX: &str = "LEPTON_";
 /// Mount paths that would hide the operating system of the image. Only the

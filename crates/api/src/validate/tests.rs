@@ -724,12 +724,17 @@ fn env_rules() {
         (
             "JOB_COMPLETION_INDEX",
             |j| set_envs(j, vec![env("JOB_COMPLETION_INDEX", "1")]),
-            Some(("spec.envs[0].name", "'JOB_COMPLETION_INDEX' is reserved: Jobdeck sets it in every replica")),
+            Some(("spec.envs[0].name", "'JOB_COMPLETION_INDEX' is reserved: Jobdeck sets it")),
         ),
         (
             "JOB_COMPLETIONS",
             |j| set_envs(j, vec![env("JOB_COMPLETIONS", "1")]),
-            Some(("spec.envs[0].name", "'JOB_COMPLETIONS' is reserved: Jobdeck sets it in every replica")),
+            Some(("spec.envs[0].name", "'JOB_COMPLETIONS' is reserved: Jobdeck sets it")),
+        ),
+        (
+            "JOBDECK_COMPLETION_INDEXES",
+            |j| set_envs(j, vec![env("JOBDECK_COMPLETION_INDEXES", "0")]),
+            Some(("spec.envs[0].name", "'JOBDECK_COMPLETION_INDEXES' is reserved: Jobdeck sets it")),
         ),
         ("JOB_COMPLETIONS_X is not reserved", |j| set_envs(j, vec![env("JOB_COMPLETIONS_X", "1")]), None),
         (

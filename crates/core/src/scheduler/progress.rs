@@ -79,7 +79,7 @@ impl Scheduler {
         let now = jobdeck_store::now_millis();
         let ttl_s = active.resolved.ttl_seconds_after_finished;
         // A rerun of failed indexes runs some of the completions only.
-        let completions = active.resolved.indexes.len();
+        let completions = active.resolved.index_count();
         // The retry window counts from the job's creation; `None`: no window,
         // or still open.
         let window_ended = active

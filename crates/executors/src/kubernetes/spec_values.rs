@@ -43,7 +43,7 @@ impl SpecValues {
         SpecValues {
             workers: resolved.workers,
             completions: resolved.completions,
-            indexes: spec.chosen_indexes().map(|_| resolved.indexes.clone()),
+            indexes: resolved.chosen_indexes.clone(),
             parallelism: resolved.parallelism,
             backoff_limit: Self::backoff_limit_of(spec, resolved.backoff_limit),
             max_failure_retry: resolved.max_failure_retry,

@@ -360,7 +360,7 @@ impl LocalRunController {
             let next = next_attempt.entry(row.completion_index).or_insert(launch.first_attempt);
             *next = (*next).max(row.attempt + 1);
         }
-        let mut ledger = RunLedger::new(launch.resolved.indexes.len() as i64, retry_limits(&launch));
+        let mut ledger = RunLedger::new(launch.resolved.index_count(), retry_limits(&launch));
         for row in rows.iter().filter(|r| r.run == launch.run && r.is_finished()) {
             if row.phase == ReplicaPhase::Succeeded {
                 ledger.succeed(row.completion_index);
@@ -368,7 +368,7 @@ impl LocalRunController {
                 ledger.count_restored_failure(row.completion_index);
             }
         }
-        let pending = launch.resolved.indexes.iter().copied().filter(|i| !ledger.succeeded().contains(i)).collect();
+        let pending = launch.resolved.indexes().into_iter().filter(|i| !ledger.succeeded().contains(i)).collect();
         let free_slots = (0..launch.placement.slots.len()).rev().collect();
         let announced = rows.iter().any(|r| r.run == launch.run);
         LocalRunController {

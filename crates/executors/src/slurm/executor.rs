@@ -284,7 +284,7 @@ impl SlurmRunController {
             max_failure_retry: launch.resolved.max_failure_retry,
             disable_retry_on_program_error: launch.resolved.disable_retry_on_program_error,
         };
-        let mut ledger = RunLedger::new(launch.resolved.indexes.len() as i64, limits);
+        let mut ledger = RunLedger::new(launch.resolved.index_count(), limits);
         for row in rows {
             let next = next_attempt.entry(row.completion_index).or_insert(launch.first_attempt);
             *next = (*next).max(row.attempt + 1);
@@ -374,7 +374,7 @@ impl SlurmRunController {
                     vec![]
                 }
             } else {
-                self.launch.resolved.indexes.iter().copied().filter(|i| !self.ledger.succeeded().contains(i)).collect()
+                self.launch.resolved.indexes().into_iter().filter(|i| !self.ledger.succeeded().contains(i)).collect()
             };
             if !pending.is_empty() {
                 self.shared

@@ -43,21 +43,17 @@ impl Bench {
 
     /// `GET uri` as the admin: the status and the body.
     pub async fn get(&self, uri: &str) -> (StatusCode, Vec<u8>) {
-        let request = Request::builder()
-            .method(Method::GET)
-            .uri(uri)
-            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
-            .body(Body::empty())
-            .unwrap();
-        let response = self.router.clone().oneshot(request).await.unwrap();
-        let status = response.status();
-        (status, response.into_body().collect().await.unwrap().to_bytes().to_vec())
+        self.send(Method::GET, uri).await
     }
 
     /// `POST uri` with no body as the admin: the status and the body.
     pub async fn post(&self, uri: &str) -> (StatusCode, Vec<u8>) {
+        self.send(Method::POST, uri).await
+    }
+
+    async fn send(&self, method: Method, uri: &str) -> (StatusCode, Vec<u8>) {
         let request = Request::builder()
-            .method(Method::POST)
+            .method(method)
             .uri(uri)
             .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
             .body(Body::empty())

@@ -373,9 +373,10 @@ async fn get_job(
     if hidden {
         return Err(AppError::NotFound(format!("job '{id}' not found")));
     }
-    let mut job = job_view(row.clone());
+    let reruns = crate::http::rerun::RerunLinks::of(&state, &user, &row).await?;
+    let mut job = job_view(row);
     add_queue_standing(&state, &mut job).await?;
-    crate::http::rerun::add_reruns(&state, &user, &row, &mut job).await?;
+    reruns.add_to(&mut job);
     Ok(Json(job))
 }
 

@@ -86,15 +86,20 @@ pub fn replica_view(row: &ReplicaRow, shape: Option<&ShapeConfig>) -> Replica {
 fn queued_replicas(job: &JobRow, spec: &JobSpec, stored: &[ReplicaRow], shape: Option<&ShapeConfig>) -> Vec<Replica> {
     // The contract's counts (workers make completions and parallelism), kept
     // in range for a job stored before the bounds existed.
-    let indexes = spec.completion_indexes();
-    let parallelism = spec.parallelism().clamp(1, indexes.len().max(1) as i64);
+    // The first indexes it runs: its chosen ones, or 0, 1, … (not listed
+    // whole: a job may have 100,000).
+    let completions = spec.completions().clamp(1, jobdeck_api::validate::REPLICAS_MAX);
+    let parallelism = spec.parallelism().clamp(1, completions);
+    let indexes: Vec<i64> = match spec.chosen_indexes() {
+        Some(chosen) if !chosen.is_empty() => chosen.iter().copied().take(parallelism as usize).collect(),
+        _ => (0..parallelism).collect(),
+    };
     let issue = ReadinessIssue {
         reason: job.runtime.reason.clone().unwrap_or_else(|| "Queueing".into()),
         message: job.runtime.message.clone().unwrap_or_else(|| "waiting in the queue".into()),
     };
     indexes
         .into_iter()
-        .take(parallelism as usize)
         .map(|index| {
             let attempt =
                 stored.iter().filter(|r| r.completion_index == index).map(|r| r.attempt + 1).max().unwrap_or(0);

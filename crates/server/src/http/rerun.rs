@@ -85,25 +85,42 @@ fn rerun_name(name: &str, max_length: usize) -> String {
     format!("{}{RERUN_SUFFIX}", base.trim_end_matches('-'))
 }
 
-/// A job's links to reruns, as `GET /jobs/{id}` shows them: the job it
-/// reruns and the reruns of it, those the caller may see, and, when it has failed indexes, which a rerun
-/// would run (the job's page offers it to those who may start the job).
-pub async fn add_reruns(state: &AppState, user: &CurrentUser, row: &JobRow, job: &mut LeptonJob) -> AppResult<()> {
-    let Some(status) = job.status.as_mut() else { return Ok(()) };
-    // The job it reruns is named only to those who may see it (its
-    // visibility may have changed since).
-    if let Some(of) = &row.rerun_of {
-        if state.store.job_visible_to(of.clone(), user.name.clone()).await?.is_some() {
-            status.rerun_of = Some(of.clone());
+/// A job's links to reruns, as `GET /jobs/{id}` shows them
+/// (`RerunLinks::add_to`).
+#[derive(Debug, Default)]
+pub struct RerunLinks {
+    rerun_of: Option<String>,
+    reruns: Vec<String>,
+    rerun_indexes: Vec<i64>,
+}
+
+impl RerunLinks {
+    /// The job `row` reruns and the reruns of it, those `user` may see,
+    /// and, when it has failed indexes, which a rerun would run.
+    pub async fn of(state: &AppState, user: &CurrentUser, row: &JobRow) -> AppResult<RerunLinks> {
+        let mut links = RerunLinks::default();
+        // The job it reruns is named only to those who may see it (its
+        // visibility may have changed since).
+        if let Some(of) = &row.rerun_of {
+            if state.store.job_visible_to(of.clone(), user.name.clone()).await?.is_some() {
+                links.rerun_of = Some(of.clone());
+            }
+        }
+        links.reruns = state.store.reruns_visible_to(row.id.clone(), user.name.clone()).await?;
+        let runs = row.spec.chosen_indexes().map_or(row.spec.completions(), |chosen| chosen.len() as i64);
+        if runs > 1 {
+            if let Ok(indexes) = indexes_to_rerun(state, row).await? {
+                links.rerun_indexes = indexes;
+            }
+        }
+        Ok(links)
+    }
+
+    pub fn add_to(self, job: &mut LeptonJob) {
+        if let Some(status) = job.status.as_mut() {
+            (status.rerun_of, status.reruns, status.rerun_indexes) = (self.rerun_of, self.reruns, self.rerun_indexes);
         }
     }
-    status.reruns = state.store.reruns_visible_to(row.id.clone(), user.name.clone()).await?;
-    if row.spec.completion_indexes().len() > 1 {
-        if let Ok(indexes) = indexes_to_rerun(state, row).await? {
-            status.rerun_indexes = indexes;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -213,7 +213,7 @@ const CASES: &[(&str, &str, &str, &str, &str)] = &[
     ("protocol", "/spec/container/ports/0/protocol", r#""HTTP""#, "spec.container.ports[0].protocol", "must be TCP, UDP or SCTP"),
     ("port twice", "/spec/container/ports/1", r#"{"container_port": 8080, "protocol": "tcp"}"#, "spec.container.ports[1].container_port", "8080/TCP is already listed at spec.container.ports[0]"),
     ("env name", "/spec/envs/0/name", r#""1A""#, "spec.envs[0].name", "must start with a letter or '_'"),
-    ("env reserved", "/spec/envs/0/name", r#""JOB_COMPLETION_INDEX""#, "spec.envs[0].name", "'JOB_COMPLETION_INDEX' is reserved: Jobdeck sets it in every replica"),
+    ("env reserved", "/spec/envs/0/name", r#""JOB_COMPLETION_INDEX""#, "spec.envs[0].name", "'JOB_COMPLETION_INDEX' is reserved: Jobdeck sets it"),
     ("env prefix", "/spec/envs/0/name", r#""LEPTON_JOB_NAME""#, "spec.envs[0].name", "must not start with 'LEPTON_': that prefix is reserved for variables Jobdeck sets"),
     ("env twice", "/spec/envs/1/name", r#""A""#, "spec.envs[1].name", "'A' is already set by spec.envs[0]"),
     ("env value or secret", "/spec/envs/2/value", r#""literal""#, "spec.envs[2].value_from", "must be left out when a value is given: a variable has either a value or a secret reference, not both"),

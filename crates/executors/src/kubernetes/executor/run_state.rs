@@ -82,7 +82,7 @@ impl RunState {
             run: launch.run,
             node_group: launch.placement.node_group.clone(),
             first_attempt: launch.first_attempt,
-            indexes: launch.spec.chosen_indexes().map(|_| launch.resolved.indexes.clone()),
+            indexes: launch.resolved.chosen_indexes.clone(),
             log_collection: launch.resolved.log_collection,
             since_ms,
             job_uid: None,
