@@ -26,6 +26,7 @@ pub mod job;
 pub mod label_selector;
 pub mod logs;
 pub mod metrics;
+pub mod notifications;
 pub mod queue;
 pub mod quotas;
 pub mod requirements;
@@ -57,6 +58,10 @@ pub use invitations::{
 pub use job::*;
 pub use label_selector::{parse_label_selector, LabelCondition};
 pub use logs::{LogLine, LogRange, LogSearch};
+pub use notifications::{
+    CreatedWebhook, DeliveryState, NotificationCreate, NotificationInfo, NotifyOn, WebhookCreate, WebhookDelivery,
+    WebhookInfo, WebhookKind, NOTIFICATIONS_PER_USER_MAX, WEBHOOKS_PER_USER_MAX, WEBHOOK_DELIVERIES_KEPT,
+};
 pub use queue::{AffinityChange, EstimateBasis, SpecChange, StartEstimate, StartSuggestion, SuggestionKind};
 pub use quotas::{
     format_bytes, parse_bytes, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay, UsageGrouping,

@@ -20,6 +20,7 @@ mod gpu;
 mod limits;
 mod machine;
 mod networks;
+mod notifications;
 mod quotas;
 mod secrets;
 pub use audit::AuditConfig;
@@ -28,6 +29,7 @@ pub use gpu::{known_compute_capability, parse_compute_capability};
 pub use limits::LimitsConfig;
 pub use machine::{default_node_groups, default_shapes, MachineInfo};
 pub use networks::{is_network, Ipv4Network};
+pub use notifications::{is_special, Destination, NotificationsConfig};
 pub use quotas::QuotasConfig;
 pub use secrets::{KeyLocation, SecretsConfig};
 
@@ -101,6 +103,8 @@ pub struct Config {
     pub quotas: QuotasConfig,
     /// `[audit]`: how long the audit log keeps its entries.
     pub audit: AuditConfig,
+    /// `[notifications]`: where webhooks may be sent, and their retries.
+    pub notifications: NotificationsConfig,
     /// The `jobdeck` binary that runs replica supervisors (`jobdeck
     /// supervise`). `None` means the running executable, which is right for
     /// `jobdeck serve`; in-process tests point it at the built binary.
@@ -389,6 +393,7 @@ struct ConfigFile {
     secrets: Option<SecretsConfig>,
     quotas: Option<quotas::QuotasSection>,
     audit: Option<AuditConfig>,
+    notifications: Option<NotificationsConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -424,6 +429,7 @@ impl Config {
             secrets: SecretsConfig::default(),
             quotas: QuotasConfig::default(),
             audit: AuditConfig::default(),
+            notifications: NotificationsConfig::default(),
             supervisor_bin: None,
         }
     }
@@ -491,6 +497,9 @@ impl Config {
         if let Some(audit) = file.audit {
             config.audit = audit;
         }
+        if let Some(notifications) = file.notifications {
+            config.notifications = notifications;
+        }
         config.check()?;
         Ok(config)
     }
@@ -528,6 +537,7 @@ impl Config {
             .or_else(|| self.limits.broken_rule())
             .or_else(|| self.quotas.broken_rule())
             .or_else(|| self.audit.broken_rule())
+            .or_else(|| self.notifications.broken_rule())
             .or_else(|| self.secrets.broken_rule(&self.data_dir))
         {
             return Some(rule);

@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod http;
+pub mod notify;
 
 use std::sync::Arc;
 
@@ -72,6 +73,7 @@ impl AppState {
         let user_limits = http::request_limits::UserLimits::new(&config.limits);
         http::audit::spawn_pruning(store.clone(), config.audit.retention);
         let audit = http::audit::AuditLog::start(store.clone(), config.audit.anonymous_per_minute);
+        notify::spawn(store.clone(), config.clone());
         Ok(Self {
             store,
             config,
@@ -146,6 +148,7 @@ pub fn api_routes() -> Vec<Route> {
         http::invitations::routes(),
         http::quotas::routes(),
         http::templates::routes(),
+        http::notifications::routes(),
         http::audit::routes(),
         http::single_sign_on::routes(),
         http::openapi::routes(),

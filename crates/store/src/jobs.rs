@@ -154,6 +154,15 @@ impl Store {
         let changed = self
             .write(move |tx| {
                 let r = &runtime;
+                let now = super::now_millis();
+                super::notifications::record_transition(
+                    tx,
+                    &id,
+                    r.state,
+                    r.reason.as_deref(),
+                    r.message.as_deref(),
+                    now,
+                )?;
                 let changed = tx.execute(
                     "UPDATE jobs SET state = ?2, reason = ?3, message = ?4, run = ?5, queued_at = ?6, started_at = ?7,
                     completed_at = ?8, archive_at = ?9, placement = ?10, stop_reason = ?11, job_retries = ?12,
@@ -182,7 +191,7 @@ impl Store {
                 if changed == 0 {
                     return Ok(false);
                 }
-                record_charge(tx, &id, r.run, r.placement.as_ref(), holding, r.started_at, super::now_millis())?;
+                record_charge(tx, &id, r.run, r.placement.as_ref(), holding, r.started_at, now)?;
                 for event in &events {
                     super::events::record(tx, event)?;
                 }
@@ -230,7 +239,7 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes a job with its replicas, events and metrics.
+    /// Deletes a job with its replicas, events, metrics and notification rules.
     pub async fn delete_job(&self, id: String) -> StoreResult<()> {
         let job = id.clone();
         let deleted = self
@@ -243,6 +252,9 @@ impl Store {
                 tx.execute("DELETE FROM replicas WHERE job_id = ?1", params![id])?;
                 tx.execute("DELETE FROM job_events WHERE job_id = ?1", params![id])?;
                 tx.execute("DELETE FROM metrics WHERE job_id = ?1", params![id])?;
+                // A rule for this job alone has nothing left to watch; the
+                // deliveries already made about it stay in their history.
+                tx.execute("DELETE FROM notifications WHERE job_id = ?1", params![id])?;
                 tx.execute("DELETE FROM jobs WHERE id = ?1", params![id])?;
                 if let Some((owner, _)) = &owner {
                     record_log_bytes_today(tx, owner, super::now_millis())?;

@@ -21,12 +21,14 @@ mod image_pull_secrets;
 mod invitations;
 pub mod logs;
 mod names;
+mod notifications;
 mod removal;
 pub mod sealing;
 pub use audit::{AuditFilter, AuditRecord, AuditRow};
 pub use invitations::{Claimant, NewInvitation, Redemption};
 pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
+pub use notifications::{Attempted, DeliveryRow, NewWebhook, NotificationRow, WebhookRow, WebhookTarget};
 pub use removal::{NamedJob, RemovalPreview, Removed, SecretUse};
 pub use secrets::TakenName;
 pub use templates::{SavedTemplate, TemplateRow};
@@ -331,5 +333,7 @@ impl Store {
     }
 }
 
+#[cfg(test)]
+mod notifications_tests;
 #[cfg(test)]
 pub(crate) mod tests;

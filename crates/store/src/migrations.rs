@@ -313,6 +313,67 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // index finds a job's reruns.
     "ALTER TABLE jobs ADD COLUMN rerun_of TEXT;
     CREATE INDEX jobs_by_rerun_of ON jobs(rerun_of) WHERE rerun_of IS NOT NULL;",
+    // 16: notifications. A user's endpoints (the address and secret
+    // sealed), which transitions of which jobs go to them, the transitions
+    // waiting to be matched (written with the state change itself, and only
+    // while some rule could match), and each endpoint's deliveries.
+    "CREATE TABLE webhooks (
+        id INTEGER PRIMARY KEY,
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        url TEXT NOT NULL,
+        destination TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        disabled_reason TEXT,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX webhooks_by_owner ON webhooks(owner);
+    CREATE TABLE notifications (
+        id INTEGER PRIMARY KEY,
+        owner TEXT NOT NULL,
+        job_id TEXT,
+        events TEXT NOT NULL,
+        webhook_id INTEGER NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX notifications_by_owner ON notifications(owner) WHERE job_id IS NULL;
+    CREATE INDEX notifications_by_job ON notifications(job_id) WHERE job_id IS NOT NULL;
+    CREATE INDEX notifications_by_webhook ON notifications(webhook_id);
+    CREATE TABLE job_transitions (
+        id INTEGER PRIMARY KEY,
+        job_id TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        from_state TEXT NOT NULL,
+        to_state TEXT NOT NULL,
+        reason TEXT,
+        message TEXT,
+        time INTEGER NOT NULL
+    );
+    CREATE TABLE webhook_deliveries (
+        id INTEGER PRIMARY KEY,
+        webhook_id INTEGER NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        event TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        job_name TEXT NOT NULL,
+        job_owner TEXT NOT NULL,
+        from_state TEXT NOT NULL,
+        to_state TEXT NOT NULL,
+        reason TEXT,
+        message TEXT,
+        time INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_status INTEGER,
+        last_error TEXT,
+        created_at INTEGER NOT NULL,
+        next_at INTEGER,
+        delivered_at INTEGER
+    );
+    CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_at) WHERE state = 'pending';
+    CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, id);",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

@@ -143,6 +143,14 @@ impl Store {
                 )?;
                 let deleted_secrets = tx.execute("DELETE FROM secrets WHERE owner = ?1", params![name])?;
                 tx.execute("DELETE FROM templates WHERE owner = ?1", params![name])?;
+                // Their rules and endpoints go too; the deliveries and rules
+                // of an endpoint go with it.
+                tx.execute("DELETE FROM notifications WHERE owner = ?1", params![name])?;
+                tx.execute(
+                    "DELETE FROM webhook_deliveries WHERE webhook_id IN (SELECT id FROM webhooks WHERE owner = ?1)",
+                    params![name],
+                )?;
+                tx.execute("DELETE FROM webhooks WHERE owner = ?1", params![name])?;
                 let deleted_image_pull_secrets =
                     tx.execute("DELETE FROM image_pull_secrets WHERE owner = ?1", params![name])?;
                 Ok(Some(Removed { revoked_tokens, deleted_secrets, deleted_image_pull_secrets }))

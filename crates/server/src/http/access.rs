@@ -81,6 +81,16 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/templates/private/{id}", VIEWER),
     ("DELETE", "/templates/private/{id}", MEMBER),
     ("POST", "/templates/private/{id}/render", VIEWER),
+    // One's own notification endpoints and rules: personal settings, as
+    // tokens are, so every role keeps them (each user sees only theirs).
+    ("GET", "/webhooks", VIEWER),
+    ("POST", "/webhooks", VIEWER),
+    ("DELETE", "/webhooks/{id}", VIEWER),
+    ("POST", "/webhooks/{id}/enable", VIEWER),
+    ("GET", "/webhooks/{id}/deliveries", VIEWER),
+    ("GET", "/notifications", VIEWER),
+    ("POST", "/notifications", VIEWER),
+    ("DELETE", "/notifications/{id}", VIEWER),
     // Secrets and registry credentials: names and owners are read by every
     // role (values never leave the server); writing is a member's.
     ("GET", "/usersecrets", VIEWER),
@@ -205,13 +215,14 @@ mod tests {
     }
 
     /// A viewer changes nothing of the workspace: every rule a viewer
-    /// passes reads, except the caller's own sign-ins and tokens, and
-    /// rendering a template (which stores nothing).
+    /// passes reads, except the caller's own sign-ins, tokens and
+    /// notification settings, and rendering a template (which stores
+    /// nothing).
     #[test]
     fn a_viewer_may_only_read_and_manage_their_own_sign_ins() {
         for (method, path, access) in RULES {
             if *method != "GET" && *access == VIEWER {
-                let own = path.starts_with("/sessions") || path.starts_with("/tokens");
+                let own = ["/sessions", "/tokens", "/webhooks", "/notifications"].iter().any(|p| path.starts_with(p));
                 // Rendering a template and converting a file create nothing.
                 let creates_nothing = path.ends_with("/render") || *path == "/jobs/convert";
                 assert!(own || creates_nothing, "a viewer may {method} {path}");

@@ -61,6 +61,11 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("POST", "/templates/private", "template.create"),
     ("DELETE", "/templates/private/{id}", "template.delete"),
     ("POST", "/templates/private/{id}/render", "template.render"),
+    ("POST", "/webhooks", "webhook.create"),
+    ("DELETE", "/webhooks/{id}", "webhook.delete"),
+    ("POST", "/webhooks/{id}/enable", "webhook.enable"),
+    ("POST", "/notifications", "notification.create"),
+    ("DELETE", "/notifications/{id}", "notification.delete"),
     ("PUT", "/quotas/{scope}/{name}", "quota.set"),
     ("DELETE", "/quotas/{scope}/{name}", "quota.delete"),
 ];

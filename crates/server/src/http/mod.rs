@@ -21,6 +21,7 @@ pub mod lepton_logs;
 pub mod listener;
 pub mod logs;
 pub mod metrics;
+pub mod notifications;
 pub mod openapi;
 pub mod quotas;
 pub mod replicas;

@@ -20,6 +20,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch};
 use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
+use jobdeck_api::notifications::{
+    CreatedWebhook, NotificationCreate, NotificationInfo, WebhookCreate, WebhookDelivery, WebhookInfo,
+};
 use jobdeck_api::stream::{StreamEnd, StreamEvents, StreamJobRef, StreamLog, StreamReplicas};
 use jobdeck_api::{
     ApiError, AuditList, ConvertedJob, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret,
@@ -89,6 +92,12 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     UsageHistory,
     Template,
     ConvertedJob,
+    WebhookCreate,
+    WebhookInfo,
+    CreatedWebhook,
+    WebhookDelivery,
+    NotificationCreate,
+    NotificationInfo,
 )))]
 struct WireTypes;
 

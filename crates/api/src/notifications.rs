@@ -1,0 +1,288 @@
+//! Notifications (Jobdeck extensions): telling people when a job starts,
+//! ends or is preempted, without a tab kept open.
+//!
+//! A user registers endpoints (`POST /webhooks`: a JSON receiver of their
+//! own, whose deliveries are signed, or a Slack incoming webhook) and then
+//! says which of their jobs' transitions go to which endpoint (`POST
+//! /notifications`: every job of theirs, or one job they may see). An
+//! endpoint's address is write-only, as a secret's value is: the server
+//! answers only its scheme, host and port. docs/api.md, "Notifications",
+//! says what a delivery carries and how it is signed.
+
+use serde::{Deserialize, Serialize};
+
+use crate::decode::Decode;
+use crate::{EndReason, JobState};
+
+/// The most endpoints one user may register.
+pub const WEBHOOKS_PER_USER_MAX: usize = 20;
+/// The most notification rules one user may keep.
+pub const NOTIFICATIONS_PER_USER_MAX: usize = 100;
+/// The longest endpoint name.
+pub const WEBHOOK_NAME_MAX_LEN: usize = 64;
+/// The longest endpoint address.
+pub const WEBHOOK_URL_MAX_LEN: usize = 2048;
+/// How many deliveries an endpoint's history keeps, newest first.
+pub const WEBHOOK_DELIVERIES_KEPT: usize = 100;
+/// The header a JSON delivery's signature is in: `sha256=<hex>`, the
+/// HMAC-SHA256, under the endpoint's secret, of `<timestamp>.<body>`.
+pub const SIGNATURE_HEADER: &str = "X-Jobdeck-Signature";
+/// The header with the Unix seconds the signature covers.
+pub const TIMESTAMP_HEADER: &str = "X-Jobdeck-Timestamp";
+/// The header naming the delivery, the same on each retry of it.
+pub const DELIVERY_HEADER: &str = "X-Jobdeck-Delivery";
+
+/// What an endpoint receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookKind {
+    /// Jobdeck's own JSON, signed with the endpoint's secret.
+    #[default]
+    Json,
+    /// A Slack incoming webhook's message (`{"text": …}`).
+    Slack,
+}
+
+/// A transition of a job a person can ask to hear about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyOn {
+    /// The job started running (after queueing, or again after a retry).
+    Started,
+    Completed,
+    Failed,
+    /// A person or a deadline stopped it.
+    Stopped,
+    /// The executor took its resources away (a preempted pod or Slurm job).
+    Preempted,
+}
+
+impl NotifyOn {
+    pub const ALL: [NotifyOn; 5] =
+        [NotifyOn::Started, NotifyOn::Completed, NotifyOn::Failed, NotifyOn::Stopped, NotifyOn::Preempted];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotifyOn::Started => "started",
+            NotifyOn::Completed => "completed",
+            NotifyOn::Failed => "failed",
+            NotifyOn::Stopped => "stopped",
+            NotifyOn::Preempted => "preempted",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<NotifyOn> {
+        NotifyOn::ALL.into_iter().find(|on| on.as_str() == text)
+    }
+
+    /// What a job entering `to` from `from` for `reason` (its stored
+    /// reason, an `EndReason`'s text where it ended) is, most specific
+    /// first: a run preempted and then failed is both.
+    pub fn of_transition(from: JobState, to: JobState, reason: Option<&str>) -> Vec<NotifyOn> {
+        let preempted = reason == Some(EndReason::Preempted.as_str());
+        match to {
+            JobState::Running if from != JobState::Running => vec![NotifyOn::Started],
+            JobState::Completed => vec![NotifyOn::Completed],
+            JobState::Failed if preempted => vec![NotifyOn::Preempted, NotifyOn::Failed],
+            JobState::Failed => vec![NotifyOn::Failed],
+            JobState::PendingRetry if preempted => vec![NotifyOn::Preempted],
+            JobState::Stopped => vec![NotifyOn::Stopped],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// `POST /webhooks`: a new endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WebhookCreate {
+    /// A name of the user's choice, shown in lists.
+    pub name: String,
+    /// Where deliveries are posted: `https://…` (`http://` too, where the
+    /// admin's allow-list admits the host). Never answered back.
+    pub url: String,
+    #[serde(default)]
+    pub kind: WebhookKind,
+}
+
+impl WebhookCreate {
+    /// The rules of the body alone, one message per broken rule by field;
+    /// whether the server may send to the address is the server's check.
+    pub fn problems(&self) -> crate::FieldErrors {
+        let mut problems = crate::FieldErrors::new();
+        let mut add = |field: &str, message: String| problems.entry(field.into()).or_default().push(message);
+        let name_len = self.name.chars().count();
+        if name_len == 0 || name_len > WEBHOOK_NAME_MAX_LEN {
+            add("name", format!("1 to {WEBHOOK_NAME_MAX_LEN} characters"));
+        }
+        if self.name.chars().any(char::is_control) {
+            add("name", "no control characters (line breaks, tabs)".into());
+        }
+        if self.url.len() > WEBHOOK_URL_MAX_LEN {
+            add("url", format!("at most {WEBHOOK_URL_MAX_LEN} characters"));
+        }
+        problems
+    }
+}
+
+/// One endpoint as `GET /webhooks` lists it: never its address or secret.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WebhookInfo {
+    /// The number the other routes take.
+    pub id: i64,
+    pub name: String,
+    pub kind: WebhookKind,
+    /// The address's scheme, host and port (`https://hooks.slack.com`).
+    pub destination: String,
+    /// False once the server gave up on it (see `disabled_reason`) until
+    /// its owner enables it again.
+    pub enabled: bool,
+    /// Why and when it was disabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
+    /// Unix milliseconds, as every time here.
+    pub created_at: i64,
+}
+
+/// `POST /webhooks`'s answer: the endpoint and, for a JSON one, the secret
+/// its deliveries are signed with, shown this once.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CreatedWebhook {
+    pub webhook: WebhookInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+/// Where one delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryState {
+    /// Not sent yet, or to be tried again at `next_attempt_at`.
+    #[default]
+    Pending,
+    /// The endpoint answered 2xx.
+    Delivered,
+    /// Every attempt failed.
+    Failed,
+    /// Not sent: the endpoint was disabled, or its owner may no longer see
+    /// the job.
+    Skipped,
+}
+
+impl DeliveryState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "pending",
+            DeliveryState::Delivered => "delivered",
+            DeliveryState::Failed => "failed",
+            DeliveryState::Skipped => "skipped",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<DeliveryState> {
+        [DeliveryState::Pending, DeliveryState::Delivered, DeliveryState::Failed, DeliveryState::Skipped]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+    }
+}
+
+/// One delivery in `GET /webhooks/{id}/deliveries`, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WebhookDelivery {
+    /// The `X-Jobdeck-Delivery` header's value.
+    pub id: i64,
+    /// What happened (`failed`, `completed`, …).
+    pub event: String,
+    pub job_id: String,
+    pub state: DeliveryState,
+    pub attempts: u32,
+    /// The endpoint's last answer, when it answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_status: Option<u32>,
+    /// Why the last attempt failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_at: Option<i64>,
+}
+
+/// `POST /notifications`: which transitions of which jobs go where.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NotificationCreate {
+    /// One job the caller may see (its id or name); absent, every job the
+    /// caller owns, those made later included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    /// The transitions to hear about; at least one.
+    pub on: Vec<NotifyOn>,
+    /// The endpoint (one of the caller's, by id).
+    pub webhook: i64,
+}
+
+impl NotificationCreate {
+    pub fn problems(&self) -> crate::FieldErrors {
+        let mut problems = crate::FieldErrors::new();
+        if self.on.is_empty() {
+            problems
+                .entry("on".into())
+                .or_default()
+                .push(format!("name at least one of {}", NotifyOn::ALL.map(NotifyOn::as_str).join(", ")));
+        }
+        problems
+    }
+}
+
+/// One rule as `GET /notifications` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NotificationInfo {
+    pub id: i64,
+    /// The job's id; absent for every job the owner has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    pub on: Vec<NotifyOn>,
+    pub webhook: i64,
+    pub created_at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_transition_is_the_notifications_a_person_expects() {
+        use JobState::*;
+        let preempted = Some("Preempted");
+        let table: &[(JobState, JobState, Option<&str>, &[NotifyOn])] = &[
+            (Queueing, Starting, None, &[]),
+            (Starting, Running, None, &[NotifyOn::Started]),
+            (Running, Running, None, &[]),
+            (Running, Completed, None, &[NotifyOn::Completed]),
+            (Running, Failed, Some("Error"), &[NotifyOn::Failed]),
+            (Running, Failed, preempted, &[NotifyOn::Preempted, NotifyOn::Failed]),
+            (Running, PendingRetry, preempted, &[NotifyOn::Preempted]),
+            (Running, PendingRetry, Some("Error"), &[]),
+            (Stopping, Stopped, None, &[NotifyOn::Stopped]),
+            (Queueing, Stopped, None, &[NotifyOn::Stopped]),
+            (Completed, Archived, None, &[]),
+        ];
+        for (from, to, reason, expected) in table {
+            assert_eq!(NotifyOn::of_transition(*from, *to, *reason), *expected, "{from:?} -> {to:?} ({reason:?})");
+        }
+        for on in NotifyOn::ALL {
+            assert_eq!(NotifyOn::parse(on.as_str()), Some(on));
+        }
+    }
+}
