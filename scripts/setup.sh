@@ -13,7 +13,8 @@
 # tests/containers.rs; with --slurm a one-node Slurm cluster running on this
 # machine (scripts/slurm-up.sh), for tests/slurm.rs; with --oidc npm's
 # oidc-provider in tests/oidc/node_modules (tests/oidc/package-lock.json), the
-# real OpenID Connect provider of tests/sso.rs. Versions are
+# real OpenID Connect provider of tests/sso.rs; with --smtp Python's aiosmtpd
+# in tests/.smtp-venv, the SMTP server of the email notification tests. Versions are
 # pinned so no build step ever downloads a tool of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,7 @@ with_fuzz=false
 with_containers=false
 with_slurm=false
 with_oidc=false
+with_smtp=false
 for arg in "$@"; do
   case "$arg" in
     --browser) with_browser=true ;;
@@ -40,7 +42,8 @@ for arg in "$@"; do
     --containers) with_containers=true ;;
     --slurm) with_slurm=true ;;
     --oidc) with_oidc=true ;;
-    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao] [--fuzz] [--containers] [--slurm] [--oidc]" >&2; exit 2 ;;
+    --smtp) with_smtp=true ;;
+    *) echo "usage: scripts/setup.sh [--browser] [--lep] [--tao] [--fuzz] [--containers] [--slurm] [--oidc] [--smtp]" >&2; exit 2 ;;
   esac
 done
 
@@ -187,6 +190,11 @@ fi
 if $with_fuzz; then
   python_venv tests/.fuzz-venv tests/fuzz-requirements.txt bin/schemathesis \
     "Schemathesis ($(grep -m1 '^schemathesis==' tests/fuzz-requirements.txt))"
+fi
+
+if $with_smtp; then
+  python_venv tests/.smtp-venv tests/smtp-requirements.txt bin/aiosmtpd \
+    "the SMTP server of the email tests ($(grep -m1 '^aiosmtpd==' tests/smtp-requirements.txt))"
 fi
 
 if $with_oidc; then

@@ -31,6 +31,9 @@ step() {
 step scripts/setup.sh --lep
 step scripts/setup.sh --tao
 step scripts/setup.sh --fuzz
+# Python's aiosmtpd, the SMTP server the email notifications are sent to
+# (crates/server/tests/api/notification_email.rs).
+step scripts/setup.sh --smtp
 # The OpenID Connect provider of tests/sso.rs.
 step scripts/setup.sh --oidc
 # podman, the registry and the test image's busybox for tests/containers.rs.

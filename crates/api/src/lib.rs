@@ -59,8 +59,9 @@ pub use job::*;
 pub use label_selector::{parse_label_selector, LabelCondition};
 pub use logs::{LogLine, LogRange, LogSearch};
 pub use notifications::{
-    CreatedWebhook, DeliveryState, NotificationCreate, NotificationInfo, NotifyOn, WebhookCreate, WebhookDelivery,
-    WebhookInfo, WebhookKind, NOTIFICATIONS_PER_USER_MAX, WEBHOOKS_PER_USER_MAX, WEBHOOK_DELIVERIES_KEPT,
+    CreatedWebhook, DeliveryState, EmailChange, NotificationCreate, NotificationInfo, NotifyOn, WebhookCreate,
+    WebhookDelivery, WebhookInfo, WebhookKind, NOTIFICATIONS_PER_USER_MAX, WEBHOOKS_PER_USER_MAX,
+    WEBHOOK_DELIVERIES_KEPT,
 };
 pub use queue::{AffinityChange, EstimateBasis, SpecChange, StartEstimate, StartSuggestion, SuggestionKind};
 pub use quotas::{

@@ -42,6 +42,9 @@ pub enum WebhookKind {
     Json,
     /// A Slack incoming webhook's message (`{"text": …}`).
     Slack,
+    /// Mail to the owner's own address (their sign-in's, or the one an
+    /// admin set), through the server's SMTP server; it has no URL.
+    Email,
 }
 
 /// A transition of a job a person can ask to hear about.
@@ -102,7 +105,9 @@ pub struct WebhookCreate {
     /// A name of the user's choice, shown in lists.
     pub name: String,
     /// Where deliveries are posted: `https://…` (`http://` too, where the
-    /// admin's allow-list admits the host). Never answered back.
+    /// admin's allow-list admits the host). Never answered back. Empty for
+    /// an email endpoint.
+    #[serde(default)]
     pub url: String,
     #[serde(default)]
     pub kind: WebhookKind,
@@ -124,6 +129,9 @@ impl WebhookCreate {
         if self.url.len() > WEBHOOK_URL_MAX_LEN {
             add("url", format!("at most {WEBHOOK_URL_MAX_LEN} characters"));
         }
+        if self.kind == WebhookKind::Email && !self.url.is_empty() {
+            add("url", "an email endpoint has no URL: mail goes to your own address".into());
+        }
         problems
     }
 }
@@ -136,7 +144,8 @@ pub struct WebhookInfo {
     pub id: i64,
     pub name: String,
     pub kind: WebhookKind,
-    /// The address's scheme, host and port (`https://hooks.slack.com`).
+    /// The address's scheme, host and port (`https://hooks.slack.com`);
+    /// for email, `mailto:` and the address it was made for.
     pub destination: String,
     /// False once the server gave up on it (see `disabled_reason`) until
     /// its owner enables it again.
@@ -216,6 +225,31 @@ pub struct WebhookDelivery {
     pub delivered_at: Option<i64>,
 }
 
+/// `PUT /users/{name}/email`: the address a user's email endpoints mail,
+/// set by an admin (for a user whose sign-in gave none); empty clears it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EmailChange {
+    pub email: String,
+}
+
+impl EmailChange {
+    pub fn problems(&self) -> crate::FieldErrors {
+        let mut problems = crate::FieldErrors::new();
+        let email = self.email.as_str();
+        let well_formed = email.len() <= 254
+            && email.split_once('@').is_some_and(|(local, domain)| {
+                !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.contains('@')
+            })
+            && !email.chars().any(|c| c.is_whitespace() || c.is_control() || "<>,;\"".contains(c));
+        if !email.is_empty() && !well_formed {
+            problems.entry("email".into()).or_default().push("an address such as alice@example.com".into());
+        }
+        problems
+    }
+}
+
 /// `POST /notifications`: which transitions of which jobs go where.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -283,6 +317,26 @@ mod tests {
         }
         for on in NotifyOn::ALL {
             assert_eq!(NotifyOn::parse(on.as_str()), Some(on));
+        }
+    }
+
+    #[test]
+    fn an_email_address_is_one_address() {
+        let problems = |email: &str| EmailChange { email: email.into() }.problems();
+        for good in ["alice@example.com", "a.b+jobs@mail.example.org", ""] {
+            assert!(problems(good).is_empty(), "{good}");
+        }
+        for bad in [
+            "alice",
+            "@example.com",
+            "alice@localhost",
+            "a@b@c.com",
+            "a b@c.com",
+            "a@c.com\r\nBcc: x@y.z",
+            "<a@b.com>",
+            "a@b.com,c@d.com",
+        ] {
+            assert!(problems(bad).contains_key("email"), "{bad:?}");
         }
     }
 }

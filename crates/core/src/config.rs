@@ -29,7 +29,7 @@ pub use gpu::{known_compute_capability, parse_compute_capability};
 pub use limits::LimitsConfig;
 pub use machine::{default_node_groups, default_shapes, MachineInfo};
 pub use networks::{is_network, Ipv4Network};
-pub use notifications::{is_special, Destination, NotificationsConfig};
+pub use notifications::{is_special, Destination, EmailConfig, NotificationsConfig, SmtpTls};
 pub use quotas::QuotasConfig;
 pub use secrets::{KeyLocation, SecretsConfig};
 

@@ -109,10 +109,10 @@ fn sealed_row(owner: &str, id: i64, part: &str) -> String {
 }
 
 fn kind_of(text: &str) -> WebhookKind {
-    if text == "slack" {
-        WebhookKind::Slack
-    } else {
-        WebhookKind::Json
+    match text {
+        "slack" => WebhookKind::Slack,
+        "email" => WebhookKind::Email,
+        _ => WebhookKind::Json,
     }
 }
 
@@ -120,6 +120,7 @@ fn kind_text(kind: WebhookKind) -> &'static str {
     match kind {
         WebhookKind::Json => "json",
         WebhookKind::Slack => "slack",
+        WebhookKind::Email => "email",
     }
 }
 

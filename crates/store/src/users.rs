@@ -164,6 +164,33 @@ impl Store {
         .await
     }
 
+    /// The address mail for `name` goes to: the one their sign-in gave, or
+    /// an admin set; `None` without one (or without such a user).
+    pub async fn user_email(&self, name: &str) -> StoreResult<Option<String>> {
+        let name = name.to_string();
+        self.read(move |conn| {
+            let email: Option<Option<String>> = conn
+                .query_row("SELECT email FROM users WHERE name = ?1 AND removed_at IS NULL", params![name], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            Ok(email.flatten().filter(|e| !e.is_empty()))
+        })
+        .await
+    }
+
+    /// Sets (or, with `None`, clears) `name`'s address; false when there is
+    /// no such user.
+    pub async fn set_user_email(&self, name: &str, email: Option<String>) -> StoreResult<bool> {
+        let name = name.to_string();
+        self.write(move |tx| {
+            Ok(tx
+                .execute("UPDATE users SET email = ?2 WHERE name = ?1 AND removed_at IS NULL", params![name, email])?
+                == 1)
+        })
+        .await
+    }
+
     /// Every user by name (but those removed), with what an admin needs to
     /// know of each at `now`.
     pub async fn list_users(&self, now: i64) -> StoreResult<Vec<UserSummary>> {

@@ -34,13 +34,86 @@ pub struct NotificationsConfig {
     /// How long one attempt may take, connecting included.
     #[serde(deserialize_with = "duration")]
     pub timeout: Duration,
+    /// `[notifications.email]`: the SMTP server mail goes through; absent,
+    /// no email.
+    pub email: Option<EmailConfig>,
+}
+
+/// How the connection to the SMTP server is secured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpTls {
+    /// Plain SMTP, upgraded with STARTTLS, which the server must offer
+    /// (port 587 by default).
+    #[default]
+    Starttls,
+    /// TLS from the first byte (port 465 by default).
+    Tls,
+    /// No TLS: only to this machine (a local relay), so a password or a
+    /// message never crosses a network in the clear (port 25 by default).
+    None,
+}
+
+/// `[notifications.email]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmailConfig {
+    /// The SMTP server's host name or address.
+    pub smtp_server: String,
+    /// Its port; absent, the one `tls` implies.
+    #[serde(default)]
+    pub smtp_port: Option<u16>,
+    #[serde(default)]
+    pub tls: SmtpTls,
+    /// The sender, `jobdeck@example.com` or `Jobdeck <jobdeck@example.com>`.
+    pub from: String,
+    /// The user name to authenticate as, with `password_file`.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// A file holding the password (kept out of the config, as the
+    /// sign-in's client secret is).
+    #[serde(default)]
+    pub password_file: Option<std::path::PathBuf>,
+}
+
+impl EmailConfig {
+    pub fn port(&self) -> u16 {
+        self.smtp_port.unwrap_or(match self.tls {
+            SmtpTls::Starttls => 587,
+            SmtpTls::Tls => 465,
+            SmtpTls::None => 25,
+        })
+    }
+
+    fn broken_rule(&self) -> Option<String> {
+        let local = matches!(self.smtp_server.as_str(), "localhost" | "127.0.0.1" | "::1" | "[::1]");
+        if self.tls == SmtpTls::None && !local {
+            return Some(format!(
+                "notifications.email.tls = \"none\" is only for a relay on this machine, not '{}': use starttls or tls",
+                self.smtp_server
+            ));
+        }
+        if !self.from.contains('@') || self.from.chars().any(char::is_control) {
+            return Some(format!("notifications.email.from must be an email address, not '{}'", self.from));
+        }
+        if self.username.is_some() != self.password_file.is_some() {
+            return Some("notifications.email.username and password_file go together".into());
+        }
+        None
+    }
 }
 
 impl Default for NotificationsConfig {
     fn default() -> Self {
         // Six attempts 30 s, 1, 2, 4 and 8 minutes apart: an endpoint down
         // for a quarter of an hour loses nothing.
-        Self { allow: Vec::new(), attempts: 6, retry_after: Duration::from_secs(30), timeout: Duration::from_secs(10) }
+        Self {
+            allow: Vec::new(),
+            attempts: 6,
+            retry_after: Duration::from_secs(30),
+            timeout: Duration::from_secs(10),
+            email: None,
+        }
     }
 }
 
@@ -53,7 +126,7 @@ impl NotificationsConfig {
         if self.timeout.is_zero() || self.timeout > Duration::from_secs(60) {
             return Some("notifications.timeout must be between 1s and 60s".into());
         }
-        None
+        self.email.as_ref().and_then(EmailConfig::broken_rule)
     }
 
     /// Whether a URL's host, a name or an address as written, is one the
@@ -255,6 +328,25 @@ mod tests {
         for (address, expected) in cases {
             assert_eq!(config.allows_address(address.parse().unwrap()), expected, "{address}");
         }
+    }
+
+    #[test]
+    fn email_is_sent_in_the_clear_only_to_this_machine() {
+        let read = |text: &str| toml::from_str::<NotificationsConfig>(text).unwrap().broken_rule();
+        let base = "[email]\nfrom = 'jobdeck@example.com'\n";
+        assert_eq!(read(&format!("{base}smtp_server = 'mail.example.com'")), None);
+        assert_eq!(read(&format!("{base}smtp_server = '127.0.0.1'\ntls = 'none'")), None);
+        let cases = [
+            (format!("{base}smtp_server = 'mail.example.com'\ntls = 'none'"), "only for a relay on this machine"),
+            ("[email]\nfrom = 'nobody'\nsmtp_server = 'mail.example.com'".to_string(), "must be an email address"),
+            (format!("{base}smtp_server = 'mail.example.com'\nusername = 'jd'"), "go together"),
+        ];
+        for (text, expected) in cases {
+            let rule = read(&text).unwrap_or_default();
+            assert!(rule.contains(expected), "{text}: {rule}");
+        }
+        let config: NotificationsConfig = toml::from_str(&format!("{base}smtp_server = 'm'\ntls = 'tls'")).unwrap();
+        assert_eq!(config.email.unwrap().port(), 465);
     }
 
     #[test]

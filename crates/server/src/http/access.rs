@@ -112,6 +112,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("PATCH", "/users/{name}", ADMIN),
     ("DELETE", "/users/{name}", ADMIN),
     ("GET", "/users/{name}/removal", ADMIN),
+    ("PUT", "/users/{name}/email", ADMIN),
     ("GET", "/invitations", ADMIN),
     ("POST", "/invitations", ADMIN),
     ("DELETE", "/invitations/{id}", ADMIN),

@@ -52,6 +52,7 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("DELETE", "/tokens/{id}", "token.revoke"),
     ("PATCH", "/users/{name}", "user.role"),
     ("DELETE", "/users/{name}", "user.remove"),
+    ("PUT", "/users/{name}/email", "user.email"),
     ("POST", "/invitations", "invitation.create"),
     ("DELETE", "/invitations/{id}", "invitation.withdraw"),
     ("POST", "/invitations/check", "invitation.check"),

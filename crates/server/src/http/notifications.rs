@@ -85,6 +85,22 @@ fn new_secret() -> AppResult<String> {
     Ok(format!("whsec_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
 }
 
+/// The address an email endpoint of `user` mails: theirs on record, where
+/// the server sends email at all.
+async fn email_destination(state: &AppState, user: &CurrentUser) -> AppResult<String> {
+    if state.config.notifications.email.is_none() {
+        return Err(field_error("kind", "this server sends no email (its [notifications.email] is not set)".into()));
+    }
+    state.store.user_email(&user.name).await?.ok_or_else(|| {
+        field_error(
+            "kind",
+            "you have no email address on record: sign in through your identity provider, or ask an admin to set \
+             one (PUT /users/{name}/email)"
+                .into(),
+        )
+    })
+}
+
 /// `GET /webhooks`: the caller's endpoints, oldest first.
 async fn list_webhooks(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<Vec<WebhookInfo>>> {
     let rows = state.store.webhooks_of(user.name.clone()).await?;
@@ -102,10 +118,15 @@ async fn create_webhook(
     if !problems.is_empty() {
         return Err(AppError::Validation(problems));
     }
-    let destination = send::check_url(&state.config.notifications, &body.url).map_err(|why| field_error("url", why))?;
+    let destination = match body.kind {
+        WebhookKind::Email => format!("mailto:{}", email_destination(&state, &user).await?),
+        WebhookKind::Json | WebhookKind::Slack => {
+            send::check_url(&state.config.notifications, &body.url).map_err(|why| field_error("url", why))?
+        }
+    };
     let secret = match body.kind {
         WebhookKind::Json => new_secret()?,
-        WebhookKind::Slack => String::new(),
+        WebhookKind::Slack | WebhookKind::Email => String::new(),
     };
     let webhook = NewWebhook {
         owner: user.name.clone(),

@@ -21,7 +21,7 @@ use axum::routing::get;
 use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch};
 use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
 use jobdeck_api::notifications::{
-    CreatedWebhook, NotificationCreate, NotificationInfo, WebhookCreate, WebhookDelivery, WebhookInfo,
+    CreatedWebhook, EmailChange, NotificationCreate, NotificationInfo, WebhookCreate, WebhookDelivery, WebhookInfo,
 };
 use jobdeck_api::stream::{StreamEnd, StreamEvents, StreamJobRef, StreamLog, StreamReplicas};
 use jobdeck_api::{
@@ -98,6 +98,7 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     WebhookDelivery,
     NotificationCreate,
     NotificationInfo,
+    EmailChange,
 )))]
 struct WireTypes;
 

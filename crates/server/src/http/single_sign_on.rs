@@ -347,7 +347,9 @@ async fn sign_on(
         name: identity.name.clone(),
         issuer: issuer.clone(),
         subject: identity.subject.clone(),
-        email: identity.email.clone(),
+        // Kept only when the provider vouches for it: email notifications
+        // go to it (docs/teams.md, "Email addresses").
+        email: identity.email.clone().filter(|_| identity.email_verified),
         role: mapped.unwrap_or(sso.config.default_role),
         now: now_millis(),
     };

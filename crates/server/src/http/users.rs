@@ -23,6 +23,7 @@ pub fn routes() -> Vec<Route> {
         ("/users", get(list_users)),
         ("/users/{name}", axum::routing::patch(change_role).delete(remove_user)),
         ("/users/{name}/removal", get(removal)),
+        ("/users/{name}/email", axum::routing::put(set_email)),
     ]
 }
 
@@ -63,6 +64,27 @@ async fn change_role(
             Ok(audit::noted(Json(view(changed)), name, Some(format!("role {}", change.role.as_str()))))
         }
     }
+}
+
+/// `PUT /users/{name}/email`: the address a user's email notifications go
+/// to, for a user whose sign-in gave none (or gave the wrong one); empty
+/// clears it. Only an admin sets it: a user who could would have the
+/// server mail anyone.
+async fn set_email(
+    State(state): State<AppState>,
+    _admin: CurrentUser,
+    Path(name): Path<String>,
+    ApiJson(change): ApiJson<jobdeck_api::EmailChange>,
+) -> AppResult<Response> {
+    let problems = change.problems();
+    if !problems.is_empty() {
+        return Err(AppError::Validation(problems));
+    }
+    let email = Some(change.email.clone()).filter(|e| !e.is_empty());
+    if !state.store.set_user_email(&name, email).await? {
+        return Err(AppError::NotFound(format!("there is no user '{name}'")));
+    }
+    Ok(audit::noted(Json(change.clone()), name, Some(format!("email '{}'", change.email))))
 }
 
 fn brief(job: NamedJob) -> JobBrief {

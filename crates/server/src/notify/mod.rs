@@ -13,13 +13,14 @@
 //! that fails every attempt disables its endpoint, with the reason on the
 //! endpoint and in the audit log.
 
+pub mod mail;
 pub mod payload;
 pub mod send;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobdeck_api::DeliveryState;
+use jobdeck_api::{DeliveryState, WebhookKind};
 use jobdeck_core::Config;
 use jobdeck_store::changes::{Change, Since};
 use jobdeck_store::{Attempted, AuditRecord, DeliveryRow, Store};
@@ -136,6 +137,23 @@ impl Notifier {
         Ok(())
     }
 
+    /// Mails `delivery` to `owner`'s address on record now.
+    async fn mail(&self, owner: &str, delivery: &DeliveryRow) -> jobdeck_store::StoreResult<Outcome> {
+        let settings = &self.config.notifications;
+        let Some(email) = &settings.email else {
+            return Ok(Outcome::Failed("this server sends no email now ([notifications.email] is not set)".into()));
+        };
+        let Some(to) = self.store.user_email(owner).await? else {
+            return Ok(Outcome::Failed(format!("{owner} has no email address on record")));
+        };
+        let public_url = self.config.auth.public_url.as_deref();
+        let workspace = &self.config.workspace_name;
+        Ok(match mail::message(email, workspace, public_url, &to, delivery) {
+            Ok(message) => mail::send(email, settings.timeout, message).await,
+            Err(why) => Outcome::Failed(why),
+        })
+    }
+
     async fn deliver(&self, delivery: DeliveryRow) -> jobdeck_store::StoreResult<()> {
         let now = || jobdeck_store::now_millis();
         let settings = &self.config.notifications;
@@ -161,8 +179,13 @@ impl Notifier {
         {
             return self.store.record_attempt(skip("its owner may no longer see the job")).await;
         }
-        let public_url = self.config.auth.public_url.as_deref();
-        let outcome = send::attempt(&self.client, settings, public_url, &target, &delivery).await;
+        let outcome = match target.kind {
+            WebhookKind::Email => self.mail(&target.owner, &delivery).await?,
+            WebhookKind::Json | WebhookKind::Slack => {
+                let public_url = self.config.auth.public_url.as_deref();
+                send::attempt(&self.client, settings, public_url, &target, &delivery).await
+            }
+        };
         let attempts = delivery.attempts + 1;
         let (status, error) = match &outcome {
             Outcome::Delivered(status) => (Some(u32::from(*status)), None),

@@ -21,7 +21,7 @@ pub fn job_link(public_url: Option<&str>, job_id: &str, tab: Option<&str>) -> St
 
 /// The page a person wants from this delivery: a failure's analysis for a
 /// failed or preempted job, the job's overview otherwise.
-fn link_of(delivery: &DeliveryRow, public_url: Option<&str>) -> String {
+pub fn link_of(delivery: &DeliveryRow, public_url: Option<&str>) -> String {
     let tab = matches!(delivery.event.as_str(), "failed" | "preempted").then_some("failure");
     job_link(public_url, &delivery.job_id, tab)
 }

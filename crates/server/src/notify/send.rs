@@ -103,8 +103,8 @@ pub async fn attempt(
         return Outcome::Failed(why);
     }
     let body = match target.kind {
-        WebhookKind::Json => payload::json_body(delivery, public_url),
         WebhookKind::Slack => payload::slack_body(delivery, public_url),
+        WebhookKind::Json | WebhookKind::Email => payload::json_body(delivery, public_url),
     };
     let body = body.to_string().into_bytes();
     let mut request = client

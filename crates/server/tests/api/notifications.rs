@@ -326,10 +326,16 @@ async fn endpoints_and_rules_are_their_owners_alone() {
         .post_json("/api/v2/notifications", &viewer, &json!({"job": hidden, "on": ["stopped"], "webhook": veras}))
         .await;
     assert_eq!(res.status, StatusCode::NOT_FOUND, "{}", res.text());
+    // Made stopped, so it starts only after the rule exists.
     let (gate_wait, gate) = app.gate("public");
-    let public = app.create_job(&alice, &sh_job("public", &format!("{gate_wait}; echo done"))).await;
+    let mut public_job = sh_job("public", &format!("{gate_wait}; echo done"));
+    public_job["spec"]["stopped"] = json!(true);
+    let public = app.create_job(&alice, &public_job).await;
     let rule = add_rule(&app, &viewer, json!({"job": public, "on": ["started", "completed"], "webhook": veras})).await;
     assert_eq!(rule["job"], public.as_str());
+    let start = json!({"spec": {"stopped": false}});
+    let res = app.call(Method::PATCH, &format!("/api/v2/jobs/{public}"), &alice, Some(&start)).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
     app.wait_until("started, to Vera", || async {
         receiver.got().iter().any(|r| r.path == "/vera" && r.json()["event"] == "started")
     })
