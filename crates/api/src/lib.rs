@@ -63,7 +63,9 @@ pub use notifications::{
     WebhookDelivery, WebhookInfo, WebhookKind, NOTIFICATIONS_PER_USER_MAX, WEBHOOKS_PER_USER_MAX,
     WEBHOOK_DELIVERIES_KEPT,
 };
-pub use queue::{AffinityChange, EstimateBasis, SpecChange, StartEstimate, StartSuggestion, SuggestionKind};
+pub use queue::{
+    AffinityChange, EstimateBasis, QueueEntry, QueueList, SpecChange, StartEstimate, StartSuggestion, SuggestionKind,
+};
 pub use quotas::{
     format_bytes, parse_bytes, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay, UsageGrouping,
     UsageHistory, UsageNow, UserUsage, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,

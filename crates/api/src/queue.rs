@@ -104,3 +104,55 @@ pub struct StartEstimate {
     /// end; sooner if they end earlier".
     pub reason: String,
 }
+
+/// One job of `GET /queue`, in the admission order. A job the caller may
+/// not see keeps its place, priority and node groups (so the caller can
+/// tell how much waits ahead of them and why) but not its id, name, owner,
+/// shape or message.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct QueueEntry {
+    /// 1 for the first to be admitted when capacity frees, among the jobs
+    /// listed; absent for a job its creator's quota holds (it holds back
+    /// nobody behind it, and starts only once its creator is under quota).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<i64>,
+    /// Absent for a job the caller may not see, as are the fields below
+    /// that say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    /// `low-1000` … `high-9000`.
+    pub priority_class: String,
+    pub node_groups: Vec<String>,
+    /// Absent for a job the caller may not see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_shape: Option<String>,
+    /// Replicas it runs at once.
+    pub replicas: i64,
+    pub gpus_per_replica: i64,
+    /// Unix milliseconds it entered the queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_at: Option<i64>,
+    pub held_by_quota: bool,
+    /// It may stop lower-priority preemptible jobs to start.
+    pub can_preempt: bool,
+    /// Once running, a higher-priority job may stop it.
+    pub can_be_preempted: bool,
+    /// Why it waits, in its status's words; absent for a job the caller may
+    /// not see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `GET /queue`: the queued jobs, first to be admitted first, and how many
+/// of them the caller may not see.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct QueueList {
+    pub jobs: Vec<QueueEntry>,
+    pub hidden: i64,
+}

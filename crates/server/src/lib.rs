@@ -137,6 +137,7 @@ pub fn api_routes() -> Vec<Route> {
         http::convert::routes(),
         http::jobs::routes(),
         http::replicas::routes(),
+        http::queue::routes(),
         http::stream::routes(),
         http::lepton_logs::routes(),
         http::failure_analysis::routes(),

@@ -19,6 +19,7 @@ pub mod error;
 mod estimate;
 pub mod placement;
 mod progress;
+mod queue_view;
 mod quotas;
 mod secret_refs;
 mod standing;
@@ -33,6 +34,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use self::error::{SchedulerError, SchedulerResult};
 use self::placement::{fit, group_states, occupy, plan_preemption, release, shortage, Candidate};
+pub use self::queue_view::QueuedJob;
 pub use self::standing::QueueStanding;
 pub use self::transition::Command;
 use self::transition::{transition, Effect};
@@ -84,6 +86,9 @@ enum Msg {
     QueueStanding {
         id: String,
         reply: oneshot::Sender<SchedulerResult<Option<QueueStanding>>>,
+    },
+    Queue {
+        reply: oneshot::Sender<Vec<QueuedJob>>,
     },
 }
 
@@ -143,6 +148,13 @@ impl SchedulerHandle {
             .send(Msg::QueueStanding { id: id.to_string(), reply })
             .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
         answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a queue question"))?
+    }
+
+    /// Every queued job in the admission order (`queue_view.rs`).
+    pub async fn queue(&self) -> SchedulerResult<Vec<QueuedJob>> {
+        let (reply, answer) = oneshot::channel();
+        self.tx.send(Msg::Queue { reply }).map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a queue question"))
     }
 }
 
@@ -492,6 +504,9 @@ impl Scheduler {
             }
             Msg::QueueStanding { id, reply } => {
                 let _ = reply.send(self.queue_standing(&id).await);
+            }
+            Msg::Queue { reply } => {
+                let _ = reply.send(self.queue_view());
             }
         }
     }

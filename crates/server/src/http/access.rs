@@ -70,6 +70,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/logs", VIEWER),
     // The event stream: what the caller may read, as it changes.
     ("GET", "/stream", VIEWER),
+    ("GET", "/queue", VIEWER),
     // Templates: every role reads and renders them (rendering creates
     // nothing); keeping one's own is a member's, as creating jobs is.
     ("POST", "/jobs/convert", VIEWER),

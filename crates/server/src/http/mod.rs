@@ -23,6 +23,7 @@ pub mod logs;
 pub mod metrics;
 pub mod notifications;
 pub mod openapi;
+pub mod queue;
 pub mod quotas;
 pub mod replicas;
 pub mod request_limits;

@@ -79,6 +79,33 @@ async fn a_queued_job_knows_its_place_in_the_admission_order_of_its_node_groups(
     let rows = listed["jobs"].as_array().unwrap();
     assert!(rows.iter().all(|j| j["status"].get("queue_position").is_none()), "the list has no places: {listed}");
 
+    // The queue as its own view: the same order and places, the job the
+    // caller may not see in its place, counted, never named.
+    let view = app.get("/api/v2/queue?node_group=local").await.json();
+    let jobs = view["jobs"].as_array().unwrap();
+    let ids: Vec<&Value> = jobs.iter().map(|j| &j["id"]).collect();
+    assert_eq!(ids, [&json!(urgent), &Value::Null, &json!(first), &json!(second)], "{view}");
+    let places: Vec<i64> = jobs.iter().map(|j| j["position"].as_i64().unwrap()).collect();
+    assert_eq!(places, [1, 2, 3, 4]);
+    assert_eq!(view["hidden"], 1);
+    let unnamed = jobs[1].as_object().unwrap();
+    for field in ["name", "created_by", "resource_shape", "message"] {
+        assert!(!unnamed.contains_key(field), "{field} of a hidden job: {view}");
+    }
+    assert_eq!(
+        (jobs[1]["priority_class"].as_str(), jobs[1]["node_groups"].clone()),
+        (Some("mid-4000"), json!(["local"]))
+    );
+    assert_eq!(jobs[0]["priority_class"], "high-9000");
+    assert_eq!(jobs[2]["message"], app.job(&first).await["status"]["message"]);
+    // Bob sees his own job named; the whole queue holds group b's too.
+    let bobs_view = app.call(axum::http::Method::GET, "/api/v2/queue", &bob, None).await.json();
+    let ids: Vec<&Value> = bobs_view["jobs"].as_array().unwrap().iter().map(|j| &j["id"]).collect();
+    assert_eq!(ids, [&json!(urgent), &json!(hidden), &json!(first), &json!(second), &json!(other)], "{bobs_view}");
+    assert_eq!(bobs_view["hidden"], 0);
+    assert_eq!(app.get("/api/v2/queue?node_group=nowhere").await.status, axum::http::StatusCode::NOT_FOUND);
+    assert_eq!(app.get("/api/v2/queue?group=local").await.status, axum::http::StatusCode::BAD_REQUEST);
+
     // The first place is admitted when capacity frees; the others move up.
     std::fs::write(&release_held, b"").unwrap();
     app.wait_state(&urgent, "Running").await;
@@ -257,6 +284,12 @@ async fn a_job_held_by_its_creators_quota_is_told_so_and_offered_a_shape_within_
             ("quota".into(), "over quota: bob uses 4 of 8 GPUs (quota of role member); this job needs 8".into()),
         ]
     );
+    // The queue lists it held, without a place: it holds back nobody.
+    let view = app.call(axum::http::Method::GET, "/api/v2/queue", &bob, None).await.json();
+    let entry = &view["jobs"][0];
+    assert_eq!((entry["id"].as_str(), entry["held_by_quota"].as_bool()), (Some(over.as_str()), Some(true)), "{view}");
+    assert!(entry.get("position").is_none(), "{view}");
+    assert_eq!((entry["gpus_per_replica"].as_i64(), entry["resource_shape"].as_str()), (Some(8), Some("gpu.8")));
     let within = change_of(&app, &bob, &over, "smaller_shape").await;
     let started = app.create_job(&bob, &changed(&over_job, &within, "within")).await;
     app.wait_state_as(&bob, &started, "Running").await;
