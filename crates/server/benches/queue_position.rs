@@ -77,9 +77,10 @@ async fn main() {
     let (p50, p99, answer) = bench.timed_get("/api/v2/queue", ROUNDS).await;
     assert_eq!(answer["jobs"].as_array().map(Vec::len), Some(queued), "{answer}");
     println!(
-        "GET /queue, the whole queue              p50 {:>8.3} ms  p99 {:>8.3} ms  ({queued} jobs)",
+        "GET /queue, the whole queue              p50 {:>8.3} ms  p99 {:>8.3} ms  ({queued} jobs, {} KB)",
         p50.as_secs_f64() * 1e3,
-        p99.as_secs_f64() * 1e3
+        p99.as_secs_f64() * 1e3,
+        answer.to_string().len() / 1000
     );
     std::process::exit(0);
 }
