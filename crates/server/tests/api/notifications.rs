@@ -203,6 +203,9 @@ async fn a_failing_endpoint_is_retried_then_disabled_with_a_notice() {
     // Nothing goes to a disabled endpoint; enabled, it gets the next one.
     let third = app.create_job(&alice, &failing_job("third")).await;
     app.wait_state_as(&alice, &third, "Failed").await;
+    // Its transition was kept with the state; enabling before the notifier
+    // matched it would make it a delivery after all.
+    app.wait_until("the transition matched", || async { !app.store.transitions_waiting().await.unwrap() }).await;
     let res = app.call(Method::POST, &format!("/api/v2/webhooks/{hook}/enable"), &alice, None).await;
     assert_eq!(res.status, StatusCode::OK, "{}", res.text());
     let fourth = app.create_job(&alice, &failing_job("fourth")).await;
