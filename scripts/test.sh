@@ -10,6 +10,14 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --browser || exit 1
 export PATH="$HOME/.cargo/bin:$PATH"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
+# A clean clone gains nothing from incremental compilation's caches (3 GB
+# under target/debug/incremental in a full run), so CI builds without them;
+# the run's disk use is in docs/measurements.md, "What a test run writes to
+# disk". The free space is printed first: a full disk fails every build.
+if [ "${CI:-}" = true ]; then
+  export CARGO_INCREMENTAL=0
+fi
+echo "==> disk: $(df -h . | awk 'NR == 2 {print $4 " free of " $2}')"
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

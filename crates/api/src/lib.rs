@@ -60,8 +60,8 @@ pub use label_selector::{parse_label_selector, LabelCondition};
 pub use logs::{LogLine, LogRange, LogSearch};
 pub use notifications::{
     CreatedWebhook, DeliveryState, EmailChange, NotificationCreate, NotificationInfo, NotifyOn, WebhookCreate,
-    WebhookDelivery, WebhookInfo, WebhookKind, NOTIFICATIONS_PER_USER_MAX, WEBHOOKS_PER_USER_MAX,
-    WEBHOOK_DELIVERIES_KEPT,
+    WebhookDelivery, WebhookInfo, WebhookKind, GPU_IDLE_MINUTES_DEFAULT, GPU_IDLE_MINUTES_MAX, LOG_PATTERN_MAX_LEN,
+    MEMORY_PERCENT_DEFAULT, NOTIFICATIONS_PER_USER_MAX, WEBHOOKS_PER_USER_MAX, WEBHOOK_DELIVERIES_KEPT,
 };
 pub use queue::{
     AffinityChange, EstimateBasis, QueueEntry, QueueList, SpecChange, StartEstimate, StartSuggestion, SuggestionKind,

@@ -47,7 +47,8 @@ pub enum WebhookKind {
     Email,
 }
 
-/// A transition of a job a person can ask to hear about.
+/// What a person can ask to hear about: a transition of a job, or a
+/// condition of a running one (met once per rule and run of the job).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
@@ -60,11 +61,36 @@ pub enum NotifyOn {
     Stopped,
     /// The executor took its resources away (a preempted pod or Slurm job).
     Preempted,
+    /// Every GPU of the running job stayed under
+    /// [`crate::metrics::GPU_IDLE_PERCENT`] for the rule's
+    /// `gpu_idle_minutes`. Only where the executor samples use (the local
+    /// executor).
+    #[serde(rename = "gpu_idle")]
+    GpuIdle,
+    /// A replica's memory reached the rule's `memory_percent` of its limit.
+    /// Only where the executor samples use (the local executor).
+    #[serde(rename = "memory_near_limit")]
+    MemoryNearLimit,
+    /// A line of the running job's log matched the rule's `log_pattern`.
+    #[serde(rename = "log_match")]
+    LogMatch,
 }
 
 impl NotifyOn {
-    pub const ALL: [NotifyOn; 5] =
-        [NotifyOn::Started, NotifyOn::Completed, NotifyOn::Failed, NotifyOn::Stopped, NotifyOn::Preempted];
+    pub const ALL: [NotifyOn; 8] = [
+        NotifyOn::Started,
+        NotifyOn::Completed,
+        NotifyOn::Failed,
+        NotifyOn::Stopped,
+        NotifyOn::Preempted,
+        NotifyOn::GpuIdle,
+        NotifyOn::MemoryNearLimit,
+        NotifyOn::LogMatch,
+    ];
+
+    /// The conditions of a running job, which the server watches for
+    /// rather than reading them off a state change.
+    pub const CONDITIONS: [NotifyOn; 3] = [NotifyOn::GpuIdle, NotifyOn::MemoryNearLimit, NotifyOn::LogMatch];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -73,7 +99,14 @@ impl NotifyOn {
             NotifyOn::Failed => "failed",
             NotifyOn::Stopped => "stopped",
             NotifyOn::Preempted => "preempted",
+            NotifyOn::GpuIdle => "gpu_idle",
+            NotifyOn::MemoryNearLimit => "memory_near_limit",
+            NotifyOn::LogMatch => "log_match",
         }
+    }
+
+    pub fn is_condition(self) -> bool {
+        NotifyOn::CONDITIONS.contains(&self)
     }
 
     pub fn parse(text: &str) -> Option<NotifyOn> {
@@ -210,6 +243,13 @@ pub struct WebhookDelivery {
     /// What happened (`failed`, `completed`, …).
     pub event: String,
     pub job_id: String,
+    /// The replica a condition was met on (`log_match`,
+    /// `memory_near_limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
+    /// The matching line of that replica's log (`log_match`), 1-based.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
     pub state: DeliveryState,
     pub attempts: u32,
     /// The endpoint's last answer, when it answered.
@@ -263,16 +303,62 @@ pub struct NotificationCreate {
     pub on: Vec<NotifyOn>,
     /// The endpoint (one of the caller's, by id).
     pub webhook: i64,
+    /// With `gpu_idle`: for how many minutes every GPU of the job must stay
+    /// idle; 1 to 1440, 60 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_idle_minutes: Option<u32>,
+    /// With `memory_near_limit`: the share of a replica's memory limit, in
+    /// percent, that counts as near; 50 to 99, 90 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_percent: Option<u32>,
+    /// With `log_match` (and then required): a regular expression (Rust's
+    /// `regex` syntax: no look-around or back-references, so matching takes
+    /// time linear in the line) matched against each line of the job's
+    /// logs; at most [`LOG_PATTERN_MAX_LEN`] bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_pattern: Option<String>,
 }
 
+/// How long an idle GPU's wait may be, in minutes (a day).
+pub const GPU_IDLE_MINUTES_MAX: u32 = 24 * 60;
+/// The idle wait when a rule names none, in minutes.
+pub const GPU_IDLE_MINUTES_DEFAULT: u32 = 60;
+/// The share of the memory limit when a rule names none, in percent.
+pub const MEMORY_PERCENT_DEFAULT: u32 = 90;
+/// The longest log pattern.
+pub const LOG_PATTERN_MAX_LEN: usize = 256;
+
 impl NotificationCreate {
+    /// The rules of the body alone; whether `log_pattern` is a regular
+    /// expression is the server's check (the console has no regex engine).
     pub fn problems(&self) -> crate::FieldErrors {
         let mut problems = crate::FieldErrors::new();
+        let mut add = |field: &str, message: String| problems.entry(field.into()).or_default().push(message);
         if self.on.is_empty() {
-            problems
-                .entry("on".into())
-                .or_default()
-                .push(format!("name at least one of {}", NotifyOn::ALL.map(NotifyOn::as_str).join(", ")));
+            add("on", format!("name at least one of {}", NotifyOn::ALL.map(NotifyOn::as_str).join(", ")));
+        }
+        let wants = |on: NotifyOn| self.on.contains(&on);
+        if let Some(minutes) = self.gpu_idle_minutes {
+            if !wants(NotifyOn::GpuIdle) {
+                add("gpu_idle_minutes", "only with gpu_idle in on".into());
+            } else if minutes == 0 || minutes > GPU_IDLE_MINUTES_MAX {
+                add("gpu_idle_minutes", format!("1 to {GPU_IDLE_MINUTES_MAX} minutes"));
+            }
+        }
+        if let Some(percent) = self.memory_percent {
+            if !wants(NotifyOn::MemoryNearLimit) {
+                add("memory_percent", "only with memory_near_limit in on".into());
+            } else if !(50..=99).contains(&percent) {
+                add("memory_percent", "50 to 99 percent".into());
+            }
+        }
+        match &self.log_pattern {
+            Some(_) if !wants(NotifyOn::LogMatch) => add("log_pattern", "only with log_match in on".into()),
+            Some(pattern) if pattern.is_empty() || pattern.len() > LOG_PATTERN_MAX_LEN => {
+                add("log_pattern", format!("1 to {LOG_PATTERN_MAX_LEN} bytes"))
+            }
+            None if wants(NotifyOn::LogMatch) => add("log_pattern", "log_match needs a pattern".into()),
+            _ => {}
         }
         problems
     }
@@ -288,6 +374,14 @@ pub struct NotificationInfo {
     pub job: Option<String>,
     pub on: Vec<NotifyOn>,
     pub webhook: i64,
+    /// The conditions' settings, each where `on` names its condition (the
+    /// default filled in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_idle_minutes: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_percent: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_pattern: Option<String>,
     pub created_at: i64,
 }
 
@@ -318,6 +412,43 @@ mod tests {
         for on in NotifyOn::ALL {
             assert_eq!(NotifyOn::parse(on.as_str()), Some(on));
         }
+    }
+
+    #[test]
+    fn a_conditions_setting_goes_with_its_condition() {
+        let rule = |on: &[NotifyOn], minutes: Option<u32>, percent: Option<u32>, pattern: Option<&str>| {
+            NotificationCreate {
+                on: on.to_vec(),
+                webhook: 1,
+                gpu_idle_minutes: minutes,
+                memory_percent: percent,
+                log_pattern: pattern.map(String::from),
+                ..NotificationCreate::default()
+            }
+            .problems()
+        };
+        use NotifyOn::*;
+        assert!(rule(&[GpuIdle, Failed], Some(30), None, None).is_empty());
+        assert!(rule(&[GpuIdle], None, None, None).is_empty(), "the default wait");
+        assert!(rule(&[MemoryNearLimit], None, Some(95), None).is_empty());
+        assert!(rule(&[LogMatch], None, None, Some("loss: nan")).is_empty());
+        let cases: &[(&[NotifyOn], Option<u32>, Option<u32>, Option<&str>, &str)] = &[
+            (&[Failed], Some(30), None, None, "gpu_idle_minutes"),
+            (&[GpuIdle], Some(0), None, None, "gpu_idle_minutes"),
+            (&[GpuIdle], Some(GPU_IDLE_MINUTES_MAX + 1), None, None, "gpu_idle_minutes"),
+            (&[MemoryNearLimit], None, Some(100), None, "memory_percent"),
+            (&[GpuIdle], None, Some(90), None, "memory_percent"),
+            (&[LogMatch], None, None, None, "log_pattern"),
+            (&[LogMatch], None, None, Some(""), "log_pattern"),
+            (&[Failed], None, None, Some("nan"), "log_pattern"),
+            (&[LogMatch], None, None, Some(&"a".repeat(LOG_PATTERN_MAX_LEN + 1)), "log_pattern"),
+        ];
+        for (on, minutes, percent, pattern, field) in cases {
+            let problems = rule(on, *minutes, *percent, *pattern);
+            assert_eq!(problems.keys().collect::<Vec<_>>(), [field], "{on:?} {minutes:?} {percent:?} {pattern:?}");
+        }
+        assert_eq!(serde_json::to_value(NotifyOn::MemoryNearLimit).unwrap(), "memory_near_limit");
+        assert!(NotifyOn::of_transition(JobState::Running, JobState::Failed, None).iter().all(|on| !on.is_condition()));
     }
 
     #[test]

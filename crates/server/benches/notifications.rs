@@ -74,6 +74,9 @@ async fn add_rule(store: &Store, owner: &str, job: Option<&str>, url: &str) {
         job_id: job.map(String::from),
         on: vec![NotifyOn::Started],
         webhook_id,
+        gpu_idle_minutes: None,
+        memory_percent: None,
+        log_pattern: None,
         created_at: 1,
     };
     store.add_notification(rule, usize::MAX).await.unwrap().unwrap();

@@ -73,7 +73,7 @@ impl AppState {
         let user_limits = http::request_limits::UserLimits::new(&config.limits);
         http::audit::spawn_pruning(store.clone(), config.audit.retention);
         let audit = http::audit::AuditLog::start(store.clone(), config.audit.anonymous_per_minute);
-        notify::spawn(store.clone(), config.clone());
+        notify::spawn(store.clone(), logs.clone(), metrics_now.clone(), config.clone());
         Ok(Self {
             store,
             config,

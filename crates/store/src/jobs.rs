@@ -133,6 +133,17 @@ impl Store {
         self.read(|conn| active_rows(conn, job_row)).await
     }
 
+    /// The jobs in `state` (the notifications' condition watch reads the
+    /// running ones).
+    pub async fn jobs_in_state(&self, state: JobState) -> StoreResult<Vec<JobRow>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = ?1"))?;
+            let rows = stmt.query_map(params![state.as_str()], job_row)?;
+            rows.collect()
+        })
+        .await
+    }
+
     /// The active jobs as the scheduler reads them when it starts: a job
     /// whose metadata, spec or placement cannot be read is handed back as
     /// such, so one damaged row fails one job, not the server's start.
@@ -255,6 +266,7 @@ impl Store {
                 // A rule for this job alone has nothing left to watch; the
                 // deliveries already made about it stay in their history.
                 tx.execute("DELETE FROM notifications WHERE job_id = ?1", params![id])?;
+                tx.execute("DELETE FROM notification_conditions_met WHERE job_id = ?1", params![id])?;
                 tx.execute("DELETE FROM jobs WHERE id = ?1", params![id])?;
                 if let Some((owner, _)) = &owner {
                     record_log_bytes_today(tx, owner, super::now_millis())?;

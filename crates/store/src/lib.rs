@@ -28,7 +28,7 @@ pub use audit::{AuditFilter, AuditRecord, AuditRow};
 pub use invitations::{Claimant, NewInvitation, Redemption};
 pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
-pub use notifications::{Attempted, DeliveryRow, NewWebhook, NotificationRow, WebhookRow, WebhookTarget};
+pub use notifications::{Attempted, ConditionMet, DeliveryRow, NewWebhook, NotificationRow, WebhookRow, WebhookTarget};
 pub use removal::{NamedJob, RemovalPreview, Removed, SecretUse};
 pub use secrets::TakenName;
 pub use templates::{SavedTemplate, TemplateRow};
@@ -333,6 +333,8 @@ impl Store {
     }
 }
 
+#[cfg(test)]
+mod notification_conditions_tests;
 #[cfg(test)]
 mod notifications_tests;
 #[cfg(test)]

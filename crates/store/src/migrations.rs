@@ -374,6 +374,30 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_at) WHERE state = 'pending';
     CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, id);",
+    // 17: conditions of a running job to be notified of (its GPUs idle,
+    // memory near its limit, a log line matching). A rule keeps each
+    // condition's setting; a condition met is kept once per rule, job and
+    // run (so it is delivered once, also across a restart) and waits as a
+    // transition that names its rule, with the replica and line it was
+    // met on, which its deliveries keep for their link.
+    "ALTER TABLE notifications ADD COLUMN gpu_idle_minutes INTEGER;
+    ALTER TABLE notifications ADD COLUMN memory_percent INTEGER;
+    ALTER TABLE notifications ADD COLUMN log_pattern TEXT;
+    ALTER TABLE job_transitions ADD COLUMN event TEXT;
+    ALTER TABLE job_transitions ADD COLUMN rule_id INTEGER;
+    ALTER TABLE job_transitions ADD COLUMN replica TEXT;
+    ALTER TABLE job_transitions ADD COLUMN line INTEGER;
+    ALTER TABLE webhook_deliveries ADD COLUMN replica TEXT;
+    ALTER TABLE webhook_deliveries ADD COLUMN line INTEGER;
+    CREATE TABLE notification_conditions_met (
+        rule_id INTEGER NOT NULL,
+        job_id TEXT NOT NULL,
+        run INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        time INTEGER NOT NULL,
+        PRIMARY KEY (rule_id, job_id, run, event)
+    ) WITHOUT ROWID;
+    CREATE INDEX notification_conditions_met_by_job ON notification_conditions_met(job_id);",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

@@ -62,7 +62,28 @@ pub struct NotificationRow {
     pub job_id: Option<String>,
     pub on: Vec<NotifyOn>,
     pub webhook_id: i64,
+    /// The conditions' settings (`gpu_idle`, `memory_near_limit`,
+    /// `log_match`), each kept where `on` names its condition.
+    pub gpu_idle_minutes: Option<u32>,
+    pub memory_percent: Option<u32>,
+    pub log_pattern: Option<String>,
     pub created_at: i64,
+}
+
+/// A condition met by a running job, for the rule that watches for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConditionMet {
+    pub rule_id: i64,
+    pub job_id: String,
+    /// The job's run it was met in: a rule hears of a condition once a run.
+    pub run: i64,
+    pub event: NotifyOn,
+    /// What was met, in words ("every GPU under 5 % for 60 minutes").
+    pub message: String,
+    /// The replica it was met on, and the log line (1-based) for a match.
+    pub replica: Option<String>,
+    pub line: Option<u64>,
+    pub time: i64,
 }
 
 /// One delivery: what happened, to which job, and how sending it went.
@@ -78,6 +99,9 @@ pub struct DeliveryRow {
     pub to_state: String,
     pub reason: Option<String>,
     pub message: Option<String>,
+    /// The replica and log line a condition was met on.
+    pub replica: Option<String>,
+    pub line: Option<u64>,
     /// When the transition happened, Unix ms.
     pub time: i64,
     pub state: DeliveryState,
@@ -147,7 +171,8 @@ fn webhook_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<WebhookRow> {
     })
 }
 
-const NOTIFICATION_COLUMNS: &str = "id, owner, job_id, events, webhook_id, created_at";
+const NOTIFICATION_COLUMNS: &str =
+    "id, owner, job_id, events, webhook_id, created_at, gpu_idle_minutes, memory_percent, log_pattern";
 
 fn notification_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<NotificationRow> {
     Ok(NotificationRow {
@@ -157,11 +182,14 @@ fn notification_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<NotificationRow> 
         on: events_of(&r.get::<_, String>(3)?),
         webhook_id: r.get(4)?,
         created_at: r.get(5)?,
+        gpu_idle_minutes: r.get(6)?,
+        memory_percent: r.get(7)?,
+        log_pattern: r.get(8)?,
     })
 }
 
 const DELIVERY_COLUMNS: &str = "id, webhook_id, event, job_id, job_name, job_owner, from_state, to_state, reason,
-    message, time, state, attempts, last_status, last_error, created_at, next_at, delivered_at";
+    message, time, state, attempts, last_status, last_error, created_at, next_at, delivered_at, replica, line";
 
 fn delivery_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
     Ok(DeliveryRow {
@@ -183,6 +211,8 @@ fn delivery_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
         created_at: r.get(15)?,
         next_at: r.get(16)?,
         delivered_at: r.get(17)?,
+        replica: r.get(18)?,
+        line: r.get(19)?,
     })
 }
 
@@ -264,6 +294,11 @@ impl Store {
     /// they have no such endpoint.
     pub async fn delete_webhook(&self, owner: String, id: i64) -> StoreResult<bool> {
         self.write(move |tx| {
+            tx.execute(
+                "DELETE FROM notification_conditions_met WHERE rule_id IN
+                    (SELECT id FROM notifications WHERE webhook_id = ?1 AND owner = ?2)",
+                params![id, owner],
+            )?;
             tx.execute("DELETE FROM notifications WHERE webhook_id = ?1 AND owner = ?2", params![id, owner])?;
             tx.execute(
                 "DELETE FROM webhook_deliveries WHERE webhook_id = ?1
@@ -330,8 +365,18 @@ impl Store {
                 return Ok(None);
             }
             tx.execute(
-                "INSERT INTO notifications (owner, job_id, events, webhook_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![row.owner, row.job_id, events_text(&row.on), row.webhook_id, row.created_at],
+                "INSERT INTO notifications (owner, job_id, events, webhook_id, created_at, gpu_idle_minutes,
+                    memory_percent, log_pattern) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    row.owner,
+                    row.job_id,
+                    events_text(&row.on),
+                    row.webhook_id,
+                    row.created_at,
+                    row.gpu_idle_minutes,
+                    row.memory_percent,
+                    row.log_pattern
+                ],
             )?;
             Ok(Some(tx.last_insert_rowid()))
         })
@@ -352,7 +397,61 @@ impl Store {
     /// Deletes `owner`'s rule; false when they have no such rule.
     pub async fn delete_notification(&self, owner: String, id: i64) -> StoreResult<bool> {
         self.write(move |tx| {
-            Ok(tx.execute("DELETE FROM notifications WHERE id = ?1 AND owner = ?2", params![id, owner])? == 1)
+            let deleted = tx.execute("DELETE FROM notifications WHERE id = ?1 AND owner = ?2", params![id, owner])?;
+            if deleted == 1 {
+                tx.execute("DELETE FROM notification_conditions_met WHERE rule_id = ?1", params![id])?;
+            }
+            Ok(deleted == 1)
+        })
+        .await
+    }
+
+    /// Every rule that watches for a condition of running jobs, oldest
+    /// first: what the server's condition watch reads each round.
+    pub async fn condition_rules(&self) -> StoreResult<Vec<NotificationRow>> {
+        self.read(|conn| {
+            let sql = format!(
+                "SELECT {NOTIFICATION_COLUMNS} FROM notifications
+                 WHERE events LIKE '%gpu_idle%' OR events LIKE '%memory_near_limit%' OR events LIKE '%log_match%'
+                 ORDER BY id"
+            );
+            let mut statement = conn.prepare_cached(&sql)?;
+            let rows = statement.query_map([], notification_row)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Keeps a condition met, unless its rule heard of it in this run of
+    /// the job already: then a transition for the notifier, to that rule
+    /// alone. True when it was new.
+    pub async fn record_condition(&self, met: ConditionMet) -> StoreResult<bool> {
+        self.write(move |tx| {
+            let m = &met;
+            let new = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO notification_conditions_met (rule_id, job_id, run, event, time)
+                     SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM notifications WHERE id = ?1)",
+                )?
+                .execute(params![m.rule_id, m.job_id, m.run, m.event.as_str(), m.time])?
+                == 1;
+            if new {
+                tx.prepare_cached(
+                    "INSERT INTO job_transitions (job_id, owner, name, from_state, to_state, reason, message, time,
+                        event, rule_id, replica, line)
+                     SELECT id, created_by, name, state, state, NULL, ?2, ?3, ?4, ?5, ?6, ?7 FROM jobs WHERE id = ?1",
+                )?
+                .execute(params![
+                    m.job_id,
+                    m.message,
+                    m.time,
+                    m.event.as_str(),
+                    m.rule_id,
+                    m.replica,
+                    m.line
+                ])?;
+            }
+            Ok(new)
         })
         .await
     }
@@ -364,38 +463,47 @@ impl Store {
     /// `limit` means none is left.
     pub async fn match_transitions(&self, limit: usize, now: i64) -> StoreResult<usize> {
         self.write(move |tx| {
-            type Transition = (i64, String, String, String, String, String, Option<String>, Option<String>, i64);
             let transitions: Vec<Transition> = tx
                 .prepare_cached(
-                    "SELECT id, job_id, owner, name, from_state, to_state, reason, message, time
+                    "SELECT id, job_id, owner, name, from_state, to_state, reason, message, time, event, rule_id,
+                        replica, line
                      FROM job_transitions ORDER BY id LIMIT ?1",
                 )?
                 .query_map([limit as i64], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                        r.get(7)?,
-                        r.get(8)?,
-                    ))
+                    Ok(Transition {
+                        id: r.get(0)?,
+                        job_id: r.get(1)?,
+                        job_owner: r.get(2)?,
+                        name: r.get(3)?,
+                        from: r.get(4)?,
+                        to: r.get(5)?,
+                        reason: r.get(6)?,
+                        message: r.get(7)?,
+                        time: r.get(8)?,
+                        condition: r.get::<_, Option<String>>(9)?.as_deref().and_then(NotifyOn::parse),
+                        rule_id: r.get(10)?,
+                        replica: r.get(11)?,
+                        line: r.get(12)?,
+                    })
                 })?
                 .collect::<rusqlite::Result<_>>()?;
-            let Some(newest) = transitions.last().map(|t| t.0) else { return Ok(0) };
-            for (_, job_id, job_owner, name, from, to, reason, message, time) in &transitions {
-                let (from_state, to_state) = (column_state(from), column_state(to));
-                let events = NotifyOn::of_transition(from_state, to_state, reason.as_deref());
+            let Some(newest) = transitions.last().map(|t| t.id) else { return Ok(0) };
+            for t in &transitions {
+                let Transition { job_id, job_owner, name, from, to, reason, message, time, .. } = t;
+                // A condition goes to the rule that watched for it; a
+                // state change to every rule that names it.
+                let events = match t.condition {
+                    Some(condition) => vec![condition],
+                    None => NotifyOn::of_transition(column_state(from), column_state(to), reason.as_deref()),
+                };
                 let rules: Vec<(String, String, i64)> = tx
                     .prepare_cached(
                         "SELECT n.owner, n.events, n.webhook_id FROM notifications n
                            JOIN webhooks w ON w.id = n.webhook_id AND w.enabled = 1
-                         WHERE n.job_id = ?1 OR (n.job_id IS NULL AND n.owner = ?2)
+                         WHERE (?3 IS NULL AND (n.job_id = ?1 OR (n.job_id IS NULL AND n.owner = ?2))) OR n.id = ?3
                          ORDER BY n.id",
                     )?
-                    .query_map(params![job_id, job_owner], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .query_map(params![job_id, job_owner, t.rule_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                     .collect::<rusqlite::Result<_>>()?;
                 let mut endpoints_sent = Vec::new();
                 for (rule_owner, rule_events, webhook_id) in rules {
@@ -411,8 +519,8 @@ impl Store {
                     endpoints_sent.push(webhook_id);
                     tx.prepare_cached(
                         "INSERT INTO webhook_deliveries (webhook_id, event, job_id, job_name, job_owner, from_state,
-                            to_state, reason, message, time, state, created_at, next_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?11)",
+                            to_state, reason, message, time, state, created_at, next_at, replica, line)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11, ?11, ?12, ?13)",
                     )?
                     .execute(params![
                         webhook_id,
@@ -425,7 +533,9 @@ impl Store {
                         reason,
                         message,
                         time,
-                        now
+                        now,
+                        t.replica,
+                        t.line
                     ])?;
                     // The history keeps the newest deliveries; one still
                     // pending is never dropped.
@@ -526,6 +636,24 @@ fn sees_job(conn: &rusqlite::Connection, id: &str, viewer: &str) -> rusqlite::Re
         params![id, viewer],
         |r| r.get(0),
     )
+}
+
+/// A transition waiting to be matched: a state change, or a condition met
+/// (then `condition` and `rule_id` say which, for which rule).
+struct Transition {
+    id: i64,
+    job_id: String,
+    job_owner: String,
+    name: String,
+    from: String,
+    to: String,
+    reason: Option<String>,
+    message: Option<String>,
+    time: i64,
+    condition: Option<NotifyOn>,
+    rule_id: Option<i64>,
+    replica: Option<String>,
+    line: Option<u64>,
 }
 
 fn column_state(text: &str) -> JobState {

@@ -7,7 +7,7 @@ use jobdeck_api::{DeliveryState, JobState, NotifyOn, WebhookKind};
 use super::tests::{database_of_schema, job_row};
 use super::*;
 
-fn webhook(owner: &str) -> NewWebhook {
+pub(crate) fn webhook(owner: &str) -> NewWebhook {
     NewWebhook {
         owner: owner.into(),
         name: format!("{owner}'s hook"),
@@ -19,18 +19,21 @@ fn webhook(owner: &str) -> NewWebhook {
     }
 }
 
-fn rule(owner: &str, job: Option<&str>, on: &[NotifyOn], webhook_id: i64) -> NotificationRow {
+pub(crate) fn rule(owner: &str, job: Option<&str>, on: &[NotifyOn], webhook_id: i64) -> NotificationRow {
     NotificationRow {
         id: 0,
         owner: owner.into(),
         job_id: job.map(String::from),
         on: on.to_vec(),
         webhook_id,
+        gpu_idle_minutes: None,
+        memory_percent: None,
+        log_pattern: None,
         created_at: 1,
     }
 }
 
-async fn move_to(store: &Store, id: &str, state: JobState, reason: Option<&str>) {
+pub(crate) async fn move_to(store: &Store, id: &str, state: JobState, reason: Option<&str>) {
     let mut row = store.job(id.into()).await.unwrap().unwrap();
     row.runtime.state = state;
     row.runtime.reason = reason.map(String::from);

@@ -145,6 +145,11 @@ impl Store {
                 tx.execute("DELETE FROM templates WHERE owner = ?1", params![name])?;
                 // Their rules and endpoints go too; the deliveries and rules
                 // of an endpoint go with it.
+                tx.execute(
+                    "DELETE FROM notification_conditions_met
+                     WHERE rule_id IN (SELECT id FROM notifications WHERE owner = ?1)",
+                    params![name],
+                )?;
                 tx.execute("DELETE FROM notifications WHERE owner = ?1", params![name])?;
                 tx.execute(
                     "DELETE FROM webhook_deliveries WHERE webhook_id IN (SELECT id FROM webhooks WHERE owner = ?1)",

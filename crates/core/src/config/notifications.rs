@@ -37,6 +37,11 @@ pub struct NotificationsConfig {
     /// `[notifications.email]`: the SMTP server mail goes through; absent,
     /// no email.
     pub email: Option<EmailConfig>,
+    /// How often the running jobs that a rule watches are checked for its
+    /// condition (idle GPUs, memory near the limit, a log line matching):
+    /// the longest a met condition waits to be noticed.
+    #[serde(deserialize_with = "duration")]
+    pub watch_interval: Duration,
 }
 
 /// How the connection to the SMTP server is secured.
@@ -113,6 +118,7 @@ impl Default for NotificationsConfig {
             retry_after: Duration::from_secs(30),
             timeout: Duration::from_secs(10),
             email: None,
+            watch_interval: Duration::from_secs(2),
         }
     }
 }
@@ -125,6 +131,9 @@ impl NotificationsConfig {
         }
         if self.timeout.is_zero() || self.timeout > Duration::from_secs(60) {
             return Some("notifications.timeout must be between 1s and 60s".into());
+        }
+        if self.watch_interval.is_zero() || self.watch_interval > Duration::from_secs(300) {
+            return Some("notifications.watch_interval must be between 1s and 5m".into());
         }
         self.email.as_ref().and_then(EmailConfig::broken_rule)
     }
@@ -347,6 +356,16 @@ mod tests {
         }
         let config: NotificationsConfig = toml::from_str(&format!("{base}smtp_server = 'm'\ntls = 'tls'")).unwrap();
         assert_eq!(config.email.unwrap().port(), 465);
+    }
+
+    #[test]
+    fn the_watch_interval_is_read_and_bounded() {
+        let read = |text: &str| toml::from_str::<NotificationsConfig>(text).unwrap();
+        assert_eq!(read("").watch_interval, Duration::from_secs(2));
+        assert_eq!(read("watch_interval = '10s'").watch_interval, Duration::from_secs(10));
+        for broken in ["watch_interval = '0s'", "watch_interval = '1h'"] {
+            assert!(read(broken).broken_rule().unwrap().contains("watch_interval"), "{broken}");
+        }
     }
 
     #[test]

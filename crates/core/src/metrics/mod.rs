@@ -151,10 +151,12 @@ impl Sampler {
 
 /// The newest GPU utilization of each running job, for the list: the mean
 /// over the GPUs of its replicas, and since when it has stayed under
-/// [`GPU_IDLE_PERCENT`].
+/// [`GPU_IDLE_PERCENT`]; and the replica using the most memory, for the
+/// notifications' memory condition.
 #[derive(Clone, Default)]
 pub struct Now {
     gpu_utilization: Arc<Mutex<HashMap<String, GpuNow>>>,
+    memory: Arc<Mutex<HashMap<String, MemoryNow>>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -164,9 +166,31 @@ struct GpuNow {
     idle_since: Option<i64>,
 }
 
+/// The replica of a job using the most memory at the newest tick.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryNow {
+    pub t: i64,
+    pub bytes: f64,
+    pub completion_index: i64,
+    pub attempt: i64,
+}
+
 impl Now {
     /// Notes a tick's samples.
     pub fn record(&self, samples: &[MetricSample]) {
+        let mut most: BTreeMap<&str, MemoryNow> = BTreeMap::new();
+        for s in samples.iter().filter(|s| s.series == SERIES_MEMORY) {
+            let this = MemoryNow { t: s.t, bytes: s.value, completion_index: s.completion_index, attempt: s.attempt };
+            most.entry(s.job_id.as_str())
+                .and_modify(|m| *m = if s.value > m.bytes { this } else { *m })
+                .or_insert(this);
+        }
+        if !most.is_empty() {
+            let mut map = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+            for (job, now) in most {
+                map.insert(job.to_string(), now);
+            }
+        }
         let mut by_job: BTreeMap<&str, (i64, f64, u32)> = BTreeMap::new();
         for s in samples.iter().filter(|s| s.series.starts_with("gpu") && s.series.ends_with(".util")) {
             let entry = by_job.entry(s.job_id.as_str()).or_insert((s.t, 0.0, 0));
@@ -192,9 +216,25 @@ impl Now {
             .map(|g| (g.mean, g.idle_since.is_some_and(|since| g.t - since >= GPU_IDLE_WINDOW_MS)))
     }
 
+    /// For how long (ms) every GPU of a job has been idle, as of its
+    /// newest sample, if that was taken within `max_age_ms` of `now`; zero
+    /// while they are busy.
+    pub fn gpu_idle_for(&self, job_id: &str, now: i64, max_age_ms: i64) -> Option<i64> {
+        let map = self.gpu_utilization.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(job_id).filter(|g| now - g.t <= max_age_ms).map(|g| g.idle_since.map_or(0, |since| g.t - since))
+    }
+
+    /// The replica of a job using the most memory at its newest sample, if
+    /// that was taken within `max_age_ms` of `now`.
+    pub fn memory_most(&self, job_id: &str, now: i64, max_age_ms: i64) -> Option<MemoryNow> {
+        let map = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(job_id).filter(|m| now - m.t <= max_age_ms).copied()
+    }
+
     /// Forgets a job (ended or deleted).
     pub fn forget(&self, job_id: &str) {
         self.gpu_utilization.lock().unwrap_or_else(|p| p.into_inner()).remove(job_id);
+        self.memory.lock().unwrap_or_else(|p| p.into_inner()).remove(job_id);
     }
 }
 

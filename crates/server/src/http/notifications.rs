@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::Json;
 use jobdeck_api::{
-    CreatedWebhook, NotificationCreate, NotificationInfo, WebhookCreate, WebhookDelivery, WebhookInfo, WebhookKind,
-    NOTIFICATIONS_PER_USER_MAX, WEBHOOKS_PER_USER_MAX,
+    CreatedWebhook, NotificationCreate, NotificationInfo, NotifyOn, WebhookCreate, WebhookDelivery, WebhookInfo,
+    WebhookKind, GPU_IDLE_MINUTES_DEFAULT, MEMORY_PERCENT_DEFAULT, NOTIFICATIONS_PER_USER_MAX, WEBHOOKS_PER_USER_MAX,
 };
 use jobdeck_store::{DeliveryRow, NewWebhook, NotificationRow, WebhookRow};
 
@@ -20,6 +20,7 @@ use crate::http::auth::CurrentUser;
 use crate::http::error::{ApiJson, AppError, AppResult};
 use crate::http::jobs::visible_job;
 use crate::notify::send;
+use crate::notify::watch::compile_log_pattern;
 use crate::{now_millis, AppState, Route};
 
 pub fn routes() -> Vec<Route> {
@@ -50,6 +51,8 @@ fn delivery_of(row: DeliveryRow) -> WebhookDelivery {
         id: row.id,
         event: row.event,
         job_id: row.job_id,
+        replica: row.replica,
+        line: row.line,
         state: row.state,
         attempts: row.attempts,
         last_status: row.last_status,
@@ -61,7 +64,16 @@ fn delivery_of(row: DeliveryRow) -> WebhookDelivery {
 }
 
 fn notification_of(row: NotificationRow) -> NotificationInfo {
-    NotificationInfo { id: row.id, job: row.job_id, on: row.on, webhook: row.webhook_id, created_at: row.created_at }
+    NotificationInfo {
+        id: row.id,
+        job: row.job_id,
+        on: row.on,
+        webhook: row.webhook_id,
+        gpu_idle_minutes: row.gpu_idle_minutes,
+        memory_percent: row.memory_percent,
+        log_pattern: row.log_pattern,
+        created_at: row.created_at,
+    }
 }
 
 fn field_error(field: &str, message: String) -> AppError {
@@ -198,7 +210,10 @@ async fn create_notification(
     user: CurrentUser,
     ApiJson(body): ApiJson<NotificationCreate>,
 ) -> AppResult<Response> {
-    let problems = body.problems();
+    let mut problems = body.problems();
+    if let Some(Err(why)) = body.log_pattern.as_deref().filter(|_| problems.is_empty()).map(compile_log_pattern) {
+        problems.entry("log_pattern".into()).or_default().push(why);
+    }
     if !problems.is_empty() {
         return Err(AppError::Validation(problems));
     }
@@ -213,10 +228,19 @@ async fn create_notification(
     let mut on = body.on.clone();
     on.sort();
     on.dedup();
+    // Each condition's setting is kept, its default filled in, where the
+    // rule names the condition.
     let row = NotificationRow {
         id: 0,
         owner: user.name.clone(),
         job_id,
+        gpu_idle_minutes: on
+            .contains(&NotifyOn::GpuIdle)
+            .then(|| body.gpu_idle_minutes.unwrap_or(GPU_IDLE_MINUTES_DEFAULT)),
+        memory_percent: on
+            .contains(&NotifyOn::MemoryNearLimit)
+            .then(|| body.memory_percent.unwrap_or(MEMORY_PERCENT_DEFAULT)),
+        log_pattern: body.log_pattern.clone(),
         on,
         webhook_id: body.webhook,
         created_at: now_millis(),

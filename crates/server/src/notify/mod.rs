@@ -11,18 +11,22 @@
 //! during a send retries it (deliveries are at least once; the
 //! `X-Jobdeck-Delivery` header lets a receiver drop a repeat). A delivery
 //! that fails every attempt disables its endpoint, with the reason on the
-//! endpoint and in the audit log.
+//! endpoint and in the audit log. The conditions of running jobs (idle
+//! GPUs, memory near the limit, a log line matching) are found by
+//! [`watch`], which leaves them as transitions too.
 
 pub mod mail;
 pub mod payload;
 pub mod send;
+pub mod watch;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use jobdeck_api::{DeliveryState, WebhookKind};
-use jobdeck_core::Config;
+use jobdeck_core::{metrics, Config};
 use jobdeck_store::changes::{Change, Since};
+use jobdeck_store::logs::LogStore;
 use jobdeck_store::{Attempted, AuditRecord, DeliveryRow, Store};
 use tokio::sync::{Notify, Semaphore};
 
@@ -33,13 +37,16 @@ const MATCH_BATCH: usize = 200;
 /// Deliveries sent at once.
 pub const IN_FLIGHT: usize = 8;
 
-/// Starts the notifier's task.
-pub fn spawn(store: Store, config: Arc<Config>) {
+/// Starts the notifier's task and the condition watch's.
+pub fn spawn(store: Store, logs: LogStore, samples: metrics::Now, config: Arc<Config>) {
+    let conditions_met = Arc::new(Notify::new());
+    watch::spawn(store.clone(), logs, samples, config.clone(), conditions_met.clone());
     tokio::spawn(async move {
         let notifier = Notifier {
             client: send::client(&config.notifications),
             slots: Arc::new(Semaphore::new(IN_FLIGHT)),
             sent: Arc::new(Notify::new()),
+            conditions_met,
             store,
             config,
         };
@@ -56,6 +63,8 @@ struct Notifier {
     /// Told when a send ends, so the loop sees its retry time (a send
     /// writes no change the feed carries).
     sent: Arc<Notify>,
+    /// Told by the condition watch when it leaves a condition met.
+    conditions_met: Arc<Notify>,
 }
 
 impl Notifier {
@@ -97,6 +106,7 @@ impl Notifier {
                         }
                     }
                     () = self.sent.notified() => break false,
+                    () = self.conditions_met.notified() => break true,
                     () = tokio::time::sleep_until(deadline) => break true,
                 }
             };

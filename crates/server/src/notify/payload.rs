@@ -20,15 +20,24 @@ pub fn job_link(public_url: Option<&str>, job_id: &str, tab: Option<&str>) -> St
 }
 
 /// The page a person wants from this delivery: a failure's analysis for a
-/// failed or preempted job, the job's overview otherwise.
+/// failed or preempted job, the matching line for a log match (the log
+/// viewer's `?replica=…#L<n>` permalink), the metrics for a resource
+/// condition, the job's overview otherwise.
 pub fn link_of(delivery: &DeliveryRow, public_url: Option<&str>) -> String {
-    let tab = matches!(delivery.event.as_str(), "failed" | "preempted").then_some("failure");
-    job_link(public_url, &delivery.job_id, tab)
+    match (delivery.event.as_str(), &delivery.replica, delivery.line) {
+        ("log_match", Some(replica), Some(line)) => {
+            // Replica ids are the job's id and two numbers: nothing to escape.
+            format!("{}?replica={replica}#L{line}", job_link(public_url, &delivery.job_id, Some("logs")))
+        }
+        ("failed" | "preempted", _, _) => job_link(public_url, &delivery.job_id, Some("failure")),
+        ("gpu_idle" | "memory_near_limit", _, _) => job_link(public_url, &delivery.job_id, Some("metrics")),
+        _ => job_link(public_url, &delivery.job_id, None),
+    }
 }
 
 /// A JSON endpoint's body.
 pub fn json_body(delivery: &DeliveryRow, public_url: Option<&str>) -> Value {
-    json!({
+    let mut body = json!({
         "event": delivery.event,
         "delivery": delivery.id,
         "time": delivery.time,
@@ -45,7 +54,15 @@ pub fn json_body(delivery: &DeliveryRow, public_url: Option<&str>) -> Value {
             "job": job_link(public_url, &delivery.job_id, None),
             "page": link_of(delivery, public_url),
         },
-    })
+    });
+    // A condition met on one replica names it, and a log match its line.
+    if let Some(replica) = &delivery.replica {
+        body["replica"] = json!(replica);
+    }
+    if let Some(line) = delivery.line {
+        body["line"] = json!(line);
+    }
+    body
 }
 
 /// A Slack incoming webhook's body: one `text`, in Slack's markup, whose
@@ -110,6 +127,27 @@ mod tests {
         assert_eq!(body["job"]["previous_state"], "Running");
         assert_eq!(body["links"]["job"], "https://jobs.example.com/jobs/train-ab12c");
         assert_eq!(body["links"]["page"], "https://jobs.example.com/jobs/train-ab12c/failure");
+    }
+
+    #[test]
+    fn a_log_match_links_its_line_and_a_resource_condition_the_metrics() {
+        let matched = DeliveryRow {
+            event: "log_match".into(),
+            replica: Some("train-ab12c-3-0".into()),
+            line: Some(1042),
+            from_state: "Running".into(),
+            to_state: "Running".into(),
+            ..failed()
+        };
+        let body = json_body(&matched, Some("https://jobs.example.com"));
+        assert_eq!(
+            body["links"]["page"],
+            "https://jobs.example.com/jobs/train-ab12c/logs?replica=train-ab12c-3-0#L1042"
+        );
+        assert_eq!((&body["replica"], &body["line"]), (&json!("train-ab12c-3-0"), &json!(1042)));
+        let idle = DeliveryRow { event: "gpu_idle".into(), ..failed() };
+        assert_eq!(link_of(&idle, None), "/jobs/train-ab12c/metrics");
+        assert!(json_body(&idle, None).get("line").is_none());
     }
 
     #[test]

@@ -19,24 +19,24 @@ use crate::common::{sh_job, small_cluster, TestApp};
 
 /// One request the receiver got.
 #[derive(Debug, Clone)]
-struct Received {
-    path: String,
-    headers: HeaderMap,
-    body: Vec<u8>,
+pub(crate) struct Received {
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
 }
 
 impl Received {
-    fn json(&self) -> Value {
+    pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
 }
 
 #[derive(Clone, Default)]
-struct Receiver {
+pub(crate) struct Receiver {
     got: Arc<Mutex<Vec<Received>>>,
     /// Statuses to answer, in order; 200 once they run out.
     answers: Arc<Mutex<VecDeque<u16>>>,
-    base: String,
+    pub base: String,
 }
 
 async fn receive(State(receiver): State<Receiver>, uri: Uri, headers: HeaderMap, body: axum::body::Bytes) -> Response {
@@ -50,7 +50,7 @@ async fn receive(State(receiver): State<Receiver>, uri: Uri, headers: HeaderMap,
 }
 
 impl Receiver {
-    async fn start() -> Receiver {
+    pub async fn start() -> Receiver {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let receiver = Receiver { base, ..Receiver::default() };
@@ -63,14 +63,14 @@ impl Receiver {
         self.answers.lock().unwrap().extend(statuses);
     }
 
-    fn got(&self) -> Vec<Received> {
+    pub fn got(&self) -> Vec<Received> {
         self.got.lock().unwrap().clone()
     }
 }
 
 /// A cluster whose notifications may go to this machine's loopback, with
 /// three attempts a second apart.
-fn notifying(allow: &'static [&'static str]) -> impl FnOnce(&mut jobdeck_core::Config) {
+pub(crate) fn notifying(allow: &'static [&'static str]) -> impl FnOnce(&mut jobdeck_core::Config) {
     move |config: &mut jobdeck_core::Config| {
         small_cluster(4.0)(config);
         config.notifications.allow = allow.iter().map(|a| Destination::parse(a).unwrap()).collect();
@@ -80,20 +80,20 @@ fn notifying(allow: &'static [&'static str]) -> impl FnOnce(&mut jobdeck_core::C
     }
 }
 
-async fn add_webhook(app: &TestApp, token: &str, url: &str, kind: &str) -> (i64, Option<String>) {
+pub(crate) async fn add_webhook(app: &TestApp, token: &str, url: &str, kind: &str) -> (i64, Option<String>) {
     let res = app.post_json("/api/v2/webhooks", token, &json!({"name": "my hook", "url": url, "kind": kind})).await;
     assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
     let created = res.json();
     (created["webhook"]["id"].as_i64().unwrap(), created["secret"].as_str().map(String::from))
 }
 
-async fn add_rule(app: &TestApp, token: &str, body: Value) -> Value {
+pub(crate) async fn add_rule(app: &TestApp, token: &str, body: Value) -> Value {
     let res = app.post_json("/api/v2/notifications", token, &body).await;
     assert_eq!(res.status, StatusCode::CREATED, "{}", res.text());
     res.json()
 }
 
-async fn deliveries(app: &TestApp, token: &str, webhook: i64) -> Vec<Value> {
+pub(crate) async fn deliveries(app: &TestApp, token: &str, webhook: i64) -> Vec<Value> {
     let res = app.call(Method::GET, &format!("/api/v2/webhooks/{webhook}/deliveries"), token, None).await;
     assert_eq!(res.status, StatusCode::OK, "{}", res.text());
     res.json().as_array().unwrap().clone()
@@ -105,7 +105,7 @@ fn failing_job(name: &str) -> Value {
     job
 }
 
-fn hmac_hex(secret: &str, data: &[u8]) -> String {
+pub(crate) fn hmac_hex(secret: &str, data: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(data);
     mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()

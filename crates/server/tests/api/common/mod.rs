@@ -17,6 +17,9 @@ pub struct TestApp {
     pub router: axum::Router,
     pub store: Store,
     pub admin_token: String,
+    /// The samples the executor took last, shared with the server: a test
+    /// adds GPU readings here, as no GPU is on this machine.
+    pub metrics_now: jobdeck_core::metrics::Now,
     _dir: tempfile::TempDir,
 }
 
@@ -83,8 +86,9 @@ impl TestApp {
         store.ensure_user(auth::FIRST_ADMIN, jobdeck_api::Role::Admin, jobdeck_server::now_millis()).await.unwrap();
         let admin_token = auth::issue_token(&store, auth::FIRST_ADMIN, auth::TokenRequest::api()).await.unwrap().secret;
         let state = AppState::start(store.clone(), config).await.unwrap();
+        let metrics_now = state.metrics_now.clone();
         let router = app(state);
-        TestApp { router, store, admin_token, _dir: dir }
+        TestApp { router, store, admin_token, metrics_now, _dir: dir }
     }
 
     /// A token for `user`, made a member if new.
