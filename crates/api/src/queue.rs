@@ -90,6 +90,11 @@ pub enum EstimateBasis {
     #[serde(rename = "deadlines")]
     #[default]
     Deadlines,
+    /// As `deadlines`, with a running job that has no deadline taken to
+    /// run as long as its earlier runs did (the median of the last five
+    /// completed jobs of the same name and creator): likely, not a limit.
+    #[serde(rename = "history")]
+    History,
 }
 
 /// When a queued job may start (`status.start_estimate`).

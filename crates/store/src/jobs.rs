@@ -133,6 +133,25 @@ impl Store {
         self.read(|conn| active_rows(conn, job_row)).await
     }
 
+    /// How long the last runs of `owner`'s jobs named `name` took to
+    /// complete, newest first (milliseconds; at most `limit`): what a
+    /// queued job's start estimate takes a running job without a deadline
+    /// to need. Only completed runs count: a failed one says little about
+    /// how long the work takes.
+    pub async fn completed_run_lengths(&self, owner: String, name: String, limit: usize) -> StoreResult<Vec<i64>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT completed_at - started_at FROM jobs
+                 WHERE name = ?1 AND created_by = ?2 AND state = 'Completed'
+                   AND started_at IS NOT NULL AND completed_at IS NOT NULL
+                 ORDER BY created_at DESC LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![name, owner, limit as i64], |r| r.get(0))?;
+            rows.collect()
+        })
+        .await
+    }
+
     /// The jobs in `state` (the notifications' condition watch reads the
     /// running ones).
     pub async fn jobs_in_state(&self, state: JobState) -> StoreResult<Vec<JobRow>> {

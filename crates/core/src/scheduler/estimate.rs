@@ -5,17 +5,31 @@
 //! scheduler's own order (a job that fits goes, smaller ones behind a job
 //! that does not fit included), and a job admitted in the replay holds its
 //! resources until its own deadline. The estimate is the first moment the
-//! job is admitted. A running job without a deadline never frees anything
-//! here, so where the job would need one of those there is no estimate —
-//! no basis, no number.
+//! job is admitted. A running job without a deadline frees its resources
+//! when its earlier runs say it will: the median length of the last
+//! [`HISTORY_RUNS`] completed jobs of the same name and creator (a job run
+//! again and again, as training jobs are); the estimate's basis is then
+//! `history`, a likely time rather than a latest one. A running job with
+//! neither never frees anything here, so where the job would need its
+//! resources there is no estimate — no basis, no number.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use jobdeck_api::{EstimateBasis, StartEstimate};
 
 use super::admission::{queue_key, QUOTA_EXCEEDED};
 use super::placement::GroupState;
 use super::*;
+
+/// How many earlier runs a running job's typical length is taken from.
+pub const HISTORY_RUNS: usize = 5;
+/// The most running jobs whose history one estimate reads (one indexed
+/// query each); past it, the others count as without a basis.
+const HISTORY_LOOKUPS_MAX: usize = 100;
+
+/// The typical run length (milliseconds) of running jobs without a
+/// deadline, by job id.
+pub(super) type TypicalRuns = HashMap<String, i64>;
 
 /// A replayed holding of resources: its placement, its shape, and when it
 /// ends (milliseconds).
@@ -29,7 +43,7 @@ impl Scheduler {
     /// When the queued job `id` may start, from `now` (milliseconds); `None`
     /// without a basis (it waits for a job without a deadline, or for its
     /// creator's quota, which the replay does not follow).
-    pub(super) fn start_estimate(&self, id: &str, now: i64) -> Option<StartEstimate> {
+    pub(super) fn start_estimate(&self, id: &str, now: i64, typical: &TypicalRuns) -> Option<StartEstimate> {
         let job = self.jobs.get(id).filter(|a| a.state() == JobState::Queueing)?;
         if job.row.runtime.reason.as_deref() == Some(QUOTA_EXCEEDED) {
             return None;
@@ -37,12 +51,20 @@ impl Scheduler {
         let held: Vec<(Placement, crate::config::ShapeConfig)> =
             self.jobs.values().filter_map(|a| a.placement().map(|p| (p, a.resolved.shape.clone()))).collect();
         let mut groups = group_states(&self.config, held.iter().map(|(p, s)| (p, s)));
+        let mut basis = EstimateBasis::Deadlines;
         let mut ending: Vec<Holding> = self
             .jobs
             .values()
             .filter_map(|a| {
                 let placement = a.placement()?;
-                let ends_at = self.ends_at(a, now)?;
+                let ends_at = match self.ends_at(a, now) {
+                    Some(at) => at,
+                    None => {
+                        let length = typical.get(&a.row.id)?;
+                        basis = EstimateBasis::History;
+                        (a.row.runtime.started_at? + length).max(now)
+                    }
+                };
                 Some(Holding { ends_at, placement, shape: a.resolved.shape.clone() })
             })
             .collect();
@@ -62,13 +84,16 @@ impl Scheduler {
         queue.sort_by_key(|a| queue_key(a));
 
         let mut at = now;
+        // Whether the replay has freed anything yet: a job admitted before
+        // fits now, whatever the basis of the others.
+        let mut released = false;
         loop {
             // The admission pass at `at`, over the jobs not yet admitted.
             let mut waiting = Vec::with_capacity(queue.len());
             for other in queue {
                 match place(&groups, other) {
                     Some(_) if other.row.id == id => {
-                        return Some(estimate(at, now));
+                        return Some(estimate(at, now, if released { basis } else { EstimateBasis::Deadlines }));
                     }
                     Some(placement) => {
                         occupy(&mut groups, &placement, &other.resolved.shape);
@@ -85,8 +110,26 @@ impl Scheduler {
             let next = ending.iter().enumerate().min_by_key(|(_, h)| h.ends_at).map(|(i, _)| i)?;
             let freed = ending.swap_remove(next);
             release(&mut groups, &freed.placement, &freed.shape);
+            released = true;
             at = at.max(freed.ends_at);
         }
+    }
+
+    /// The typical run length of each running job without a deadline
+    /// whose creator has run jobs of its name to completion before.
+    pub(super) async fn typical_runs(&self, now: i64) -> SchedulerResult<TypicalRuns> {
+        let open_ended = self.jobs.values().filter(|a| a.placement().is_some() && self.ends_at(a, now).is_none());
+        let mut typical = TypicalRuns::new();
+        for active in open_ended.take(HISTORY_LOOKUPS_MAX) {
+            let (owner, name) = (active.row.created_by.clone(), active.row.name.clone());
+            let mut lengths = self.store.completed_run_lengths(owner, name, HISTORY_RUNS).await?;
+            if lengths.is_empty() {
+                continue;
+            }
+            lengths.sort_unstable();
+            typical.insert(active.row.id.clone(), lengths[lengths.len() / 2].max(0));
+        }
+        Ok(typical)
     }
 
     /// When a running job's resources are free at the latest: its deadline
@@ -120,11 +163,14 @@ fn place(groups: &BTreeMap<String, GroupState>, active: &Active) -> Option<Place
 
 /// The estimate for a start at `at` (milliseconds), rounded up to the
 /// second.
-fn estimate(at: i64, now: i64) -> StartEstimate {
-    let reason = if at <= now {
-        "it fits now: the next admission pass starts it".to_string()
-    } else {
-        "at the latest, when the deadlines of the running jobs it waits for have passed; sooner if they end earlier, later if jobs of higher priority arrive first".to_string()
+fn estimate(at: i64, now: i64, basis: EstimateBasis) -> StartEstimate {
+    let reason = match basis {
+        EstimateBasis::History if at <= now => "any moment, if the running jobs it waits for end as their earlier runs did: they have run longer already; a guess, not a limit".to_string(),
+        _ if at <= now => "it fits now: the next admission pass starts it".to_string(),
+        EstimateBasis::Deadlines => "at the latest, when the deadlines of the running jobs it waits for have passed; sooner if they end earlier, later if jobs of higher priority arrive first".to_string(),
+        EstimateBasis::History => format!(
+            "likely, if the running jobs it waits for take as long as their earlier runs (the median of the last {HISTORY_RUNS} completed jobs of the same name and creator); a guess, not a limit: later if they run longer or jobs of higher priority arrive first"
+        ),
     };
-    StartEstimate { at: (at + 999).div_euclid(1000), basis: EstimateBasis::Deadlines, reason }
+    StartEstimate { at: (at + 999).div_euclid(1000), basis, reason }
 }

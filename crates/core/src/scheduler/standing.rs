@@ -119,7 +119,9 @@ impl Scheduler {
                 reason: job.row.runtime.message.clone().unwrap_or_else(|| "over its creator's quota".into()),
             });
         }
-        let estimate = self.start_estimate(id, jobdeck_store::now_millis());
+        let at = jobdeck_store::now_millis();
+        let typical = self.typical_runs(at).await?;
+        let estimate = self.start_estimate(id, at, &typical);
         Ok(Some(QueueStanding { position: ahead.len() as i64 + 1, suggestions, estimate }))
     }
 }

@@ -364,3 +364,45 @@ async fn an_estimate_replays_the_queue_ahead_with_each_admitted_jobs_own_deadlin
     assert!((second_at - first_at - 22).abs() <= 1, "first {first_at}, second {second_at}");
     app.call(axum::http::Method::DELETE, &format!("/api/v2/jobs/{holder}"), token, None).await;
 }
+
+/// A running job without a deadline whose name its creator has run to
+/// completion before is taken to run as long as those runs (their median):
+/// the estimate rests on that history and says it is a guess.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_deadline_a_running_jobs_earlier_runs_are_the_basis() {
+    let app = TestApp::with_config(common::small_cluster(1.0)).await;
+    let token = &app.admin_token;
+    let earlier = app.create_job(token, &sh_job("nightly", "sleep 0.3")).await;
+    app.wait_state(&earlier, "Completed").await;
+    let runtime = app.store.job(earlier).await.unwrap().unwrap().runtime;
+    let median = runtime.completed_at.unwrap() - runtime.started_at.unwrap();
+    // A failed run of the name, and another creator's, are not its history
+    // (either would be the median of two).
+    let mut failing = sh_job("nightly", "sleep 2; exit 1");
+    failing["spec"]["backoff_limit"] = json!(0);
+    let failed = app.create_job(token, &failing).await;
+    app.wait_state(&failed, "Failed").await;
+    let alice = app.token_for("alice").await;
+    let alices = app.create_job(&alice, &sh_job("nightly", "sleep 2")).await;
+    app.wait_state_as(&alice, &alices, "Completed").await;
+
+    let (gated, release) = app.gate("nightly");
+    let running = app.create_job(token, &sh_job("nightly", &gated)).await;
+    app.wait_state(&running, "Running").await;
+    let next = queued(&app, token, &sh_job("next", "echo next")).await;
+    let estimate = app.job(&next).await["status"]["start_estimate"].clone();
+    let asked = jobdeck_server::now_millis();
+    assert_eq!(estimate["basis"], "history", "{estimate}");
+    let reason = estimate["reason"].as_str().unwrap();
+    assert!(reason.starts_with("likely") || reason.starts_with("any moment"), "{reason}");
+    let expected = started_at(&app, &running).await + median;
+    let at_ms = estimate["at"].as_i64().unwrap() * 1000;
+    assert!(
+        (expected..=expected.max(asked) + 1_000).contains(&at_ms),
+        "{at_ms}: the running job's start {} and its earlier run's {median} ms",
+        started_at(&app, &running).await
+    );
+    std::fs::write(&release, b"").unwrap();
+    app.wait_state(&next, "Completed").await;
+    assert!(started_at(&app, &next).await >= started_at(&app, &running).await);
+}
