@@ -496,15 +496,30 @@ impl Store {
                     Some(condition) => vec![condition],
                     None => NotifyOn::of_transition(column_state(from), column_state(to), reason.as_deref()),
                 };
-                let rules: Vec<(String, String, i64)> = tx
-                    .prepare_cached(
-                        "SELECT n.owner, n.events, n.webhook_id FROM notifications n
-                           JOIN webhooks w ON w.id = n.webhook_id AND w.enabled = 1
-                         WHERE (?3 IS NULL AND (n.job_id = ?1 OR (n.job_id IS NULL AND n.owner = ?2))) OR n.id = ?3
-                         ORDER BY n.id",
-                    )?
-                    .query_map(params![job_id, job_owner, t.rule_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect::<rusqlite::Result<_>>()?;
+                // Two statements, not one with an OR on the rule: each
+                // searches its index (`notifications_by_job` and
+                // `_by_owner`, or the rule's id), where one would scan
+                // every rule of the workspace per transition.
+                let row = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?, r.get(2)?));
+                let rules: Vec<(String, String, i64)> = match t.rule_id {
+                    Some(rule) => tx
+                        .prepare_cached(
+                            "SELECT n.owner, n.events, n.webhook_id FROM notifications n
+                               JOIN webhooks w ON w.id = n.webhook_id AND w.enabled = 1
+                             WHERE n.id = ?1",
+                        )?
+                        .query_map(params![rule], row)?
+                        .collect::<rusqlite::Result<_>>()?,
+                    None => tx
+                        .prepare_cached(
+                            "SELECT n.owner, n.events, n.webhook_id FROM notifications n
+                               JOIN webhooks w ON w.id = n.webhook_id AND w.enabled = 1
+                             WHERE n.job_id = ?1 OR (n.job_id IS NULL AND n.owner = ?2)
+                             ORDER BY n.id",
+                        )?
+                        .query_map(params![job_id, job_owner], row)?
+                        .collect::<rusqlite::Result<_>>()?,
+                };
                 let mut endpoints_sent = Vec::new();
                 for (rule_owner, rule_events, webhook_id) in rules {
                     let wanted = events_of(&rule_events);
