@@ -258,3 +258,49 @@ fn the_failure_view_says_why_and_links_the_first_error_to_its_line() {
     browser.emulate_color_scheme("dark");
     browser.screenshot(&screenshot_path("log-viewer-dark"));
 }
+
+/// A job whose logs the retention removed, as its owner finds it: the logs
+/// tab says when and by which rule, the events tab says so too, and the
+/// failure view still explains the failure from the excerpt kept. The
+/// server keeps finished jobs' logs no time at all here (an admin's
+/// `[logs]`), so the removal follows the finish at once.
+#[test]
+fn a_job_whose_logs_went_says_when_and_why_and_keeps_its_failure_view() {
+    let config = "[logs]\nminimum_retention = \"0s\"\nupgrade_grace = \"0s\"\n";
+    let server = Server::start_on("127.0.0.1:0", config, &[], true);
+    let script =
+        "echo 'epoch 1 loss 0.7'; printf 'Traceback (most recent call last):\\nValueError: no labels\\n'; exit 1";
+    let id = server.create_job(
+        &server.admin_token,
+        &json!({
+            "metadata": {"name": "short-lived"},
+            "spec": {
+                "container": {"image": "busybox", "command": ["/bin/sh", "-c", script]},
+                "backoff_limit": 0,
+                "ttl_seconds_after_finished": 0
+            }
+        }),
+    );
+    server.wait_for_state(&server.admin_token, &id, JobState::Failed);
+    jobdeck_e2e::wait_for("the job's logs to be removed", std::time::Duration::from_secs(60), || {
+        let job = server.job(&server.admin_token, &id);
+        job.status.and_then(|s| s.log_retention).and_then(|r| r.removed_at)
+    });
+
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/logs", server.base_url));
+    browser.wait_for_text("were removed at");
+    let text = browser.page_text();
+    assert!(text.contains("by its archive time; its events and failure analysis stay"), "{text}");
+    browser.screenshot(&screenshot_path("logs-removed"));
+
+    browser.goto(&format!("{}/jobs/{id}/events", server.base_url));
+    browser.wait_for_text("LogsRemoved");
+    assert!(browser.page_text().contains("its logs, metrics and run directory were removed"));
+
+    browser.goto(&format!("{}/jobs/{id}/failure", server.base_url));
+    browser.wait_for_text("What to do:");
+    let error_line = browser.find(".log-excerpt .error-line");
+    assert!(browser.text(&error_line).contains("ValueError: no labels"), "the excerpt kept");
+}

@@ -598,6 +598,13 @@ pub struct JobStatus {
     #[cfg(not(target_arch = "wasm32"))]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rerun_indexes: Vec<i64>,
+    /// Jobdeck's extension, in `GET /jobs/{id}` of a finished job: when its
+    /// logs, metrics and run directory go (or went), and which rule says so
+    /// (docs/api.md, "Log retention"). Not in the console's build: its
+    /// events tab says when they went.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_retention: Option<crate::LogRetention>,
 }
 
 /// A job: `metadata` + `spec` + `status` (`LeptonJob`).

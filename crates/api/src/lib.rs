@@ -31,6 +31,7 @@ pub mod queue;
 pub mod quotas;
 pub mod requirements;
 pub mod resources;
+pub mod retention;
 pub mod roles;
 pub mod sign_in;
 pub mod stream;
@@ -72,6 +73,7 @@ pub use quotas::{
 };
 pub use requirements::*;
 pub use resources::*;
+pub use retention::{LogRemovalPolicy, LogRetention, WorkspaceLogRetention};
 pub use roles::{may_change_job, Role};
 pub use sign_in::SignInProblem;
 pub use stream::{StreamEnd, StreamEvents, StreamJobRef, StreamLog, StreamMessage, StreamReplicas};

@@ -173,6 +173,12 @@ pub struct WorkspaceInfo {
     /// in any group that fits, so this is `false`.
     #[serde(default)]
     pub dedicated_node_group_only: bool,
+    /// Extension: how long finished jobs' logs are kept, and whether their
+    /// removal is paused after an upgrade (docs/api.md, "Log retention").
+    /// Not in the console's build: no page shows it yet.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_retention: Option<crate::WorkspaceLogRetention>,
 }
 
 /// The body of `GET /api/v2` itself: the workspace record `lep workspace

@@ -18,6 +18,7 @@ mod audit;
 mod auth;
 mod gpu;
 mod limits;
+mod logs;
 mod machine;
 mod networks;
 mod notifications;
@@ -27,6 +28,7 @@ pub use audit::AuditConfig;
 pub use auth::{parse_duration, AuthConfig, OidcConfig};
 pub use gpu::{known_compute_capability, parse_compute_capability};
 pub use limits::LimitsConfig;
+pub use logs::LogsConfig;
 pub use machine::{default_node_groups, default_shapes, MachineInfo};
 pub use networks::{is_network, Ipv4Network};
 pub use notifications::{is_special, Destination, EmailConfig, NotificationsConfig, SmtpTls};
@@ -103,6 +105,8 @@ pub struct Config {
     pub quotas: QuotasConfig,
     /// `[audit]`: how long the audit log keeps its entries.
     pub audit: AuditConfig,
+    /// `[logs]`: how long finished jobs' logs are kept.
+    pub logs: LogsConfig,
     /// `[notifications]`: where webhooks may be sent, and their retries.
     pub notifications: NotificationsConfig,
     /// The `jobdeck` binary that runs replica supervisors (`jobdeck
@@ -393,6 +397,7 @@ struct ConfigFile {
     secrets: Option<SecretsConfig>,
     quotas: Option<quotas::QuotasSection>,
     audit: Option<AuditConfig>,
+    logs: Option<LogsConfig>,
     notifications: Option<NotificationsConfig>,
 }
 
@@ -429,6 +434,7 @@ impl Config {
             secrets: SecretsConfig::default(),
             quotas: QuotasConfig::default(),
             audit: AuditConfig::default(),
+            logs: LogsConfig::default(),
             notifications: NotificationsConfig::default(),
             supervisor_bin: None,
         }
@@ -497,6 +503,9 @@ impl Config {
         if let Some(audit) = file.audit {
             config.audit = audit;
         }
+        if let Some(logs) = file.logs {
+            config.logs = logs;
+        }
         if let Some(notifications) = file.notifications {
             config.notifications = notifications;
         }
@@ -537,6 +546,7 @@ impl Config {
             .or_else(|| self.limits.broken_rule())
             .or_else(|| self.quotas.broken_rule())
             .or_else(|| self.audit.broken_rule())
+            .or_else(|| self.logs.broken_rule())
             .or_else(|| self.notifications.broken_rule())
             .or_else(|| self.secrets.broken_rule(&self.data_dir))
         {
@@ -826,6 +836,11 @@ mod tests {
             ("[quotas.users.alice]\nlog_bytes = \"5 parsecs\"", "'5 parsecs' is not a byte count"),
             ("[quotas.roles.member]\nrunning_gpus = -2", "quotas.roles.member.running_gpus must be from 0"),
             ("[audit]\nretention = \"1h\"", "audit.retention must be at least 1d"),
+            (
+                "[logs]\nminimum_retention = \"7d\"\nmaximum_retention = \"1d\"",
+                "logs.maximum_retention must be at least logs.minimum_retention",
+            ),
+            ("[logs]\nmaximum_retention = \"always\"", "not 'always', or \"forever\""),
             ("default_max_queued_duration = \"soon\"", "default_max_queued_duration must be a duration such as 2h"),
             ("default_max_queued_duration = \"PT0S\"", "default_max_queued_duration must be between 1 second"),
         ];

@@ -493,9 +493,10 @@ pub trait Executor: Send + Sync + 'static {
     /// starts an attempt that may still be running.
     fn recover(&self, runs: Vec<JobLaunch>) -> BoxFuture<'_, Result<(), ExecutorError>>;
 
-    /// Frees what the executor keeps for a job (working directories, cluster
-    /// objects) once it is deleted or archived. Logs stay unless the job is
-    /// deleted; the log store is the scheduler's business.
+    /// Frees what the executor keeps for a job (working directories,
+    /// containers, cluster objects) once it is deleted or its logs are
+    /// removed (`scheduler/log_removal.rs`); the log store is the
+    /// scheduler's business.
     fn forget(&self, job_id: &str) -> BoxFuture<'_, Result<(), ExecutorError>>;
 }
 

@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod naming;
 pub mod quota;
 pub mod rerun;
+pub mod retention;
 pub mod scheduler;
 pub mod spec;
 pub mod templates;

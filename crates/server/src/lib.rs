@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use axum::Router;
 
+use jobdeck_core::retention::LogRetentionRule;
 use jobdeck_core::{config, executor, metrics, scheduler, Config};
 use jobdeck_executors::{kubernetes, local, slurm};
 use jobdeck_store::logs::LogStore;
@@ -36,6 +37,8 @@ pub struct AppState {
     pub single_sign_on: Option<Arc<http::single_sign_on::SingleSignOn>>,
     /// The audit log's writer.
     pub audit: http::audit::AuditLog,
+    /// When finished jobs' logs go.
+    pub log_retention: LogRetentionRule,
 }
 
 impl AppState {
@@ -67,9 +70,26 @@ impl AppState {
         if let Some(warning) = executor.isolation_warning() {
             tracing::warn!("{warning}");
         }
-        let scheduler = scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx)
+        let upgraded_at = store.logs_removal_upgraded_at().await.map_err(StartError::Store)?;
+        let log_retention = LogRetentionRule::new(&config.logs, upgraded_at);
+        let retimed = store
+            .use_log_retention(log_retention.minimum_ms, log_retention.maximum_ms)
             .await
-            .map_err(StartError::Resume)?;
+            .map_err(StartError::Store)?;
+        if retimed > 0 {
+            tracing::info!(jobs = retimed, "finished jobs' logs timed by the log retention in [logs]");
+        }
+        if let Some(until) = log_retention.paused_until.filter(|until| *until > jobdeck_store::now_millis()) {
+            tracing::warn!(
+                paused_until_unix_ms = until,
+                "this data directory was made by a release that kept logs forever: no job's logs are removed \
+                 before the grace period ends ([logs] upgrade_grace; GET /workspace shows when)"
+            );
+        }
+        let scheduler =
+            scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx, log_retention)
+                .await
+                .map_err(StartError::Resume)?;
         let user_limits = http::request_limits::UserLimits::new(&config.limits);
         http::audit::spawn_pruning(store.clone(), config.audit.retention);
         let audit = http::audit::AuditLog::start(store.clone(), config.audit.anonymous_per_minute);
@@ -85,6 +105,7 @@ impl AppState {
             user_limits,
             single_sign_on,
             audit,
+            log_retention,
         })
     }
 
@@ -122,6 +143,9 @@ pub enum StartError {
     /// The store could not be read back into the scheduler.
     #[error("cannot resume the jobs")]
     Resume(#[source] scheduler::SchedulerError),
+    /// The store could not be read.
+    #[error("cannot read the store")]
+    Store(#[source] jobdeck_store::StoreError),
 }
 
 /// One API route: its path under `/api/v2` and its handlers by method.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use jobdeck_api::{EndReason, JobSpec, JobState, Metadata, Visibility};
+use jobdeck_api::{EndReason, JobSpec, JobState, LogRemovalPolicy, Metadata, Visibility};
 use rusqlite::types::Type;
 use rusqlite::Row;
 use serde::de::DeserializeOwned;
@@ -35,6 +35,25 @@ pub struct JobRow {
     /// query (`Store::reruns_of`).
     pub rerun_of: Option<String>,
     pub runtime: JobRuntime,
+    /// What became of its logs once it finished.
+    pub logs: KeptLogs,
+}
+
+/// When a finished job's logs may go by its own archive time and by the
+/// workspace's rule, and when and by which rule they went
+/// (`jobdeck_core::retention` is the rule; the store writes `expire_at`
+/// and `due_at` with each finish, from the spec).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KeptLogs {
+    /// Unix ms: finished + `ttl_seconds_after_finished`; `None` while the
+    /// job has not finished.
+    pub expire_at: Option<i64>,
+    /// Unix ms: when they are due by the workspace's rule (the above, held
+    /// to its minimum and maximum retention).
+    pub due_at: Option<i64>,
+    /// Unix ms.
+    pub removed_at: Option<i64>,
+    pub removed_by: Option<LogRemovalPolicy>,
 }
 
 /// The part of a job only the scheduler writes.
@@ -160,7 +179,8 @@ pub struct UnreadableJob {
 pub(super) const JOB_COLUMNS: &str =
     "id, name, created_by, visibility, created_at, metadata, spec, priority, node_groups,
     state, reason, message, run, queued_at, started_at, completed_at, archive_at, placement, stop_reason,
-    job_retries, succeeded, failed, active, ready, master_port, rerun_of";
+    job_retries, succeeded, failed, active, ready, master_port, rerun_of,
+    logs_expire_at, logs_due_at, logs_removed_at, logs_removed_by";
 
 /// The node groups as their column holds them: `,a,b,` (so a filter can
 /// look for `,a,`), empty for any.
@@ -243,6 +263,12 @@ pub(super) fn job_row(r: &Row<'_>) -> rusqlite::Result<JobRow> {
         node_groups: node_groups_of(&node_groups),
         rerun_of: r.get(25)?,
         runtime: runtime(r, true)?,
+        logs: KeptLogs {
+            expire_at: r.get(26)?,
+            due_at: r.get(27)?,
+            removed_at: r.get(28)?,
+            removed_by: r.get::<_, Option<String>>(29)?.as_deref().and_then(LogRemovalPolicy::parse),
+        },
     })
 }
 

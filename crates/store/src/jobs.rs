@@ -24,6 +24,25 @@ pub const ACTIVE_STATES: &[JobState] = &[
     JobState::Awaiting,
 ];
 
+/// The SQL of when a finished job's logs may go by its own archive time:
+/// `completed` (Unix ms, or NULL while it has not finished) plus the
+/// `ttl_seconds_after_finished` of `spec` (its JSON), with the contract's
+/// default and limit. Migration 18 wrote the same for the jobs it found.
+fn logs_expire_at(completed: &str, spec: &str) -> String {
+    format!(
+        "{completed} + MIN(MAX(COALESCE(json_extract({spec}, '$.ttl_seconds_after_finished'), {}), 0), {}) * 1000",
+        jobdeck_api::defaults::TTL_SECONDS_AFTER_FINISHED,
+        jobdeck_api::validate::DURATION_MAX_SECONDS,
+    )
+}
+
+/// The SQL of when a finished job's logs are due: [`logs_expire_at`] held
+/// to the workspace's minimum and maximum retention as the store keeps them
+/// (`retention::RULE_SETTINGS`; none kept: neither).
+fn logs_due_at(completed: &str, spec: &str) -> String {
+    super::retention::due_at_sql(&logs_expire_at(completed, spec), completed)
+}
+
 impl Store {
     /// Stores a new job, with its first events, in one transaction.
     pub async fn insert_job(&self, row: JobRow, events: Vec<EventRow>) -> StoreResult<()> {
@@ -31,12 +50,17 @@ impl Store {
         self.write(move |tx| {
             let r = &row.runtime;
             let inserted = tx.execute(
-                "INSERT INTO jobs (id, name, created_by, visibility, created_at, metadata, spec, priority,
+                &format!(
+                    "INSERT INTO jobs (id, name, created_by, visibility, created_at, metadata, spec, priority,
                     node_groups, state, reason, message, run, queued_at, started_at, completed_at, archive_at,
-                    placement, stop_reason, job_retries, succeeded, failed, active, ready, master_port, rerun_of)
+                    placement, stop_reason, job_retries, succeeded, failed, active, ready, master_port, rerun_of,
+                    logs_expire_at, logs_due_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                    ?20, ?21, ?22, ?23, ?24, ?25, ?26)
+                    ?20, ?21, ?22, ?23, ?24, ?25, ?26, {}, {})
                  ON CONFLICT(id) DO NOTHING",
+                    logs_expire_at("?16", "?7"),
+                    logs_due_at("?16", "?7")
+                ),
                 params![
                     row.id,
                     row.name,
@@ -193,11 +217,16 @@ impl Store {
                     r.message.as_deref(),
                     now,
                 )?;
+                // A run that starts again (completed_at none) has logs of
+                // its own: what became of the earlier run's is its events'.
                 let changed = tx.execute(
-                    "UPDATE jobs SET state = ?2, reason = ?3, message = ?4, run = ?5, queued_at = ?6, started_at = ?7,
+                    &format!("UPDATE jobs SET state = ?2, reason = ?3, message = ?4, run = ?5, queued_at = ?6, started_at = ?7,
                     completed_at = ?8, archive_at = ?9, placement = ?10, stop_reason = ?11, job_retries = ?12,
-                    succeeded = ?13, failed = ?14, active = ?15, ready = ?16, master_port = ?17
-                 WHERE id = ?1",
+                    succeeded = ?13, failed = ?14, active = ?15, ready = ?16, master_port = ?17,
+                    logs_expire_at = {}, logs_due_at = {},
+                    logs_removed_at = CASE WHEN ?8 IS NULL THEN NULL ELSE logs_removed_at END,
+                    logs_removed_by = CASE WHEN ?8 IS NULL THEN NULL ELSE logs_removed_by END
+                 WHERE id = ?1", logs_expire_at("?8", "spec"), logs_due_at("?8", "spec")),
                     params![
                         id,
                         r.state.as_str(),

@@ -30,6 +30,7 @@ pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
 pub use notifications::{Attempted, ConditionMet, DeliveryRow, NewWebhook, NotificationRow, WebhookRow, WebhookTarget};
 pub use removal::{NamedJob, RemovalPreview, Removed, SecretUse};
+pub use retention::LogsRemoved;
 pub use secrets::TakenName;
 pub use templates::{SavedTemplate, TemplateRow};
 pub use tokens::{NewToken, TokenOwner};
@@ -40,6 +41,7 @@ mod jobs;
 mod metrics;
 mod migrations;
 mod replicas;
+mod retention;
 mod secrets;
 pub mod series;
 mod templates;
@@ -48,7 +50,7 @@ mod usage;
 mod users;
 
 pub use self::error::{StoreError, StoreResult};
-pub use self::job_row::{JobRow, JobRuntime, Placement, Slot, StopReason, StoredMetadata, UnreadableJob};
+pub use self::job_row::{JobRow, JobRuntime, KeptLogs, Placement, Slot, StopReason, StoredMetadata, UnreadableJob};
 use self::migrations::migrate;
 
 /// Milliseconds since the Unix epoch: the time every stored stamp is in.
@@ -337,5 +339,7 @@ impl Store {
 mod notification_conditions_tests;
 #[cfg(test)]
 mod notifications_tests;
+#[cfg(test)]
+mod retention_tests;
 #[cfg(test)]
 pub(crate) mod tests;

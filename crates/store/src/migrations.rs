@@ -398,6 +398,35 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (rule_id, job_id, run, event)
     ) WITHOUT ROWID;
     CREATE INDEX notification_conditions_met_by_job ON notification_conditions_met(job_id);",
+    // 18: finished jobs' logs are removed (docs/api.md, "Log retention").
+    // A job keeps when its own archive time lets its logs go
+    // (`logs_expire_at`: finished + `ttl_seconds_after_finished`, default
+    // 3 days, at most 10 years: the same expression as `jobs.rs` writes
+    // with each finish), when they are due by the workspace's rule
+    // (`logs_due_at`, written at start by `Store::use_log_retention`, which
+    // keeps the rule in `store_settings`), when they went and by which
+    // rule, and its failure analysis, which reads them, as it was just
+    // before. A store that had jobs is marked upgraded now: nothing is
+    // removed for a grace period.
+    "ALTER TABLE jobs ADD COLUMN logs_expire_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN logs_due_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN logs_removed_at INTEGER;
+    ALTER TABLE jobs ADD COLUMN logs_removed_by TEXT;
+    UPDATE jobs SET logs_expire_at = completed_at
+        + MIN(MAX(COALESCE(json_extract(spec, '$.ttl_seconds_after_finished'), 259200), 0), 315360000) * 1000
+        WHERE completed_at IS NOT NULL AND json_valid(spec);
+    CREATE INDEX jobs_by_logs_due_at ON jobs(logs_due_at)
+        WHERE logs_due_at IS NOT NULL AND logs_removed_at IS NULL;
+    CREATE TABLE kept_failure_analyses (
+        job_id TEXT PRIMARY KEY,
+        analysis TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE store_settings (
+        name TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    INSERT INTO store_settings (name, value)
+        SELECT 'logs_removal_upgrade', CAST(strftime('%s', 'now') AS INTEGER) * 1000 WHERE EXISTS (SELECT 1 FROM jobs);",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

@@ -17,7 +17,7 @@ pub(crate) fn database_of_schema(path: &Path, schema: usize) -> Connection {
     conn
 }
 
-fn temp_store() -> (tempfile::TempDir, Store) {
+pub(crate) fn temp_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("jobdeck.db")).unwrap();
     (dir, store)
@@ -36,6 +36,7 @@ pub fn job_row(id: &str, owner: &str, visibility: &str, created_at: i64, state: 
         node_groups: Vec::new(),
         rerun_of: None,
         runtime: JobRuntime { state: JobState::parse(state).expect("a job state"), ..JobRuntime::default() },
+        logs: KeptLogs::default(),
     }
 }
 

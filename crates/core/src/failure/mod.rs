@@ -15,6 +15,7 @@
 //! * `GET /jobs/{id}/failure-analysis` ([`analysis`]) explains the result.
 
 pub mod analysis;
+pub mod of_job;
 pub mod scan;
 
 use jobdeck_api::EndReason;

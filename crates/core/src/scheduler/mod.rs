@@ -17,6 +17,8 @@
 mod admission;
 pub mod error;
 mod estimate;
+mod handle;
+mod log_removal;
 pub mod placement;
 mod progress;
 mod queue_view;
@@ -33,6 +35,8 @@ use jobdeck_api::{EndReason, EventType, JobState, Visibility};
 use tokio::sync::{mpsc, oneshot};
 
 pub use self::error::{SchedulerError, SchedulerResult};
+use self::handle::Msg;
+pub use self::handle::SchedulerHandle;
 use self::placement::{fit, group_states, occupy, plan_preemption, release, shortage, Candidate};
 pub use self::queue_view::QueuedJob;
 pub use self::standing::QueueStanding;
@@ -54,108 +58,6 @@ pub struct NewJob {
     /// Why the job runs on its shape, when its requirements chose it
     /// (`spec::shape_chosen_by_requirements`): said in an event.
     pub shape_choice: Option<String>,
-}
-
-enum Msg {
-    Create {
-        job: Box<NewJob>,
-        by: String,
-        reply: oneshot::Sender<SchedulerResult<JobRow>>,
-    },
-    Command {
-        id: String,
-        command: Command,
-        by: String,
-        reply: oneshot::Sender<SchedulerResult<JobRow>>,
-    },
-    HandOver {
-        id: String,
-        to: String,
-        by: String,
-        reply: oneshot::Sender<SchedulerResult<JobRow>>,
-    },
-    ReplaceSecretRefs {
-        id: String,
-        envs: Vec<jobdeck_api::EnvVar>,
-        by: String,
-        reply: oneshot::Sender<SchedulerResult<JobRow>>,
-    },
-    QuotasChanged {
-        reply: oneshot::Sender<SchedulerResult<()>>,
-    },
-    QueueStanding {
-        id: String,
-        reply: oneshot::Sender<SchedulerResult<Option<QueueStanding>>>,
-    },
-    Queue {
-        reply: oneshot::Sender<Vec<QueuedJob>>,
-    },
-}
-
-/// How handlers reach the scheduler; cheap to clone.
-#[derive(Clone)]
-pub struct SchedulerHandle {
-    tx: mpsc::UnboundedSender<Msg>,
-}
-
-impl SchedulerHandle {
-    /// Stores a new job in its first state (queued, or stopped when created
-    /// stopped) with its first events, and answers with it as stored.
-    pub async fn create(&self, job: NewJob, by: &str) -> SchedulerResult<JobRow> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Msg::Create { job: Box::new(job), by: by.to_string(), reply })
-            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
-        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a creation"))?
-    }
-
-    /// Runs a user's command and answers with the job as it is afterwards
-    /// (for a delete: as it was when the deletion began).
-    pub async fn command(&self, id: &str, command: Command, by: &str) -> SchedulerResult<JobRow> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Msg::Command { id: id.to_string(), command, by: by.to_string(), reply })
-            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
-        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a command"))?
-    }
-
-    /// Gives the job `id` the creator `to` (a removed user's job handed to
-    /// a teammate by `by`), and answers with it as it is afterwards.
-    pub async fn hand_over(&self, id: &str, to: &str, by: &str) -> SchedulerResult<JobRow> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Msg::HandOver { id: id.to_string(), to: to.to_string(), by: by.to_string(), reply })
-            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
-        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a hand-over"))?
-    }
-
-    /// Tells the scheduler that an admin changed a quota: it reads them
-    /// anew and judges the queue again (a raised quota may admit a job).
-    pub async fn quotas_changed(&self) -> SchedulerResult<()> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Msg::QuotasChanged { reply })
-            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
-        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a quota change"))?
-    }
-
-    /// Where a queued job stands: its place in the queue and what would let
-    /// it start (`standing::queue_standing`); `None` for a job that is not
-    /// queued.
-    pub async fn queue_standing(&self, id: &str) -> SchedulerResult<Option<QueueStanding>> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Msg::QueueStanding { id: id.to_string(), reply })
-            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
-        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a queue question"))?
-    }
-
-    /// Every queued job in the admission order (`queue_view.rs`).
-    pub async fn queue(&self) -> SchedulerResult<Vec<QueuedJob>> {
-        let (reply, answer) = oneshot::channel();
-        self.tx.send(Msg::Queue { reply }).map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
-        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a queue question"))
-    }
 }
 
 /// A job the scheduler looks after.
@@ -191,6 +93,11 @@ pub struct Scheduler {
     quotas: crate::quota::QuotaRules,
     /// When the running jobs' logs are next measured (Unix ms).
     next_log_measure: i64,
+    /// When finished jobs' logs go (`crate::retention`).
+    log_retention: crate::retention::LogRetentionRule,
+    /// When the finished jobs whose logs are due are next looked for
+    /// (Unix ms).
+    next_log_removal: i64,
 }
 
 /// The most the loop sleeps without a timer due, so nothing waits on a
@@ -289,6 +196,7 @@ pub async fn start(
     executor: Arc<dyn Executor>,
     logs: LogStore,
     host_rx: mpsc::UnboundedReceiver<HostMessage>,
+    log_retention: crate::retention::LogRetentionRule,
 ) -> SchedulerResult<SchedulerHandle> {
     let (tx, rx) = mpsc::unbounded_channel();
     let mut scheduler = Scheduler {
@@ -304,6 +212,8 @@ pub async fn start(
         dirty: true,
         quotas: Default::default(),
         next_log_measure: 0,
+        log_retention,
+        next_log_removal: 0,
     };
     scheduler.load_quotas().await?;
     scheduler.recover().await?;
@@ -440,6 +350,7 @@ impl Scheduler {
     fn next_timer(&self) -> Option<i64> {
         let mut next: Option<i64> = self.next_archive;
         let mut consider = |at: i64| next = Some(next.map_or(at, |n| n.min(at)));
+        consider(self.next_log_removal);
         for active in self.jobs.values() {
             let r = &active.row.runtime;
             match r.state {
@@ -470,6 +381,13 @@ impl Scheduler {
         let state = runtime.state;
         if let Some(at) = runtime.archive_at {
             self.next_archive = Some(self.next_archive.map_or(at, |n| n.min(at)));
+        }
+        // A finished job's logs are looked at when they fall due, not only
+        // at the next regular look (`log_removal.rs`).
+        if let (true, Some(finished)) = (state.is_terminal(), runtime.completed_at) {
+            let expire_at = after_seconds(finished, active.resolved.ttl_seconds_after_finished);
+            let (due, _) = self.log_retention.removal(finished, expire_at);
+            self.next_log_removal = self.next_log_removal.min(due);
         }
         let holding = jobdeck_store::Holding { cpus_per_replica: active.resolved.shape.cpu };
         self.store.update_job_runtime(id.to_string(), runtime, Some(holding), events).await?;
@@ -507,6 +425,9 @@ impl Scheduler {
             }
             Msg::Queue { reply } => {
                 let _ = reply.send(self.queue_view());
+            }
+            Msg::RemoveDueLogs { now, reply } => {
+                let _ = reply.send(self.remove_all_due_logs(now).await);
             }
         }
     }

@@ -241,8 +241,17 @@ impl Scheduler {
                 let finished = row.runtime.completed_at.unwrap_or(now);
                 row.runtime.state = JobState::Archived;
                 row.runtime.reason = Some("Archived".into());
+                // Its logs go later, by their own rule (`log_removal.rs`).
+                let logs_go = match (row.runtime.completed_at, row.logs.expire_at) {
+                    (Some(finished), Some(expire_at)) => {
+                        let (at, policy) = self.log_retention.removal(finished, expire_at);
+                        let after = jobdeck_api::duration_in_words(at.saturating_sub(finished).max(0) / 1000);
+                        format!("its logs stay until {after} after it finished ({})", policy.in_words())
+                    }
+                    _ => "its logs stay".to_string(),
+                };
                 row.runtime.message = Some(format!(
-                    "archived {} s after it finished; its record and logs stay readable",
+                    "archived {} s after it finished; its record stays readable, {logs_go}",
                     now.saturating_sub(finished) / 1000
                 ));
                 let message = row.runtime.message.clone().unwrap_or_default();
@@ -254,12 +263,9 @@ impl Scheduler {
                         vec![event(&id, EventType::Normal, "Archived", message)],
                     )
                     .await?;
-                if let Err(e) = self.executor.forget(&id).await {
-                    tracing::warn!(job = %id, error = %crate::error_chain(&e), "cannot clean up after an archived job");
-                }
             }
             self.next_archive = self.store.next_archive_time().await?;
         }
-        Ok(())
+        self.remove_due_logs_when_time(now).await
     }
 }

@@ -20,6 +20,7 @@ pub struct Bench {
     pub store: Store,
     pub token: String,
     pub router: axum::Router,
+    pub scheduler: jobdeck_core::scheduler::SchedulerHandle,
 }
 
 impl Bench {
@@ -37,8 +38,10 @@ impl Bench {
         config.supervisor_bin = std::env::var_os("JOBDECK_BIN").map(Into::into);
         adjust(&mut config);
         let token = auth::issue_token(&store, "admin", auth::TokenRequest::api()).await.unwrap().secret;
-        let router = app(AppState::start(store.clone(), config).await.unwrap());
-        Bench { dir, store, token, router }
+        let state = AppState::start(store.clone(), config).await.unwrap();
+        let scheduler = state.scheduler.clone();
+        let router = app(state);
+        Bench { dir, store, token, router, scheduler }
     }
 
     /// `GET uri` as the admin: the status and the body.

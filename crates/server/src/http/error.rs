@@ -37,6 +37,9 @@ pub enum AppError {
     Validation(FieldErrors),
     /// The request conflicts with what is stored (a duplicate name, …).
     Conflict(String),
+    /// 410: what was asked for existed and was removed by a rule (a
+    /// finished job's logs, by the log retention), with a code naming it.
+    Gone(&'static str, String),
     /// The body is larger than [`MAX_BODY_BYTES`].
     PayloadTooLarge,
     /// The data directory's disk is full: nothing was stored.
@@ -73,6 +76,7 @@ impl std::fmt::Display for AppError {
             | AppError::Forbidden(what)
             | AppError::BadRequest(what)
             | AppError::Conflict(what)
+            | AppError::Gone(_, what)
             | AppError::TooManyRequests(what)
             | AppError::QuotaExceeded(what) => f.write_str(what),
             AppError::TimedOut(limit) => write!(f, "the request took longer than {} s", limit.as_secs()),
@@ -117,6 +121,7 @@ impl AppError {
                 (StatusCode::UNPROCESSABLE_ENTITY, ApiError::validation(fields))
             }
             AppError::Conflict(what) => (StatusCode::CONFLICT, ApiError::new("conflict", what)),
+            AppError::Gone(code, what) => (StatusCode::GONE, ApiError::new(code, what)),
             AppError::TooManyRequests(what) => {
                 (StatusCode::TOO_MANY_REQUESTS, ApiError::new("too_many_requests", what))
             }

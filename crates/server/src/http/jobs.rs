@@ -8,7 +8,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
-use jobdeck_api::{FieldErrors, JobList, JobState, JobStatus, LeptonJob, Metadata, Role, ValidationContext};
+use jobdeck_api::{
+    FieldErrors, JobList, JobState, JobStatus, LeptonJob, LogRetention, Metadata, Role, ValidationContext,
+};
 
 use crate::http::audit::AuditNote;
 use crate::http::auth::CurrentUser;
@@ -322,6 +324,7 @@ pub async fn create_as(
         rerun_of,
         // The scheduler gives the job its first state.
         runtime: JobRuntime::default(),
+        logs: Default::default(),
     };
     Ok(state.scheduler.create(NewJob { row, resolved, shape_choice }, &user.name).await?)
 }
@@ -374,10 +377,27 @@ async fn get_job(
         return Err(AppError::NotFound(format!("job '{id}' not found")));
     }
     let reruns = crate::http::rerun::RerunLinks::of(&state, &user, &row).await?;
+    let log_retention = log_retention(&state, &row);
     let mut job = job_view(row);
     add_queue_standing(&state, &mut job).await?;
     reruns.add_to(&mut job);
+    if let Some(status) = job.status.as_mut() {
+        status.log_retention = log_retention;
+    }
     Ok(Json(job))
+}
+
+/// When a finished job's logs go, or went, and by which rule
+/// (`status.log_retention`); `None` while it has not finished.
+pub fn log_retention(state: &AppState, row: &JobRow) -> Option<LogRetention> {
+    let seconds = |ms: i64| ms.div_euclid(1000);
+    if let Some(removed_at) = row.logs.removed_at {
+        let policy = row.logs.removed_by.unwrap_or_default();
+        return Some(LogRetention { policy, remove_at: None, removed_at: Some(seconds(removed_at)) });
+    }
+    let (finished, expire_at) = (row.runtime.completed_at?, row.logs.expire_at?);
+    let (at, policy) = state.log_retention.removal(finished, expire_at);
+    Some(LogRetention { policy, remove_at: Some(seconds(at)), removed_at: None })
 }
 
 /// Where a queued job stands, from the scheduler — its place in the queue
@@ -551,6 +571,8 @@ pub fn job_view(row: JobRow) -> LeptonJob {
             rerun_of: None,
             reruns: Vec::new(),
             rerun_indexes: Vec::new(),
+            // Set where the config is at hand (`log_retention`).
+            log_retention: None,
         }),
     }
 }

@@ -297,6 +297,7 @@ async fn query_logs(
         }
         (None, None) => unreachable!("parse requires one"),
     };
+    crate::http::replicas::logs_still_kept(&job)?;
     if !job.spec.log_collection(state.config.log_collection_default) {
         return Err(AppError::NotFoundCode(
             "log_collection_disabled",

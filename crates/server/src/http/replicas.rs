@@ -183,6 +183,22 @@ pub async fn replicas_of(state: &AppState, job: &JobRow, attempts: Attempts) -> 
     Ok(replicas)
 }
 
+/// 410 for a job whose logs the retention removed, saying when and by
+/// which rule (the log viewer shows the sentence; Lepton clients print it).
+pub fn logs_still_kept(job: &JobRow) -> AppResult<()> {
+    let Some(removed_at) = job.logs.removed_at else { return Ok(()) };
+    let policy = job.logs.removed_by.unwrap_or_default();
+    Err(AppError::Gone(
+        "logs_removed",
+        format!(
+            "the logs of job '{}' were removed at {} by {}; its events and failure analysis stay",
+            job.id,
+            crate::http::auth::format_time(removed_at),
+            policy.in_words()
+        ),
+    ))
+}
+
 fn rfc3339(millis: i64) -> String {
     let time = std::time::UNIX_EPOCH + Duration::from_millis(millis.max(0) as u64);
     humantime::format_rfc3339_millis(time).to_string()
@@ -336,6 +352,7 @@ async fn replica_log(
             return Err(not_found());
         }
     }
+    logs_still_kept(&job)?;
     if !collects_logs(&state, &job) {
         return Err(AppError::NotFoundCode(
             "log_collection_disabled",

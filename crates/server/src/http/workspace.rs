@@ -6,7 +6,10 @@ use std::path::Path;
 use axum::extract::State;
 use axum::routing::get;
 use axum::Json;
-use jobdeck_api::{ResourceQuota, TotalResource, Workloads, WorkspaceInfo, WorkspaceRecord, WorkspaceShape};
+use jobdeck_api::{
+    ResourceQuota, TotalResource, Workloads, WorkspaceInfo, WorkspaceLogRetention, WorkspaceRecord, WorkspaceShape,
+};
+use jobdeck_store::now_millis;
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
@@ -50,6 +53,12 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
     }
     let data_dir = config.data_dir.clone();
     let disk = tokio::task::spawn_blocking(move || disk_usage(&data_dir)).await.map_err(AppError::internal)?;
+    let rule = state.log_retention;
+    let log_retention = WorkspaceLogRetention {
+        minimum_seconds: rule.minimum_ms / 1000,
+        maximum_seconds: rule.maximum_ms.map(|ms| ms / 1000),
+        paused_until: rule.paused_until.filter(|_| rule.paused_at(now_millis())).map(|ms| ms / 1000),
+    };
     Ok(Json(WorkspaceInfo {
         id: config.workspace_name.clone(),
         name: config.workspace_name.clone(),
@@ -93,6 +102,7 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
         },
         resource_quota: quota,
         dedicated_node_group_only: false,
+        log_retention: Some(log_retention),
     }))
 }
 

@@ -390,6 +390,7 @@ async fn each_request_is_one_log_line_by_route_and_a_500_says_its_cause() {
         node_groups: Vec::new(),
         rerun_of: None,
         runtime: JobRuntime { state: jobdeck_api::JobState::Completed, queued_at: Some(now), ..JobRuntime::default() },
+        logs: Default::default(),
     };
     let app = TestApp::with_stored_jobs_changed_by(
         |_| {},

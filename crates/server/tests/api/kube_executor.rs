@@ -133,6 +133,7 @@ impl Harness {
                     node_groups: vec!["h100".into()],
                     rerun_of: None,
                     runtime: JobRuntime { state: jobdeck_api::JobState::Starting, ..JobRuntime::default() },
+                    logs: Default::default(),
                 },
                 Vec::new(),
             )

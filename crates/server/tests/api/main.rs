@@ -23,6 +23,7 @@ mod lepton_programs;
 mod lifecycle;
 mod live_stream;
 mod log_api;
+mod log_retention;
 mod metrics;
 mod notification_conditions;
 mod notification_email;

@@ -19,7 +19,7 @@ use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
 use crate::http::jobs::{add_gpu_now, add_queue_standing, job_view};
 use crate::http::logs::{within_bytes, MAX_RANGE_LINES};
-use crate::http::replicas::{collects_logs, event_view, events_of, replicas_of, Attempts};
+use crate::http::replicas::{collects_logs, event_view, events_of, logs_still_kept, replicas_of, Attempts};
 use crate::http::request_limits::Permit;
 use crate::AppState;
 
@@ -80,10 +80,12 @@ pub struct FollowedLog {
 impl FollowedLog {
     /// The log of `replica` of `job` (which the caller may see), from line
     /// `from`; 404 as the log endpoint answers for a replica that is not
-    /// the job's, and for a job that collects no logs.
+    /// the job's, and for a job that collects no logs; 410 as it answers
+    /// once the job's logs were removed.
     pub async fn open(state: &AppState, job: &JobRow, replica: &str, from: u64) -> AppResult<FollowedLog> {
         let (index, attempt) = parse_replica_id(&job.id, replica)
             .ok_or_else(|| AppError::NotFound(format!("replica '{replica}' of job '{}' not found", job.id)))?;
+        logs_still_kept(job)?;
         if !collects_logs(state, job) {
             return Err(AppError::NotFoundCode(
                 "log_collection_disabled",

@@ -20,6 +20,9 @@ pub struct TestApp {
     /// The samples the executor took last, shared with the server: a test
     /// adds GPU readings here, as no GPU is on this machine.
     pub metrics_now: jobdeck_core::metrics::Now,
+    /// The server's scheduler: a test hands it a time of its own (the
+    /// removal of finished jobs' logs), as no test waits days.
+    pub scheduler: jobdeck_core::scheduler::SchedulerHandle,
     _dir: tempfile::TempDir,
 }
 
@@ -87,8 +90,9 @@ impl TestApp {
         let admin_token = auth::issue_token(&store, auth::FIRST_ADMIN, auth::TokenRequest::api()).await.unwrap().secret;
         let state = AppState::start(store.clone(), config).await.unwrap();
         let metrics_now = state.metrics_now.clone();
+        let scheduler = state.scheduler.clone();
         let router = app(state);
-        TestApp { router, store, admin_token, metrics_now, _dir: dir }
+        TestApp { router, store, admin_token, metrics_now, scheduler, _dir: dir }
     }
 
     /// A token for `user`, made a member if new.
@@ -253,6 +257,21 @@ impl TestApp {
     }
 }
 
+/// A stored job that completed at `completed_at` (Unix ms), as an older
+/// release left it.
+pub fn finished_row(id: &str, completed_at: i64) -> jobdeck_store::JobRow {
+    let mut row = jobdeck_store::JobRow {
+        id: id.into(),
+        name: id.split('-').next().unwrap_or(id).into(),
+        created_by: jobdeck_server::http::auth::FIRST_ADMIN.into(),
+        created_at: completed_at - 60_000,
+        ..Default::default()
+    };
+    row.runtime.state = jobdeck_api::JobState::Completed;
+    row.runtime.completed_at = Some(completed_at);
+    row
+}
+
 /// A job running `script` under /bin/sh.
 pub fn sh_job(name: &str, script: &str) -> Value {
     serde_json::json!({
@@ -324,6 +343,7 @@ pub fn stored_queued_job(name: &str, spec: Value, age_s: i64) -> jobdeck_store::
             queued_at: Some(now),
             ..jobdeck_store::JobRuntime::default()
         },
+        logs: Default::default(),
     }
 }
 

@@ -1,0 +1,114 @@
+//! When a finished job's logs go: `status.log_retention` of `GET /jobs/{id}`
+//! and `log_retention` of `GET /workspace` (docs/api.md, "Log retention").
+//!
+//! A finished job's logs, metrics, run directory and containers are removed
+//! at its archive time (`ttl_seconds_after_finished`), but never before the
+//! workspace's minimum log retention nor after its maximum, and not during
+//! the grace period after an upgrade. Its record, events and failure
+//! analysis stay.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Decode;
+
+/// Which rule set the time a finished job's logs go (or went).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum LogRemovalPolicy {
+    /// The job's own archive time (`ttl_seconds_after_finished`).
+    #[serde(rename = "archive_time")]
+    #[default]
+    ArchiveTime,
+    /// The workspace's minimum log retention, later than the archive time
+    /// (`lep` asks for 600 s on every job it creates).
+    #[serde(rename = "minimum_retention")]
+    MinimumRetention,
+    /// The workspace's maximum log retention, earlier than the archive time.
+    #[serde(rename = "maximum_retention")]
+    MaximumRetention,
+    /// The grace period after an upgrade to a release that removes logs:
+    /// nothing is removed before it ends.
+    #[serde(rename = "upgrade_grace")]
+    UpgradeGrace,
+}
+
+impl LogRemovalPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ArchiveTime => "archive_time",
+            Self::MinimumRetention => "minimum_retention",
+            Self::MaximumRetention => "maximum_retention",
+            Self::UpgradeGrace => "upgrade_grace",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::ArchiveTime, Self::MinimumRetention, Self::MaximumRetention, Self::UpgradeGrace]
+            .into_iter()
+            .find(|p| p.as_str() == text)
+    }
+
+    /// The rule in words, for messages and events: "the workspace's minimum
+    /// log retention".
+    pub fn in_words(self) -> &'static str {
+        match self {
+            Self::ArchiveTime => "its archive time",
+            Self::MinimumRetention => "the workspace's minimum log retention",
+            Self::MaximumRetention => "the workspace's maximum log retention",
+            Self::UpgradeGrace => "the grace period after the server's upgrade",
+        }
+    }
+}
+
+/// `status.log_retention`: when a finished job's logs, metrics and run
+/// directory go, or went, and which rule says so. Absent while the job has
+/// not finished.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LogRetention {
+    pub policy: LogRemovalPolicy,
+    /// Unix seconds: when they will be removed, while they are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_at: Option<i64>,
+    /// Unix seconds: when they were removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed_at: Option<i64>,
+}
+
+/// `log_retention` of `GET /workspace`: the workspace's rules.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceLogRetention {
+    /// A finished job's logs are kept at least this long, whatever its
+    /// archive time.
+    pub minimum_seconds: i64,
+    /// … and at most this long; absent: as long as its archive time says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum_seconds: Option<i64>,
+    /// Unix seconds: nothing is removed before this, the end of the grace
+    /// period after an upgrade; absent once it has passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_until: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_reads_back_its_own_name_and_no_other() {
+        for policy in [
+            LogRemovalPolicy::ArchiveTime,
+            LogRemovalPolicy::MinimumRetention,
+            LogRemovalPolicy::MaximumRetention,
+            LogRemovalPolicy::UpgradeGrace,
+        ] {
+            assert_eq!(LogRemovalPolicy::parse(policy.as_str()), Some(policy));
+            let json = serde_json::to_string(&policy).unwrap();
+            assert_eq!(json, format!("\"{}\"", policy.as_str()));
+        }
+        assert_eq!(LogRemovalPolicy::parse("MinimumRetention"), None);
+    }
+}

@@ -1,0 +1,161 @@
+//! Removing finished jobs' logs, metrics, run directories and containers
+//! when the retention rule says (`crate::retention`; docs/api.md, "Log
+//! retention"). The scheduler does it, so a job that is started again can
+//! never lose the logs of its new run: a job it looks after (queued,
+//! running, stopping) is never touched, and the store records a removal
+//! only of a job that is still finished. The record, the events and the
+//! failure analysis (kept as it was just before) stay.
+
+use jobdeck_api::{duration_in_words, LogRemovalPolicy};
+use jobdeck_store::LogsRemoved;
+
+use super::*;
+use crate::failure::of_job::analyse_job;
+
+/// The longest the scheduler goes without asking the store when the next
+/// job's logs fall due (a job finished meanwhile says so itself:
+/// `Scheduler::save`).
+const LOOK_AT_LEAST_EVERY_MS: i64 = 600_000;
+
+/// Jobs removed in one pass of the loop: each removes files and perhaps
+/// containers, and the loop takes messages in between.
+const BATCH: i64 = 16;
+
+impl SchedulerHandle {
+    /// Removes the logs of every job due at `now` (the timer does this with
+    /// the clock's time; a test gives a time of its own), and answers how
+    /// many jobs lost theirs.
+    pub async fn remove_due_logs(&self, now: i64) -> SchedulerResult<usize> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::RemoveDueLogs { now, reply })
+            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a removal of logs"))?
+    }
+}
+
+impl Scheduler {
+    /// The timer's part: one batch when the next job's logs fall due, then
+    /// the time the one after falls due (at once after a full batch).
+    pub(super) async fn remove_due_logs_when_time(&mut self, now: i64) -> SchedulerResult<()> {
+        if now < self.next_log_removal {
+            return Ok(());
+        }
+        let (looked, removed) = self.remove_due_logs_batch(now).await?;
+        // A full batch that removed some: more may be due. One that removed
+        // none (files that cannot be removed) waits for a later look.
+        let latest = now.saturating_add(LOOK_AT_LEAST_EVERY_MS);
+        self.next_log_removal = if looked == BATCH as usize && removed > 0 {
+            now
+        } else if let Some(until) = self.log_retention.paused_until.filter(|_| self.log_retention.paused_at(now)) {
+            until.min(latest)
+        } else {
+            let next = self.store.next_logs_due().await?.unwrap_or(latest);
+            // Past due yet not removed: left for a later look, not looked
+            // at again at once.
+            if next <= now {
+                latest
+            } else {
+                next.min(latest)
+            }
+        };
+        Ok(())
+    }
+
+    /// Every due job, batch after batch.
+    pub(super) async fn remove_all_due_logs(&mut self, now: i64) -> SchedulerResult<usize> {
+        let mut total = 0;
+        loop {
+            let (looked, removed) = self.remove_due_logs_batch(now).await?;
+            total += removed;
+            // A batch that removed nothing (jobs the scheduler looks after
+            // again) would come back the same: stop there.
+            if looked < BATCH as usize || removed == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// One batch: how many jobs were due, and how many lost their logs.
+    async fn remove_due_logs_batch(&mut self, now: i64) -> SchedulerResult<(usize, usize)> {
+        let rule = self.log_retention;
+        if rule.paused_at(now) {
+            return Ok((0, 0));
+        }
+        let due = self.store.jobs_with_logs_due(now, BATCH).await?;
+        let looked = due.len();
+        let mut removed = 0;
+        for job in due {
+            if self.remove_logs_of(job, now).await? {
+                removed += 1;
+            }
+        }
+        Ok((looked, removed))
+    }
+
+    async fn remove_logs_of(&mut self, job: JobRow, now: i64) -> SchedulerResult<bool> {
+        if self.jobs.contains_key(&job.id) {
+            return Ok(false);
+        }
+        let (Some(finished), Some(expire_at)) = (job.runtime.completed_at, job.logs.expire_at) else {
+            return Ok(false);
+        };
+        let (_, policy) = self.log_retention.removal(finished, expire_at);
+        // The analysis reads the logs: made now, kept for after.
+        let analysis = match analyse_job(&self.store, &self.logs, &self.config, &job).await {
+            Ok(analysis) => Some(analysis).filter(|a| !a.err_class.is_empty()),
+            Err(e) => {
+                tracing::warn!(job = %job.id, error = %crate::error_chain(&e), "cannot keep a job's failure analysis");
+                None
+            }
+        };
+        let logs = self.logs.clone();
+        let id = job.id.clone();
+        match tokio::task::spawn_blocking(move || logs.remove_job(&id)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                // Left for the next look: nothing is recorded as removed
+                // that is still there.
+                tracing::error!(job = %job.id, error = %e, "cannot remove a job's logs");
+                return Ok(false);
+            }
+            Err(e) => return Err(SchedulerError::internal(format!("the removal of a job's logs stopped: {e}"))),
+        }
+        if let Err(e) = self.executor.forget(&job.id).await {
+            tracing::warn!(job = %job.id, error = %crate::error_chain(&e), "cannot clean up after a job whose logs went");
+        }
+        let message = removal_message(finished, expire_at, now, policy);
+        let event = event(&job.id, EventType::Normal, "LogsRemoved", message);
+        let removed = LogsRemoved { job_id: job.id.clone(), at: now, policy, analysis, event };
+        Ok(self.store.record_logs_removed(removed).await?)
+    }
+}
+
+/// The event's sentence: what went, when after the finish, and which rule
+/// said so (with the archive time it overrode).
+fn removal_message(finished: i64, expire_at: i64, now: i64, policy: LogRemovalPolicy) -> String {
+    let after = duration_in_words(now.saturating_sub(finished).max(0) / 1000);
+    let own = duration_in_words(expire_at.saturating_sub(finished).max(0) / 1000);
+    let why = match policy {
+        LogRemovalPolicy::ArchiveTime => format!("its archive time of {own}"),
+        other => format!("{} (its own archive time was {own})", other.in_words()),
+    };
+    format!("its logs, metrics and run directory were removed {after} after it finished, by {why}; its record, events and failure analysis stay")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_event_says_when_and_by_which_rule() {
+        let day = 86_400_000;
+        assert_eq!(
+            removal_message(0, 600_000, 7 * day, LogRemovalPolicy::MinimumRetention),
+            "its logs, metrics and run directory were removed 7 days after it finished, by the workspace's minimum \
+             log retention (its own archive time was 10 minutes); its record, events and failure analysis stay"
+        );
+        assert!(removal_message(0, 3 * day, 3 * day, LogRemovalPolicy::ArchiveTime)
+            .contains("by its archive time of 3 days;"));
+    }
+}

@@ -1,0 +1,127 @@
+//! Finished jobs' logs go when the retention says (docs/api.md, "Log
+//! retention"): real jobs under the real supervisor, the scheduler handed a
+//! time of the test's own (no test waits days). `lep` asks for a 600 s
+//! archive time on every job: the minimum retention keeps the logs a week;
+//! a job's longer archive time keeps them longer. The record, events and
+//! failure analysis stay; the logs answer 410 saying when and why; the log
+//! and run directories are gone. A store upgraded from a release that kept
+//! logs forever removes nothing in its grace period.
+
+use crate::common;
+
+use axum::http::StatusCode;
+use common::{sh_job, small_cluster, TestApp};
+use jobdeck_server::now_millis;
+use serde_json::{json, Value};
+
+const DAY_MS: i64 = 86_400_000;
+
+/// When the job finished (Unix ms), from the store.
+async fn finished_at(app: &TestApp, id: &str) -> i64 {
+    app.store.job(id.into()).await.unwrap().unwrap().runtime.completed_at.expect("a finished job")
+}
+
+fn retention(job: &Value) -> &Value {
+    &job["status"]["log_retention"]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_jobs_logs_go_at_the_later_of_its_archive_time_and_the_minimum_and_its_analysis_stays() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let mut lep = sh_job(
+        "lep-style",
+        "echo 'epoch 1 loss 0.5'; echo 'Traceback (most recent call last):'; echo 'ValueError: bad lr'; exit 1",
+    );
+    lep["spec"]["ttl_seconds_after_finished"] = json!(600);
+    lep["spec"]["backoff_limit"] = json!(0);
+    let lep = app.create_job(&app.admin_token, &lep).await;
+    let mut month = sh_job("month", "echo done");
+    month["spec"]["ttl_seconds_after_finished"] = json!(30 * 86_400);
+    let month = app.create_job(&app.admin_token, &month).await;
+    app.wait_state(&lep, "Failed").await;
+    app.wait_state(&month, "Completed").await;
+    let (lep_done, month_done) = (finished_at(&app, &lep).await, finished_at(&app, &month).await);
+    let replica = format!("{lep}-0-0");
+    let before = app.get(&format!("/api/v2/jobs/{lep}/failure-analysis")).await.json();
+    assert_eq!(before["err_class"], "ERR_PROGRAM", "{before:#}");
+    assert!(!before["log_streams"].as_array().unwrap().is_empty(), "an excerpt to keep: {before:#}");
+
+    // Kept: the minimum retention holds the lep job's logs a week.
+    let job = app.job(&lep).await;
+    assert_eq!(
+        retention(&job),
+        &json!({"policy": "minimum_retention", "remove_at": (lep_done + 7 * DAY_MS).div_euclid(1000)})
+    );
+    assert_eq!(retention(&app.job(&month).await)["policy"], "archive_time");
+    // The store's time (the SQL that finds due jobs) is the rule's.
+    for id in [&lep, &month] {
+        let due_at = app.store.job(id.clone()).await.unwrap().unwrap().logs.due_at.unwrap();
+        assert_eq!(retention(&app.job(id).await)["remove_at"], json!(due_at.div_euclid(1000)), "{id}");
+    }
+    let log_dir = app.data_dir().join("logs").join(&lep);
+    let run_dir = app.data_dir().join("runs").join(&lep);
+    assert!(log_dir.is_dir() && run_dir.is_dir());
+    assert_eq!(app.scheduler.remove_due_logs(lep_done + DAY_MS).await.unwrap(), 0, "a day later");
+    assert_eq!(app.scheduler.remove_due_logs(lep_done + 7 * DAY_MS - 1).await.unwrap(), 0, "just before the week");
+    assert!(app.log(&lep, &replica).await.contains("ValueError: bad lr"));
+
+    // Gone after a week: the logs answer 410 saying when and why; the
+    // record, the events and the analysis stay.
+    let week = lep_done.max(month_done) + 7 * DAY_MS;
+    assert_eq!(app.scheduler.remove_due_logs(week).await.unwrap(), 1, "the lep job alone");
+    for uri in [
+        format!("/api/v2/jobs/{lep}/replicas/{replica}/log?follow=false"),
+        format!("/api/v2/jobs/{lep}/replicas/{replica}/log?from=1&to=2"),
+        format!("/api/v2/logs?job={lep}"),
+    ] {
+        let res = app.get(&uri).await;
+        assert_eq!(res.status, StatusCode::GONE, "{uri}: {}", res.text());
+        let body = res.json();
+        assert_eq!(body["code"], "logs_removed");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains("the workspace's minimum log retention"), "{message}");
+    }
+    let job = app.job(&lep).await;
+    assert_eq!(job["status"]["state"], "Failed", "the record stays");
+    assert_eq!(retention(&job), &json!({"policy": "minimum_retention", "removed_at": week.div_euclid(1000)}));
+    let events = app.events(&lep).await;
+    let removed = events.iter().find(|e| e["reason"] == "LogsRemoved").expect("an event says so");
+    let message = removed["message"].as_str().unwrap();
+    assert!(message.contains("removed 7 days after it finished, by the workspace's minimum log retention (its own archive time was 10 minutes)"), "{message}");
+    let after = app.get(&format!("/api/v2/jobs/{lep}/failure-analysis")).await.json();
+    assert_eq!(after, before, "the analysis as it was with its logs");
+    assert!(!log_dir.exists(), "the log directory is gone");
+    assert!(!run_dir.exists(), "the run directory is gone");
+    assert!(app.data_dir().join("logs").join(&month).is_dir(), "the month's job keeps its logs");
+    assert_eq!(app.scheduler.remove_due_logs(week).await.unwrap(), 0, "once");
+
+    // The month's job goes at its own archive time.
+    assert_eq!(app.scheduler.remove_due_logs(month_done + 30 * DAY_MS).await.unwrap(), 1);
+    let job = app.job(&month).await;
+    assert_eq!(retention(&job)["policy"], "archive_time");
+    let res = app.get(&format!("/api/v2/jobs/{month}/replicas/{month}-0-0/log?follow=false")).await;
+    assert_eq!(res.status, StatusCode::GONE);
+    assert!(res.json()["message"].as_str().unwrap().contains("by its archive time"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_is_removed_in_the_grace_period_after_an_upgrade_and_admins_are_told() {
+    let now = now_millis();
+    let mut old = common::finished_row("old-aaaaa", now - 30 * DAY_MS);
+    old.spec.ttl_seconds_after_finished = Some(600);
+    // The store as the upgrade leaves one that held jobs: marked now.
+    let mark = format!("INSERT INTO store_settings (name, value) VALUES ('logs_removal_upgrade', {now})");
+    let app = TestApp::with_stored_jobs_changed_by(|_| {}, vec![old], &mark).await;
+    let grace_end = now + 7 * DAY_MS;
+
+    let workspace = app.get("/api/v2/workspace").await.json();
+    assert_eq!(
+        workspace["log_retention"],
+        json!({"minimum_seconds": 7 * 86_400, "maximum_seconds": 90 * 86_400, "paused_until": grace_end.div_euclid(1000)})
+    );
+    let job = app.job("old-aaaaa").await;
+    assert_eq!(retention(&job), &json!({"policy": "upgrade_grace", "remove_at": grace_end.div_euclid(1000)}));
+    assert_eq!(app.scheduler.remove_due_logs(grace_end - 1).await.unwrap(), 0, "within the grace period");
+    assert_eq!(app.scheduler.remove_due_logs(grace_end).await.unwrap(), 1, "once it ends");
+    assert_eq!(retention(&app.job("old-aaaaa").await)["policy"], "upgrade_grace");
+}

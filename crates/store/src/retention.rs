@@ -1,0 +1,180 @@
+//! Finished jobs whose logs are due to go, and their going: the metrics
+//! rows, the measured log bytes and the removal's record, in one
+//! transaction (the files are `LogStore::remove_job`'s). The rule that says
+//! when is `jobdeck_core::retention`, kept here as the SQL that times each
+//! finished job (`logs_due_at`); the scheduler applies it.
+
+use jobdeck_api::{FailureAnalysis, LogRemovalPolicy};
+use rusqlite::{params, OptionalExtension};
+
+use super::changes::Change;
+use super::error::StoreResult;
+use super::job_row::{job_row, JOB_COLUMNS};
+use super::usage::record_log_bytes_today;
+use super::{EventRow, JobRow, Store};
+
+/// What the scheduler records of one job whose logs it removed.
+#[derive(Debug, Clone)]
+pub struct LogsRemoved {
+    pub job_id: String,
+    /// Unix ms.
+    pub at: i64,
+    pub policy: LogRemovalPolicy,
+    /// Its failure analysis as it was with its logs, to be served after.
+    pub analysis: Option<FailureAnalysis>,
+    pub event: EventRow,
+}
+
+/// The names the workspace's rule is kept under in `store_settings`, in
+/// milliseconds: the minimum, and the maximum (absent: none).
+const MINIMUM: &str = "logs_minimum_retention_ms";
+const MAXIMUM: &str = "logs_maximum_retention_ms";
+
+/// Ten years in milliseconds: the contract's longest archive time, and so
+/// no maximum at all.
+const NO_MAXIMUM_MS: i64 = jobdeck_api::validate::DURATION_MAX_SECONDS * 1000;
+
+/// The SQL of when a finished job's logs are due: `expire_at` (its own
+/// archive time, SQL) held to `completed` (its finish, SQL) plus the
+/// minimum and the maximum the store keeps. NULL while it has not finished.
+/// `jobdeck_core::retention::LogRetentionRule::removal` is the same rule,
+/// which names the bound that set the time (`GET /jobs/{id}` and the
+/// removal's event say it); the API tests hold the two together.
+pub(super) fn due_at_sql(expire_at: &str, completed: &str) -> String {
+    format!(
+        "MIN(MAX({expire_at}, {completed} + COALESCE((SELECT value FROM store_settings WHERE name = '{MINIMUM}'), 0)),
+             {completed} + COALESCE((SELECT value FROM store_settings WHERE name = '{MAXIMUM}'), {NO_MAXIMUM_MS}))"
+    )
+}
+
+impl Store {
+    /// Keeps the workspace's rule (`maximum_ms` `None`: none) and, when it
+    /// differs from the one kept (a changed `[logs]`, or the first start
+    /// after the upgrade), times every finished job that still has logs by
+    /// it again. Answers how many were timed again. The server calls this
+    /// at start, before the scheduler looks for due jobs.
+    pub async fn use_log_retention(&self, minimum_ms: i64, maximum_ms: Option<i64>) -> StoreResult<usize> {
+        self.write(move |tx| {
+            let kept = |name: &str| -> rusqlite::Result<Option<i64>> {
+                tx.query_row("SELECT value FROM store_settings WHERE name = ?1", params![name], |r| r.get(0)).optional()
+            };
+            if kept(MINIMUM)? == Some(minimum_ms) && kept(MAXIMUM)? == maximum_ms {
+                return Ok(0);
+            }
+            tx.execute(
+                "INSERT INTO store_settings (name, value) VALUES (?1, ?2)
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                params![MINIMUM, minimum_ms],
+            )?;
+            match maximum_ms {
+                Some(ms) => tx.execute(
+                    "INSERT INTO store_settings (name, value) VALUES (?1, ?2)
+                     ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    params![MAXIMUM, ms],
+                )?,
+                None => tx.execute("DELETE FROM store_settings WHERE name = ?1", params![MAXIMUM])?,
+            };
+            tx.execute(
+                &format!(
+                    "UPDATE jobs SET logs_due_at = {}
+                     WHERE completed_at IS NOT NULL AND logs_removed_at IS NULL",
+                    due_at_sql("logs_expire_at", "completed_at")
+                ),
+                [],
+            )
+            .map_err(Into::into)
+        })
+        .await
+    }
+
+    /// Up to `limit` finished jobs that still have logs and whose logs are
+    /// due at `now`, the longest due first (one range of the index on the
+    /// due time of jobs that still have logs).
+    pub async fn jobs_with_logs_due(&self, now: i64, limit: i64) -> StoreResult<Vec<JobRow>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {JOB_COLUMNS} FROM jobs
+                 WHERE logs_due_at IS NOT NULL AND logs_removed_at IS NULL AND logs_due_at <= ?1
+                 ORDER BY logs_due_at LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(params![now, limit], job_row)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// When the next finished job's logs fall due (Unix ms), if any job
+    /// still has logs.
+    pub async fn next_logs_due(&self) -> StoreResult<Option<i64>> {
+        self.read(|conn| {
+            conn.query_row(
+                "SELECT MIN(logs_due_at) FROM jobs WHERE logs_due_at IS NOT NULL AND logs_removed_at IS NULL",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .await
+    }
+
+    /// Records that a job's logs went: when, by which rule, its failure
+    /// analysis kept, its metrics and measured log bytes dropped, and its
+    /// event. A job that started again meanwhile (no finish time) is left
+    /// as it is; `false` then.
+    pub async fn record_logs_removed(&self, removed: LogsRemoved) -> StoreResult<bool> {
+        let job = removed.job_id.clone();
+        let done = self
+            .write(move |tx| {
+                let owner: Option<String> = tx
+                    .query_row(
+                        "UPDATE jobs SET logs_removed_at = ?2, logs_removed_by = ?3, log_bytes = 0
+                         WHERE id = ?1 AND completed_at IS NOT NULL AND logs_removed_at IS NULL
+                         RETURNING created_by",
+                        params![removed.job_id, removed.at, removed.policy.as_str()],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let Some(owner) = owner else { return Ok(false) };
+                tx.execute("DELETE FROM metrics WHERE job_id = ?1", params![removed.job_id])?;
+                if let Some(analysis) = &removed.analysis {
+                    tx.execute(
+                        "INSERT INTO kept_failure_analyses (job_id, analysis) VALUES (?1, ?2)
+                         ON CONFLICT (job_id) DO UPDATE SET analysis = excluded.analysis",
+                        params![removed.job_id, super::job_row::json_column(analysis)],
+                    )?;
+                }
+                super::events::record(tx, &removed.event)?;
+                record_log_bytes_today(tx, &owner, removed.at)?;
+                Ok(true)
+            })
+            .await?;
+        if done {
+            self.publish([Change::Job(job.clone()), Change::Events(job.clone()), Change::Metrics(job)]);
+        }
+        Ok(done)
+    }
+
+    /// The failure analysis kept when a job's logs went.
+    pub async fn kept_failure_analysis(&self, id: String) -> StoreResult<Option<FailureAnalysis>> {
+        let text: Option<String> = self
+            .read(move |conn| {
+                conn.query_row("SELECT analysis FROM kept_failure_analyses WHERE job_id = ?1", params![id], |r| {
+                    r.get(0)
+                })
+                .optional()
+            })
+            .await?;
+        // An analysis this release cannot read is as if none was kept: the
+        // handler analyses what is left.
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    /// When this store was upgraded to a release that removes logs (Unix
+    /// ms), if it held jobs then.
+    pub async fn logs_removal_upgraded_at(&self) -> StoreResult<Option<i64>> {
+        self.read(|conn| {
+            conn.query_row("SELECT value FROM store_settings WHERE name = 'logs_removal_upgrade'", [], |r| r.get(0))
+                .optional()
+        })
+        .await
+    }
+}
