@@ -30,6 +30,10 @@ pub enum LogRemovalPolicy {
     /// nothing is removed before it ends.
     #[serde(rename = "upgrade_grace")]
     UpgradeGrace,
+    /// The workspace's disk budget for logs: near it, the logs of the jobs
+    /// that finished longest ago go first, before their retention ends.
+    #[serde(rename = "disk_budget")]
+    DiskBudget,
 }
 
 impl LogRemovalPolicy {
@@ -39,11 +43,12 @@ impl LogRemovalPolicy {
             Self::MinimumRetention => "minimum_retention",
             Self::MaximumRetention => "maximum_retention",
             Self::UpgradeGrace => "upgrade_grace",
+            Self::DiskBudget => "disk_budget",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
-        [Self::ArchiveTime, Self::MinimumRetention, Self::MaximumRetention, Self::UpgradeGrace]
+        [Self::ArchiveTime, Self::MinimumRetention, Self::MaximumRetention, Self::UpgradeGrace, Self::DiskBudget]
             .into_iter()
             .find(|p| p.as_str() == text)
     }
@@ -56,6 +61,7 @@ impl LogRemovalPolicy {
             Self::MinimumRetention => "the workspace's minimum log retention",
             Self::MaximumRetention => "the workspace's maximum log retention",
             Self::UpgradeGrace => "the grace period after the server's upgrade",
+            Self::DiskBudget => "the workspace's disk budget for logs",
         }
     }
 }
@@ -91,6 +97,17 @@ pub struct WorkspaceLogRetention {
     /// period after an upgrade; absent once it has passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused_until: Option<i64>,
+    /// The bytes finished and running jobs' logs take now (as last
+    /// measured).
+    #[serde(default)]
+    pub used_bytes: i64,
+    /// The space the logs may take (`[logs] disk_budget`); absent: no
+    /// budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_budget_bytes: Option<i64>,
+    /// A sentence for admins once the logs take most of the budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 #[cfg(test)]
@@ -104,6 +121,7 @@ mod tests {
             LogRemovalPolicy::MinimumRetention,
             LogRemovalPolicy::MaximumRetention,
             LogRemovalPolicy::UpgradeGrace,
+            LogRemovalPolicy::DiskBudget,
         ] {
             assert_eq!(LogRemovalPolicy::parse(policy.as_str()), Some(policy));
             let json = serde_json::to_string(&policy).unwrap();

@@ -58,6 +58,50 @@ impl LogRetentionRule {
     }
 }
 
+/// The workspace's disk budget for logs: past [`LogBudget::REMOVE_ABOVE`]
+/// of it, the logs of the jobs that finished longest ago go until the logs
+/// take at most [`LogBudget::REMOVE_DOWN_TO`]; past
+/// [`LogBudget::WARN_ABOVE`], admins are told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogBudget {
+    pub bytes: i64,
+}
+
+impl LogBudget {
+    /// Percent of the budget.
+    pub const WARN_ABOVE: i64 = 80;
+    pub const REMOVE_ABOVE: i64 = 90;
+    pub const REMOVE_DOWN_TO: i64 = 80;
+
+    fn share(&self, percent: i64) -> i64 {
+        (i128::from(self.bytes) * i128::from(percent) / 100) as i64
+    }
+
+    /// Whether logs taking `used` bytes call for removals.
+    pub fn over(&self, used: i64) -> bool {
+        used > self.share(Self::REMOVE_ABOVE)
+    }
+
+    /// Whether removals may stop at `used` bytes.
+    pub fn enough(&self, used: i64) -> bool {
+        used <= self.share(Self::REMOVE_DOWN_TO)
+    }
+
+    /// What admins are told at `used` bytes, if anything.
+    pub fn warning(&self, used: i64) -> Option<String> {
+        (used > self.share(Self::WARN_ABOVE)).then(|| {
+            format!(
+                "logs take {} of their {} disk budget ({} %); past {} % the logs of the jobs that finished longest \
+                 ago are removed first, before their retention ends",
+                jobdeck_api::format_bytes(used),
+                jobdeck_api::format_bytes(self.bytes),
+                i128::from(used) * 100 / i128::from(self.bytes.max(1)),
+                Self::REMOVE_ABOVE
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +132,19 @@ mod tests {
         assert_eq!(paused.removal(finished, finished + 30 * DAY).1, LogRemovalPolicy::ArchiveTime);
         assert!(paused.paused_at(finished + 20 * DAY - 1));
         assert!(!paused.paused_at(finished + 20 * DAY));
+    }
+
+    #[test]
+    fn a_budget_warns_at_80_percent_removes_past_90_and_stops_at_80() {
+        let budget = LogBudget { bytes: 1_000 };
+        assert_eq!(budget.warning(800), None);
+        let warning = budget.warning(801).unwrap();
+        assert!(warning.starts_with("logs take 801 B of their "), "{warning}");
+        assert!(warning.contains("disk budget (80 %); past 90 %"), "{warning}");
+        assert!(!budget.over(900) && budget.over(901));
+        assert!(budget.enough(800) && !budget.enough(801));
+        let huge = LogBudget { bytes: i64::MAX };
+        assert!(!huge.over(i64::MAX / 10 * 9));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! 30 days; the look is timed when none has passed the minimum retention
 //! and when all have but their archive time holds them (both an empty range
 //! of the index on the due time), with the question when the next falls
-//! due (the scheduler's timer), and
+//! due (the scheduler's timer), the disk budget's sum of what the logs
+//! take, and
 //! the removal of `REMOVED` jobs (default 2,000) with a 1,000-line log each.
 //! Run with `bench/log-retention.sh`.
 
@@ -83,6 +84,19 @@ async fn main() {
         "when the next job's logs fall due, over {jobs} finished jobs{:<27} p50 {p50:>8.3} ms  p99 {p99:>8.3} ms",
         ""
     );
+
+    // The disk budget's sum of what every job's logs take, every one
+    // measured.
+    let sizes = (0..jobs).map(|n| (format!("train-{n:07}"), 100_000 + n as i64)).collect();
+    bench.store.set_log_bytes_many(sizes, jobdeck_server::now_millis()).await.unwrap();
+    let mut took = Vec::with_capacity(LOOKS);
+    for _ in 0..LOOKS {
+        let at = Instant::now();
+        assert!(bench.store.log_bytes_total().await.unwrap() > 0);
+        took.push(at.elapsed());
+    }
+    let (p50, p99) = percentiles(took);
+    println!("what the logs take (the disk budget's sum), over {jobs} measured jobs{:<13} p50 {p50:>8.3} ms  p99 {p99:>8.3} ms", "");
 
     // The removal: jobs past their archive time of 600 s, each with a log,
     // removed at a time of the benchmark's own a week and a day after they

@@ -404,8 +404,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 3 days, at most 10 years: the same expression as `jobs.rs` writes
     // with each finish), when they are due by the workspace's rule
     // (`logs_due_at`, written at start by `Store::use_log_retention`, which
-    // keeps the rule in `store_settings`), when they went and by which
-    // rule, and its failure analysis, which reads them, as it was just
+    // keeps the rule in `store_settings`; the disk budget takes the longest
+    // finished first), when they went and by which rule, and its failure
+    // analysis, which reads them, as it was just
     // before. A store that had jobs is marked upgraded now: nothing is
     // removed for a grace period.
     "ALTER TABLE jobs ADD COLUMN logs_expire_at INTEGER;
@@ -417,6 +418,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         WHERE completed_at IS NOT NULL AND json_valid(spec);
     CREATE INDEX jobs_by_logs_due_at ON jobs(logs_due_at)
         WHERE logs_due_at IS NOT NULL AND logs_removed_at IS NULL;
+    CREATE INDEX jobs_with_logs_by_completed_at ON jobs(completed_at)
+        WHERE completed_at IS NOT NULL AND logs_removed_at IS NULL;
     CREATE TABLE kept_failure_analyses (
         job_id TEXT PRIMARY KEY,
         analysis TEXT NOT NULL

@@ -103,6 +103,29 @@ impl Store {
         .await
     }
 
+    /// Up to `limit` finished jobs that still have logs on disk, the one
+    /// that finished longest ago first (the disk budget's order).
+    pub async fn jobs_with_logs_longest_finished(&self, limit: i64) -> StoreResult<Vec<JobRow>> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {JOB_COLUMNS} FROM jobs
+                 WHERE completed_at IS NOT NULL AND logs_removed_at IS NULL AND log_bytes > 0
+                 ORDER BY completed_at LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map(params![limit], job_row)?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// The bytes every job's logs take, as last measured.
+    pub async fn log_bytes_total(&self) -> StoreResult<i64> {
+        self.read(|conn| {
+            conn.query_row("SELECT COALESCE(SUM(log_bytes), 0) FROM jobs WHERE log_bytes > 0", [], |r| r.get(0))
+        })
+        .await
+    }
+
     /// When the next finished job's logs fall due (Unix ms), if any job
     /// still has logs.
     pub async fn next_logs_due(&self) -> StoreResult<Option<i64>> {
@@ -118,22 +141,26 @@ impl Store {
 
     /// Records that a job's logs went: when, by which rule, its failure
     /// analysis kept, its metrics and measured log bytes dropped, and its
-    /// event. A job that started again meanwhile (no finish time) is left
-    /// as it is; `false` then.
-    pub async fn record_logs_removed(&self, removed: LogsRemoved) -> StoreResult<bool> {
+    /// event; answers the bytes its logs took as last measured. A job that
+    /// started again meanwhile (no finish time) is left as it is; `None`
+    /// then.
+    pub async fn record_logs_removed(&self, removed: LogsRemoved) -> StoreResult<Option<i64>> {
         let job = removed.job_id.clone();
-        let done = self
+        let freed = self
             .write(move |tx| {
-                let owner: Option<String> = tx
+                let measured: Option<(String, i64)> = tx
                     .query_row(
-                        "UPDATE jobs SET logs_removed_at = ?2, logs_removed_by = ?3, log_bytes = 0
-                         WHERE id = ?1 AND completed_at IS NOT NULL AND logs_removed_at IS NULL
-                         RETURNING created_by",
-                        params![removed.job_id, removed.at, removed.policy.as_str()],
-                        |r| r.get(0),
+                        "SELECT created_by, log_bytes FROM jobs
+                         WHERE id = ?1 AND completed_at IS NOT NULL AND logs_removed_at IS NULL",
+                        params![removed.job_id],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
                     )
                     .optional()?;
-                let Some(owner) = owner else { return Ok(false) };
+                let Some((owner, bytes)) = measured else { return Ok(None) };
+                tx.execute(
+                    "UPDATE jobs SET logs_removed_at = ?2, logs_removed_by = ?3, log_bytes = 0 WHERE id = ?1",
+                    params![removed.job_id, removed.at, removed.policy.as_str()],
+                )?;
                 tx.execute("DELETE FROM metrics WHERE job_id = ?1", params![removed.job_id])?;
                 if let Some(analysis) = &removed.analysis {
                     tx.execute(
@@ -144,13 +171,13 @@ impl Store {
                 }
                 super::events::record(tx, &removed.event)?;
                 record_log_bytes_today(tx, &owner, removed.at)?;
-                Ok(true)
+                Ok(Some(bytes))
             })
             .await?;
-        if done {
+        if freed.is_some() {
             self.publish([Change::Job(job.clone()), Change::Events(job.clone()), Change::Metrics(job)]);
         }
-        Ok(done)
+        Ok(freed)
     }
 
     /// The failure analysis kept when a job's logs went.

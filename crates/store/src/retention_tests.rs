@@ -129,7 +129,11 @@ async fn due_jobs_are_past_their_archive_time_and_the_minimum_or_past_the_maximu
         value: 5.0,
     };
     store.append_metrics(vec![sample]).await.unwrap();
-    store.set_log_bytes_many(vec![("lep-aaaaa".into(), 4096)], now).await.unwrap();
+    store.set_log_bytes_many(vec![("lep-aaaaa".into(), 4096), ("decade-aaaaa".into(), 10)], now).await.unwrap();
+    let longest: Vec<String> =
+        store.jobs_with_logs_longest_finished(10).await.unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(longest, ["decade-aaaaa", "lep-aaaaa"], "the budget's order; jobs with nothing on disk left out");
+    assert_eq!(store.log_bytes_total().await.unwrap(), 4106);
     let analysis = FailureAnalysis { err_class: "ERR_PROGRAM".into(), ..FailureAnalysis::default() };
     let removed = LogsRemoved {
         job_id: "lep-aaaaa".into(),
@@ -138,12 +142,15 @@ async fn due_jobs_are_past_their_archive_time_and_the_minimum_or_past_the_maximu
         analysis: Some(analysis.clone()),
         event: event("lep-aaaaa"),
     };
-    assert!(store.record_logs_removed(removed.clone()).await.unwrap());
-    assert!(!store.record_logs_removed(removed).await.unwrap(), "once");
+    assert_eq!(store.record_logs_removed(removed.clone()).await.unwrap(), Some(4096), "the bytes it freed");
+    assert_eq!(store.record_logs_removed(removed).await.unwrap(), None, "once");
+    store.set_log_bytes_many(vec![("lep-aaaaa".into(), 8192)], now).await.unwrap();
+    assert_eq!(store.job("lep-aaaaa".into()).await.unwrap().unwrap().logs.removed_at, Some(now));
+    assert_eq!(store.log_bytes_total().await.unwrap(), 10, "a measure taken before the removal is stale");
     let row = store.job("lep-aaaaa".into()).await.unwrap().unwrap();
     assert_eq!((row.logs.removed_at, row.logs.removed_by), (Some(now), Some(LogRemovalPolicy::MinimumRetention)));
     assert!(store.job_metrics("lep-aaaaa".into()).await.unwrap().is_empty());
-    assert_eq!(store.log_bytes_by_user().await.unwrap().get("alice"), None);
+    assert_eq!(store.log_bytes_by_user().await.unwrap().get("alice"), Some(&10));
     assert_eq!(store.kept_failure_analysis("lep-aaaaa".into()).await.unwrap(), Some(analysis));
     let events = store.events_of("lep-aaaaa".into()).await.unwrap();
     assert_eq!(events.iter().filter(|e| e.reason == "LogsRemoved").count(), 1);
@@ -162,6 +169,6 @@ async fn due_jobs_are_past_their_archive_time_and_the_minimum_or_past_the_maximu
         analysis: None,
         event: event("decade-aaaaa"),
     };
-    assert!(!store.record_logs_removed(removed).await.unwrap());
+    assert_eq!(store.record_logs_removed(removed).await.unwrap(), None);
     assert_eq!(store.job("decade-aaaaa".into()).await.unwrap().unwrap().logs, KeptLogs::default());
 }

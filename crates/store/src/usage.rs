@@ -207,7 +207,10 @@ impl Store {
             for (job_id, bytes) in &sizes {
                 let owner: Option<String> = tx
                     .query_row(
-                        "UPDATE jobs SET log_bytes = ?2 WHERE id = ?1 AND log_bytes != ?2 RETURNING created_by",
+                        // A measure taken before a removal finished is stale:
+                        // a job whose logs went keeps 0.
+                        "UPDATE jobs SET log_bytes = ?2 WHERE id = ?1 AND log_bytes != ?2 AND logs_removed_at IS NULL
+                         RETURNING created_by",
                         params![job_id, bytes],
                         |r| r.get(0),
                     )

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 
 use super::auth::{duration, parse_duration};
+use super::quotas::byte_count;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -24,6 +25,11 @@ pub struct LogsConfig {
     /// before the first removal.
     #[serde(deserialize_with = "duration")]
     pub upgrade_grace: Duration,
+    /// The bytes all jobs' logs may take; near it the logs of the jobs that
+    /// finished longest ago go first (the `retention` module's `LogBudget`).
+    /// `None`: no budget.
+    #[serde(deserialize_with = "byte_count")]
+    pub disk_budget: Option<i64>,
 }
 
 impl Default for LogsConfig {
@@ -32,6 +38,7 @@ impl Default for LogsConfig {
             minimum_retention: Duration::from_secs(7 * 86_400),
             maximum_retention: Some(Duration::from_secs(90 * 86_400)),
             upgrade_grace: Duration::from_secs(7 * 86_400),
+            disk_budget: None,
         }
     }
 }
@@ -45,6 +52,9 @@ impl LogsConfig {
         }
         if self.upgrade_grace > ten_years {
             return Some("logs.upgrade_grace must be at most 3650d".into());
+        }
+        if self.disk_budget.is_some_and(|bytes| bytes < 1 << 20) {
+            return Some("logs.disk_budget must be at least 1MiB".into());
         }
         match self.maximum_retention {
             Some(maximum) if maximum < self.minimum_retention => {

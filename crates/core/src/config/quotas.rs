@@ -75,7 +75,7 @@ impl QuotasConfig {
     }
 }
 
-fn byte_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+pub(super) fn byte_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Written {

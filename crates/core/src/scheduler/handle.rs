@@ -41,6 +41,9 @@ pub(super) enum Msg {
         now: i64,
         reply: oneshot::Sender<SchedulerResult<usize>>,
     },
+    HoldLogsToBudget {
+        reply: oneshot::Sender<SchedulerResult<usize>>,
+    },
 }
 
 /// How handlers reach the scheduler; cheap to clone.

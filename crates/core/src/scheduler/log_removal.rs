@@ -11,6 +11,7 @@ use jobdeck_store::LogsRemoved;
 
 use super::*;
 use crate::failure::of_job::analyse_job;
+use crate::retention::LogBudget;
 
 /// The longest the scheduler goes without asking the store when the next
 /// job's logs fall due (a job finished meanwhile says so itself:
@@ -20,6 +21,9 @@ const LOOK_AT_LEAST_EVERY_MS: i64 = 600_000;
 /// Jobs removed in one pass of the loop: each removes files and perhaps
 /// containers, and the loop takes messages in between.
 const BATCH: i64 = 16;
+
+/// How often the logs are held against the disk budget.
+const BUDGET_LOOK_EVERY_MS: i64 = 60_000;
 
 impl SchedulerHandle {
     /// Removes the logs of every job due at `now` (the timer does this with
@@ -31,6 +35,17 @@ impl SchedulerHandle {
             .send(Msg::RemoveDueLogs { now, reply })
             .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
         answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a removal of logs"))?
+    }
+
+    /// Measures the running jobs' logs and, past the disk budget, removes
+    /// the logs of the jobs that finished longest ago (the timer does this
+    /// every minute); answers how many jobs lost theirs.
+    pub async fn hold_logs_to_budget(&self) -> SchedulerResult<usize> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::HoldLogsToBudget { reply })
+            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a look at the disk budget"))?
     }
 }
 
@@ -62,6 +77,63 @@ impl Scheduler {
         Ok(())
     }
 
+    /// The timer's part of the disk budget: a look every minute.
+    pub(super) async fn hold_logs_to_budget_when_time(&mut self, now: i64) -> SchedulerResult<()> {
+        if now < self.next_budget_look {
+            return Ok(());
+        }
+        self.next_budget_look = now.saturating_add(BUDGET_LOOK_EVERY_MS);
+        self.hold_logs_to_budget(now).await.map(|_| ())
+    }
+
+    /// Past the budget's [`LogBudget::REMOVE_ABOVE`], removes the logs of the
+    /// jobs that finished longest ago until the logs take at most
+    /// [`LogBudget::REMOVE_DOWN_TO`]; a running job's never. Answers how
+    /// many jobs lost theirs.
+    pub(super) async fn hold_logs_to_budget(&mut self, now: i64) -> SchedulerResult<usize> {
+        let Some(bytes) = self.config.logs.disk_budget else { return Ok(0) };
+        let budget = LogBudget { bytes };
+        self.measure_running_logs_now().await;
+        let before = self.store.log_bytes_total().await?;
+        if !budget.over(before) {
+            return Ok(0);
+        }
+        let mut used = before;
+        let mut removed = 0;
+        'batches: while !budget.enough(used) {
+            let longest = self.store.jobs_with_logs_longest_finished(BATCH).await?;
+            let looked = longest.len();
+            let mut freed_any = false;
+            for job in longest {
+                let cut = BudgetCut { used, budget: bytes };
+                if let Some(freed) = self.remove_logs_of(job, now, Some(cut)).await? {
+                    used = used.saturating_sub(freed);
+                    removed += 1;
+                    freed_any = true;
+                }
+                if budget.enough(used) {
+                    break 'batches;
+                }
+            }
+            if looked < BATCH as usize || !freed_any {
+                break;
+            }
+        }
+        if !budget.enough(used) {
+            // Running jobs' logs alone (or logs that cannot be removed)
+            // fill it: they are never cut here.
+            tracing::warn!(used, budget = bytes, "the logs of running jobs alone take the disk budget");
+        }
+        tracing::info!(
+            removed,
+            before,
+            after = used,
+            budget = bytes,
+            "finished jobs' logs removed for the disk budget"
+        );
+        Ok(removed)
+    }
+
     /// Every due job, batch after batch.
     pub(super) async fn remove_all_due_logs(&mut self, now: i64) -> SchedulerResult<usize> {
         let mut total = 0;
@@ -86,21 +158,24 @@ impl Scheduler {
         let looked = due.len();
         let mut removed = 0;
         for job in due {
-            if self.remove_logs_of(job, now).await? {
+            if self.remove_logs_of(job, now, None).await?.is_some() {
                 removed += 1;
             }
         }
         Ok((looked, removed))
     }
 
-    async fn remove_logs_of(&mut self, job: JobRow, now: i64) -> SchedulerResult<bool> {
+    /// Removes a finished job's logs, by its retention or, with `cut`, by
+    /// the disk budget; answers the bytes they took (`None`: not removed).
+    async fn remove_logs_of(&mut self, job: JobRow, now: i64, cut: Option<BudgetCut>) -> SchedulerResult<Option<i64>> {
         if self.jobs.contains_key(&job.id) {
-            return Ok(false);
+            return Ok(None);
         }
         let (Some(finished), Some(expire_at)) = (job.runtime.completed_at, job.logs.expire_at) else {
-            return Ok(false);
+            return Ok(None);
         };
-        let (_, policy) = self.log_retention.removal(finished, expire_at);
+        let (kept_until, retention) = self.log_retention.removal(finished, expire_at);
+        let policy = if cut.is_some() { LogRemovalPolicy::DiskBudget } else { retention };
         // The analysis reads the logs: made now, kept for after.
         let analysis = match analyse_job(&self.store, &self.logs, &self.config, &job).await {
             Ok(analysis) => Some(analysis).filter(|a| !a.err_class.is_empty()),
@@ -117,17 +192,43 @@ impl Scheduler {
                 // Left for the next look: nothing is recorded as removed
                 // that is still there.
                 tracing::error!(job = %job.id, error = %e, "cannot remove a job's logs");
-                return Ok(false);
+                return Ok(None);
             }
             Err(e) => return Err(SchedulerError::internal(format!("the removal of a job's logs stopped: {e}"))),
         }
         if let Err(e) = self.executor.forget(&job.id).await {
             tracing::warn!(job = %job.id, error = %crate::error_chain(&e), "cannot clean up after a job whose logs went");
         }
-        let message = removal_message(finished, expire_at, now, policy);
+        let message = match cut {
+            None => removal_message(finished, expire_at, now, policy),
+            Some(cut) => cut.message(finished, kept_until, now),
+        };
         let event = event(&job.id, EventType::Normal, "LogsRemoved", message);
         let removed = LogsRemoved { job_id: job.id.clone(), at: now, policy, analysis, event };
         Ok(self.store.record_logs_removed(removed).await?)
+    }
+}
+
+/// Where the logs stood when the disk budget took a job's.
+#[derive(Debug, Clone, Copy)]
+struct BudgetCut {
+    used: i64,
+    budget: i64,
+}
+
+impl BudgetCut {
+    /// The event's sentence: when after the finish, how much earlier than
+    /// its retention, and how full the budget was.
+    fn message(&self, finished: i64, kept_until: i64, now: i64) -> String {
+        let after = duration_in_words(now.saturating_sub(finished).max(0) / 1000);
+        let retention = duration_in_words(kept_until.saturating_sub(finished).max(0) / 1000);
+        format!(
+            "its logs, metrics and run directory were removed {after} after it finished, before its retention of \
+             {retention} ended, by the workspace's disk budget for logs: logs took {} of {}, and the jobs that \
+             finished longest ago go first; its record, events and failure analysis stay",
+            jobdeck_api::format_bytes(self.used),
+            jobdeck_api::format_bytes(self.budget)
+        )
     }
 }
 

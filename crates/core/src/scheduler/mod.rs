@@ -98,6 +98,8 @@ pub struct Scheduler {
     /// When the finished jobs whose logs are due are next looked for
     /// (Unix ms).
     next_log_removal: i64,
+    /// When the logs are next held against the disk budget (Unix ms).
+    next_budget_look: i64,
 }
 
 /// The most the loop sleeps without a timer due, so nothing waits on a
@@ -214,6 +216,7 @@ pub async fn start(
         next_log_measure: 0,
         log_retention,
         next_log_removal: 0,
+        next_budget_look: 0,
     };
     scheduler.load_quotas().await?;
     scheduler.recover().await?;
@@ -428,6 +431,9 @@ impl Scheduler {
             }
             Msg::RemoveDueLogs { now, reply } => {
                 let _ = reply.send(self.remove_all_due_logs(now).await);
+            }
+            Msg::HoldLogsToBudget { reply } => {
+                let _ = reply.send(self.hold_logs_to_budget(jobdeck_store::now_millis()).await);
             }
         }
     }

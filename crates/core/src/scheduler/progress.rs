@@ -266,6 +266,7 @@ impl Scheduler {
             }
             self.next_archive = self.store.next_archive_time().await?;
         }
-        self.remove_due_logs_when_time(now).await
+        self.remove_due_logs_when_time(now).await?;
+        self.hold_logs_to_budget_when_time(now).await
     }
 }

@@ -90,20 +90,17 @@ impl Scheduler {
         if ids.is_empty() {
             return;
         }
-        let store = self.store.clone();
-        let logs = self.logs.clone();
-        tokio::spawn(async move {
-            let measured = tokio::task::spawn_blocking(move || {
-                ids.into_iter().map(|id| (directory_bytes(&logs.job_dir(&id)), id)).collect::<Vec<_>>()
-            })
-            .await;
-            let Ok(measured) = measured else { return };
-            let now = jobdeck_store::now_millis();
-            let sizes = measured.into_iter().map(|(bytes, id)| (id, bytes)).collect();
-            if let Err(e) = store.set_log_bytes_many(sizes, now).await {
-                tracing::warn!(error = %crate::error_chain(&e), "cannot record what logs take on disk");
-            }
-        });
+        tokio::spawn(measure_and_record(self.store.clone(), self.logs.clone(), ids));
+    }
+
+    /// Measures the running jobs' logs and waits until what they take is
+    /// stored (the disk budget's look needs it now).
+    pub(super) async fn measure_running_logs_now(&self) {
+        let ids: Vec<String> =
+            self.jobs.values().filter(|a| a.placement().is_some()).map(|a| a.row.id.clone()).collect();
+        if !ids.is_empty() {
+            measure_and_record(self.store.clone(), self.logs.clone(), ids).await;
+        }
     }
 
     /// Measures every job's logs once, when the server starts (a job whose
@@ -127,6 +124,21 @@ impl Scheduler {
         self.next_log_measure = now + LOG_MEASURE_EVERY_MS;
         let ids = self.jobs.values().filter(|a| a.placement().is_some()).map(|a| a.row.id.clone()).collect();
         self.measure_logs(ids);
+    }
+}
+
+/// Measures the logs of the jobs `ids` on a blocking thread and stores what
+/// they take.
+async fn measure_and_record(store: Store, logs: LogStore, ids: Vec<String>) {
+    let measured = tokio::task::spawn_blocking(move || {
+        ids.into_iter().map(|id| (directory_bytes(&logs.job_dir(&id)), id)).collect::<Vec<_>>()
+    })
+    .await;
+    let Ok(measured) = measured else { return };
+    let now = jobdeck_store::now_millis();
+    let sizes = measured.into_iter().map(|(bytes, id)| (id, bytes)).collect();
+    if let Err(e) = store.set_log_bytes_many(sizes, now).await {
+        tracing::warn!(error = %crate::error_chain(&e), "cannot record what logs take on disk");
     }
 }
 

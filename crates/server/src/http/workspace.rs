@@ -7,13 +7,15 @@ use axum::extract::State;
 use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
-    ResourceQuota, TotalResource, Workloads, WorkspaceInfo, WorkspaceLogRetention, WorkspaceRecord, WorkspaceShape,
+    ResourceQuota, Role, TotalResource, Workloads, WorkspaceInfo, WorkspaceLogRetention, WorkspaceRecord,
+    WorkspaceShape,
 };
 use jobdeck_store::now_millis;
 
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
 use crate::{AppState, Route};
+use jobdeck_core::retention::LogBudget;
 use jobdeck_core::topology::usage_by_group;
 
 pub fn routes() -> Vec<Route> {
@@ -54,10 +56,17 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
     let data_dir = config.data_dir.clone();
     let disk = tokio::task::spawn_blocking(move || disk_usage(&data_dir)).await.map_err(AppError::internal)?;
     let rule = state.log_retention;
+    let used_bytes = state.store.log_bytes_total().await?;
+    let budget = config.logs.disk_budget.map(|bytes| LogBudget { bytes });
     let log_retention = WorkspaceLogRetention {
         minimum_seconds: rule.minimum_ms / 1000,
         maximum_seconds: rule.maximum_ms.map(|ms| ms / 1000),
         paused_until: rule.paused_until.filter(|_| rule.paused_at(now_millis())).map(|ms| ms / 1000),
+        used_bytes,
+        disk_budget_bytes: budget.map(|b| b.bytes),
+        // Admins are the ones who can act (a larger budget, a shorter
+        // retention): the warning is theirs.
+        warning: budget.filter(|_| user.role == Role::Admin).and_then(|b| b.warning(used_bytes)),
     };
     Ok(Json(WorkspaceInfo {
         id: config.workspace_name.clone(),

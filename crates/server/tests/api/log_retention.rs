@@ -5,7 +5,9 @@
 //! a job's longer archive time keeps them longer. The record, events and
 //! failure analysis stay; the logs answer 410 saying when and why; the log
 //! and run directories are gone. A store upgraded from a release that kept
-//! logs forever removes nothing in its grace period.
+//! logs forever removes nothing in its grace period. Near the disk budget,
+//! the logs of the jobs that finished longest ago go first, and a running
+//! job's never.
 
 use crate::common;
 
@@ -117,11 +119,81 @@ async fn nothing_is_removed_in_the_grace_period_after_an_upgrade_and_admins_are_
     let workspace = app.get("/api/v2/workspace").await.json();
     assert_eq!(
         workspace["log_retention"],
-        json!({"minimum_seconds": 7 * 86_400, "maximum_seconds": 90 * 86_400, "paused_until": grace_end.div_euclid(1000)})
+        json!({
+            "minimum_seconds": 7 * 86_400,
+            "maximum_seconds": 90 * 86_400,
+            "paused_until": grace_end.div_euclid(1000),
+            "used_bytes": 0
+        })
     );
     let job = app.job("old-aaaaa").await;
     assert_eq!(retention(&job), &json!({"policy": "upgrade_grace", "remove_at": grace_end.div_euclid(1000)}));
     assert_eq!(app.scheduler.remove_due_logs(grace_end - 1).await.unwrap(), 0, "within the grace period");
     assert_eq!(app.scheduler.remove_due_logs(grace_end).await.unwrap(), 1, "once it ends");
     assert_eq!(retention(&app.job("old-aaaaa").await)["policy"], "upgrade_grace");
+}
+
+/// A script that prints `lines` lines of 100 characters, numbered.
+fn printing(lines: usize) -> String {
+    format!("i=1; while [ $i -le {lines} ]; do printf 'line %05d %088d\\n' $i 0; i=$((i+1)); done")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn near_the_disk_budget_the_longest_finished_jobs_logs_go_first_and_a_running_jobs_never() {
+    // 1 MiB of logs: each job below writes 3,000 lines, ~375 KB with their
+    // times and index, so three finished ones and a running one take
+    // ~1.5 MB, past 90 % of it; two must go to bring the logs under 80 %.
+    let app = TestApp::with_config(|config| {
+        small_cluster(4.0)(config);
+        config.logs.disk_budget = Some(1 << 20);
+    })
+    .await;
+    let mut finished = Vec::new();
+    for name in ["first", "second", "third"] {
+        let id = app.create_job(&app.admin_token, &sh_job(name, &printing(3_000))).await;
+        app.wait_state(&id, "Completed").await;
+        finished.push(id);
+    }
+    let (wait, release) = app.gate("running");
+    let running = app.create_job(&app.admin_token, &sh_job("running", &format!("{}; {wait}", printing(3_000)))).await;
+    let replica = format!("{running}-0-0");
+    app.wait_until("the running job's 3,000 lines", || async {
+        let res = app.get(&format!("/api/v2/jobs/{running}/replicas/{replica}/log?from=3000&to=3000")).await;
+        res.status == StatusCode::OK
+            && res.json()["lines"][0]["text"].as_str().is_some_and(|t| t.starts_with("line 03000"))
+    })
+    .await;
+    // Every finished job is measured when its run ends.
+    app.wait_until("the finished jobs' logs measured", || async {
+        app.store.log_bytes_total().await.unwrap() > 1_000_000
+    })
+    .await;
+    let workspace = app.get("/api/v2/workspace").await.json();
+    let warning = workspace["log_retention"]["warning"].as_str().expect("admins are warned past 80 %");
+    assert!(warning.contains("of their 1 MB disk budget"), "{warning}");
+
+    assert_eq!(app.scheduler.hold_logs_to_budget().await.unwrap(), 2, "the two that finished first");
+    for (id, gone) in [(&finished[0], true), (&finished[1], true), (&finished[2], false)] {
+        let res = app.get(&format!("/api/v2/jobs/{id}/replicas/{id}-0-0/log?follow=false")).await;
+        assert_eq!(res.status == StatusCode::GONE, gone, "{id}: {}", res.status);
+        if gone {
+            let job = app.job(id).await;
+            assert_eq!(retention(&job)["policy"], "disk_budget");
+            let events = app.events(id).await;
+            let event = events.iter().find(|e| e["reason"] == "LogsRemoved").unwrap();
+            let message = event["message"].as_str().unwrap();
+            assert!(
+                message.contains(
+                    "before its retention of 7 days ended, by the workspace's disk budget for logs: logs took"
+                ),
+                "{message}"
+            );
+        }
+    }
+    assert!(app.log(&running, &replica).await.contains("line 03000"), "a running job's logs are never cut");
+    let used = app.get("/api/v2/workspace").await.json()["log_retention"]["used_bytes"].as_i64().unwrap();
+    assert!(used <= (1 << 20) * 8 / 10, "{used}");
+    assert_eq!(app.scheduler.hold_logs_to_budget().await.unwrap(), 0, "under the budget now");
+    std::fs::write(release, "").unwrap();
+    app.wait_state(&running, "Completed").await;
 }
