@@ -67,6 +67,10 @@ pub struct ResolvedSpec {
     pub can_be_preempted: bool,
     pub shared_memory_mb: i64,
     pub log_collection: bool,
+    /// Bytes of log each replica attempt keeps: the job's log cap (`[logs]
+    /// job_log_cap`) shared among the replicas that run at once; `None`:
+    /// no cap. Every executor's log writer holds its attempts to it.
+    pub log_cap_per_replica: Option<u64>,
 }
 
 /// Writes the workspace's defaults into a new job's spec where it names
@@ -252,6 +256,7 @@ impl ResolvedSpec {
             can_preempt: spec.can_preempt(),
             can_be_preempted: spec.can_be_preempted(),
             log_collection: spec.log_collection(config.log_collection_default),
+            log_cap_per_replica: config.logs.log_cap_per_replica(parallelism),
         };
         // A job that could not run even on an idle cluster would wait
         // forever: the contract's rule, asked of this server's own view of

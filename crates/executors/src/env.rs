@@ -68,6 +68,7 @@ pub(crate) mod tests {
                 completions: workers.max(3),
                 chosen_indexes: None,
                 parallelism: workers.max(1),
+                log_cap_per_replica: None,
                 workers,
                 backoff_limit: 3,
                 max_failure_retry: None,

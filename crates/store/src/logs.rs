@@ -135,6 +135,20 @@ pub struct LogWriter {
     /// index writer could spill entries early when its buffer fills).
     pending_idx: Vec<u8>,
     offset: u64,
+    /// Bytes of log past which lines are left out (the job's log cap, its
+    /// share for this attempt); `None`: no cap.
+    cap: Option<u64>,
+    /// Whether the line saying the cap was reached is written (a log
+    /// reopened past its cap has it already).
+    capped: bool,
+}
+
+/// The line a capped log ends with: the last one kept.
+pub fn cap_marker(cap: u64) -> String {
+    format!(
+        "jobdeck: this log reached its share of the job's log cap ({cap} bytes, [logs] job_log_cap); the lines \
+         after this one are not kept"
+    )
 }
 
 impl LogWriter {
@@ -151,12 +165,34 @@ impl LogWriter {
             idx,
             pending_idx: Vec::with_capacity(8 * 1024),
             offset,
+            cap: None,
+            capped: false,
         })
+    }
+
+    /// Keeps at most `cap` bytes of log: the line that crosses it is
+    /// followed by [`cap_marker`], and later lines are left out.
+    pub fn with_cap(mut self, cap: Option<u64>) -> Self {
+        self.cap = cap;
+        self.capped = cap.is_some_and(|cap| self.offset >= cap);
+        self
+    }
+
+    /// Whether lines are being left out past the cap.
+    pub fn is_capped(&self) -> bool {
+        self.capped
     }
 
     /// Appends one line (without its newline), splitting it when it is longer
     /// than [`MAX_LINE`].
     pub fn append(&mut self, stream: Stream, time: i64, text: &[u8]) -> std::io::Result<()> {
+        if let Some(cap) = self.cap.filter(|cap| self.offset >= *cap) {
+            if !self.capped {
+                self.capped = true;
+                self.append_piece(Stream::Stderr, time, &cap_marker(cap))?;
+            }
+            return Ok(());
+        }
         let text = String::from_utf8_lossy(text);
         for piece in stored_pieces(&text) {
             self.append_piece(stream, time, piece)?;
@@ -584,6 +620,27 @@ mod tests {
         }
         writer.flush().unwrap();
         assert_eq!(store.open("job-1", 0, 0).unwrap().unwrap().line_count().unwrap(), 5_000);
+    }
+
+    #[test]
+    fn a_capped_log_keeps_the_line_that_crosses_its_cap_then_says_so_once_and_keeps_no_more() {
+        let (_dir, store) = store();
+        let (log, idx) = store.paths("job-1", 0, 0);
+        // Each stored line: "1 o " and ten characters and a newline, 15 bytes.
+        let mut writer = LogWriter::create(&log, &idx).unwrap().with_cap(Some(40));
+        for i in 0..10 {
+            writer.append(Stream::Stdout, 1, format!("line {i:05}").as_bytes()).unwrap();
+        }
+        assert!(writer.is_capped());
+        drop(writer);
+        let mut reader = store.open("job-1", 0, 0).unwrap().unwrap();
+        let texts: Vec<String> = reader.lines(1, 100).unwrap().into_iter().map(|l| l.text).collect();
+        assert_eq!(texts, ["line 00000", "line 00001", "line 00002", &cap_marker(40)]);
+        // Reopened past its cap (a resumed copy): no second marker.
+        let mut again = LogWriter::create(&log, &idx).unwrap().with_cap(Some(40));
+        again.append(Stream::Stdout, 2, b"later").unwrap();
+        drop(again);
+        assert_eq!(store.open("job-1", 0, 0).unwrap().unwrap().line_count().unwrap(), 4);
     }
 
     #[test]

@@ -30,6 +30,11 @@ pub struct LogsConfig {
     /// `None`: no budget.
     #[serde(deserialize_with = "byte_count")]
     pub disk_budget: Option<i64>,
+    /// The bytes of log one job keeps, shared among the replicas it runs at
+    /// once: past its share a replica's log ends with a line saying so and
+    /// keeps no more. `None`: no cap.
+    #[serde(deserialize_with = "byte_count")]
+    pub job_log_cap: Option<i64>,
 }
 
 impl Default for LogsConfig {
@@ -39,6 +44,7 @@ impl Default for LogsConfig {
             maximum_retention: Some(Duration::from_secs(90 * 86_400)),
             upgrade_grace: Duration::from_secs(7 * 86_400),
             disk_budget: None,
+            job_log_cap: None,
         }
     }
 }
@@ -56,6 +62,9 @@ impl LogsConfig {
         if self.disk_budget.is_some_and(|bytes| bytes < 1 << 20) {
             return Some("logs.disk_budget must be at least 1MiB".into());
         }
+        if self.job_log_cap.is_some_and(|bytes| bytes < 1 << 20) {
+            return Some("logs.job_log_cap must be at least 1MiB".into());
+        }
         match self.maximum_retention {
             Some(maximum) if maximum < self.minimum_retention => {
                 Some("logs.maximum_retention must be at least logs.minimum_retention".into())
@@ -65,6 +74,16 @@ impl LogsConfig {
             }
             _ => None,
         }
+    }
+}
+
+impl LogsConfig {
+    /// Each replica attempt's share of the job's log cap when `parallelism`
+    /// replicas run at once (at least 64 KiB, so that every replica keeps
+    /// its first lines).
+    pub fn log_cap_per_replica(&self, parallelism: i64) -> Option<u64> {
+        let cap = u64::try_from(self.job_log_cap?).ok()?;
+        Some((cap / parallelism.max(1).unsigned_abs()).max(64 << 10))
     }
 }
 
@@ -83,9 +102,12 @@ mod tests {
 
     #[test]
     fn retention_reads_durations_forever_and_zero() {
-        let logs: LogsConfig =
-            toml::from_str("minimum_retention = \"0s\"\nmaximum_retention = \"forever\"\nupgrade_grace = \"1d\"")
-                .unwrap();
+        let logs: LogsConfig = toml::from_str(
+            "minimum_retention = \"0s\"\nmaximum_retention = \"forever\"\nupgrade_grace = \"1d\"\n\
+             disk_budget = \"2GiB\"\njob_log_cap = 1048576",
+        )
+        .unwrap();
+        assert_eq!((logs.disk_budget, logs.job_log_cap), (Some(2 << 30), Some(1 << 20)));
         assert_eq!(logs.minimum_retention, Duration::ZERO);
         assert_eq!(logs.maximum_retention, None);
         assert_eq!(logs.upgrade_grace, Duration::from_secs(86_400));
@@ -93,5 +115,9 @@ mod tests {
         let defaults: LogsConfig = toml::from_str("").unwrap();
         assert_eq!(defaults, LogsConfig::default());
         assert_eq!(defaults.maximum_retention, Some(Duration::from_secs(90 * 86_400)));
+        assert_eq!(defaults.log_cap_per_replica(4), None);
+        let capped = LogsConfig { job_log_cap: Some(8 << 20), ..LogsConfig::default() };
+        assert_eq!(capped.log_cap_per_replica(4), Some(2 << 20), "a replica's share");
+        assert_eq!(capped.log_cap_per_replica(1_000), Some(64 << 10), "never under 64 KiB");
     }
 }

@@ -44,6 +44,9 @@ pub(super) enum Msg {
     HoldLogsToBudget {
         reply: oneshot::Sender<SchedulerResult<usize>>,
     },
+    MeasureRunningLogs {
+        reply: oneshot::Sender<()>,
+    },
 }
 
 /// How handlers reach the scheduler; cheap to clone.

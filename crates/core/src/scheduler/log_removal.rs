@@ -37,6 +37,16 @@ impl SchedulerHandle {
         answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a removal of logs"))?
     }
 
+    /// Measures the running jobs' logs now (the timer does every minute),
+    /// telling each job whose logs reached its log cap.
+    pub async fn measure_running_logs(&self) -> SchedulerResult<()> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::MeasureRunningLogs { reply })
+            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a measuring of logs"))
+    }
+
     /// Measures the running jobs' logs and, past the disk budget, removes
     /// the logs of the jobs that finished longest ago (the timer does this
     /// every minute); answers how many jobs lost theirs.

@@ -100,6 +100,8 @@ pub struct Scheduler {
     next_log_removal: i64,
     /// When the logs are next held against the disk budget (Unix ms).
     next_budget_look: i64,
+    /// The runs told their logs reached the job's log cap.
+    log_caps_told: std::collections::HashSet<(String, i64)>,
 }
 
 /// The most the loop sleeps without a timer due, so nothing waits on a
@@ -217,6 +219,7 @@ pub async fn start(
         log_retention,
         next_log_removal: 0,
         next_budget_look: 0,
+        log_caps_told: Default::default(),
     };
     scheduler.load_quotas().await?;
     scheduler.recover().await?;
@@ -333,7 +336,7 @@ impl Scheduler {
             // judged, so even one whose deadline passed while the scheduler
             // was busy gets its chance and says what it waited for.
             self.schedule_if_changed().await;
-            self.measure_running_logs(jobdeck_store::now_millis());
+            self.measure_running_logs(jobdeck_store::now_millis()).await;
             if let Err(e) = self.timers().await {
                 tracing::error!(error = ?e, "scheduler timers failed");
             }
@@ -431,6 +434,10 @@ impl Scheduler {
             }
             Msg::RemoveDueLogs { now, reply } => {
                 let _ = reply.send(self.remove_all_due_logs(now).await);
+            }
+            Msg::MeasureRunningLogs { reply } => {
+                self.measure_running_logs_now().await;
+                let _ = reply.send(());
             }
             Msg::HoldLogsToBudget { reply } => {
                 let _ = reply.send(self.hold_logs_to_budget(jobdeck_store::now_millis()).await);

@@ -90,16 +90,53 @@ impl Scheduler {
         if ids.is_empty() {
             return;
         }
-        tokio::spawn(measure_and_record(self.store.clone(), self.logs.clone(), ids));
+        let (store, logs) = (self.store.clone(), self.logs.clone());
+        tokio::spawn(async move {
+            measure_and_record(store, logs, ids).await;
+        });
     }
 
     /// Measures the running jobs' logs and waits until what they take is
-    /// stored (the disk budget's look needs it now).
-    pub(super) async fn measure_running_logs_now(&self) {
+    /// stored (the disk budget's look needs it now); a job whose logs
+    /// reached its log cap gets an event saying so, once a run.
+    pub(super) async fn measure_running_logs_now(&mut self) {
         let ids: Vec<String> =
             self.jobs.values().filter(|a| a.placement().is_some()).map(|a| a.row.id.clone()).collect();
-        if !ids.is_empty() {
-            measure_and_record(self.store.clone(), self.logs.clone(), ids).await;
+        if ids.is_empty() {
+            return;
+        }
+        let sizes = measure_and_record(self.store.clone(), self.logs.clone(), ids).await;
+        self.tell_log_caps(&sizes).await;
+    }
+
+    /// An event for each running job whose measured logs reached its log
+    /// cap (each replica's log then ends with a line saying so and keeps no
+    /// more: `LogWriter::with_cap`), once a run.
+    async fn tell_log_caps(&mut self, sizes: &[(String, i64)]) {
+        let Some(cap) = self.config.logs.job_log_cap else { return };
+        let jobs = &self.jobs;
+        self.log_caps_told.retain(|(id, run)| jobs.get(id).is_some_and(|a| a.row.runtime.run == *run));
+        for (id, bytes) in sizes {
+            let Some(active) = self.jobs.get(id).filter(|_| *bytes >= cap) else { continue };
+            let key = (id.clone(), active.row.runtime.run);
+            if self.log_caps_told.contains(&key) {
+                continue;
+            }
+            let share = active.resolved.log_cap_per_replica.unwrap_or(0);
+            let message = format!(
+                "its logs reached the job's log cap of {} ([logs] job_log_cap): each replica keeps the first {} of \
+                 its log, which then ends with a line saying so; later lines are not kept",
+                jobdeck_api::format_bytes(cap),
+                jobdeck_api::format_bytes(i64::try_from(share).unwrap_or(i64::MAX))
+            );
+            match self.store.record_event(event(id, EventType::Warning, "LogCapReached", message)).await {
+                Ok(()) => {
+                    self.log_caps_told.insert(key);
+                }
+                Err(e) => {
+                    tracing::warn!(job = %id, error = %crate::error_chain(&e), "cannot say a log reached its cap")
+                }
+            }
         }
     }
 
@@ -116,30 +153,30 @@ impl Scheduler {
     }
 
     /// Measures the running jobs' logs when a minute has passed since the
-    /// last time.
-    pub(super) fn measure_running_logs(&mut self, now: i64) {
+    /// last time (a directory listing a job: the scheduler waits for it).
+    pub(super) async fn measure_running_logs(&mut self, now: i64) {
         if now < self.next_log_measure {
             return;
         }
         self.next_log_measure = now + LOG_MEASURE_EVERY_MS;
-        let ids = self.jobs.values().filter(|a| a.placement().is_some()).map(|a| a.row.id.clone()).collect();
-        self.measure_logs(ids);
+        self.measure_running_logs_now().await;
     }
 }
 
-/// Measures the logs of the jobs `ids` on a blocking thread and stores what
-/// they take.
-async fn measure_and_record(store: Store, logs: LogStore, ids: Vec<String>) {
+/// Measures the logs of the jobs `ids` on a blocking thread, stores what
+/// they take, and answers it.
+async fn measure_and_record(store: Store, logs: LogStore, ids: Vec<String>) -> Vec<(String, i64)> {
     let measured = tokio::task::spawn_blocking(move || {
         ids.into_iter().map(|id| (directory_bytes(&logs.job_dir(&id)), id)).collect::<Vec<_>>()
     })
     .await;
-    let Ok(measured) = measured else { return };
+    let Ok(measured) = measured else { return Vec::new() };
     let now = jobdeck_store::now_millis();
-    let sizes = measured.into_iter().map(|(bytes, id)| (id, bytes)).collect();
-    if let Err(e) = store.set_log_bytes_many(sizes, now).await {
+    let sizes: Vec<(String, i64)> = measured.into_iter().map(|(bytes, id)| (id, bytes)).collect();
+    if let Err(e) = store.set_log_bytes_many(sizes.clone(), now).await {
         tracing::warn!(error = %crate::error_chain(&e), "cannot record what logs take on disk");
     }
+    sizes
 }
 
 /// What every user holds, kept up to date through one admission pass.

@@ -153,6 +153,7 @@ pub async fn copy_pod_log(
     job_id: &str,
     index: i64,
     attempt: i64,
+    cap: Option<u64>,
 ) -> Result<u64, CopyError> {
     let resume = Resume::read(store, job_id, index, attempt)
         .map_err(|source| CopyError::ReadStored { pod: pod.into(), source })?;
@@ -165,8 +166,9 @@ pub async fn copy_pod_log(
     };
     let stream = pods.log_stream(pod, &params).await.map_err(|source| CopyError::Open { pod: pod.into(), source })?;
     let (log_path, idx_path) = store.paths(job_id, index, attempt);
-    let writer =
-        LogWriter::create(&log_path, &idx_path).map_err(|source| CopyError::Write { pod: pod.into(), source })?;
+    let writer = LogWriter::create(&log_path, &idx_path)
+        .map_err(|source| CopyError::Write { pod: pod.into(), source })?
+        .with_cap(cap);
     let mut sink = Sink {
         writer,
         last_time: resume.as_ref().map_or(0, |r| r.last_ms),

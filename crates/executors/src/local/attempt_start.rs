@@ -17,7 +17,7 @@ impl LocalRunController {
         let replica = self.replica_id(index, attempt);
         let log = self.launch.resolved.log_collection.then(|| {
             let (log, idx) = self.shared.host.logs().paths(&self.launch.job_id, index, attempt);
-            LogPaths { log, idx }
+            LogPaths { log, idx, cap: self.launch.resolved.log_cap_per_replica }
         });
         let cgroup = self
             .shared

@@ -787,11 +787,12 @@ impl SlurmRunController {
         let job_dir = self.job_dir();
         let logs = self.shared.host.logs().clone();
         let job_id = self.launch.job_id.clone();
+        let cap = self.launch.resolved.log_cap_per_replica;
         let Some(a) = self.attempts.get_mut(&key) else { return };
         let Some(array_job_id) = a.state.array_job_id else { return };
         if a.tail.is_none() {
             let path = script::output_file(&job_dir, array_job_id, a.state.task, a.state.rank);
-            match Tail::open(&logs, &job_id, a.index, a.attempt, path) {
+            match Tail::open(&logs, &job_id, a.index, a.attempt, path, cap) {
                 Ok(tail) => a.tail = Some(tail),
                 Err(e) => {
                     tracing::warn!(job = %job_id, error = %e, "cannot copy a Slurm job's output");

@@ -24,6 +24,7 @@ impl Tail {
         index: i64,
         attempt: i64,
         path: PathBuf,
+        cap: Option<u64>,
     ) -> std::io::Result<Tail> {
         let stored = match logs.open(job_id, index, attempt)? {
             Some(reader) => reader.line_count()?,
@@ -31,7 +32,8 @@ impl Tail {
         };
         let offset = resume_offset(&path, stored)?;
         let (log, idx) = logs.paths(job_id, index, attempt);
-        Ok(Tail { path, offset, splitter: LineSplitter::default(), writer: LogWriter::create(&log, &idx)? })
+        let writer = LogWriter::create(&log, &idx)?.with_cap(cap);
+        Ok(Tail { path, offset, splitter: LineSplitter::default(), writer })
     }
 
     /// Stores the complete lines the file gained.

@@ -1031,10 +1031,17 @@ async fn an_interrupted_log_copy_resumes_with_every_line_of_its_last_second_once
     drop(writer);
 
     let pods = pods_api(&h.fake);
-    let stored =
-        jobdeck_executors::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
-            .await
-            .unwrap();
+    let stored = jobdeck_executors::kubernetes::pod_logs::copy_pod_log(
+        &pods,
+        "train-ab12c-3-resume",
+        &h.logs,
+        JOB_ID,
+        3,
+        0,
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(stored, 4);
     let lines = stored_lines(&h.logs, 3, 0);
     assert_eq!(texts(&lines), ["one", "tick", "tick", "tock", "three", "four"]);
@@ -1046,10 +1053,17 @@ async fn an_interrupted_log_copy_resumes_with_every_line_of_its_last_second_once
     assert_eq!(request.query.get("timestamps").map(String::as_str), Some("true"));
 
     // A copy of a log that is complete stores nothing more.
-    let again =
-        jobdeck_executors::kubernetes::pod_logs::copy_pod_log(&pods, "train-ab12c-3-resume", &h.logs, JOB_ID, 3, 0)
-            .await
-            .unwrap();
+    let again = jobdeck_executors::kubernetes::pod_logs::copy_pod_log(
+        &pods,
+        "train-ab12c-3-resume",
+        &h.logs,
+        JOB_ID,
+        3,
+        0,
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(again, 0);
     assert_eq!(stored_lines(&h.logs, 3, 0), lines);
 }

@@ -7,7 +7,8 @@
 //! and run directories are gone. A store upgraded from a release that kept
 //! logs forever removes nothing in its grace period. Near the disk budget,
 //! the logs of the jobs that finished longest ago go first, and a running
-//! job's never.
+//! job's never. A job past its log cap keeps the first part of its log, a
+//! line saying so and an event, while another user's job keeps writing.
 
 use crate::common;
 
@@ -196,4 +197,59 @@ async fn near_the_disk_budget_the_longest_finished_jobs_logs_go_first_and_a_runn
     assert_eq!(app.scheduler.hold_logs_to_budget().await.unwrap(), 0, "under the budget now");
     std::fs::write(release, "").unwrap();
     app.wait_state(&running, "Completed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_past_its_log_cap_keeps_the_first_part_says_so_and_another_users_job_keeps_writing() {
+    let app = TestApp::with_config(|config| {
+        small_cluster(4.0)(config);
+        config.logs.job_log_cap = Some(1 << 20);
+    })
+    .await;
+    let bob = app.token_for("bob").await;
+    // 12,000 lines of 100 characters: ~1.4 MB with their times, past the
+    // 1 MiB cap.
+    let (wait, release) = app.gate("chatty");
+    let written = app.data_dir().join("chatty-written");
+    let script = format!("{}; touch '{}'; {wait}", printing(12_000), written.display());
+    let chatty = app.create_job(&app.admin_token, &sh_job("chatty", &script)).await;
+    let quiet = app.create_job(&bob, &sh_job("quiet", &printing(3_000))).await;
+    app.wait_state_as(&bob, &quiet, "Completed").await;
+    let replica = format!("{chatty}-0-0");
+    let marker = jobdeck_store::logs::cap_marker(1 << 20);
+    app.wait_until("the chatty job's log to end with the cap's line", || async {
+        if !written.exists() {
+            return false;
+        }
+        let res = app.get(&format!("/api/v2/jobs/{chatty}/replicas/{replica}/log?follow=false")).await;
+        res.status == StatusCode::OK && res.text().trim_end().ends_with(&marker)
+    })
+    .await;
+    let log = app.log(&chatty, &replica).await;
+    let kept = log.lines().filter(|l| l.starts_with("line ")).count();
+    assert!((8_000..12_000).contains(&kept), "the first part kept: {kept} lines");
+    assert!(log.contains("line 00001 ") && !log.contains("line 12000 "), "the first lines, not the last");
+    assert!(std::fs::metadata(app.data_dir().join("logs").join(&chatty).join("0-0.log"))
+        .map_or(true, |m| m.len() < (1 << 20) + 4096));
+
+    app.scheduler.measure_running_logs().await.unwrap();
+    app.scheduler.measure_running_logs().await.unwrap();
+    let events = app.events(&chatty).await;
+    let told: Vec<&Value> = events.iter().filter(|e| e["reason"] == "LogCapReached").collect();
+    assert_eq!(told.len(), 1, "said once: {events:#?}");
+    assert_eq!(told[0]["type"], "Warning");
+    assert!(told[0]["message"].as_str().unwrap().contains("reached the job's log cap of 1 MB"));
+
+    // Bob's job, under the cap, kept every line.
+    let res = app
+        .call(
+            axum::http::Method::GET,
+            &format!("/api/v2/jobs/{quiet}/replicas/{quiet}-0-0/log?follow=false"),
+            &bob,
+            None,
+        )
+        .await;
+    assert!(res.text().contains("line 03000 "), "another user's writes are not cut");
+    std::fs::write(release, "").unwrap();
+    app.wait_state(&chatty, "Completed").await;
 }

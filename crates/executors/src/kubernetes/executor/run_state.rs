@@ -64,6 +64,8 @@ pub(super) struct RunState {
     /// `p` is the job's index `indexes[p]`.
     pub(super) indexes: Option<Vec<i64>>,
     pub(super) log_collection: bool,
+    /// Each attempt's share of the job's log cap (bytes).
+    pub(super) log_cap: Option<u64>,
     /// When the run was registered; older events belong to earlier runs.
     pub(super) since_ms: i64,
     pub(super) job_uid: Option<String>,
@@ -84,6 +86,7 @@ impl RunState {
             first_attempt: launch.first_attempt,
             indexes: launch.resolved.chosen_indexes.clone(),
             log_collection: launch.resolved.log_collection,
+            log_cap: launch.resolved.log_cap_per_replica,
             since_ms,
             job_uid: None,
             tracked: HashMap::new(),

@@ -51,6 +51,10 @@ use self::container_steps::*;
 pub struct LogPaths {
     pub log: PathBuf,
     pub idx: PathBuf,
+    /// The attempt's share of the job's log cap, in bytes (absent in the
+    /// spec of a supervisor started before caps: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap: Option<u64>,
 }
 
 /// What the supervisor runs (`spec.json`).
@@ -360,7 +364,7 @@ pub(super) fn run_step(
 fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
     let log = match &spec.log {
         Some(paths) => match LogWriter::create(&paths.log, &paths.idx) {
-            Ok(writer) => Some(Arc::new(Mutex::new(writer))),
+            Ok(writer) => Some(Arc::new(Mutex::new(writer.with_cap(paths.cap)))),
             Err(e) => {
                 eprintln!("cannot open the log: {e}");
                 None

@@ -12,8 +12,10 @@ impl ClusterController {
         let job_id = job_id.to_string();
         let key = uid.to_string();
         let uid = uid.to_string();
+        let cap = self.runs.get(&owner).and_then(|state| state.log_cap);
         let task = tokio::spawn(async move {
-            let result = crate::kubernetes::pod_logs::copy_pod_log(&pods, &pod, &logs, &job_id, index, attempt).await;
+            let result =
+                crate::kubernetes::pod_logs::copy_pod_log(&pods, &pod, &logs, &job_id, index, attempt, cap).await;
             if let Err(e) = &result {
                 tracing::warn!(error = %jobdeck_core::error_chain(e), "kubernetes: a pod's log copy stopped");
             }
