@@ -66,10 +66,13 @@ impl Scheduler {
         if now < self.next_log_removal {
             return Ok(());
         }
+        // Set first: a look the store fails waits for a later one rather
+        // than being tried again at once, round after round.
+        let latest = now.saturating_add(LOOK_AT_LEAST_EVERY_MS);
+        self.next_log_removal = latest;
         let (looked, removed) = self.remove_due_logs_batch(now).await?;
         // A full batch that removed some: more may be due. One that removed
         // none (files that cannot be removed) waits for a later look.
-        let latest = now.saturating_add(LOOK_AT_LEAST_EVERY_MS);
         self.next_log_removal = if looked == BATCH as usize && removed > 0 {
             now
         } else if let Some(until) = self.log_retention.paused_until.filter(|_| self.log_retention.paused_at(now)) {
