@@ -281,11 +281,12 @@ fn a_job_whose_logs_went_says_when_and_why_and_keeps_its_failure_view() {
             }
         }),
     );
-    server.wait_for_state(&server.admin_token, &id, JobState::Failed);
+    // An archive time of 0: archived and its logs removed as it fails.
     jobdeck_e2e::wait_for("the job's logs to be removed", std::time::Duration::from_secs(60), || {
         let job = server.job(&server.admin_token, &id);
         job.status.and_then(|s| s.log_retention).and_then(|r| r.removed_at)
     });
+    assert_eq!(server.job(&server.admin_token, &id).status.and_then(|s| s.state), Some(JobState::Archived));
 
     let browser = Browser::start();
     browser.sign_in(&server, &server.admin_token);
