@@ -75,9 +75,7 @@ impl LogsConfig {
             _ => None,
         }
     }
-}
 
-impl LogsConfig {
     /// Each replica attempt's share of the job's log cap when `parallelism`
     /// replicas run at once (at least 64 KiB, so that every replica keeps
     /// its first lines).

@@ -107,6 +107,8 @@ impl Scheduler {
         let Some(bytes) = self.config.logs.disk_budget else { return Ok(0) };
         let budget = LogBudget { bytes };
         self.measure_running_logs_now().await;
+        // This measuring is the minute's: the regular one waits a minute.
+        self.next_log_measure = now.saturating_add(super::quotas::LOG_MEASURE_EVERY_MS);
         let before = self.store.log_bytes_total().await?;
         if !budget.over(before) {
             return Ok(0);

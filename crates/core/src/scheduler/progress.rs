@@ -246,7 +246,11 @@ impl Scheduler {
                     (Some(finished), Some(expire_at)) => {
                         let (at, policy) = self.log_retention.removal(finished, expire_at);
                         let after = jobdeck_api::duration_in_words(at.saturating_sub(finished).max(0) / 1000);
-                        format!("its logs stay until {after} after it finished ({})", policy.in_words())
+                        if at <= now {
+                            format!("its logs go now ({})", policy.in_words())
+                        } else {
+                            format!("its logs stay until {after} after it finished ({})", policy.in_words())
+                        }
                     }
                     _ => "its logs stay".to_string(),
                 };

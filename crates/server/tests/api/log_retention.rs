@@ -37,7 +37,9 @@ async fn a_finished_jobs_logs_go_at_the_later_of_its_archive_time_and_the_minimu
     );
     lep["spec"]["ttl_seconds_after_finished"] = json!(600);
     lep["spec"]["backoff_limit"] = json!(0);
+    lep["metadata"]["visibility"] = json!("private");
     let lep = app.create_job(&app.admin_token, &lep).await;
+    let bob = app.token_for("bob").await;
     let mut month = sh_job("month", "echo done");
     month["spec"]["ttl_seconds_after_finished"] = json!(30 * 86_400);
     let month = app.create_job(&app.admin_token, &month).await;
@@ -93,6 +95,17 @@ async fn a_finished_jobs_logs_go_at_the_later_of_its_archive_time_and_the_minimu
     assert!(message.contains("removed 7 days after it finished, by the workspace's minimum log retention (its own archive time was 10 minutes)"), "{message}");
     let after = app.get(&format!("/api/v2/jobs/{lep}/failure-analysis")).await.json();
     assert_eq!(after, before, "the analysis as it was with its logs");
+    // Another user learns nothing of a private job whose logs went: not
+    // that they went, nor the analysis kept (404 as for any hidden job).
+    for uri in [
+        format!("/api/v2/jobs/{lep}/failure-analysis"),
+        format!("/api/v2/jobs/{lep}/replicas/{replica}/log?follow=false"),
+        format!("/api/v2/logs?job={lep}"),
+        format!("/api/v2/jobs/{lep}"),
+    ] {
+        let res = app.call(axum::http::Method::GET, &uri, &bob, None).await;
+        assert_eq!(res.status, StatusCode::NOT_FOUND, "{uri}: {}", res.text());
+    }
     assert!(!log_dir.exists(), "the log directory is gone");
     assert!(!run_dir.exists(), "the run directory is gone");
     assert!(app.data_dir().join("logs").join(&month).is_dir(), "the month's job keeps its logs");
