@@ -279,8 +279,7 @@ fn a_replica_says_it_is_pulling_its_image_until_the_pull_is_done() {
 
     // The registry cannot answer until the proxy opens: the replica waits,
     // saying why, in Lepton's words.
-    let issue = wait_for("the replica to say it is pulling", LIMIT, || {
-        let list = server.replicas(token, &id);
+    let issue = server.wait_for_replicas(token, &id, "the replica to say it is pulling", LIMIT, |list| {
         let issue = list.first()?["status"]["readiness_issue"].clone();
         (issue["message"].as_str()?.starts_with("Pulling image")).then_some(issue)
     });

@@ -211,8 +211,7 @@ fn a_link_swapped_in_after_the_check_changes_nothing() {
     spec["spec"]["container"]["registry_username"] = json!(registry.username);
     spec["spec"]["container"]["registry_password"] = json!(registry.password);
     let id = server.create_job(token, &spec);
-    wait_for("the replica to pull its image", Duration::from_secs(60), || {
-        let list = server.replicas(token, &id);
+    server.wait_for_replicas(token, &id, "the replica to pull its image", Duration::from_secs(60), |list| {
         list.first()?["status"]["readiness_issue"]["message"].as_str()?.starts_with("Pulling image").then_some(())
     });
     std::fs::rename(scratch.path().join("data"), scratch.path().join("moved")).unwrap();

@@ -336,8 +336,22 @@ impl Server {
         })
     }
 
+    /// Polls job `id`'s replicas until `probe` answers, for at most
+    /// `limit`; fails naming `what` with the [`Server::stuck_report`].
+    pub fn wait_for_replicas<T>(
+        &self,
+        token: &str,
+        id: &str,
+        what: &str,
+        limit: Duration,
+        mut probe: impl FnMut(&[Value]) -> Option<T>,
+    ) -> T {
+        poll(limit, Duration::from_millis(50), || probe(&self.replicas(token, id)))
+            .unwrap_or_else(|| panic!("timed out waiting for {what}\n{}", self.stuck_report(token, id)))
+    }
+
     /// What a test that waited in vain needs to say why: the job's replicas
-    /// (each with its stage), its events and the engine and supervisor
+    /// (each with its stage), its events, its attempts' run directories and the engine and supervisor
     /// processes on the machine with their ages.
     pub fn stuck_report(&self, token: &str, id: &str) -> String {
         let (_, replicas) = self.call("GET", &format!("/jobs/{id}/replicas"), token, None);
@@ -355,7 +369,30 @@ impl Server {
                     .join("\n")
             })
             .unwrap_or_default();
-        format!("replicas: {replicas}\nevents: {events}\nengine and supervisor processes (pid ppid seconds args):\n{processes}")
+        // Each attempt's own account: the stage its supervisor reached and
+        // how it ended, if it did.
+        let mut attempts = String::new();
+        for entry in std::fs::read_dir(self.data_dir.join("runs").join(id)).into_iter().flatten().flatten() {
+            let dir = entry.path();
+            let mut files: Vec<String> = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|f| f.file_name().to_string_lossy().into_owned())
+                .collect();
+            files.sort();
+            let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            attempts.push_str(&format!(
+                "{}: files {files:?}; stage {:?}; exit {:?}; supervisor.log {:?}\n",
+                entry.file_name().to_string_lossy(),
+                read("stage"),
+                read("exit.json"),
+                read("supervisor.log")
+            ));
+        }
+        format!(
+            "replicas: {replicas}\nevents: {events}\nattempts:\n{attempts}engine and supervisor processes (pid ppid seconds args):\n{processes}"
+        )
     }
 
     /// Stops the server with SIGKILL, as a crash would.
