@@ -306,6 +306,8 @@ mod listed {
         #[serde(default)]
         total: i64,
         #[serde(default)]
+        total_capped: bool,
+        #[serde(default)]
         page: i64,
         #[serde(default)]
         page_size: i64,
@@ -376,7 +378,13 @@ mod listed {
                     status: job.status,
                 })
                 .collect();
-            JobList { jobs, total: page.total, page: page.page, page_size: page.page_size }
+            JobList {
+                jobs,
+                total: page.total,
+                total_capped: page.total_capped,
+                page: page.page,
+                page_size: page.page_size,
+            }
         }
     }
 }

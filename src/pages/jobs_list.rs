@@ -50,7 +50,9 @@ pub fn JobsListPage() -> impl IntoView {
         }
     });
     let render = Arc::new(|data| match data {
-        Data::List(query, list) => view! { <JobsTable query list=list.jobs total=list.total/> }.into_any(),
+        Data::List(query, list) => {
+            view! { <JobsTable query list=list.jobs total=list.total total_capped=list.total_capped/> }.into_any()
+        }
         _ => ().into_any(),
     });
 
@@ -250,9 +252,10 @@ fn ListFilters(query: Memo<ListQuery>) -> impl IntoView {
 
 /// The table of one page of jobs, kept up to date by polling the same query.
 #[component]
-fn JobsTable(query: ListQuery, list: Vec<LeptonJob>, total: i64) -> impl IntoView {
+fn JobsTable(query: ListQuery, list: Vec<LeptonJob>, total: i64, total_capped: bool) -> impl IntoView {
     let rows = RwSignal::new(job_rows(&list, now_millis()));
     let total = RwSignal::new(total);
+    let capped = RwSignal::new(total_capped);
     let problem = RwSignal::new(None::<String>);
     let sign_in_again = use_sign_in_again();
     let api_query = query.to_query();
@@ -265,13 +268,14 @@ fn JobsTable(query: ListQuery, list: Vec<LeptonJob>, total: i64) -> impl IntoVie
         move |answer| {
             if let Some(list) = take_answer(answer, problem, &sign_in_again) {
                 set_if_changed(total, list.total);
+                set_if_changed(capped, list.total_capped);
                 set_if_changed(rows, job_rows(&list.jobs, now_millis()));
             }
         },
     );
     view! {
         <LiveNote problem/>
-        <JobRows query rows total/>
+        <JobRows query rows total capped/>
     }
 }
 
@@ -334,15 +338,21 @@ fn list_head(query: &ListQuery) -> Vec<Head> {
 }
 
 /// The rows and the paging bar, or the empty state that fits the filters.
+/// A `capped` total is a lower bound: the server stopped counting there.
 #[component]
-pub fn JobRows(query: ListQuery, rows: Rows, #[prop(into)] total: Signal<i64>) -> impl IntoView {
+pub fn JobRows(
+    query: ListQuery,
+    rows: Rows,
+    #[prop(into)] total: Signal<i64>,
+    #[prop(optional, into)] capped: Signal<bool>,
+) -> impl IntoView {
     let empty_query = query.clone();
     let empty = move || empty_state(&empty_query, total.get());
     let head = list_head(&query);
     view! {
         <Show when=move || rows.with(|r| !r.is_empty()) fallback=empty>
             <DataTable class="jobs" caption="Jobs" head=head.clone() rows/>
-            <Pager query=query.clone() shown=Signal::derive(move || rows.with(|r| r.len() as i64)) total/>
+            <Pager query=query.clone() shown=Signal::derive(move || rows.with(|r| r.len() as i64)) total capped/>
         </Show>
     }
 }
@@ -372,16 +382,24 @@ fn empty_state(query: &ListQuery, total: i64) -> AnyView {
 
 /// "Showing 51–100 of 1,234" and links to the neighbouring pages.
 #[component]
-fn Pager(query: ListQuery, #[prop(into)] shown: Signal<i64>, #[prop(into)] total: Signal<i64>) -> impl IntoView {
+fn Pager(
+    query: ListQuery,
+    #[prop(into)] shown: Signal<i64>,
+    #[prop(into)] total: Signal<i64>,
+    #[prop(into)] capped: Signal<bool>,
+) -> impl IntoView {
     let size = i64::from(query.page_size.unwrap_or(routes::DEFAULT_PAGE_SIZE));
     let first = (i64::from(query.page) - 1) * size;
     let previous = (query.page > 1).then(|| query.with_page(query.page - 1).href());
     let next = query.with_page(query.page + 1).href();
-    let has_next = move || first + shown.get() < total.get();
+    let has_next = move || first + shown.get() < total.get() || capped.get();
     view! {
         <nav class="pager" aria-label="Pages">
             <p class="count" role="status">
-                {move || format!("Showing {}–{} of {} jobs", first + 1, first + shown.get(), total.get())}
+                {move || {
+                    let more = if capped.get() { "more than " } else { "" };
+                    format!("Showing {}–{} of {more}{} jobs", first + 1, first + shown.get(), total.get())
+                }}
             </p>
             <PageLink href=previous rel="prev" text="Previous page"/>
             <PageLink href=Signal::derive(move || has_next().then(|| next.clone())) rel="next" text="Next page"/>
@@ -567,6 +585,19 @@ mod tests {
 
         let (last, _, _) = table("page=4&page_size=2", vec![job("j-9", "j", "a", JobState::Running)], 7).await;
         assert!(last.query_selector("a[rel=next]").unwrap().is_none(), "no next page after the last");
+    }
+
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    async fn a_capped_total_says_more_than_and_keeps_the_next_page() {
+        let query = ListQuery::parse("q=e&page=20&page_size=50");
+        let rows = RwSignal::new(job_rows(&[job("e-1", "e", "alice", JobState::Running)], NOW));
+        let host = mount(move || {
+            view! { <JobRows query=query.clone() rows total=Signal::stored(1_000) capped=Signal::stored(true)/> }
+        });
+        sleep(0).await;
+        assert!(text_of(&host).contains("Showing 951–951 of more than 1000 jobs"), "{}", text_of(&host));
+        let next = host.query_selector("a[rel=next]").unwrap().unwrap();
+        assert_eq!(next.get_attribute("href").as_deref(), Some("/jobs?q=e&page=21&page_size=50"));
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]

@@ -638,6 +638,10 @@ pub struct JobList {
     /// Extension: how many jobs match the filters over all pages.
     #[serde(default)]
     pub total: i64,
+    /// Extension: the listing filters by name or label and `total` stopped
+    /// counting there: at least that many match.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub total_capped: bool,
     #[serde(default)]
     pub page: i64,
     #[serde(default)]

@@ -1,7 +1,6 @@
 //! Jobs.
 
 use jobdeck_api::{JobSpec, JobState, Visibility};
-use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, OptionalExtension};
 
 use super::changes::Change;
@@ -9,7 +8,7 @@ use super::error::{StoreError, StoreResult};
 use super::job_row::{job_row, job_row_or_unreadable, json_column, node_groups_column, JOB_COLUMNS};
 use super::names::column;
 use super::usage::{record_charge, record_log_bytes_today, Holding};
-use super::{EventRow, JobFilter, JobRow, JobRuntime, QueryMode, SortKey, Store, UnreadableJob};
+use super::{EventRow, JobRow, JobRuntime, Store, UnreadableJob};
 
 /// The states in which a job still needs the scheduler's attention.
 pub const ACTIVE_STATES: &[JobState] = &[
@@ -47,59 +46,18 @@ impl Store {
     /// Stores a new job, with its first events, in one transaction.
     pub async fn insert_job(&self, row: JobRow, events: Vec<EventRow>) -> StoreResult<()> {
         let id = row.id.clone();
-        self.write(move |tx| {
-            let r = &row.runtime;
-            let inserted = tx.execute(
-                &format!(
-                    "INSERT INTO jobs (id, name, created_by, visibility, created_at, metadata, spec, priority,
-                    node_groups, state, reason, message, run, queued_at, started_at, completed_at, archive_at,
-                    placement, stop_reason, job_retries, succeeded, failed, active, ready, master_port, rerun_of,
-                    logs_expire_at, logs_due_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-                    ?20, ?21, ?22, ?23, ?24, ?25, ?26, {}, {})
-                 ON CONFLICT(id) DO NOTHING",
-                    logs_expire_at("?16", "?7"),
-                    logs_due_at("?16", "?7")
-                ),
-                params![
-                    row.id,
-                    row.name,
-                    row.created_by,
-                    row.visibility.as_str(),
-                    row.created_at,
-                    json_column(&row.metadata),
-                    json_column(&row.spec),
-                    row.priority,
-                    node_groups_column(&row.node_groups),
-                    r.state.as_str(),
-                    r.reason,
-                    r.message,
-                    r.run,
-                    r.queued_at,
-                    r.started_at,
-                    r.completed_at,
-                    r.archive_at,
-                    r.placement.as_ref().map(json_column),
-                    r.stop_reason.map(|s| s.as_str()),
-                    r.job_retries,
-                    r.succeeded,
-                    r.failed,
-                    r.active,
-                    r.ready,
-                    r.master_port,
-                    row.rerun_of,
-                ],
-            )?;
-            if inserted == 0 {
-                return Err(StoreError::DuplicateJob(row.id.clone()));
-            }
-            for event in &events {
-                super::events::record(tx, event)?;
-            }
-            Ok(())
-        })
-        .await?;
+        self.write(move |tx| insert_job_row(tx, &row, &events)).await?;
         self.publish([Change::Job(id.clone()), Change::Events(id)]);
+        Ok(())
+    }
+
+    /// Stores many new jobs in one transaction: all or none. For filling a
+    /// store at once (the list benchmark's million jobs); the scheduler
+    /// stores a job it creates with [`Store::insert_job`].
+    pub async fn insert_jobs(&self, rows: Vec<JobRow>) -> StoreResult<()> {
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        self.write(move |tx| rows.iter().try_for_each(|row| insert_job_row(tx, row, &[]))).await?;
+        self.publish(ids.into_iter().map(Change::Job));
         Ok(())
     }
 
@@ -364,168 +322,58 @@ impl Store {
         })
         .await
     }
-
-    /// One page of the jobs `filter.viewer` may see, and the total count over
-    /// all pages.
-    ///
-    /// The page walks `jobs_list` newest first, testing each entry's
-    /// visibility, creator, state and node groups inside the index, so a page
-    /// costs at most one pass over that (small) index whatever the filter.
-    /// The state term is kept off `jobs_by_state` (`+state`): for a common
-    /// state that index would mean reading and sorting most of the table.
-    /// The total comes from `job_counts` unless the listing also filters by
-    /// name or label, which that table does not know.
-    ///
-    /// A name search of three or more characters that the trigram index
-    /// `job_search` says matches few jobs reads just those; one that matches
-    /// many reads the index walk, which then finds its page early.
-    pub async fn list_jobs(&self, filter: JobFilter) -> StoreResult<(Vec<JobRow>, i64)> {
-        self.read(move |conn| {
-            let search = match filter.q.as_deref().map(str::to_lowercase) {
-                Some(q) if q.chars().count() >= 3 => {
-                    let phrase = format!("\"{}\"", q.replace('"', "\"\""));
-                    let candidates: i64 = conn
-                        .prepare_cached(
-                            "SELECT COUNT(*) FROM (SELECT 1 FROM job_search WHERE job_search MATCH ?1 LIMIT ?2)",
-                        )?
-                        .query_row(params![phrase, SEARCH_INDEX_MAX_MATCHES + 1], |r| r.get(0))?;
-                    (candidates <= SEARCH_INDEX_MAX_MATCHES).then_some(phrase)
-                }
-                _ => None,
-            };
-            // When the name index narrows the listing to a few jobs, read
-            // those and sort them (`+` keeps the planner from walking an
-            // ordered index past every other job instead).
-            let sort_first = if search.is_some() { "+" } else { "" };
-            let (clause, values) = where_clause(&filter, search);
-            let total: i64 = if filter.q.as_deref().is_none_or(str::is_empty) && filter.labels.is_empty() {
-                conn.prepare_cached(&format!("SELECT COALESCE(SUM(n), 0) FROM job_counts WHERE {clause}"))?
-                    .query_row(params_from_iter(values.iter()), |r| r.get(0))?
-            } else {
-                conn.prepare_cached(&format!("SELECT COUNT(*) FROM jobs WHERE {clause}"))?
-                    .query_row(params_from_iter(values.iter()), |r| r.get(0))?
-            };
-            let direction = if filter.ascending { "ASC" } else { "DESC" };
-            let order = match filter.sort {
-                SortKey::CreatedAt => format!("{sort_first}created_at {direction}, id {direction}"),
-                SortKey::Name => format!("{sort_first}name {direction}, created_at DESC, id"),
-                SortKey::State => format!("{sort_first}state {direction}, created_at DESC, id"),
-            };
-            let mut values = values;
-            // Saturating: `page=9223372036854775807` is a page past the end
-            // (an empty list), not an overflow.
-            let offset = filter.page.saturating_sub(1).max(0).saturating_mul(filter.page_size);
-            values.push(Value::Integer(filter.page_size));
-            values.push(Value::Integer(offset));
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {JOB_COLUMNS} FROM jobs WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?"
-            ))?;
-            let rows =
-                stmt.query_map(params_from_iter(values.iter()), job_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok((rows, total))
-        })
-        .await
-    }
 }
 
-/// Up to how many trigram matches a name search reads the matching jobs one
-/// by one; above, it walks `jobs_list` (which then finds its page early).
-const SEARCH_INDEX_MAX_MATCHES: i64 = 2000;
-
-/// `text` as a LIKE pattern that matches only itself: `%`, `_` and the
-/// escape character are escaped. (LIKE ignores the case of ASCII letters,
-/// which is what Lepton's patterns do.)
-fn like_literal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
+/// Inserts `row` and its first `events` in the transaction `tx`.
+fn insert_job_row(tx: &rusqlite::Transaction<'_>, row: &JobRow, events: &[EventRow]) -> StoreResult<()> {
+    let r = &row.runtime;
+    let inserted = tx
+        .prepare_cached(&format!(
+            "INSERT INTO jobs (id, name, created_by, visibility, created_at, metadata, spec, priority,
+            node_groups, state, reason, message, run, queued_at, started_at, completed_at, archive_at,
+            placement, stop_reason, job_retries, succeeded, failed, active, ready, master_port, rerun_of,
+            logs_expire_at, logs_due_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+            ?20, ?21, ?22, ?23, ?24, ?25, ?26, {}, {})
+         ON CONFLICT(id) DO NOTHING",
+            logs_expire_at("?16", "?7"),
+            logs_due_at("?16", "?7")
+        ))?
+        .execute(params![
+            row.id,
+            row.name,
+            row.created_by,
+            row.visibility.as_str(),
+            row.created_at,
+            json_column(&row.metadata),
+            json_column(&row.spec),
+            row.priority,
+            node_groups_column(&row.node_groups),
+            r.state.as_str(),
+            r.reason,
+            r.message,
+            r.run,
+            r.queued_at,
+            r.started_at,
+            r.completed_at,
+            r.archive_at,
+            r.placement.as_ref().map(json_column),
+            r.stop_reason.map(|s| s.as_str()),
+            r.job_retries,
+            r.succeeded,
+            r.failed,
+            r.active,
+            r.ready,
+            r.master_port,
+            row.rerun_of,
+        ])?;
+    if inserted == 0 {
+        return Err(StoreError::DuplicateJob(row.id.clone()));
     }
-    out
-}
-
-/// The WHERE clause of a listing and its parameters, in order. `search` is
-/// the name search as a trigram phrase when the index is to narrow it.
-fn where_clause(filter: &JobFilter, search: Option<String>) -> (String, Vec<Value>) {
-    // The clause uses only columns `jobs` and `job_counts` share (and `id`
-    // and `metadata` for the name and label filters, which are counted on
-    // `jobs`), so one clause serves the page and the total.
-    let mut clauses = vec!["(visibility = 'public' OR created_by = ?)".to_string()];
-    let mut values = vec![Value::Text(filter.viewer.clone())];
-    match filter.mode {
-        QueryMode::AliveOnly => clauses.push("+state != 'Archived'".into()),
-        QueryMode::ArchiveOnly => clauses.push("+state = 'Archived'".into()),
-        QueryMode::AliveAndArchive => {}
+    for event in events {
+        super::events::record(tx, event)?;
     }
-    if let Some(q) = filter.q.as_deref().filter(|q| !q.is_empty()) {
-        // Ids are a lowercase job name and a lowercase suffix, so a
-        // lowercased `instr` is the case-insensitive substring match, without
-        // LIKE's pattern machinery.
-        clauses.push("instr(id, ?) > 0".into());
-        values.push(Value::Text(q.to_lowercase()));
-        if let Some(phrase) = search {
-            clauses.push("id IN (SELECT id FROM job_search WHERE job_search MATCH ?)".into());
-            values.push(Value::Text(phrase));
-        }
-    }
-    if !filter.states.is_empty() {
-        clauses.push(format!("+state IN ({})", vec!["?"; filter.states.len()].join(", ")));
-        values.extend(filter.states.iter().map(|s| Value::Text(s.as_str().into())));
-    }
-    if !filter.node_groups.is_empty() {
-        // `node_groups` holds the allowed groups as `,a,b,`, so `,g,` occurs
-        // exactly when `g` is one of them (`instr` is case-sensitive and
-        // takes no wildcards; group names cannot contain a comma).
-        let mut any: Vec<&str> = filter.node_groups.iter().map(|_| "instr(node_groups, ?) > 0").collect();
-        if filter.any_group_matches {
-            any.push("node_groups = ''");
-        }
-        clauses.push(format!("({})", any.join(" OR ")));
-        values.extend(filter.node_groups.iter().map(|g| Value::Text(format!(",{g},"))));
-    }
-    if !filter.node_group_patterns.is_empty() {
-        let mut any: Vec<&str> = filter.node_group_patterns.iter().map(|_| "node_groups LIKE ? ESCAPE '\\'").collect();
-        if filter.any_group_pattern_matches {
-            any.push("node_groups = ''");
-        }
-        clauses.push(format!("({})", any.join(" OR ")));
-        values.extend(filter.node_group_patterns.iter().map(|p| Value::Text(format!("%{}%", like_literal(p)))));
-    }
-    if !filter.created_by_prefixes.is_empty() {
-        let any: Vec<&str> = filter.created_by_prefixes.iter().map(|_| "created_by LIKE ? ESCAPE '\\'").collect();
-        clauses.push(format!("({})", any.join(" OR ")));
-        values.extend(filter.created_by_prefixes.iter().map(|p| Value::Text(format!("{}%", like_literal(p)))));
-    }
-    if !filter.created_by.is_empty() {
-        clauses.push(format!("created_by IN ({})", vec!["?"; filter.created_by.len()].join(", ")));
-        values.extend(filter.created_by.iter().cloned().map(Value::Text));
-    }
-    for condition in &filter.labels {
-        // Keys and values are compared as values, never written into a JSON
-        // path, whose own syntax a key could otherwise break out of.
-        use jobdeck_api::LabelCondition as C;
-        let (negated, wanted): (bool, &[String]) = match condition {
-            C::Exists(_) => (false, &[]),
-            C::Absent(_) => (true, &[]),
-            C::Equals(_, value) => (false, std::slice::from_ref(value)),
-            C::NotEquals(_, value) => (true, std::slice::from_ref(value)),
-            C::In(_, set) => (false, set),
-            C::NotIn(_, set) => (true, set),
-        };
-        let values_clause = if wanted.is_empty() {
-            String::new()
-        } else {
-            format!(" AND value IN ({})", vec!["?"; wanted.len()].join(", "))
-        };
-        let not = if negated { "NOT " } else { "" };
-        clauses
-            .push(format!("{not}EXISTS (SELECT 1 FROM json_each(metadata, '$.labels') WHERE key = ?{values_clause})"));
-        values.push(Value::Text(condition.key().to_string()));
-        values.extend(wanted.iter().cloned().map(Value::Text));
-    }
-    (clauses.join(" AND "), values)
+    Ok(())
 }
 
 /// The rows of the jobs in [`ACTIVE_STATES`], each read by `read`.

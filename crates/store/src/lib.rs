@@ -26,6 +26,7 @@ mod removal;
 pub mod sealing;
 pub use audit::{AuditFilter, AuditRecord, AuditRow};
 pub use invitations::{Claimant, NewInvitation, Redemption};
+pub use job_list::{JobPage, TOTAL_COUNT_CAP};
 pub use jobs::ACTIVE_STATES;
 pub use metrics::MetricSample;
 pub use notifications::{Attempted, ConditionMet, DeliveryRow, NewWebhook, NotificationRow, WebhookRow, WebhookTarget};
@@ -36,6 +37,7 @@ pub use templates::{SavedTemplate, TemplateRow};
 pub use tokens::{NewToken, TokenOwner};
 pub use usage::{Charge, Holding, QuotaRow, UsageNowRow, DAY_MS};
 pub use users::{NewIdentityUser, RoleChanged, UserSummary};
+mod job_list;
 mod job_row;
 mod jobs;
 mod metrics;
@@ -335,6 +337,8 @@ impl Store {
     }
 }
 
+#[cfg(test)]
+mod job_list_tests;
 #[cfg(test)]
 mod notification_conditions_tests;
 #[cfg(test)]

@@ -430,6 +430,43 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     INSERT INTO store_settings (name, value)
         SELECT 'logs_removal_upgrade', CAST(strftime('%s', 'now') AS INTEGER) * 1000 WHERE EXISTS (SELECT 1 FROM jobs);",
+    // 19: the list at a million jobs (`job_list.rs`). A job's labels are
+    // rows of `job_labels`, kept by triggers, so a label selector looks each
+    // job up instead of parsing its metadata, or walks one label's jobs
+    // newest first; the state and creator indexes are in the list's order
+    // and hold what a listing filters on, so a listing that matches few
+    // jobs reads just those.
+    "DROP INDEX jobs_by_state;
+    CREATE INDEX jobs_by_state ON jobs(state, created_at DESC, id DESC, visibility, created_by, node_groups);
+    CREATE INDEX jobs_by_creator ON jobs(created_by, created_at DESC, id DESC, visibility, state, node_groups);
+    CREATE TABLE job_labels (
+        job_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        job_created_at INTEGER NOT NULL,
+        PRIMARY KEY (job_id, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX job_labels_by_value ON job_labels(key, value, job_created_at DESC, job_id DESC);
+    INSERT INTO job_labels (job_id, key, value, job_created_at)
+        SELECT jobs.id, label.key, label.value, jobs.created_at
+        FROM jobs, json_each(CASE WHEN json_valid(jobs.metadata) THEN jobs.metadata ELSE '{}' END, '$.labels') AS label
+        WHERE label.type = 'text';
+    CREATE TRIGGER jobs_labelled_on_insert AFTER INSERT ON jobs BEGIN
+        INSERT INTO job_labels (job_id, key, value, job_created_at)
+            SELECT NEW.id, key, value, NEW.created_at
+            FROM json_each(CASE WHEN json_valid(NEW.metadata) THEN NEW.metadata ELSE '{}' END, '$.labels')
+            WHERE type = 'text';
+    END;
+    CREATE TRIGGER jobs_labelled_on_update AFTER UPDATE OF metadata ON jobs BEGIN
+        DELETE FROM job_labels WHERE job_id = OLD.id;
+        INSERT INTO job_labels (job_id, key, value, job_created_at)
+            SELECT NEW.id, key, value, NEW.created_at
+            FROM json_each(CASE WHEN json_valid(NEW.metadata) THEN NEW.metadata ELSE '{}' END, '$.labels')
+            WHERE type = 'text';
+    END;
+    CREATE TRIGGER jobs_unlabelled_on_delete AFTER DELETE ON jobs BEGIN
+        DELETE FROM job_labels WHERE job_id = OLD.id;
+    END;",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

@@ -97,9 +97,9 @@ async fn an_older_database_gets_its_listing_indexes_filled() {
         page_size: 10,
         ..JobFilter::default()
     };
-    assert_eq!(store.list_jobs(list("alice", None)).await.unwrap().1, 2);
-    assert_eq!(store.list_jobs(list("bob", None)).await.unwrap().1, 3);
-    let (rows, total) = store.list_jobs(list("alice", Some("train"))).await.unwrap();
+    assert_eq!(store.list_jobs(list("alice", None)).await.unwrap().total, 2);
+    assert_eq!(store.list_jobs(list("bob", None)).await.unwrap().total, 3);
+    let JobPage { rows, total, .. } = store.list_jobs(list("alice", Some("train"))).await.unwrap();
     assert_eq!((rows.len(), total), (2, 2));
 }
 
@@ -366,10 +366,10 @@ async fn private_jobs_are_visible_to_their_creator_only() {
     for (id, owner, visibility) in [("a", "alice", "private"), ("b", "bob", "public")] {
         store.insert_job(job_row(id, owner, visibility, 1, "Queueing"), vec![]).await.unwrap();
     }
-    let (rows, total) = store.list_jobs(page("bob")).await.unwrap();
+    let JobPage { rows, total, .. } = store.list_jobs(page("bob")).await.unwrap();
     assert_eq!((rows.len(), total), (1, 1));
     assert_eq!(rows[0].id, "b");
-    let (_, total) = store.list_jobs(page("alice")).await.unwrap();
+    let JobPage { total, .. } = store.list_jobs(page("alice")).await.unwrap();
     assert_eq!(total, 2);
     assert!(store.job_visible_to("a".into(), "bob".into()).await.unwrap().is_none());
     assert!(store.job_visible_to("a".into(), "alice".into()).await.unwrap().is_some());
@@ -425,7 +425,7 @@ async fn listing_totals_follow_every_change_of_a_job() {
         let store = store.clone();
         async move {
             for filter in filters() {
-                let (rows, total) = store.list_jobs(filter.clone()).await.unwrap();
+                let JobPage { rows, total, .. } = store.list_jobs(filter.clone()).await.unwrap();
                 assert_eq!(total, rows.len() as i64, "{when}: {filter:?}");
             }
         }
@@ -453,8 +453,8 @@ async fn listing_totals_follow_every_change_of_a_job() {
         page_size: 500,
         ..JobFilter::default()
     };
-    assert_eq!(store.list_jobs(search("job-07")).await.unwrap().1, 0);
-    assert_eq!(store.list_jobs(search("job-09")).await.unwrap().1, 1);
+    assert_eq!(store.list_jobs(search("job-07")).await.unwrap().total, 0);
+    assert_eq!(store.list_jobs(search("job-09")).await.unwrap().total, 1);
     let indexed: i64 = store.read(|c| c.query_row("SELECT COUNT(*) FROM job_search", [], |r| r.get(0))).await.unwrap();
     assert_eq!(indexed, 60 - 9);
     let counted: i64 = store.read(|c| c.query_row("SELECT SUM(n) FROM job_counts", [], |r| r.get(0))).await.unwrap();
@@ -536,7 +536,7 @@ async fn listings_filter_sort_and_page() {
     ];
     for (filter, expected, total) in cases {
         let description = format!("{filter:?}");
-        let (rows, got_total) = store.list_jobs(filter).await.unwrap();
+        let JobPage { rows, total: got_total, .. } = store.list_jobs(filter).await.unwrap();
         assert_eq!(ids(rows), expected, "{description}");
         assert_eq!(got_total, total, "{description}");
     }

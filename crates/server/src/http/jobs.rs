@@ -164,12 +164,13 @@ async fn list_jobs(
         state.config.node_groups.iter().any(|g| g.name.to_lowercase().contains(&pattern))
     });
     let (page, page_size) = (filter.page, filter.page_size);
-    let (rows, total) = state.store.list_jobs(filter).await?;
-    let mut jobs: Vec<LeptonJob> = rows.into_iter().map(job_view).collect();
+    let listed = state.store.list_jobs(filter).await?;
+    let (total, total_capped) = (listed.total, listed.total_capped);
+    let mut jobs: Vec<LeptonJob> = listed.rows.into_iter().map(job_view).collect();
     for job in &mut jobs {
         add_gpu_now(&state, job);
     }
-    Ok(Json(JobList { jobs, total, page, page_size }))
+    Ok(Json(JobList { jobs, total, total_capped, page, page_size }))
 }
 
 /// A running job's GPU use now, from the executor's newest samples (a

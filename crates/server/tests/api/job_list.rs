@@ -132,3 +132,30 @@ async fn creator_and_node_group_filters_match_exactly_or_as_lepton_patterns() {
         assert_eq!(body["total"], expected.len(), "{query}");
     }
 }
+
+/// A name or label listing past `TOTAL_COUNT_CAP` matches says its total is
+/// a lower bound (`total_capped`); one counted from the counts table is
+/// exact and says nothing of the kind. The console shows "more than".
+#[tokio::test]
+async fn a_total_past_the_cap_says_it_is_a_lower_bound() {
+    let app = TestApp::new().await;
+    let cap = jobdeck_store::TOTAL_COUNT_CAP;
+    for k in 0..=cap {
+        let mut row = common::finished_row(&format!("many-{k:05}"), 100_000 + k);
+        row.metadata.labels = Some([("team".to_string(), "nlp".to_string())].into());
+        app.store.insert_job(row, Vec::new()).await.unwrap();
+    }
+    for query in ["q=many", "query=team%3Dnlp", "q=ma&query=team"] {
+        let body = app.get(&format!("/api/v2/jobs?{query}&job_query_mode=alive_and_archive")).await.json();
+        assert_eq!((body["total"].as_i64(), body["total_capped"].as_bool()), (Some(cap), Some(true)), "{query}");
+        assert_eq!(body["jobs"][0]["metadata"]["id"], format!("many-{cap:05}"), "newest first: {query}");
+    }
+    let body = app.get("/api/v2/jobs?job_query_mode=alive_and_archive").await.json();
+    assert_eq!(body["total"].as_i64(), Some(cap + 1));
+    assert!(body.get("total_capped").is_none(), "{}", body["total"]);
+    // The last page by its number is read from the end of the list.
+    let last = app.get(&format!("/api/v2/jobs?job_query_mode=alive_and_archive&page={}", cap / 50 + 1)).await.json();
+    let ids: Vec<&str> =
+        last["jobs"].as_array().unwrap().iter().map(|j| j["metadata"]["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["many-00000"]);
+}

@@ -1,0 +1,346 @@
+//! One page of the deployments list (`GET /jobs`) and its total.
+//!
+//! The page walks `jobs_list` (every column a listing filters on but the
+//! labels, in the list's order) and tests each entry inside the index, so it
+//! reads only the rows it shows. When the listing matches few of the jobs in
+//! view, the state and creator indexes find them instead. A page in the
+//! latter half of an exactly counted listing is read from the list's end, so
+//! the last page costs what the first does rather than a walk past every job
+//! before it (SQLite's `OFFSET` steps over the rows it skips).
+//!
+//! The total comes from `job_counts` (kept by triggers) unless the listing
+//! filters by name or label, which that table does not know; those are
+//! counted up to [`TOTAL_COUNT_CAP`], and a larger total is said to be at
+//! least that: counting a million matches would cost more than the page.
+
+use rusqlite::params_from_iter;
+use rusqlite::types::Value;
+
+use super::error::StoreResult;
+use super::job_row::{job_row, JOB_COLUMNS};
+use super::{JobFilter, JobRow, QueryMode, SortKey, Store};
+
+/// Up to how many matches a listing filtered by name or label is counted.
+pub const TOTAL_COUNT_CAP: i64 = 1_000;
+
+/// A listing counts as selective, and may take the state and creator
+/// indexes, when it matches at most one in this many of the jobs in view.
+const SELECTIVE_RATIO: i64 = 32;
+
+/// One page of a listing.
+#[derive(Debug, Clone, Default)]
+pub struct JobPage {
+    pub rows: Vec<JobRow>,
+    /// How many jobs match over all pages; with `total_capped`, at least
+    /// this many ([`TOTAL_COUNT_CAP`]).
+    pub total: i64,
+    pub total_capped: bool,
+}
+
+impl Store {
+    /// One page of the jobs `filter.viewer` may see, and the total over all
+    /// pages (the module's comment says how each is found).
+    ///
+    /// A name search of two or more characters that the trigram index
+    /// `job_search` says matches few jobs reads just those; one that matches
+    /// many reads the index walk, which then finds its page early.
+    pub async fn list_jobs(&self, filter: JobFilter) -> StoreResult<JobPage> {
+        self.read(move |conn| {
+            // One read transaction: the total and the page see the same jobs.
+            let tx = conn.unchecked_transaction()?;
+            // The ids a name search's trigram query finds, when they are
+            // few: asked once, then tested as a list.
+            let search = match filter.q.as_deref().map(str::to_lowercase).and_then(|q| trigram_query(&q)) {
+                Some(query) => {
+                    let mut stmt = tx.prepare_cached("SELECT id FROM job_search WHERE job_search MATCH ?1 LIMIT ?2")?;
+                    let found = stmt
+                        .query_map(rusqlite::params![query, SEARCH_INDEX_MAX_MATCHES + 1], |r| r.get::<_, String>(0))?
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    (found.len() as i64 <= SEARCH_INDEX_MAX_MATCHES).then(|| serde_json::Value::from(found).to_string())
+                }
+                None => None,
+            };
+            let narrowed = search.is_some();
+            let source = Source::of(&filter);
+            let rest = source.rest_of(&filter);
+            let counted_by_table = filter.q.as_deref().is_none_or(str::is_empty) && filter.labels.is_empty();
+            let (total, total_capped, selective) = if counted_by_table {
+                let (clause, values) = where_clause(&filter, None, false);
+                let total: i64 = tx
+                    .prepare_cached(&format!("SELECT COALESCE(SUM(n), 0) FROM job_counts WHERE {clause}"))?
+                    .query_row(params_from_iter(values.iter()), |r| r.get(0))?;
+                let filtered = !filter.states.is_empty() || !filter.created_by.is_empty();
+                let selective = filtered && {
+                    let in_view: i64 = tx
+                        .prepare_cached(
+                            "SELECT COALESCE(SUM(n), 0) FROM job_counts WHERE visibility = 'public' OR created_by = ?1",
+                        )?
+                        .query_row([&filter.viewer], |r| r.get(0))?;
+                    total.saturating_mul(SELECTIVE_RATIO) <= in_view
+                };
+                (total, false, selective)
+            } else {
+                let (clause, values) = where_clause(&rest, search.clone(), false);
+                let mut values = [source.values.clone(), values].concat();
+                values.push(Value::Integer(TOTAL_COUNT_CAP + 1));
+                let from = source.from;
+                // Counted along the list's own index, which stops at the cap
+                // after about as many entries as the matches are rare; in
+                // another index's order (by state, say) the count could walk
+                // past every archived job first.
+                let along = match source.order {
+                    Some((at, id)) => format!("ORDER BY {}", order_by_columns(at, id, false, false)),
+                    None if narrowed => String::new(),
+                    None => "ORDER BY created_at DESC, id DESC".to_string(),
+                };
+                let counted: i64 = tx
+                    .prepare_cached(&format!(
+                        "SELECT COUNT(*) FROM (SELECT 1 FROM {from} WHERE {clause} {along} LIMIT ?)"
+                    ))?
+                    .query_row(params_from_iter(values.iter()), |r| r.get(0))?;
+                (counted.min(TOTAL_COUNT_CAP), counted > TOTAL_COUNT_CAP, false)
+            };
+            let (clause, values) = where_clause(&rest, search, selective);
+            let mut values = [source.values.clone(), values].concat();
+            // When an index narrows the listing to a few jobs, read those and
+            // sort them (`+` keeps the planner from walking an ordered index
+            // past every other job instead).
+            let sort_first = if narrowed { "+" } else { "" };
+            // Saturating: `page=9223372036854775807` is a page past the end
+            // (an empty list), not an overflow.
+            let offset = filter.page.saturating_sub(1).max(0).saturating_mul(filter.page_size);
+            let from_end = !total_capped && offset < total && offset > total / 2;
+            let (limit, offset) = if from_end {
+                let end = offset.saturating_add(filter.page_size).min(total);
+                (end - offset, total - end)
+            } else {
+                (filter.page_size, offset)
+            };
+            let order = match source.order {
+                Some((at, id)) => order_by_columns(at, id, filter.ascending, from_end),
+                None => order_by(filter.sort, filter.ascending, from_end, sort_first),
+            };
+            values.push(Value::Integer(limit));
+            values.push(Value::Integer(offset));
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT {JOB_COLUMNS} FROM {} WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?",
+                source.from
+            ))?;
+            let mut rows =
+                stmt.query_map(params_from_iter(values.iter()), job_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            if from_end {
+                rows.reverse();
+            }
+            Ok(JobPage { rows, total, total_capped })
+        })
+        .await
+    }
+}
+
+/// The characters of a job id: a job name's (lowercase letters, digits and
+/// `-`) and its suffix's.
+const ID_CHARACTERS: &str = "abcdefghijklmnopqrstuvwxyz0123456789-";
+
+/// The full-text query of `job_search` (a trigram index) that finds every
+/// id containing `q`, for a `q` of two characters or more: `q` itself as a
+/// phrase, or, for two characters, which no trigram is, every trigram that
+/// begins or ends with them (an id is longer than two characters). A single
+/// character has none worth asking: it matches most jobs, and the walk
+/// finds them at once.
+fn trigram_query(q: &str) -> Option<String> {
+    let quoted = |text: &str| format!("\"{}\"", text.replace('"', "\"\""));
+    match q.chars().count() {
+        0 | 1 => None,
+        2 => {
+            let around: Vec<String> =
+                ID_CHARACTERS.chars().flat_map(|c| [quoted(&format!("{q}{c}")), quoted(&format!("{c}{q}"))]).collect();
+            Some(around.join(" OR "))
+        }
+        _ => Some(quoted(q)),
+    }
+}
+
+/// Where a listing's rows come from: the jobs themselves (walked along
+/// `jobs_list` or an index the planner picks), or, for a listing by
+/// creation time with a `key=value` label condition, that label's entries
+/// in `job_labels_by_value`, newest first, each joined to its job: a rare
+/// label is found without walking every job, a common one early.
+struct Source {
+    from: &'static str,
+    /// The values of the `from` clause's parameters, which come first.
+    values: Vec<Value>,
+    /// The driving index's creation time and id columns, to order by.
+    order: Option<(&'static str, &'static str)>,
+    /// The label condition the source answers, which the WHERE clause need
+    /// not test again.
+    driving: Option<jobdeck_api::LabelCondition>,
+}
+
+impl Source {
+    /// `filter` without the condition this source answers.
+    fn rest_of(&self, filter: &JobFilter) -> JobFilter {
+        let mut rest = filter.clone();
+        if let Some(driving) = &self.driving {
+            if let Some(at) = rest.labels.iter().position(|c| c == driving) {
+                rest.labels.remove(at);
+            }
+        }
+        rest
+    }
+}
+
+impl Source {
+    fn of(filter: &JobFilter) -> Source {
+        let label = filter.labels.iter().find_map(|condition| match condition {
+            jobdeck_api::LabelCondition::Equals(key, value) => Some((key, value)),
+            _ => None,
+        });
+        match label {
+            Some((key, value)) if filter.sort == SortKey::CreatedAt => Source {
+                driving: Some(jobdeck_api::LabelCondition::Equals(key.clone(), value.clone())),
+                // Joined on the creation time too, so a count reaches each
+                // job through `jobs_list`, which holds every column the
+                // filters test, without reading the job's row.
+                from: "job_labels AS driving CROSS JOIN jobs
+                    ON jobs.created_at = driving.job_created_at AND jobs.id = driving.job_id
+                    AND driving.key = ? AND driving.value = ?",
+                values: vec![Value::Text(key.clone()), Value::Text(value.clone())],
+                order: Some(("driving.job_created_at", "driving.job_id")),
+            },
+            _ => Source { from: "jobs", values: Vec::new(), order: None, driving: None },
+        }
+    }
+}
+
+/// The ORDER BY of a listing by creation time along the columns `at` and
+/// `id` (ties by id), ascending or not, `reversed` read from its end.
+fn order_by_columns(at: &str, id: &str, ascending: bool, reversed: bool) -> String {
+    let direction = if ascending != reversed { "ASC" } else { "DESC" };
+    format!("{at} {direction}, {id} {direction}")
+}
+
+/// The ORDER BY of a listing sorted by `sort`, ascending or not; ties go
+/// newest first, then by id, so every order is total. `reversed` flips every
+/// term: the same list read from its end.
+fn order_by(sort: SortKey, ascending: bool, reversed: bool, sort_first: &str) -> String {
+    let terms: [(&str, bool); 3] = match sort {
+        SortKey::CreatedAt => [("created_at", ascending), ("id", ascending), ("", true)],
+        SortKey::Name => [("name", ascending), ("created_at", false), ("id", true)],
+        SortKey::State => [("state", ascending), ("created_at", false), ("id", true)],
+    };
+    let terms: Vec<String> = terms
+        .iter()
+        .filter(|(column, _)| !column.is_empty())
+        .enumerate()
+        .map(|(n, (column, up))| {
+            let first = if n == 0 { sort_first } else { "" };
+            format!("{first}{column} {}", if *up != reversed { "ASC" } else { "DESC" })
+        })
+        .collect();
+    terms.join(", ")
+}
+
+/// Up to how many trigram matches a name search reads the matching jobs one
+/// by one; above, it walks `jobs_list` (which then finds its page early).
+const SEARCH_INDEX_MAX_MATCHES: i64 = 2000;
+
+/// `text` as a LIKE pattern that matches only itself: `%`, `_` and the
+/// escape character are escaped. (LIKE ignores the case of ASCII letters,
+/// which is what Lepton's patterns do.)
+fn like_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The WHERE clause of a listing and its parameters, in order. `search` is
+/// the ids the name search's trigram query found (a JSON array) when they
+/// narrow it;
+/// `selective` lets the planner take the state and creator indexes (the
+/// listing matches few of the jobs in view), which it is otherwise kept off
+/// with a unary `+`: for a common state or creator they would mean reading
+/// and sorting most of the table.
+fn where_clause(filter: &JobFilter, search: Option<String>, selective: bool) -> (String, Vec<Value>) {
+    // The clause uses only columns `jobs` and `job_counts` share (and `id`
+    // for the name and label filters, which are counted on `jobs`), so one
+    // clause serves the page and the total.
+    let keep_off = if selective { "" } else { "+" };
+    let mut clauses = vec!["(visibility = 'public' OR created_by = ?)".to_string()];
+    let mut values = vec![Value::Text(filter.viewer.clone())];
+    match filter.mode {
+        QueryMode::AliveOnly => clauses.push("+state != 'Archived'".into()),
+        QueryMode::ArchiveOnly => clauses.push("+state = 'Archived'".into()),
+        QueryMode::AliveAndArchive => {}
+    }
+    if let Some(q) = filter.q.as_deref().filter(|q| !q.is_empty()) {
+        // Ids are a lowercase job name and a lowercase suffix, so a
+        // lowercased `instr` is the case-insensitive substring match, without
+        // LIKE's pattern machinery.
+        clauses.push("instr(id, ?) > 0".into());
+        values.push(Value::Text(q.to_lowercase()));
+        if let Some(ids) = search {
+            clauses.push("id IN (SELECT value FROM json_each(?))".into());
+            values.push(Value::Text(ids));
+        }
+    }
+    if !filter.states.is_empty() {
+        clauses.push(format!("{keep_off}state IN ({})", vec!["?"; filter.states.len()].join(", ")));
+        values.extend(filter.states.iter().map(|s| Value::Text(s.as_str().into())));
+    }
+    if !filter.node_groups.is_empty() {
+        // `node_groups` holds the allowed groups as `,a,b,`, so `,g,` occurs
+        // exactly when `g` is one of them (`instr` is case-sensitive and
+        // takes no wildcards; group names cannot contain a comma).
+        let mut any: Vec<&str> = filter.node_groups.iter().map(|_| "instr(node_groups, ?) > 0").collect();
+        if filter.any_group_matches {
+            any.push("node_groups = ''");
+        }
+        clauses.push(format!("({})", any.join(" OR ")));
+        values.extend(filter.node_groups.iter().map(|g| Value::Text(format!(",{g},"))));
+    }
+    if !filter.node_group_patterns.is_empty() {
+        let mut any: Vec<&str> = filter.node_group_patterns.iter().map(|_| "node_groups LIKE ? ESCAPE '\\'").collect();
+        if filter.any_group_pattern_matches {
+            any.push("node_groups = ''");
+        }
+        clauses.push(format!("({})", any.join(" OR ")));
+        values.extend(filter.node_group_patterns.iter().map(|p| Value::Text(format!("%{}%", like_literal(p)))));
+    }
+    if !filter.created_by_prefixes.is_empty() {
+        let any: Vec<&str> = filter.created_by_prefixes.iter().map(|_| "created_by LIKE ? ESCAPE '\\'").collect();
+        clauses.push(format!("({})", any.join(" OR ")));
+        values.extend(filter.created_by_prefixes.iter().map(|p| Value::Text(format!("{}%", like_literal(p)))));
+    }
+    if !filter.created_by.is_empty() {
+        clauses.push(format!("{keep_off}created_by IN ({})", vec!["?"; filter.created_by.len()].join(", ")));
+        values.extend(filter.created_by.iter().cloned().map(Value::Text));
+    }
+    for condition in &filter.labels {
+        // A point lookup in `job_labels` per job the walk meets; keys and
+        // values are compared as values, never written into the query.
+        use jobdeck_api::LabelCondition as C;
+        let (negated, wanted): (bool, &[String]) = match condition {
+            C::Exists(_) => (false, &[]),
+            C::Absent(_) => (true, &[]),
+            C::Equals(_, value) => (false, std::slice::from_ref(value)),
+            C::NotEquals(_, value) => (true, std::slice::from_ref(value)),
+            C::In(_, set) => (false, set),
+            C::NotIn(_, set) => (true, set),
+        };
+        let values_clause = if wanted.is_empty() {
+            String::new()
+        } else {
+            format!(" AND value IN ({})", vec!["?"; wanted.len()].join(", "))
+        };
+        let not = if negated { "NOT " } else { "" };
+        clauses.push(format!("{not}EXISTS (SELECT 1 FROM job_labels WHERE job_id = id AND key = ?{values_clause})"));
+        values.push(Value::Text(condition.key().to_string()));
+        values.extend(wanted.iter().cloned().map(Value::Text));
+    }
+    (clauses.join(" AND "), values)
+}
