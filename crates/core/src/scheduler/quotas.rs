@@ -105,18 +105,29 @@ impl Scheduler {
         if ids.is_empty() {
             return;
         }
-        let sizes = measure_and_record(self.store.clone(), self.logs.clone(), ids).await;
-        self.tell_log_caps(&sizes).await;
+        measure_and_record(self.store.clone(), self.logs.clone(), ids.clone()).await;
+        if self.config.logs.job_log_cap.is_some() {
+            // The cap counts the stored lines, not the compressed files.
+            let logs = self.logs.clone();
+            let stored = tokio::task::spawn_blocking(move || {
+                ids.into_iter()
+                    .map(|id| (i64::try_from(logs.stored_bytes(&id)).unwrap_or(i64::MAX), id))
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap_or_default();
+            self.tell_log_caps(&stored).await;
+        }
     }
 
-    /// An event for each running job whose measured logs reached its log
+    /// An event for each running job whose stored lines reached its log
     /// cap (each replica's log then ends with a line saying so and keeps no
     /// more: `LogWriter::with_cap`), once a run.
-    async fn tell_log_caps(&mut self, sizes: &[(String, i64)]) {
+    async fn tell_log_caps(&mut self, sizes: &[(i64, String)]) {
         let Some(cap) = self.config.logs.job_log_cap else { return };
         let jobs = &self.jobs;
         self.log_caps_told.retain(|(id, run)| jobs.get(id).is_some_and(|a| a.row.runtime.run == *run));
-        for (id, bytes) in sizes {
+        for (bytes, id) in sizes {
             let Some(active) = self.jobs.get(id).filter(|_| *bytes >= cap) else { continue };
             let key = (id.clone(), active.row.runtime.run);
             if self.log_caps_told.contains(&key) {
@@ -163,20 +174,19 @@ impl Scheduler {
     }
 }
 
-/// Measures the logs of the jobs `ids` on a blocking thread, stores what
-/// they take, and answers it.
-async fn measure_and_record(store: Store, logs: LogStore, ids: Vec<String>) -> Vec<(String, i64)> {
+/// Measures the logs of the jobs `ids` on a blocking thread and stores
+/// what they take on disk.
+async fn measure_and_record(store: Store, logs: LogStore, ids: Vec<String>) {
     let measured = tokio::task::spawn_blocking(move || {
         ids.into_iter().map(|id| (directory_bytes(&logs.job_dir(&id)), id)).collect::<Vec<_>>()
     })
     .await;
-    let Ok(measured) = measured else { return Vec::new() };
+    let Ok(measured) = measured else { return };
     let now = jobdeck_store::now_millis();
     let sizes: Vec<(String, i64)> = measured.into_iter().map(|(bytes, id)| (id, bytes)).collect();
-    if let Err(e) = store.set_log_bytes_many(sizes.clone(), now).await {
+    if let Err(e) = store.set_log_bytes_many(sizes, now).await {
         tracing::warn!(error = %crate::error_chain(&e), "cannot record what logs take on disk");
     }
-    sizes
 }
 
 /// What every user holds, kept up to date through one admission pass.

@@ -218,7 +218,7 @@ pub async fn copy_pod_log(
             // is complete.
             splitter.finish(|line| sink.store(line));
             sink.check(pod)?;
-            sink.flush(pod)?;
+            sink.writer.finish().map_err(|source| CopyError::Write { pod: pod.into(), source })?;
             Ok(sink.stored)
         }
     }

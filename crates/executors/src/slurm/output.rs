@@ -27,7 +27,7 @@ impl Tail {
         cap: Option<u64>,
     ) -> std::io::Result<Tail> {
         let stored = match logs.open(job_id, index, attempt)? {
-            Some(reader) => reader.line_count()?,
+            Some(mut reader) => reader.line_count()?,
             None => 0,
         };
         let offset = resume_offset(&path, stored)?;
@@ -66,7 +66,7 @@ impl Tail {
         self.splitter.finish(|line| {
             let _ = writer.append(Stream::Stdout, now, line);
         });
-        let _ = self.writer.flush();
+        let _ = self.writer.finish();
     }
 }
 

@@ -149,24 +149,10 @@ struct Found {
     text: String,
 }
 
-/// The time of line `number` (1-based) in milliseconds.
-fn time_of(reader: &mut LogReader, number: u64) -> std::io::Result<i64> {
-    Ok(reader.lines(number, number)?.first().map(|l| l.time).unwrap_or(i64::MAX))
-}
-
-/// The first line (1-based) whose time is at least `millis`, or `count + 1`.
-/// Lines are stored in the order they were read, so their times rise.
+/// The first line (1-based) whose time is at least `millis`, or `count + 1`
+/// (a line written since `count` was read is past it).
 fn first_at_or_after(reader: &mut LogReader, count: u64, millis: i64) -> std::io::Result<u64> {
-    let (mut lo, mut hi) = (1u64, count + 1);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if time_of(reader, mid)? < millis {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    Ok(lo)
+    Ok(reader.first_at_or_after(millis)?.min(count + 1))
 }
 
 /// Up to `limit` lines of one attempt in `[start, end)` nanoseconds that

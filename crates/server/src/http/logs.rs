@@ -12,7 +12,7 @@ use axum::Json;
 use jobdeck_api::{LogLine, LogRange, LogSearch};
 
 use crate::http::error::{AppError, AppResult};
-use jobdeck_store::logs::{LogStore, Stream};
+use jobdeck_store::logs::{LinePattern, LogStore, Stream};
 use jobdeck_store::Store;
 
 /// The most lines one range answer holds.
@@ -169,7 +169,7 @@ impl Attempt {
 
 fn line_count(logs: &LogStore, job_id: &str, index: i64, attempt: i64) -> std::io::Result<u64> {
     match logs.open(job_id, index, attempt)? {
-        Some(reader) => reader.line_count(),
+        Some(mut reader) => reader.line_count(),
         None => Ok(0),
     }
 }
@@ -244,22 +244,15 @@ pub fn within_bytes<T>(items: &mut Vec<T>, bytes: impl Fn(&T) -> usize) {
     items.truncate(keep);
 }
 
-/// Builds the matcher for a search: the text as a literal unless `regex`.
-/// Patterns run in the `regex` crate's linear time, with a size limit, so a
-/// hostile pattern cannot stall the server.
-pub fn matcher(text: &str, regex: bool, ignore_case: bool) -> AppResult<regex::bytes::Regex> {
-    let pattern = if regex { text.to_string() } else { regex::escape(text) };
-    regex::bytes::RegexBuilder::new(&pattern)
-        .case_insensitive(ignore_case)
-        .size_limit(1 << 20)
-        .dfa_size_limit(4 << 20)
-        .build()
-        .map_err(|e| match e {
-            regex::Error::Syntax(message) => {
-                AppError::BadRequest(format!("search is not a valid regular expression: {}", message.trim()))
-            }
-            _ => AppError::BadRequest("search is too large a regular expression".into()),
-        })
+/// Builds the matcher for a search: the text as a literal unless `regex`
+/// (`LinePattern::compile` bounds a pattern's size and time).
+pub fn matcher(text: &str, regex: bool, ignore_case: bool) -> AppResult<LinePattern> {
+    LinePattern::compile(text, regex, ignore_case).map_err(|e| match e {
+        regex::Error::Syntax(message) => {
+            AppError::BadRequest(format!("search is not a valid regular expression: {}", message.trim()))
+        }
+        _ => AppError::BadRequest("search is too large a regular expression".into()),
+    })
 }
 
 /// Answers a search over every line of the log.

@@ -462,7 +462,7 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
     // The running pod's log is copied line by line with the kubelet's times;
     // colours and markup stay as they are.
     eventually!("the running replica's log", {
-        h.logs.open(JOB_ID, 2, 0).unwrap().is_some_and(|r| r.line_count().unwrap() == 3)
+        h.logs.open(JOB_ID, 2, 0).unwrap().is_some_and(|mut r| r.line_count().unwrap() == 3)
     });
     let mut reader = h.logs.open(JOB_ID, 2, 0).unwrap().unwrap();
     let lines = reader.lines(1, 3).unwrap();
@@ -472,7 +472,7 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
     assert_eq!(lines[1].time, 1_768_039_206_500);
     // A pod that already ended still has its log copied.
     eventually!("the OOM-killed replica's log", {
-        h.logs.open(JOB_ID, 4, 0).unwrap().is_some_and(|r| r.line_count().unwrap() == 1)
+        h.logs.open(JOB_ID, 4, 0).unwrap().is_some_and(|mut r| r.line_count().unwrap() == 1)
     });
     let log_requests: Vec<_> =
         h.fake.requests().into_iter().filter(|r| r.path.ends_with("/train-ab12c-2-b5t8w/log")).collect();
@@ -495,7 +495,7 @@ async fn pods_become_replicas_with_readiness_issues_logs_and_events() {
     // copied (and shown) while the stream stays open.
     h.fake.append_log("train-ab12c-2-b5t8w", "2026-01-10T10:03:00.000000002Z epoch 2 loss 0.31\n");
     eventually!("the followed line", {
-        h.logs.open(JOB_ID, 2, 0).unwrap().is_some_and(|r| r.line_count().unwrap() == 4)
+        h.logs.open(JOB_ID, 2, 0).unwrap().is_some_and(|mut r| r.line_count().unwrap() == 4)
     });
     assert_eq!(h.fake.log_requests("train-ab12c-2-b5t8w").len(), 1, "one stream, kept open");
     let logs_copied = |r: &ReplicaRow| {

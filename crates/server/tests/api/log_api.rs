@@ -333,3 +333,48 @@ async fn a_request_that_takes_too_long_is_answered_503() {
     assert!(res.text().contains("limits.request_timeout"), "{}", res.text());
     std::fs::write(open, "").unwrap();
 }
+
+/// Rewrites job `id`'s first log in the plain format, the only one before
+/// blocks (a `.log` of lines and an `.idx` of offsets): what a data
+/// directory from the previous release holds.
+fn rewrite_in_the_plain_format(app: &TestApp, id: &str) -> Vec<jobdeck_store::logs::LogLine> {
+    use jobdeck_store::logs::{LogStore, LogWriter};
+    let store = LogStore::new(app.data_dir());
+    let lines = store.open(id, 0, 0).unwrap().unwrap().lines(1, u64::MAX).unwrap();
+    let (log, idx) = store.paths(id, 0, 0);
+    for extension in ["zst", "zflt", "zidx", "tail"] {
+        std::fs::remove_file(log.with_extension(extension)).unwrap();
+    }
+    std::fs::File::create(&log).unwrap();
+    let mut writer = LogWriter::create(&log, &idx).unwrap();
+    for line in &lines {
+        writer.append(line.stream, line.time, line.text.as_bytes()).unwrap();
+    }
+    drop(writer);
+    assert!(matches!(store.open(id, 0, 0).unwrap().unwrap(), jobdeck_store::logs::LogReader::Plain(_)));
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_in_the_format_before_blocks_reads_through_every_route() {
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let id = finished_log(&app, &app.admin_token, "upgraded", 3_000, false).await;
+    let replica = format!("{id}-0-0");
+    let before = app.log(&id, &replica).await;
+    let lines = rewrite_in_the_plain_format(&app, &id);
+    assert_eq!(lines.len(), 3_004);
+
+    let range = app.get(&format!("/api/v2/jobs/{id}/replicas/{replica}/log?from=2999&to=3001")).await.json();
+    assert_eq!(range["total_lines"], 3_004);
+    assert_eq!(texts(&range), ["line 2999", "line 3000", "\u{1b}[31mred\u{1b}[0m"]);
+    assert_eq!(range["lines"][0]["time"], lines[2_998].time);
+    let found = app.get(&format!("/api/v2/jobs/{id}/replicas/{replica}/log?search=NEEDLE&ignore_case=true")).await;
+    assert_eq!(found.json()["matches"], json!([3_003]));
+    assert_eq!(app.log(&id, &replica).await, before, "the whole log, as it read before");
+    let download = app.get(&format!("/api/v2/jobs/{id}/replicas/{replica}/log?download=true")).await;
+    assert_eq!(download.text(), before);
+    let lepton = app.get(&format!("/api/v2/logs?job={id}")).await;
+    assert_eq!(lepton.status, StatusCode::OK, "{}", lepton.text());
+    let newest = &lepton.json()["data"]["result"][0]["values"][0];
+    assert_eq!(newest[1], "to stderr", "Lepton's /logs, newest first: {newest}");
+}

@@ -562,8 +562,10 @@ fn supervise(run_dir: &Path, spec: &SuperviseSpec) -> ExitRecord {
             let _ = reader.join();
         }
     }
+    // The command's output is over: its last lines are compressed (the
+    // supervisor's own notes after this start a small tail).
     if let Some(log) = &log {
-        let _ = log.lock().unwrap_or_else(|p| p.into_inner()).flush();
+        let _ = log.lock().unwrap_or_else(|p| p.into_inner()).finish();
     }
     let oom = cgroup.as_ref().map(cgroup::oom_kills).unwrap_or(0) > 0;
     let oom_victim = cgroup.as_ref().filter(|_| oom).and_then(cgroup::oom_victim);

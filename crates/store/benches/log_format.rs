@@ -1,0 +1,172 @@
+//! The log format measured on generated training output (issue 37): bytes
+//! on disk against the printed text, ingest through the supervisor's path
+//! (a 64 KiB read split into lines, appended, flushed), the first screen of
+//! a fresh reader at either end and in the middle, and searches over the
+//! whole log. The block format at `LOG_FORMAT_LINES` lines (default
+//! 100,000,000), the plain format (the one before) at
+//! `LOG_FORMAT_PLAIN_LINES` (default 10,000,000; 0 leaves it out), in
+//! `LOG_FORMAT_DIR` (default target/bench/log-format). Run with
+//! `bench/log-format.sh`; figures in docs/measurements.md.
+
+mod corpus;
+
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use jobdeck_store::logs::{LinePattern, LineSplitter, LogStore, LogWriter, Stream};
+
+/// Lines of one screen of the log viewer.
+const SCREEN: u64 = 200;
+/// What one pipe read hands the supervisor.
+const READ: usize = 64 * 1024;
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.replace('_', "").parse().ok()).unwrap_or(default)
+}
+
+struct Filled {
+    lines: u64,
+    text_bytes: u64,
+    ingest: Duration,
+}
+
+/// Writes `lines` lines of the corpus as the supervisor would; only the
+/// splitting, appending and flushing are timed, not the generating.
+fn fill(store: &LogStore, job: &str, lines: u64, plain: bool) -> Filled {
+    let (log, idx) = store.paths(job, 0, 0);
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    if plain {
+        std::fs::File::create(&log).unwrap();
+    }
+    let mut writer = LogWriter::create(&log, &idx).unwrap();
+    let mut corpus = corpus::Corpus::new(corpus::SEED);
+    let mut splitter = LineSplitter::default();
+    let mut chunk: Vec<u8> = Vec::with_capacity(READ + 4096);
+    let (mut written, mut text_bytes, mut ingest) = (0u64, 0u64, Duration::ZERO);
+    let mut next_report = 10_000_000;
+    while written < lines {
+        chunk.clear();
+        let mut time = 0;
+        while chunk.len() < READ && written < lines {
+            time = corpus.line(&mut chunk);
+            chunk.push(b'\n');
+            written += 1;
+        }
+        text_bytes += chunk.len() as u64;
+        let started = Instant::now();
+        splitter.feed(&chunk, |line| writer.append(Stream::Stdout, time, line).unwrap());
+        writer.flush().unwrap();
+        ingest += started.elapsed();
+        if written >= next_report {
+            eprintln!("  {written} lines");
+            next_report += 10_000_000;
+        }
+    }
+    let started = Instant::now();
+    writer.finish().unwrap();
+    ingest += started.elapsed();
+    Filled { lines: written, text_bytes, ingest }
+}
+
+fn directory_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().metadata().unwrap().len()).sum()
+}
+
+/// p50 and p99 in milliseconds of `runs` calls.
+fn percentiles(runs: usize, mut call: impl FnMut(usize)) -> (f64, f64) {
+    let mut times: Vec<f64> = (0..runs)
+        .map(|run| {
+            let started = Instant::now();
+            call(run);
+            started.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    (times[runs / 2], times[(runs * 99 / 100).min(runs - 1)])
+}
+
+fn measure(name: &str, store: &LogStore, job: &str, plain: bool, lines: u64) {
+    eprintln!("{name}: writing {lines} lines");
+    let filled = fill(store, job, lines, plain);
+    let disk = directory_bytes(&store.job_dir(job));
+    let text_mb = filled.text_bytes as f64 / 1e6;
+    println!("## {name} format, {} lines", filled.lines);
+    println!(
+        "text {:.1} MB ({:.1} bytes a line); on disk {:.1} MB = {:.3} of the text",
+        text_mb,
+        filled.text_bytes as f64 / filled.lines as f64,
+        disk as f64 / 1e6,
+        disk as f64 / filled.text_bytes as f64
+    );
+    println!(
+        "ingest {:.2} s: {:.2} M lines/s, {:.0} MB/s of text",
+        filled.ingest.as_secs_f64(),
+        filled.lines as f64 / filled.ingest.as_secs_f64() / 1e6,
+        text_mb / filled.ingest.as_secs_f64()
+    );
+
+    let open = || store.open(job, 0, 0).unwrap().unwrap();
+    let total = open().line_count().unwrap();
+    assert_eq!(total, filled.lines, "every line stored");
+    let (p50, p99) = percentiles(50, |_| {
+        let mut reader = open();
+        let count = reader.line_count().unwrap();
+        assert_eq!(reader.lines(count - SCREEN + 1, count).unwrap().len() as u64, SCREEN);
+    });
+    println!("first screen, newest {SCREEN} lines (open, count, read): p50 {p50:.2} ms, p99 {p99:.2} ms");
+    let (p50, p99) = percentiles(50, |_| {
+        let mut reader = open();
+        reader.line_count().unwrap();
+        assert_eq!(reader.lines(1, SCREEN).unwrap().len() as u64, SCREEN);
+    });
+    println!("first screen, oldest {SCREEN} lines: p50 {p50:.2} ms, p99 {p99:.2} ms");
+    let mut draw = corpus::Draw::new(7);
+    let (p50, p99) = percentiles(50, |_| {
+        let mut reader = open();
+        let count = reader.line_count().unwrap();
+        let from = 1 + draw.below(count - SCREEN);
+        assert_eq!(reader.lines(from, from + SCREEN - 1).unwrap().len() as u64, SCREEN);
+    });
+    println!("a screen anywhere (a permalink): p50 {p50:.2} ms, p99 {p99:.2} ms");
+
+    for (what, pattern, case_insensitive) in [
+        ("a text in no line", "no such line anywhere", false),
+        ("a rare text, any case", "gpu has fallen off the bus", true),
+        ("a common text, any case", "watchdog caught collective operation timeout", true),
+        ("a regex with a text", r"loss 3\.39\d\d \| lr 2\.9\d\de-4", false),
+        ("a regex without one", r"[0-9]{6}\.[0-9] tokens", false),
+    ] {
+        let regex = LinePattern::compile(pattern, true, case_insensitive).unwrap();
+        let started = Instant::now();
+        let (_, matches, truncated) = open().search(&regex, 1000).unwrap();
+        println!(
+            "search for {what} ({pattern:?}): {:.2} s, {} matches{}",
+            started.elapsed().as_secs_f64(),
+            matches.len(),
+            if truncated { " (the limit)" } else { "" }
+        );
+    }
+    let started = Instant::now();
+    open().visit(1, |_, _, _, _| ControlFlow::Continue(())).unwrap();
+    println!("reading every line in order: {:.2} s", started.elapsed().as_secs_f64());
+    println!();
+}
+
+fn main() {
+    let lines = env_number("LOG_FORMAT_LINES", 100_000_000);
+    let plain_lines = env_number("LOG_FORMAT_PLAIN_LINES", 10_000_000);
+    let dir = std::env::var("LOG_FORMAT_DIR").unwrap_or_else(|_| "target/bench/log-format".into());
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = LogStore::new(Path::new(&dir));
+    println!("# The log format on generated training output (seed {})\n", corpus::SEED);
+    if plain_lines > 0 {
+        measure("plain", &store, "plain", true, plain_lines);
+        store.remove_job("plain").unwrap();
+    }
+    measure("block", &store, "blocks", false, lines);
+    // LOG_FORMAT_KEEP=1 keeps the block log for a look (or for zstd -b).
+    if std::env::var_os("LOG_FORMAT_KEEP").is_none() {
+        store.remove_job("blocks").unwrap();
+    }
+}
