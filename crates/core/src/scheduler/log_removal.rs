@@ -101,8 +101,10 @@ impl Scheduler {
 
     /// Past the budget's [`LogBudget::REMOVE_ABOVE`], removes the logs of the
     /// jobs that finished longest ago until the logs take at most
-    /// [`LogBudget::REMOVE_DOWN_TO`]; a running job's never. Answers how
-    /// many jobs lost theirs.
+    /// [`LogBudget::REMOVE_DOWN_TO`]; a running job's never. When running
+    /// jobs' logs alone stay past it, the largest of them is cut
+    /// ([`Scheduler::cut_largest_running_logs`]). Answers how many jobs
+    /// lost their logs.
     pub(super) async fn hold_logs_to_budget(&mut self, now: i64) -> SchedulerResult<usize> {
         let Some(bytes) = self.config.logs.disk_budget else { return Ok(0) };
         let budget = LogBudget { bytes };
@@ -134,10 +136,10 @@ impl Scheduler {
                 break;
             }
         }
-        if !budget.enough(used) {
-            // Running jobs' logs alone (or logs that cannot be removed)
-            // fill it: they are never cut here.
-            tracing::warn!(used, budget = bytes, "the logs of running jobs alone take the disk budget");
+        if budget.over(used) {
+            // Running jobs' logs alone fill it: the largest stops growing
+            // before the disk fills and everyone's writes fail.
+            self.cut_largest_running_logs(used, bytes).await?;
         }
         tracing::info!(
             removed,
@@ -147,6 +149,47 @@ impl Scheduler {
             "finished jobs' logs removed for the disk budget"
         );
         Ok(removed)
+    }
+
+    /// Cuts the logs of the running job whose logs take the most space,
+    /// unless they are cut already: each of its replicas' logs ends with a
+    /// line saying why and keeps no more for the rest of the run, and the
+    /// job gets a `LogsCut` event. What was stored stays readable. Only the
+    /// largest is ever cut: smaller ones keep writing, and one that grows
+    /// past it is cut at a later look.
+    async fn cut_largest_running_logs(&mut self, used: i64, budget: i64) -> SchedulerResult<()> {
+        let running: Vec<String> =
+            self.jobs.values().filter(|a| a.placement().is_some()).map(|a| a.row.id.clone()).collect();
+        let logs = self.logs.clone();
+        let largest = tokio::task::spawn_blocking(move || {
+            running.into_iter().map(|id| (super::quotas::directory_bytes(&logs.job_dir(&id)), id)).max()
+        })
+        .await
+        .map_err(|e| SchedulerError::internal(format!("measuring running logs failed: {e}")))?;
+        let Some((bytes, id)) = largest.filter(|(bytes, id)| *bytes > 0 && !self.logs.is_cut(id)) else {
+            tracing::warn!(used, budget, "the logs of running jobs alone take the disk budget; the largest are cut");
+            return Ok(());
+        };
+        let why = format!(
+            "the logs of running jobs alone take {} of the workspace's {} disk budget for logs ([logs] \
+             disk_budget), and this job's take the most ({})",
+            jobdeck_api::format_bytes(used),
+            jobdeck_api::format_bytes(budget),
+            jobdeck_api::format_bytes(bytes)
+        );
+        if let Err(e) =
+            self.logs.cut(&id, &format!("jobdeck: this log is cut here: {why}; the lines after this one are not kept"))
+        {
+            tracing::warn!(job = %id, error = %crate::error_chain(&e), "cannot cut a running job's logs");
+            return Ok(());
+        }
+        let message = format!(
+            "its logs are cut: {why}. Each replica's log ends with a line saying so and keeps no more lines for \
+             the rest of this run; what was written stays"
+        );
+        self.store.record_event(event(&id, EventType::Warning, "LogsCut", message)).await?;
+        tracing::warn!(job = %id, used, budget, bytes, "a running job's logs are cut for the disk budget");
+        Ok(())
     }
 
     /// Every due job, batch after batch.

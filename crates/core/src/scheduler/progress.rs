@@ -72,8 +72,12 @@ impl Scheduler {
             return Ok(());
         }
         self.refresh_counts(id, run).await?;
-        // The run wrote its last line: what its logs take is final.
+        // The run wrote its last line: what its logs take is final, and a
+        // cut for the disk budget was this run's.
         self.measure_logs(vec![id.to_string()]);
+        if let Err(e) = self.logs.uncut(id) {
+            tracing::warn!(job = %id, error = %crate::error_chain(&e), "cannot end the cut of a job's logs");
+        }
         let Some(active) = self.jobs.get_mut(id) else { return Ok(()) };
         let stop_reason = active.row.runtime.stop_reason;
         let now = jobdeck_store::now_millis();

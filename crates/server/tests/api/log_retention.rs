@@ -280,3 +280,77 @@ async fn a_job_past_its_log_cap_keeps_the_first_part_says_so_and_another_users_j
     std::fs::write(release, "").unwrap();
     app.wait_state(&chatty, "Completed").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_running_jobs_alone_fill_the_budget_the_largest_is_cut_and_another_users_keeps_writing() {
+    // 1 MiB of logs and no finished job to remove: the admin's job writes
+    // 14,000 lines of random text (1.6 MB stored: a sealed block of about
+    // 640 KB on disk and a tail of about 590 KB), past 90 % of the budget;
+    // Bob's writes a line before and after.
+    let app = TestApp::with_config(|config| {
+        small_cluster(4.0)(config);
+        config.logs.disk_budget = Some(1 << 20);
+    })
+    .await;
+    let bob = app.token_for("bob").await;
+    let (first_wait, first_go) = app.gate("first");
+    let (then_wait, then_go) = app.gate("then");
+    let script = format!(
+        "{}; {first_wait}; echo 'read with the cut'; {then_wait}; echo 'after the cut'",
+        printing_random(14_000)
+    );
+    let chatty = app.create_job(&app.admin_token, &sh_job("chatty", &script)).await;
+    let quiet =
+        app.create_job(&bob, &sh_job("quiet", &format!("echo 'bob before'; {then_wait}; echo 'bob after'"))).await;
+    let (chatty_replica, quiet_replica) = (format!("{chatty}-0-0"), format!("{quiet}-0-0"));
+    app.wait_until("the chatty job's 14,000 lines and Bob's first", || async {
+        let res = app.get(&format!("/api/v2/jobs/{chatty}/replicas/{chatty_replica}/log?from=14000&to=14000")).await;
+        res.status == StatusCode::OK
+            && res.json()["lines"][0]["text"].as_str().is_some_and(|t| t.starts_with("line 14000"))
+            && app.log(&quiet, &quiet_replica).await.contains("bob before")
+    })
+    .await;
+
+    assert_eq!(app.scheduler.hold_logs_to_budget().await.unwrap(), 0, "no finished job to remove");
+    let told = app.events(&chatty).await;
+    let cut = told.iter().find(|e| e["reason"] == "LogsCut").unwrap_or_else(|| panic!("{told:#?}"));
+    assert_eq!(cut["type"], "Warning");
+    let message = cut["message"].as_str().unwrap();
+    assert!(message.starts_with("its logs are cut: the logs of running jobs alone take"), "{message}");
+    assert!(message.contains("of the workspace's 1 MB disk budget for logs"), "{message}");
+    assert!(!app.events(&quiet).await.iter().any(|e| e["reason"] == "LogsCut"), "only the largest is cut");
+    // The next look, still over the budget, cuts no more: the largest is
+    // cut already, and Bob's, smaller, keeps writing.
+    app.scheduler.hold_logs_to_budget().await.unwrap();
+    assert_eq!(app.events(&chatty).await.iter().filter(|e| e["reason"] == "LogsCut").count(), 1);
+    assert!(!app.events(&quiet).await.iter().any(|e| e["reason"] == "LogsCut"));
+
+    std::fs::write(first_go, "").unwrap();
+    app.wait_until("the cut line in the chatty job's log", || async {
+        app.log(&chatty, &chatty_replica).await.contains("jobdeck: this log is cut here")
+    })
+    .await;
+    std::fs::write(then_go, "").unwrap();
+    app.wait_state(&chatty, "Completed").await;
+    app.wait_state_as(&bob, &quiet, "Completed").await;
+
+    let log = app.log(&chatty, &chatty_replica).await;
+    let last = log.lines().last().unwrap();
+    assert!(last.starts_with("jobdeck: this log is cut here: the logs of running jobs alone take"), "{last}");
+    assert!(log.contains("line 14000") && !log.contains("after the cut"), "what was written stays, nothing after");
+    let quiet_log = app
+        .call(
+            axum::http::Method::GET,
+            &format!("/api/v2/jobs/{quiet}/replicas/{quiet_replica}/log?follow=false"),
+            &bob,
+            None,
+        )
+        .await
+        .text();
+    assert!(quiet_log.contains("bob before") && quiet_log.contains("bob after"), "{quiet_log}");
+    assert!(!quiet_log.contains("this log is cut"), "{quiet_log}");
+    assert!(
+        !jobdeck_store::logs::LogStore::new(app.data_dir()).is_cut(&chatty),
+        "the cut ends with the run: a run started again keeps its logs"
+    );
+}

@@ -35,6 +35,9 @@ use std::path::{Path, PathBuf};
 /// The longest line stored in one piece.
 pub const MAX_LINE: usize = 64 * 1024;
 
+/// The file in a job's log directory that says its logs are cut.
+const CUT_FILE: &str = "cut";
+
 /// Which output a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
@@ -126,6 +129,36 @@ impl LogStore {
             .into_iter()
             .filter_map(|(index, attempt)| self.open(job_id, index, attempt).ok().flatten()?.byte_len().ok())
             .sum()
+    }
+
+    /// Where the scheduler says a job's logs are cut ([`LogStore::cut`]).
+    fn cut_path(&self, job_id: &str) -> PathBuf {
+        self.job_dir(job_id).join(CUT_FILE)
+    }
+
+    /// Cuts a running job's logs: each of its writers, at its next flush,
+    /// ends its log with `sentence` and keeps no more
+    /// lines, until [`LogStore::uncut`]. The disk budget's last resort,
+    /// when running jobs' logs alone fill it.
+    pub fn cut(&self, job_id: &str, sentence: &str) -> std::io::Result<()> {
+        let path = self.cut_path(job_id);
+        std::fs::create_dir_all(self.job_dir(job_id))?;
+        let aside = path.with_extension("next");
+        std::fs::write(&aside, sentence)?;
+        std::fs::rename(aside, path)
+    }
+
+    /// Whether a job's logs are cut.
+    pub fn is_cut(&self, job_id: &str) -> bool {
+        self.cut_path(job_id).exists()
+    }
+
+    /// Lets a job's next run keep its logs again.
+    pub fn uncut(&self, job_id: &str) -> std::io::Result<()> {
+        match std::fs::remove_file(self.cut_path(job_id)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Deletes every log of a job.
@@ -232,9 +265,11 @@ pub struct LogWriter {
     /// Bytes of log past which lines are left out (the job's log cap, its
     /// share for this attempt); `None`: no cap.
     cap: Option<u64>,
-    /// Whether the line saying the cap was reached is written (a log
+    /// Whether lines are left out: the line saying why is written (a log
     /// reopened past its cap has it already).
     capped: bool,
+    /// Where the scheduler says this job's logs are cut.
+    cut_path: PathBuf,
 }
 
 enum WriterFormat {
@@ -259,7 +294,14 @@ impl LogWriter {
             WriterFormat::Blocks(writer) => writer.stored_bytes(),
             WriterFormat::Plain(writer) => writer.stored_bytes(),
         };
-        Ok(LogWriter { format, line: Vec::with_capacity(256), stored, cap: None, capped: false })
+        Ok(LogWriter {
+            format,
+            line: Vec::with_capacity(256),
+            stored,
+            cap: None,
+            capped: false,
+            cut_path: log_path.with_file_name(CUT_FILE),
+        })
     }
 
     /// Keeps at most `cap` bytes of log: the line that crosses it is
@@ -270,7 +312,7 @@ impl LogWriter {
         self
     }
 
-    /// Whether lines are being left out past the cap.
+    /// Whether lines are being left out, past the cap or cut.
     pub fn is_capped(&self) -> bool {
         self.capped
     }
@@ -278,12 +320,12 @@ impl LogWriter {
     /// Appends one line (without its newline), splitting it when it is longer
     /// than [`MAX_LINE`].
     pub fn append(&mut self, stream: Stream, time: i64, text: &[u8]) -> std::io::Result<()> {
-        if let Some(cap) = self.cap.filter(|cap| self.stored >= *cap) {
-            if !self.capped {
-                self.capped = true;
-                self.append_piece(Stream::Stderr, time, &cap_marker(cap))?;
-            }
+        if self.capped {
             return Ok(());
+        }
+        if let Some(cap) = self.cap.filter(|cap| self.stored >= *cap) {
+            self.capped = true;
+            return self.append_piece(Stream::Stderr, time, &cap_marker(cap));
         }
         let text = String::from_utf8_lossy(text);
         for piece in stored_pieces(&text) {
@@ -302,8 +344,16 @@ impl LogWriter {
         }
     }
 
-    /// Makes every appended line visible to readers.
+    /// Makes every appended line visible to readers; first looks whether
+    /// the job's logs were cut (one failed open a flush, and a flush is a
+    /// pipe read, so the cost is small against what was read).
     pub fn flush(&mut self) -> std::io::Result<()> {
+        if !self.capped {
+            if let Ok(sentence) = std::fs::read_to_string(&self.cut_path) {
+                self.capped = true;
+                self.append_piece(Stream::Stderr, crate::now_millis(), sentence.trim())?;
+            }
+        }
         match &mut self.format {
             WriterFormat::Blocks(writer) => writer.flush(),
             WriterFormat::Plain(writer) => writer.flush(),

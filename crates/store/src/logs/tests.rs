@@ -615,3 +615,40 @@ fn the_first_line_at_a_time_is_found_across_blocks_and_the_tail() {
         }
     }
 }
+
+#[test]
+fn a_cut_log_ends_with_its_reason_at_the_next_flush_and_keeps_no_more_until_uncut() {
+    for format in FORMATS {
+        let (_dir, store) = store();
+        let mut writer = writer(&store, format);
+        writer.append(Stream::Stdout, 1, b"before").unwrap();
+        writer.flush().unwrap();
+        assert!(!store.is_cut("job-1"));
+        store.cut("job-1", "jobdeck: this log is cut here: the budget\n").unwrap();
+        assert!(store.is_cut("job-1"));
+        // Read in the same pipe read as the flush that finds the cut.
+        writer.append(Stream::Stdout, 2, b"same read").unwrap();
+        writer.flush().unwrap();
+        assert!(writer.is_capped());
+        writer.append(Stream::Stdout, 3, b"after").unwrap();
+        writer.flush().unwrap();
+        drop(writer);
+        let lines = open(&store).lines(1, 10).unwrap();
+        let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(texts, ["before", "same read", "jobdeck: this log is cut here: the budget"], "{format:?}");
+        assert_eq!(lines[2].stream, Stream::Stderr);
+        // The job's next run keeps its lines again.
+        store.uncut("job-1").unwrap();
+        store.uncut("job-1").unwrap();
+        let (log, idx) = store.paths("job-1", 0, 1);
+        let mut next = LogWriter::create(&log, &idx).unwrap();
+        next.append(Stream::Stdout, 4, b"next run").unwrap();
+        next.flush().unwrap();
+        assert!(!next.is_capped());
+        drop(next);
+        assert_eq!(store.open("job-1", 0, 1).unwrap().unwrap().line_count().unwrap(), 1);
+        // The cut file is not a log: what the cap counts is unchanged.
+        let next_run = store.open("job-1", 0, 1).unwrap().unwrap().byte_len().unwrap();
+        assert_eq!(store.stored_bytes("job-1"), open(&store).byte_len().unwrap() + next_run);
+    }
+}
