@@ -34,7 +34,7 @@ use jobdeck_api::logs::{
     LogQueryData, LogQueryLabels, LogQueryResult, LogQueryResultType, LogQueryStatus, LogQueryStream,
 };
 use jobdeck_api::{parse_replica_id, replica_id};
-use jobdeck_store::logs::{LogReader, LogStore};
+use jobdeck_store::logs::{LinePattern, LogReader, LogStore};
 
 pub fn routes() -> Vec<Route> {
     vec![("/logs", get(query_logs))]
@@ -170,8 +170,15 @@ fn attempt_lines(
     // The first line past the range: its millisecond starts at or after `end`.
     let past = first_at_or_after(reader, count, end.saturating_add(NANOS_PER_MILLI - 1).div_euclid(NANOS_PER_MILLI))?;
     let mut found = Vec::new();
+    // A text lets whole blocks be passed over (their filters lack it).
+    let wanted = (!query.text.is_empty()).then(|| LinePattern::compile(&query.text, false, false).ok()).flatten();
     let keep =
         |chunk_from: u64, chunk_to: u64, found: &mut Vec<Found>, reader: &mut LogReader| -> std::io::Result<()> {
+            if let Some(wanted) = &wanted {
+                if !reader.may_hold(chunk_from, chunk_to, wanted)? {
+                    return Ok(());
+                }
+            }
             let lines = reader.lines(chunk_from, chunk_to)?;
             let Some(head) = lines.first() else { return Ok(()) };
             // The rank of the chunk's first line within its millisecond.

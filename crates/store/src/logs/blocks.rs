@@ -46,6 +46,10 @@ const LEVEL: i32 = 1;
 const RECORD_BYTES: usize = 48;
 /// Decompressed blocks a reader keeps (4 MiB).
 const CACHED_BLOCKS: usize = 4;
+/// The most threads one search reads blocks on, and how many blocks each
+/// reads before the search looks whether it has enough matches.
+const MAX_SEARCH_THREADS: usize = 4;
+const BLOCKS_PER_SEARCH_THREAD: usize = 4;
 const TAIL_MAGIC: &[u8; 8] = b"JDTAIL01";
 const TAIL_HEADER: usize = 16;
 
@@ -635,37 +639,125 @@ impl BlockReader {
         Ok(found)
     }
 
+    /// See [`super::LogReader::may_hold`].
+    pub fn may_hold(&mut self, from: u64, to: u64, search: &super::LinePattern) -> std::io::Result<bool> {
+        self.refresh()?;
+        // The tail has no filter yet.
+        if search.trigrams.is_empty() || to > self.sealed_lines || from > to {
+            return Ok(true);
+        }
+        let (first, last) = (self.block_of(from.max(1))?, self.block_of(to)?);
+        let Some(filters) = self.filters(first, (last - first + 1) as usize) else { return Ok(true) };
+        Ok(filters.chunks_exact(FILTER_BYTES).any(|filter| search::may_hold(filter, &search.trigrams)))
+    }
+
     /// See [`super::LogReader::search`]: blocks whose filter lacks a
-    /// trigram the pattern needs are not read.
-    pub fn search(
-        &mut self,
-        search: &super::LinePattern,
-        check: &mut impl FnMut(u64, &[u8]) -> ControlFlow<()>,
-    ) -> std::io::Result<u64> {
+    /// trigram the pattern needs are not read, and the others are read and
+    /// matched a few at a time on as many threads as there are cores (the
+    /// next few only if the limit is not reached).
+    pub fn search(&mut self, search: &super::LinePattern, limit: usize) -> std::io::Result<(u64, Vec<u64>, bool)> {
         /// Filters read at once: 2 MiB, so a search that stops early
         /// does not read them all.
         const FILTERS_AT_ONCE: u64 = 256;
         self.refresh()?;
         let count = self.sealed_lines + self.tail_lines;
-        let mut visit = |number: u64, _: i64, _: Stream, text: &[u8]| check(number, text);
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_SEARCH_THREADS);
+        let mut matches = Vec::new();
         let mut index = 0;
         while index < self.records {
             let records = self.records_range(index, FILTERS_AT_ONCE)?;
             let filters = if search.trigrams.is_empty() { None } else { self.filters(index, records.len()) };
-            for (offset, record) in records.iter().enumerate() {
-                let filter = filters.as_ref().map(|f| &f[offset * FILTER_BYTES..(offset + 1) * FILTER_BYTES]);
-                if filter.is_some_and(|filter| !search::may_hold(filter, &search.trigrams)) {
-                    continue;
+            let candidates: Vec<Record> = records
+                .iter()
+                .enumerate()
+                .filter(|(offset, _)| {
+                    filters.as_ref().is_none_or(|f| {
+                        search::may_hold(&f[offset * FILTER_BYTES..(offset + 1) * FILTER_BYTES], &search.trigrams)
+                    })
+                })
+                .map(|(_, record)| *record)
+                .collect();
+            for batch in candidates.chunks(workers * BLOCKS_PER_SEARCH_THREAD) {
+                for found in self.match_blocks(batch, workers, search)? {
+                    matches.extend(found);
                 }
-                let lines = self.block(index + offset as u64, record)?;
-                if visit_stored(lines, record.first_line, count, &mut visit).is_break() {
-                    return Ok(count);
+                if matches.len() > limit {
+                    matches.truncate(limit);
+                    return Ok((count, matches, true));
                 }
             }
             index += records.len() as u64;
         }
-        let _ = visit_stored(&self.tail_bytes[..self.tail_whole], self.sealed_lines + 1, count, &mut visit);
-        Ok(count)
+        let _ = visit_stored(
+            &self.tail_bytes[..self.tail_whole],
+            self.sealed_lines + 1,
+            count,
+            &mut |number, _, _, text| {
+                if search.regex.is_match(text) {
+                    matches.push(number);
+                }
+                if matches.len() > limit {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        );
+        let truncated = matches.len() > limit;
+        matches.truncate(limit);
+        Ok((count, matches, truncated))
+    }
+
+    /// The numbers of the lines of `blocks` that `search` matches, block by
+    /// block, each block read and matched on one of `workers` threads.
+    fn match_blocks(
+        &mut self,
+        blocks: &[Record],
+        workers: usize,
+        search: &super::LinePattern,
+    ) -> std::io::Result<Vec<Vec<u64>>> {
+        let zst = &self.zst;
+        let matched = |record: &Record, decompressor: &mut zstd::bulk::Decompressor<'static>| {
+            let mut frame = vec![0u8; record.compressed as usize];
+            zst.read_exact_at(&mut frame, record.offset)?;
+            let lines = decompressor.decompress(&frame, record.raw as usize)?;
+            let mut found = Vec::new();
+            let _ = visit_stored(&lines, record.first_line, u64::MAX, &mut |number, _, _, text| {
+                if search.regex.is_match(text) {
+                    found.push(number);
+                }
+                ControlFlow::Continue(())
+            });
+            Ok::<_, std::io::Error>(found)
+        };
+        self.decompressed += blocks.len() as u64;
+        if workers == 1 || blocks.len() == 1 {
+            return blocks.iter().map(|record| matched(record, &mut self.decompressor)).collect();
+        }
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..workers)
+                .map(|worker| {
+                    let matched = &matched;
+                    scope.spawn(move || {
+                        let mut decompressor = zstd::bulk::Decompressor::new()?;
+                        blocks
+                            .iter()
+                            .enumerate()
+                            .filter(|(at, _)| at % workers == worker)
+                            .map(|(at, record)| Ok((at, matched(record, &mut decompressor)?)))
+                            .collect::<std::io::Result<Vec<(usize, Vec<u64>)>>>()
+                    })
+                })
+                .collect();
+            let mut found = vec![Vec::new(); blocks.len()];
+            for thread in threads {
+                let done = thread.join().map_err(|_| std::io::Error::other("a log search thread failed"))??;
+                for (at, lines) in done {
+                    found[at] = lines;
+                }
+            }
+            Ok(found)
+        })
     }
 }
 

@@ -444,9 +444,12 @@ impl LogReader {
     /// the flag says whether more lines matched. Also answers how many
     /// lines the log held when the search began.
     pub fn search(&mut self, search: &LinePattern, limit: usize) -> std::io::Result<(u64, Vec<u64>, bool)> {
+        if let LogReader::Blocks(reader) = self {
+            return reader.search(search, limit);
+        }
         let mut matches = Vec::new();
         let mut truncated = false;
-        let mut check = |number: u64, text: &[u8]| {
+        let total = self.visit(1, |number, _, _, text| {
             if search.regex.is_match(text) {
                 if matches.len() == limit {
                     truncated = true;
@@ -455,12 +458,18 @@ impl LogReader {
                 matches.push(number);
             }
             ControlFlow::Continue(())
-        };
-        let total = match self {
-            LogReader::Blocks(reader) => reader.search(search, &mut check)?,
-            LogReader::Plain(reader) => reader.visit(1, &mut |number, _, _, text| check(number, text))?,
-        };
+        })?;
         Ok((total, matches, truncated))
+    }
+
+    /// Whether any of lines `from..=to` may match `search`: `false` only
+    /// when every block holding them lacks text the pattern needs (a log of
+    /// the plain format, or lines in the block being written, may).
+    pub fn may_hold(&mut self, from: u64, to: u64, search: &LinePattern) -> std::io::Result<bool> {
+        match self {
+            LogReader::Blocks(reader) => reader.may_hold(from, to, search),
+            LogReader::Plain(_) => Ok(true),
+        }
     }
 
     /// The number of the first line whose time is at least `millis`, or

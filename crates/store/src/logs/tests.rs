@@ -458,28 +458,34 @@ fn a_search_reads_only_the_blocks_that_may_hold_its_text() {
     reader.line_count().unwrap();
     let blocks = reader.records_read();
     assert!(blocks.0 >= 30, "{blocks:?}");
-    let mut found = Vec::new();
     let rare = LinePattern::compile("WATCHDOG caught", false, true).unwrap();
-    reader
-        .search(&rare, &mut |number, text| {
-            if rare.is_match(text) {
-                found.push(number);
-            }
-            ControlFlow::Continue(())
-        })
-        .unwrap();
+    let (_, found, _) = reader.search(&rare, 10).unwrap();
     assert_eq!(found, [123_457]);
-    let (_, decompressed) = reader.records_read();
+    let decompressed = reader.records_read().1 - blocks.1;
     assert!(decompressed <= 2, "one block (and rarely one the filter lets through): {decompressed}");
+    // Blocks read on several threads answer in order, up to the limit.
+    let step = LinePattern::compile("step", false, false).unwrap();
+    let (total, common, truncated) = reader.search(&step, 20_000).unwrap();
+    assert_eq!((total, common.len(), truncated), (160_000, 20_000, true));
+    assert!(common.iter().enumerate().all(|(i, number)| *number == i as u64 + 1));
+    // A range of lines can be ruled out the same way (Lepton's `q`).
+    assert!(!reader.may_hold(1, 100_000, &rare).unwrap());
+    assert!(reader.may_hold(123_000, 124_000, &rare).unwrap());
+    assert!(!reader.may_hold(159_990, 160_000, &absent_anywhere()).unwrap());
+    assert!(reader.may_hold(159_990, 160_001, &absent_anywhere()).unwrap(), "past the blocks: no filter says");
     let absent = LinePattern::compile("no such line anywhere", false, false).unwrap();
     let before = reader.records_read().1;
-    reader.search(&absent, &mut |_, _| ControlFlow::Continue(())).unwrap();
+    reader.search(&absent, 10).unwrap();
     assert!(reader.records_read().1 - before <= 2);
     // A pattern with no certain text reads every block.
     let any = LinePattern::compile(r"loss \d\.\d{3} y", true, false).unwrap();
     let before = reader.records_read().1;
-    reader.search(&any, &mut |_, _| ControlFlow::Continue(())).unwrap();
+    reader.search(&any, 10).unwrap();
     assert_eq!(reader.records_read().1 - before, blocks.0);
+}
+
+fn absent_anywhere() -> LinePattern {
+    LinePattern::compile("no such line anywhere", false, false).unwrap()
 }
 
 #[test]
