@@ -323,11 +323,23 @@ mod tests {
     /// Puts a stand-in for `tool` into `dir` that says `stderr` and exits
     /// with `code`, as the real tool does (tests/slurm.rs runs the real
     /// ones against a cluster).
+    ///
+    /// A child process writes it: a descriptor open for writing in this
+    /// process would be inherited by a child another test's thread forks at
+    /// that moment, and running the script while that child holds it fails
+    /// with "Text file busy" (it did once in CI).
     fn stand_in(dir: &Path, tool: &str, stderr: &str, code: i32) {
-        use std::os::unix::fs::PermissionsExt;
-        let path = dir.join(tool);
-        std::fs::write(&path, format!("#!/bin/sh\necho '{stderr}' >&2\nexit {code}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        use std::io::Write;
+        let mut writer = std::process::Command::new("/bin/sh")
+            .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+            .arg(dir.join(tool))
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut script = writer.stdin.take().unwrap();
+        script.write_all(format!("#!/bin/sh\necho '{stderr}' >&2\nexit {code}\n").as_bytes()).unwrap();
+        drop(script);
+        assert!(writer.wait().unwrap().success());
     }
 
     #[tokio::test]

@@ -21,11 +21,13 @@
 //! then the frame is appended to `.zst`, its filter to `.zflt`, its record
 //! to `.zidx`, and a tail of the lines after it, naming the new count of
 //! sealed lines, replaces the old one (written aside and renamed, so the
-//! path always holds a whole tail). A reader opens
-//! the tail first and uses only the records of lines before it: whatever
-//! the writer does meanwhile, the reader's records and tail never overlap
-//! or leave a gap. A writer reopened after a crash cuts a frame without a
-//! record and drops tail lines a record already holds.
+//! path always holds a whole tail). A reader opens the tail first, then
+//! reads the records, and skips the tail's lines that a record holds
+//! already (sealed after the tail was opened, or left by a crash between
+//! the record and the new tail): whatever the writer does meanwhile, the
+//! reader sees each line once and none missing. A writer reopened after a
+//! crash cuts a frame without a record, drops tail lines a record already
+//! holds, and leaves out half a line at the tail's end.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
