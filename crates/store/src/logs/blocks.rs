@@ -131,6 +131,23 @@ impl Record {
     fn end_line(&self) -> u64 {
         self.first_line + u64::from(self.lines)
     }
+
+    /// The block's compressed frame, read from `.zst`. A record whose sizes
+    /// no writer makes (damage) is refused before anything is allocated
+    /// for it: a block is at most a full block and the lines a crash left
+    /// in the tail after it.
+    fn frame(&self, zst: &File) -> std::io::Result<Vec<u8>> {
+        const LARGEST: u32 = 4 * BLOCK_BYTES as u32;
+        if self.raw > LARGEST || self.compressed > LARGEST {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a log block's record says {} bytes ({} compressed): damaged", self.raw, self.compressed),
+            ));
+        }
+        let mut frame = vec![0u8; self.compressed as usize];
+        zst.read_exact_at(&mut frame, self.offset)?;
+        Ok(frame)
+    }
 }
 
 /// Reads every whole record of `.zidx`.
@@ -541,8 +558,7 @@ impl BlockReader {
         match self.cached.iter().position(|(cached, _)| *cached == index) {
             Some(at) => self.cached[..=at].rotate_right(1),
             None => {
-                let mut frame = vec![0u8; record.compressed as usize];
-                self.zst.read_exact_at(&mut frame, record.offset)?;
+                let frame = record.frame(&self.zst)?;
                 let lines = self.decompressor.decompress(&frame, record.raw as usize)?;
                 if lines.len() != record.raw as usize {
                     return Err(std::io::Error::new(
@@ -720,8 +736,7 @@ impl BlockReader {
     ) -> std::io::Result<Vec<Vec<u64>>> {
         let zst = &self.zst;
         let matched = |record: &Record, decompressor: &mut zstd::bulk::Decompressor<'static>| {
-            let mut frame = vec![0u8; record.compressed as usize];
-            zst.read_exact_at(&mut frame, record.offset)?;
+            let frame = record.frame(zst)?;
             let lines = decompressor.decompress(&frame, record.raw as usize)?;
             let mut found = Vec::new();
             let _ = visit_stored(&lines, record.first_line, u64::MAX, &mut |number, _, _, text| {

@@ -658,3 +658,22 @@ fn a_cut_log_ends_with_its_reason_at_the_next_flush_and_keeps_no_more_until_uncu
         assert_eq!(store.stored_bytes("job-1"), open(&store).byte_len().unwrap() + next_run);
     }
 }
+
+#[test]
+fn a_damaged_record_is_an_error_not_an_allocation() {
+    let (_dir, store) = store();
+    let mut writer = writer(&store, Format::Blocks);
+    writer.append(Stream::Stdout, 1, b"sealed").unwrap();
+    writer.finish().unwrap();
+    drop(writer);
+    let zidx = store.paths("job-1", 0, 0).0.with_extension("zidx");
+    let mut record = std::fs::read(&zidx).unwrap();
+    // The raw size (bytes 24..28) says 4 GiB less one.
+    record[24..28].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&zidx, &record).unwrap();
+    let error = open(&store).lines(1, 1).unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
+    assert!(error.to_string().contains("damaged"), "{error}");
+    let pattern = LinePattern::compile("sealed", false, false).unwrap();
+    assert_eq!(open(&store).search(&pattern, 1).unwrap_err().kind(), std::io::ErrorKind::InvalidData);
+}
