@@ -167,7 +167,11 @@ impl Scheduler {
         .await
         .map_err(|e| SchedulerError::internal(format!("measuring running logs failed: {e}")))?;
         let Some((bytes, id)) = largest.filter(|(bytes, id)| *bytes > 0 && !self.logs.is_cut(id)) else {
-            tracing::warn!(used, budget, "the logs of running jobs alone take the disk budget; the largest are cut");
+            tracing::warn!(
+                used,
+                budget,
+                "the logs of running jobs alone take the disk budget; the largest is cut already"
+            );
             return Ok(());
         };
         let why = format!(

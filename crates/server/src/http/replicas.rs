@@ -247,7 +247,9 @@ struct Tail {
     job_id: String,
     index: i64,
     attempt: i64,
-    offset: u64,
+    /// The number of the next line to send (the log store's lines are
+    /// read by number, whichever format holds them).
+    next_line: u64,
     follow: bool,
     timestamps: bool,
     done: bool,
@@ -262,13 +264,13 @@ impl Tail {
     /// Reads what was stored since the last read, formatted.
     async fn read(&mut self) -> std::io::Result<Option<Bytes>> {
         let logs = self.logs.clone();
-        let (job, index, attempt, offset, timestamps) =
-            (self.job_id.clone(), self.index, self.attempt, self.offset, self.timestamps);
+        let (job, index, attempt, next_line, timestamps) =
+            (self.job_id.clone(), self.index, self.attempt, self.next_line, self.timestamps);
         let (text, next) = tokio::task::spawn_blocking(move || -> std::io::Result<(String, u64)> {
             let Some(mut reader) = logs.open(&job, index, attempt)? else {
-                return Ok((String::new(), offset));
+                return Ok((String::new(), next_line));
             };
-            let (lines, next) = reader.read_from(offset, CHUNK)?;
+            let (lines, next) = reader.read_from(next_line, CHUNK)?;
             let mut text = String::with_capacity(lines.iter().map(|l| l.2.len() + 32).sum());
             for (time, _, line) in lines {
                 if timestamps {
@@ -282,7 +284,7 @@ impl Tail {
         })
         .await
         .map_err(std::io::Error::other)??;
-        self.offset = next;
+        self.next_line = next;
         Ok((!text.is_empty()).then(|| Bytes::from(text)))
     }
 
@@ -384,7 +386,7 @@ async fn replica_log(
         job_id: id,
         index,
         attempt,
-        offset: 0,
+        next_line: 1,
         follow,
         timestamps,
         done: false,
