@@ -65,7 +65,7 @@ impl Store {
             let rest = source.rest_of(&filter);
             let counted_by_table = filter.q.as_deref().is_none_or(str::is_empty) && filter.labels.is_empty();
             let (total, total_capped, selective) = if counted_by_table {
-                let (clause, values) = where_clause(&filter, None, false);
+                let (clause, values) = where_clause(&filter, None, false, &JOB_COLUMNS_TESTED);
                 let total: i64 = tx
                     .prepare_cached(&format!("SELECT COALESCE(SUM(n), 0) FROM job_counts WHERE {clause}"))?
                     .query_row(params_from_iter(values.iter()), |r| r.get(0))?;
@@ -80,7 +80,7 @@ impl Store {
                 };
                 (total, false, selective)
             } else {
-                let (clause, values) = where_clause(&rest, search.clone(), false);
+                let (clause, values) = where_clause(&rest, search.clone(), false, source.tested);
                 let mut values = [source.values.clone(), values].concat();
                 values.push(Value::Integer(TOTAL_COUNT_CAP + 1));
                 let from = source.from;
@@ -100,7 +100,7 @@ impl Store {
                     .query_row(params_from_iter(values.iter()), |r| r.get(0))?;
                 (counted.min(TOTAL_COUNT_CAP), counted > TOTAL_COUNT_CAP, false)
             };
-            let (clause, values) = where_clause(&rest, search, selective);
+            let (clause, values) = where_clause(&rest, search, selective, source.tested);
             let mut values = [source.values.clone(), values].concat();
             // When an index narrows the listing to a few jobs, read those and
             // sort them (`+` keeps the planner from walking an ordered index
@@ -174,7 +174,30 @@ struct Source {
     /// The label condition the source answers, which the WHERE clause need
     /// not test again.
     driving: Option<jobdeck_api::LabelCondition>,
+    /// Where the WHERE clause finds the columns every listing tests.
+    tested: &'static TestedColumns,
 }
+
+/// The columns of a job that every listing tests (who may see it, its
+/// state), by the names a source holds them under.
+struct TestedColumns {
+    visibility: &'static str,
+    created_by: &'static str,
+    state: &'static str,
+}
+
+/// The job's own columns: `jobs`, its indexes and `job_counts`.
+const JOB_COLUMNS_TESTED: TestedColumns =
+    TestedColumns { visibility: "visibility", created_by: "created_by", state: "state" };
+
+/// The copies a label's entry keeps (migration 20), tested inside
+/// `job_labels_by_value` before the entry is joined to its job: a walk of a
+/// label's jobs reads only the label's index until it finds a match.
+const LABEL_COLUMNS_TESTED: TestedColumns = TestedColumns {
+    visibility: "driving.job_visibility",
+    created_by: "driving.job_created_by",
+    state: "driving.job_state",
+};
 
 impl Source {
     /// `filter` without the condition this source answers.
@@ -206,8 +229,9 @@ impl Source {
                     AND driving.key = ? AND driving.value = ?",
                 values: vec![Value::Text(key.clone()), Value::Text(value.clone())],
                 order: Some(("driving.job_created_at", "driving.job_id")),
+                tested: &LABEL_COLUMNS_TESTED,
             },
-            _ => Source { from: "jobs", values: Vec::new(), order: None, driving: None },
+            _ => Source { from: "jobs", values: Vec::new(), order: None, driving: None, tested: &JOB_COLUMNS_TESTED },
         }
     }
 }
@@ -265,16 +289,22 @@ fn like_literal(text: &str) -> String {
 /// listing matches few of the jobs in view), which it is otherwise kept off
 /// with a unary `+`: for a common state or creator they would mean reading
 /// and sorting most of the table.
-fn where_clause(filter: &JobFilter, search: Option<String>, selective: bool) -> (String, Vec<Value>) {
+fn where_clause(
+    filter: &JobFilter,
+    search: Option<String>,
+    selective: bool,
+    tested: &TestedColumns,
+) -> (String, Vec<Value>) {
     // The clause uses only columns `jobs` and `job_counts` share (and `id`
     // for the name and label filters, which are counted on `jobs`), so one
     // clause serves the page and the total.
     let keep_off = if selective { "" } else { "+" };
-    let mut clauses = vec!["(visibility = 'public' OR created_by = ?)".to_string()];
+    let TestedColumns { visibility, created_by, state } = tested;
+    let mut clauses = vec![format!("({visibility} = 'public' OR {created_by} = ?)")];
     let mut values = vec![Value::Text(filter.viewer.clone())];
     match filter.mode {
-        QueryMode::AliveOnly => clauses.push("+state != 'Archived'".into()),
-        QueryMode::ArchiveOnly => clauses.push("+state = 'Archived'".into()),
+        QueryMode::AliveOnly => clauses.push(format!("+{state} != 'Archived'")),
+        QueryMode::ArchiveOnly => clauses.push(format!("+{state} = 'Archived'")),
         QueryMode::AliveAndArchive => {}
     }
     if let Some(q) = filter.q.as_deref().filter(|q| !q.is_empty()) {
@@ -289,7 +319,7 @@ fn where_clause(filter: &JobFilter, search: Option<String>, selective: bool) -> 
         }
     }
     if !filter.states.is_empty() {
-        clauses.push(format!("{keep_off}state IN ({})", vec!["?"; filter.states.len()].join(", ")));
+        clauses.push(format!("{keep_off}{state} IN ({})", vec!["?"; filter.states.len()].join(", ")));
         values.extend(filter.states.iter().map(|s| Value::Text(s.as_str().into())));
     }
     if !filter.node_groups.is_empty() {
@@ -312,12 +342,13 @@ fn where_clause(filter: &JobFilter, search: Option<String>, selective: bool) -> 
         values.extend(filter.node_group_patterns.iter().map(|p| Value::Text(format!("%{}%", like_literal(p)))));
     }
     if !filter.created_by_prefixes.is_empty() {
-        let any: Vec<&str> = filter.created_by_prefixes.iter().map(|_| "created_by LIKE ? ESCAPE '\\'").collect();
+        let any: Vec<String> =
+            filter.created_by_prefixes.iter().map(|_| format!("{created_by} LIKE ? ESCAPE '\\'")).collect();
         clauses.push(format!("({})", any.join(" OR ")));
         values.extend(filter.created_by_prefixes.iter().map(|p| Value::Text(format!("{}%", like_literal(p)))));
     }
     if !filter.created_by.is_empty() {
-        clauses.push(format!("{keep_off}created_by IN ({})", vec!["?"; filter.created_by.len()].join(", ")));
+        clauses.push(format!("{keep_off}{created_by} IN ({})", vec!["?"; filter.created_by.len()].join(", ")));
         values.extend(filter.created_by.iter().cloned().map(Value::Text));
     }
     for condition in &filter.labels {

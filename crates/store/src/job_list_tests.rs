@@ -66,7 +66,18 @@ async fn every_page_read_from_either_end_is_the_list_in_order() {
                 filters.push(JobFilter { created_by: vec!["carol".into()], ..base.clone() });
                 filters.push(JobFilter { mode: QueryMode::AliveOnly, ..base.clone() });
                 filters.push(JobFilter { q: Some("ai".into()), ..base.clone() });
-                filters.push(JobFilter { labels: jobdeck_api::parse_label_selector("team=nlp").unwrap(), ..base });
+                let team_nlp = jobdeck_api::parse_label_selector("team=nlp").unwrap();
+                filters.push(JobFilter { labels: team_nlp.clone(), ..base.clone() });
+                // The label's index tests state, creator and visibility on
+                // its own copies of them (migration 20).
+                filters.push(JobFilter { labels: team_nlp.clone(), states: vec![JobState::Completed], ..base.clone() });
+                filters.push(JobFilter {
+                    labels: team_nlp.clone(),
+                    created_by: vec!["carol".into()],
+                    mode: QueryMode::AliveOnly,
+                    ..base.clone()
+                });
+                filters.push(JobFilter { labels: team_nlp, created_by_prefixes: vec!["al".into()], ..base });
             }
         }
     }
@@ -124,6 +135,24 @@ async fn labels_follow_their_job_from_creation_to_deletion() {
     assert_eq!(labelled("team=nlp").await, Vec::<String>::new());
     assert_eq!(labelled("team=cv").await, ["a-1"]);
     assert_eq!(labelled("quote").await, Vec::<String>::new());
+    // The label's copies of the job's state and owner follow them.
+    let failed_of = |owner: &str| {
+        let store = store.clone();
+        let filter = JobFilter {
+            labels: jobdeck_api::parse_label_selector("team=cv").unwrap(),
+            states: vec![JobState::Failed],
+            created_by: vec![owner.into()],
+            ..everything("bob")
+        };
+        async move { ids(&store.list_jobs(filter).await.unwrap().rows) }
+    };
+    assert_eq!(failed_of("alice").await, Vec::<String>::new());
+    store
+        .write(|tx| Ok(tx.execute("UPDATE jobs SET state = 'Failed', created_by = 'carol' WHERE id = 'a-1'", [])?))
+        .await
+        .unwrap();
+    assert_eq!(failed_of("alice").await, Vec::<String>::new());
+    assert_eq!(failed_of("carol").await, ["a-1"]);
     store.delete_job("a-1".into()).await.unwrap();
     let rows: i64 = store.read(|c| c.query_row("SELECT COUNT(*) FROM job_labels", [], |r| r.get(0))).await.unwrap();
     assert_eq!(rows, 0, "the deleted job's labels went with it");
@@ -160,6 +189,41 @@ async fn the_previous_releases_jobs_get_their_labels() {
     assert_eq!(labelled("!team").await, ["b-1"]);
     let listed = store.list_jobs(everything("bob")).await.unwrap();
     assert_eq!(listed.total, 2, "nothing else lost");
+}
+
+/// Migration 20 copies each labelled job's visibility, owner and state into
+/// its labels' entries: a release-19 store's labelled jobs are found by a
+/// label with a state or an owner after the upgrade, and a private one
+/// stays its owner's.
+#[tokio::test]
+async fn the_previous_releases_labels_learn_their_jobs_state_and_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobdeck.db");
+    {
+        let conn = database_of_schema(&path, 19);
+        conn.execute_batch(
+            "INSERT INTO jobs (id, name, created_by, visibility, created_at, state, metadata, spec)
+                 VALUES ('a-1', 'a', 'alice', 'public', 1, 'Failed', '{\"labels\":{\"team\":\"nlp\"}}', '{}'),
+                 ('b-1', 'b', 'alice', 'private', 2, 'Failed', '{\"labels\":{\"team\":\"nlp\"}}', '{}'),
+                 ('c-1', 'c', 'bob', 'public', 3, 'Completed', '{\"labels\":{\"team\":\"nlp\"}}', '{}');",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let listed = |viewer: &str, states: Vec<JobState>, created_by: Vec<String>| {
+        let store = store.clone();
+        let filter = JobFilter {
+            labels: jobdeck_api::parse_label_selector("team=nlp").unwrap(),
+            states,
+            created_by,
+            ..everything(viewer)
+        };
+        async move { ids(&store.list_jobs(filter).await.unwrap().rows) }
+    };
+    assert_eq!(listed("alice", vec![JobState::Failed], vec![]).await, ["b-1", "a-1"]);
+    assert_eq!(listed("bob", vec![JobState::Failed], vec![]).await, ["a-1"], "b-1 is alice's");
+    assert_eq!(listed("bob", vec![], vec!["bob".into()]).await, ["c-1"]);
+    assert_eq!(listed("bob", vec![], vec![]).await, ["c-1", "a-1"]);
 }
 
 #[tokio::test]
