@@ -73,7 +73,7 @@ pub use quotas::{
 };
 pub use requirements::*;
 pub use resources::*;
-pub use retention::{LogRemovalPolicy, LogRetention, WorkspaceLogRetention};
+pub use retention::{LogRemovalPolicy, LogRetention, LogRetentionSetting, WorkspaceLogRetention};
 pub use roles::{may_change_job, Role};
 pub use sign_in::SignInProblem;
 pub use stream::{StreamEnd, StreamEvents, StreamJobRef, StreamLog, StreamMessage, StreamReplicas};

@@ -108,6 +108,38 @@ pub struct WorkspaceLogRetention {
     /// A sentence for admins once the logs take most of the budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// Where the minimum is set: the config (`[logs] minimum_retention`),
+    /// or an admin in the console over it (`PUT /workspace/log-retention`).
+    #[serde(default)]
+    pub minimum_source: crate::QuotaSource,
+}
+
+/// `PUT /workspace/log-retention`'s body: the minimum log retention an
+/// admin sets in the console, in force over the config's `[logs]
+/// minimum_retention` until `DELETE /workspace/log-retention`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LogRetentionSetting {
+    pub minimum_seconds: i64,
+}
+
+impl LogRetentionSetting {
+    /// What is wrong with it in a workspace whose maximum log retention is
+    /// `maximum_seconds` (`None`: none): the minimum must be from 0 to the
+    /// maximum, and never past the longest archive time a job may have.
+    pub fn problems(&self, maximum_seconds: Option<i64>) -> crate::FieldErrors {
+        let mut problems = crate::FieldErrors::new();
+        let most = maximum_seconds.unwrap_or(crate::validate::DURATION_MAX_SECONDS);
+        if !(0..=most).contains(&self.minimum_seconds) {
+            let bound = match maximum_seconds {
+                Some(_) => "the workspace's maximum log retention",
+                None => "ten years",
+            };
+            problems.entry("minimum_seconds".into()).or_default().push(format!("from 0 to {most} seconds ({bound})"));
+        }
+        problems
+    }
 }
 
 #[cfg(test)]
@@ -128,5 +160,17 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", policy.as_str()));
         }
         assert_eq!(LogRemovalPolicy::parse("MinimumRetention"), None);
+    }
+
+    #[test]
+    fn a_minimum_is_held_to_the_maximum_and_never_below_zero() {
+        let set = |minimum_seconds| LogRetentionSetting { minimum_seconds };
+        assert!(set(0).problems(Some(86_400)).is_empty());
+        assert!(set(86_400).problems(Some(86_400)).is_empty());
+        assert!(set(crate::validate::DURATION_MAX_SECONDS).problems(None).is_empty());
+        for (setting, maximum) in [(set(-1), Some(86_400)), (set(86_401), Some(86_400)), (set(i64::MAX), None)] {
+            let problems = setting.problems(maximum);
+            assert_eq!(problems.keys().collect::<Vec<_>>(), ["minimum_seconds"], "{setting:?}");
+        }
     }
 }

@@ -18,18 +18,35 @@ pub struct LogRetentionRule {
     pub maximum_ms: Option<i64>,
     /// Nothing is removed before this (the grace period after an upgrade).
     pub paused_until: Option<i64>,
+    /// Whether an admin set the minimum in the console, over the config's
+    /// (`PUT /workspace/log-retention`).
+    pub minimum_from_console: bool,
 }
 
 impl LogRetentionRule {
     /// The rule of `config`, with the grace period counted from
     /// `upgraded_at` (when the store was upgraded to a release that removes
-    /// logs; `None` for a store that started on one).
-    pub fn new(config: &LogsConfig, upgraded_at: Option<i64>) -> Self {
+    /// logs; `None` for a store that started on one) and the minimum an
+    /// admin set in the console over the config's, if any.
+    pub fn new(config: &LogsConfig, upgraded_at: Option<i64>, console_minimum_ms: Option<i64>) -> Self {
         let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
         Self {
             minimum_ms: ms(config.minimum_retention),
             maximum_ms: config.maximum_retention.map(ms),
             paused_until: upgraded_at.map(|at| at.saturating_add(ms(config.upgrade_grace))),
+            minimum_from_console: false,
+        }
+        .with_console_minimum(config, console_minimum_ms)
+    }
+
+    /// This rule with the minimum an admin set in the console
+    /// (`Some`), or the config's again (`None`).
+    pub fn with_console_minimum(self, config: &LogsConfig, console_minimum_ms: Option<i64>) -> Self {
+        let configured = i64::try_from(config.minimum_retention.as_millis()).unwrap_or(i64::MAX);
+        Self {
+            minimum_ms: console_minimum_ms.unwrap_or(configured),
+            minimum_from_console: console_minimum_ms.is_some(),
+            ..self
         }
     }
 
@@ -110,7 +127,12 @@ mod tests {
 
     #[test]
     fn the_archive_time_counts_within_the_minimum_and_maximum_and_after_the_grace() {
-        let rule = LogRetentionRule { minimum_ms: 7 * DAY, maximum_ms: Some(90 * DAY), paused_until: None };
+        let rule = LogRetentionRule {
+            minimum_ms: 7 * DAY,
+            maximum_ms: Some(90 * DAY),
+            paused_until: None,
+            minimum_from_console: false,
+        };
         // (archive time after finishing, expected time after finishing, policy)
         let cases = [
             (600_000, 7 * DAY, LogRemovalPolicy::MinimumRetention),
@@ -149,10 +171,16 @@ mod tests {
 
     #[test]
     fn the_configured_durations_become_milliseconds_and_the_grace_counts_from_the_upgrade() {
-        let rule = LogRetentionRule::new(&LogsConfig::default(), Some(5));
+        let rule = LogRetentionRule::new(&LogsConfig::default(), Some(5), None);
         assert_eq!(rule.minimum_ms, 7 * DAY);
         assert_eq!(rule.maximum_ms, Some(90 * DAY));
         assert_eq!(rule.paused_until, Some(5 + 7 * DAY));
-        assert_eq!(LogRetentionRule::new(&LogsConfig::default(), None).paused_until, None);
+        assert_eq!(LogRetentionRule::new(&LogsConfig::default(), None, None).paused_until, None);
+        // An admin's minimum stands over the config's, and gives way to it
+        // again when withdrawn; the rest of the rule stays.
+        let set = LogRetentionRule::new(&LogsConfig::default(), Some(5), Some(DAY));
+        assert_eq!((set.minimum_ms, set.minimum_from_console), (DAY, true));
+        assert_eq!((set.maximum_ms, set.paused_until), (rule.maximum_ms, rule.paused_until));
+        assert_eq!(set.with_console_minimum(&LogsConfig::default(), None), rule);
     }
 }

@@ -37,8 +37,8 @@ pub struct AppState {
     pub single_sign_on: Option<Arc<http::single_sign_on::SingleSignOn>>,
     /// The audit log's writer.
     pub audit: http::audit::AuditLog,
-    /// When finished jobs' logs go.
-    pub log_retention: LogRetentionRule,
+    /// When finished jobs' logs go, as the scheduler last set it.
+    pub log_retention: tokio::sync::watch::Receiver<LogRetentionRule>,
 }
 
 impl AppState {
@@ -71,7 +71,8 @@ impl AppState {
             tracing::warn!("{warning}");
         }
         let upgraded_at = store.logs_removal_upgraded_at().await.map_err(StartError::Store)?;
-        let log_retention = LogRetentionRule::new(&config.logs, upgraded_at);
+        let console_minimum = store.console_minimum_retention().await.map_err(StartError::Store)?;
+        let log_retention = LogRetentionRule::new(&config.logs, upgraded_at, console_minimum);
         let retimed = store
             .use_log_retention(log_retention.minimum_ms, log_retention.maximum_ms)
             .await
@@ -86,10 +87,17 @@ impl AppState {
                  before the grace period ends ([logs] upgrade_grace; GET /workspace shows when)"
             );
         }
-        let scheduler =
-            scheduler::start(store.clone(), config.clone(), executor.clone(), logs.clone(), host_rx, log_retention)
-                .await
-                .map_err(StartError::Resume)?;
+        let (log_retention_published, log_retention) = tokio::sync::watch::channel(log_retention);
+        let scheduler = scheduler::start(
+            store.clone(),
+            config.clone(),
+            executor.clone(),
+            logs.clone(),
+            host_rx,
+            log_retention_published,
+        )
+        .await
+        .map_err(StartError::Resume)?;
         let user_limits = http::request_limits::UserLimits::new(&config.limits);
         http::audit::spawn_pruning(store.clone(), config.audit.retention);
         let audit = http::audit::AuditLog::start(store.clone(), config.audit.anonymous_per_minute);

@@ -29,6 +29,9 @@ pub struct LogsRemoved {
 /// milliseconds: the minimum, and the maximum (absent: none).
 const MINIMUM: &str = "logs_minimum_retention_ms";
 const MAXIMUM: &str = "logs_maximum_retention_ms";
+/// The minimum an admin set in the console, in milliseconds, which stands
+/// over the config's until withdrawn (absent: none).
+const CONSOLE_MINIMUM: &str = "logs_console_minimum_retention_ms";
 
 /// Ten years in milliseconds: the contract's longest archive time, and so
 /// no maximum at all.
@@ -83,6 +86,33 @@ impl Store {
                 [],
             )
             .map_err(Into::into)
+        })
+        .await
+    }
+
+    /// The minimum log retention an admin set in the console (ms), if any.
+    pub async fn console_minimum_retention(&self) -> StoreResult<Option<i64>> {
+        self.read(|conn| {
+            conn.query_row("SELECT value FROM store_settings WHERE name = ?1", params![CONSOLE_MINIMUM], |r| r.get(0))
+                .optional()
+        })
+        .await
+    }
+
+    /// Keeps the minimum log retention an admin set in the console (ms), or
+    /// withdraws it (`None`). The jobs are timed by it when the scheduler
+    /// then calls [`Store::use_log_retention`].
+    pub async fn set_console_minimum_retention(&self, minimum_ms: Option<i64>) -> StoreResult<()> {
+        self.write(move |tx| {
+            match minimum_ms {
+                Some(ms) => tx.execute(
+                    "INSERT INTO store_settings (name, value) VALUES (?1, ?2)
+                     ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    params![CONSOLE_MINIMUM, ms],
+                )?,
+                None => tx.execute("DELETE FROM store_settings WHERE name = ?1", params![CONSOLE_MINIMUM])?,
+            };
+            Ok(())
         })
         .await
     }

@@ -47,6 +47,10 @@ pub(super) enum Msg {
     MeasureRunningLogs {
         reply: oneshot::Sender<()>,
     },
+    SetMinimumRetention {
+        minimum_ms: Option<i64>,
+        reply: oneshot::Sender<SchedulerResult<crate::retention::LogRetentionRule>>,
+    },
 }
 
 /// How handlers reach the scheduler; cheap to clone.

@@ -11,7 +11,7 @@ use jobdeck_store::LogsRemoved;
 
 use super::*;
 use crate::failure::of_job::analyse_job;
-use crate::retention::LogBudget;
+use crate::retention::{LogBudget, LogRetentionRule};
 
 /// The longest the scheduler goes without asking the store when the next
 /// job's logs fall due (a job finished meanwhile says so itself:
@@ -37,6 +37,19 @@ impl SchedulerHandle {
         answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a removal of logs"))?
     }
 
+    /// Sets the workspace's minimum log retention an admin chose in the
+    /// console (`Some`, ms) or withdraws it for the config's (`None`):
+    /// every finished job is timed by it again, and jobs whose logs it lets
+    /// go are removed at the next look, which comes at once. Answers the
+    /// rule now in force.
+    pub async fn set_minimum_retention(&self, minimum_ms: Option<i64>) -> SchedulerResult<LogRetentionRule> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Msg::SetMinimumRetention { minimum_ms, reply })
+            .map_err(|_| SchedulerError::internal("the scheduler is not running"))?;
+        answer.await.map_err(|_| SchedulerError::internal("the scheduler dropped a change of the log retention"))?
+    }
+
     /// Measures the running jobs' logs now (the timer does every minute),
     /// telling each job whose logs reached its log cap.
     pub async fn measure_running_logs(&self) -> SchedulerResult<()> {
@@ -60,6 +73,19 @@ impl SchedulerHandle {
 }
 
 impl Scheduler {
+    /// The console's minimum log retention set or withdrawn
+    /// ([`SchedulerHandle::set_minimum_retention`]); kept first, so a
+    /// restart reads it, and published to the handlers.
+    pub(super) async fn set_minimum_retention(&mut self, minimum_ms: Option<i64>) -> SchedulerResult<LogRetentionRule> {
+        self.store.set_console_minimum_retention(minimum_ms).await?;
+        let rule = self.log_retention.with_console_minimum(&self.config.logs, minimum_ms);
+        self.store.use_log_retention(rule.minimum_ms, rule.maximum_ms).await?;
+        self.log_retention = rule;
+        self.log_retention_published.send_replace(rule);
+        self.next_log_removal = 0;
+        Ok(rule)
+    }
+
     /// The timer's part: one batch when the next job's logs fall due, then
     /// the time the one after falls due (at once after a full batch).
     pub(super) async fn remove_due_logs_when_time(&mut self, now: i64) -> SchedulerResult<()> {

@@ -95,6 +95,9 @@ pub struct Scheduler {
     next_log_measure: i64,
     /// When finished jobs' logs go (`crate::retention`).
     log_retention: crate::retention::LogRetentionRule,
+    /// The same rule as the handlers read it (`GET /workspace`, a job's
+    /// `status.log_retention`); the scheduler is its only writer.
+    log_retention_published: tokio::sync::watch::Sender<crate::retention::LogRetentionRule>,
     /// When the finished jobs whose logs are due are next looked for
     /// (Unix ms).
     next_log_removal: i64,
@@ -200,8 +203,9 @@ pub async fn start(
     executor: Arc<dyn Executor>,
     logs: LogStore,
     host_rx: mpsc::UnboundedReceiver<HostMessage>,
-    log_retention: crate::retention::LogRetentionRule,
+    log_retention_published: tokio::sync::watch::Sender<crate::retention::LogRetentionRule>,
 ) -> SchedulerResult<SchedulerHandle> {
+    let log_retention = *log_retention_published.borrow();
     let (tx, rx) = mpsc::unbounded_channel();
     let mut scheduler = Scheduler {
         store,
@@ -217,6 +221,7 @@ pub async fn start(
         quotas: Default::default(),
         next_log_measure: 0,
         log_retention,
+        log_retention_published,
         next_log_removal: 0,
         next_budget_look: 0,
         log_caps_told: Default::default(),
@@ -441,6 +446,9 @@ impl Scheduler {
             }
             Msg::HoldLogsToBudget { reply } => {
                 let _ = reply.send(self.hold_logs_to_budget(jobdeck_store::now_millis()).await);
+            }
+            Msg::SetMinimumRetention { minimum_ms, reply } => {
+                let _ = reply.send(self.set_minimum_retention(minimum_ms).await);
             }
         }
     }

@@ -49,6 +49,8 @@ pub const RULES: &[(&str, &str, Access)] = &[
     // Who and what this workspace is.
     ("GET", "/", VIEWER),
     ("GET", "/workspace", VIEWER),
+    ("PUT", "/workspace/log-retention", ADMIN),
+    ("DELETE", "/workspace/log-retention", ADMIN),
     ("GET", "/shapes", VIEWER),
     ("GET", "/dedicated-node-groups", VIEWER),
     ("GET", "/dedicated-node-groups/{id}", VIEWER),

@@ -69,6 +69,8 @@ pub const ACTIONS: &[(&str, &str, &str)] = &[
     ("DELETE", "/notifications/{id}", "notification.delete"),
     ("PUT", "/quotas/{scope}/{name}", "quota.set"),
     ("DELETE", "/quotas/{scope}/{name}", "quota.delete"),
+    ("PUT", "/workspace/log-retention", "log_retention.set"),
+    ("DELETE", "/workspace/log-retention", "log_retention.withdraw"),
 ];
 
 /// The action `method` on `path` records, if it changes anything.

@@ -397,7 +397,8 @@ pub fn log_retention(state: &AppState, row: &JobRow) -> Option<LogRetention> {
         return Some(LogRetention { policy, remove_at: None, removed_at: Some(seconds(removed_at)) });
     }
     let (finished, expire_at) = (row.runtime.completed_at?, row.logs.expire_at?);
-    let (at, policy) = state.log_retention.removal(finished, expire_at);
+    let rule = *state.log_retention.borrow();
+    let (at, policy) = rule.removal(finished, expire_at);
     Some(LogRetention { policy, remove_at: Some(seconds(at)), removed_at: None })
 }
 

@@ -27,9 +27,9 @@ use jobdeck_api::stream::{StreamEnd, StreamEvents, StreamJobRef, StreamLog, Stre
 use jobdeck_api::{
     ApiError, AuditList, ConvertedJob, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret,
     InvitationCreate, InvitationInfo, InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList,
-    LeptonJob, NewSession, Node, NodeGroup, QueueList, Quota, QuotaLimits, QuotaList, RedeemedInvitation, RemovedUser,
-    Replica, RoleChange, Secret, Shape, SignInMethods, StoragePermission, Template, TokenCreate, TokenInfo,
-    UsageHistory, UsageNow, UserList, UserRemoval, WorkspaceInfo,
+    LeptonJob, LogRetentionSetting, NewSession, Node, NodeGroup, QueueList, Quota, QuotaLimits, QuotaList,
+    RedeemedInvitation, RemovedUser, Replica, RoleChange, Secret, Shape, SignInMethods, StoragePermission, Template,
+    TokenCreate, TokenInfo, UsageHistory, UsageNow, UserList, UserRemoval, WorkspaceInfo,
 };
 use serde_json::{json, Value};
 use utoipa::OpenApi;
@@ -57,6 +57,7 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     ImagePullSecret,
     StoragePermission,
     WorkspaceInfo,
+    LogRetentionSetting,
     LogRange,
     LogSearch,
     StreamJobRef,

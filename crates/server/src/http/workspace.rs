@@ -7,19 +7,27 @@ use axum::extract::State;
 use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
-    ResourceQuota, Role, TotalResource, Workloads, WorkspaceInfo, WorkspaceLogRetention, WorkspaceRecord,
+    QuotaSource, ResourceQuota, Role, TotalResource, Workloads, WorkspaceInfo, WorkspaceLogRetention, WorkspaceRecord,
     WorkspaceShape,
 };
 use jobdeck_store::now_millis;
 
+use axum::response::Response;
+use jobdeck_api::LogRetentionSetting;
+
+use crate::http::audit;
 use crate::http::auth::CurrentUser;
-use crate::http::error::{AppError, AppResult};
+use crate::http::error::{ApiJson, AppError, AppResult};
 use crate::{AppState, Route};
 use jobdeck_core::retention::LogBudget;
 use jobdeck_core::topology::usage_by_group;
 
 pub fn routes() -> Vec<Route> {
-    vec![("/workspace", get(workspace)), ("/", get(workspace_record))]
+    vec![
+        ("/workspace", get(workspace)),
+        ("/workspace/log-retention", axum::routing::put(set_minimum_retention).delete(withdraw_minimum_retention)),
+        ("/", get(workspace_record)),
+    ]
 }
 
 /// `GET /api/v2`: `lep workspace login --workspace-url` asks the URL it is
@@ -27,6 +35,60 @@ pub fn routes() -> Vec<Route> {
 /// answers there); without it `lep workspace list` shows no name.
 pub(crate) async fn workspace_record(State(state): State<AppState>, _user: CurrentUser) -> Json<WorkspaceRecord> {
     Json(WorkspaceRecord { id: state.config.workspace_name.clone(), display_name: state.config.workspace_name.clone() })
+}
+
+/// `PUT /workspace/log-retention`: an admin's minimum log retention, over
+/// the config's. Every finished job is timed by it again; logs it lets go
+/// are removed at once (docs/api.md, "Log retention"). Answers the
+/// workspace's rule as `GET /workspace` shows it.
+async fn set_minimum_retention(
+    State(state): State<AppState>,
+    admin: CurrentUser,
+    ApiJson(setting): ApiJson<LogRetentionSetting>,
+) -> AppResult<Response> {
+    let maximum_seconds = state.log_retention.borrow().maximum_ms.map(|ms| ms / 1000);
+    let problems = setting.problems(maximum_seconds);
+    if !problems.is_empty() {
+        return Err(AppError::Validation(problems));
+    }
+    state.scheduler.set_minimum_retention(Some(setting.minimum_seconds.saturating_mul(1000))).await?;
+    tracing::info!(minimum_seconds = setting.minimum_seconds, by = admin.name, "minimum log retention set");
+    let rule = log_retention_of(&state, &admin).await?;
+    Ok(audit::noted(Json(rule), "log_retention".to_string(), Some(format!("{} s", setting.minimum_seconds))))
+}
+
+/// `DELETE /workspace/log-retention`: withdraws the console's minimum; the
+/// config's is in force again. 404 when the console set none.
+async fn withdraw_minimum_retention(State(state): State<AppState>, admin: CurrentUser) -> AppResult<Response> {
+    if !state.log_retention.borrow().minimum_from_console {
+        return Err(AppError::NotFound(
+            "no minimum log retention was set in the console (the config's [logs] minimum_retention is in force)"
+                .into(),
+        ));
+    }
+    state.scheduler.set_minimum_retention(None).await?;
+    tracing::info!(by = admin.name, "minimum log retention withdrawn");
+    let rule = log_retention_of(&state, &admin).await?;
+    Ok(audit::noted(Json(rule), "log_retention".to_string(), None))
+}
+
+/// The workspace's log retention as `user` may read it: the rule, the logs'
+/// use, and the budget's warning for admins.
+async fn log_retention_of(state: &AppState, user: &CurrentUser) -> AppResult<WorkspaceLogRetention> {
+    let rule = *state.log_retention.borrow();
+    let used_bytes = state.store.log_bytes_total().await?;
+    let budget = state.config.logs.disk_budget.map(|bytes| LogBudget { bytes });
+    Ok(WorkspaceLogRetention {
+        minimum_seconds: rule.minimum_ms / 1000,
+        maximum_seconds: rule.maximum_ms.map(|ms| ms / 1000),
+        paused_until: rule.paused_until.filter(|_| rule.paused_at(now_millis())).map(|ms| ms / 1000),
+        used_bytes,
+        disk_budget_bytes: budget.map(|b| b.bytes),
+        // Admins are the ones who can act (a larger budget, a shorter
+        // retention): the warning is theirs.
+        warning: budget.filter(|_| user.role == Role::Admin).and_then(|b| b.warning(used_bytes)),
+        minimum_source: if rule.minimum_from_console { QuotaSource::Console } else { QuotaSource::Config },
+    })
 }
 
 async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResult<Json<WorkspaceInfo>> {
@@ -55,19 +117,7 @@ async fn workspace(State(state): State<AppState>, user: CurrentUser) -> AppResul
     }
     let data_dir = config.data_dir.clone();
     let disk = tokio::task::spawn_blocking(move || disk_usage(&data_dir)).await.map_err(AppError::internal)?;
-    let rule = state.log_retention;
-    let used_bytes = state.store.log_bytes_total().await?;
-    let budget = config.logs.disk_budget.map(|bytes| LogBudget { bytes });
-    let log_retention = WorkspaceLogRetention {
-        minimum_seconds: rule.minimum_ms / 1000,
-        maximum_seconds: rule.maximum_ms.map(|ms| ms / 1000),
-        paused_until: rule.paused_until.filter(|_| rule.paused_at(now_millis())).map(|ms| ms / 1000),
-        used_bytes,
-        disk_budget_bytes: budget.map(|b| b.bytes),
-        // Admins are the ones who can act (a larger budget, a shorter
-        // retention): the warning is theirs.
-        warning: budget.filter(|_| user.role == Role::Admin).and_then(|b| b.warning(used_bytes)),
-    };
+    let log_retention = log_retention_of(&state, &user).await?;
     Ok(Json(WorkspaceInfo {
         id: config.workspace_name.clone(),
         name: config.workspace_name.clone(),

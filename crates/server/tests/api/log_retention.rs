@@ -137,7 +137,8 @@ async fn nothing_is_removed_in_the_grace_period_after_an_upgrade_and_admins_are_
             "minimum_seconds": 7 * 86_400,
             "maximum_seconds": 90 * 86_400,
             "paused_until": grace_end.div_euclid(1000),
-            "used_bytes": 0
+            "used_bytes": 0,
+            "minimum_source": "config"
         })
     );
     let job = app.job("old-aaaaa").await;
@@ -145,6 +146,75 @@ async fn nothing_is_removed_in_the_grace_period_after_an_upgrade_and_admins_are_
     assert_eq!(app.scheduler.remove_due_logs(grace_end - 1).await.unwrap(), 0, "within the grace period");
     assert_eq!(app.scheduler.remove_due_logs(grace_end).await.unwrap(), 1, "once it ends");
     assert_eq!(retention(&app.job("old-aaaaa").await)["policy"], "upgrade_grace");
+}
+
+/// An admin lowers the minimum in the console: a `lep` job's logs, kept a
+/// week by the config's minimum, now go a day after it finished; the rule
+/// survives a restart, and withdrawing it brings the config's back. Only
+/// admins may; a minimum past the maximum or below 0 is refused naming the
+/// field, and nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_lowers_the_minimum_in_the_console_and_a_lep_jobs_logs_go_sooner() {
+    use axum::http::Method;
+    let app = TestApp::with_config(small_cluster(2.0)).await;
+    let mut lep = sh_job("lep-style", "echo done");
+    lep["spec"]["ttl_seconds_after_finished"] = json!(600);
+    let lep = app.create_job(&app.admin_token, &lep).await;
+    app.wait_state(&lep, "Completed").await;
+    let done = finished_at(&app, &lep).await;
+    let week = json!({"policy": "minimum_retention", "remove_at": (done + 7 * DAY_MS).div_euclid(1000)});
+    assert_eq!(retention(&app.job(&lep).await), &week);
+
+    let uri = "/api/v2/workspace/log-retention";
+    let member = app.token_for("bob").await;
+    let refused = app.call(Method::PUT, uri, &member, Some(&json!({"minimum_seconds": 0}))).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());
+    for bad in [json!({"minimum_seconds": -1}), json!({"minimum_seconds": 90 * 86_400 + 1})] {
+        let res = app.call(Method::PUT, uri, &app.admin_token, Some(&bad)).await;
+        assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", res.text());
+        assert!(res.text().contains("minimum_seconds"), "{}", res.text());
+    }
+    assert_eq!(retention(&app.job(&lep).await), &week, "nothing changed");
+
+    let set = app.call(Method::PUT, uri, &app.admin_token, Some(&json!({"minimum_seconds": 86_400}))).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text());
+    let rule = set.json();
+    assert_eq!((&rule["minimum_seconds"], &rule["minimum_source"]), (&json!(86_400), &json!("console")));
+    assert_eq!(app.get("/api/v2/workspace").await.json()["log_retention"], rule);
+    let day = json!({"policy": "minimum_retention", "remove_at": (done + DAY_MS).div_euclid(1000)});
+    assert_eq!(retention(&app.job(&lep).await), &day);
+    let audit = app.get("/api/v2/audit?action=log_retention.").await.json();
+    assert_eq!(audit["items"][0]["action"], "log_retention.set", "{audit:#}");
+    assert_eq!(app.scheduler.remove_due_logs(done + DAY_MS - 1).await.unwrap(), 0);
+    assert_eq!(app.scheduler.remove_due_logs(done + DAY_MS).await.unwrap(), 1, "a day after, not a week");
+    assert_eq!(retention(&app.job(&lep).await)["policy"], "minimum_retention");
+
+    let withdrawn = app.call(Method::DELETE, uri, &app.admin_token, None).await;
+    assert_eq!(withdrawn.status, StatusCode::OK, "{}", withdrawn.text());
+    let rule = withdrawn.json();
+    assert_eq!((&rule["minimum_seconds"], &rule["minimum_source"]), (&json!(7 * 86_400), &json!("config")));
+    let again = app.call(Method::DELETE, uri, &app.admin_token, None).await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND, "{}", again.text());
+}
+
+/// The console's minimum is kept in the store: a server started on it
+/// times jobs by it, and says where it comes from.
+#[tokio::test]
+async fn the_consoles_minimum_holds_after_a_restart() {
+    let now = now_millis();
+    let mut old = common::finished_row("old-aaaaa", now - DAY_MS / 2);
+    old.spec.ttl_seconds_after_finished = Some(600);
+    let kept =
+        format!("INSERT INTO store_settings (name, value) VALUES ('logs_console_minimum_retention_ms', {DAY_MS})");
+    let app = TestApp::with_stored_jobs_changed_by(|_| {}, vec![old], &kept).await;
+    let rule = &app.get("/api/v2/workspace").await.json()["log_retention"];
+    assert_eq!((&rule["minimum_seconds"], &rule["minimum_source"]), (&json!(86_400), &json!("console")));
+    let finished = now - DAY_MS / 2;
+    let job = app.job("old-aaaaa").await;
+    assert_eq!(
+        retention(&job),
+        &json!({"policy": "minimum_retention", "remove_at": (finished + DAY_MS).div_euclid(1000)})
+    );
 }
 
 /// A script that prints `lines` lines of 100 characters, numbered.
