@@ -68,8 +68,8 @@ pub use queue::{
     AffinityChange, EstimateBasis, QueueEntry, QueueList, SpecChange, StartEstimate, StartSuggestion, SuggestionKind,
 };
 pub use quotas::{
-    format_bytes, parse_bytes, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay, UsageGrouping,
-    UsageHistory, UsageNow, UserUsage, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
+    format_bytes, parse_bytes, JobLogUsage, LogUsage, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay,
+    UsageGrouping, UsageHistory, UsageNow, UserUsage, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
 };
 pub use requirements::*;
 pub use resources::*;

@@ -167,6 +167,35 @@ pub struct UsageNow {
     pub items: Vec<UserUsage>,
 }
 
+/// `GET /usage/logs`: what the jobs' logs take, and the jobs whose logs
+/// take the most, largest first (admins only).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogUsage {
+    /// What every job's logs take, as last measured.
+    pub used_bytes: i64,
+    /// `[logs] disk_budget`; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_budget_bytes: Option<i64>,
+    pub items: Vec<JobLogUsage>,
+}
+
+/// One job's logs in [`LogUsage`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct JobLogUsage {
+    /// Absent for another user's private job, which an admin may not see
+    /// either: its owner and size are still counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    pub created_by: String,
+    pub state: crate::JobState,
+    pub log_bytes: i64,
+    /// When its logs go, once it has finished (as `status.log_retention`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_retention: Option<crate::LogRetention>,
+}
+
 /// Whose usage one row of the history sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -501,6 +501,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         UPDATE job_labels SET job_visibility = NEW.visibility, job_created_by = NEW.created_by, job_state = NEW.state
             WHERE job_id = NEW.id;
     END;",
+    // 21: the jobs whose logs take the most, largest first (`GET
+    // /usage/logs`), without reading every job that has logs.
+    "CREATE INDEX jobs_by_log_bytes ON jobs(log_bytes DESC) WHERE log_bytes > 0;",
 ];
 
 /// Applies the steps a database has not had yet, each in its own

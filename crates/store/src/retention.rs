@@ -156,6 +156,22 @@ impl Store {
         .await
     }
 
+    /// Up to `limit` jobs whose logs take the most (as last measured),
+    /// largest first, each with the bytes they take.
+    pub async fn jobs_with_largest_logs(&self, limit: i64) -> StoreResult<Vec<(JobRow, i64)>> {
+        self.read(move |conn| {
+            // The bytes come after the job's columns, which `job_row` reads
+            // by their places.
+            let bytes_at = JOB_COLUMNS.split(',').count();
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {JOB_COLUMNS}, log_bytes FROM jobs WHERE log_bytes > 0 ORDER BY log_bytes DESC LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map(params![limit], |r| Ok((job_row(r)?, r.get::<_, i64>(bytes_at)?)))?;
+            rows.collect()
+        })
+        .await
+    }
+
     /// When the next finished job's logs fall due (Unix ms), if any job
     /// still has logs.
     pub async fn next_logs_due(&self) -> StoreResult<Option<i64>> {

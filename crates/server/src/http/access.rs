@@ -127,6 +127,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("DELETE", "/quotas/{scope}/{name}", ADMIN),
     ("GET", "/usage", ADMIN),
     ("GET", "/usage/history", ADMIN),
+    ("GET", "/usage/logs", ADMIN),
     // Accepting an invitation: its code is the credential.
     ("POST", "/invitations/check", Anyone),
     ("POST", "/invitations/redeem", Anyone),

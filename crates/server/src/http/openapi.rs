@@ -27,7 +27,7 @@ use jobdeck_api::stream::{StreamEnd, StreamEvents, StreamJobRef, StreamLog, Stre
 use jobdeck_api::{
     ApiError, AuditList, ConvertedJob, CreatedInvitation, CreatedToken, FailureAnalysis, ImagePullSecret,
     InvitationCreate, InvitationInfo, InvitationList, InvitationPreview, InvitationRedeem, JobEvent, JobList,
-    LeptonJob, LogRetentionSetting, NewSession, Node, NodeGroup, QueueList, Quota, QuotaLimits, QuotaList,
+    LeptonJob, LogRetentionSetting, LogUsage, NewSession, Node, NodeGroup, QueueList, Quota, QuotaLimits, QuotaList,
     RedeemedInvitation, RemovedUser, Replica, RoleChange, Secret, Shape, SignInMethods, StoragePermission, Template,
     TokenCreate, TokenInfo, UsageHistory, UsageNow, UserList, UserRemoval, WorkspaceInfo,
 };
@@ -91,6 +91,7 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     Quota,
     UsageNow,
     UsageHistory,
+    LogUsage,
     Template,
     ConvertedJob,
     WebhookCreate,

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
-    QuotaLimits, QuotaList, QuotaScope, Role, UsageGrouping, UsageHistory, UsageNow, UserUsage,
-    USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
+    JobLogUsage, LogUsage, QuotaLimits, QuotaList, QuotaScope, Role, UsageGrouping, UsageHistory, UsageNow, UserUsage,
+    Visibility, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
 };
 use jobdeck_core::quota::QuotaRules;
 use jobdeck_core::usage::{self, HistoryRequest};
@@ -28,6 +28,7 @@ pub fn routes() -> Vec<Route> {
         ("/quotas/{scope}/{name}", axum::routing::put(set_quota).delete(delete_quota)),
         ("/usage", get(usage_now)),
         ("/usage/history", get(usage_history)),
+        ("/usage/logs", get(log_usage)),
     ]
 }
 
@@ -121,6 +122,50 @@ async fn usage_now(State(state): State<AppState>, _admin: CurrentUser) -> AppRes
         })
         .collect();
     Ok(Json(UsageNow { items }))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogUsageQuery {
+    limit: Option<i64>,
+}
+
+/// How many jobs `GET /usage/logs` lists unless asked, and at most.
+const LOG_USAGE_DEFAULT: i64 = 20;
+const LOG_USAGE_MAX: i64 = 100;
+
+/// `GET /usage/logs[?limit=N]`: what the logs take against the disk budget,
+/// and the jobs whose logs take the most. Another user's private job stays
+/// unnamed, as everywhere an admin looks: its owner and size are shown.
+async fn log_usage(
+    State(state): State<AppState>,
+    admin: CurrentUser,
+    ApiQuery(query): ApiQuery<LogUsageQuery>,
+) -> AppResult<Json<LogUsage>> {
+    let limit = query.limit.unwrap_or(LOG_USAGE_DEFAULT);
+    if !(1..=LOG_USAGE_MAX).contains(&limit) {
+        let mut problems = jobdeck_api::FieldErrors::new();
+        problems.entry("limit".into()).or_default().push(format!("from 1 to {LOG_USAGE_MAX}"));
+        return Err(AppError::Validation(problems));
+    }
+    let items = state
+        .store
+        .jobs_with_largest_logs(limit)
+        .await?
+        .into_iter()
+        .map(|(row, log_bytes)| JobLogUsage {
+            job_id: (row.visibility == Visibility::Public || row.created_by == admin.name).then(|| row.id.clone()),
+            log_retention: crate::http::jobs::log_retention(&state, &row),
+            created_by: row.created_by,
+            state: row.runtime.state,
+            log_bytes,
+        })
+        .collect();
+    Ok(Json(LogUsage {
+        used_bytes: state.store.log_bytes_total().await?,
+        disk_budget_bytes: state.config.logs.disk_budget,
+        items,
+    }))
 }
 
 #[derive(Debug, Default, Deserialize)]

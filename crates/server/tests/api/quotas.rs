@@ -190,3 +190,52 @@ async fn usage_is_counted_per_day_and_a_log_quota_holds_new_jobs() {
     assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text());
     app.wait_state_as(&bob, &next, "Completed").await;
 }
+
+/// `GET /usage/logs`: the jobs whose logs take the most, largest first,
+/// against the budget; another user's private job is counted by its owner
+/// and size, never named. Admins only; a limit out of range is refused
+/// naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_see_which_jobs_logs_take_the_most_and_a_private_job_stays_unnamed() {
+    let app = TestApp::with_config(|config| {
+        small_cluster(4.0)(config);
+        config.logs.disk_budget = Some(1_000_000_000);
+    })
+    .await;
+    let bob = app.token_for("bob").await;
+    let lines = |n: usize| format!("i=0; while [ $i -lt {n} ]; do echo \"line $i of a log\"; i=$((i+1)); done");
+    let big = app.create_job(&app.admin_token, &sh_job("big", &lines(3000))).await;
+    let mut private = sh_job("secret-run", &lines(1000));
+    private["metadata"]["visibility"] = json!("private");
+    let private = app.create_job(&bob, &private).await;
+    let small = app.create_job(&bob, &sh_job("small", &lines(10))).await;
+    for id in [&big, &private, &small] {
+        app.wait_state_as(&bob, id, "Completed").await;
+    }
+    let usage = |query: &'static str, token: String| {
+        let app = &app;
+        async move { app.call(Method::GET, &format!("/api/v2/usage/logs{query}"), &token, None).await }
+    };
+    app.wait_until("the three jobs' logs measured", || async {
+        usage("", app.admin_token.clone()).await.json()["items"].as_array().is_some_and(|items| items.len() == 3)
+    })
+    .await;
+    let listed = usage("", app.admin_token.clone()).await.json();
+    let items = listed["items"].as_array().unwrap();
+    let ids: Vec<&serde_json::Value> = items.iter().map(|i| &i["job_id"]).collect();
+    assert_eq!(ids, [&json!(big), &serde_json::Value::Null, &json!(small)], "{listed:#}");
+    assert_eq!(items[1]["created_by"], "bob");
+    assert!(!listed.to_string().contains(&private), "the private job's id is nowhere: {listed:#}");
+    let sizes: Vec<i64> = items.iter().map(|i| i["log_bytes"].as_i64().unwrap()).collect();
+    assert!(sizes[0] > sizes[1] && sizes[1] > sizes[2] && sizes[2] > 0, "{sizes:?}");
+    assert_eq!(listed["used_bytes"].as_i64().unwrap(), sizes.iter().sum::<i64>());
+    assert_eq!(listed["disk_budget_bytes"], 1_000_000_000);
+    assert_eq!(items[0]["state"], "Completed");
+    assert_eq!(items[0]["log_retention"]["policy"], "minimum_retention");
+
+    assert_eq!(usage("?limit=1", app.admin_token.clone()).await.json()["items"].as_array().unwrap().len(), 1);
+    let refused = usage("?limit=0", app.admin_token.clone()).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+    assert!(refused.text().contains("limit"));
+    assert_eq!(usage("", bob).await.status, StatusCode::FORBIDDEN);
+}
