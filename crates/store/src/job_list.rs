@@ -60,9 +60,11 @@ impl Store {
                 }
                 None => None,
             };
-            let narrowed = search.is_some();
             let source = Source::of(&filter);
             let rest = source.rest_of(&filter);
+            if let Some(found) = search {
+                return narrowed_page(&tx, &filter, &source, &rest, found);
+            }
             let counted_by_table = filter.q.as_deref().is_none_or(str::is_empty) && filter.labels.is_empty();
             let (total, total_capped, selective) = if counted_by_table {
                 let (clause, values) = where_clause(&filter, None, false, &JOB_COLUMNS_TESTED);
@@ -80,17 +82,17 @@ impl Store {
                 };
                 (total, false, selective)
             } else {
-                let (clause, values) = where_clause(&rest, search.clone(), false, source.tested);
+                let (clause, values) = where_clause(&rest, None, false, source.tested);
+                let clause = source.and(&clause);
                 let mut values = [source.values.clone(), values].concat();
                 values.push(Value::Integer(TOTAL_COUNT_CAP + 1));
-                let from = source.from;
+                let from = source.counted_from(&rest);
                 // Counted along the list's own index, which stops at the cap
                 // after about as many entries as the matches are rare; in
                 // another index's order (by state, say) the count could walk
                 // past every archived job first.
                 let along = match source.order {
                     Some((at, id)) => format!("ORDER BY {}", order_by_columns(at, id, false, false)),
-                    None if narrowed => String::new(),
                     None => "ORDER BY created_at DESC, id DESC".to_string(),
                 };
                 let counted: i64 = tx
@@ -100,12 +102,9 @@ impl Store {
                     .query_row(params_from_iter(values.iter()), |r| r.get(0))?;
                 (counted.min(TOTAL_COUNT_CAP), counted > TOTAL_COUNT_CAP, false)
             };
-            let (clause, values) = where_clause(&rest, search, selective, source.tested);
+            let (clause, values) = where_clause(&rest, None, selective, source.tested);
+            let clause = source.and(&clause);
             let mut values = [source.values.clone(), values].concat();
-            // When an index narrows the listing to a few jobs, read those and
-            // sort them (`+` keeps the planner from walking an ordered index
-            // past every other job instead).
-            let sort_first = if narrowed { "+" } else { "" };
             // Saturating: `page=9223372036854775807` is a page past the end
             // (an empty list), not an overflow.
             let offset = filter.page.saturating_sub(1).max(0).saturating_mul(filter.page_size);
@@ -118,14 +117,13 @@ impl Store {
             };
             let order = match source.order {
                 Some((at, id)) => order_by_columns(at, id, filter.ascending, from_end),
-                None => order_by(filter.sort, filter.ascending, from_end, sort_first),
+                None => order_by(filter.sort, filter.ascending, from_end, ""),
             };
             values.push(Value::Integer(limit));
             values.push(Value::Integer(offset));
-            let mut stmt = tx.prepare_cached(&format!(
-                "SELECT {JOB_COLUMNS} FROM {} WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?",
-                source.from
-            ))?;
+            let sql =
+                format!("SELECT {JOB_COLUMNS} FROM {} WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?", source.from);
+            let mut stmt = tx.prepare_cached(&sql)?;
             let mut rows =
                 stmt.query_map(params_from_iter(values.iter()), job_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
             if from_end {
@@ -135,6 +133,53 @@ impl Store {
         })
         .await
     }
+}
+
+/// A listing narrowed by a name search to the few jobs (at most
+/// [`SEARCH_INDEX_MAX_MATCHES`]) the trigram index found, as a JSON array
+/// of ids: every match's keys are read and sorted once (`+` keeps the
+/// planner from walking an ordered index past every other job instead),
+/// which gives the total, and only the page's rows are then read whole.
+/// Counting and paging separately looked each found job up twice, and
+/// sorting whole rows (their spec and metadata) cost more than finding
+/// them.
+fn narrowed_page(
+    tx: &rusqlite::Transaction<'_>,
+    filter: &JobFilter,
+    source: &Source,
+    rest: &JobFilter,
+    found: String,
+) -> rusqlite::Result<JobPage> {
+    let (clause, values) = where_clause(rest, Some(found), false, source.tested);
+    let clause = source.and(&clause);
+    let values = [source.values.clone(), values].concat();
+    let order = match source.order {
+        Some((at, id)) => order_by_columns(at, id, filter.ascending, false),
+        None => order_by(filter.sort, filter.ascending, false, "+"),
+    };
+    let matches: Vec<i64> = tx
+        .prepare_cached(&format!("SELECT jobs.rowid FROM {} WHERE {clause} ORDER BY {order}", source.from))?
+        .query_map(params_from_iter(values.iter()), |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let total = matches.len() as i64;
+    let offset = filter.page.saturating_sub(1).max(0).saturating_mul(filter.page_size);
+    let start = usize::try_from(offset).unwrap_or(usize::MAX).min(matches.len());
+    let end = start.saturating_add(usize::try_from(filter.page_size).unwrap_or(0)).min(matches.len());
+    let page = &matches[start..end];
+    let mut rows = tx
+        .prepare_cached(&format!(
+            "SELECT {JOB_COLUMNS}, rowid FROM jobs WHERE rowid IN (SELECT value FROM json_each(?1))"
+        ))?
+        .query_map([serde_json::Value::from(page.to_vec()).to_string()], |r| {
+            Ok((r.get::<_, i64>(JOB_COLUMNS.split(',').count())?, job_row(r)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    rows.sort_by_key(|(rowid, _)| page.iter().position(|p| p == rowid));
+    Ok(JobPage {
+        rows: rows.into_iter().map(|(_, row)| row).collect(),
+        total: total.min(TOTAL_COUNT_CAP),
+        total_capped: total > TOTAL_COUNT_CAP,
+    })
 }
 
 /// The characters of a job id: a job name's (lowercase letters, digits and
@@ -167,7 +212,9 @@ fn trigram_query(q: &str) -> Option<String> {
 /// label is found without walking every job, a common one early.
 struct Source {
     from: &'static str,
-    /// The values of the `from` clause's parameters, which come first.
+    /// What the source itself asks of its rows (the WHERE clause's first
+    /// condition), and the values of its parameters, which come first.
+    condition: Option<&'static str>,
     values: Vec<Value>,
     /// The driving index's creation time and id columns, to order by.
     order: Option<(&'static str, &'static str)>,
@@ -176,11 +223,17 @@ struct Source {
     driving: Option<jobdeck_api::LabelCondition>,
     /// Where the WHERE clause finds the columns every listing tests.
     tested: &'static TestedColumns,
+    /// The source without its join to the jobs, for a count whose
+    /// conditions need nothing else of a job: the count then reads the
+    /// label's index alone (a lookup in `jobs_list` per entry is a page
+    /// read of its own at a million jobs).
+    alone: Option<&'static str>,
 }
 
-/// The columns of a job that every listing tests (who may see it, its
-/// state), by the names a source holds them under.
+/// The columns of a job that every listing tests (its id, who may see
+/// it, its state), by the names a source holds them under.
 struct TestedColumns {
+    id: &'static str,
     visibility: &'static str,
     created_by: &'static str,
     state: &'static str,
@@ -188,18 +241,37 @@ struct TestedColumns {
 
 /// The job's own columns: `jobs`, its indexes and `job_counts`.
 const JOB_COLUMNS_TESTED: TestedColumns =
-    TestedColumns { visibility: "visibility", created_by: "created_by", state: "state" };
+    TestedColumns { id: "id", visibility: "visibility", created_by: "created_by", state: "state" };
 
 /// The copies a label's entry keeps (migration 20), tested inside
 /// `job_labels_by_value` before the entry is joined to its job: a walk of a
 /// label's jobs reads only the label's index until it finds a match.
 const LABEL_COLUMNS_TESTED: TestedColumns = TestedColumns {
+    id: "driving.job_id",
     visibility: "driving.job_visibility",
     created_by: "driving.job_created_by",
     state: "driving.job_state",
 };
 
 impl Source {
+    /// What the count of `rest` (the filter without what this source
+    /// answers) reads: the source alone when only node groups, which the
+    /// label's entries do not copy, need the job's own row.
+    fn counted_from(&self, rest: &JobFilter) -> &'static str {
+        match self.alone {
+            Some(alone) if rest.node_groups.is_empty() && rest.node_group_patterns.is_empty() => alone,
+            _ => self.from,
+        }
+    }
+
+    /// `clause` (a listing's conditions) after the source's own.
+    fn and(&self, clause: &str) -> String {
+        match self.condition {
+            Some(condition) => format!("{condition} AND {clause}"),
+            None => clause.to_string(),
+        }
+    }
+
     /// `filter` without the condition this source answers.
     fn rest_of(&self, filter: &JobFilter) -> JobFilter {
         let mut rest = filter.clone();
@@ -225,13 +297,22 @@ impl Source {
                 // job through `jobs_list`, which holds every column the
                 // filters test, without reading the job's row.
                 from: "job_labels AS driving CROSS JOIN jobs
-                    ON jobs.created_at = driving.job_created_at AND jobs.id = driving.job_id
-                    AND driving.key = ? AND driving.value = ?",
+                    ON jobs.created_at = driving.job_created_at AND jobs.id = driving.job_id",
+                condition: Some("driving.key = ? AND driving.value = ?"),
                 values: vec![Value::Text(key.clone()), Value::Text(value.clone())],
                 order: Some(("driving.job_created_at", "driving.job_id")),
                 tested: &LABEL_COLUMNS_TESTED,
+                alone: Some("job_labels AS driving"),
             },
-            _ => Source { from: "jobs", values: Vec::new(), order: None, driving: None, tested: &JOB_COLUMNS_TESTED },
+            _ => Source {
+                from: "jobs",
+                values: Vec::new(),
+                order: None,
+                driving: None,
+                tested: &JOB_COLUMNS_TESTED,
+                alone: None,
+                condition: None,
+            },
         }
     }
 }
@@ -299,7 +380,7 @@ fn where_clause(
     // for the name and label filters, which are counted on `jobs`), so one
     // clause serves the page and the total.
     let keep_off = if selective { "" } else { "+" };
-    let TestedColumns { visibility, created_by, state } = tested;
+    let TestedColumns { id, visibility, created_by, state } = tested;
     let mut clauses = vec![format!("({visibility} = 'public' OR {created_by} = ?)")];
     let mut values = vec![Value::Text(filter.viewer.clone())];
     match filter.mode {
@@ -311,10 +392,10 @@ fn where_clause(
         // Ids are a lowercase job name and a lowercase suffix, so a
         // lowercased `instr` is the case-insensitive substring match, without
         // LIKE's pattern machinery.
-        clauses.push("instr(id, ?) > 0".into());
+        clauses.push(format!("instr({id}, ?) > 0"));
         values.push(Value::Text(q.to_lowercase()));
         if let Some(ids) = search {
-            clauses.push("id IN (SELECT value FROM json_each(?))".into());
+            clauses.push(format!("{id} IN (SELECT value FROM json_each(?))"));
             values.push(Value::Text(ids));
         }
     }
@@ -366,10 +447,12 @@ fn where_clause(
         let values_clause = if wanted.is_empty() {
             String::new()
         } else {
-            format!(" AND value IN ({})", vec!["?"; wanted.len()].join(", "))
+            format!(" AND other.value IN ({})", vec!["?"; wanted.len()].join(", "))
         };
         let not = if negated { "NOT " } else { "" };
-        clauses.push(format!("{not}EXISTS (SELECT 1 FROM job_labels WHERE job_id = id AND key = ?{values_clause})"));
+        clauses.push(format!(
+            "{not}EXISTS (SELECT 1 FROM job_labels AS other WHERE other.job_id = {id} AND other.key = ?{values_clause})"
+        ));
         values.push(Value::Text(condition.key().to_string()));
         values.extend(wanted.iter().cloned().map(Value::Text));
     }

@@ -103,6 +103,24 @@ async fn every_page_read_from_either_end_is_the_list_in_order() {
             assert_eq!(ids(&driven.rows), ids(&walked.rows));
             assert_eq!(driven.total, walked.total);
             assert!(driven.total > 0);
+            // Counted on the label's index alone (a name), and through the
+            // jobs (a node group, which the label's entries do not copy).
+            for narrowed in [
+                JobFilter { q: Some("ai".into()), ..JobFilter::default() },
+                JobFilter { node_groups: vec!["g".into()], any_group_matches: true, ..JobFilter::default() },
+            ] {
+                let and = |filter: JobFilter| JobFilter {
+                    q: narrowed.q.clone(),
+                    node_groups: narrowed.node_groups.clone(),
+                    any_group_matches: narrowed.any_group_matches,
+                    ..filter
+                };
+                let driven = store.list_jobs(and(with("team=nlp"))).await.unwrap();
+                let walked = store.list_jobs(and(with("team in (nlp)"))).await.unwrap();
+                assert_eq!(ids(&driven.rows), ids(&walked.rows), "{narrowed:?}");
+                assert_eq!(driven.total, walked.total, "{narrowed:?}");
+                assert!(driven.total > 0, "{narrowed:?}");
+            }
         }
     }
     // The running job is found through the state index: the same answer.

@@ -242,6 +242,19 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// The pages each reader keeps in memory, in KiB (SQLite's default is
+/// 2 MiB): a listing at a million jobs walks an index and looks up to a
+/// thousand jobs up in another, each a page of its own; with the default
+/// the readers, taken in turn, read most of them from the file again at
+/// every request (docs/measurements.md, "The list at a million jobs").
+const READER_CACHE_KIB: i64 = 16 * 1024;
+
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = open_connection(path)?;
+    conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
+    Ok(conn)
+}
+
 /// Makes the database and its WAL files readable by their owner only.
 fn restrict_to_owner(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
@@ -265,7 +278,7 @@ impl Store {
         restrict_to_owner(path);
         migrate(&mut writer).map_err(|source| StoreError::Migrate { path: path.to_path_buf(), source })?;
         let readers = (0..READERS)
-            .map(|_| open_connection(path).map(Mutex::new))
+            .map(|_| open_reader(path).map(Mutex::new))
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(opening)?;
         Ok(Store {
