@@ -254,6 +254,17 @@ pub struct Me {
     /// bar shows it on every page.
     #[serde(default)]
     pub isolation_warning: Option<String>,
+    /// Its `warning`, which the server gives admins once the logs near the
+    /// disk budget: the top bar shows it to them on every page.
+    #[serde(default)]
+    pub log_retention: Option<LogRetentionNotice>,
+}
+
+/// What the top bar reads of `GET /workspace`'s `log_retention`.
+#[derive(Debug, Clone, PartialEq, Decode)]
+pub struct LogRetentionNotice {
+    #[serde(default)]
+    pub warning: Option<String>,
 }
 
 /// `POST /sessions`: trades the stored token (a sign-in link's or a pasted

@@ -15,6 +15,13 @@ pub mod session;
 
 use leptos::prelude::*;
 
+/// Talc allocates for the whole console: it is about 4 KB of code smaller
+/// than Rust's default dlmalloc, in the module every page loads first. The
+/// console runs on the browser's one thread (no `atomics`).
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 use crate::components::lazy_view::{lazy_switch, load, split_view, SplitLoaderError};
 use crate::components::top_bar::TopBar;
 use crate::pages::{

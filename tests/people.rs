@@ -271,3 +271,55 @@ fn a_quota_an_admin_sets_holds_a_members_job_in_the_queue_with_the_reason_on_its
     });
     assert!(rows(&admin).iter().any(|r| r.starts_with(&stop_refused)), "{:#?}", rows(&admin));
 }
+
+/// Near the workspace's disk budget for logs, every page tells an admin, and
+/// says what makes room; a member's pages do not. The budget is set, on a
+/// second start of the same data directory, so that the job's logs of the
+/// first take 85 % of it: past 90 % the server would remove them.
+#[test]
+fn an_admin_sees_on_every_page_that_the_logs_near_the_disk_budget_and_a_member_does_not() {
+    let temp = tempfile::tempdir().unwrap();
+    let data_dir = temp.path().join("data");
+    let used = {
+        let server = Server::start_api_in(&data_dir, &[]);
+        let job = json!({
+            "metadata": {"name": "noisy"},
+            "spec": {"container": {"image": "busybox", "command": ["/bin/sh", "-c", "head -c 1500000 /dev/urandom | base64"]}}
+        });
+        let id = server.create_job(&server.admin_token, &job);
+        server.wait_for_state(&server.admin_token, &id, jobdeck_api::JobState::Completed);
+        let mut used = 0;
+        for _ in 0..600 {
+            let (_, workspace) = server.call("GET", "/workspace", &server.admin_token, None);
+            used = workspace["log_retention"]["used_bytes"].as_i64().unwrap_or(0);
+            if used > 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(used > 1 << 20, "the job's logs measured: {used} bytes");
+        used
+    };
+    let config = temp.path().join("budget.toml");
+    let budget = used * 100 / 85;
+    std::fs::write(&config, format!("{}\n[logs]\ndisk_budget = {budget}\n", jobdeck_e2e::TEST_EXECUTOR)).unwrap();
+    let server = Server::start_in(&data_dir, &["--config", config.to_str().unwrap()]);
+
+    // A second start prints no sign-in link: the admin makes a token.
+    let admin = Browser::start();
+    admin.sign_in(&server, &server.token_for("admin"));
+    admin.wait_for_text("disk budget (85 %)");
+    let notice = admin.text(&admin.find(".standing-notice.note[role=status]"));
+    assert!(notice.contains("a shorter minimum log retention makes room"), "{notice}");
+    admin.click(&admin.find("nav a[href='/people']"));
+    admin.wait_for_text("Invite a teammate");
+    assert!(admin.page_text().contains("disk budget (85 %)"), "on the people page too");
+    admin.screenshot(&jobdeck_e2e::screenshot_path("people-disk-budget-notice"));
+
+    let member = Browser::start();
+    member.sign_in(&server, &server.token_for("mia"));
+    member.wait_for_text("noisy");
+    assert!(member.try_find(".standing-notice.note").is_none(), "{}", member.page_text());
+    let (_, workspace) = server.call("GET", "/workspace", &server.token_for("mia"), None);
+    assert!(workspace["log_retention"].get("warning").is_none(), "{workspace}");
+}

@@ -1,5 +1,6 @@
 //! The bar on every page: where you are, who you are, a way out, and a
-//! standing notice when jobs run without isolation.
+//! standing notice when jobs run without isolation, and for admins one when
+//! the logs near the disk budget.
 
 use leptos::prelude::*;
 
@@ -14,6 +15,8 @@ pub fn TopBar() -> impl IntoView {
     // A standing notice while jobs run without isolation from the server's
     // user (process mode, Slurm beside the server): never silent.
     let notice = RwSignal::new(None::<String>);
+    // An admin's, when the logs near the workspace's disk budget.
+    let storage_notice = RwSignal::new(None::<String>);
     // Asks the server who the token belongs to whenever the token changes.
     Effect::new(move |_| {
         if session.token.get().is_some() {
@@ -21,6 +24,7 @@ pub fn TopBar() -> impl IntoView {
                 if let Ok(info) = api::me().await {
                     session.confirm(&info);
                     notice.set(info.isolation_warning);
+                    storage_notice.set(info.log_retention.and_then(|r| r.warning));
                 }
             });
         }
@@ -71,6 +75,9 @@ pub fn TopBar() -> impl IntoView {
         </header>
         <Show when=move || notice.with(Option::is_some)>
             <p class="banner error standing-notice" role="status">{move || notice.get()}</p>
+        </Show>
+        <Show when=move || storage_notice.with(Option::is_some)>
+            <p class="banner note standing-notice" role="status">{move || storage_notice.get()}</p>
         </Show>
     }
 }

@@ -108,8 +108,9 @@ impl LogBudget {
     pub fn warning(&self, used: i64) -> Option<String> {
         (used > self.share(Self::WARN_ABOVE)).then(|| {
             format!(
-                "logs take {} of their {} disk budget ({} %); past {} % the logs of the jobs that finished longest \
-                 ago are removed first, before their retention ends",
+                "Logs take {} of their {} disk budget ({} %); past {} % the logs of the jobs that finished longest \
+                 ago are removed first, before their retention ends (a larger [logs] disk_budget or a shorter \
+                 minimum log retention makes room)",
                 jobdeck_api::format_bytes(used),
                 jobdeck_api::format_bytes(self.bytes),
                 i128::from(used) * 100 / i128::from(self.bytes.max(1)),
@@ -161,7 +162,7 @@ mod tests {
         let budget = LogBudget { bytes: 1_000 };
         assert_eq!(budget.warning(800), None);
         let warning = budget.warning(801).unwrap();
-        assert!(warning.starts_with("logs take 801 B of their "), "{warning}");
+        assert!(warning.starts_with("Logs take 801 B of their "), "{warning}");
         assert!(warning.contains("disk budget (80 %); past 90 %"), "{warning}");
         assert!(!budget.over(900) && budget.over(901));
         assert!(budget.enough(800) && !budget.enough(801));
