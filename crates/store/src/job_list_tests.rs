@@ -176,23 +176,31 @@ async fn labels_follow_their_job_from_creation_to_deletion() {
     assert_eq!(rows, 0, "the deleted job's labels went with it");
 }
 
+/// The current store opened on a database of schema `schema` holding the
+/// jobs `rows` (the `VALUES` of an insert of id, name, owner, visibility,
+/// creation, state, metadata and spec), as that release left them.
+fn store_upgraded_from(schema: usize, rows: &str) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobdeck.db");
+    database_of_schema(&path, schema)
+        .execute_batch(&format!(
+            "INSERT INTO jobs (id, name, created_by, visibility, created_at, state, metadata, spec) VALUES {rows};"
+        ))
+        .unwrap();
+    let store = Store::open(&path).unwrap();
+    (dir, store)
+}
+
 /// Migration 19 gives every job of the previous release its labels; one
 /// whose metadata cannot be read gets none, and the upgrade goes on.
 #[tokio::test]
 async fn the_previous_releases_jobs_get_their_labels() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("jobdeck.db");
-    {
-        let conn = database_of_schema(&path, 18);
-        conn.execute_batch(
-            "INSERT INTO jobs (id, name, created_by, visibility, created_at, state, metadata, spec)
-                 VALUES ('a-1', 'a', 'alice', 'public', 1, 'Completed', '{\"labels\":{\"team\":\"nlp\",\"n\":\"1\"}}', '{}'),
-                 ('b-1', 'b', 'alice', 'public', 2, 'Completed', '{}', '{}'),
-                 ('c-1', 'c', 'alice', 'public', 3, 'Completed', 'not json', '{}');",
-        )
-        .unwrap();
-    }
-    let store = Store::open(&path).unwrap();
+    let (_dir, store) = store_upgraded_from(
+        18,
+        "('a-1', 'a', 'alice', 'public', 1, 'Completed', '{\"labels\":{\"team\":\"nlp\",\"n\":\"1\"}}', '{}'),
+         ('b-1', 'b', 'alice', 'public', 2, 'Completed', '{}', '{}'),
+         ('c-1', 'c', 'alice', 'public', 3, 'Completed', 'not json', '{}')",
+    );
     let rows: i64 = store.read(|c| c.query_row("SELECT COUNT(*) FROM job_labels", [], |r| r.get(0))).await.unwrap();
     assert_eq!(rows, 2, "a-1's two labels");
     // The unreadable job is left out of the listings below (a listing
@@ -215,19 +223,12 @@ async fn the_previous_releases_jobs_get_their_labels() {
 /// stays its owner's.
 #[tokio::test]
 async fn the_previous_releases_labels_learn_their_jobs_state_and_owner() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("jobdeck.db");
-    {
-        let conn = database_of_schema(&path, 19);
-        conn.execute_batch(
-            "INSERT INTO jobs (id, name, created_by, visibility, created_at, state, metadata, spec)
-                 VALUES ('a-1', 'a', 'alice', 'public', 1, 'Failed', '{\"labels\":{\"team\":\"nlp\"}}', '{}'),
-                 ('b-1', 'b', 'alice', 'private', 2, 'Failed', '{\"labels\":{\"team\":\"nlp\"}}', '{}'),
-                 ('c-1', 'c', 'bob', 'public', 3, 'Completed', '{\"labels\":{\"team\":\"nlp\"}}', '{}');",
-        )
-        .unwrap();
-    }
-    let store = Store::open(&path).unwrap();
+    let (_dir, store) = store_upgraded_from(
+        19,
+        "('a-1', 'a', 'alice', 'public', 1, 'Failed', '{\"labels\":{\"team\":\"nlp\"}}', '{}'),
+         ('b-1', 'b', 'alice', 'private', 2, 'Failed', '{\"labels\":{\"team\":\"nlp\"}}', '{}'),
+         ('c-1', 'c', 'bob', 'public', 3, 'Completed', '{\"labels\":{\"team\":\"nlp\"}}', '{}')",
+    );
     let listed = |viewer: &str, states: Vec<JobState>, created_by: Vec<String>| {
         let store = store.clone();
         let filter = JobFilter {

@@ -50,6 +50,20 @@ pub(super) fn due_at_sql(expire_at: &str, completed: &str) -> String {
     )
 }
 
+/// Keeps `value` as the setting `name` in `store_settings`, or removes the
+/// setting (`None`).
+fn keep_setting(tx: &rusqlite::Transaction<'_>, name: &str, value: Option<i64>) -> rusqlite::Result<()> {
+    match value {
+        Some(value) => tx.execute(
+            "INSERT INTO store_settings (name, value) VALUES (?1, ?2)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            params![name, value],
+        )?,
+        None => tx.execute("DELETE FROM store_settings WHERE name = ?1", params![name])?,
+    };
+    Ok(())
+}
+
 impl Store {
     /// Keeps the workspace's rule (`maximum_ms` `None`: none) and, when it
     /// differs from the one kept (a changed `[logs]`, or the first start
@@ -64,19 +78,8 @@ impl Store {
             if kept(MINIMUM)? == Some(minimum_ms) && kept(MAXIMUM)? == maximum_ms {
                 return Ok(0);
             }
-            tx.execute(
-                "INSERT INTO store_settings (name, value) VALUES (?1, ?2)
-                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                params![MINIMUM, minimum_ms],
-            )?;
-            match maximum_ms {
-                Some(ms) => tx.execute(
-                    "INSERT INTO store_settings (name, value) VALUES (?1, ?2)
-                     ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                    params![MAXIMUM, ms],
-                )?,
-                None => tx.execute("DELETE FROM store_settings WHERE name = ?1", params![MAXIMUM])?,
-            };
+            keep_setting(tx, MINIMUM, Some(minimum_ms))?;
+            keep_setting(tx, MAXIMUM, maximum_ms)?;
             tx.execute(
                 &format!(
                     "UPDATE jobs SET logs_due_at = {}
@@ -103,18 +106,7 @@ impl Store {
     /// withdraws it (`None`). The jobs are timed by it when the scheduler
     /// then calls [`Store::use_log_retention`].
     pub async fn set_console_minimum_retention(&self, minimum_ms: Option<i64>) -> StoreResult<()> {
-        self.write(move |tx| {
-            match minimum_ms {
-                Some(ms) => tx.execute(
-                    "INSERT INTO store_settings (name, value) VALUES (?1, ?2)
-                     ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                    params![CONSOLE_MINIMUM, ms],
-                )?,
-                None => tx.execute("DELETE FROM store_settings WHERE name = ?1", params![CONSOLE_MINIMUM])?,
-            };
-            Ok(())
-        })
-        .await
+        self.write(move |tx| Ok(keep_setting(tx, CONSOLE_MINIMUM, minimum_ms)?)).await
     }
 
     /// Up to `limit` finished jobs that still have logs and whose logs are
