@@ -377,8 +377,9 @@ fn where_clause(
     tested: &TestedColumns,
 ) -> (String, Vec<Value>) {
     // The clause uses only columns `jobs` and `job_counts` share (and `id`
-    // for the name and label filters, which are counted on `jobs`), so one
-    // clause serves the page and the total.
+    // for the name and label filters, which are counted on `jobs`), or a
+    // label's copies of them (`tested`), so one clause serves the page and
+    // the total.
     let keep_off = if selective { "" } else { "+" };
     let TestedColumns { id, visibility, created_by, state } = tested;
     let mut clauses = vec![format!("({visibility} = 'public' OR {created_by} = ?)")];
