@@ -254,8 +254,9 @@ pub struct Me {
     /// bar shows it on every page.
     #[serde(default)]
     pub isolation_warning: Option<String>,
-    /// Its `warning`, which the server gives admins once the logs near the
-    /// disk budget: the top bar shows it to them on every page.
+    /// The workspace's log retention, of which only its `warning` is read:
+    /// the server gives it to admins once the logs near the disk budget, and
+    /// the top bar shows it to them on every page.
     #[serde(default)]
     pub log_retention: Option<LogRetentionNotice>,
 }

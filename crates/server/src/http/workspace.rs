@@ -4,16 +4,14 @@
 use std::path::Path;
 
 use axum::extract::State;
+use axum::response::Response;
 use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
-    QuotaSource, ResourceQuota, Role, TotalResource, Workloads, WorkspaceInfo, WorkspaceLogRetention, WorkspaceRecord,
-    WorkspaceShape,
+    LogRetentionSetting, QuotaSource, ResourceQuota, Role, TotalResource, Workloads, WorkspaceInfo,
+    WorkspaceLogRetention, WorkspaceRecord, WorkspaceShape,
 };
 use jobdeck_store::now_millis;
-
-use axum::response::Response;
-use jobdeck_api::LogRetentionSetting;
 
 use crate::http::audit;
 use crate::http::auth::CurrentUser;
