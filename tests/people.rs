@@ -316,9 +316,11 @@ fn an_admin_sees_on_every_page_that_the_logs_near_the_disk_budget_and_a_member_d
     assert!(admin.page_text().contains("disk budget (85 %)"), "on the people page too");
     admin.screenshot(&jobdeck_e2e::screenshot_path("people-disk-budget-notice"));
 
+    // The top bar sets both notices from one answer: once the isolation
+    // notice of these process-mode servers shows, the budget's would have.
     let member = Browser::start();
     member.sign_in(&server, &server.token_for("mia"));
-    member.wait_for_text("noisy");
+    member.wait_for_text("Jobs run as processes of the server's own user");
     assert!(member.try_find(".standing-notice.note").is_none(), "{}", member.page_text());
     let (_, workspace) = server.call("GET", "/workspace", &server.token_for("mia"), None);
     assert!(workspace["log_retention"].get("warning").is_none(), "{workspace}");

@@ -69,7 +69,8 @@ pub use queue::{
 };
 pub use quotas::{
     format_bytes, parse_bytes, JobLogUsage, LogUsage, Quota, QuotaLimits, QuotaList, QuotaScope, QuotaSource, UsageDay,
-    UsageGrouping, UsageHistory, UsageNow, UserUsage, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
+    UsageGrouping, UsageHistory, UsageNow, UserUsage, LOG_USAGE_DEFAULT_JOBS, LOG_USAGE_MAX_JOBS,
+    USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
 };
 pub use requirements::*;
 pub use resources::*;

@@ -255,6 +255,11 @@ pub const USAGE_HISTORY_MAX_DAYS: i64 = 366;
 /// The history's length when the request does not say, in days.
 pub const USAGE_HISTORY_DEFAULT_DAYS: i64 = 30;
 
+/// How many jobs `GET /usage/logs` lists when the request does not say,
+/// and at most.
+pub const LOG_USAGE_DEFAULT_JOBS: i64 = 20;
+pub const LOG_USAGE_MAX_JOBS: i64 = 100;
+
 /// The units byte counts are written in, with their size in bytes.
 const BYTE_UNITS: [(&str, i64); 9] = [
     ("B", 1),

@@ -17,7 +17,7 @@ use rusqlite::params_from_iter;
 use rusqlite::types::Value;
 
 use super::error::StoreResult;
-use super::job_row::{job_row, JOB_COLUMNS};
+use super::job_row::{job_column_count, job_row, JOB_COLUMNS};
 use super::{JobFilter, JobRow, QueryMode, SortKey, Store};
 
 /// Up to how many matches a listing filtered by name or label is counted.
@@ -166,12 +166,13 @@ fn narrowed_page(
     let start = usize::try_from(offset).unwrap_or(usize::MAX).min(matches.len());
     let end = start.saturating_add(usize::try_from(filter.page_size).unwrap_or(0)).min(matches.len());
     let page = &matches[start..end];
+    let rowid_at = job_column_count();
     let mut rows = tx
         .prepare_cached(&format!(
             "SELECT {JOB_COLUMNS}, rowid FROM jobs WHERE rowid IN (SELECT value FROM json_each(?1))"
         ))?
         .query_map([serde_json::Value::from(page.to_vec()).to_string()], |r| {
-            Ok((r.get::<_, i64>(JOB_COLUMNS.split(',').count())?, job_row(r)?))
+            Ok((r.get::<_, i64>(rowid_at)?, job_row(r)?))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     rows.sort_by_key(|(rowid, _)| page.iter().position(|p| p == rowid));

@@ -9,7 +9,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::changes::Change;
 use super::error::StoreResult;
-use super::job_row::{job_row, JOB_COLUMNS};
+use super::job_row::{job_column_count, job_row, JOB_COLUMNS};
 use super::usage::record_log_bytes_today;
 use super::{EventRow, JobRow, Store};
 
@@ -154,7 +154,7 @@ impl Store {
         self.read(move |conn| {
             // The bytes come after the job's columns, which `job_row` reads
             // by their places.
-            let bytes_at = JOB_COLUMNS.split(',').count();
+            let bytes_at = job_column_count();
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {JOB_COLUMNS}, log_bytes FROM jobs WHERE log_bytes > 0 ORDER BY log_bytes DESC LIMIT ?1"
             ))?;

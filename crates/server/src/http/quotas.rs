@@ -10,7 +10,7 @@ use axum::routing::get;
 use axum::Json;
 use jobdeck_api::{
     JobLogUsage, LogUsage, QuotaLimits, QuotaList, QuotaScope, Role, UsageGrouping, UsageHistory, UsageNow, UserUsage,
-    Visibility, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
+    Visibility, LOG_USAGE_DEFAULT_JOBS, LOG_USAGE_MAX_JOBS, USAGE_HISTORY_DEFAULT_DAYS, USAGE_HISTORY_MAX_DAYS,
 };
 use jobdeck_core::quota::QuotaRules;
 use jobdeck_core::usage::{self, HistoryRequest};
@@ -130,10 +130,6 @@ struct LogUsageQuery {
     limit: Option<i64>,
 }
 
-/// How many jobs `GET /usage/logs` lists unless asked, and at most.
-const LOG_USAGE_DEFAULT: i64 = 20;
-const LOG_USAGE_MAX: i64 = 100;
-
 /// `GET /usage/logs[?limit=N]`: what the logs take against the disk budget,
 /// and the jobs whose logs take the most. Another user's private job stays
 /// unnamed, as everywhere an admin looks: its owner and size are shown.
@@ -142,10 +138,10 @@ async fn log_usage(
     admin: CurrentUser,
     ApiQuery(query): ApiQuery<LogUsageQuery>,
 ) -> AppResult<Json<LogUsage>> {
-    let limit = query.limit.unwrap_or(LOG_USAGE_DEFAULT);
-    if !(1..=LOG_USAGE_MAX).contains(&limit) {
+    let limit = query.limit.unwrap_or(LOG_USAGE_DEFAULT_JOBS);
+    if !(1..=LOG_USAGE_MAX_JOBS).contains(&limit) {
         let mut problems = jobdeck_api::FieldErrors::new();
-        problems.entry("limit".into()).or_default().push(format!("from 1 to {LOG_USAGE_MAX}"));
+        problems.entry("limit".into()).or_default().push(format!("from 1 to {LOG_USAGE_MAX_JOBS}"));
         return Err(AppError::Validation(problems));
     }
     let items = state
