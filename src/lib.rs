@@ -26,7 +26,7 @@ use crate::components::lazy_view::{lazy_switch, load, split_view, SplitLoaderErr
 use crate::components::top_bar::TopBar;
 use crate::pages::{
     account::AccountPage, invite::InvitePage, job::JobPage, jobs_list::JobsListPage, login::LoginPage,
-    new_job::NewJobPage, not_found::NotFoundPage, people::PeoplePage,
+    new_job::NewJobPage, not_found::NotFoundPage, people::PeoplePage, storage::StoragePage,
 };
 use crate::routes::Route;
 use crate::session::Session;
@@ -78,7 +78,7 @@ async fn preload(route: &Route, tab: String) -> Result<(), SplitLoaderError> {
         Route::Jobs => download_jobs_list_page().await,
         Route::NewJob => download_new_job_page().await,
         Route::Job { .. } => both(download_job_page(), pages::job::preload_tab(tab)).await,
-        Route::Invite | Route::Account => download_team_page().await,
+        Route::Invite | Route::Account | Route::Storage => download_team_page().await,
         Route::People => download_people_page().await,
         Route::NotFound => Ok(()),
     }
@@ -133,7 +133,7 @@ async fn page(route: Route) -> Result<AnyView, SplitLoaderError> {
         Route::Jobs => load!(jobs_list_page()),
         Route::NewJob => load!(new_job_page()),
         Route::Job { id, .. } => load!(job_page(id)),
-        Route::Invite | Route::Account => load!(team_page(route)),
+        Route::Invite | Route::Account | Route::Storage => load!(team_page(route)),
         Route::People => load!(people_page()),
         Route::NotFound => Ok(view! { <NotFoundPage/> }.into_any()),
     }
@@ -143,13 +143,15 @@ split_view!(fn login_page(), preload download_login_page, { view! { <LoginPage/>
 split_view!(fn jobs_list_page(), preload download_jobs_list_page, { view! { <JobsListPage/> } });
 split_view!(fn new_job_page(), preload download_new_job_page, { view! { <NewJobPage/> } });
 split_view!(fn job_page(id: String), preload download_job_page, { view! { <JobPage id/> } });
-// A newcomer's invitation and one's own account share one module: they
-// are small, seldom opened, and each split point costs every page's first
-// download a little (its loader). The admins' pages, people and the audit
-// log, are another.
+// A newcomer's invitation, one's own account and the admins' storage page
+// share one module: they are small, seldom opened, and each split point
+// costs every page's first download a little (its loader). The admins'
+// pages of people and the audit log are another: the people page has no
+// room left for the storage page's code (docs/measurements.md).
 split_view!(fn team_page(route: Route), preload download_team_page, {
     match route {
         Route::Invite => view! { <InvitePage/> }.into_any(),
+        Route::Storage => view! { <StoragePage/> }.into_any(),
         _ => view! { <AccountPage/> }.into_any(),
     }
 });

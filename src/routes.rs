@@ -13,6 +13,8 @@ pub const ACCOUNT: &str = "/account";
 pub const PEOPLE: &str = "/people";
 /// The admins' audit log.
 pub const AUDIT: &str = "/audit";
+/// The admins' page of the logs' storage and retention.
+pub const STORAGE: &str = "/storage";
 /// The page an invitation link opens.
 pub const INVITE: &str = jobdeck_api::invitations::INVITATION_PAGE;
 
@@ -42,6 +44,8 @@ pub enum Route {
     },
     Invite,
     Account,
+    /// The admins' storage page, which shares the account page's download.
+    Storage,
     /// The people page, or the audit log (`AUDIT`), which shares its
     /// download and tells itself apart by the path.
     People,
@@ -57,6 +61,7 @@ impl Route {
             ["jobs", "new"] => Route::NewJob,
             ["invite"] => Route::Invite,
             ["account"] => Route::Account,
+            ["storage"] => Route::Storage,
             ["people"] | ["audit"] => Route::People,
             ["jobs", id] => Route::Job { id: decode_component(id), tab: "overview".into() },
             ["jobs", id, tab] if JOB_TABS.iter().any(|(t, _)| t == tab) => {
@@ -353,6 +358,7 @@ mod tests {
             (ACCOUNT, Route::Account),
             (PEOPLE, Route::People),
             (AUDIT, Route::People),
+            (STORAGE, Route::Storage),
             ("/jobs/train-ab12c", job("train-ab12c", "overview")),
             ("/jobs/train-ab12c/replicas", job("train-ab12c", "replicas")),
             ("/jobs/train-ab12c/logs", job("train-ab12c", "logs")),

@@ -4,7 +4,10 @@
 //! revokes personal tokens on their account page (a revoked one stops
 //! working at once) and signs out everywhere; an admin sets a quota that
 //! holds a member's job in the queue, where its page says why, and the
-//! audit log shows who did it.
+//! audit log shows who did it; near the disk budget an admin is warned on
+//! every page and sets the minimum log retention on the storage page.
+
+use std::time::Duration;
 
 use jobdeck_e2e::{Browser, Server};
 use serde_json::{json, Value};
@@ -275,12 +278,14 @@ fn a_quota_an_admin_sets_holds_a_members_job_in_the_queue_with_the_reason_on_its
 /// Near the workspace's disk budget for logs, every page tells an admin, and
 /// says what makes room; a member's pages do not. The budget is set, on a
 /// second start of the same data directory, so that the job's logs of the
-/// first take 85 % of it: past 90 % the server would remove them.
+/// first take 85 % of it: past 90 % the server would remove them. The notice
+/// leads to the storage page, where the admin sees the job whose logs take
+/// the most and changes the minimum log retention; a member may not.
 #[test]
-fn an_admin_sees_on_every_page_that_the_logs_near_the_disk_budget_and_a_member_does_not() {
+fn an_admin_is_warned_near_the_disk_budget_and_sets_the_retention_on_the_storage_page_and_a_member_is_neither() {
     let temp = tempfile::tempdir().unwrap();
     let data_dir = temp.path().join("data");
-    let used = {
+    let (id, used) = {
         let server = Server::start_api_in(&data_dir, &[]);
         let job = json!({
             "metadata": {"name": "noisy"},
@@ -288,17 +293,14 @@ fn an_admin_sees_on_every_page_that_the_logs_near_the_disk_budget_and_a_member_d
         });
         let id = server.create_job(&server.admin_token, &job);
         server.wait_for_state(&server.admin_token, &id, jobdeck_api::JobState::Completed);
-        let mut used = 0;
-        for _ in 0..600 {
+        // The logs' use is measured after the job ends, on the server's own
+        // round: wait for it.
+        let used = jobdeck_e2e::wait_for("the job's logs to be measured", Duration::from_secs(60), || {
             let (_, workspace) = server.call("GET", "/workspace", &server.admin_token, None);
-            used = workspace["log_retention"]["used_bytes"].as_i64().unwrap_or(0);
-            if used > 0 {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
+            workspace["log_retention"]["used_bytes"].as_i64().filter(|used| *used > 0)
+        });
         assert!(used > 1 << 20, "the job's logs measured: {used} bytes");
-        used
+        (id, used)
     };
     let config = temp.path().join("budget.toml");
     let budget = used * 100 / 85;
@@ -306,8 +308,9 @@ fn an_admin_sees_on_every_page_that_the_logs_near_the_disk_budget_and_a_member_d
     let server = Server::start_in(&data_dir, &["--config", config.to_str().unwrap()]);
 
     // A second start prints no sign-in link: the admin makes a token.
+    let admin_token = server.token_for("admin");
     let admin = Browser::start();
-    admin.sign_in(&server, &server.token_for("admin"));
+    admin.sign_in(&server, &admin_token);
     admin.wait_for_text("disk budget (85 %)");
     let notice = admin.text(&admin.find(".standing-notice.note[role=status]"));
     assert!(notice.contains("a shorter minimum log retention makes room"), "{notice}");
@@ -315,6 +318,48 @@ fn an_admin_sees_on_every_page_that_the_logs_near_the_disk_budget_and_a_member_d
     admin.wait_for_text("Invite a teammate");
     assert!(admin.page_text().contains("disk budget (85 %)"), "on the people page too");
     admin.screenshot(&jobdeck_e2e::screenshot_path("people-disk-budget-notice"));
+
+    // The notice leads to the storage page: the job, its size, and when its
+    // logs go (a week after it ended, by the config's minimum, later than
+    // its archive time of three days).
+    admin.click(&admin.find(".standing-notice.note a[href='/storage']"));
+    admin.wait_for_text("jobs whose logs take the most");
+    let row = || admin.text(&admin.find("table.log-usage tbody tr"));
+    let first = row();
+    assert!(first.contains(&id) && first.contains("MB"), "{first}");
+    assert!(first.contains("by the workspace's minimum log retention"), "{first}");
+    assert!(admin.page_text().contains("at least 7 days (the config file's)"), "{}", admin.page_text());
+
+    // Text that is no duration is refused naming the field; nothing changes.
+    let field = admin.find("form.minimum-retention input");
+    let save = admin.find("form.minimum-retention button[type=submit]");
+    admin.clear(&field);
+    admin.type_text(&field, "a week");
+    admin.click(&save);
+    admin.wait_for_text("Minimum log retention: must be a duration");
+    let minimum = || server.call("GET", "/workspace", &admin_token, None).1["log_retention"]["minimum_seconds"].clone();
+    assert_eq!(minimum(), json!(7 * 86_400));
+
+    // One day: the job's own archive time (three days) now says when.
+    admin.clear(&field);
+    admin.type_text(&field, "1d");
+    admin.click(&save);
+    admin.wait_for_text("Saved. Finished jobs' logs are kept at least 1 day.");
+    admin.wait_until("the row to name the archive time", || row().contains("by its archive time").then_some(()));
+    assert!(admin.page_text().contains("at least 1 day (set in the console)"), "{}", admin.page_text());
+    assert_eq!(minimum(), json!(86_400));
+    admin.screenshot(&jobdeck_e2e::screenshot_path("storage-page"));
+
+    // Withdrawn: the config's week again.
+    admin.click(&admin.find("form.minimum-retention button[type=button]"));
+    admin.wait_for_text("The config file's minimum is in force again.");
+    admin.wait_until("the row to name the minimum", || row().contains("minimum log retention").then_some(()));
+    assert_eq!(minimum(), json!(7 * 86_400));
+    // An admin's account page leads there too.
+    admin.click(&admin.find("a.user"));
+    admin.wait_for_text("Personal API tokens");
+    admin.click(&admin.find("p.needs-admin a[href='/storage']"));
+    admin.wait_for_text("jobs whose logs take the most");
 
     // The top bar sets both notices from one answer: once the isolation
     // notice of these process-mode servers shows, the budget's would have.
@@ -324,4 +369,7 @@ fn an_admin_sees_on_every_page_that_the_logs_near_the_disk_budget_and_a_member_d
     assert!(member.try_find(".standing-notice.note").is_none(), "{}", member.page_text());
     let (_, workspace) = server.call("GET", "/workspace", &server.token_for("mia"), None);
     assert!(workspace["log_retention"].get("warning").is_none(), "{workspace}");
+    member.goto(&format!("{}/storage", server.base_url));
+    member.wait_for_text("needs the admin role");
+    assert!(member.try_find("table.log-usage").is_none(), "{}", member.page_text());
 }

@@ -1,12 +1,14 @@
 //! The API of people and their access, as the team pages call it: users
-//! and roles, invitations, personal tokens and sessions. Only those pages
-//! use these calls, so their code is in those pages' download alone.
+//! and roles, invitations, personal tokens and sessions, and the storage
+//! the workspace's logs take. Only those pages use these calls, so their
+//! code is in those pages' download alone.
 
 use gloo_net::http::{Request, RequestBuilder};
 use jobdeck_api::{
     AuditList, CreatedInvitation, CreatedToken, Decode, InvitationCreate, InvitationInfo, InvitationList,
-    InvitationPreview, InvitationRedeem, Quota, QuotaLimits, QuotaList, QuotaScope, RedeemedInvitation, RemovedUser,
-    Role, RoleChange, TokenCreate, TokenInfo, UsageGrouping, UsageNow, UserInfo, UserList, UserRemoval,
+    InvitationPreview, InvitationRedeem, LogRetentionSetting, LogUsage, Quota, QuotaLimits, QuotaList, QuotaScope,
+    RedeemedInvitation, RemovedUser, Role, RoleChange, TokenCreate, TokenInfo, UsageGrouping, UsageNow, UserInfo,
+    UserList, UserRemoval, WorkspaceLogRetention,
 };
 use serde::Serialize;
 
@@ -31,6 +33,38 @@ pub struct WorkspaceId {
 pub async fn workspace_id() -> ApiResult<WorkspaceId> {
     get("/workspace").await
 }
+
+/// What the storage page reads of `GET /workspace`: the log retention's
+/// rules, the logs' use and the disk budget.
+#[derive(Debug, Clone, PartialEq, Decode)]
+pub struct WorkspaceStorage {
+    #[serde(default)]
+    pub log_retention: Option<WorkspaceLogRetention>,
+}
+
+/// `GET /workspace`, read for its log retention.
+pub async fn workspace_storage() -> ApiResult<WorkspaceStorage> {
+    get("/workspace").await
+}
+
+/// `GET /usage/logs?limit=` (admins): the jobs whose logs take the most.
+pub async fn log_usage(limit: i64) -> ApiResult<LogUsage> {
+    get(&format!("/usage/logs?limit={limit}")).await
+}
+
+/// `PUT /workspace/log-retention` (admins): the console's minimum log
+/// retention, over the config's.
+pub async fn set_minimum_retention(setting: &LogRetentionSetting) -> ApiResult<WorkspaceLogRetention> {
+    send(authorized(Request::put(&url(LOG_RETENTION)))?, setting).await
+}
+
+/// `DELETE /workspace/log-retention` (admins): the config's minimum applies
+/// again.
+pub async fn withdraw_minimum_retention() -> ApiResult<WorkspaceLogRetention> {
+    decode(fetch(Request::delete(&url(LOG_RETENTION))).await?).await
+}
+
+const LOG_RETENTION: &str = "/workspace/log-retention";
 
 /// `GET /users` (admins).
 pub async fn users() -> ApiResult<UserList> {

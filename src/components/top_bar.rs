@@ -1,6 +1,6 @@
 //! The bar on every page: where you are, who you are, a way out, and a
 //! standing notice when jobs run without isolation, and for admins one when
-//! the logs near the disk budget.
+//! the logs near the disk budget, which leads to the storage page.
 
 use leptos::prelude::*;
 
@@ -77,7 +77,9 @@ pub fn TopBar() -> impl IntoView {
             <p class="banner error standing-notice" role="status">{move || notice.get()}</p>
         </Show>
         <Show when=move || storage_notice.with(Option::is_some)>
-            <p class="banner note standing-notice" role="status">{move || storage_notice.get()}</p>
+            <p class="banner note standing-notice" role="status">
+                <a href=routes::STORAGE>{move || storage_notice.get()}</a>
+            </p>
         </Show>
     }
 }

@@ -9,3 +9,4 @@ pub mod login;
 pub mod new_job;
 pub mod not_found;
 pub mod people;
+pub mod storage;

@@ -111,6 +111,18 @@ fn parse_iso(iso: &[u8], text: &str) -> Result<i64, String> {
     date_seconds.checked_add(time_seconds).ok_or_else(|| too_long(text))
 }
 
+/// `seconds` as a person types it, in the largest unit that divides it
+/// (`3d`, `90m`, `7s`): how the form and the storage page show a duration
+/// in a field that [`parse_duration`] reads back.
+pub fn short_duration(seconds: i64) -> String {
+    for (unit, scale) in [UNITS[1], UNITS[2], UNITS[3]] {
+        if seconds != 0 && seconds % scale == 0 {
+            return format!("{}{unit}", seconds / scale);
+        }
+    }
+    format!("{seconds}s")
+}
+
 /// `seconds` in words, every unit that is not zero: "4 hours 30 minutes",
 /// "1 day", "0 seconds".
 pub fn duration_in_words(seconds: i64) -> String {
@@ -135,6 +147,16 @@ pub fn duration_in_words(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_short_duration_reads_back_as_its_seconds() {
+        for seconds in [259_200, 5400, 16_200, 7, 0, 86_401] {
+            assert_eq!(parse_duration(&short_duration(seconds)), Ok(Some(seconds)), "{seconds}");
+        }
+        assert_eq!(short_duration(259_200), "3d");
+        assert_eq!(short_duration(5400), "90m");
+        assert_eq!(short_duration(7), "7s");
+    }
 
     #[test]
     fn every_spelling_reads_as_seconds() {

@@ -49,7 +49,7 @@ pub use decode::{Decode, DecodeError, JsonValue};
 pub use defaults::{
     shared_memory_default_mib, split_image_reference, ImageReference, Priority, Protocol, PRIORITY_CLASSES,
 };
-pub use duration::{duration_in_words, parse_duration};
+pub use duration::{duration_in_words, parse_duration, short_duration};
 pub use end_reason::EndReason;
 pub use error::{ApiError, FieldErrors};
 pub use invitations::{

@@ -169,7 +169,7 @@ pub struct UsageNow {
 
 /// `GET /usage/logs`: what the jobs' logs take, and the jobs whose logs
 /// take the most, largest first (admins only).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogUsage {
     /// What every job's logs take, as last measured.
@@ -181,7 +181,7 @@ pub struct LogUsage {
 }
 
 /// One job's logs in [`LogUsage`].
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobLogUsage {
     /// Absent for another user's private job, which an admin may not see

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use jobdeck_api::{
-    defaults, parse_duration, ContainerPort, EnvValue, EnvVar, FieldErrors, LeptonJob, LogConfig, Mount, Protocol,
-    QueueConfig, Visibility,
+    defaults, parse_duration, short_duration, ContainerPort, EnvValue, EnvVar, FieldErrors, LeptonJob, LogConfig,
+    Mount, Protocol, QueueConfig, Visibility,
 };
 
 use super::*;
@@ -75,17 +75,6 @@ fn parse_int(s: &str) -> Result<Option<i64>, String> {
         return Ok(None);
     }
     s.parse().map(Some).map_err(|_| format!("must be a whole number, not '{s}'"))
-}
-
-/// A duration in seconds as the form shows it: in the largest unit that
-/// divides it (`3d`, `90m`), read back by the contract's `parse_duration`.
-pub fn format_duration(seconds: i64) -> String {
-    for (scale, unit) in [(86400, 'd'), (3600, 'h'), (60, 'm')] {
-        if seconds != 0 && seconds % scale == 0 {
-            return format!("{}{unit}", seconds / scale);
-        }
-    }
-    format!("{seconds}s")
 }
 
 /// Quotes an argument for a POSIX shell when it needs it.
@@ -305,7 +294,7 @@ impl FormState {
             (GRACE_PERIOD, spec.termination_grace_period_seconds),
             (ARCHIVE_TIME, spec.ttl_seconds_after_finished),
         ] {
-            v[field] = seconds.map(format_duration).unwrap_or_default();
+            v[field] = seconds.map(short_duration).unwrap_or_default();
         }
 
         let container = &spec.container;

@@ -225,16 +225,6 @@ fn a_key_listed_twice_is_a_problem_of_the_second_row() {
 }
 
 #[wasm_bindgen_test]
-fn durations_print_as_the_contract_reads_them() {
-    for seconds in [259_200, 5400, 16_200, 7, 0, 86_401] {
-        assert_eq!(parse_duration(&format_duration(seconds)), Ok(Some(seconds)), "{seconds}");
-    }
-    assert_eq!(format_duration(259200), "3d");
-    assert_eq!(format_duration(5400), "90m");
-    assert_eq!(format_duration(7), "7s");
-}
-
-#[wasm_bindgen_test]
 fn every_duration_field_takes_each_spelling_and_sends_seconds() {
     let s = state_with(&[(DEADLINE, "PT4H30M"), (QUEUE_LIMIT, "72h"), (GRACE_PERIOD, "90"), (ARCHIVE_TIME, "P1D")]);
     let (job, problems) = s.to_job();
