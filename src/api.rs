@@ -14,6 +14,7 @@ use wasm_bindgen::JsCast;
 pub mod convert;
 mod form_context;
 mod from_js;
+pub mod notifications;
 pub mod people;
 pub mod templates;
 mod to_js;
@@ -62,6 +63,22 @@ impl std::fmt::Debug for ApiFailure {
 }
 
 impl std::error::Error for ApiFailure {}
+
+impl ApiFailure {
+    /// The failure in words, naming the first field the server refused
+    /// (`log_pattern: not a regular expression …`) where it named one:
+    /// for a form that shows one message for all its fields.
+    pub fn naming_the_field(&self) -> String {
+        match self {
+            ApiFailure::Invalid { message, fields } => fields
+                .iter()
+                .next()
+                .map(|(path, messages)| format!("{path}: {}", messages.join("; ")))
+                .unwrap_or_else(|| message.clone()),
+            other => other.to_string(),
+        }
+    }
+}
 
 pub type ApiResult<T> = Result<T, ApiFailure>;
 

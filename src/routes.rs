@@ -15,6 +15,8 @@ pub const PEOPLE: &str = "/people";
 pub const AUDIT: &str = "/audit";
 /// The admins' page of the logs' storage and retention.
 pub const STORAGE: &str = "/storage";
+/// One's notification endpoints and rules.
+pub const NOTIFICATIONS: &str = "/notifications";
 /// The page an invitation link opens.
 pub const INVITE: &str = jobdeck_api::invitations::INVITATION_PAGE;
 
@@ -46,9 +48,11 @@ pub enum Route {
     Account,
     /// The admins' storage page, which shares the account page's download.
     Storage,
-    /// The people page, or the audit log (`AUDIT`), which shares its
-    /// download and tells itself apart by the path.
     People,
+    /// The admins' audit log, which shares the account page's download.
+    Audit,
+    /// One's notifications, a download of its own.
+    Notifications,
     NotFound,
 }
 
@@ -62,7 +66,9 @@ impl Route {
             ["invite"] => Route::Invite,
             ["account"] => Route::Account,
             ["storage"] => Route::Storage,
-            ["people"] | ["audit"] => Route::People,
+            ["people"] => Route::People,
+            ["audit"] => Route::Audit,
+            ["notifications"] => Route::Notifications,
             ["jobs", id] => Route::Job { id: decode_component(id), tab: "overview".into() },
             ["jobs", id, tab] if JOB_TABS.iter().any(|(t, _)| t == tab) => {
                 Route::Job { id: decode_component(id), tab: tab.to_string() }
@@ -357,7 +363,8 @@ mod tests {
             (INVITE, Route::Invite),
             (ACCOUNT, Route::Account),
             (PEOPLE, Route::People),
-            (AUDIT, Route::People),
+            (AUDIT, Route::Audit),
+            (NOTIFICATIONS, Route::Notifications),
             (STORAGE, Route::Storage),
             ("/jobs/train-ab12c", job("train-ab12c", "overview")),
             ("/jobs/train-ab12c/replicas", job("train-ab12c", "replicas")),

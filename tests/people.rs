@@ -5,7 +5,8 @@
 //! working at once) and signs out everywhere; an admin sets a quota that
 //! holds a member's job in the queue, where its page says why, and the
 //! audit log shows who did it; near the disk budget an admin is warned on
-//! every page and sets the minimum log retention on the storage page.
+//! every page and sets the minimum log retention on the storage page; a
+//! member sets up notifications and a failing job of theirs is posted.
 
 use std::time::Duration;
 
@@ -372,4 +373,115 @@ fn an_admin_is_warned_near_the_disk_budget_and_sets_the_retention_on_the_storage
     member.goto(&format!("{}/storage", server.base_url));
     member.wait_for_text("needs the admin role");
     assert!(member.try_find("table.log-usage").is_none(), "{}", member.page_text());
+}
+
+/// A webhook receiver on loopback: it answers 200 to every request and
+/// keeps each body.
+struct Receiver {
+    url: String,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl Receiver {
+    fn start() -> Receiver {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream);
+                let mut length = 0;
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                        break;
+                    }
+                    if let Some((name, value)) = header.split_once(':') {
+                        if name.eq_ignore_ascii_case("content-length") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                if reader.read_exact(&mut body).is_ok() {
+                    kept.lock().unwrap().push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                }
+                let mut stream = reader.into_inner();
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            }
+        });
+        Receiver { url, bodies }
+    }
+
+    fn events(&self) -> Vec<String> {
+        let bodies = self.bodies.lock().unwrap();
+        bodies.iter().filter_map(|b| b["event"].as_str().map(String::from)).collect()
+    }
+}
+
+/// A member sets up a JSON endpoint and a rule on the notifications page,
+/// reached from the account page; a job of theirs that fails and prints the
+/// rule's pattern is posted to the receiver twice, and the endpoint's
+/// history shows both deliveries.
+#[test]
+fn notifications_are_set_up_on_their_page_and_a_failing_job_is_posted() {
+    let server = Server::start_on("127.0.0.1:0", "[notifications]\nallow = [\"127.0.0.1\"]\n", &[], true);
+    let receiver = Receiver::start();
+    let mona =
+        String::from_utf8(server.token_command(&["create", "--user", "mona"]).stdout).unwrap().trim().to_string();
+    let browser = Browser::start();
+    browser.sign_in(&server, &mona);
+    browser.goto(&format!("{}/account", server.base_url));
+    browser.click(&browser.find("a[href='/notifications']"));
+    browser.wait_for_text("No endpoints yet.");
+
+    // A JSON endpoint: its secret is shown once, its address never again.
+    browser.type_text(&browser.find("form.new-endpoint input[maxlength='64']"), "ci");
+    browser.type_text(&browser.find("form.new-endpoint input[type=url]"), &receiver.url);
+    browser.click(&browser.find("form.new-endpoint button[type=submit]"));
+    let secret = input_value(&browser, ".new-secret input");
+    assert_eq!(secret.len(), 48 + "whsec_".len(), "{secret}");
+    browser.wait_until("the endpoint listed", || browser.page_text().contains("enabled").then_some(()));
+    assert!(!browser.page_text().contains("/hook"), "the address is write-only");
+
+    // A rule for failures and a log pattern: the pattern's field appears
+    // with its condition, and a pattern the server cannot compile is named.
+    browser.click(&browser.find("form.new-rule input[value=failed]"));
+    browser.click(&browser.find("form.new-rule input[value=log_match]"));
+    browser.type_text(&browser.find("input.log-pattern"), "loss: (nan");
+    browser.click(&browser.find("form.new-rule button[type=submit]"));
+    browser.wait_for_text("log_pattern: not a regular expression");
+    browser.execute(
+        "const p = document.querySelector('input.log-pattern'); p.value = ''; p.dispatchEvent(new Event('input'));",
+        vec![],
+    );
+    browser.type_text(&browser.find("input.log-pattern"), "loss: (nan|inf)");
+    browser.click(&browser.find("form.new-rule button[type=submit]"));
+    browser.wait_for_text("all your jobs: failed, a log line matches, pattern loss: (nan|inf) → ci");
+    browser.screenshot(&jobdeck_e2e::screenshot_path("notifications-page"));
+
+    let job = json!({"metadata": {"name": "diverges"}, "spec": {"backoff_limit": 0,
+        "container": {"command": ["sh", "-c", "echo 'step 9 loss: nan'; exit 1"]}}});
+    let id = server.create_job(&mona, &job);
+    server.wait_for_state(&mona, &id, jobdeck_e2e::JobState::Failed);
+    let receiver_got = || {
+        let events = receiver.events();
+        (events.contains(&"failed".to_string()) && events.contains(&"log_match".to_string())).then_some(())
+    };
+    browser.wait_until("both deliveries at the receiver", receiver_got);
+    let bodies = receiver.bodies.lock().unwrap().clone();
+    let matched = bodies.iter().find(|b| b["event"] == "log_match").unwrap();
+    assert_eq!(matched["job"]["id"], id.as_str());
+    assert_eq!(matched["line"], 1, "{matched}");
+
+    browser.click(&browser.find("button.history"));
+    browser.wait_for_text("Deliveries to ci, newest first");
+    browser.wait_until("the failure in the history", || {
+        let text = browser.page_text();
+        (text.contains(&format!("failed of {id}: delivered")) && text.contains(&format!("log_match of {id} line 1")))
+            .then_some(())
+    });
+    browser.screenshot(&jobdeck_e2e::screenshot_path("notification-history"));
 }

@@ -16,7 +16,7 @@ use super::{authorized, check, decode, fetch, get, to_json, url, ApiFailure, Api
 use crate::routes::encode_component;
 
 /// Sends `body` as JSON with `builder` and reads the answer as `T`.
-async fn send<T: Decode>(builder: RequestBuilder, body: &impl Serialize) -> ApiResult<T> {
+pub(super) async fn send<T: Decode>(builder: RequestBuilder, body: &impl Serialize) -> ApiResult<T> {
     let text = to_json(body).map_err(|e| ApiFailure::Network(e.to_string()))?;
     let request = builder.header("Content-Type", "application/json").body(text);
     let request = request.map_err(|e| ApiFailure::Network(e.to_string()))?;

@@ -1,8 +1,8 @@
 //! The admins' audit log (`/audit`): every change to the workspace, every
 //! sign-in and every refused attempt, newest first, filtered by who, what
 //! and how it ended, a page of 100 at a time (docs/teams.md, "Audit log").
-//! It shares its download and its route with the people page
-//! (`pages/people/mod.rs`).
+//! It shares its download with the account page (`src/lib.rs`,
+//! `team_page`).
 
 use jobdeck_api::{AuditEntry, AuditList, AuditOutcome};
 use leptos::prelude::*;
@@ -16,7 +16,7 @@ use crate::session::require_sign_in;
 
 /// The areas the action filter offers, as (value, label): a value ending
 /// in `.` matches every action of its area.
-const AREAS: [(&str, &str); 11] = [
+const AREAS: [(&str, &str); 12] = [
     ("", "any"),
     ("job.", "jobs"),
     ("secret.", "secrets"),
@@ -28,6 +28,7 @@ const AREAS: [(&str, &str); 11] = [
     ("user.", "users"),
     ("invitation.", "invitations"),
     ("quota.", "quotas"),
+    ("log_retention.", "log retention"),
 ];
 
 /// The query string of the filters, and of the page before `before`.

@@ -8,5 +8,6 @@ pub mod jobs_list;
 pub mod login;
 pub mod new_job;
 pub mod not_found;
+pub mod notifications;
 pub mod people;
 pub mod storage;

@@ -4,7 +4,8 @@
 //! `bench/console-size.sh` (or `cargo bench -p jobdeck-e2e --bench
 //! console_size` after building the console and the server). For every
 //! route of the console (the sign-in, the list, the form, a page that does
-//! not exist, the account, people, audit and invitation pages, and each tab of
+//! not exist, the account, people, audit, storage, notifications and
+//! invitation pages, and each tab of
 //! the job page, read from `src/routes.rs`) a
 //! fresh Chromium profile opens the page and waits until it shows; then the
 //! page's own resource timings give the bytes of every console file it
@@ -110,6 +111,8 @@ fn main() {
         ("account".into(), "/account".into(), "ul.sessions li"),
         ("people".into(), "/people".into(), "table.people tbody tr"),
         ("audit log".into(), "/audit".into(), "table.audit-log tbody tr"),
+        ("storage".into(), "/storage".into(), "section.storage table.log-usage, section.storage p.empty"),
+        ("notifications".into(), "/notifications".into(), "section.notifications p.empty"),
         ("invitation".into(), "/invite".into(), "section.page .banner.error"),
     ];
     for tab in job_tabs() {

@@ -1,8 +1,8 @@
 //! The signed-in user's own page (`/account`): their personal API tokens
 //! (make one, shown once with the `lep` lines; revoke one), their console
 //! sessions and when each ends, and signing out everywhere. Every role
-//! has it: a viewer's tokens are theirs to manage too. An admin's also
-//! links to the storage page.
+//! has it: a viewer's tokens are theirs to manage too. It links to one's
+//! notifications, and an admin's to the storage page.
 
 use jobdeck_api::tokens::PERSONAL_TOKEN_DEFAULT_DAYS;
 use jobdeck_api::{TokenCreate, TokenInfo, TokenKind};
@@ -71,6 +71,11 @@ pub fn AccountPage() -> impl IntoView {
             <h2>"Console sessions"</h2>
             <SessionList sessions/>
             <SignOutEverywhere/>
+            <h2>"Notifications"</h2>
+            <p>
+                <a href=routes::NOTIFICATIONS>"Your notifications →"</a>
+                " Hear about your jobs by webhook, Slack or email when they end, fail or need you."
+            </p>
             // The storage page's link lives here and in the budget's notice:
             // a link in the top bar would put the people page over its
             // download budget (docs/measurements.md).

@@ -403,11 +403,7 @@ async fn save(form: &JobForm) {
             }
         }
         Err(ApiFailure::Unauthorized) => form.fail(ApiFailure::Unauthorized),
-        Err(ApiFailure::Invalid { message, fields }) => {
-            let first = fields.iter().next().map(|(path, messages)| format!("{path}: {}", messages.join("; ")));
-            say(&format!("Not saved: {}", first.unwrap_or(message)));
-        }
-        Err(failure) => say(&format!("Not saved: {failure}")),
+        Err(failure) => say(&format!("Not saved: {}", failure.naming_the_field())),
     }
 }
 

@@ -17,24 +17,8 @@ use crate::components::api_error::use_sign_in_again;
 use crate::components::time::format_time_short;
 use crate::session::{require_sign_in, use_session};
 
-/// The people page, or at `/audit` the audit log, which shares its
-/// download (one route, told apart by the path: each route costs every
-/// page's first download a little).
 #[component]
 pub fn PeoplePage() -> impl IntoView {
-    let url = crate::router::use_url();
-    let audit = Memo::new(move |_| url.with(|u| u.path == crate::routes::AUDIT));
-    move || {
-        if audit.get() {
-            view! { <crate::pages::audit::AuditPage/> }.into_any()
-        } else {
-            view! { <People/> }.into_any()
-        }
-    }
-}
-
-#[component]
-fn People() -> impl IntoView {
     let signed_in = require_sign_in();
     let sign_in_again = use_sign_in_again();
     let list = RwSignal::new(None::<Vec<UserInfo>>);
