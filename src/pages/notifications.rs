@@ -74,6 +74,9 @@ struct Section {
     /// Counts the actions that succeeded: a form clears itself when it
     /// moves.
     done: RwSignal<u32>,
+    /// Whether both lists have been read once: until then an empty list
+    /// is not yet known to be empty.
+    loaded: RwSignal<bool>,
 }
 
 impl Section {
@@ -101,6 +104,7 @@ impl Section {
             (Ok(hooks), Ok(rules)) => {
                 self.hooks.set(hooks);
                 self.rules.set(rules);
+                self.loaded.set(true);
                 self.problem.set(None);
             }
             (Err(failure), _) | (_, Err(failure)) => self.problem.set(Some(failure.to_string())),
@@ -119,6 +123,7 @@ pub fn NotificationsPage() -> impl IntoView {
         secret: RwSignal::new(None),
         history: RwSignal::new(None),
         done: RwSignal::new(0),
+        loaded: RwSignal::new(false),
     };
     if signed_in {
         section.run(None);
@@ -225,6 +230,9 @@ fn EndpointTable(section: Section) -> impl IntoView {
     view! {
         {move || {
             let list = section.hooks.get();
+            if list.is_empty() && !section.loaded.get() {
+                return ().into_any();
+            }
             if list.is_empty() {
                 return view! { <p class="empty">"No endpoints yet."</p> }.into_any();
             }
@@ -380,7 +388,8 @@ fn RuleList(section: Section) -> impl IntoView {
         <ul class="rules">
             {move || {
                 let list = section.rules.get();
-                let empty = list.is_empty().then(|| view! { <li class="empty">"No rules yet."</li> });
+                let empty =
+                    (list.is_empty() && section.loaded.get()).then(|| view! { <li class="empty">"No rules yet."</li> });
                 (empty, list.into_iter().map(item).collect_view())
             }}
         </ul>
