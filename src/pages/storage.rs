@@ -34,6 +34,7 @@ pub fn StoragePage() -> impl IntoView {
                 (Ok(jobs), Ok(workspace)) => {
                     usage.set(Some(jobs));
                     rules.set(workspace.log_retention);
+                    problem.set(None);
                 }
                 (Err(ApiFailure::Unauthorized), _) | (_, Err(ApiFailure::Unauthorized)) => sign_in_again(),
                 (Err(failure), _) | (_, Err(failure)) => problem.set(Some(failure.to_string())),
