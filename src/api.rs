@@ -163,9 +163,23 @@ impl JobJson {
     /// The status field `name` read on its own; `None` when absent or
     /// unreadable.
     fn status_field<T: jobdeck_api::Decode>(&self, name: &str) -> Option<T> {
-        let status = js_sys::Reflect::get(&self.0, &"status".into()).unwrap_or_default();
-        let value = js_sys::Reflect::get(&status, &name.into()).unwrap_or_default();
+        self.field("status", name)
+    }
+
+    /// Field `name` of the answer's part `part` (`spec`, `status`) read on
+    /// its own, for what the console's job type leaves out; `None` when
+    /// absent or unreadable.
+    pub fn field<T: jobdeck_api::Decode>(&self, part: &str, name: &str) -> Option<T> {
+        let part = js_sys::Reflect::get(&self.0, &part.into()).unwrap_or_default();
+        let value = js_sys::Reflect::get(&part, &name.into()).unwrap_or_default();
         (!value.is_undefined()).then(|| from_js(value).ok()).flatten()
+    }
+
+    /// Whether the answer's status has any of `names`, read without
+    /// decoding them.
+    pub fn has_status(&self, names: &[&str]) -> bool {
+        let status = js_sys::Reflect::get(&self.0, &"status".into()).unwrap_or_default();
+        names.iter().any(|name| js_sys::Reflect::has(&status, &(*name).into()).unwrap_or(false))
     }
 
     /// A job as the server would answer it, for tests.
@@ -431,6 +445,13 @@ pub async fn create_job(body: String) -> ApiResult<JobJson> {
 
 /// `PATCH /jobs/{id}` with `{"spec":{"stopped":…}}`: stops a job, or starts a
 /// stopped one again. Answers the job as it is now.
+/// `POST /jobs/{id}/rerun?only=failed`: a new job that runs only the job's
+/// indexes that did not succeed. Answers the new job.
+pub async fn rerun_failed(id: &str) -> ApiResult<JobJson> {
+    let path = format!("{}/rerun?only=failed", job_path(id));
+    job_answer(fetch(Request::post(&url(&path))).await?).await
+}
+
 pub async fn set_job_stopped(id: &str, stopped: bool) -> ApiResult<JobJson> {
     // A fixed body: building it from a JSON value would bring a JSON value
     // type into the download for one line.

@@ -220,6 +220,23 @@ pub fn use_navigate() -> impl Fn(&str) + Clone + 'static {
     move |href: &str| go(state, href, false)
 }
 
+/// Opens pages from code that runs outside any component (a listener, a
+/// task), where the router cannot be looked up; a named type, so a split
+/// point's function can take it.
+#[derive(Clone, Copy)]
+pub struct Navigator(RouterState);
+
+impl Navigator {
+    /// Goes to `href`, adding a history entry.
+    pub fn go(self, href: &str) {
+        go(self.0, href, false);
+    }
+}
+
+pub fn use_navigator() -> Navigator {
+    Navigator(crate::provided::<RouterState>())
+}
+
 /// A `navigate_replace` that can be moved into event handlers and async
 /// blocks.
 pub fn use_navigate_replace() -> impl Fn(&str) + Clone + 'static {

@@ -83,6 +83,12 @@ pub fn job(id: &str) -> String {
     format!("/jobs/{}", encode_component(id))
 }
 
+/// The notifications page with its rule form set to job `id` (the job
+/// page's "Notify me").
+pub fn notify_about(id: &str) -> String {
+    format!("{NOTIFICATIONS}?job={}", encode_component(id))
+}
+
 /// One tab of the job page; the overview is the job's own address.
 pub fn job_tab(id: &str, tab: &str) -> String {
     if tab == "overview" {

@@ -409,3 +409,54 @@ fn a_queued_jobs_overview_offers_the_change_that_starts_it_and_the_form_comes_fi
     assert!(!diff().contains("evil"), "{}", diff());
     std::fs::write(&gate, "").unwrap();
 }
+
+/// Issue 38: a failed job's overview names the indexes that did not
+/// succeed and the one change a rerun makes; the button runs only those,
+/// and the rerun's page links back. The section is a module of its own,
+/// downloaded for such a job only.
+#[test]
+fn a_failed_jobs_overview_reruns_only_its_failed_indexes() {
+    let server = Server::start_on("127.0.0.1:0", EIGHT_GPUS, &[], true);
+    let scratch = tempfile::tempdir().unwrap();
+    let heal = scratch.path().join("heal");
+    // One at a time: index 1 fails the job, and 2 and 3 never start.
+    let script = format!(
+        "if [ $JOB_COMPLETION_INDEX = 1 ] && [ ! -e '{}' ]; then exit 3; fi; echo shard=$JOB_COMPLETION_INDEX of $JOB_COMPLETIONS",
+        heal.display()
+    );
+    let spec = json!({"completions": 4, "parallelism": 1, "backoff_limit": 0});
+    let id = server.create_job(&server.admin_token, &shell_job("shards", &script, spec));
+    server.wait_for_state(&server.admin_token, &id, JobState::Failed);
+
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}", server.base_url));
+    browser.wait_for_text("3 of its 4 indexes did not succeed in its last run: 1–3.");
+    browser.wait_for_text("one change, completion indexes 1–3");
+    let button = browser.find("button.rerun-failed");
+    assert_eq!(browser.text(&button), "Rerun 3 failed indexes");
+    browser.execute("document.querySelector('.reruns').scrollIntoView();", vec![]);
+    browser.screenshot(&jobdeck_e2e::screenshot_path("job-rerun-failed-indexes"));
+    std::fs::write(&heal, "").unwrap();
+    browser.click(&button);
+    let rerun = browser.wait_until("the rerun's page", || {
+        let url = browser.current_url();
+        let opened = url.split("/jobs/").nth(1)?.split(['/', '?']).next()?.to_string();
+        (!opened.is_empty() && opened != id).then_some(opened)
+    });
+    browser.wait_for_text(&format!("Reruns indexes 1–3 that failed in {id}"));
+    let job = server.wait_for_state(&server.admin_token, &rerun, JobState::Completed);
+    assert_eq!(job.spec.completion_indexes, Some(vec![1, 2, 3]));
+    let ran: Vec<i64> = server
+        .replicas(&server.admin_token, &rerun)
+        .iter()
+        .map(|r| r["status"]["completion_index"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ran, [1, 2, 3]);
+    // Back on the job, the rerun is a link; its record and index 0's log
+    // stay.
+    browser.goto(&format!("{}/jobs/{id}", server.base_url));
+    browser.wait_for_text(&format!("Its failed indexes were rerun as {rerun}"));
+    browser.find(&format!(".reruns a[href='/jobs/{rerun}']"));
+    assert_eq!(server.log_text(&server.admin_token, &id, &format!("{id}-0-0")), "shard=0 of 4\n");
+}

@@ -484,4 +484,12 @@ fn notifications_are_set_up_on_their_page_and_a_failing_job_is_posted() {
             .then_some(())
     });
     browser.screenshot(&jobdeck_e2e::screenshot_path("notification-history"));
+
+    // The job page's bell opens the rule form for that job.
+    browser.goto(&format!("{}/jobs/{id}", server.base_url));
+    browser.click(&browser.find("a.notify"));
+    browser.wait_until("the rule's job filled", || (input_value(&browser, "input.rule-job") == id).then_some(()));
+    browser.click(&browser.find("form.new-rule input[value=completed]"));
+    browser.click(&browser.find("form.new-rule button[type=submit]"));
+    browser.wait_for_text(&format!("{id}: completed → ci"));
 }

@@ -3,39 +3,9 @@
 
 use leptos::prelude::*;
 
-use crate::api::ApiFailure;
 use crate::router::use_navigate_replace;
 use crate::routes;
 use crate::session::{current_page, use_session};
-
-/// The fallback of an `ErrorBoundary` around API-backed content.
-#[component]
-pub fn ApiErrorView(errors: ArcRwSignal<Errors>) -> impl IntoView {
-    let session = use_session();
-    let navigate = use_navigate_replace();
-    move || {
-        let failures: Vec<String> = errors
-            .get()
-            .into_iter()
-            .map(|(_, e)| match e.downcast_ref::<ApiFailure>() {
-                Some(failure) => failure.clone(),
-                None => ApiFailure::Network(e.to_string()),
-            })
-            .map(|failure| {
-                if failure == ApiFailure::Unauthorized {
-                    session.sign_out();
-                    navigate(&routes::login_then(&current_page()));
-                }
-                failure.to_string()
-            })
-            .collect();
-        view! {
-            <div class="banner error" role="alert">
-                {failures.into_iter().map(|m| view! { <p>{m}</p> }).collect_view()}
-            </div>
-        }
-    }
-}
 
 /// Signs the user out and sends them through sign-in back to this page: for
 /// a token the server stopped accepting while a view was updating itself.

@@ -5,7 +5,6 @@ pub mod data_table;
 pub mod dom;
 pub mod lazy_view;
 pub mod live;
-pub mod loaded;
 pub mod new_token;
 pub mod state_badge;
 pub mod time;

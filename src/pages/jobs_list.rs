@@ -5,16 +5,13 @@
 //! server again every second and patches its rows in place: rows are keyed by
 //! job id, so an update never rebuilds the table under the user's cursor.
 
-use std::sync::Arc;
-
-use jobdeck_api::{JobState, LeptonJob};
+use jobdeck_api::{JobList, JobState, LeptonJob};
 use leptos::prelude::*;
 
 use crate::api;
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::data_table::{Cell, DataTable, Head, Rows};
 use crate::components::live::{poll, set_if_changed, sleep, take_answer, POLL_INTERVAL_MS};
-use crate::components::loaded::{fetch, Data, Loaded};
 use crate::components::state_badge::state_tone;
 use crate::components::time::{format_duration, format_time_short, now_millis};
 use crate::router::{use_navigate, use_navigate_replace, use_url};
@@ -34,27 +31,49 @@ const FILTER_STATES: [JobState; 9] = [
     JobState::Deleting,
 ];
 
+/// The list loads once per address and keeps the last address's table on
+/// screen (marked busy) until the new one's answer comes; the table then
+/// polls on its own (`JobsTable`). Not through a `Resource` in a
+/// `Transition`: that machinery, std's thread handle with it, was the
+/// larger part of what the list downloads beyond its own code
+/// (docs/measurements.md, "One thread, no thread handle").
 #[component]
 pub fn JobsListPage() -> impl IntoView {
     let signed_in = require_sign_in();
     let url = use_url();
     let query = Memo::new(move |_| url.with(|u| ListQuery::parse(&u.query)));
-    let pending = RwSignal::new(false);
-    let load = fetch(move || {
+    // The last answer with the address it answers, or why the last load
+    // failed.
+    let shown = RwSignal::new(None::<(ListQuery, JobList)>);
+    let failure = RwSignal::new(None::<String>);
+    // Only the answer to the latest address is shown.
+    let asked = StoredValue::new(0_u32);
+    let sign_in_again = use_sign_in_again();
+    Effect::new(move |_| {
         let query = query.get();
-        async move {
-            if !signed_in {
-                return Err(api::ApiFailure::Unauthorized);
+        if !signed_in {
+            return;
+        }
+        asked.update_value(|n| *n += 1);
+        let ticket = asked.get_value();
+        let sign_in_again = sign_in_again.clone();
+        leptos::task::spawn_local(async move {
+            let answer = api::list_jobs(&query.to_query()).await;
+            if asked.try_get_value() != Some(ticket) {
+                return;
             }
-            api::list_jobs(&query.to_query()).await.map(|list| Data::List(query, list))
-        }
+            match answer {
+                Ok(list) => {
+                    failure.set(None);
+                    shown.set(Some((query, list)));
+                }
+                Err(api::ApiFailure::Unauthorized) => sign_in_again(),
+                Err(problem) => failure.set(Some(problem.to_string())),
+            }
+        });
     });
-    let render = Arc::new(|data| match data {
-        Data::List(query, list) => {
-            view! { <JobsTable query list=list.jobs total=list.total total_capped=list.total_capped/> }.into_any()
-        }
-        _ => ().into_any(),
-    });
+    let pending =
+        move || failure.with(Option::is_none) && shown.with(|s| s.as_ref().map(|(q, _)| q) != Some(&query.get()));
 
     view! {
         <section class="page">
@@ -63,8 +82,15 @@ pub fn JobsListPage() -> impl IntoView {
                 <a href=routes::NEW_JOB class="button primary needs-member">"New job"</a>
             </div>
             <ListFilters query/>
-            <div class="results" aria-busy=move || pending.get().to_string()>
-                <Loaded fetch=load render loading="Loading jobs…" pending/>
+            <div class="results" aria-busy=move || pending().to_string()>
+                {move || match (failure.get(), shown.get()) {
+                    (Some(problem), _) => view! { <p class="banner error" role="alert">{problem}</p> }.into_any(),
+                    (None, Some((query, list))) => {
+                        view! { <JobsTable query list=list.jobs total=list.total total_capped=list.total_capped/> }
+                            .into_any()
+                    }
+                    (None, None) => view! { <p class="loading" role="status">"Loading jobs…"</p> }.into_any(),
+                }}
             </div>
         </section>
     }

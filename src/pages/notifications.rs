@@ -279,7 +279,9 @@ fn DeliveryHistory(name: String, list: Vec<WebhookDelivery>) -> impl IntoView {
 #[component]
 fn NewRuleForm(section: Section) -> impl IntoView {
     let webhook = RwSignal::new(String::new());
-    let job = RwSignal::new(String::new());
+    // The job page's "Notify me" opens this page for its job
+    // (`/notifications?job=<id>`).
+    let job = RwSignal::new(crate::router::use_url().with_untracked(|url| url.param("job")).unwrap_or_default());
     let chosen = NotifyOn::ALL.map(|on| (on, RwSignal::new(false)));
     let minutes = RwSignal::new("60".to_string());
     let percent = RwSignal::new("90".to_string());

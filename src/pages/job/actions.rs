@@ -1,7 +1,8 @@
 //! The job page's actions: stop, start, delete (after a confirmation),
-//! clone, save as template and copy link. A button is enabled only when its action makes sense
-//! in the job's current state and the signed-in user may take it; the server
-//! checks both again.
+//! clone, save as template, copy link, and "Notify me" (the notifications
+//! page's rule form for this job). A button is enabled only when its action
+//! makes sense in the job's current state and the signed-in user may take
+//! it; the server checks both again.
 
 use std::rc::Rc;
 
@@ -88,6 +89,7 @@ struct Parts {
     clone: Element,
     /// The clone's link that opens the form at "Save as a template".
     template: Element,
+    notify: Element,
     note: Element,
     problem: Element,
     dialog: HtmlDialogElement,
@@ -114,6 +116,9 @@ impl Parts {
         let clone = dom::child(&row, "a", "button clone needs-member", "Clone");
         let template = dom::child(&row, "a", "button save-template needs-member", "Save as template");
         button(&row, "copy-link", "Copy link");
+        // The bell: a rule for this job's transitions, on the notifications
+        // page (`?job=` fills the rule's job).
+        let notify = dom::child(&row, "a", "button notify", "Notify me…");
         let note = dom::child(host, "p", "action-note", "");
         dom::set(&note, "role", "status");
         let problem = dom::child(host, "div", "banner error", "");
@@ -138,6 +143,7 @@ impl Parts {
             delete,
             clone,
             template,
+            notify,
             note,
             problem,
             dialog: dialog.unchecked_into(),
@@ -177,6 +183,7 @@ impl Local {
         let _ = p.confirm.toggle_attribute_with_force("disabled", self.busy);
         dom::set(&p.clone, "href", &routes::clone_job(&f.id));
         dom::set(&p.template, "href", &routes::save_as_template(&f.id));
+        dom::set(&p.notify, "href", &routes::notify_about(&f.id));
         let who = match (&f.owner, f.allowed, f.viewer) {
             (_, true, _) => String::new(),
             (_, false, true) => "Viewers cannot stop, start, delete or clone jobs.".to_string(),

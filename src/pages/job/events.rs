@@ -1,8 +1,6 @@
 //! The events tab: every transition of the job and its replicas, newest
 //! first, with reason and message.
 
-use std::sync::Arc;
-
 use jobdeck_api::{EventType, JobEvent};
 use leptos::prelude::*;
 
@@ -10,31 +8,19 @@ use super::use_job;
 use crate::api;
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::data_table::{Cell, DataTable, Head, Rows};
-use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
-use crate::components::loaded::{fetch, Data, Loaded};
+use crate::components::live::{load_and_poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::time::{format_time, parse_time};
 
+/// The events, loaded by the first round of their polling (as the replicas
+/// tab is, and for the same reason); the table shows from the first answer.
 #[component]
 pub fn EventsTab() -> impl IntoView {
     let context = use_job();
-    let load = fetch(move || {
-        let id = context.id.get();
-        async move { api::job_events(&id).await.map(Data::Events) }
-    });
-    let render = Arc::new(|data| match data {
-        Data::Events(list) => view! { <LiveEvents initial=list/> }.into_any(),
-        _ => ().into_any(),
-    });
-    view! { <Loaded fetch=load render loading="Loading events…"/> }
-}
-
-#[component]
-fn LiveEvents(initial: Vec<JobEvent>) -> impl IntoView {
-    let context = use_job();
-    let rows = RwSignal::new(event_rows(&initial));
+    let rows = RwSignal::new(Vec::new());
+    let loaded = RwSignal::new(false);
     let problem = RwSignal::new(None::<String>);
     let sign_in_again = use_sign_in_again();
-    poll(
+    load_and_poll(
         POLL_INTERVAL_MS,
         move || {
             let id = context.id.get_untracked();
@@ -43,12 +29,18 @@ fn LiveEvents(initial: Vec<JobEvent>) -> impl IntoView {
         move |answer| {
             if let Some(list) = take_answer(answer, problem, &sign_in_again) {
                 set_if_changed(rows, event_rows(&list));
+                set_if_changed(loaded, true);
             }
         },
     );
     view! {
         <LiveNote problem/>
-        <EventTable rows/>
+        <p class="loading" role="status" hidden=move || loaded.get() || problem.with(Option::is_some)>
+            "Loading events…"
+        </p>
+        <div hidden=move || !loaded.get()>
+            <EventTable rows/>
+        </div>
     }
 }
 

@@ -98,10 +98,22 @@ pub fn FailureTab() -> impl IntoView {
     // Asked again whenever the job's state changes: a job that fails while
     // the tab is open gets its analysis without a reload.
     let state = Memo::new(move |_| context.read(|job| job.state()));
-    let analysis = LocalResource::new(move || {
+    // Not a `LocalResource`: its machinery brings std's thread handle into
+    // the tab's download (docs/measurements.md, "One thread, no thread
+    // handle"). An answer is shown only if no later question was asked.
+    let analysis = RwSignal::new(None);
+    let asked = StoredValue::new(0_u32);
+    Effect::new(move |_| {
         let _ = state.get();
         let id = context.id.get_untracked();
-        async move { api::failure_analysis(&id).await }
+        asked.update_value(|n| *n += 1);
+        let ticket = asked.get_value();
+        leptos::task::spawn_local(async move {
+            let answer = api::failure_analysis(&id).await;
+            if asked.try_get_value() == Some(ticket) {
+                analysis.try_set(Some(answer));
+            }
+        });
     });
     view! {
         <h2>"Failure"</h2>

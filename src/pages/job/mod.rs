@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod numbers;
 pub mod overview;
 pub mod replicas;
+pub mod rerun;
 pub mod timeline;
 
 use jobdeck_api::{JobState, JobStatus, LeptonJob, Metadata};

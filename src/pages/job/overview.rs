@@ -1,11 +1,14 @@
 //! The overview tab: the job's state and counts, who created it when, what
-//! would let a queued job start, and a summary of its specification.
+//! would let a queued job start, a summary of its specification, and the
+//! job's reruns (`rerun.rs`, downloaded only for a job that has any).
 
 use jobdeck_api::{LeptonJob, StartEstimate, StartSuggestion, SuggestionKind, Visibility};
 use leptos::prelude::*;
 
+use super::rerun::{draw_reruns, RERUN_FIELDS};
 use super::use_job;
 use crate::components::dom;
+use crate::components::lazy_view::load;
 use crate::components::time::{format_duration, format_time};
 use crate::pages::jobs_list::{job_duration, node_groups_of, replica_counts, shape_of};
 use crate::routes;
@@ -199,6 +202,8 @@ struct Drawn {
     spec: web_sys::Element,
     shown: (Facts, Facts),
     shown_suggestions: Option<Vec<StartSuggestion>>,
+    /// Where `rerun.rs` draws the reruns section; hidden until it does.
+    reruns: web_sys::Element,
 }
 
 impl Drawn {
@@ -222,6 +227,12 @@ impl Drawn {
             spec: section("spec-title", "Specification"),
             shown: Default::default(),
             shown_suggestions: None,
+            reruns: {
+                let reruns = dom::child(host, "section", "reruns", "");
+                dom::set(&reruns, "aria-label", "Reruns");
+                dom::show(&reruns, false);
+                reruns
+            },
         }
     }
 }
@@ -256,12 +267,15 @@ fn draw_facts(list: &web_sys::Element, facts: &Facts, shown: &Facts) {
 pub fn OverviewTab() -> impl IntoView {
     let context = use_job();
     let host = NodeRef::<leptos::html::Div>::new();
+    let (session, navigator) = (crate::session::use_session(), crate::router::use_navigator());
     let draw = RenderEffect::new(move |drawn: Option<Option<Drawn>>| {
         // The whole job, specification included, is read here only, and
         // so are a queued job's suggestions.
-        let (job, suggestions, estimate) = context.json.with(|json| match json {
-            Some(json) => (json.whole().ok(), json.start_suggestions(), json.start_estimate()),
-            None => (None, Vec::new(), None),
+        let (job, suggestions, estimate, reruns) = context.json.with(|json| match json {
+            Some(json) => {
+                (json.whole().ok(), json.start_suggestions(), json.start_estimate(), json.has_status(&RERUN_FIELDS))
+            }
+            None => (None, Vec::new(), None, false),
         });
         let now = context.now.get();
         let host = host.get()?;
@@ -275,6 +289,16 @@ pub fn OverviewTab() -> impl IntoView {
                 draw_suggestions(&drawn.suggestions.0, &drawn.suggestions.1, job.id(), &suggestions);
                 drawn.shown_suggestions = Some(suggestions);
             }
+        }
+        // The reruns section is drawn by a module of its own, downloaded
+        // once an answer says the job has reruns, came from one or has
+        // failed indexes. A failed download leaves the section hidden; the
+        // next answer asks for it again.
+        if reruns {
+            let section = drawn.reruns.clone();
+            leptos::task::spawn_local(async move {
+                let _ = load!(draw_reruns(section, context, session, navigator));
+            });
         }
         Some(drawn)
     });

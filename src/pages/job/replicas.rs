@@ -2,53 +2,37 @@
 //! with its state, why it waits, where it ran, how it ended and a link to its
 //! log.
 
-use std::sync::Arc;
-
 use jobdeck_api::Replica;
 use leptos::prelude::*;
 
-use super::{use_job, JobContext};
+use super::use_job;
 use crate::api;
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::data_table::{Cell, Head, Table};
 use crate::components::dom;
-use crate::components::live::{poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
-use crate::components::loaded::{fetch, Data, Fetch, Loaded};
+use crate::components::live::{load_and_poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::state_badge::replica_outcome;
 use crate::components::time::{format_duration, format_time};
 use crate::pages::job::timeline::{into_order, layout, open_clicked_log, Timeline};
 use crate::pages::jobs_list::completions_of;
 use crate::routes;
 
-/// Loads the job's replicas for the replicas tab.
-pub fn load_replicas(context: JobContext) -> Fetch {
-    fetch(move || {
-        let id = context.id.get();
-        async move { api::job_replicas(&id).await.map(|list| Data::Replicas(into_order(list))) }
-    })
-}
-
-#[component]
-pub fn ReplicasTab() -> impl IntoView {
-    let render = Arc::new(|data| match data {
-        Data::Replicas(list) => view! { <LiveReplicas initial=list/> }.into_any(),
-        _ => ().into_any(),
-    });
-    view! { <Loaded fetch=load_replicas(use_job()) render loading="Loading…"/> }
-}
-
 /// The timeline and the table of a job's attempts, one drawn part
 /// (`dom::draw_into`): both are drawn from the polled replicas whenever
-/// they, the job or the clock change.
+/// they, the job or the clock change. The first round of the polling is the
+/// load, as on the job page and the logs tab: a `Resource` would bring
+/// Leptos's transition machinery (with std's thread handle, for its
+/// channel) into the tab's download (docs/measurements.md, "One thread, no
+/// thread handle").
 #[component]
-fn LiveReplicas(initial: Vec<Replica>) -> impl IntoView {
+pub fn ReplicasTab() -> impl IntoView {
     let context = use_job();
     let job_id = context.id.get_untracked();
-    let replicas = RwSignal::new(initial);
+    let replicas = RwSignal::new(None::<Vec<Replica>>);
     let problem = RwSignal::new(None::<String>);
     let sign_in_again = use_sign_in_again();
     let fetch_id = job_id.clone();
-    poll(
+    load_and_poll(
         POLL_INTERVAL_MS,
         move || {
             let id = fetch_id.clone();
@@ -56,7 +40,7 @@ fn LiveReplicas(initial: Vec<Replica>) -> impl IntoView {
         },
         move |answer| {
             if let Some(list) = take_answer(answer, problem, &sign_in_again) {
-                set_if_changed(replicas, into_order(list));
+                set_if_changed(replicas, Some(into_order(list)));
             }
         },
     );
@@ -81,13 +65,16 @@ fn LiveReplicas(initial: Vec<Replica>) -> impl IntoView {
             let now = context.now.get();
             let completions = context.read(completions_of);
             replicas.with(|list| {
+                let Some(list) = list else { return };
                 timeline.draw(&layout(list, completions, now), &job_id);
                 table.draw(&replica_rows(list, &job_id, now));
             });
         }),
     );
+    let loading = move || replicas.with(Option::is_none) && problem.with(Option::is_none);
     view! {
         <LiveNote problem/>
+        <p class="loading" role="status" hidden=move || !loading()>"Loading…"</p>
         <div node_ref=host on:click=open_clicked_log()></div>
     }
 }
