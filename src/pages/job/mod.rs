@@ -111,8 +111,8 @@ pub fn use_job() -> JobContext {
 /// Where the job page is: the job loads once, then the same sequence of
 /// requests keeps it up to date (`load_and_poll`), so the first answer and
 /// the refreshes are one stream and no loading machinery of its own is
-/// needed (`Loaded`'s transition and resource are most of a download's
-/// first kilobytes).
+/// needed (a Leptos `Resource` and its transition would be kilobytes of the
+/// download, std's thread handle among them).
 #[derive(Debug, Clone, PartialEq)]
 enum Phase {
     Loading,
