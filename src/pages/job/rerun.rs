@@ -136,8 +136,8 @@ fn show(section: Element, facts: RerunFacts, navigator: Navigator) {
         draw(&section, &facts);
         let listener = Closure::<dyn Fn(web_sys::Event)>::new(on_click);
         let _ = section.add_event_listener_with_callback("click", listener.as_ref().unchecked_ref());
-        // The section is drawn anew, so the old listener's element (if this
-        // is the same section) lost its button; it is removed all the same.
+        // One listener on the section handles its button; the listener of
+        // the section drawn before (this one, or another overview's) goes.
         if let Some(old) = SHOWN.take() {
             let _ = old.section.remove_event_listener_with_callback("click", old._listener.as_ref().unchecked_ref());
         }
