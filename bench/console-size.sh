@@ -12,8 +12,9 @@
 #
 # --report also keeps a copy of every split module with its function names
 # (scripts/split-console.sh, JOBDECK_CONSOLE_NAMED_DIR) and prints where the
-# bytes go: per module, per crate, per function, and the functions compiled
-# into more than one module (bench/wasm_size_report.py), into
+# bytes go: per module, per crate, per function, the functions compiled
+# into more than one module, and the named modules and largest functions
+# each page and each move downloads (bench/wasm_size_report.py), into
 # target/bench/console_report.md as well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +48,7 @@ status="${PIPESTATUS[0]}"
 set -e
 if [ "$report" = 1 ]; then
   echo
-  python3 bench/wasm_size_report.py "$named" --brotli "$target/bench/console_size.json" | tee "$target/bench/console_report.md"
+  python3 bench/wasm_size_report.py "$named" --brotli "$target/bench/console_size.json" \
+    --dist dist --moves "$target/bench/console_moves.json" | tee "$target/bench/console_report.md"
 fi
 exit "$status"

@@ -8,9 +8,14 @@ each module, its size, the crates and the functions its code bytes belong
 to, then the same for the whole console, the functions compiled into more
 than one module, and the families of code the issue asks about (serde,
 formatting). With the `console_size` benchmark's JSON it adds each module's
-size as the browser receives it (brotli), matched by file name.
+size as the browser receives it (brotli), matched by file name. With the
+built console (`--dist`) and the benchmark's moves (`--moves`) it also says
+which named modules each page and each move downloads: the shipped modules
+are renamed `m{i}` and sent in packs (scripts/pack-console.mjs), and are
+matched to the named ones by their code section, which `-g` leaves as it is.
 
-    bench/wasm_size_report.py DIR [--brotli target/bench/console_size.json] [--top N]
+    bench/wasm_size_report.py DIR [--brotli target/bench/console_size.json]
+        [--dist dist --moves target/bench/console_moves.json] [--top N]
 
 Only the standard library is used, so the report runs wherever the build
 does. The parser reads the sections of the WebAssembly binary format it
@@ -19,9 +24,11 @@ needs (imports, code, data, the `name` custom section) and skips the rest.
 
 import argparse
 import collections
+import hashlib
 import json
 import os
 import re
+import struct
 import sys
 
 
@@ -249,10 +256,59 @@ def kb(n):
     return f"{n / 1000:.1f} KB"
 
 
+def code_digest(buf):
+    """A digest of a module's code section (id 10), or None without one."""
+    pos = 8
+    while pos < len(buf):
+        section, pos = buf[pos], pos + 1
+        size, pos = leb_u32(buf, pos)
+        if section == 10:
+            return hashlib.sha256(buf[pos : pos + size]).hexdigest()
+        pos += size
+    return None
+
+
+class Shipped:
+    """The built console's modules, as served, mapped to the named ones."""
+
+    def __init__(self, dist, modules):
+        named = {}
+        for m in modules:
+            named.setdefault(code_digest(open(m.path, "rb").read()), m)
+        self.by_bytes = {}
+        self.named = {}
+        for f in os.listdir(dist):
+            if re.fullmatch(r"m\d+-[0-9a-f]{16}\.wasm", f):
+                buf = open(os.path.join(dist, f), "rb").read()
+                self.by_bytes[hashlib.sha256(buf).hexdigest()] = f
+                self.named[f] = named.get(code_digest(buf))
+        self.dist = dist
+
+    def modules_of(self, served):
+        """The named modules in one served file: a module, or a pack of them
+        (`JDPK`, a count, then each module with its length)."""
+        path = os.path.basename(served)
+        if path in self.named:
+            return [m for m in [self.named[path]] if m]
+        if not path.endswith(".bin") or not os.path.exists(os.path.join(self.dist, path)):
+            return []
+        buf = open(os.path.join(self.dist, path), "rb").read()
+        count, pos, found = struct.unpack_from("<I", buf, 4)[0], 8, []
+        for _ in range(count):
+            length = struct.unpack_from("<I", buf, pos)[0]
+            part = self.by_bytes.get(hashlib.sha256(buf[pos + 4 : pos + 4 + length]).hexdigest())
+            if part and self.named.get(part):
+                found.append(self.named[part])
+            pos += 4 + length
+        return found
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir")
     parser.add_argument("--brotli", help="console_size.json of the console_size benchmark")
+    parser.add_argument("--dist", help="the built console (trunk's dist), to name what packs hold")
+    parser.add_argument("--moves", help="console_moves.json of the console_size benchmark")
     parser.add_argument("--top", type=int, default=8)
     args = parser.parse_args()
     pages = json.load(open(args.brotli)) if args.brotli and os.path.exists(args.brotli) else []
@@ -304,18 +360,38 @@ def main():
     for (_, name), places in dupes[: args.top]:
         print(f"- {short(name)}: {len(places)} copies, {kb(sum(s for _, s in places))}")
 
+    shipped = Shipped(args.dist, modules) if args.dist and os.path.isdir(args.dist) else None
+
+    def named_list(files):
+        """The named modules the served files hold, largest code first, as
+        a table cell."""
+        held = [m for f in files for m in (shipped.modules_of(f["path"]) if shipped else [])]
+        held.sort(key=lambda m: -m.code)
+        listed = ", ".join(f"{os.path.basename(m.path)[:-5]} {kb(m.code)}" for m in held[:6])
+        more = f", {len(held) - 6} more {kb(sum(m.code for m in held[6:]))}" if len(held) > 6 else ""
+        return held, listed + more
+
     if pages:
         print("\n## What each page loads, cold (brotli; the core and glue on every page)\n")
-        print("| page | first load | wasm modules beyond the core, largest first |")
+        print("| page | first load | named modules beyond the core, largest code first |")
         print("|---|---|---|")
         for page in pages:
-            extra = sorted(
-                (f for f in page["files"] if f["path"].endswith(".wasm") and "_bg" not in f["path"]),
-                key=lambda f: -f["bytes"],
+            extra = [f for f in page["files"] if "_bg" not in f["path"]]
+            print(f"| {page['page']} | {kb(page['total'])} | {named_list(extra)[1]} |")
+
+    moves = json.load(open(args.moves)) if args.moves and os.path.exists(args.moves) else []
+    if moves and shipped:
+        print("\n## What each move adds (brotli as sent; code of the named modules, and their largest functions)\n")
+        for move in moves:
+            held, listed = named_list(move["files"])
+            print(f"### {move['move']}: {kb(move['bytes'])}\n\n{listed}\n")
+            functions = sorted(
+                ((size, name, os.path.basename(m.path)) for m in held for name, size in m.functions()),
+                reverse=True,
             )
-            listed = ", ".join(f"{module_name(f['path'])[:-5]} {kb(f['bytes'])}" for f in extra[:6])
-            more = f", {len(extra) - 6} more {kb(sum(f['bytes'] for f in extra[6:]))}" if len(extra) > 6 else ""
-            print(f"| {page['page']} | {kb(page['total'])} | {listed}{more} |")
+            for size, name, where in functions[: args.top]:
+                print(f"- {kb(size)} {short(name)} ({where[:-5]})")
+            print()
 
     print(f"\n## Largest functions of each module (top {args.top})")
     for m in modules:
