@@ -502,15 +502,21 @@ pub async fn node_group_names() -> ApiResult<Vec<String>> {
     Ok(groups.into_iter().map(|g| g.metadata.id).collect())
 }
 
-/// The answers the create-job form loads its context from (`GET /shapes`,
-/// `/dedicated-node-groups`, `/usersecrets` and `/workspace`), as the
-/// browser parsed them, read by the methods below with the form's own
-/// readers (`api/form_context.rs`, which says why not with `Decode`).
+/// What the create-job form loads its context from (`GET /shapes`,
+/// `/dedicated-node-groups`, `/usersecrets` and `/workspace`), each read
+/// with the form's own readers (`api/form_context.rs`, which says why not
+/// with `Decode`), or why it could not be. Taken by value: a failure is
+/// moved to where it is shown, never copied.
 pub struct FormAnswers {
-    shapes: ApiResult<wasm_bindgen::JsValue>,
-    node_groups: ApiResult<wasm_bindgen::JsValue>,
-    secrets: ApiResult<wasm_bindgen::JsValue>,
-    workspace: ApiResult<wasm_bindgen::JsValue>,
+    /// The resource shapes a job may run on.
+    pub shapes: ApiResult<Vec<ShapeChoice>>,
+    /// The node groups with their nodes, capacity and queue.
+    pub node_groups: ApiResult<Vec<NodeGroupChoice>>,
+    /// The secrets an environment variable may reference: the caller's own
+    /// and public ones.
+    pub secrets: ApiResult<Vec<SecretChoice>>,
+    /// Who the caller is, and what the workspace asks of a job.
+    pub workspace: ApiResult<Workspace>,
 }
 
 const SHAPES: &str = "/shapes";
@@ -518,48 +524,24 @@ const NODE_GROUPS: &str = "/dedicated-node-groups";
 const SECRETS: &str = "/usersecrets";
 const WORKSPACE: &str = "/workspace";
 
-/// Fetches the create-job form's answers, one after another.
+/// Fetches and reads the create-job form's answers, one after another.
 pub async fn form_answers() -> FormAnswers {
     FormAnswers {
-        shapes: get_value(SHAPES).await,
-        node_groups: get_value(NODE_GROUPS).await,
-        secrets: get_value(SECRETS).await,
-        workspace: get_value(WORKSPACE).await,
-    }
-}
-
-impl FormAnswers {
-    /// The resource shapes a job may run on.
-    pub fn shapes(&self) -> ApiResult<Vec<ShapeChoice>> {
-        read_answer(&self.shapes, SHAPES, form_context::shapes)
-    }
-
-    /// The node groups with their nodes, capacity and queue.
-    pub fn node_groups(&self) -> ApiResult<Vec<NodeGroupChoice>> {
-        read_answer(&self.node_groups, NODE_GROUPS, form_context::node_groups)
-    }
-
-    /// The secrets an environment variable may reference: the caller's own
-    /// and public ones.
-    pub fn secrets(&self) -> ApiResult<Vec<SecretChoice>> {
-        read_answer(&self.secrets, SECRETS, form_context::secrets)
-    }
-
-    /// Who the caller is, and what the workspace asks of a job.
-    pub fn workspace(&self) -> ApiResult<Workspace> {
-        read_answer(&self.workspace, WORKSPACE, form_context::workspace)
+        shapes: read_answer(get_value(SHAPES).await, SHAPES, form_context::shapes),
+        node_groups: read_answer(get_value(NODE_GROUPS).await, NODE_GROUPS, form_context::node_groups),
+        secrets: read_answer(get_value(SECRETS).await, SECRETS, form_context::secrets),
+        workspace: read_answer(get_value(WORKSPACE).await, WORKSPACE, form_context::workspace),
     }
 }
 
 /// `answer` read, or a failure naming the request whose answer was not what
 /// the form reads.
 fn read_answer<T>(
-    answer: &ApiResult<wasm_bindgen::JsValue>,
+    answer: ApiResult<wasm_bindgen::JsValue>,
     path: &str,
     read: fn(&wasm_bindgen::JsValue) -> Option<T>,
 ) -> ApiResult<T> {
-    read(answer.as_ref().map_err(Clone::clone)?)
-        .ok_or_else(|| ApiFailure::Network(format!("unreadable answer to GET {API_BASE}{path}")))
+    read(&answer?).ok_or_else(|| ApiFailure::Network(format!("unreadable answer to GET {API_BASE}{path}")))
 }
 
 fn log_path(job: &str, replica: &str) -> String {
@@ -641,6 +623,15 @@ pub async fn save_download(path: &str, file_name: &str) -> ApiResult<()> {
     Ok(())
 }
 
+/// `GET /stream?{query}`: the event stream's body, read as it comes
+/// (`components/event_stream.rs`). A `fetch`, not an `EventSource`, so the
+/// token goes in the `Authorization` header and never in a URL.
+pub async fn open_stream(query: &str, abort: &web_sys::AbortSignal) -> ApiResult<web_sys::ReadableStream> {
+    let request = Request::get(&url(&format!("/stream?{query}"))).abort_signal(Some(abort));
+    let response = check(fetch(request).await?).await?;
+    response.body().ok_or_else(|| ApiFailure::Network("the stream has no body".into()))
+}
+
 /// `GET /jobs/{id}/metrics`: each attempt's use now and at its peak.
 pub async fn job_metrics(id: &str) -> ApiResult<jobdeck_api::metrics::JobMetrics> {
     get(&format!("{}/metrics", job_path(id))).await
@@ -715,15 +706,20 @@ mod tests {
     #[wasm_bindgen_test::wasm_bindgen_test]
     fn an_unreadable_form_answer_names_its_request() {
         let parsed = |json: &str| Ok(js_sys::JSON::parse(json).unwrap());
-        let answers = FormAnswers {
-            shapes: parsed(r#"{"shapes": []}"#),
-            node_groups: parsed("[]"),
-            secrets: Err(ApiFailure::Unauthorized),
-            workspace: parsed(r#"{"current_user": "ann"}"#),
-        };
-        assert_eq!(answers.shapes(), Err(ApiFailure::Network(format!("unreadable answer to GET {API_BASE}/shapes"))));
-        assert_eq!(answers.node_groups(), Ok(vec![]));
-        assert_eq!(answers.secrets(), Err(ApiFailure::Unauthorized), "a failed request stays what it was");
-        assert_eq!(answers.workspace().map(|w| w.current_user), Ok("ann".to_string()));
+        assert_eq!(
+            read_answer(parsed(r#"{"shapes": []}"#), SHAPES, form_context::shapes),
+            Err(ApiFailure::Network(format!("unreadable answer to GET {API_BASE}/shapes")))
+        );
+        assert_eq!(read_answer(parsed("[]"), NODE_GROUPS, form_context::node_groups), Ok(vec![]));
+        assert_eq!(
+            read_answer(Err(ApiFailure::Unauthorized), SECRETS, form_context::secrets),
+            Err(ApiFailure::Unauthorized),
+            "a failed request stays what it was"
+        );
+        assert_eq!(
+            read_answer(parsed(r#"{"current_user": "ann"}"#), WORKSPACE, form_context::workspace)
+                .map(|w| w.current_user),
+            Ok("ann".to_string())
+        );
     }
 }

@@ -128,6 +128,111 @@ fn state_changes_appear_live_on_the_list_and_the_job_page() {
     assert!(page_was_not_reloaded(&browser), "the job page changed in place");
 }
 
+/// How many requests the page has made to exactly `path` (resource timing
+/// lists every finished `fetch`).
+fn requests_to(browser: &Browser, path: &str) -> u64 {
+    browser
+        .execute(
+            "return performance.getEntriesByType('resource') \
+               .filter(e => new URL(e.name).pathname === arguments[0]).length;",
+            vec![json!(path)],
+        )
+        .as_u64()
+        .unwrap()
+}
+
+/// Waits until the page's own clock has shown `seconds` more of a running
+/// job's duration (read by `duration`, as "12s"): time that passed on the
+/// page, counted by the page, with nothing changing on the server.
+fn wait_for_page_seconds(browser: &Browser, seconds: u64, duration: impl Fn() -> String) {
+    let read = || duration().trim_end_matches('s').parse::<u64>().ok();
+    let start = browser.wait_until("a running duration in seconds", read);
+    browser.wait_until("the page's clock to count on", || read().filter(|now| *now >= start + seconds));
+}
+
+/// With the event stream up, the list and the job page ask the server only
+/// when it says something changed: while a gated job runs and the pages'
+/// clocks count three seconds on, neither asks again (polling would have
+/// asked three times), and the job's end still shows without a reload.
+/// Without a stream (its URL blocked) the page says so and polls.
+#[test]
+fn changes_come_through_the_event_stream_and_polling_is_only_the_fallback() {
+    let server = Server::start();
+    let gates = tempfile::tempdir().unwrap();
+    let gated = |name: &str, then: &str| {
+        let gate = gates.path().join(name);
+        let script = format!("until [ -e '{}' ]; do sleep 0.05; done; {then}", gate.display());
+        let id = server.create_job(&server.admin_token, &shell_job(name, &script, json!({"backoff_limit": 0})));
+        server.wait_for_state(&server.admin_token, &id, JobState::Running);
+        (id, gate)
+    };
+    let (id, gate) = gated("streamed", "echo done");
+
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.find(&format!("tbody a[href='/jobs/{id}']"));
+    let live = |browser: &Browser| browser.execute("return document.body.dataset.live || '';", vec![]);
+    browser.wait_until("the stream to be up", || (live(&browser) == "stream").then_some(()));
+    assert_eq!(browser.text(&browser.find(".live-state")), "", "the indicator is drawn by CSS");
+    let row = |browser: &Browser, column: &str| {
+        browser
+            .execute(
+                "const a = document.querySelector(`tbody a[href='/jobs/${arguments[0]}']`); \
+                 if (!a) return ''; const row = a.closest('tr'); \
+                 if (arguments[1] === 'state') return row.querySelector('.badge').textContent; \
+                 const cell = [...row.cells].map(c => c.textContent.trim()).find(t => /^[0-9]+s$/.test(t)); \
+                 return cell || '';",
+                vec![json!(id), json!(column)],
+            )
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    mark_page(&browser);
+    let before = requests_to(&browser, "/api/v2/jobs");
+    wait_for_page_seconds(&browser, 3, || row(&browser, "duration"));
+    let asked = requests_to(&browser, "/api/v2/jobs") - before;
+    assert!(asked <= 1, "the list asked {asked} times in three quiet seconds");
+    std::fs::write(&gate, "").unwrap();
+    browser.wait_until("the row to say Completed", || (row(&browser, "state") == "Completed").then_some(()));
+    assert!(page_was_not_reloaded(&browser), "the list changed in place");
+
+    let (second, second_gate) = gated("streamed-job", "exit 1");
+    browser.goto(&format!("{}/jobs/{second}", server.base_url));
+    browser.find(".job-head .badge");
+    browser.wait_until("the stream to be up", || (live(&browser) == "stream").then_some(()));
+    mark_page(&browser);
+    let duration = || {
+        browser
+            .execute(
+                "const dt = [...document.querySelectorAll('.overview dt')].find(d => d.textContent === 'Duration'); \
+                 return dt ? dt.nextElementSibling.textContent : '';",
+                vec![],
+            )
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let job_path = format!("/api/v2/jobs/{second}");
+    let before = requests_to(&browser, &job_path);
+    wait_for_page_seconds(&browser, 3, duration);
+    let asked = requests_to(&browser, &job_path) - before;
+    assert!(asked <= 1, "the job page asked {asked} times in three quiet seconds");
+    std::fs::write(&second_gate, "").unwrap();
+    let badge = || browser.text(&browser.find(".job-head .badge"));
+    browser.wait_until("the job page to say Failed", || (badge() == "Failed").then_some(()));
+    assert!(page_was_not_reloaded(&browser), "the job page changed in place");
+    browser.screenshot(&jobdeck_e2e::screenshot_path("job-page-live"));
+
+    // No stream: the page says it checks every second, and does.
+    let (third, third_gate) = gated("polled", "echo done");
+    browser.block_urls(&["*/api/v2/stream*"]);
+    browser.goto(&format!("{}/jobs/{third}", server.base_url));
+    browser.wait_until("the page to fall back to polling", || (live(&browser) == "poll").then_some(()));
+    std::fs::write(&third_gate, "").unwrap();
+    browser.wait_until("the polled page to say Completed", || (badge() == "Completed").then_some(()));
+}
+
 #[test]
 fn stop_start_and_delete_work_and_the_buttons_follow_the_state() {
     let server = Server::start();

@@ -1,6 +1,8 @@
-//! Live updates: a view loads its data once, then asks the server again every
-//! second and changes only what changed, so a user's focus, selection and
-//! scroll position survive every update.
+//! Live updates: a view loads its data once, then asks the server again
+//! whenever the event stream says something it follows changed (every
+//! second when there is no stream, `event_stream.rs`) and changes only what
+//! changed, so a user's focus, selection and scroll position survive every
+//! update.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,8 +12,8 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 
-/// How often live views ask again: a state change shows within two seconds
-/// even with a slow answer.
+/// How often live views ask again without an event stream: a state change
+/// shows within two seconds even with a slow answer.
 pub const POLL_INTERVAL_MS: i32 = 1000;
 
 /// Resolves after `ms` milliseconds.
@@ -29,38 +31,43 @@ fn page_hidden() -> bool {
     web_sys::window().and_then(|w| w.document()).map(|d| d.hidden()).unwrap_or(false)
 }
 
+/// The event stream's messages that change what a view shows: each one
+/// that comes starts the view's next round at once (`event_stream.rs`).
+pub type Wakes = &'static [jobdeck_api::StreamMessage];
+
 /// What a polling round hands back: the change to make, applied only if the
 /// view is still there.
 type Apply = Box<dyn FnOnce()>;
 type Tick = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Apply>>>>;
 
-/// Calls `fetch` every `interval_ms` and hands its answer to `apply`, until
-/// the view that called `poll` goes away. Each round waits for the previous
+/// Calls `fetch` whenever one of the messages `wakes` names comes through
+/// the event stream (every `interval_ms` without a stream) and hands its
+/// answer to `apply`, until the view that called `poll` goes away. Each round waits for the previous
 /// answer, so a slow server never gets a pile of requests, and answers are
 /// applied in the order they were asked for, so an older one never replaces
 /// a newer one; rounds are skipped while the tab is hidden. `apply` never
 /// runs after the view is gone, so it may use the view's signals freely.
-pub fn poll<T, F, Fut, A>(interval_ms: i32, fetch: F, apply: A)
+pub fn poll<T, F, Fut, A>(interval_ms: i32, wakes: Wakes, fetch: F, apply: A)
 where
     T: 'static,
     F: Fn() -> Fut + 'static,
     Fut: Future<Output = T> + 'static,
     A: Fn(T) + 'static,
 {
-    poll_boxed(interval_ms, interval_ms, boxed(fetch, apply));
+    poll_boxed(interval_ms, interval_ms, wakes, boxed(fetch, apply));
 }
 
 /// `poll`, with its first round at once: the view's first load and its
 /// refreshes are one sequence, so the first answer cannot arrive after (and
 /// replace) a refresh that was asked for later.
-pub fn load_and_poll<T, F, Fut, A>(interval_ms: i32, fetch: F, apply: A)
+pub fn load_and_poll<T, F, Fut, A>(interval_ms: i32, wakes: Wakes, fetch: F, apply: A)
 where
     T: 'static,
     F: Fn() -> Fut + 'static,
     Fut: Future<Output = T> + 'static,
     A: Fn(T) + 'static,
 {
-    poll_boxed(0, interval_ms, boxed(fetch, apply));
+    poll_boxed(0, interval_ms, wakes, boxed(fetch, apply));
 }
 
 fn boxed<T, F, Fut, A>(fetch: F, apply: A) -> Tick
@@ -82,7 +89,7 @@ where
 }
 
 /// The loop behind `poll`, one copy for every caller.
-fn poll_boxed(first_delay_ms: i32, interval_ms: i32, tick: Tick) {
+fn poll_boxed(first_delay_ms: i32, interval_ms: i32, wakes: Wakes, tick: Tick) {
     let alive = Arc::new(AtomicBool::new(true));
     let flag = alive.clone();
     on_cleanup(move || flag.store(false, Ordering::Relaxed));
@@ -93,7 +100,7 @@ fn poll_boxed(first_delay_ms: i32, interval_ms: i32, tick: Tick) {
             // refreshes wait for someone to look.
             let refresh = delay > 0;
             if refresh {
-                sleep(delay).await;
+                super::event_stream::next_round(delay, wakes).await;
             }
             delay = interval_ms;
             if !alive.load(Ordering::Relaxed) {
@@ -107,6 +114,26 @@ fn poll_boxed(first_delay_ms: i32, interval_ms: i32, tick: Tick) {
                 break;
             }
             apply();
+        }
+    });
+}
+
+/// Calls `tick` every second while the calling view lives and the tab is
+/// shown, without asking the server: what counts time on screen (how long
+/// a job has run) goes on counting between the stream's messages.
+pub fn every_second(tick: impl Fn() + 'static) {
+    let alive = Arc::new(AtomicBool::new(true));
+    let flag = alive.clone();
+    on_cleanup(move || flag.store(false, Ordering::Relaxed));
+    leptos::task::spawn_local(async move {
+        loop {
+            sleep(1000).await;
+            if !alive.load(Ordering::Relaxed) {
+                break;
+            }
+            if !page_hidden() {
+                tick();
+            }
         }
     });
 }

@@ -3,6 +3,7 @@
 pub mod api_error;
 pub mod data_table;
 pub mod dom;
+pub mod event_stream;
 pub mod lazy_view;
 pub mod live;
 pub mod new_token;

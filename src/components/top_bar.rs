@@ -65,6 +65,10 @@ pub fn TopBar() -> impl IntoView {
                 <a href=routes::PEOPLE class="needs-admin">"People"</a>
             </nav>
             <div class="who">
+                // Whether this page's changes come through the event stream
+                // or are asked for every second: `body[data-live]`, set by
+                // `event_stream.rs`, shows one of main.css's two words.
+                <span class="live-state" role="status"></span>
                 <Show when=move || session.token.get().is_some()>
                     <a class="user" href=routes::ACCOUNT title="Your account: tokens and sessions">
                         {move || session.user.get().unwrap_or_default()}

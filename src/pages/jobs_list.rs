@@ -2,16 +2,21 @@
 //!
 //! Filters, sort and page live in the address (`routes::ListQuery`), so a
 //! filtered view is a link. The list loads once per address, then asks the
-//! server again every second and patches its rows in place: rows are keyed by
-//! job id, so an update never rebuilds the table under the user's cursor.
+//! server again whenever the event stream says a job changed (every second
+//! without a stream) and patches its rows in place: rows are keyed by job
+//! id, so an update never rebuilds the table under the user's cursor.
 
-use jobdeck_api::{JobList, JobState, LeptonJob};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use jobdeck_api::{JobList, JobState, LeptonJob, StreamMessage};
 use leptos::prelude::*;
 
 use crate::api;
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::data_table::{Cell, DataTable, Head, Rows};
-use crate::components::live::{poll, set_if_changed, sleep, take_answer, POLL_INTERVAL_MS};
+use crate::components::event_stream;
+use crate::components::live::{every_second, poll, set_if_changed, sleep, take_answer, POLL_INTERVAL_MS};
 use crate::components::state_badge::state_tone;
 use crate::components::time::{format_duration, format_time_short, now_millis};
 use crate::router::{use_navigate, use_navigate_replace, use_url};
@@ -285,8 +290,15 @@ fn JobsTable(query: ListQuery, list: Vec<LeptonJob>, total: i64, total_capped: b
     let problem = RwSignal::new(None::<String>);
     let sign_in_again = use_sign_in_again();
     let api_query = query.to_query();
+    // The jobs' changes come through the event stream; between them the
+    // last answer's running times go on counting.
+    event_stream::follow("jobs=true".into());
+    let shown = Rc::new(RefCell::new(list));
+    let counted = shown.clone();
+    every_second(move || set_if_changed(rows, job_rows(&counted.borrow(), now_millis())));
     poll(
         POLL_INTERVAL_MS,
+        &[StreamMessage::Job, StreamMessage::JobDeleted],
         move || {
             let api_query = api_query.clone();
             async move { api::list_jobs(&api_query).await }
@@ -296,6 +308,7 @@ fn JobsTable(query: ListQuery, list: Vec<LeptonJob>, total: i64, total_capped: b
                 set_if_changed(total, list.total);
                 set_if_changed(capped, list.total_capped);
                 set_if_changed(rows, job_rows(&list.jobs, now_millis()));
+                *shown.borrow_mut() = list.jobs;
             }
         },
     );

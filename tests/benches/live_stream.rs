@@ -9,18 +9,20 @@
 //! * a probe creates `STREAM_CHANGES` jobs (default 50), one every 200 ms.
 //!
 //! Reported: from the probe sending `POST /jobs` to each list client reading
-//! the new job's `job` message (p50, p95, max over every client and job),
-//! and from a log line's own time (stamped by the writer) to a follower
-//! reading it. Client threads and the server share the machine's 2 cores,
-//! so the figures are upper bounds for the server alone. The console's side
-//! (the change drawn in the page) is not in these figures. Run with
-//! `bench/live-stream.sh`.
+//! the new job's `job` message (p50, p95, max over every client and job);
+//! from the same `POST` to the job's row in the deployments list of one
+//! headless Chromium, on the console's event stream (a `MutationObserver`
+//! notes when each row first is in the DOM); and from a log line's own time
+//! (stamped by the writer) to a follower reading it. Client threads, the
+//! browser and the server share the machine's 2 cores, so the figures are
+//! upper bounds for the server alone. Run with `bench/live-stream.sh`
+//! (Chromium from `scripts/setup.sh --browser`, the console built).
 
 use std::io::BufRead;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use jobdeck_e2e::{JobState, Server};
+use jobdeck_e2e::{Browser, JobState, Server};
 use serde_json::{json, Value};
 
 const CONFIG: &str = r#"
@@ -100,7 +102,7 @@ fn main() {
     let temp = tempfile::tempdir().unwrap();
     let config = temp.path().join("jobdeck.toml");
     std::fs::write(&config, CONFIG).unwrap();
-    let server = Server::start_api_in(&temp.path().join("data"), &["--config", config.to_str().unwrap()]);
+    let server = Server::start_in(&temp.path().join("data"), &["--config", config.to_str().unwrap()]);
     let token = server.token_for("streamer");
     let base = server.api_url("");
 
@@ -198,17 +200,33 @@ fn main() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // One console tab on the deployments list, on its own event stream;
+    // every row's first moment in the DOM is noted in the page.
+    let browser = Browser::start();
+    browser.sign_in(&server, &token);
+    browser.wait_until("the console's stream", || {
+        (browser.execute("return document.body.dataset.live || '';", vec![]) == "stream").then_some(())
+    });
+    browser.execute(
+        "window.__seen = {}; \
+         const note = () => { for (const a of document.querySelectorAll('tbody a[href^=\"/jobs/\"]')) { \
+           const href = a.getAttribute('href'); if (!(href in window.__seen)) window.__seen[href] = Date.now(); } }; \
+         note(); new MutationObserver(note).observe(document.body, {subtree: true, childList: true});",
+        vec![],
+    );
     println!(
-        "== {} streams open; the probe creates {changes} jobs, one every 200 ms",
+        "== {} streams and one console tab open; the probe creates {changes} jobs, one every 200 ms",
         LIST_CLIENTS + JOB_CLIENTS + FOLLOWERS
     );
+    let mut posted_wall = Vec::new();
     for k in 0..changes {
         let job = json!({"metadata": {"name": format!("probe-{k}")}, "spec": {"resource_shape": "cpu.small",
             "container": {"command": ["/bin/sh", "-c", "true"]}, "stopped": true}});
-        let at = Instant::now();
+        let (at, wall) = (Instant::now(), now_ms());
         let (status, body) = server.call("POST", "/jobs", &token, Some(&job));
         assert_eq!(status, 200, "{body}");
         sent.lock().unwrap().push((body["metadata"]["id"].as_str().unwrap().to_string(), at));
+        posted_wall.push((body["metadata"]["id"].as_str().unwrap().to_string(), wall));
         std::thread::sleep(Duration::from_millis(200));
     }
     // The list clients end once they have read every probe job; the others
@@ -228,6 +246,17 @@ fn main() {
         })
         .collect();
     report("a created job, POST to each list stream's message", list_latency);
+    // The browser's clock and this one are the machine's: the row's time
+    // less the POST's is the page's latency.
+    let drawn = browser.wait_until("every probe job's row in the page", || {
+        let seen = browser.execute("return window.__seen;", vec![]);
+        let times: Vec<f64> = posted_wall
+            .iter()
+            .filter_map(|(id, posted)| Some((seen[format!("/jobs/{id}")].as_i64()? - posted) as f64))
+            .collect();
+        (times.len() == posted_wall.len()).then_some(times)
+    });
+    report("a created job, POST to its row in the console's DOM", drawn);
     report("a log line, written to its follower's message", log_latency.lock().unwrap().clone());
 
     for id in &printers {
@@ -236,7 +265,9 @@ fn main() {
         assert_eq!(status, 200, "{body}");
     }
     // The other clients' threads end with the server; they are not joined,
-    // and `exit` runs no destructor, so the server is stopped first.
+    // and `exit` runs no destructor, so the browser and the server are
+    // stopped first.
+    drop(browser);
     drop(server);
     std::process::exit(0);
 }

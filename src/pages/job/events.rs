@@ -1,7 +1,7 @@
 //! The events tab: every transition of the job and its replicas, newest
 //! first, with reason and message.
 
-use jobdeck_api::{EventType, JobEvent};
+use jobdeck_api::{EventType, JobEvent, StreamMessage};
 use leptos::prelude::*;
 
 use super::use_job;
@@ -22,6 +22,7 @@ pub fn EventsTab() -> impl IntoView {
     let sign_in_again = use_sign_in_again();
     load_and_poll(
         POLL_INTERVAL_MS,
+        &[StreamMessage::Events],
         move || {
             let id = context.id.get_untracked();
             async move { api::job_events(&id).await }

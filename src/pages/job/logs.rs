@@ -3,7 +3,7 @@
 //! with pickers for the replica and its attempt and, for a failed attempt, a
 //! jump to the first error the failure analysis found in it.
 
-use jobdeck_api::{Replica, ReplicaPhase};
+use jobdeck_api::{Replica, ReplicaPhase, StreamMessage};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -82,6 +82,7 @@ pub fn LogsTab() -> impl IntoView {
     let sign_in_again = use_sign_in_again();
     load_and_poll(
         POLL_INTERVAL_MS,
+        &[StreamMessage::Replicas],
         move || {
             let id = context.id.get_untracked();
             async move { api::job_replicas(&id).await }

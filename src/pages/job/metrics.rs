@@ -5,7 +5,7 @@
 //! memory is near its limit. Live while the job runs.
 
 use jobdeck_api::metrics::{ReplicaMetrics, ReplicaUse};
-use jobdeck_api::{JobState, Replica};
+use jobdeck_api::{JobState, Replica, StreamMessage};
 use leptos::prelude::*;
 
 use super::use_job;
@@ -119,6 +119,7 @@ pub fn MetricsTab() -> impl IntoView {
     let running = move || context.read(|job| job.state()) == Some(JobState::Running);
     load_and_poll(
         REFRESH_MS,
+        &[StreamMessage::Metrics],
         move || {
             let id = id.clone();
             let first = status.get_untracked() == Status::Loading;

@@ -19,19 +19,20 @@ pub mod replicas;
 pub mod rerun;
 pub mod timeline;
 
-use jobdeck_api::{JobState, JobStatus, LeptonJob, Metadata};
+use jobdeck_api::{JobState, JobStatus, LeptonJob, Metadata, StreamMessage};
 use leptos::prelude::*;
 
 use crate::api::{self, ApiFailure, JobJson};
 use crate::components::api_error::{use_sign_in_again, LiveNote};
 use crate::components::dom;
+use crate::components::event_stream;
 use crate::components::lazy_view::{lazy_switch, load, split_view, SplitLoaderError};
-use crate::components::live::{load_and_poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
+use crate::components::live::{every_second, load_and_poll, set_if_changed, take_answer, POLL_INTERVAL_MS};
 use crate::components::state_badge::state_tone;
 use crate::components::time::now_millis;
 use crate::pages::job::actions::JobActions;
 use crate::router::use_url;
-use crate::routes::{self, Route};
+use crate::routes::{self, encode_component, Route};
 use crate::session::{require_sign_in, use_session};
 
 /// The job the page shows, for its tabs.
@@ -148,8 +149,14 @@ pub fn JobPage(id: String) -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
     let sign_in_again = use_sign_in_again();
     if signed_in {
+        // The job's changes (its state, replicas, events, metrics) come
+        // through the event stream and wake every tab's requests; between
+        // them the page's clock goes on counting.
+        event_stream::follow(format!("job={}", encode_component(&id.get_untracked())));
+        every_second(move || context.now.set(now_millis()));
         load_and_poll(
             POLL_INTERVAL_MS,
+            &[StreamMessage::Job, StreamMessage::JobDeleted],
             move || {
                 let id = context.id.get_untracked();
                 let ticket = context.ticket();

@@ -2,7 +2,7 @@
 //! with its state, why it waits, where it ran, how it ended and a link to its
 //! log.
 
-use jobdeck_api::Replica;
+use jobdeck_api::{Replica, StreamMessage};
 use leptos::prelude::*;
 
 use super::use_job;
@@ -34,6 +34,7 @@ pub fn ReplicasTab() -> impl IntoView {
     let fetch_id = job_id.clone();
     load_and_poll(
         POLL_INTERVAL_MS,
+        &[StreamMessage::Replicas],
         move || {
             let id = fetch_id.clone();
             async move { api::job_replicas(&id).await }

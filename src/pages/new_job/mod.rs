@@ -142,9 +142,9 @@ impl JobForm {
     /// them); without the secrets, references are not checked here (the
     /// server still checks them); without the workspace, its defaults and
     /// requirements are not known here.
-    fn take_context(&self, answers: &api::FormAnswers) {
-        let me = answers.workspace().ok();
-        let secrets = answers.secrets().unwrap_or_default();
+    fn take_context(&self, answers: api::FormAnswers) {
+        let me = answers.workspace.ok();
+        let secrets = answers.secrets.unwrap_or_default();
         let user = me.as_ref().map(|w| w.current_user.as_str()).unwrap_or_default();
         // Who may see each secret, next to its name in the list: a public one
         // is a choice its owner made, and worth seeing before using it.
@@ -175,7 +175,7 @@ impl JobForm {
         // here as the server checks it, so the form never sends what it
         // refuses.
         let requirements = me.map(|w| w.job_requirements).unwrap_or_default();
-        match (answers.shapes(), answers.node_groups()) {
+        match (answers.shapes, answers.node_groups) {
             (Ok(shapes), Ok(node_groups)) => {
                 // Image pull secret names are checked by the server, whose
                 // 422 lands on the field; the form does not load them.
@@ -464,6 +464,5 @@ async fn open_draft(form: JobForm, json: String) {
 
 /// Loads what the rules and defaults need from the server.
 async fn load_context(form: JobForm) {
-    let answers = api::form_answers().await;
-    form.take_context(&answers);
+    form.take_context(api::form_answers().await);
 }
