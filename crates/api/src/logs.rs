@@ -106,3 +106,46 @@ pub struct LogQueryLabels {
     pub job: String,
     pub replica: String,
 }
+
+/// One line of a merged log (`GET /jobs/{id}/merged-log`): a line of one
+/// replica attempt, placed among the others by the time it was stored.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MergedLine {
+    /// The replica attempt the line is from.
+    pub replica: String,
+    /// Its number in that attempt's log (1-based), as a line range and a
+    /// permalink (`#L<n>`) name it.
+    pub line: u64,
+    /// Nanoseconds since 1970, as a decimal string (past JavaScript's exact
+    /// integers): the stored millisecond plus the line's rank within it, so
+    /// every line of an attempt has its own (as `GET /logs` answers them).
+    /// With the replica it is the line's place: `after` and `before` take
+    /// `<time>:<replica>`.
+    pub time: String,
+    /// The line came from standard error (left out for standard output).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stderr: bool,
+    /// The text as written, ANSI codes included. Never HTML.
+    pub text: String,
+}
+
+/// A page of a merged log, oldest line first whichever way it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MergedLog {
+    /// The replica attempts merged, in the order of their labels.
+    pub replicas: Vec<String>,
+    pub lines: Vec<MergedLine>,
+    /// Lines (matching the filter) come before the first one.
+    pub more_before: bool,
+    /// Lines (matching the filter) come after the last one now.
+    pub more_after: bool,
+    /// Some attempt merged has not ended: more lines may come.
+    pub running: bool,
+    /// The lines' times are when the server copied them, not when they were
+    /// written (Slurm's output files have no times), so the order across
+    /// replicas is right only to the copy's interval.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub approximate_order: bool,
+}

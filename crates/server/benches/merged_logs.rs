@@ -4,7 +4,10 @@
 //! a job's attempts merged by time, `http/lepton_logs.rs`) timed through the
 //! real router: the newest screen, a screen in the middle of the run, the
 //! oldest screen, one replica's newest screen, and a text found in 8 lines
-//! of the 8,000,000. Run with `bench/merged-logs.sh`.
+//! of the 8,000,000; then the console's merged view
+//! (`GET /jobs/{id}/merged-log`) at the same places, around a permalink, over
+//! a chosen set, with a text, and its whole download. Run with
+//! `bench/merged-logs.sh`.
 
 mod common;
 
@@ -112,6 +115,48 @@ async fn main() {
             common::percentile(times, 0.99).as_secs_f64() * 1000.0,
         );
     }
+    // The console's merged view (`GET /jobs/{id}/merged-log`): the same
+    // screens by place, with each line's replica and number.
+    let merged = |query: String| format!("/api/v2/jobs/{id}/merged-log?limit={SCREEN}{query}");
+    let middle_place = format!("{}:{id}-3-0", nanos(middle + 3));
+    let merged_cases = [
+        ("merged: newest screen", merged(String::new())),
+        ("merged: oldest screen", merged("&from_start=true".into())),
+        ("merged: the screen after a place", merged(format!("&after={middle_place}"))),
+        ("merged: the screen before a place", merged(format!("&before={middle_place}"))),
+        ("merged: around a line (permalink)", merged(format!("&around={id}-5-0:{}", LINES / 2))),
+        ("merged: 3 of 8 replicas, newest", merged(format!("&replicas={id}-0-0,{id}-3-0,{id}-7-0"))),
+        ("merged: newest 8 with NCCL WARN", merged("&q=NCCL%20WARN".into())),
+    ];
+    for (what, uri) in merged_cases {
+        let mut times = Vec::new();
+        let mut lines = 0;
+        for _ in 0..30 {
+            let sent = Instant::now();
+            let (status, body) = bench.get(&uri).await;
+            times.push(sent.elapsed());
+            assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+            let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            lines = answer["lines"].as_array().unwrap().len();
+        }
+        println!(
+            "{what:<36} p50 {:>7.2} ms  p99 {:>7.2} ms  ({lines} lines)",
+            common::percentile(times.clone(), 0.5).as_secs_f64() * 1000.0,
+            common::percentile(times, 0.99).as_secs_f64() * 1000.0,
+        );
+    }
+    let sent = Instant::now();
+    let (status, body) = bench.get(&format!("/api/v2/jobs/{id}/merged-log?download=true")).await;
+    assert_eq!(status, StatusCode::OK);
+    let downloaded = body.iter().filter(|b| **b == b'\n').count();
+    assert_eq!(downloaded as i64, REPLICAS * LINES, "every line once");
+    println!(
+        "{:<36} {:>7.1} s once  ({downloaded} lines, {:.0} MB)",
+        "merged: the whole download",
+        sent.elapsed().as_secs_f64(),
+        body.len() as f64 / 1e6
+    );
+
     let sent = Instant::now();
     let (status, body) = bench.get(&format!("/api/v2/logs?job={id}&q=NCCL%20WARN&{range}")).await;
     assert_eq!(status, StatusCode::OK);

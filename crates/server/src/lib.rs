@@ -172,6 +172,7 @@ pub fn api_routes() -> Vec<Route> {
         http::queue::routes(),
         http::stream::routes(),
         http::lepton_logs::routes(),
+        http::merged_log::routes(),
         http::failure_analysis::routes(),
         http::metrics::routes(),
         http::secrets::routes(),

@@ -66,6 +66,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/jobs/{id}/replicas", VIEWER),
     ("GET", "/jobs/{id}/events", VIEWER),
     ("GET", "/jobs/{id}/replicas/{replica}/log", VIEWER),
+    ("GET", "/jobs/{id}/merged-log", VIEWER),
     ("GET", "/jobs/{id}/failure-analysis", VIEWER),
     ("GET", "/jobs/{id}/metrics", VIEWER),
     ("GET", "/jobs/{id}/replicas/{replica}/metrics", VIEWER),

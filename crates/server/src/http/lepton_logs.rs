@@ -144,9 +144,12 @@ impl LogQuery {
 
 /// One line found, with its distinct time.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Found {
-    nanos: i64,
-    text: String,
+pub(crate) struct Found {
+    pub nanos: i64,
+    /// Its number in the attempt's log (1-based).
+    pub number: u64,
+    pub stderr: bool,
+    pub text: String,
 }
 
 /// The first line (1-based) whose time is at least `millis`, or `count + 1`
@@ -156,10 +159,12 @@ fn first_at_or_after(reader: &mut LogReader, count: u64, millis: i64) -> std::io
 }
 
 /// Up to `limit` lines of one attempt in `[start, end)` nanoseconds that
-/// contain `text`, in the query's direction.
-fn attempt_lines(
+/// contain `text`, in `direction` (the merged log's pages read them too,
+/// `merged_log.rs`).
+pub(crate) fn attempt_lines(
     reader: &mut LogReader,
-    query: &LogQuery,
+    text: &str,
+    direction: Direction,
     start: i64,
     end: i64,
     limit: usize,
@@ -171,7 +176,7 @@ fn attempt_lines(
     let past = first_at_or_after(reader, count, end.saturating_add(NANOS_PER_MILLI - 1).div_euclid(NANOS_PER_MILLI))?;
     let mut found = Vec::new();
     // A text lets whole blocks be passed over (their filters lack it).
-    let wanted = (!query.text.is_empty()).then(|| LinePattern::compile(&query.text, false, false).ok()).flatten();
+    let wanted = (!text.is_empty()).then(|| LinePattern::compile(text, false, false).ok()).flatten();
     let keep =
         |chunk_from: u64, chunk_to: u64, found: &mut Vec<Found>, reader: &mut LogReader| -> std::io::Result<()> {
             if let Some(wanted) = &wanted {
@@ -192,17 +197,18 @@ fn attempt_lines(
                 }
                 let nanos = line.time * NANOS_PER_MILLI + rank.min(NANOS_PER_MILLI - 1);
                 rank += 1;
-                if nanos >= start && nanos < end && line.text.contains(query.text.as_str()) {
-                    chunk.push(Found { nanos, text: line.text });
+                if nanos >= start && nanos < end && line.text.contains(text) {
+                    let stderr = line.stream == jobdeck_store::logs::Stream::Stderr;
+                    chunk.push(Found { nanos, number: line.number, stderr, text: line.text });
                 }
             }
-            if query.direction == Direction::Backward {
+            if direction == Direction::Backward {
                 chunk.reverse();
             }
             found.extend(chunk);
             Ok(())
         };
-    match query.direction {
+    match direction {
         Direction::Forward => {
             let mut from = first;
             while from < past && found.len() < limit {
@@ -240,7 +246,7 @@ fn answer(
     for &(index, attempt) in attempts {
         let Some(mut reader) = logs.open(job_id, index, attempt)? else { continue };
         let replica = replica_id(job_id, index, attempt);
-        for line in attempt_lines(&mut reader, query, range.0, range.1, query.limit)? {
+        for line in attempt_lines(&mut reader, &query.text, query.direction, range.0, range.1, query.limit)? {
             all.push((line.nanos, replica.clone(), line.text));
         }
     }
@@ -367,10 +373,6 @@ mod tests {
         store.open("job-1", 0, 0).unwrap().unwrap()
     }
 
-    fn query(direction: Direction, text: &str) -> LogQuery {
-        LogQuery { job: Some("job-1".into()), replica: None, range: None, limit: 100, text: text.into(), direction }
-    }
-
     fn texts(found: &[Found]) -> Vec<&str> {
         found.iter().map(|f| f.text.as_str()).collect()
     }
@@ -379,10 +381,10 @@ mod tests {
     fn lines_in_one_millisecond_get_distinct_rising_times() {
         let dir = tempfile::tempdir().unwrap();
         let mut reader = attempt(dir.path(), &[(5, "a"), (5, "b"), (5, "c"), (7, "d")]);
-        let found = attempt_lines(&mut reader, &query(Direction::Forward, ""), 0, i64::MAX, 100).unwrap();
+        let found = attempt_lines(&mut reader, "", Direction::Forward, 0, i64::MAX, 100).unwrap();
         let times: Vec<i64> = found.iter().map(|f| f.nanos).collect();
         assert_eq!(times, [5_000_000, 5_000_001, 5_000_002, 7_000_000]);
-        let newest_first = attempt_lines(&mut reader, &query(Direction::Backward, ""), 0, i64::MAX, 100).unwrap();
+        let newest_first = attempt_lines(&mut reader, "", Direction::Backward, 0, i64::MAX, 100).unwrap();
         assert_eq!(texts(&newest_first), ["d", "c", "b", "a"]);
     }
 
@@ -397,7 +399,7 @@ mod tests {
         let mut end = i64::MAX;
         let mut seen = Vec::new();
         loop {
-            let page = attempt_lines(&mut reader, &query(Direction::Backward, ""), 0, end, 3).unwrap();
+            let page = attempt_lines(&mut reader, "", Direction::Backward, 0, end, 3).unwrap();
             let Some(oldest) = page.last() else { break };
             end = oldest.nanos;
             seen.extend(page.into_iter().map(|f| f.text));
@@ -412,9 +414,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut reader =
             attempt(dir.path(), &[(1, "epoch 1 loss 3"), (2, "saving"), (3, "epoch 2 loss 2"), (4, "epoch 3 loss 1")]);
-        let found = attempt_lines(&mut reader, &query(Direction::Forward, "loss"), 2_000_000, 4_000_000, 100).unwrap();
+        let found = attempt_lines(&mut reader, "loss", Direction::Forward, 2_000_000, 4_000_000, 100).unwrap();
         assert_eq!(texts(&found), ["epoch 2 loss 2"]);
-        let found = attempt_lines(&mut reader, &query(Direction::Backward, "loss"), 0, i64::MAX, 2).unwrap();
+        let found = attempt_lines(&mut reader, "loss", Direction::Backward, 0, i64::MAX, 2).unwrap();
         assert_eq!(texts(&found), ["epoch 3 loss 1", "epoch 2 loss 2"]);
     }
 }

@@ -199,7 +199,7 @@ pub fn logs_still_kept(job: &JobRow) -> AppResult<()> {
     ))
 }
 
-fn rfc3339(millis: i64) -> String {
+pub(crate) fn rfc3339(millis: i64) -> String {
     let time = std::time::UNIX_EPOCH + Duration::from_millis(millis.max(0) as u64);
     humantime::format_rfc3339_millis(time).to_string()
 }

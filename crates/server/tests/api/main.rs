@@ -24,6 +24,7 @@ mod lifecycle;
 mod live_stream;
 mod log_api;
 mod log_retention;
+mod merged_log;
 mod metrics;
 mod notification_conditions;
 mod notification_email;
