@@ -632,6 +632,12 @@ pub async fn open_stream(query: &str, abort: &web_sys::AbortSignal) -> ApiResult
     response.body().ok_or_else(|| ApiFailure::Network("the stream has no body".into()))
 }
 
+/// `GET /jobs/{id}/merged-log?{query}`: a page of every rank's lines on one
+/// timeline (the "All ranks" tab).
+pub async fn merged_log(id: &str, query: &str) -> ApiResult<jobdeck_api::MergedLog> {
+    get(&format!("{}/merged-log?{query}", job_path(id))).await
+}
+
 /// `GET /jobs/{id}/metrics`: each attempt's use now and at its peak.
 pub async fn job_metrics(id: &str) -> ApiResult<jobdeck_api::metrics::JobMetrics> {
     get(&format!("{}/metrics", job_path(id))).await

@@ -23,11 +23,12 @@ pub const INVITE: &str = jobdeck_api::invitations::INVITATION_PAGE;
 /// The tabs of the job page, as (path segment, label); each is its own
 /// route (`/jobs/<id>/<tab>`), the overview being `/jobs/<id>` itself. The
 /// replica timeline is part of the replicas tab, next to the table it draws.
-pub const JOB_TABS: [(&str, &str); 6] = [
+pub const JOB_TABS: [(&str, &str); 7] = [
     ("overview", "Overview"),
     ("replicas", "Replicas"),
     ("events", "Events"),
     ("logs", "Logs"),
+    ("ranks", "All ranks"),
     ("metrics", "Metrics"),
     ("failure", "Failure"),
 ];
@@ -104,6 +105,12 @@ pub fn job_logs(id: &str, replica: Option<&str>) -> String {
         Some(r) => format!("{}?replica={}", job_tab(id, "logs"), encode_component(r)),
         None => job_tab(id, "logs"),
     }
+}
+
+/// The "All ranks" tab opened at line `line` of `replica`, among every
+/// rank's lines of the same time.
+pub fn job_ranks_at(id: &str, replica: &str, line: i64) -> String {
+    format!("{}#{replica}:L{line}", job_tab(id, "ranks"))
 }
 
 /// The create-job form filled from an existing job.

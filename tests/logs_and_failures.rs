@@ -305,3 +305,194 @@ fn a_job_whose_logs_went_says_when_and_why_and_keeps_its_failure_view() {
     let error_line = browser.find(".log-excerpt .error-line");
     assert!(browser.text(&error_line).contains("ValueError: no labels"), "the excerpt kept");
 }
+
+/// A server with the console whose node group holds 8 one-CPU replicas
+/// at once, whatever this machine's CPUs: every rank runs at the same time.
+fn server_for_ranks() -> Server {
+    let config = "[[node_groups]]\nname = \"local\"\ncpu = 8\nmemory_mb = 16384\n\n\
+                  [[shapes]]\nname = \"cpu.small\"\ncpu = 1\nmemory_mb = 1024\n";
+    Server::start_on("127.0.0.1:0", config, &[], true)
+}
+
+/// The "All ranks" tab's rows as `(tag, time, text)`: the tag is the
+/// replica's short label and the line number (`2-0:7`).
+fn rank_rows(browser: &Browser) -> Vec<(String, String, String)> {
+    let rows = browser.execute(
+        "return [...document.querySelectorAll('.ranks .log-line')].map(r => \
+           [r.querySelector('.ln').textContent, r.querySelector('.ts').textContent, r.querySelector('.lt').textContent]);",
+        vec![],
+    );
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into(), r[2].as_str().unwrap().into()))
+        .collect()
+}
+
+/// Four ranks on one timeline: their lines interleaved in time order, each
+/// marked with its replica; narrowed to chosen replicas and to a text (both
+/// in the address); the failure tab's link opens the first error among
+/// every rank's lines of that time, and a click on a line's mark makes a
+/// permalink that opens there again.
+#[test]
+fn every_rank_reads_as_one_log_in_time_order_with_permalinks() {
+    let server = server_for_ranks();
+    let script = "for k in 1 2 3 4 5 6 7 8 9 10; do \
+                    if [ $JOB_COMPLETION_INDEX = 2 ] && [ $k = 7 ]; then echo 'NCCL WARN Timeout waiting for peer' >&2; sleep 1; exit 1; fi; \
+                    echo \"rank $JOB_COMPLETION_INDEX step $k\"; sleep 0.03; done";
+    let id = server.create_job(
+        &server.admin_token,
+        &json!({"metadata": {"name": "four-ranks"}, "spec": {"completions": 4, "parallelism": 4, "backoff_limit": 0, "resource_shape": "cpu.small",
+            "container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}}}),
+    );
+    server.wait_for_state(&server.admin_token, &id, JobState::Failed);
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/ranks", server.base_url));
+    let rows = browser.wait_until("every rank's lines", || {
+        let rows = rank_rows(&browser);
+        (rows.len() == 37).then_some(rows)
+    });
+    let times: Vec<&String> = rows.iter().map(|r| &r.1).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "in time order: {times:?}");
+    for (tag, _, text) in &rows {
+        let (label, number) = tag.split_once(':').unwrap();
+        let rank = label.strip_suffix("-0").unwrap();
+        let expected =
+            if text.starts_with("NCCL") { "2".to_string() } else { text.split(' ').nth(1).unwrap().to_string() };
+        assert_eq!(rank, expected, "{tag} {text}");
+        if !text.starts_with("NCCL") {
+            assert_eq!(text.rsplit(' ').next().unwrap(), number, "a line's mark carries its number: {tag} {text}");
+        }
+    }
+    let first_ranks: std::collections::BTreeSet<&str> = rows[..8].iter().map(|r| &r.0[..1]).collect();
+    assert!(first_ranks.len() > 1, "the ranks interleave: {rows:?}");
+    let colours = browser.execute(
+        "return new Set([...document.querySelectorAll('.ranks .log-line .ln span')].map(a => a.className)).size;",
+        vec![],
+    );
+    assert_eq!(colours, json!(4), "one colour per replica");
+    browser.screenshot(&screenshot_path("all-ranks"));
+
+    // Rank 1 and 3 left out, then a text: the address says so.
+    for replica in [1, 3] {
+        browser.click(&browser.find(&format!(".ranks input[data-replica='{id}-{replica}-0']")));
+        browser.wait_until("the replica to leave", || {
+            (!rank_rows(&browser).iter().any(|r| r.0.starts_with(&format!("{replica}-")))).then_some(())
+        });
+    }
+    assert!(browser.current_url().contains(&format!("replicas={id}-0-0%2C{id}-2-0")), "{}", browser.current_url());
+    assert_eq!(rank_rows(&browser).len(), 17);
+    let filter = browser.find(".ranks input[type=search]");
+    browser.type_text(&filter, "step 1");
+    browser.press_key(&filter, "\u{E007}");
+    let texts = browser.wait_until("the text filter", || {
+        let texts: Vec<String> = rank_rows(&browser).into_iter().map(|r| r.2).collect();
+        (texts.len() == 3).then_some(texts)
+    });
+    assert!(texts.iter().all(|t| t.contains("step 1")), "{texts:?}");
+    assert!(browser.current_url().contains("q=step%201"), "{}", browser.current_url());
+
+    // From the failure tab to the first error among every rank's lines.
+    browser.goto(&format!("{}/jobs/{id}/failure", server.base_url));
+    browser.click(&browser.find("a[href*='/ranks#']"));
+    let selected = || browser.try_find(".ranks .log-line.selected").map(|row| browser.text(&row));
+    let shown = browser.wait_until("the first error selected", selected);
+    assert!(shown.starts_with("2-0:7") && shown.contains("NCCL WARN"), "{shown}");
+    assert!(browser.current_url().ends_with(&format!("/jobs/{id}/ranks#{id}-2-0:L7")), "{}", browser.current_url());
+    assert!(rank_rows(&browser).iter().any(|r| r.0.starts_with("1-0:")), "every rank around it");
+
+    // A click on another line's mark is a permalink to it.
+    browser.click(&browser.find(".ranks .log-line .ln[href$='-3-0:L4']"));
+    browser.wait_until("the address to name the line", || browser.current_url().ends_with("-3-0:L4").then_some(()));
+    let link = browser.current_url();
+    browser.goto(&format!("{}/jobs", server.base_url));
+    browser.goto(&link);
+    let shown = browser.wait_until("the permalink's line selected", selected);
+    assert!(shown.starts_with("3-0:4") && shown.contains("rank 3 step 4"), "{shown}");
+}
+
+/// A running job's ranks are followed: lines written after the tab opened
+/// appear at its end.
+#[test]
+fn the_ranks_of_a_running_job_are_followed() {
+    let server = server_for_ranks();
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("go");
+    let script = format!(
+        "echo \"rank $JOB_COMPLETION_INDEX waiting\"; until [ -e '{}' ]; do sleep 0.05; done; echo \"rank $JOB_COMPLETION_INDEX went on\"",
+        gate.display()
+    );
+    let id = server.create_job(
+        &server.admin_token,
+        &json!({"metadata": {"name": "two-ranks"}, "spec": {"completions": 2, "parallelism": 2, "resource_shape": "cpu.small",
+            "container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}}}),
+    );
+    server.wait_for_state(&server.admin_token, &id, JobState::Running);
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/ranks", server.base_url));
+    browser.wait_until("both ranks waiting", || (rank_rows(&browser).len() == 2).then_some(()));
+    let following = browser.execute("return document.querySelector('.ranks-follow').checked;", vec![]);
+    assert_eq!(following, json!(true), "a running job is followed");
+    std::fs::write(&gate, "").unwrap();
+    let rows = browser.wait_until("both ranks going on", || {
+        let rows = rank_rows(&browser);
+        (rows.len() == 4).then_some(rows)
+    });
+    assert!(rows[2..].iter().all(|r| r.2.ends_with("went on")), "{rows:?}");
+}
+
+/// Scrolling back through 4 ranks of 1,000 lines each a page at a time
+/// reaches the first line with every line once and in order, holding at
+/// most 3,000; scrolling forward again comes back to the newest.
+#[test]
+fn the_ranks_scroll_page_by_page_to_either_end() {
+    let server = server_for_ranks();
+    let script =
+        "awk -v r=$JOB_COMPLETION_INDEX 'BEGIN { for (i = 1; i <= 1000; i++) printf \"rank %d line %d\\n\", r, i }'";
+    let id = server.create_job(
+        &server.admin_token,
+        &json!({"metadata": {"name": "long-ranks"}, "spec": {"completions": 4, "parallelism": 4, "resource_shape": "cpu.small",
+            "container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}}}),
+    );
+    server.wait_for_state(&server.admin_token, &id, JobState::Completed);
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/ranks", server.base_url));
+    browser.wait_until("the newest page", || (rank_rows(&browser).len() == 300).then_some(()));
+    // Scrolls to one end until the row there stops changing; answers the
+    // most rows held on the way.
+    let scroll_to = |end: &str| {
+        browser.execute_async_with(
+            "const [end, done] = arguments;
+             const box = document.querySelector('.ranks .log-scroller');
+             const edge = () => { const rows = box.querySelectorAll('.log-line .ln');
+               return (end === 'top' ? rows[0] : rows[rows.length - 1]).textContent; };
+             let most = 0, seen = edge(), quiet = 0;
+             const step = () => {
+               most = Math.max(most, box.querySelectorAll('.log-line').length);
+               box.scrollTop = end === 'top' ? 0 : box.scrollHeight;
+               setTimeout(() => {
+                 const now = edge();
+                 if (now === seen && ++quiet > 10) done(most); else { if (now !== seen) quiet = 0; seen = now; step(); }
+               }, 50);
+             };
+             step();",
+            vec![json!(end)],
+        )
+    };
+    let most = scroll_to("top").as_u64().unwrap();
+    assert!(most <= 3000, "at most 3,000 lines held: {most}");
+    let rows = rank_rows(&browser);
+    assert!(rows[0].2.ends_with(" line 1"), "the first line reached: {:?}", rows[0]);
+    assert!(rows.len() == 3000, "the window is full: {}", rows.len());
+    let mut seen = std::collections::BTreeSet::new();
+    assert!(rows.iter().all(|r| seen.insert(r.0.clone())), "no line twice");
+    assert!(rows.windows(2).all(|w| w[0].1 <= w[1].1), "in time order");
+    scroll_to("bottom");
+    let rows = rank_rows(&browser);
+    assert!(rows.last().unwrap().2.ends_with(" line 1000"), "the newest again: {:?}", rows.last());
+    let mut seen = std::collections::BTreeSet::new();
+    assert!(rows.iter().all(|r| seen.insert(r.0.clone())), "no line twice");
+}

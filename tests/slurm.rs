@@ -96,6 +96,15 @@ fn an_indexed_job_runs_each_index_once_as_a_task_of_one_array() {
     ran.sort();
     assert_eq!(ran, ["0", "1", "2"], "each index ran once");
     assert_eq!(scontrol_field(&array, "ArrayTaskThrottle"), "2", "parallelism is the array's throttle");
+    // Every rank on one timeline: Slurm's lines carry the time they were
+    // copied, and the merged view says its order is approximate.
+    let (status, merged) = server.call("GET", &format!("/jobs/{id}/merged-log"), token, None);
+    assert_eq!(status, 200, "{merged}");
+    assert_eq!(merged["approximate_order"], json!(true), "{merged}");
+    let texts: Vec<&str> = merged["lines"].as_array().unwrap().iter().filter_map(|l| l["text"].as_str()).collect();
+    for index in 0..3 {
+        assert!(texts.iter().any(|t| t.starts_with(&format!("index={index} "))), "every rank's line: {texts:?}");
+    }
 }
 
 /// A job's variables never reach `sbatch` or Slurm's tools (issue 32): a

@@ -74,6 +74,7 @@ fn tab_ready(tab: &str) -> &'static str {
         "logs" => ".log-rows .log-line",
         "metrics" => "section.replica-metrics, p.empty",
         "failure" => ".failure-verdict",
+        "ranks" => ".ranks .log-line",
         other => panic!("the job page's tab '{other}' has no content to wait for here: add it"),
     }
 }

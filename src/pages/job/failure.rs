@@ -181,8 +181,9 @@ fn Analysis(analysis: FailureAnalysis, job_id: String) -> impl IntoView {
     }
 }
 
-/// The class and the suggestion in words, and which replica failed first.
-fn draw_verdict(host: &web_sys::Element, analysis: &FailureAnalysis, _job_id: &str) {
+/// The class and the suggestion in words, and which replica failed first,
+/// with a link to every rank's lines around its first error.
+fn draw_verdict(host: &web_sys::Element, analysis: &FailureAnalysis, job_id: &str) {
     let (title, kind) = class_words(&analysis.err_class);
     let verdict = dom::child(host, "div", "failure-verdict", "");
     let class = dom::child(&verdict, "p", "err-class", "");
@@ -196,6 +197,11 @@ fn draw_verdict(host: &web_sys::Element, analysis: &FailureAnalysis, _job_id: &s
     let _ = suggestion.append_with_str_1(&analysis.suggestion);
     dom::child(host, "h3", "", "Which replica failed first");
     dom::child(host, "p", "first-failure-sentence", &first_failure_sentence(analysis).unwrap_or_default());
+    // The analysis lists the failed attempts' logs first failure first.
+    if let Some(first) = analysis.log_streams.first() {
+        let link = dom::child(&dom::child(host, "p", "", ""), "a", "", "See every rank around its first error");
+        dom::set(&link, "href", &routes::job_ranks_at(job_id, &first.replica_id, first.error_line));
+    }
 }
 
 /// One row of a table drawn by `draw_tables`: each cell's text.
@@ -426,5 +432,7 @@ mod tests {
         let range = host.query_selector(".excerpt p a").unwrap().unwrap();
         assert_eq!(range.get_attribute("href").unwrap(), "/jobs/job-1/logs?replica=job-1-1-0#L2-L9");
         assert_eq!(host.query_selector_all(".timeline-chart").unwrap().length(), 1);
+        let ranks = host.query_selector("a[href^='/jobs/job-1/ranks']").unwrap().unwrap();
+        assert_eq!(ranks.get_attribute("href").unwrap(), "/jobs/job-1/ranks#job-1-1-0:L4");
     }
 }

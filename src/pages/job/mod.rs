@@ -15,6 +15,7 @@ pub mod logs;
 pub mod metrics;
 pub mod numbers;
 pub mod overview;
+pub mod ranks;
 pub mod replicas;
 pub mod rerun;
 pub mod timeline;
@@ -323,6 +324,7 @@ async fn tab_view(tab: String) -> Result<AnyView, SplitLoaderError> {
         "replicas" => load!(replicas_tab()),
         "events" => load!(events_tab()),
         "logs" => load!(logs_tab()),
+        "ranks" => load!(ranks_tab()),
         "metrics" => load!(metrics_tab()),
         "failure" => load!(failure_tab()),
         _ => load!(overview_tab()),
@@ -336,6 +338,7 @@ pub(crate) async fn preload_tab(tab: String) -> Result<(), SplitLoaderError> {
         "replicas" => download_replicas_tab().await,
         "events" => download_events_tab().await,
         "logs" => download_logs_tab().await,
+        "ranks" => download_ranks_tab().await,
         "metrics" => download_metrics_tab().await,
         "failure" => download_failure_tab().await,
         _ => download_overview_tab().await,
@@ -350,6 +353,7 @@ split_view!(fn overview_tab(), preload download_overview_tab, { view! { <overvie
 split_view!(fn replicas_tab(), preload download_replicas_tab, { view! { <replicas::ReplicasTab/> } });
 split_view!(fn events_tab(), preload download_events_tab, { view! { <events::EventsTab/> } });
 split_view!(fn logs_tab(), preload download_logs_tab, { view! { <logs::LogsTab/> } });
+split_view!(fn ranks_tab(), preload download_ranks_tab, { view! { <ranks::RanksTab/> } });
 split_view!(fn metrics_tab(), preload download_metrics_tab, { view! { <metrics::MetricsTab/> } });
 split_view!(fn failure_tab(), preload download_failure_tab, { view! { <failure::FailureTab/> } });
 
@@ -397,6 +401,7 @@ mod tests {
                 "/jobs/train-1/replicas",
                 "/jobs/train-1/events",
                 "/jobs/train-1/logs",
+                "/jobs/train-1/ranks",
                 "/jobs/train-1/metrics",
                 "/jobs/train-1/failure"
             ]

@@ -52,6 +52,7 @@ async fn every_ranks_lines_come_in_time_order_with_their_replica_and_number() {
         (all["more_before"].as_bool(), all["more_after"].as_bool(), all["running"].as_bool()),
         (Some(false), Some(false), Some(false))
     );
+    assert_eq!(all.get("approximate_order"), None, "the local executor stamps lines as they are written");
     let every = lines(&all);
     assert_eq!(every.len(), 48);
     let times: Vec<i128> = every.iter().map(|l| l["time"].as_str().unwrap().parse().unwrap()).collect();

@@ -6,10 +6,12 @@ use web_sys::Element;
 
 use super::controls::Controls;
 use super::fetch::refresh;
-use super::geometry::{first_match_from, grouped, selection_fragment};
+use super::geometry::{grouped, selection_fragment};
+use super::search::search_log;
 use super::{Matches, Viewer, JUMP_PLACE};
 use crate::api;
 use crate::components::dom;
+use crate::components::lazy_view::load;
 
 /// Everything the viewer's controls and rows do, from one listener.
 pub(super) fn on_event(viewer: &Viewer, ev: web_sys::Event) {
@@ -146,37 +148,14 @@ pub(super) fn run_search(viewer: &Viewer) {
     if again {
         return step_match(viewer, 1);
     }
+    // The search's request and answer are a split point of their own
+    // (`search.rs`): the logs tab's first load does not carry them.
     let viewer = viewer.clone();
     leptos::task::spawn_local(async move {
-        let answer = api::log_search(&job, &replica, &wanted.0, wanted.1, wanted.2).await;
-        let current = viewer.change(|c| {
-            if c.searched.as_ref() != Some(&wanted) {
-                return None;
-            }
-            match answer {
-                Ok(found) => {
-                    let current = first_match_from(&found.matches, c.visible().0);
-                    c.matches = Matches { lines: found.matches, current };
-                    c.search_status = if current.is_some() { String::new() } else { "No matching line".into() };
-                    Some((current.is_some(), found.truncated))
-                }
-                Err(failure) => {
-                    c.searched = None;
-                    c.search_status = failure.to_string();
-                    c.show_controls();
-                    None
-                }
-            }
-        });
-        let Some(Some((found, truncated))) = current else { return };
-        if found {
-            step_match(&viewer, 0);
-        } else {
-            refresh(&viewer);
-        }
-        if truncated {
+        if load!(search_log(viewer.clone(), wanted, job, replica)).is_err() {
             viewer.change(|c| {
-                c.search_status.push_str(" (only the first matches are listed)");
+                c.searched = None;
+                c.search_status = "The search could not be downloaded; try again.".into();
                 c.show_controls();
             });
         }

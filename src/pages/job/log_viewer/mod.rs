@@ -30,6 +30,7 @@ mod events;
 mod fetch;
 mod geometry;
 mod rows;
+mod search;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
