@@ -107,6 +107,30 @@ struct Parts {
 type Ranks = Part<Core>;
 
 impl Core {
+    /// The tab of job `job`, before its first page: every replica, no
+    /// text, following.
+    fn new(job: String, replace_address: Rc<dyn Fn(&str)>, sign_in_again: Rc<dyn Fn()>) -> Core {
+        Core {
+            job,
+            replicas: Vec::new(),
+            chosen: Vec::new(),
+            text: String::new(),
+            lines: VecDeque::new(),
+            more_before: false,
+            more_after: false,
+            running: false,
+            approximate: false,
+            busy: false,
+            generation: 0,
+            follow: true,
+            selected: None,
+            status: String::new(),
+            parts: None,
+            replace_address,
+            sign_in_again,
+        }
+    }
+
     /// A replica's short label: its id without the job's (`3-0`).
     fn label<'a>(&self, replica: &'a str) -> &'a str {
         replica.strip_prefix(self.job.as_str()).and_then(|r| r.strip_prefix('-')).unwrap_or(replica)
@@ -214,25 +238,13 @@ pub fn RanksTab() -> impl IntoView {
         .map(|r| r.split(',').filter(|r| !r.is_empty()).map(String::from).collect())
         .unwrap_or_default();
     let selected = parse_permalink(&url.hash);
-    let ranks = Part::new(Core {
-        job: context.id.get_untracked(),
-        replicas: Vec::new(),
-        chosen,
-        text: url.param("q").unwrap_or_default(),
-        lines: VecDeque::new(),
-        more_before: false,
-        more_after: false,
-        running: false,
-        approximate: false,
-        busy: false,
-        generation: 0,
-        follow: selected.is_none(),
-        selected: selected.clone(),
-        status: String::new(),
-        parts: None,
-        replace_address: Rc::new(use_navigate_replace()),
-        sign_in_again: Rc::new(sign_in_again),
-    });
+    let mut core = Core::new(context.id.get_untracked(), Rc::new(use_navigate_replace()), Rc::new(sign_in_again));
+    core.chosen = chosen;
+    core.text = url.param("q").unwrap_or_default();
+    // A permalink is read where it points, not followed away from.
+    core.follow = selected.is_none();
+    core.selected = selected.clone();
+    let ranks = Part::new(core);
     ranks.end_with_owner();
     let first = match selected {
         Some((replica, line)) => At::Around(replica, line),
@@ -574,25 +586,7 @@ mod tests {
     }
 
     fn core() -> Core {
-        Core {
-            job: "job".into(),
-            replicas: Vec::new(),
-            chosen: Vec::new(),
-            text: String::new(),
-            lines: VecDeque::new(),
-            more_before: false,
-            more_after: false,
-            running: false,
-            approximate: false,
-            busy: false,
-            generation: 0,
-            follow: true,
-            selected: None,
-            status: String::new(),
-            parts: None,
-            replace_address: Rc::new(|_| {}),
-            sign_in_again: Rc::new(|| {}),
-        }
+        Core::new("job".into(), Rc::new(|_| {}), Rc::new(|| {}))
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]

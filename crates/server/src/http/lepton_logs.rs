@@ -107,12 +107,7 @@ impl LogQuery {
                         .filter(|n| (1..=MAX_LIMIT).contains(n))
                         .ok_or_else(|| bad(format!("limit must be between 1 and {MAX_LIMIT}, not '{value}'")))?
                 }
-                "q" => {
-                    if value.chars().any(char::is_control) {
-                        return Err(bad("q must not contain control characters".into()));
-                    }
-                    query.text = value.clone();
-                }
+                "q" => query.text = text_filter(value)?,
                 "direction" => {
                     query.direction = match value.as_str() {
                         "backward" => Direction::Backward,
@@ -140,6 +135,14 @@ impl LogQuery {
         }
         Ok(query)
     }
+}
+
+/// The text every line must hold (`q`, here and in the merged log).
+pub(crate) fn text_filter(value: &str) -> AppResult<String> {
+    if value.chars().any(char::is_control) {
+        return Err(bad("q must not contain control characters".into()));
+    }
+    Ok(value.to_string())
 }
 
 /// One line found, with its distinct time.

@@ -57,7 +57,8 @@ pub enum RangeStart {
     Tail(u64),
 }
 
-fn flag(key: &str, value: &str) -> AppResult<bool> {
+/// A `true`/`false` (or `1`/`0`) parameter; a 400 naming `key` otherwise.
+pub(crate) fn flag(key: &str, value: &str) -> AppResult<bool> {
     match value {
         "true" | "1" => Ok(true),
         "false" | "0" => Ok(false),
@@ -65,7 +66,8 @@ fn flag(key: &str, value: &str) -> AppResult<bool> {
     }
 }
 
-fn number(key: &str, value: &str, min: u64, max: u64) -> AppResult<u64> {
+/// A whole number parameter within `min..=max`; a 400 naming `key` otherwise.
+pub(crate) fn number(key: &str, value: &str, min: u64, max: u64) -> AppResult<u64> {
     match value.trim().parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
         _ => Err(AppError::BadRequest(format!("{key} must be a whole number from {min} to {max}, not '{value}'"))),

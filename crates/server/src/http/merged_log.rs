@@ -24,7 +24,8 @@ use axum::Json;
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
 use crate::http::jobs::{query_pairs, visible_job};
-use crate::http::lepton_logs::{attempt_lines, Direction, Found};
+use crate::http::lepton_logs::{attempt_lines, text_filter, Direction, Found};
+use crate::http::logs::{flag, number};
 use crate::{AppState, Route};
 use jobdeck_api::logs::{MergedLine, MergedLog};
 use jobdeck_api::{parse_replica_id, replica_id};
@@ -129,32 +130,14 @@ impl MergedQuery {
                         around.ok_or_else(|| bad(format!("around must be <replica>:<line number>, not '{value}'")))?;
                     places.push((key, around));
                 }
-                "from_start" => match value.as_str() {
-                    "true" | "1" => places.push((key, PageAt::Oldest)),
-                    "false" | "0" => {}
-                    other => return Err(bad(format!("from_start must be true or false, not '{other}'"))),
-                },
-                "limit" => {
-                    query.limit = value
-                        .trim()
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|n| (1..=MAX_LIMIT).contains(n))
-                        .ok_or_else(|| bad(format!("limit must be between 1 and {MAX_LIMIT}, not '{value}'")))?
-                }
-                "q" => {
-                    if value.chars().any(char::is_control) {
-                        return Err(bad("q must not contain control characters".into()));
-                    }
-                    query.text = value.clone();
-                }
-                "download" => {
-                    query.download = match value.as_str() {
-                        "true" | "1" => true,
-                        "false" | "0" => false,
-                        other => return Err(bad(format!("download must be true or false, not '{other}'"))),
+                "from_start" => {
+                    if flag(key, value)? {
+                        places.push((key, PageAt::Oldest));
                     }
                 }
+                "limit" => query.limit = number(key, value, 1, MAX_LIMIT as u64)? as usize,
+                "q" => query.text = text_filter(value)?,
+                "download" => query.download = flag(key, value)?,
                 other => return Err(bad(format!("unknown parameter '{other}'"))),
             }
         }

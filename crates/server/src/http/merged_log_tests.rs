@@ -15,7 +15,7 @@ fn refused(query: &str) -> String {
 #[test]
 fn bad_queries_name_the_parameter() {
     let cases = [
-        ("limit=0", "limit must be between 1 and 5000"),
+        ("limit=0", "limit must be a whole number from 1 to 5000"),
         ("before=x", "before must be a line's <time>:<replica>"),
         ("after=5", "after must be a line's <time>:<replica>"),
         ("after=-5:job-0-0", "after must be a line's <time>:<replica>"),
