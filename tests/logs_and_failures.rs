@@ -461,22 +461,21 @@ fn the_ranks_scroll_page_by_page_to_either_end() {
     browser.sign_in(&server, &server.admin_token);
     browser.goto(&format!("{}/jobs/{id}/ranks", server.base_url));
     browser.wait_until("the newest page", || (rank_rows(&browser).len() == 300).then_some(()));
-    // Scrolls to one end until the row there stops changing; answers the
-    // most rows held on the way.
+    // Scrolls to one end, page by page, until the tab says no line lies
+    // past it (waiting on its own state, never on a quiet spell); answers
+    // the most rows held on the way.
     let scroll_to = |end: &str| {
         browser.execute_async_with(
             "const [end, done] = arguments;
              const box = document.querySelector('.ranks .log-scroller');
-             const edge = () => { const rows = box.querySelectorAll('.log-line .ln');
-               return (end === 'top' ? rows[0] : rows[rows.length - 1]).textContent; };
-             let most = 0, seen = edge(), quiet = 0;
+             const more = end === 'top' ? 'moreBefore' : 'moreAfter';
+             let most = 0;
              const step = () => {
                most = Math.max(most, box.querySelectorAll('.log-line').length);
+               if (box.getAttribute('aria-busy') === 'true') { requestAnimationFrame(step); return; }
+               if (box.dataset[more] === 'false') { done(most); return; }
                box.scrollTop = end === 'top' ? 0 : box.scrollHeight;
-               setTimeout(() => {
-                 const now = edge();
-                 if (now === seen && ++quiet > 10) done(most); else { if (now !== seen) quiet = 0; seen = now; step(); }
-               }, 50);
+               requestAnimationFrame(step);
              };
              step();",
             vec![json!(end)],

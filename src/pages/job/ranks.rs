@@ -332,6 +332,11 @@ fn draw_controls(c: &Core) {
     p.follow.set_disabled(!c.running);
     let status = if c.status.is_empty() { c.summary() } else { c.status.clone() };
     p.status.set_text_content(Some(&status));
+    // What a reader (and a test) can wait on: a request under way, and on
+    // which sides lines lie past the window.
+    dom::set(&p.scroll, "aria-busy", if c.busy { "true" } else { "false" });
+    dom::set(&p.scroll, "data-more-before", if c.more_before { "true" } else { "false" });
+    dom::set(&p.scroll, "data-more-after", if c.more_after { "true" } else { "false" });
 }
 
 /// The picker's checkboxes, one in each of its labels.
@@ -435,6 +440,7 @@ async fn load(ranks: Ranks, at: At) {
             c.generation += 1;
         }
         c.busy = true;
+        draw_controls(c);
         Some((c.job.clone(), c.request(&at), c.generation))
     }) else {
         return;
