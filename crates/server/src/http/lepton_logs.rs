@@ -161,6 +161,55 @@ fn first_at_or_after(reader: &mut LogReader, count: u64, millis: i64) -> std::io
     Ok(reader.first_at_or_after(millis)?.min(count + 1))
 }
 
+/// What one attempt's lines are read for: the lines in `[start, end)`
+/// nanoseconds that contain `text`, each given its distinct time.
+pub(crate) struct AttemptScan {
+    text: String,
+    /// The text compiled, so that whole blocks without it are passed over.
+    wanted: Option<LinePattern>,
+    start: i64,
+    end: i64,
+}
+
+impl AttemptScan {
+    pub(crate) fn new(text: &str, start: i64, end: i64) -> AttemptScan {
+        let wanted = (!text.is_empty()).then(|| LinePattern::compile(text, false, false).ok()).flatten();
+        AttemptScan { text: text.to_string(), wanted, start, end }
+    }
+
+    /// The wanted lines among lines `from..=to` of an attempt of `count`
+    /// lines, oldest first.
+    pub(crate) fn chunk(&self, reader: &mut LogReader, count: u64, from: u64, to: u64) -> std::io::Result<Vec<Found>> {
+        if let Some(wanted) = &self.wanted {
+            if !reader.may_hold(from, to, wanted)? {
+                return Ok(Vec::new());
+            }
+        }
+        let lines = reader.lines(from, to)?;
+        let Some(head) = lines.first() else { return Ok(Vec::new()) };
+        // The rank of the chunk's first line within its millisecond.
+        let mut rank = (from - first_at_or_after(reader, count, head.time)?) as i64;
+        let mut millis = head.time;
+        let mut found = Vec::new();
+        for line in lines {
+            if line.time != millis {
+                millis = line.time;
+                rank = 0;
+            }
+            let nanos = line.time * NANOS_PER_MILLI + rank.min(NANOS_PER_MILLI - 1);
+            rank += 1;
+            if nanos >= self.start && nanos < self.end && line.text.contains(&self.text) {
+                let stderr = line.stream == jobdeck_store::logs::Stream::Stderr;
+                found.push(Found { nanos, number: line.number, stderr, text: line.text });
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// How many lines an attempt's log is read at a time.
+pub(crate) const CHUNK: u64 = 2_000;
+
 /// Up to `limit` lines of one attempt in `[start, end)` nanoseconds that
 /// contain `text`, in `direction` (the merged log's pages read them too,
 /// `merged_log.rs`).
@@ -172,51 +221,18 @@ pub(crate) fn attempt_lines(
     end: i64,
     limit: usize,
 ) -> std::io::Result<Vec<Found>> {
-    const CHUNK: u64 = 2_000;
     let count = reader.line_count()?;
     let first = first_at_or_after(reader, count, start.div_euclid(NANOS_PER_MILLI))?;
     // The first line past the range: its millisecond starts at or after `end`.
     let past = first_at_or_after(reader, count, end.saturating_add(NANOS_PER_MILLI - 1).div_euclid(NANOS_PER_MILLI))?;
+    let scan = AttemptScan::new(text, start, end);
     let mut found = Vec::new();
-    // A text lets whole blocks be passed over (their filters lack it).
-    let wanted = (!text.is_empty()).then(|| LinePattern::compile(text, false, false).ok()).flatten();
-    let keep =
-        |chunk_from: u64, chunk_to: u64, found: &mut Vec<Found>, reader: &mut LogReader| -> std::io::Result<()> {
-            if let Some(wanted) = &wanted {
-                if !reader.may_hold(chunk_from, chunk_to, wanted)? {
-                    return Ok(());
-                }
-            }
-            let lines = reader.lines(chunk_from, chunk_to)?;
-            let Some(head) = lines.first() else { return Ok(()) };
-            // The rank of the chunk's first line within its millisecond.
-            let mut rank = (chunk_from - first_at_or_after(reader, count, head.time)?) as i64;
-            let mut millis = head.time;
-            let mut chunk = Vec::new();
-            for line in lines {
-                if line.time != millis {
-                    millis = line.time;
-                    rank = 0;
-                }
-                let nanos = line.time * NANOS_PER_MILLI + rank.min(NANOS_PER_MILLI - 1);
-                rank += 1;
-                if nanos >= start && nanos < end && line.text.contains(text) {
-                    let stderr = line.stream == jobdeck_store::logs::Stream::Stderr;
-                    chunk.push(Found { nanos, number: line.number, stderr, text: line.text });
-                }
-            }
-            if direction == Direction::Backward {
-                chunk.reverse();
-            }
-            found.extend(chunk);
-            Ok(())
-        };
     match direction {
         Direction::Forward => {
             let mut from = first;
             while from < past && found.len() < limit {
                 let to = (from + CHUNK - 1).min(past - 1);
-                keep(from, to, &mut found, reader)?;
+                found.extend(scan.chunk(reader, count, from, to)?);
                 from = to + 1;
             }
         }
@@ -224,7 +240,7 @@ pub(crate) fn attempt_lines(
             let mut to = past;
             while to > first && found.len() < limit {
                 let from = to.saturating_sub(CHUNK).max(first);
-                keep(from, to - 1, &mut found, reader)?;
+                found.extend(scan.chunk(reader, count, from, to - 1)?.into_iter().rev());
                 to = from;
             }
         }

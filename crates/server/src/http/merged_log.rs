@@ -3,7 +3,8 @@
 //! each completion index), ordered by the time they were stored and marked
 //! with their replica and line number, a page at a time: the newest, the
 //! oldest, those before or after a line's place, or those around one line
-//! (a permalink). `download=true` answers the whole merged text.
+//! (a permalink). `download=true` answers the whole merged text
+//! (`merged_download.rs`).
 //!
 //! A line's place is its time (`GET /logs`'s nanoseconds: the stored
 //! millisecond plus its rank within it, distinct within an attempt) and
@@ -14,9 +15,8 @@
 //! `lepton_logs::attempt_lines`), so it costs the same at the start of a
 //! log of millions of lines as at its end.
 
-use axum::body::{Body, Bytes};
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
@@ -26,6 +26,7 @@ use crate::http::error::{AppError, AppResult};
 use crate::http::jobs::{query_pairs, visible_job};
 use crate::http::lepton_logs::{attempt_lines, text_filter, Direction, Found};
 use crate::http::logs::{flag, number};
+use crate::http::merged_download::{self, MergedText};
 use crate::{AppState, Route};
 use jobdeck_api::logs::{MergedLine, MergedLog};
 use jobdeck_api::{parse_replica_id, replica_id};
@@ -42,8 +43,6 @@ pub const DEFAULT_LIMIT: usize = 500;
 pub const MAX_LIMIT: usize = 5_000;
 /// The most replica attempts one view merges.
 pub const MAX_REPLICAS: usize = 256;
-/// Lines a download reads per round.
-const DOWNLOAD_ROUND: usize = 5_000;
 
 /// A line's place in the merged order: its time, then its replica.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -351,7 +350,12 @@ async fn merged_log(
     let logs = state.logs.clone();
     let job_id = job.id.clone();
     if query.download {
-        return Ok(download(logs, job_id, attempts, query.text));
+        let text = query.text;
+        let merged = tokio::task::spawn_blocking(move || MergedText::open(&logs, &job_id, &attempts, &text))
+            .await
+            .map_err(AppError::internal)?
+            .map_err(AppError::internal)?;
+        return Ok(merged_download::response(merged, &format!("{}-merged", job.id)));
     }
     let approximate_order = state.executor.kind() == ExecutorKind::Slurm;
     let replicas: Vec<String> = attempts.iter().map(|a| a.0.clone()).collect();
@@ -376,54 +380,6 @@ async fn merged_log(
     let mut response = Json(answer).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
-}
-
-/// The whole merged text, a round of pages at a time: each line as
-/// `<RFC 3339 time> [<replica>] <text>`.
-fn download(logs: LogStore, job_id: String, attempts: Attempts, text: String) -> Response {
-    let name = format!("{job_id}-merged");
-    // `None` once the last page was sent.
-    let start: Option<PageAt> = Some(PageAt::Oldest);
-    let rounds = futures_util::stream::unfold(start, move |at| {
-        let (logs, job_id, attempts, text) = (logs.clone(), job_id.clone(), attempts.clone(), text.clone());
-        async move {
-            let at = at?;
-            let read = tokio::task::spawn_blocking(move || {
-                Merge { logs: &logs, job_id: &job_id, attempts: &attempts, text: &text }.page(&at, DOWNLOAD_ROUND)
-            })
-            .await
-            .map_err(std::io::Error::other)
-            .and_then(|page| page);
-            match read {
-                Ok(Some((lines, _, more))) => {
-                    let next = lines.last().filter(|_| more).map(|last| PageAt::After(last.place.clone()));
-                    let mut out = String::new();
-                    for line in lines {
-                        out.push_str(&crate::http::replicas::rfc3339(line.found.nanos / 1_000_000));
-                        out.push_str(" [");
-                        out.push_str(&line.place.replica);
-                        out.push_str("] ");
-                        out.push_str(&line.found.text);
-                        out.push('\n');
-                    }
-                    Some((Ok::<Bytes, std::io::Error>(Bytes::from(out)), next))
-                }
-                Ok(None) => None,
-                Err(error) => {
-                    tracing::error!(%error, "reading a merged log for its download");
-                    Some((Err(error), None))
-                }
-            }
-        }
-    });
-    let mut response = (StatusCode::OK, Body::from_stream(rounds)).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
-    headers.insert(header::CONTENT_DISPOSITION, crate::http::logs::attachment(&name));
-    response
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 use super::*;
+use crate::http::merged_download::MergedText;
 use jobdeck_store::logs::{LogWriter, Stream};
 
 fn pairs(query: &str) -> Vec<(String, String)> {
@@ -170,4 +171,52 @@ fn a_page_around_a_line_holds_it_and_its_neighbours_and_text_filters() {
     let chosen: Attempts = attempts.iter().filter(|a| a.1 != 2).cloned().collect();
     let (lines, ..) = page(&store, "job", &chosen, "", &PageAt::Newest, 4).unwrap().unwrap();
     assert_eq!(texts(&lines), ["r0 step 8", "r1 step 8", "r0 step 9", "r1 step 9"]);
+}
+
+/// The page's lines as the download writes them.
+fn download_lines(lines: &[Placed]) -> String {
+    lines
+        .iter()
+        .map(|l| {
+            format!(
+                "{} [{}] {}\n",
+                crate::http::replicas::rfc3339(l.found.nanos / 1_000_000),
+                l.place.replica,
+                l.found.text
+            )
+        })
+        .collect()
+}
+
+/// The download merges every attempt's lines once, in the pages' order,
+/// across its reading chunks: here a millisecond of 2,500 lines of one rank
+/// spans a chunk's end while two other ranks write in the same millisecond;
+/// an attempt without a log is left out and a text filter holds.
+#[test]
+fn the_download_holds_every_line_once_in_the_order_of_the_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, mut attempts) = three_ranks(dir.path());
+    let (log, idx) = store.paths("job", 3, 0);
+    let mut writer = LogWriter::create(&log, &idx).unwrap();
+    for k in 0..2_500 {
+        writer.append(Stream::Stdout, 42, format!("r3 burst {k}").as_bytes()).unwrap();
+    }
+    writer.append(Stream::Stdout, 43, b"r3 after").unwrap();
+    writer.flush().unwrap();
+    attempts.push((replica_id("job", 3, 0), 3, 0));
+    attempts.push((replica_id("job", 4, 0), 4, 0));
+    for text in ["", "again", "burst 24"] {
+        let (all, ..) = page(&store, "job", &attempts, text, &PageAt::Oldest, 5_000).unwrap().unwrap();
+        let merged = MergedText::open(&store, "job", &attempts, text).unwrap().all().unwrap();
+        assert_eq!(merged, download_lines(&all), "text {text:?}");
+    }
+    let merged = MergedText::open(&store, "job", &attempts, "").unwrap().all().unwrap();
+    assert_eq!(merged.lines().count(), 40 + 2_501);
+    // Within one millisecond, by rank, then by replica.
+    let burst: Vec<&str> = merged.lines().filter(|l| l.contains(".042Z")).map(|l| &l[l.find('[').unwrap()..]).collect();
+    assert_eq!(
+        burst[..4],
+        ["[job-2-0] r2 step 4", "[job-3-0] r3 burst 0", "[job-2-0] r2 step 4 again", "[job-3-0] r3 burst 1"]
+    );
+    assert_eq!((burst.len(), burst[2_501]), (2_502, "[job-3-0] r3 burst 2499"));
 }

@@ -20,6 +20,7 @@ pub mod jobs;
 pub mod lepton_logs;
 pub mod listener;
 pub mod logs;
+mod merged_download;
 pub mod merged_log;
 pub mod metrics;
 pub mod notifications;
