@@ -441,6 +441,15 @@ fn the_ranks_of_a_running_job_are_followed() {
         (rows.len() == 4).then_some(rows)
     });
     assert!(rows[2..].iter().all(|r| r.2.ends_with("went on")), "{rows:?}");
+    // The new lines came by a request the server held until they were
+    // written (a long poll), not by asking every second.
+    let asked = browser.execute(
+        "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('/merged-log?'));",
+        vec![],
+    );
+    let asked: Vec<String> = serde_json::from_value(asked).unwrap();
+    let last = asked.last().expect("the follow's request");
+    assert!(last.contains("&after=") && last.contains("&wait=25"), "{asked:?}");
 }
 
 /// Scrolling back through 4 ranks of 1,000 lines each a page at a time

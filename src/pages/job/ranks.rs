@@ -35,8 +35,11 @@ const PAGE: usize = 300;
 const MAX_LINES: usize = 3_000;
 /// How near an end of the scroll box the next page is asked for.
 const NEAR_END_PX: i32 = 400;
-/// How often a followed running job is asked for new lines.
+/// How often the tab looks whether it should follow (no request is made
+/// while it should not), and how long it waits after a failed follow.
 const FOLLOW_MS: i32 = 1_000;
+/// How long the server holds a follow's request for a new line.
+const FOLLOW_WAIT_SECONDS: u32 = 25;
 /// Replica colours, reused in turn: the themed terminal colours
 /// (`.ansi-fg*` in main.css), so the tab brings no style sheet of its own;
 /// red (1) is left to errors.
@@ -470,21 +473,63 @@ async fn load(ranks: Ranks, at: At) {
     });
 }
 
-/// Asks for a running job's new lines every `FOLLOW_MS` while the user
-/// follows, for as long as the tab is shown.
+/// Follows a running job while the user does, for as long as the tab is
+/// shown: a request for the lines after the last one that the server holds
+/// until one is written (`wait`, a long poll, as the log viewer's follow),
+/// then the next. It is not the one request at a time that scrolling makes
+/// (`busy`), so the user can scroll up meanwhile; its answer is taken only
+/// if the window still ends at the line it asked after. While the user
+/// does not follow, it looks again every `FOLLOW_MS`, asking nothing.
 async fn follow(ranks: Ranks) {
     loop {
-        sleep(FOLLOW_MS).await;
         let Some(next) = ranks.read(|c| {
-            (c.follow && c.running && !c.busy && !c.more_after).then(|| match c.lines.back() {
-                Some(last) => At::After(place(last)),
-                None => At::Newest,
-            })
+            if !c.follow || !c.running || c.busy || c.more_after {
+                return None;
+            }
+            // Nothing written yet: the newest page, asked again each time.
+            let Some(last) = c.lines.back().map(place) else { return Some(None) };
+            let query = format!("{}&wait={FOLLOW_WAIT_SECONDS}", c.request(&At::After(last.clone())));
+            Some(Some((c.job.clone(), query, c.generation, last)))
         }) else {
             return;
         };
-        if let Some(at) = next {
-            load(ranks.clone(), at).await;
+        let (job, query, generation, last) = match next {
+            Some(Some(after)) => after,
+            Some(None) => {
+                load(ranks.clone(), At::Newest).await;
+                sleep(FOLLOW_MS).await;
+                continue;
+            }
+            None => {
+                sleep(FOLLOW_MS).await;
+                continue;
+            }
+        };
+        let answer = api::merged_log(&job, &query).await;
+        let taken = ranks.change(|c| {
+            let still = c.generation == generation && !c.busy && c.lines.back().map(place) == Some(last.clone());
+            match answer {
+                Ok(page) if still => {
+                    let at = At::After(last);
+                    let added = page.lines.len();
+                    c.absorb(&at, page);
+                    draw_lines(c, &at, added);
+                    draw_controls(c);
+                    true
+                }
+                Ok(_) => true,
+                Err(ApiFailure::Unauthorized) => {
+                    (c.sign_in_again)();
+                    false
+                }
+                Err(_) => false,
+            }
+        });
+        match taken {
+            None => return,
+            // A failed request is asked again a second later, not at once.
+            Some(false) => sleep(FOLLOW_MS).await,
+            Some(true) => {}
         }
     }
 }

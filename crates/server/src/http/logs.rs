@@ -178,7 +178,7 @@ fn line_count(logs: &LogStore, job_id: &str, index: i64, attempt: i64) -> std::i
 
 /// How often a waiting range request looks for new lines. The writer is the
 /// replica's supervisor, another process, so the index file is polled.
-const WAIT_POLL: Duration = Duration::from_millis(100);
+pub(crate) const WAIT_POLL: Duration = Duration::from_millis(100);
 
 /// Answers a range: the lines that exist of those asked for, the total, and
 /// whether more can come. With `wait`, a request for lines past the end

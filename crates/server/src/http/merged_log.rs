@@ -15,6 +15,8 @@
 //! `lepton_logs::attempt_lines`), so it costs the same at the start of a
 //! log of millions of lines as at its end.
 
+use std::time::{Duration, Instant};
+
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -25,7 +27,7 @@ use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
 use crate::http::jobs::{query_pairs, visible_job};
 use crate::http::lepton_logs::{attempt_lines, text_filter, Direction, Found};
-use crate::http::logs::{flag, number};
+use crate::http::logs::{flag, number, MAX_WAIT_SECONDS, WAIT_POLL};
 use crate::http::merged_download::{self, MergedText};
 use crate::{AppState, Route};
 use jobdeck_api::logs::{MergedLine, MergedLog};
@@ -90,6 +92,9 @@ pub struct MergedQuery {
     /// A text every line holds (literal, case-sensitive, as `GET /logs`'s `q`).
     pub text: String,
     pub download: bool,
+    /// With `after`: how long to wait for a line past the place when none
+    /// is there yet (a follow's long poll, as `GET /logs`'s range waits).
+    pub wait: Duration,
 }
 
 fn bad(message: String) -> AppError {
@@ -104,6 +109,7 @@ impl MergedQuery {
             limit: DEFAULT_LIMIT,
             text: String::new(),
             download: false,
+            wait: Duration::ZERO,
         };
         let mut places = Vec::new();
         for (key, value) in pairs {
@@ -137,6 +143,7 @@ impl MergedQuery {
                 "limit" => query.limit = number(key, value, 1, MAX_LIMIT as u64)? as usize,
                 "q" => query.text = text_filter(value)?,
                 "download" => query.download = flag(key, value)?,
+                "wait" => query.wait = Duration::from_secs(number(key, value, 0, MAX_WAIT_SECONDS)?),
                 other => return Err(bad(format!("unknown parameter '{other}'"))),
             }
         }
@@ -147,6 +154,9 @@ impl MergedQuery {
             [(first, _), (second, _), ..] => {
                 return Err(bad(format!("{first} and {second} cannot be combined: a page is at one place")))
             }
+        }
+        if !query.wait.is_zero() && !matches!(query.at, PageAt::After(_)) {
+            return Err(bad("wait follows new lines: it needs after, and cannot be combined with download".into()));
         }
         Ok(query)
     }
@@ -335,13 +345,7 @@ async fn merged_log(
             format!("job '{}' does not collect logs (spec.log.enable_collection is false)", job.id),
         ));
     }
-    let rows: Vec<(i64, i64, bool)> = state
-        .store
-        .replicas_of(job.id.clone())
-        .await?
-        .iter()
-        .map(|r| (r.completion_index, r.attempt, r.is_finished()))
-        .collect();
+    let rows = attempt_rows(&state, &job.id).await?;
     let permalink = match &query.at {
         PageAt::Around { replica, .. } => Some(replica.as_str()),
         _ => None,
@@ -359,13 +363,31 @@ async fn merged_log(
     }
     let approximate_order = state.executor.kind() == ExecutorKind::Slurm;
     let replicas: Vec<String> = attempts.iter().map(|a| a.0.clone()).collect();
-    let found = tokio::task::spawn_blocking(move || {
-        let merge = Merge { logs: &logs, job_id: &job_id, attempts: &attempts, text: &query.text };
-        merge.page(&query.at, query.limit)
-    })
-    .await
-    .map_err(AppError::internal)?
-    .map_err(AppError::internal)?;
+    let read = |at: PageAt| {
+        let (logs, job_id, attempts, text) = (logs.clone(), job_id.clone(), attempts.clone(), query.text.clone());
+        let limit = query.limit;
+        async move {
+            tokio::task::spawn_blocking(move || {
+                Merge { logs: &logs, job_id: &job_id, attempts: &attempts, text: &text }.page(&at, limit)
+            })
+            .await
+            .map_err(AppError::internal)?
+            .map_err(AppError::internal)
+        }
+    };
+    // A follow's long poll: a page after the last place that is empty while
+    // a replica still runs is asked again once a log has grown, until the
+    // wait is over.
+    let deadline = Instant::now() + query.wait;
+    let mut running = running;
+    let found = loop {
+        let found = read(query.at.clone()).await?;
+        let empty = matches!(&found, Some((lines, ..)) if lines.is_empty());
+        if !empty || !running || Instant::now() >= deadline {
+            break found;
+        }
+        running = wait_for_lines(&state, &job.id, &attempts, query.replicas.as_deref(), deadline).await?;
+    };
     let Some((lines, more_before, more_after)) = found else {
         return Err(AppError::NotFound("around: that line is not in the replicas merged".into()));
     };
@@ -380,6 +402,57 @@ async fn merged_log(
     let mut response = Json(answer).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
+}
+
+/// The job's replica attempts as `(completion index, attempt, finished)`.
+async fn attempt_rows(state: &AppState, job_id: &str) -> AppResult<Vec<(i64, i64, bool)>> {
+    Ok(state
+        .store
+        .replicas_of(job_id.to_string())
+        .await?
+        .iter()
+        .map(|r| (r.completion_index, r.attempt, r.is_finished()))
+        .collect())
+}
+
+/// The lines stored of `attempts`, all together.
+fn line_total(logs: &LogStore, job_id: &str, attempts: &Attempts) -> std::io::Result<u64> {
+    let mut total = 0;
+    for (_, index, attempt) in attempts {
+        if let Some(mut reader) = logs.open(job_id, *index, *attempt)? {
+            total += reader.line_count()?;
+        }
+    }
+    Ok(total)
+}
+
+/// Waits until a log of `attempts` grows, every one of them has ended or
+/// `deadline` has passed, looking every `WAIT_POLL` (the writers are the
+/// replicas' supervisors, other processes); answers whether one still runs.
+async fn wait_for_lines(
+    state: &AppState,
+    job_id: &str,
+    attempts: &Attempts,
+    asked: Option<&[String]>,
+    deadline: Instant,
+) -> AppResult<bool> {
+    let count = || {
+        let (logs, job_id, attempts) = (state.logs.clone(), job_id.to_string(), attempts.clone());
+        async move {
+            tokio::task::spawn_blocking(move || line_total(&logs, &job_id, &attempts))
+                .await
+                .map_err(AppError::internal)?
+                .map_err(AppError::internal)
+        }
+    };
+    let before = count().await?;
+    loop {
+        tokio::time::sleep(WAIT_POLL).await;
+        let running = chosen_attempts(job_id, &attempt_rows(state, job_id).await?, asked, None)?.1;
+        if !running || Instant::now() >= deadline || count().await? != before {
+            return Ok(running);
+        }
+    }
 }
 
 #[cfg(test)]

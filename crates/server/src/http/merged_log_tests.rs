@@ -28,6 +28,9 @@ fn bad_queries_name_the_parameter() {
         ("q=a%0Ab", "q must not contain control characters"),
         ("from_start=maybe", "from_start must be true or false"),
         ("page=2", "unknown parameter 'page'"),
+        ("wait=5", "wait follows new lines: it needs after"),
+        ("wait=5&before=5:a", "wait follows new lines: it needs after"),
+        ("wait=31&after=5:a", "wait must be a whole number from 0 to 30"),
     ];
     for (query, says) in cases {
         let message = refused(query);
@@ -37,7 +40,9 @@ fn bad_queries_name_the_parameter() {
         MergedQuery::parse(&pairs("replicas=j-1-0,j-0-0&after=1700000000123000001:j-0-0&limit=7&q=loss")).unwrap();
     assert_eq!(query.replicas, Some(vec!["j-1-0".to_string(), "j-0-0".to_string()]));
     assert_eq!(query.at, PageAt::After(Place { nanos: 1_700_000_000_123_000_001, replica: "j-0-0".into() }));
-    assert_eq!((query.limit, query.text.as_str()), (7, "loss"));
+    assert_eq!((query.limit, query.text.as_str(), query.wait), (7, "loss", Duration::ZERO));
+    let follow = MergedQuery::parse(&pairs("after=5:a&wait=25")).unwrap();
+    assert_eq!(follow.wait, Duration::from_secs(25));
     let around = MergedQuery::parse(&pairs("around=job-3-1:120")).unwrap();
     assert_eq!(around.at, PageAt::Around { replica: "job-3-1".into(), line: 120 });
 }

@@ -150,3 +150,55 @@ async fn a_private_jobs_merged_log_is_its_creators_only() {
         assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
     }
 }
+
+/// Following every rank: a page after the last place, asked with `wait`,
+/// answers once a replica writes a line past it; once every replica has
+/// ended it answers at once, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_after_the_end_waits_for_the_next_line_of_any_rank() {
+    let app = TestApp::with_config(small_cluster(4.0)).await;
+    let script = format!(
+        "echo \"rank $JOB_COMPLETION_INDEX first\"; {}; echo \"rank $JOB_COMPLETION_INDEX second\"; {}",
+        app.gate("second").0,
+        app.gate("end").0
+    );
+    let mut job = sh_job("follow", &script);
+    job["spec"]["completions"] = json!(2);
+    job["spec"]["parallelism"] = json!(2);
+    let id = app.create_job(&app.admin_token, &job).await;
+    let path = format!("/api/v2/jobs/{id}/merged-log");
+    app.wait_until("both first lines", || {
+        let (app, path) = (&app, path.clone());
+        async move { lines(&app.get(&format!("{path}?from_start=true")).await.json()).len() == 2 }
+    })
+    .await;
+    let firsts = app.get(&format!("{path}?from_start=true")).await.json();
+    assert_eq!(firsts["running"], true);
+    let last = place(lines(&firsts).last().unwrap());
+    let now = app.get(&format!("{path}?after={last}")).await.json();
+    assert_eq!((lines(&now).len(), now["running"].clone()), (0, json!(true)), "without wait: nothing yet");
+    // The line waited for is written once the request is sent; an answer
+    // holding it means the wait ended when it came.
+    let waiting = format!("{path}?after={last}&wait=30");
+    let (next, ()) = tokio::join!(app.get(&waiting), async {
+        tokio::task::yield_now().await;
+        std::fs::write(app.gate("second").1, "").unwrap();
+    });
+    let next = next.json();
+    let texts: Vec<&str> = lines(&next).iter().map(|l| l["text"].as_str().unwrap()).collect();
+    assert!(!texts.is_empty() && texts.iter().all(|t| t.ends_with(" second")), "{next}");
+    std::fs::write(app.gate("end").1, "").unwrap();
+    app.wait_state(&id, "Completed").await;
+    let all = app.get(&format!("{path}?from_start=true")).await.json();
+    let end = place(lines(&all).last().unwrap());
+    // Past the end of a finished job: no wait (well within its 30 s).
+    let finished =
+        tokio::time::timeout(std::time::Duration::from_secs(20), app.get(&format!("{path}?after={end}&wait=30")))
+            .await
+            .expect("a finished job's page answers without waiting")
+            .json();
+    assert_eq!((lines(&finished).len(), finished["running"].clone()), (0, json!(false)));
+    let refused = app.get(&format!("{path}?wait=5")).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert!(refused.text().contains("wait follows new lines: it needs after"), "{}", refused.text());
+}
