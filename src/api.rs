@@ -487,6 +487,15 @@ pub async fn job_events(id: &str) -> ApiResult<Vec<JobEvent>> {
     get(&format!("{}/events", job_path(id))).await
 }
 
+/// `GET /queue`: the queued jobs in their admission order, those of one
+/// node group when `node_group` is not empty.
+pub async fn queue(node_group: &str) -> ApiResult<jobdeck_api::QueueList> {
+    match node_group {
+        "" => get("/queue").await,
+        group => get(&format!("/queue?node_group={}", crate::routes::encode_component(group))).await,
+    }
+}
+
 /// The ids of the node groups (`GET /dedicated-node-groups`), for the list's
 /// filter. Only the ids are read: a smaller decoder than the whole group.
 pub async fn node_group_names() -> ApiResult<Vec<String>> {

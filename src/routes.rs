@@ -17,6 +17,8 @@ pub const AUDIT: &str = "/audit";
 pub const STORAGE: &str = "/storage";
 /// One's notification endpoints and rules.
 pub const NOTIFICATIONS: &str = "/notifications";
+/// The queued jobs in the scheduler's admission order.
+pub const QUEUE: &str = "/queue";
 /// The page an invitation link opens.
 pub const INVITE: &str = jobdeck_api::invitations::INVITATION_PAGE;
 
@@ -54,6 +56,8 @@ pub enum Route {
     Audit,
     /// One's notifications, a download of its own.
     Notifications,
+    /// The queue, which shares the notifications page's download.
+    Queue,
     NotFound,
 }
 
@@ -70,6 +74,7 @@ impl Route {
             ["people"] => Route::People,
             ["audit"] => Route::Audit,
             ["notifications"] => Route::Notifications,
+            ["queue"] => Route::Queue,
             ["jobs", id] => Route::Job { id: decode_component(id), tab: "overview".into() },
             ["jobs", id, tab] if JOB_TABS.iter().any(|(t, _)| t == tab) => {
                 Route::Job { id: decode_component(id), tab: tab.to_string() }
@@ -88,6 +93,17 @@ pub fn job(id: &str) -> String {
 /// page's "Notify me").
 pub fn notify_about(id: &str) -> String {
     format!("{NOTIFICATIONS}?job={}", encode_component(id))
+}
+
+/// The queue, of one node group when `node_group` is not empty, with job
+/// `marked` (if any) marked.
+pub fn queue(node_group: &str, marked: &str) -> String {
+    let query = crate::router::query_string([("node_group", node_group.to_string()), ("job", marked.to_string())]);
+    if query.is_empty() {
+        QUEUE.to_string()
+    } else {
+        format!("{QUEUE}?{query}")
+    }
 }
 
 /// One tab of the job page; the overview is the job's own address.
@@ -379,6 +395,7 @@ mod tests {
             (AUDIT, Route::Audit),
             (NOTIFICATIONS, Route::Notifications),
             (STORAGE, Route::Storage),
+            (QUEUE, Route::Queue),
             ("/jobs/train-ab12c", job("train-ab12c", "overview")),
             ("/jobs/train-ab12c/replicas", job("train-ab12c", "replicas")),
             ("/jobs/train-ab12c/logs", job("train-ab12c", "logs")),
@@ -393,6 +410,8 @@ mod tests {
         // Every link this module builds parses back to its route.
         assert_eq!(Route::parse(&job_tab("a-1", "events")), job("a-1", "events"));
         assert_eq!(Route::parse(&self::job("a-1")), job("a-1", "overview"));
+        assert_eq!(queue("", ""), "/queue");
+        assert_eq!(queue("gpu a", "x&y"), "/queue?node_group=gpu%20a&job=x%26y");
     }
 
     #[wasm_bindgen_test::wasm_bindgen_test]

@@ -515,6 +515,97 @@ fn a_queued_jobs_overview_offers_the_change_that_starts_it_and_the_form_comes_fi
     std::fs::write(&gate, "").unwrap();
 }
 
+/// Issue 38's queue view: the queued jobs in the scheduler's order with
+/// their places, priorities and preemption marks; another user's private job
+/// keeps its place but is not named; the overview's link marks the job; a
+/// start takes a row away and renumbers the rest without a reload.
+#[test]
+fn the_queue_page_lists_the_waiting_jobs_in_admission_order_and_follows_them() {
+    let server = Server::start_on("127.0.0.1:0", EIGHT_GPUS, &[], true);
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("holder");
+    let wait = format!("until [ -e '{}' ]; do sleep 0.05; done", gate.display());
+    let admin = &server.admin_token;
+    let holder = server.create_job(admin, &shell_job("holder", &wait, json!({"resource_shape": "gpu.8"})));
+    server.wait_for_state(admin, &holder, JobState::Running);
+    let later = server.create_job(
+        admin,
+        &shell_job("later", &wait, json!({"resource_shape": "gpu.8", "queue_config": {"can_be_preempted": true}})),
+    );
+    let bob = server.token_for("bob");
+    let mut private = shell_job("bobs-secret-plan", "true", json!({"resource_shape": "gpu.4"}));
+    private["metadata"]["visibility"] = json!("private");
+    let (status, body) = server.call("POST", "/jobs", &bob, Some(&private));
+    assert_eq!(status, 200, "{body}");
+    // The urgent job, once started, waits too, so the page is seen between
+    // its start and the next one's.
+    let urgent_gate = gates.path().join("urgent");
+    let urgent_wait = format!("until [ -e '{}' ]; do sleep 0.05; done", urgent_gate.display());
+    let urgent = server.create_job(
+        admin,
+        &shell_job(
+            "urgent",
+            &urgent_wait,
+            json!({"resource_shape": "gpu.8", "queue_config": {"priority_class": "high-9000", "can_preempt": true}}),
+        ),
+    );
+    jobdeck_e2e::wait_for("three queued jobs", jobdeck_e2e::BROWSER_WAIT, || {
+        let (_, queue) = server.call("GET", "/queue", admin, None);
+        (queue["jobs"].as_array()?.len() == 3).then_some(())
+    });
+
+    let browser = Browser::start();
+    browser.sign_in(&server, admin);
+    // The overview of a queued job links to the queue, the job marked.
+    browser.goto(&format!("{}/jobs/{later}", server.base_url));
+    browser.wait_for_text("Place in queue");
+    browser.click(&browser.find(".queue-link a"));
+    browser.wait_for_text("3 jobs are waiting; 1 of them is another user's private job, counted but not named.");
+    assert!(browser.current_url().ends_with(&format!("/queue?job={later}")), "{}", browser.current_url());
+    mark_page(&browser);
+    let rows = || -> Vec<Vec<String>> {
+        let cells = browser.execute(
+            "return Array.from(document.querySelectorAll('table.queue tbody tr'))\
+               .map(tr => Array.from(tr.children).map(c => c.textContent.trim()));",
+            vec![],
+        );
+        serde_json::from_value(cells).unwrap()
+    };
+    let table = rows();
+    let column = |n: usize| table.iter().map(|r| r[n].clone()).collect::<Vec<_>>();
+    assert_eq!(column(0), ["1", "2this job", "3"], "places, the marked job badged: {table:?}");
+    assert_eq!(column(1), ["urgent", "later", "another user's private job"]);
+    assert_eq!(column(2), ["admin", "admin", ""]);
+    assert_eq!(column(3)[0], "high-9000");
+    assert_eq!(column(5), ["1 × gpu.8 (8 GPUs each)", "1 × gpu.8 (8 GPUs each)", "1 × 4 GPUs"]);
+    assert_eq!(column(7), ["may preempt", "preemptible", ""]);
+    assert!(column(8)[0].contains("8 GPUs"), "why it waits, in its status's words: {table:?}");
+    assert!(!browser.page_text().contains("bobs-secret-plan"), "a private job is never named");
+    browser.screenshot(&jobdeck_e2e::screenshot_path("queue"));
+
+    // One node group's queue is a link of its own.
+    browser.execute(
+        "const s = document.querySelector('section.queue select'); s.value = 'local'; \
+         s.dispatchEvent(new Event('change', {bubbles: true}));",
+        vec![],
+    );
+    browser.wait_until("the node group in the address", || {
+        browser.current_url().contains("/queue?node_group=local&job=").then_some(())
+    });
+    browser.wait_until("the group's queue", || (rows().len() == 3).then_some(()));
+    assert_eq!(browser.find_all("table.queue").len(), 1, "one table, its rows replaced");
+
+    // The holder ends: the urgent job starts, and its row goes with no reload.
+    std::fs::write(&gate, "").unwrap();
+    browser.wait_until("the started job's row gone", || {
+        let table = rows();
+        (table.len() == 2 && table[0][1] == "later" && table[0][0].starts_with('1')).then_some(())
+    });
+    assert!(page_was_not_reloaded(&browser));
+    std::fs::write(&urgent_gate, "").unwrap();
+    server.wait_for_state(admin, &urgent, JobState::Completed);
+}
+
 /// Issue 38: a failed job's overview names the indexes that did not
 /// succeed and the one change a rerun makes; the button runs only those,
 /// and the rerun's page links back. The section is a module of its own,

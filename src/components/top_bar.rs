@@ -47,7 +47,7 @@ pub fn TopBar() -> impl IntoView {
     let current = move |section: &'static str| {
         url.with(|u| {
             let in_section = match section {
-                routes::NEW_JOB => u.path == routes::NEW_JOB,
+                routes::NEW_JOB | routes::QUEUE => u.path == section,
                 _ => u.path != routes::NEW_JOB && (u.path == "/" || u.path.starts_with(routes::JOBS)),
             };
             in_section.then_some("page")
@@ -62,6 +62,7 @@ pub fn TopBar() -> impl IntoView {
                 <a href=routes::NEW_JOB class="needs-member" aria-current=move || current(routes::NEW_JOB)>
                     "New job"
                 </a>
+                <a href=routes::QUEUE aria-current=move || current(routes::QUEUE)>"Queue"</a>
                 <a href=routes::PEOPLE class="needs-admin">"People"</a>
             </nav>
             <div class="who">

@@ -10,4 +10,5 @@ pub mod new_job;
 pub mod not_found;
 pub mod notifications;
 pub mod people;
+pub mod queue;
 pub mod storage;

@@ -4,7 +4,7 @@
 //! `bench/console-size.sh` (or `cargo bench -p jobdeck-e2e --bench
 //! console_size` after building the console and the server). For every
 //! route of the console (the sign-in, the list, the form, a page that does
-//! not exist, the account, people, audit, storage, notifications and
+//! not exist, the account, people, audit, storage, notifications, queue and
 //! invitation pages, and each tab of
 //! the job page, read from `src/routes.rs`) a
 //! fresh Chromium profile opens the page and waits until it shows; then the
@@ -114,6 +114,7 @@ fn main() {
         ("audit log".into(), "/audit".into(), "table.audit-log tbody tr"),
         ("storage".into(), "/storage".into(), "section.storage table.log-usage, section.storage p.empty"),
         ("notifications".into(), "/notifications".into(), "section.notifications p.empty"),
+        ("queue".into(), "/queue".into(), "section.queue p.queue-summary:not(:empty)"),
         ("invitation".into(), "/invite".into(), "section.page .banner.error"),
     ];
     for tab in job_tabs() {

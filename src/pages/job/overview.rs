@@ -202,6 +202,8 @@ struct Drawn {
     spec: web_sys::Element,
     shown: (Facts, Facts),
     shown_suggestions: Option<Vec<StartSuggestion>>,
+    /// "See it in the queue", shown while the job has a place in it.
+    queue_link: web_sys::Element,
     /// Where `rerun.rs` draws the reruns section; hidden until it does.
     reruns: web_sys::Element,
 }
@@ -216,6 +218,9 @@ impl Drawn {
             dom::child(&section, "dl", "facts", "")
         };
         let status = section("status-title", "Status");
+        let queue_link = dom::child(host, "p", "queue-link", "");
+        dom::child(&queue_link, "a", "", "See it in the queue");
+        dom::show(&queue_link, false);
         let suggestions = dom::child(host, "section", "start-suggestions", "");
         dom::set(&suggestions, "aria-labelledby", "suggestions-title");
         dom::set(&dom::child(&suggestions, "h2", "", "What would let it start"), "id", "suggestions-title");
@@ -227,6 +232,7 @@ impl Drawn {
             spec: section("spec-title", "Specification"),
             shown: Default::default(),
             shown_suggestions: None,
+            queue_link,
             reruns: {
                 let reruns = dom::child(host, "section", "reruns", "");
                 dom::set(&reruns, "aria-label", "Reruns");
@@ -285,6 +291,11 @@ pub fn OverviewTab() -> impl IntoView {
             draw_facts(&drawn.status, &facts.0, &drawn.shown.0);
             draw_facts(&drawn.spec, &facts.1, &drawn.shown.1);
             drawn.shown = facts;
+            let queued = job.status.as_ref().is_some_and(|s| s.queue_position.is_some());
+            if let Some(link) = drawn.queue_link.first_element_child().filter(|_| queued) {
+                dom::set(&link, "href", &routes::queue("", job.id()));
+            }
+            dom::show(&drawn.queue_link, queued);
             if drawn.shown_suggestions.as_ref() != Some(&suggestions) {
                 draw_suggestions(&drawn.suggestions.0, &drawn.suggestions.1, job.id(), &suggestions);
                 drawn.shown_suggestions = Some(suggestions);
