@@ -13,7 +13,7 @@
 //! counted up to [`TOTAL_COUNT_CAP`], and a larger total is said to be at
 //! least that: counting a million matches would cost more than the page.
 
-use rusqlite::params_from_iter;
+use rusqlite::{params_from_iter, OptionalExtension};
 use rusqlite::types::Value;
 
 use super::error::StoreResult;
@@ -50,14 +50,8 @@ impl Store {
             let tx = conn.unchecked_transaction()?;
             // The ids a name search's trigram query finds, when they are
             // few: asked once, then tested as a list.
-            let search = match filter.q.as_deref().map(str::to_lowercase).and_then(|q| trigram_query(&q)) {
-                Some(query) => {
-                    let mut stmt = tx.prepare_cached("SELECT id FROM job_search WHERE job_search MATCH ?1 LIMIT ?2")?;
-                    let found = stmt
-                        .query_map(rusqlite::params![query, SEARCH_INDEX_MAX_MATCHES + 1], |r| r.get::<_, String>(0))?
-                        .collect::<rusqlite::Result<Vec<_>>>()?;
-                    (found.len() as i64 <= SEARCH_INDEX_MAX_MATCHES).then(|| serde_json::Value::from(found).to_string())
-                }
+            let search = match filter.q.as_deref().map(str::to_lowercase) {
+                Some(q) => searched_ids(&tx, &q)?.map(|found| serde_json::Value::from(found).to_string()),
                 None => None,
             };
             let source = Source::of(&filter);
@@ -183,6 +177,88 @@ fn narrowed_page(
     })
 }
 
+/// The ids of the jobs whose id contains `q` (lowercase), found through
+/// the trigram index when they are at most [`SEARCH_INDEX_MAX_MATCHES`];
+/// `None` when they are more, or `q` has no trigram worth asking.
+///
+/// How many ids hold each trigram (`job_trigram_counts`, kept by triggers,
+/// migration 22) decides what the index is asked. A two- or three-character
+/// text one of whose trigrams more ids hold than the limit matches more:
+/// the index is not asked at all (its answer would be thrown away). A
+/// longer text is asked for by its rare trigrams alone, those held by at
+/// most [`RARE_TRIGRAM`] ids (at least its two rarest), and the ids found
+/// are those that hold the whole text: the phrase query reads the list of
+/// every trigram of the text, including the few that a large share of the
+/// jobs hold (`sweep-11-`: four of its seven are in an eighth of the ids).
+/// When its rare trigrams find too many, and it has common ones, the
+/// phrase query decides.
+fn searched_ids(tx: &rusqlite::Transaction<'_>, q: &str) -> rusqlite::Result<Option<Vec<String>>> {
+    let ask = |query: String| -> rusqlite::Result<Option<Vec<String>>> {
+        let mut stmt = tx.prepare_cached("SELECT id FROM job_search WHERE job_search MATCH ?1 LIMIT ?2")?;
+        let found = stmt
+            .query_map(rusqlite::params![query, SEARCH_INDEX_MAX_MATCHES + 1], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok((found.len() as i64 <= SEARCH_INDEX_MAX_MATCHES).then_some(found))
+    };
+    let Some(query) = trigram_query(q) else { return Ok(None) };
+    let short = q.chars().count() <= 3;
+    if short && q.is_ascii() {
+        let trigrams = if q.len() == 2 { pair_trigrams(q) } else { vec![q.to_string()] };
+        if held_by(tx, &trigrams)?.iter().any(|(n, _)| *n > SEARCH_INDEX_MAX_MATCHES) {
+            return Ok(None);
+        }
+    }
+    if !short && q.is_ascii() {
+        let mut trigrams: Vec<String> = (0..=q.len() - 3).map(|at| q[at..at + 3].to_string()).collect();
+        trigrams.sort();
+        trigrams.dedup();
+        let held = held_by(tx, &trigrams)?;
+        let rare: Vec<String> = held
+            .iter()
+            .enumerate()
+            .take_while(|(at, (n, _))| *at < 2 || *n <= RARE_TRIGRAM)
+            .map(|(_, (_, t))| quoted(t))
+            .collect();
+        let every = rare.len() == held.len();
+        match ask(rare.join(" AND "))? {
+            Some(found) => return Ok(Some(found.into_iter().filter(|id| id.to_lowercase().contains(q)).collect())),
+            None if every => return Ok(None),
+            None => {}
+        }
+    }
+    ask(query)
+}
+
+/// Up to how many job ids may hold a trigram that a long name search asks
+/// the index for: its list is read whole.
+const RARE_TRIGRAM: i64 = 16 * SEARCH_INDEX_MAX_MATCHES;
+
+/// The trigrams that hold the two characters `q`: each character of an id
+/// before or after them.
+fn pair_trigrams(q: &str) -> Vec<String> {
+    ID_CHARACTERS.chars().flat_map(|c| [format!("{q}{c}"), format!("{c}{q}")]).collect()
+}
+
+/// How many job ids hold each of `trigrams`, fewest first. A trigram
+/// missing from the counts is held by none: the counts choose what the
+/// index is asked, the index decides what is found (an id's trigrams past
+/// the counted places look rarer than they are, never missing from it).
+fn held_by(tx: &rusqlite::Transaction<'_>, trigrams: &[String]) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut stmt = tx.prepare_cached("SELECT n FROM job_trigram_counts WHERE trigram = ?1")?;
+    let mut held = Vec::with_capacity(trigrams.len());
+    for trigram in trigrams {
+        let n: Option<i64> = stmt.query_row([trigram.as_str()], |r| r.get(0)).optional()?;
+        held.push((n.unwrap_or(0), trigram.clone()));
+    }
+    held.sort();
+    Ok(held)
+}
+
+/// `text` as a full-text phrase.
+fn quoted(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
 /// The characters of a job id: a job name's (lowercase letters, digits and
 /// `-`) and its suffix's.
 const ID_CHARACTERS: &str = "abcdefghijklmnopqrstuvwxyz0123456789-";
@@ -194,12 +270,10 @@ const ID_CHARACTERS: &str = "abcdefghijklmnopqrstuvwxyz0123456789-";
 /// character has none worth asking: it matches most jobs, and the walk
 /// finds them at once.
 fn trigram_query(q: &str) -> Option<String> {
-    let quoted = |text: &str| format!("\"{}\"", text.replace('"', "\"\""));
     match q.chars().count() {
         0 | 1 => None,
         2 => {
-            let around: Vec<String> =
-                ID_CHARACTERS.chars().flat_map(|c| [quoted(&format!("{q}{c}")), quoted(&format!("{c}{q}"))]).collect();
+            let around: Vec<String> = pair_trigrams(q).iter().map(|t| quoted(t)).collect();
             Some(around.join(" OR "))
         }
         _ => Some(quoted(q)),
@@ -348,7 +422,7 @@ fn order_by(sort: SortKey, ascending: bool, reversed: bool, sort_first: &str) ->
 
 /// Up to how many trigram matches a name search reads the matching jobs one
 /// by one; above, it walks `jobs_list` (which then finds its page early).
-const SEARCH_INDEX_MAX_MATCHES: i64 = 2000;
+pub(crate) const SEARCH_INDEX_MAX_MATCHES: i64 = 2000;
 
 /// `text` as a LIKE pattern that matches only itself: `%`, `_` and the
 /// escape character are escaped. (LIKE ignores the case of ASCII letters,

@@ -4,6 +4,8 @@
 //! `job_labels` from creation to deletion, and a previous release's jobs
 //! get theirs; a name or label total stops counting at the cap.
 
+use std::collections::BTreeMap;
+
 use jobdeck_api::JobState;
 
 use super::tests::{database_of_schema, job_row};
@@ -296,4 +298,105 @@ async fn a_two_character_search_finds_the_pair_anywhere_in_an_id() {
     assert_eq!(found("-z").await, ["q-zzzzz"]);
     assert_eq!(found("\"q").await, Vec::<String>::new());
     assert_eq!(found("z").await.len(), 4);
+}
+
+/// The trigram counts (migration 22) of `store`, those above zero.
+async fn trigram_counts(store: &Store) -> BTreeMap<String, i64> {
+    store
+        .read(|c| {
+            let mut stmt = c.prepare("SELECT trigram, n FROM job_trigram_counts WHERE n > 0")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<rusqlite::Result<BTreeMap<String, i64>>>()
+        })
+        .await
+        .unwrap()
+}
+
+/// A search of four characters or more asks the index for its two rarest
+/// trigrams, then keeps the ids that hold the whole text: an id holding
+/// every trigram of it, but not together, is not found; counts follow jobs
+/// in and out.
+#[tokio::test]
+async fn a_long_search_finds_the_text_through_its_rarest_trigrams_and_nothing_else() {
+    let (_dir, store) = tests::temp_store();
+    let mut stored = vec!["abcde-11111".to_string(), "xx-abcde-yy".to_string(), "abcd-cde-zz".to_string()];
+    // Ids that make `abc` and `bcd` common and `cde` rare.
+    stored.extend((0..30).map(|k| format!("abcd-{k:05}")));
+    for (k, id) in stored.iter().enumerate() {
+        store.insert_job(job_row(id, "alice", "public", k as i64, "Completed"), vec![]).await.unwrap();
+    }
+    let counts = trigram_counts(&store).await;
+    assert_eq!((counts["abc"], counts["bcd"], counts["cde"]), (33, 33, 3));
+    assert_eq!(counts["-11"], 1, "an id's trigram counts once, however often it holds it");
+    let found = |q: &str| {
+        let store = store.clone();
+        let filter = JobFilter { q: Some(q.into()), ..everything("bob") };
+        async move { ids(&store.list_jobs(filter).await.unwrap().rows) }
+    };
+    assert_eq!(found("ABCDE").await, ["xx-abcde-yy", "abcde-11111"]);
+    assert_eq!(found("cde-z").await, ["abcd-cde-zz"]);
+    assert_eq!(found("abcd-0001").await.len(), 10);
+    assert_eq!(found("qqqq").await, Vec::<String>::new(), "a trigram no id holds");
+    store.write(|tx| Ok(tx.execute("DELETE FROM jobs WHERE id = 'xx-abcde-yy'", [])?)).await.unwrap();
+    let counts = trigram_counts(&store).await;
+    assert_eq!((counts["cde"], counts.get("xx-")), (2, None));
+    assert_eq!(found("abcde").await, ["abcde-11111"]);
+}
+
+/// Migration 22 counts the trigrams of a release-21 store's jobs, and its
+/// searches find them after the upgrade.
+#[tokio::test]
+async fn the_previous_releases_ids_get_their_trigrams_counted() {
+    let (_dir, store) = store_upgraded_from(
+        21,
+        "('sweep-11-aaaaa', 'sweep', 'alice', 'public', 1, 'Completed', '{}', '{}'),
+         ('sweep-12-bbbbb', 'sweep', 'alice', 'public', 2, 'Completed', '{}', '{}'),
+         ('eval-11-ccccc', 'eval', 'alice', 'public', 3, 'Completed', '{}', '{}')",
+    );
+    let counts = trigram_counts(&store).await;
+    assert_eq!((counts["swe"], counts["-11"], counts["al-"], counts["aaa"]), (2, 2, 1, 1));
+    let filter = JobFilter { q: Some("sweep-11-".into()), ..everything("bob") };
+    assert_eq!(ids(&store.list_jobs(filter).await.unwrap().rows), ["sweep-11-aaaaa"]);
+    // New jobs are counted by the triggers from then on.
+    store.insert_job(job_row("sweep-11-ddddd", "alice", "public", 4, "Completed"), vec![]).await.unwrap();
+    assert_eq!(trigram_counts(&store).await["-11"], 3);
+}
+
+/// Texts whose trigrams more ids hold than the index's limit go to the
+/// walk without asking the index, and find what it would have: a pair and
+/// a trigram held by every job, and a long text whose rare trigrams are
+/// not rare enough.
+#[tokio::test]
+async fn a_search_the_counts_call_common_finds_by_walking() {
+    let (_dir, store) = tests::temp_store();
+    let jobs = crate::job_list::SEARCH_INDEX_MAX_MATCHES + 100;
+    store
+        .write(move |tx| {
+            for k in 0..jobs {
+                tx.execute(
+                    "INSERT INTO jobs (id, name, created_by, visibility, created_at, state, metadata, spec)
+                     VALUES (?1, 'ab', 'alice', 'public', ?2, 'Completed', '{}', '{}')",
+                    rusqlite::params![format!("ab-{k:05}"), k],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(trigram_counts(&store).await["ab-"], jobs);
+    let listed = |q: &str| {
+        let store = store.clone();
+        let filter = JobFilter { q: Some(q.into()), page_size: 3, ..everything("bob") };
+        async move {
+            let page = store.list_jobs(filter).await.unwrap();
+            (ids(&page.rows), page.total, page.total_capped)
+        }
+    };
+    let newest = vec![format!("ab-{:05}", jobs - 1), format!("ab-{:05}", jobs - 2), format!("ab-{:05}", jobs - 3)];
+    assert_eq!(listed("AB").await, (newest.clone(), TOTAL_COUNT_CAP, true));
+    assert_eq!(listed("ab-").await, (newest.clone(), TOTAL_COUNT_CAP, true));
+    assert_eq!(listed("ab-0").await, (newest, TOTAL_COUNT_CAP, true));
+    assert_eq!(listed("ab-0010").await.0, ["ab-00109", "ab-00108", "ab-00107"]);
+    assert_eq!(listed("ab-0010").await.1, 10);
+    assert_eq!(listed("b-020").await.1, 100);
 }

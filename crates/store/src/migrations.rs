@@ -504,6 +504,30 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 21: the jobs whose logs take the most, largest first (`GET
     // /usage/logs`), without reading every job that has logs.
     "CREATE INDEX jobs_by_log_bytes ON jobs(log_bytes DESC) WHERE log_bytes > 0;",
+    // 22: how many job ids hold each trigram, so that a name search asks
+    // the trigram index for its two rarest trigrams only (`job_list.rs`,
+    // `searched_ids`). `id_positions` numbers the places of a trigram in an
+    // id (a trigger cannot use a recursive query to count them); an id's
+    // trigrams past the 512th place are not counted, which makes them look
+    // rarer than they are, never changes what a search finds.
+    "CREATE TABLE id_positions (n INTEGER PRIMARY KEY);
+    INSERT INTO id_positions (n)
+        WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < 512) SELECT n FROM k;
+    CREATE TABLE job_trigram_counts (trigram TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO job_trigram_counts (trigram, n)
+        SELECT trigram, COUNT(*) FROM (
+            SELECT DISTINCT jobs.rowid AS job, lower(substr(jobs.id, p.n, 3)) AS trigram
+            FROM jobs JOIN id_positions AS p ON p.n <= length(jobs.id) - 2
+        ) GROUP BY trigram;
+    CREATE TRIGGER jobs_trigrams_counted_on_insert AFTER INSERT ON jobs BEGIN
+        INSERT INTO job_trigram_counts (trigram, n)
+            SELECT DISTINCT lower(substr(NEW.id, n, 3)), 1 FROM id_positions WHERE n <= length(NEW.id) - 2
+            ON CONFLICT (trigram) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER jobs_trigrams_counted_on_delete AFTER DELETE ON jobs BEGIN
+        UPDATE job_trigram_counts SET n = n - 1
+            WHERE trigram IN (SELECT lower(substr(OLD.id, n, 3)) FROM id_positions WHERE n <= length(OLD.id) - 2);
+    END;",
 ];
 
 /// Applies the steps a database has not had yet, each in its own
