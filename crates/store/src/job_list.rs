@@ -12,9 +12,14 @@
 //! filters by name or label, which that table does not know; those are
 //! counted up to [`TOTAL_COUNT_CAP`], and a larger total is said to be at
 //! least that: counting a million matches would cost more than the page.
+//!
+//! A name search that matches few jobs reads just those, found through the
+//! trigram index of the ids (`job_search`), asked only what the counts of
+//! ids per trigram (`job_trigram_counts`) say is worth asking
+//! (`searched_ids`).
 
-use rusqlite::{params_from_iter, OptionalExtension};
 use rusqlite::types::Value;
+use rusqlite::{params_from_iter, OptionalExtension};
 
 use super::error::StoreResult;
 use super::job_row::{job_column_count, job_row, JOB_COLUMNS};
