@@ -289,6 +289,24 @@ pub fn attachment(replica: &str) -> HeaderValue {
         .unwrap_or(HeaderValue::from_static("attachment"))
 }
 
+/// A log's text streamed as `body`: plain UTF-8, never sniffed or cached,
+/// and left uncompressed (the response compressor holds streamed lines
+/// back and, for a body that ends while it waits, cut the end of the
+/// stream in our tests with `requests`); a download when `attachment`
+/// names the file (see [`attachment`]).
+pub fn text_stream(body: axum::body::Body, attachment_name: Option<&str>) -> Response {
+    let mut response = (axum::http::StatusCode::OK, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
+    if let Some(name) = attachment_name {
+        headers.insert(header::CONTENT_DISPOSITION, attachment(name));
+    }
+    response
+}
+
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> std::io::Result<T> + Send + 'static) -> AppResult<T> {
     tokio::task::spawn_blocking(work).await.map_err(AppError::internal)?.map_err(AppError::internal)
 }

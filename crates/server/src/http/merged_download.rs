@@ -11,8 +11,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use crate::http::lepton_logs::{AttemptScan, Found, CHUNK};
 use jobdeck_store::logs::{LogReader, LogStore};
@@ -139,12 +138,5 @@ pub(crate) fn response(merged: MergedText, name: &str) -> Response {
             }
         }
     });
-    let mut response = (StatusCode::OK, Body::from_stream(rounds)).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
-    headers.insert(header::CONTENT_DISPOSITION, crate::http::logs::attachment(name));
-    response
+    crate::http::logs::text_stream(Body::from_stream(rounds), Some(name))
 }

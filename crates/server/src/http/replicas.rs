@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
@@ -394,17 +394,5 @@ async fn replica_log(
     };
     let stream =
         futures_util::stream::unfold(tail, |mut tail| async move { tail.next().await.map(|item| (item, tail)) });
-    let mut response = (StatusCode::OK, Body::from_stream(stream)).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    // The response compressor holds streamed lines back and, for a body
-    // that ends while it waits, cut the end of the stream in our tests with
-    // `requests`; an explicit identity encoding makes it leave logs alone.
-    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
-    if download {
-        headers.insert(header::CONTENT_DISPOSITION, logs::attachment(&replica));
-    }
-    Ok(response)
+    Ok(logs::text_stream(Body::from_stream(stream), download.then_some(replica.as_str())))
 }
