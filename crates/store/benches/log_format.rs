@@ -5,8 +5,11 @@
 //! whole log. The block format at `LOG_FORMAT_LINES` lines (default
 //! 100,000,000), the plain format (the one before) at
 //! `LOG_FORMAT_PLAIN_LINES` (default 10,000,000; 0 leaves it out), in
-//! `LOG_FORMAT_DIR` (default target/bench/log-format). Run with
-//! `bench/log-format.sh`; figures in docs/measurements.md.
+//! `LOG_FORMAT_DIR` (default target/bench/log-format). First, the
+//! sustained ingest: `LOG_FORMAT_INGEST_LINES` (default 20,000,000) lines
+//! read from memory, so nothing but the store's own work is timed, of
+//! the corpus and of short lines. Run with `bench/log-format.sh`; figures
+//! in docs/measurements.md.
 
 mod corpus;
 
@@ -67,6 +70,81 @@ fn fill(store: &LogStore, job: &str, lines: u64, plain: bool) -> Filled {
     writer.finish().unwrap();
     ingest += started.elapsed();
     Filled { lines: written, text_bytes, ingest }
+}
+
+/// Seconds of CPU the calling thread and the whole process have used
+/// (utime + stime of `/proc/thread-self/stat` and `/proc/self/stat`).
+fn cpu_seconds() -> (f64, f64) {
+    fn of(path: &str) -> f64 {
+        let stat = std::fs::read_to_string(path).unwrap();
+        // The fields after the command's closing parenthesis; utime and
+        // stime are the 14th and 15th of the whole line.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+        ticks / 100.0
+    }
+    (of("/proc/thread-self/stat"), of("/proc/self/stat"))
+}
+
+/// Pipe reads of `pool_lines` lines made by `line`, held in memory.
+fn pool_of(pool_lines: u64, mut line: impl FnMut(&mut Vec<u8>) -> i64) -> Vec<(Vec<u8>, i64)> {
+    let mut pool = Vec::new();
+    let mut made = 0;
+    while made < pool_lines {
+        let mut chunk = Vec::with_capacity(READ + 4096);
+        let mut time = 0;
+        while chunk.len() < READ && made < pool_lines {
+            time = line(&mut chunk);
+            chunk.push(b'\n');
+            made += 1;
+        }
+        pool.push((chunk, time));
+    }
+    pool
+}
+
+/// The store's sustained ingest: `lines` lines fed from `pool` (read again
+/// from its start when it runs out), from the first read to the last
+/// block sealed, with the CPU the writer's thread and the sealing threads
+/// used.
+fn sustained_ingest(store: &LogStore, name: &str, pool: &[(Vec<u8>, i64)], lines: u64) {
+    let pool_lines: u64 = pool.iter().map(|(chunk, _)| lines_in(chunk)).sum();
+    let (log, idx) = store.paths(name, 0, 0);
+    let mut writer = LogWriter::create(&log, &idx).unwrap();
+    let mut splitter = LineSplitter::default();
+    let (mut written, mut text_bytes) = (0u64, 0u64);
+    let (thread_before, process_before) = cpu_seconds();
+    let started = Instant::now();
+    'feed: loop {
+        for (chunk, time) in pool {
+            splitter.feed(chunk, |line| {
+                writer.append(Stream::Stdout, *time, line).unwrap();
+                written += 1;
+            });
+            writer.flush().unwrap();
+            text_bytes += chunk.len() as u64;
+            if written >= lines {
+                break 'feed;
+            }
+        }
+    }
+    writer.finish().unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    let (thread_after, process_after) = cpu_seconds();
+    let writer_cpu = thread_after - thread_before;
+    let sealing_cpu = process_after - process_before - writer_cpu;
+    println!(
+        "{name}: {written} lines ({:.1} bytes a line; a pool of {pool_lines} read again) in {seconds:.2} s: \
+         {:.2} M lines/s, {:.0} MB/s of text; CPU: the writer {writer_cpu:.2} s, sealing {sealing_cpu:.2} s",
+        text_bytes as f64 / written as f64,
+        written as f64 / seconds / 1e6,
+        text_bytes as f64 / seconds / 1e6,
+    );
+    store.remove_job(name).unwrap();
+}
+
+fn lines_in(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&byte| byte == b'\n').count() as u64
 }
 
 fn directory_bytes(dir: &Path) -> u64 {
@@ -160,11 +238,29 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
     let store = LogStore::new(Path::new(&dir));
     println!("# The log format on generated training output (seed {})\n", corpus::SEED);
+    let ingest_lines = env_number("LOG_FORMAT_INGEST_LINES", 20_000_000);
+    if ingest_lines > 0 {
+        println!("## Sustained ingest, from memory");
+        let mut corpus = corpus::Corpus::new(corpus::SEED);
+        sustained_ingest(&store, "ingest-corpus", &pool_of(2_000_000, |out| corpus.line(out)), ingest_lines);
+        // Lines as short as those of the issue's own example (a
+        // 10,000,000-line log of about 129 MB of text).
+        let mut number = 0u64;
+        let short = pool_of(10_000_000, |out| {
+            number += 1;
+            out.extend_from_slice(format!("line {number:07}").as_bytes());
+            1_795_000_000_000 + (number / 1000) as i64
+        });
+        sustained_ingest(&store, "ingest-short", &short, ingest_lines);
+        println!();
+    }
     if plain_lines > 0 {
         measure("plain", &store, "plain", true, plain_lines);
         store.remove_job("plain").unwrap();
     }
-    measure("block", &store, "blocks", false, lines);
+    if lines > 0 {
+        measure("block", &store, "blocks", false, lines);
+    }
     // LOG_FORMAT_KEEP=1 keeps the block log for a look (or for zstd -b).
     if std::env::var_os("LOG_FORMAT_KEEP").is_none() {
         store.remove_job("blocks").unwrap();

@@ -16,12 +16,13 @@
 //! ```
 //!
 //! A line goes to the tail when the writer flushes, so followers see it at
-//! once. When the block reaches [`BLOCK_BYTES`] the writer seals it: a
-//! thread compresses it while the tail keeps its lines and the next ones;
-//! then the frame is appended to `.zst`, its filter to `.zflt`, its record
-//! to `.zidx`, and a tail of the lines after it, naming the new count of
-//! sealed lines, replaces the old one (written aside and renamed, so the
-//! path always holds a whole tail). A reader opens the tail first, then
+//! once. When the block reaches [`BLOCK_BYTES`] the writer seals it
+//! (`blocks/writer.rs`): a thread compresses it while the tail keeps its
+//! lines and the next ones (two blocks at most are compressed at once, and
+//! recorded in order); then the frame is appended to `.zst`, its filter to
+//! `.zflt`, its record to `.zidx`, and a tail of the lines after it, naming
+//! the new count of sealed lines, replaces the old one (written aside and
+//! renamed, so the path always holds a whole tail). A reader opens the tail first, then
 //! reads the records, and skips the tail's lines that a record holds
 //! already (sealed after the tail was opened, or left by a crash between
 //! the record and the new tail): whatever the writer does meanwhile, the
@@ -29,14 +30,20 @@
 //! crash cuts a frame without a record, drops tail lines a record already
 //! holds, and leaves out half a line at the tail's end.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::ops::ControlFlow;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use super::search::{self, FILTER_BYTES};
 use super::{visit_stored, Stream};
+
+mod writer;
+
+pub use writer::BlockWriter;
+#[cfg(test)]
+pub(super) use writer::SealingGate;
 
 /// Stored bytes per sealed block: large enough for zstd to find the
 /// repeats of a training log, small enough that reading one line costs
@@ -181,224 +188,6 @@ fn time_span(lines: &[u8]) -> (i64, i64) {
         ControlFlow::Continue(())
     });
     span
-}
-
-/// Appends to a log in the block format. A full block is compressed on a
-/// thread of its own while the next one fills, so the writer (the pipe's
-/// reader) never waits for zstd unless a second block fills first.
-pub struct BlockWriter {
-    paths: BlockPaths,
-    zst: File,
-    zflt: File,
-    zidx: File,
-    zst_len: u64,
-    tail: File,
-    /// The block being compressed; the tail holds its lines until its
-    /// record is written.
-    sealing: Option<Sealing>,
-    /// The stored lines of the block being written.
-    block: Vec<u8>,
-    /// How much of `block` is in the tail file.
-    flushed: usize,
-    block_lines: u32,
-    span: (i64, i64),
-    /// Lines and bytes of the recorded blocks.
-    sealed_lines: u64,
-    sealed_bytes: u64,
-    /// Lent to the sealing thread while it works.
-    compressor: Option<zstd::bulk::Compressor<'static>>,
-    /// The buffer of the last block sealed, for the next one: a new
-    /// megabyte each time costs page faults.
-    spare: Option<Vec<u8>>,
-}
-
-/// A block handed to its sealing thread.
-struct Sealing {
-    lines: u32,
-    raw: u32,
-    span: (i64, i64),
-    work: std::thread::JoinHandle<std::io::Result<Sealed>>,
-}
-
-/// What the sealing thread gives back.
-struct Sealed {
-    frame: Vec<u8>,
-    filter: Vec<u8>,
-    compressor: zstd::bulk::Compressor<'static>,
-    /// The block's buffer, emptied.
-    buffer: Vec<u8>,
-}
-
-impl BlockWriter {
-    /// Creates the log, or continues it: a frame without a record (a
-    /// crash between the two) is cut, lines of the tail that a record
-    /// holds already are dropped, and half a line at the tail's end is
-    /// left out.
-    pub fn create(paths: BlockPaths) -> std::io::Result<BlockWriter> {
-        let mut zidx = OpenOptions::new().create(true).read(true).append(true).open(&paths.zidx)?;
-        let records = read_records(&mut zidx)?;
-        zidx.set_len((records.len() * RECORD_BYTES) as u64)?;
-        let zst = OpenOptions::new().create(true).append(true).open(&paths.zst)?;
-        let zst_len = records.last().map(|r| r.offset + u64::from(r.compressed)).unwrap_or(0);
-        if zst.metadata()?.len() > zst_len {
-            zst.set_len(zst_len)?;
-        }
-        let mut zflt = OpenOptions::new().create(true).append(true).open(&paths.zflt)?;
-        let filters_len = (records.len() * FILTER_BYTES) as u64;
-        let held = zflt.metadata()?.len();
-        if held > filters_len {
-            zflt.set_len(filters_len)?;
-        } else if held < filters_len {
-            // Filters are written before their records, so this is damage:
-            // a block without its filter must never be skipped.
-            zflt.write_all(&vec![0xff; (filters_len - held) as usize])?;
-        }
-        let sealed_lines = records.last().map(|r| r.end_line() - 1).unwrap_or(0);
-        let sealed_bytes = records.iter().map(|r| u64::from(r.raw)).sum();
-
-        let old_tail = match std::fs::read(&paths.tail) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        let mut block = Vec::with_capacity(BLOCK_BYTES + super::MAX_LINE + 64);
-        if let Some(tail_after) = parse_tail_header(&old_tail) {
-            let lines = &old_tail[TAIL_HEADER..];
-            let whole = memchr::memrchr(b'\n', lines).map_or(0, |last| last + 1);
-            // Lines a record holds already: the crash came between the
-            // record and the new tail.
-            let start = nth_line_start(&lines[..whole], sealed_lines.saturating_sub(tail_after));
-            block.extend_from_slice(&lines[start..whole]);
-        }
-        let block_lines = memchr::memchr_iter(b'\n', &block).count() as u32;
-        let span = time_span(&block);
-        let tail = write_tail(&paths, sealed_lines, &block)?;
-        Ok(BlockWriter {
-            flushed: block.len(),
-            paths,
-            zst,
-            zflt,
-            zidx,
-            zst_len,
-            tail,
-            sealing: None,
-            block,
-            block_lines,
-            span,
-            sealed_lines,
-            sealed_bytes,
-            compressor: Some(zstd::bulk::Compressor::new(LEVEL)?),
-            spare: None,
-        })
-    }
-
-    /// The bytes of stored lines so far, sealed or not.
-    pub fn stored_bytes(&self) -> u64 {
-        self.sealed_bytes + self.sealing.as_ref().map_or(0, |s| u64::from(s.raw)) + self.block.len() as u64
-    }
-
-    /// Appends one encoded stored line (ending in `\n`) at `time`.
-    pub fn append(&mut self, line: &[u8], time: i64) -> std::io::Result<()> {
-        self.block.extend_from_slice(line);
-        self.block_lines += 1;
-        self.span = (self.span.0.min(time), self.span.1.max(time));
-        if self.block.len() >= BLOCK_BYTES {
-            self.hand_off()?;
-        }
-        Ok(())
-    }
-
-    /// Records a block whose compression is done, then writes the lines
-    /// appended since the last flush to the tail.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        if self.sealing.as_ref().is_some_and(|s| s.work.is_finished()) {
-            self.record_sealed()?;
-        }
-        if self.flushed < self.block.len() {
-            self.tail.write_all(&self.block[self.flushed..])?;
-            self.flushed = self.block.len();
-        }
-        Ok(())
-    }
-
-    /// Seals every line appended: the block being written is compressed
-    /// and recorded now, with the one before it.
-    pub fn seal(&mut self) -> std::io::Result<()> {
-        if !self.block.is_empty() {
-            self.hand_off()?;
-        }
-        self.record_sealed()
-    }
-
-    /// Gives the full block to a sealing thread (after recording the one
-    /// before, if it is still at work). Its lines go to the tail first, so
-    /// readers keep seeing them until the block's record is written.
-    fn hand_off(&mut self) -> std::io::Result<()> {
-        self.record_sealed()?;
-        self.flush()?;
-        let next = self.spare.take().unwrap_or_else(|| Vec::with_capacity(BLOCK_BYTES + super::MAX_LINE + 64));
-        let mut block = std::mem::replace(&mut self.block, next);
-        let raw = u32::try_from(block.len()).map_err(std::io::Error::other)?;
-        let mut compressor = match self.compressor.take() {
-            Some(compressor) => compressor,
-            None => zstd::bulk::Compressor::new(LEVEL)?,
-        };
-        let work = std::thread::Builder::new().name("log-seal".into()).spawn(move || {
-            let frame = compressor.compress(&block)?;
-            let filter = search::filter_of(&block);
-            block.clear();
-            Ok(Sealed { frame, filter, compressor, buffer: block })
-        })?;
-        self.sealing = Some(Sealing { lines: self.block_lines, raw, span: self.span, work });
-        self.flushed = 0;
-        self.block_lines = 0;
-        self.span = (i64::MAX, i64::MIN);
-        Ok(())
-    }
-
-    /// Waits for the block being compressed, if any, and records it: its
-    /// frame, its filter, its record, then a tail of the lines after it.
-    fn record_sealed(&mut self) -> std::io::Result<()> {
-        let Some(sealing) = self.sealing.take() else { return Ok(()) };
-        let sealed = sealing.work.join().map_err(|_| std::io::Error::other("compressing a log block failed"))??;
-        let record = Record {
-            first_line: self.sealed_lines + 1,
-            offset: self.zst_len,
-            compressed: u32::try_from(sealed.frame.len()).map_err(std::io::Error::other)?,
-            lines: sealing.lines,
-            raw: sealing.raw,
-            earliest: sealing.span.0,
-            latest: sealing.span.1,
-        };
-        self.zst.write_all(&sealed.frame)?;
-        self.zflt.write_all(&sealed.filter)?;
-        self.zidx.write_all(&record.encode())?;
-        self.zst_len += sealed.frame.len() as u64;
-        self.sealed_lines += u64::from(sealing.lines);
-        self.sealed_bytes += u64::from(sealing.raw);
-        self.compressor = Some(sealed.compressor);
-        self.spare = Some(sealed.buffer);
-        self.tail = write_tail(&self.paths, self.sealed_lines, &self.block[..self.flushed])?;
-        Ok(())
-    }
-}
-
-impl Drop for BlockWriter {
-    /// A block still being compressed is recorded (its lines are in the
-    /// tail either way).
-    fn drop(&mut self) {
-        let _ = self.record_sealed();
-    }
-}
-
-/// Replaces the tail with one holding `lines` after `sealed_lines` sealed
-/// lines; answers the new tail, open to append to.
-fn write_tail(paths: &BlockPaths, sealed_lines: u64, lines: &[u8]) -> std::io::Result<File> {
-    let mut next = OpenOptions::new().create(true).write(true).truncate(true).open(&paths.tail_next)?;
-    next.write_all(&tail_header(sealed_lines))?;
-    next.write_all(lines)?;
-    std::fs::rename(&paths.tail_next, &paths.tail)?;
-    Ok(next)
 }
 
 /// Reads a log in the block format.

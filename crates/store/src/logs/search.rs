@@ -33,8 +33,132 @@ fn fold(c: char) -> Option<u8> {
     }
 }
 
-/// The filter of a block's stored lines.
-pub fn filter_of(lines: &[u8]) -> Vec<u8> {
+/// Trigrams of bytes below 0x80, the only ones a filter holds: 2^21.
+const ASCII_TRIGRAMS: usize = 1 << 21;
+/// Marks a byte that breaks a run of trigrams in folded text.
+const BREAK: u8 = 0x80;
+
+/// Bytes of a block folded at a time: the folded text of a whole block
+/// would be another megabyte per writer.
+pub(super) const FOLD_CHUNK: usize = 64 * 1024;
+
+/// What [`filter_of`] works in, kept from one block to the next so a block
+/// costs no allocation: a piece of the block folded, and which trigrams it
+/// has met.
+pub struct FilterScratch {
+    folded: Vec<u8>,
+    /// One bit per trigram of bytes below 0x80.
+    met: Box<[u64; ASCII_TRIGRAMS / 64]>,
+    distinct: Vec<u32>,
+}
+
+impl Default for FilterScratch {
+    fn default() -> Self {
+        FilterScratch {
+            folded: Vec::with_capacity(FOLD_CHUNK + 2),
+            met: vec![0; ASCII_TRIGRAMS / 64].into_boxed_slice().try_into().expect("the bitmap's length"),
+            distinct: Vec::with_capacity(8192),
+        }
+    }
+}
+
+/// A trigram of bytes below 0x80 as a number below [`ASCII_TRIGRAMS`].
+fn ascii_index(trigram: u32) -> usize {
+    ((trigram >> 2 & 0x1f_c000) | (trigram >> 1 & 0x3f80) | (trigram & 0x7f)) as usize
+}
+
+/// The filter of a block's stored lines: the bits of every trigram of its
+/// folded text, in which a byte outside ASCII that does not fold breaks
+/// the run (and a newline does not).
+///
+/// A megabyte of training output holds a million trigrams but only about
+/// 6,300 distinct ones, so the text is folded first (eight bytes at a time
+/// while they are ASCII), each trigram is looked up in a bitmap of the
+/// ones met, and only a new one is hashed into the filter (about 1.6 times
+/// as fast as hashing every trigram: docs/measurements.md, "Ingest"). The
+/// bits are the same either way (`tests.rs` holds the two to each other),
+/// so blocks sealed by earlier releases read alike.
+pub fn filter_of(lines: &[u8], scratch: &mut FilterScratch) -> Vec<u8> {
+    let FilterScratch { folded, met, distinct } = scratch;
+    folded.clear();
+    distinct.clear();
+    let mut window = u32::from(BREAK) << 8 | u32::from(BREAK);
+    let mut start = 0;
+    while start < lines.len() {
+        // A piece never ends inside a character: the two that fold would
+        // not fold in halves.
+        let mut end = (start + FOLD_CHUNK).min(lines.len());
+        while end < lines.len() && end > start + 3 && (0x80..0xc0).contains(&lines[end]) {
+            end -= 1;
+        }
+        fold_onto(&lines[start..end], folded);
+        // The window runs on from the piece before; a byte of BREAK in it
+        // (or the start) rules its trigram out.
+        for &byte in folded.iter() {
+            window = (window << 8 | u32::from(byte)) & 0xff_ffff;
+            if window & 0x80_8080 != 0 {
+                continue;
+            }
+            let index = ascii_index(window);
+            let bit = 1u64 << (index % 64);
+            let word = &mut met[index / 64 % (ASCII_TRIGRAMS / 64)];
+            if *word & bit == 0 {
+                *word |= bit;
+                distinct.push(window);
+            }
+        }
+        folded.clear();
+        start = end;
+    }
+    let mut filter = vec![0u8; FILTER_BYTES];
+    for &trigram in distinct.iter() {
+        for bit in bits(trigram) {
+            filter[bit / 8] |= 1 << (bit % 8);
+        }
+        met[ascii_index(trigram) / 64] = 0;
+    }
+    filter
+}
+
+/// Appends `lines` to `out` folded as a filter reads them: ASCII to lower
+/// case, `ſ` and the Kelvin sign to `s` and `k`, any other byte outside
+/// ASCII to [`BREAK`].
+fn fold_onto(lines: &[u8], out: &mut Vec<u8>) {
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    out.reserve(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        // Eight bytes at once while they are ASCII: each upper-case letter
+        // (0x41..=0x5a) gains 0x20. Adding 0x3f sets a byte's high bit from
+        // 'A' up, adding 0x25 from past 'Z'; no byte carries into the next.
+        while let Some(eight) = lines.get(i..i + 8) {
+            let word = u64::from_le_bytes(eight.try_into().expect("eight bytes"));
+            if word & HIGH_BITS != 0 {
+                break;
+            }
+            let upper = (word + 0x3f3f_3f3f_3f3f_3f3f) & !(word + 0x2525_2525_2525_2525) & HIGH_BITS;
+            out.extend_from_slice(&(word | upper >> 2).to_le_bytes());
+            i += 8;
+        }
+        let Some(&byte) = lines.get(i) else { break };
+        let (folded, width) = if byte.is_ascii() {
+            (byte.to_ascii_lowercase(), 1)
+        } else if lines[i..].starts_with("ſ".as_bytes()) {
+            (b's', 2)
+        } else if lines[i..].starts_with("\u{212a}".as_bytes()) {
+            (b'k', 3)
+        } else {
+            (BREAK, 1)
+        };
+        out.push(folded);
+        i += width;
+    }
+}
+
+/// The filter as releases before the fold-first one built it, a byte at a
+/// time: the definition [`filter_of`] is held to.
+#[cfg(test)]
+pub fn filter_of_bytewise(lines: &[u8]) -> Vec<u8> {
     let mut filter = vec![0u8; FILTER_BYTES];
     let mut window = 0u32;
     let mut run = 0u32;

@@ -334,6 +334,131 @@ fn a_writer_reopened_after_a_crash_between_its_steps_loses_and_repeats_nothing()
     assert_eq!(zidx.metadata().unwrap().len() % 48, 0);
 }
 
+/// Copies job-1's log files into a new store: what a crash would leave.
+fn crash_copy(dir: &Path) -> (tempfile::TempDir, LogStore) {
+    let (crashed_dir, crashed) = store();
+    std::fs::create_dir_all(crashed.job_dir("job-1")).unwrap();
+    for entry in std::fs::read_dir(dir.join("logs/job-1")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), crashed.job_dir("job-1").join(entry.file_name())).unwrap();
+    }
+    (crashed_dir, crashed)
+}
+
+/// A writer reopened on `crashed` continues it with `after`; answers
+/// every line then.
+fn continue_after_crash(crashed: &LogStore) -> Vec<String> {
+    let (log, idx) = crashed.paths("job-1", 0, 0);
+    let mut writer = LogWriter::create(&log, &idx).unwrap();
+    writer.append(Stream::Stdout, 99, b"after").unwrap();
+    writer.finish().unwrap();
+    drop(writer);
+    texts(&mut crashed.open("job-1", 0, 0).unwrap().unwrap(), 1, u64::MAX)
+}
+
+#[test]
+fn lines_of_two_blocks_still_compressing_are_read_once_and_survive_a_crash() {
+    let (dir, store) = store();
+    let zidx = store.paths("job-1", 0, 0).0.with_extension("zidx");
+    let line = |i: u32| format!("line {i:06} {}", "c".repeat(300));
+    let mut writer = writer(&store, Format::Blocks);
+    let gate = std::sync::Arc::new(blocks::SealingGate::default());
+    match &mut writer.format {
+        WriterFormat::Blocks(blocks) => blocks.gate = Some(gate.clone()),
+        WriterFormat::Plain(_) => unreachable!("a new log is written in blocks"),
+    }
+    // A failed assertion opens the gate before the writer's drop waits for
+    // its sealing threads.
+    struct OpenOnDrop(std::sync::Arc<blocks::SealingGate>);
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            self.0.let_through(usize::MAX / 2);
+        }
+    }
+    let _open_on_drop = OpenOnDrop(gate.clone());
+    // Two blocks handed to sealing threads that wait at the gate, and a
+    // third begun.
+    let mut i = 0u32;
+    while writer.stored < 2 * blocks::BLOCK_BYTES as u64 + 50_000 {
+        writer.append(Stream::Stdout, i64::from(i), line(i).as_bytes()).unwrap();
+        i += 1;
+    }
+    writer.flush().unwrap();
+    let expected: Vec<String> = (0..i).map(line).collect();
+    let mut all = expected.clone();
+    all.push("after".into());
+    assert_eq!(zidx.metadata().unwrap().len(), 0, "nothing recorded yet");
+    assert!(zidx.with_extension("tail").metadata().unwrap().len() > 2 * blocks::BLOCK_BYTES as u64);
+    assert_eq!(texts(&mut open(&store), 1, u64::MAX), expected);
+    let (_both_waiting_dir, both_waiting) = crash_copy(dir.path());
+    let mut reader_from_before = open(&store);
+
+    // The first block recorded while the second still waits: the new tail
+    // holds the second's lines and the third's.
+    gate.let_through(1);
+    while zidx.metadata().unwrap().len() == 0 {
+        writer.flush().unwrap();
+    }
+    let seen = texts(&mut open(&store), 1, u64::MAX);
+    let first_difference = seen.iter().zip(&expected).position(|(a, b)| a != b);
+    assert_eq!((seen.len(), first_difference), (expected.len(), None), "with one block recorded");
+    let (_one_waiting_dir, one_waiting) = crash_copy(dir.path());
+
+    gate.let_through(usize::MAX / 2);
+    writer.append(Stream::Stdout, 99, b"after").unwrap();
+    writer.finish().unwrap();
+    drop(writer);
+    assert_eq!(texts(&mut reader_from_before, 1, u64::MAX), all, "a reader open across the seals");
+    assert_eq!(texts(&mut open(&store), 1, u64::MAX), all);
+    // A writer reopened on the files of either moment loses nothing.
+    assert_eq!(continue_after_crash(&both_waiting), all);
+    assert_eq!(continue_after_crash(&one_waiting), all);
+}
+
+/// Bytes a filter must read alike both ways: ASCII in both cases, the two
+/// letters that fold into ASCII, other text outside ASCII, bytes that are
+/// not UTF-8 at all, and newlines.
+fn filter_bytes() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 1..4),
+            Just(b"Ab".to_vec()),
+            Just(b"ZaZ".to_vec()),
+            Just("ſ".as_bytes().to_vec()),
+            Just("\u{212a}".as_bytes().to_vec()),
+            Just("é█".as_bytes().to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"loss 2.1691 | lr".to_vec()),
+            Just(b"@[`{".to_vec()),
+        ],
+        0..200,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The filter made fold-first sets the bits the byte-at-a-time one
+    /// (the one earlier releases sealed blocks with) sets, block after
+    /// block with the same scratch, also where a block's text crosses from
+    /// one folded piece into the next (`shift` bytes before the end of the
+    /// first).
+    #[test]
+    fn the_fold_first_filter_is_the_bytewise_one(
+        blocks in proptest::collection::vec(filter_bytes(), 1..4),
+        shift in 0usize..12,
+    ) {
+        let mut scratch = search::FilterScratch::default();
+        for block in &blocks {
+            prop_assert_eq!(search::filter_of(block, &mut scratch), search::filter_of_bytewise(block));
+            let mut crossing = vec![b'P'; search::FOLD_CHUNK - shift];
+            crossing.extend_from_slice(block);
+            prop_assert_eq!(search::filter_of(&crossing, &mut scratch), search::filter_of_bytewise(&crossing));
+        }
+    }
+}
+
 #[test]
 fn a_capped_log_keeps_the_line_that_crosses_its_cap_then_says_so_once_and_keeps_no_more() {
     for format in FORMATS {
