@@ -647,6 +647,12 @@ pub async fn merged_log(id: &str, query: &str) -> ApiResult<jobdeck_api::MergedL
     get(&format!("{}/merged-log?{query}", job_path(id))).await
 }
 
+/// `GET /jobs/{id}/merged-log?search=…`: the lines of every rank that
+/// match, in the merged order (the "All ranks" tab's search).
+pub async fn merged_search(id: &str, query: &str) -> ApiResult<jobdeck_api::MergedSearch> {
+    get(&format!("{}/merged-log?{query}", job_path(id))).await
+}
+
 /// `GET /jobs/{id}/metrics`: each attempt's use now and at its peak.
 pub async fn job_metrics(id: &str) -> ApiResult<jobdeck_api::metrics::JobMetrics> {
     get(&format!("{}/metrics", job_path(id))).await

@@ -383,7 +383,7 @@ fn every_rank_reads_as_one_log_in_time_order_with_permalinks() {
     }
     assert!(browser.current_url().contains(&format!("replicas={id}-0-0%2C{id}-2-0")), "{}", browser.current_url());
     assert_eq!(rank_rows(&browser).len(), 17);
-    let filter = browser.find(".ranks input[type=search]");
+    let filter = browser.find(".ranks .ranks-filter");
     browser.type_text(&filter, "step 1");
     browser.press_key(&filter, "\u{E007}");
     let texts = browser.wait_until("the text filter", || {
@@ -503,4 +503,83 @@ fn the_ranks_scroll_page_by_page_to_either_end() {
     assert!(rows.last().unwrap().2.ends_with(" line 1000"), "the newest again: {:?}", rows.last());
     let mut seen = std::collections::BTreeSet::new();
     assert!(rows.iter().all(|r| seen.insert(r.0.clone())), "no line twice");
+}
+
+/// The current match of the "All ranks" tab's search: its status, and the
+/// row marked as the current match (its mark, time and text).
+fn current_match(browser: &Browser) -> Option<(String, String, String, String)> {
+    let found = browser.execute(
+        "const status = document.querySelector('.ranks .log-search-status').textContent;
+         const row = document.querySelector('.ranks .log-line.current-match.selected');
+         return row && [status, row.querySelector('.ln').textContent, row.querySelector('.ts').textContent,
+                        row.querySelector('.lt').textContent];",
+        vec![],
+    );
+    let found = found.as_array()?;
+    let text = |at: usize| found[at].as_str().unwrap().to_string();
+    Some((text(0), text(1), text(2), text(3)))
+}
+
+/// A search over 4 ranks of 1,000 lines finds every rank's matches on the
+/// server and steps through them in time order, each one shown selected
+/// among the lines every rank wrote around it (a window opened around a
+/// match outside the one shown), its permalink in the address; the last
+/// wraps to the first, and ↑ goes back.
+#[test]
+fn a_search_steps_through_every_ranks_matches_in_time_order() {
+    let server = server_for_ranks();
+    let script =
+        "awk -v r=$JOB_COMPLETION_INDEX 'BEGIN { for (i = 1; i <= 1000; i++) printf \"rank %d line %d\\n\", r, i }'";
+    let id = server.create_job(
+        &server.admin_token,
+        &json!({"metadata": {"name": "searched-ranks"}, "spec": {"completions": 4, "parallelism": 4, "resource_shape": "cpu.small",
+            "container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}}}),
+    );
+    server.wait_for_state(&server.admin_token, &id, JobState::Completed);
+    let browser = Browser::start();
+    browser.sign_in(&server, &server.admin_token);
+    browser.goto(&format!("{}/jobs/{id}/ranks", server.base_url));
+    browser.wait_until("the newest page", || (rank_rows(&browser).len() == 300).then_some(()));
+    let text = browser.find(".ranks .ranks-search-text");
+    browser.type_text(&text, "line (5|999)$");
+    browser.click(&browser.find(".ranks .ranks-search-regex"));
+    browser.press_key(&text, "\u{E007}");
+    let mut seen = Vec::new();
+    let mut last_status = String::new();
+    for step in 0..9 {
+        if step > 0 {
+            browser.click(&browser.find(".ranks .ranks-search-next"));
+        }
+        let (status, tag, time, line) = browser.wait_until("the next match shown", || {
+            current_match(&browser).filter(|(status, tag, ..)| {
+                *status != last_status && status.contains(&format!("· {tag}").replacen(':', ":L", 1))
+            })
+        });
+        assert!(status.contains(" of 8 · "), "{status}");
+        assert!(line.ends_with(" line 5") || line.ends_with(" line 999"), "{line}");
+        assert!(
+            browser.current_url().ends_with(&format!("#{id}-{}", tag.replacen(':', ":L", 1))),
+            "the match's permalink: {}",
+            browser.current_url()
+        );
+        let rows = rank_rows(&browser);
+        let at = rows.iter().position(|r| r.0 == tag).unwrap();
+        assert!(rows.len() > 100 && at > 0, "among the lines around it: {} rows, at {at}", rows.len());
+        if step == 1 {
+            browser.screenshot(&jobdeck_e2e::screenshot_path("ranks-search"));
+        }
+        last_status = status.clone();
+        seen.push((status, tag, time));
+    }
+    // The ninth step wrapped to where the first was.
+    assert_eq!(seen[8].1, seen[0].1);
+    let mut order: Vec<&(String, String, String)> = seen[..8].iter().collect();
+    order.sort_by_key(|(status, ..)| status.split(' ').next().unwrap().parse::<u32>().unwrap());
+    let tags: std::collections::BTreeSet<&str> = order.iter().map(|m| m.1.as_str()).collect();
+    assert_eq!(tags.len(), 8, "every match once: {order:?}");
+    assert!(order.windows(2).all(|w| w[0].2 <= w[1].2), "in time order: {order:?}");
+    browser.click(&browser.find(".ranks .ranks-search-prev"));
+    let back = browser
+        .wait_until("the match before", || current_match(&browser).filter(|(status, ..)| *status != last_status));
+    assert_eq!(back.1, seen[7].1, "↑ goes back to the eighth");
 }

@@ -58,7 +58,7 @@ pub use invitations::{
 };
 pub use job::*;
 pub use label_selector::{parse_label_selector, LabelCondition};
-pub use logs::{LogLine, LogRange, LogSearch, MergedLine, MergedLog};
+pub use logs::{LogLine, LogRange, LogSearch, MergedLine, MergedLog, MergedMatch, MergedSearch};
 pub use notifications::{
     CreatedWebhook, DeliveryState, EmailChange, NotificationCreate, NotificationInfo, NotifyOn, WebhookCreate,
     WebhookDelivery, WebhookInfo, WebhookKind, GPU_IDLE_MINUTES_DEFAULT, GPU_IDLE_MINUTES_MAX, LOG_PATTERN_MAX_LEN,

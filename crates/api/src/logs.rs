@@ -130,6 +130,33 @@ pub struct MergedLine {
     pub text: String,
 }
 
+/// A line a merged log's search found: where it is, as a permalink
+/// (`around=<replica>:<line>`) and a page (`after=<time>:<replica>`) name it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MergedMatch {
+    /// The replica attempt the line is from.
+    pub replica: String,
+    /// Its number in that attempt's log (1-based).
+    pub line: u64,
+    /// Its time, as a [`MergedLine`]'s.
+    pub time: String,
+}
+
+/// The answer to a merged log's search (`search`, `regex`, `ignore_case`):
+/// the matching lines of every replica merged, in the merged order.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MergedSearch {
+    /// The replica attempts searched, in the order of their labels.
+    pub replicas: Vec<String>,
+    /// The lines found, oldest first.
+    pub matches: Vec<MergedMatch>,
+    /// More lines matched than `limit`; `matches` holds the oldest ones.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
+}
+
 /// A page of a merged log, oldest line first whichever way it was read.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, Decode)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

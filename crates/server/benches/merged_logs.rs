@@ -6,7 +6,8 @@
 //! oldest screen, one replica's newest screen, and a text found in 8 lines
 //! of the 8,000,000; then the console's merged view
 //! (`GET /jobs/{id}/merged-log`) at the same places, around a permalink, over
-//! a chosen set, with a text, and its whole download. Run with
+//! a chosen set, with a text, its search over every line, and its whole
+//! download. Run with
 //! `bench/merged-logs.sh`.
 
 mod common;
@@ -126,7 +127,7 @@ async fn main() {
         ("merged: the screen before a place", merged(format!("&before={middle_place}"))),
         ("merged: around a line (permalink)", merged(format!("&around={id}-5-0:{}", LINES / 2))),
         ("merged: 3 of 8 replicas, newest", merged(format!("&replicas={id}-0-0,{id}-3-0,{id}-7-0"))),
-        ("merged: newest 8 with NCCL WARN", merged("&q=NCCL%20WARN".into())),
+        ("merged: newest 8 with NCCL timeouts", merged("&q=NCCL%20WARN".into())),
     ];
     for (what, uri) in merged_cases {
         let mut times = Vec::new();
@@ -141,6 +142,31 @@ async fn main() {
         }
         println!(
             "{what:<36} p50 {:>7.2} ms  p99 {:>7.2} ms  ({lines} lines)",
+            common::percentile(times.clone(), 0.5).as_secs_f64() * 1000.0,
+            common::percentile(times, 0.99).as_secs_f64() * 1000.0,
+        );
+    }
+    // The merged view's search: the places of the matching lines of every
+    // replica, in the merged order (the tab steps through them).
+    let search = |query: &str| format!("/api/v2/jobs/{id}/merged-log?{query}");
+    let search_cases = [
+        ("search: 8 rare lines (NCCL timeouts)", search("search=NCCL%20WARN")),
+        ("search: 8,000 lines (regex step \\d+999 )", search("search=step%20%5Cd%2B999%20&regex=true")),
+        ("search: the first 10,000 of 8,000,000", search("search=loss")),
+    ];
+    for (what, uri) in search_cases {
+        let mut times = Vec::new();
+        let mut found = 0;
+        for _ in 0..10 {
+            let sent = Instant::now();
+            let (status, body) = bench.get(&uri).await;
+            times.push(sent.elapsed());
+            assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+            let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            found = answer["matches"].as_array().unwrap().len();
+        }
+        println!(
+            "{what:<36} p50 {:>7.2} ms  p99 {:>7.2} ms  ({found} matches)",
             common::percentile(times.clone(), 0.5).as_secs_f64() * 1000.0,
             common::percentile(times, 0.99).as_secs_f64() * 1000.0,
         );

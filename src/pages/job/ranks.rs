@@ -8,9 +8,12 @@
 //! page before or after it when the user scrolls near either end, so the
 //! ranks of a job with millions of lines each open on their newest page and
 //! scroll without loading everything. The replicas and the text are in the
-//! address (`?replicas=a,b&q=…`), so a filtered view is a link. Drawn
+//! address (`?replicas=a,b&q=…`), so a filtered view is a link. A search
+//! over every rank steps from match to match (`search.rs`). Drawn
 //! straight into the DOM (`components/dom.rs`), its state in one
 //! `dom::Part`.
+
+mod search;
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -91,6 +94,9 @@ struct Core {
     follow: bool,
     selected: Option<(String, u64)>,
     status: String,
+    /// The search made, and what it found.
+    search: Option<search::Found>,
+    search_status: String,
     parts: Option<Parts>,
     /// Puts an address in the location bar without a new history entry.
     replace_address: Rc<dyn Fn(&str)>,
@@ -103,6 +109,7 @@ struct Parts {
     filter: HtmlInputElement,
     follow: HtmlInputElement,
     status: Element,
+    search: search::SearchRow,
     scroll: HtmlElement,
     body: Element,
 }
@@ -128,6 +135,8 @@ impl Core {
             follow: true,
             selected: None,
             status: String::new(),
+            search: None,
+            search_status: String::new(),
             parts: None,
             replace_address,
             sign_in_again,
@@ -296,17 +305,18 @@ impl Parts {
         let _ = label.append_with_str_1(" Follow");
         let download = dom::child(&row, "button", "button ranks-download", "Download");
         dom::set(&download, "type", "button");
+        let search = search::SearchRow::build(host);
         let status = dom::child(host, "p", "log-status", "");
         dom::set(&status, "role", "status");
         let scroll: HtmlElement = dom::child(host, "div", "log-scroller", "").unchecked_into();
         dom::set(&scroll, "tabindex", "0");
         let body = dom::child(&scroll, "div", "", "");
-        for kind in ["click", "change"] {
+        for kind in ["click", "change", "input", "keydown"] {
             let _ = host.add_event_listener_with_callback(kind, listener);
         }
         // A scroll does not bubble: the box gets the listener itself.
         let _ = scroll.add_event_listener_with_callback("scroll", listener);
-        Parts { picker, filter, follow, status, scroll, body }
+        Parts { picker, filter, follow, status, search, scroll, body }
     }
 }
 
@@ -335,6 +345,7 @@ fn draw_controls(c: &Core) {
     p.follow.set_disabled(!c.running);
     let status = if c.status.is_empty() { c.summary() } else { c.status.clone() };
     p.status.set_text_content(Some(&status));
+    p.search.show(&c.search_status);
     // What a reader (and a test) can wait on: a request under way, and on
     // which sides lines lie past the window.
     dom::set(&p.scroll, "aria-busy", if c.busy { "true" } else { "false" });
@@ -350,17 +361,25 @@ fn checks(picker: &Element) -> impl Iterator<Item = HtmlInputElement> {
         .map(|check| check.unchecked_into::<HtmlInputElement>())
 }
 
+impl Core {
+    /// A line's row's classes: standard error, the selected line, a match.
+    fn row_class(&self, line: &MergedLine) -> String {
+        let mut class = "log-line".to_string();
+        if line.stderr {
+            class.push_str(" stderr");
+        }
+        if self.selected.as_ref().is_some_and(|(r, n)| *r == line.replica && *n == line.line) {
+            class.push_str(" selected");
+        }
+        class.push_str(self.match_classes(line));
+        class
+    }
+}
+
 /// One line's row: its replica's label (the permalink), time and text.
 fn line_row(c: &Core, line: &MergedLine) -> Element {
     let row = dom::element("div");
-    let mut class = "log-line".to_string();
-    if line.stderr {
-        class.push_str(" stderr");
-    }
-    if c.selected.as_ref().is_some_and(|(r, n)| *r == line.replica && *n == line.line) {
-        class.push_str(" selected");
-    }
-    dom::set(&row, "class", &class);
+    dom::set(&row, "class", &c.row_class(line));
     // The colour is on the mark's text: the log viewer's `.ln` greys the
     // link itself.
     let tag = dom::child(&row, "a", "ln", "");
@@ -535,7 +554,7 @@ async fn follow(ranks: Ranks) {
 }
 
 /// The tab's one listener: scrolling near an end, the filters, following,
-/// a line's permalink, the download.
+/// a line's permalink, the search, the download.
 fn on_event(ranks: &Ranks, event: web_sys::Event) {
     let target: Option<Element> = event.target().and_then(|t| t.dyn_into().ok());
     let class = target.as_ref().map(|t| t.class_name()).unwrap_or_default();
@@ -561,6 +580,21 @@ fn on_event(ranks: &Ranks, event: web_sys::Event) {
                 leptos::task::spawn_local(load(ranks.clone(), at));
             }
         }
+        "keydown" if class == "ranks-search-text" => {
+            let Some(key) = event.dyn_ref::<web_sys::KeyboardEvent>() else { return };
+            if key.key() == "Enter" {
+                event.prevent_default();
+                if key.shift_key() && ranks.read(|c| c.search.is_some()) == Some(true) {
+                    search::step(ranks, -1);
+                } else {
+                    search::run_search(ranks);
+                }
+            }
+        }
+        "input" | "change" if class.starts_with("ranks-search") => search::inputs_changed(ranks),
+        "click" if class.contains("ranks-search-go") => search::run_search(ranks),
+        "click" if class.contains("ranks-search-prev") => search::step(ranks, -1),
+        "click" if class.contains("ranks-search-next") => search::step(ranks, 1),
         "change" if class == "ranks-follow" => {
             ranks.change(|c| {
                 c.follow = c.parts.as_ref().is_some_and(|p| p.follow.checked());
@@ -574,9 +608,12 @@ fn on_event(ranks: &Ranks, event: web_sys::Event) {
         }
         "change" => {
             // A replica ticked or unticked, or the text changed: a new
-            // window of the newest lines under the new filters.
-            ranks.change(|c| {
-                let Some(p) = &c.parts else { return };
+            // window of the newest lines under the new filters, and the
+            // search made again under them.
+            let searching = ranks.change(|c| {
+                let searching = c.search.is_some();
+                c.clear_search();
+                let Some(p) = &c.parts else { return false };
                 c.text = p.filter.value().trim().to_string();
                 let chosen: Vec<String> =
                     checks(&p.picker).filter(|c| c.checked()).filter_map(|c| c.get_attribute("data-replica")).collect();
@@ -585,8 +622,12 @@ fn on_event(ranks: &Ranks, event: web_sys::Event) {
                 c.selected = None;
                 c.follow = true;
                 (c.replace_address)(&c.address());
+                searching
             });
             leptos::task::spawn_local(load(ranks.clone(), At::Newest));
+            if searching == Some(true) {
+                search::run_search(ranks);
+            }
         }
         "click" if permalink.is_some() => {
             event.prevent_default();
@@ -636,7 +677,7 @@ mod tests {
         }
     }
 
-    fn core() -> Core {
+    pub(super) fn core() -> Core {
         Core::new("job".into(), Rc::new(|_| {}), Rc::new(|| {}))
     }
 

@@ -21,6 +21,7 @@
 //! one millisecond is given that millisecond plus k nanoseconds.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use axum::extract::{RawQuery, State};
 use axum::routing::get;
@@ -205,6 +206,61 @@ impl AttemptScan {
         }
         Ok(found)
     }
+}
+
+/// How far apart two wanted lines may be for [`places_of`] to read the
+/// lines between rather than look the second one up anew.
+const PLACE_GAP: u64 = 4_096;
+
+/// The distinct times of lines `numbers` (ascending) of an attempt, those
+/// whose text holds `text`, as `(number, nanoseconds)`; numbers past the
+/// end are left out. Lines near each other are read in one pass, counting
+/// each one's rank within its millisecond as [`AttemptScan::chunk`] does;
+/// a line far from the one before is looked up on its own.
+pub(crate) fn places_of(reader: &mut LogReader, numbers: &[u64], text: &str) -> std::io::Result<Vec<(u64, i64)>> {
+    let count = reader.line_count()?;
+    let mut placed = Vec::with_capacity(numbers.len());
+    let mut next = 0;
+    while next < numbers.len() && numbers[next] <= count {
+        let start = numbers[next];
+        // The run's lines: number, millisecond, rank counted from the run's
+        // start, and whether the run's first millisecond had not ended (its
+        // rank then needs the lines of that millisecond before the start).
+        let mut run: Vec<(u64, i64, i64, bool)> = Vec::new();
+        let (mut first_millis, mut millis, mut rank, mut first) = (None, 0, 0, true);
+        reader.visit(start, |number, time, _, line| {
+            if number > count {
+                return ControlFlow::Break(());
+            }
+            if first_millis.is_none() {
+                first_millis = Some(time);
+                millis = time;
+            } else if time != millis {
+                (millis, rank, first) = (time, 0, false);
+            }
+            while next < numbers.len() && numbers[next] < number {
+                next += 1;
+            }
+            if numbers.get(next) == Some(&number) {
+                next += 1;
+                if text.is_empty() || std::str::from_utf8(line).is_ok_and(|l| l.contains(text)) {
+                    run.push((number, time, rank, first));
+                }
+            }
+            rank += 1;
+            match numbers.get(next) {
+                Some(&wanted) if wanted <= number + PLACE_GAP => ControlFlow::Continue(()),
+                _ => ControlFlow::Break(()),
+            }
+        })?;
+        let Some(first_millis) = first_millis else { break };
+        let before_start = (start - first_at_or_after(reader, count, first_millis)?.min(start)) as i64;
+        placed.extend(run.into_iter().map(|(number, time, rank, first)| {
+            let rank = if first { before_start + rank } else { rank };
+            (number, time * NANOS_PER_MILLI + rank.min(NANOS_PER_MILLI - 1))
+        }));
+    }
+    Ok(placed)
 }
 
 /// How many lines an attempt's log is read at a time.

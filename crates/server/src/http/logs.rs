@@ -74,6 +74,18 @@ pub(crate) fn number(key: &str, value: &str, min: u64, max: u64) -> AppResult<u6
     }
 }
 
+/// A search's text or pattern (`search`, here and in the merged log): not
+/// empty, and at most `MAX_SEARCH_LENGTH` characters.
+pub(crate) fn search_text(text: String) -> AppResult<String> {
+    if text.is_empty() {
+        return Err(AppError::BadRequest("search must not be empty".into()));
+    }
+    if text.chars().count() > MAX_SEARCH_LENGTH {
+        return Err(AppError::BadRequest(format!("search must be at most {MAX_SEARCH_LENGTH} characters")));
+    }
+    Ok(text)
+}
+
 impl LogRequest {
     /// Reads the query parameters; unknown ones are ignored, as Lepton
     /// clients may send their own.
@@ -104,12 +116,7 @@ impl LogRequest {
                     "search cannot be combined with from, to, tail, wait, follow or download".into(),
                 ));
             }
-            if text.is_empty() {
-                return Err(AppError::BadRequest("search must not be empty".into()));
-            }
-            if text.chars().count() > MAX_SEARCH_LENGTH {
-                return Err(AppError::BadRequest(format!("search must be at most {MAX_SEARCH_LENGTH} characters")));
-            }
+            let text = search_text(text)?;
             return Ok(LogRequest::Search { text, regex, ignore_case, limit: limit.unwrap_or(DEFAULT_SEARCH_LIMIT) });
         }
         if regex || ignore_case || limit.is_some() {

@@ -4,7 +4,8 @@
 //! with their replica and line number, a page at a time: the newest, the
 //! oldest, those before or after a line's place, or those around one line
 //! (a permalink). `download=true` answers the whole merged text
-//! (`merged_download.rs`).
+//! (`merged_download.rs`); `search=` the places of the lines that match
+//! (`merged_search.rs`).
 //!
 //! A line's place is its time (`GET /logs`'s nanoseconds: the stored
 //! millisecond plus its rank within it, distinct within an attempt) and
@@ -26,11 +27,12 @@ use axum::Json;
 use crate::http::auth::CurrentUser;
 use crate::http::error::{AppError, AppResult};
 use crate::http::jobs::{query_pairs, visible_job};
-use crate::http::lepton_logs::{attempt_lines, text_filter, Direction, Found};
-use crate::http::logs::{flag, number, MAX_WAIT_SECONDS, WAIT_POLL};
+use crate::http::lepton_logs::{attempt_lines, places_of, text_filter, Direction, Found};
+use crate::http::logs::{flag, matcher, number, search_text, MAX_WAIT_SECONDS, WAIT_POLL};
 use crate::http::merged_download::{self, MergedText};
+use crate::http::merged_search::{self, WantedMatches, DEFAULT_MATCHES, MAX_MATCHES};
 use crate::{AppState, Route};
-use jobdeck_api::logs::{MergedLine, MergedLog};
+use jobdeck_api::logs::{MergedLine, MergedLog, MergedSearch};
 use jobdeck_api::{parse_replica_id, replica_id};
 use jobdeck_core::config::ExecutorKind;
 use jobdeck_store::logs::LogStore;
@@ -95,6 +97,8 @@ pub struct MergedQuery {
     /// With `after`: how long to wait for a line past the place when none
     /// is there yet (a follow's long poll, as `GET /logs`'s range waits).
     pub wait: Duration,
+    /// The lines to find (`search`), answered instead of a page.
+    pub search: Option<WantedMatches>,
 }
 
 fn bad(message: String) -> AppError {
@@ -110,8 +114,10 @@ impl MergedQuery {
             text: String::new(),
             download: false,
             wait: Duration::ZERO,
+            search: None,
         };
         let mut places = Vec::new();
+        let (mut search, mut regex, mut ignore_case, mut limit) = (None, false, false, None);
         for (key, value) in pairs {
             match key.as_str() {
                 "replicas" => {
@@ -140,12 +146,33 @@ impl MergedQuery {
                         places.push((key, PageAt::Oldest));
                     }
                 }
-                "limit" => query.limit = number(key, value, 1, MAX_LIMIT as u64)? as usize,
+                // Its bounds depend on whether it counts lines or matches.
+                "limit" => limit = Some(value),
+                "search" => search = Some(value.clone()),
+                "regex" => regex = flag(key, value)?,
+                "ignore_case" => ignore_case = flag(key, value)?,
                 "q" => query.text = text_filter(value)?,
                 "download" => query.download = flag(key, value)?,
                 "wait" => query.wait = Duration::from_secs(number(key, value, 0, MAX_WAIT_SECONDS)?),
                 other => return Err(bad(format!("unknown parameter '{other}'"))),
             }
+        }
+        if let Some(text) = search {
+            if !places.is_empty() || query.download || !query.wait.is_zero() {
+                return Err(bad("search finds lines over the whole merged log: it cannot be combined with before, after, around, from_start, download or wait".into()));
+            }
+            let limit = match limit {
+                Some(value) => number("limit", value, 1, MAX_MATCHES as u64)? as usize,
+                None => DEFAULT_MATCHES,
+            };
+            query.search = Some(WantedMatches { text: search_text(text)?, regex, ignore_case, limit });
+            return Ok(query);
+        }
+        if regex || ignore_case {
+            return Err(bad("regex and ignore_case need search".into()));
+        }
+        if let Some(value) = limit {
+            query.limit = number("limit", value, 1, MAX_LIMIT as u64)? as usize;
         }
         match places.as_slice() {
             [] => {}
@@ -181,7 +208,7 @@ impl Placed {
 }
 
 /// The attempts a page reads: `(replica id, completion index, attempt)`.
-type Attempts = Vec<(String, i64, i64)>;
+pub(crate) type Attempts = Vec<(String, i64, i64)>;
 
 /// The logs one view merges, and the text its lines must hold.
 struct Merge<'a> {
@@ -241,11 +268,8 @@ impl Merge<'_> {
     fn place_of(&self, replica: &str, line: u64) -> std::io::Result<Option<Place>> {
         let Some((_, index, attempt)) = self.attempts.iter().find(|(id, ..)| id == replica) else { return Ok(None) };
         let Some(mut reader) = self.logs.open(self.job_id, *index, *attempt)? else { return Ok(None) };
-        let Some(stored) = reader.lines(line, line)?.into_iter().next() else { return Ok(None) };
-        // Its rank among the lines of its millisecond, as `attempt_lines` counts.
-        let first_of_millisecond = reader.first_at_or_after(stored.time)?;
-        let rank = (line - first_of_millisecond.min(line)) as i64;
-        Ok(Some(Place { nanos: stored.time * 1_000_000 + rank.min(999_999), replica: replica.to_string() }))
+        let placed = places_of(&mut reader, &[line], "")?;
+        Ok(placed.first().map(|&(_, nanos)| Place { nanos, replica: replica.to_string() }))
     }
 
     /// A page of the merged log: its lines oldest first, and whether more come
@@ -361,8 +385,21 @@ async fn merged_log(
             .map_err(AppError::internal)?;
         return Ok(merged_download::response(merged, &format!("{}-merged", job.id)));
     }
-    let approximate_order = state.executor.kind() == ExecutorKind::Slurm;
     let replicas: Vec<String> = attempts.iter().map(|a| a.0.clone()).collect();
+    if let Some(wanted) = query.search {
+        let pattern = matcher(&wanted.text, wanted.regex, wanted.ignore_case)?;
+        let holding = query.text;
+        let (matches, truncated) = tokio::task::spawn_blocking(move || {
+            merged_search::find(&logs, &job_id, &attempts, &pattern, &holding, wanted.limit)
+        })
+        .await
+        .map_err(AppError::internal)?
+        .map_err(AppError::internal)?;
+        let mut response = Json(MergedSearch { replicas, matches, truncated }).into_response();
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return Ok(response);
+    }
+    let approximate_order = state.executor.kind() == ExecutorKind::Slurm;
     let read = |at: PageAt| {
         let (logs, job_id, attempts, text) = (logs.clone(), job_id.clone(), attempts.clone(), query.text.clone());
         let limit = query.limit;

@@ -1,5 +1,7 @@
 use super::*;
+use crate::http::lepton_logs::AttemptScan;
 use crate::http::merged_download::MergedText;
+use jobdeck_api::logs::MergedMatch;
 use jobdeck_store::logs::{LogWriter, Stream};
 
 fn pairs(query: &str) -> Vec<(String, String)> {
@@ -45,6 +47,93 @@ fn bad_queries_name_the_parameter() {
     assert_eq!(follow.wait, Duration::from_secs(25));
     let around = MergedQuery::parse(&pairs("around=job-3-1:120")).unwrap();
     assert_eq!(around.at, PageAt::Around { replica: "job-3-1".into(), line: 120 });
+}
+
+#[test]
+fn a_search_is_asked_over_the_whole_merged_log() {
+    let cases = [
+        ("search=", "search must not be empty"),
+        ("search=x&after=5:a", "search finds lines over the whole merged log"),
+        ("search=x&from_start=true", "cannot be combined with before, after, around, from_start, download or wait"),
+        ("search=x&download=true", "search finds lines over the whole merged log"),
+        ("search=x&limit=100001", "limit must be a whole number from 1 to 100000"),
+        ("search=x&regex=maybe", "regex must be true or false"),
+        ("regex=true", "regex and ignore_case need search"),
+        ("ignore_case=true&limit=5", "regex and ignore_case need search"),
+        ("limit=6000", "limit must be a whole number from 1 to 5000"),
+    ];
+    for (query, says) in cases {
+        let message = refused(query);
+        assert!(message.contains(says), "{query}: {message}");
+    }
+    let long = format!("search={}", "x".repeat(1_001));
+    assert!(refused(&long).contains("search must be at most 1000 characters"));
+    let query = MergedQuery::parse(&pairs("search=NCCL.*timeout&regex=true&ignore_case=1&limit=6000&q=rank")).unwrap();
+    let wanted = WantedMatches { text: "NCCL.*timeout".into(), regex: true, ignore_case: true, limit: 6_000 };
+    assert_eq!((query.search, query.text.as_str()), (Some(wanted), "rank"));
+    let default = MergedQuery::parse(&pairs("search=x")).unwrap().search.unwrap();
+    assert_eq!(default.limit, DEFAULT_MATCHES);
+}
+
+/// A search finds, in the merged order and with the times the pages give
+/// them, exactly the lines a page shows that match: over logs of several
+/// blocks whose milliseconds hold many lines of every rank, with matches
+/// close together (read in one pass) and far apart (looked up anew), a
+/// regular expression, a case-blind text and the page's text filter.
+#[test]
+fn a_search_finds_the_lines_the_pages_show_with_their_places() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LogStore::new(dir.path());
+    let mut attempts = Vec::new();
+    let mut all: Vec<(Place, u64, String)> = Vec::new();
+    for index in 0..3i64 {
+        let (log, idx) = store.paths("job", index, 0);
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let mut writer = LogWriter::create(&log, &idx).unwrap();
+        for k in 0..60_000i64 {
+            let text = format!("r{index} step {k} of a long enough training line");
+            writer.append(Stream::Stdout, 1_000 + k / 5 + index % 2, text.as_bytes()).unwrap();
+        }
+        writer.flush().unwrap();
+        let replica = replica_id("job", index, 0);
+        let mut reader = store.open("job", index, 0).unwrap().unwrap();
+        let count = reader.line_count().unwrap();
+        // Blocks hold 1 MiB of lines: some are sealed, and the tail holds the rest.
+        assert!(reader.byte_len().unwrap() > 2 << 20);
+        for found in AttemptScan::new("", 0, i64::MAX).chunk(&mut reader, count, 1, count).unwrap() {
+            all.push((Place { nanos: found.nanos, replica: replica.clone() }, found.number, found.text));
+        }
+        attempts.push((replica, index, 0));
+    }
+    all.sort();
+    let cases: [(&str, bool, bool, &str); 4] = [
+        ("step 1", false, false, ""),
+        (r"^r[02] step \d*77 ", true, false, ""),
+        ("R1 STEP 2999", false, true, ""),
+        ("step 1", false, false, "r2 "),
+    ];
+    for (text, regex, ignore_case, holding) in cases {
+        let pattern = jobdeck_store::logs::LinePattern::compile(text, regex, ignore_case).unwrap();
+        let (matches, truncated) = merged_search::find(&store, "job", &attempts, &pattern, holding, 1_000_000).unwrap();
+        let expected: Vec<MergedMatch> = all
+            .iter()
+            .filter(|(_, _, line)| pattern.is_match(line.as_bytes()) && line.contains(holding))
+            .map(|(place, number, _)| MergedMatch {
+                replica: place.replica.clone(),
+                line: *number,
+                time: place.nanos.to_string(),
+            })
+            .collect();
+        assert!(expected.len() > 3, "{text}: {}", expected.len());
+        assert_eq!((matches.len(), truncated), (expected.len(), false), "{text}");
+        assert_eq!(matches, expected, "{text}");
+    }
+    // The oldest matches when more match than asked for.
+    let pattern = jobdeck_store::logs::LinePattern::compile("step 1", false, false).unwrap();
+    let (first, truncated) = merged_search::find(&store, "job", &attempts, &pattern, "", 5).unwrap();
+    let lines: Vec<(&str, u64)> = first.iter().map(|m| (m.replica.as_str(), m.line)).collect();
+    assert_eq!(lines, [("job-0-0", 2), ("job-2-0", 2), ("job-1-0", 2), ("job-0-0", 11), ("job-2-0", 11)]);
+    assert!(truncated);
 }
 
 #[test]

@@ -22,6 +22,7 @@ pub mod listener;
 pub mod logs;
 mod merged_download;
 pub mod merged_log;
+mod merged_search;
 pub mod metrics;
 pub mod notifications;
 pub mod openapi;

@@ -18,7 +18,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch, MergedLog};
+use jobdeck_api::logs::{LogQueryResult, LogRange, LogSearch, MergedLog, MergedMatch, MergedSearch};
 use jobdeck_api::metrics::{JobMetrics, ReplicaMetrics};
 use jobdeck_api::notifications::{
     CreatedWebhook, EmailChange, NotificationCreate, NotificationInfo, WebhookCreate, WebhookDelivery, WebhookInfo,
@@ -61,6 +61,8 @@ pub const OPENAPI_PATHS_JSON: &str = include_str!("openapi_paths.json");
     LogRange,
     LogSearch,
     MergedLog,
+    MergedMatch,
+    MergedSearch,
     StreamJobRef,
     StreamReplicas,
     StreamEvents,

@@ -123,6 +123,33 @@ async fn every_ranks_lines_come_in_time_order_with_their_replica_and_number() {
         assert_eq!(rest, format!("[{}] {}", wire["replica"].as_str().unwrap(), wire["text"].as_str().unwrap()));
     }
 
+    // A search names the lines that match, in the same order and with the
+    // same places as the pages; each opens the page around it.
+    let found = app.get(&format!("/api/v2/jobs/{id}/merged-log?search=STEP%201%5Cb&regex=true&ignore_case=true")).await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.text());
+    let found = found.json();
+    assert_eq!(found["replicas"], all["replicas"]);
+    assert_eq!(found.get("truncated"), None);
+    let expected: Vec<Value> = every
+        .iter()
+        .filter(|l| l["text"].as_str().unwrap().ends_with(" step 1"))
+        .map(|l| json!({"replica": l["replica"], "line": l["line"], "time": l["time"]}))
+        .collect();
+    assert_eq!((found["matches"].as_array().unwrap(), expected.len()), (&expected, 4));
+    let two = app.get(&format!("/api/v2/jobs/{id}/merged-log?search=step%201&replicas={id}-2-0&q=1&limit=2")).await;
+    let two = two.json();
+    let numbers: Vec<(&str, u64)> = two["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["replica"].as_str().unwrap(), m["line"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(numbers, [(format!("{id}-2-0").as_str(), 1), (format!("{id}-2-0").as_str(), 10)]);
+    assert_eq!(two["truncated"], true, "steps 11 and 12 match too");
+    let res = app.get(&format!("/api/v2/jobs/{id}/merged-log?search=(&regex=true")).await;
+    assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    assert!(res.json()["message"].as_str().unwrap().contains("search is not a valid regular expression"));
+
     // Bad input names its parameter; a line that is not there is a 404.
     let res = app.get(&format!("/api/v2/jobs/{id}/merged-log?replicas=someone-else-0-0")).await;
     assert_eq!(res.status, StatusCode::BAD_REQUEST);
@@ -137,10 +164,15 @@ async fn a_private_jobs_merged_log_is_its_creators_only() {
     let alice = app.token_for("alice").await;
     let bob = app.token_for("bob").await;
     let id = four_ranks(&app, &alice, "hidden-ranks", true).await;
-    for path in [format!("/api/v2/jobs/{id}/merged-log"), format!("/api/v2/jobs/{id}/merged-log?download=true")] {
+    // Each path and what its answer holds for the job's creator.
+    for (path, holds) in [
+        (format!("/api/v2/jobs/{id}/merged-log"), "rank 2 step 7".to_string()),
+        (format!("/api/v2/jobs/{id}/merged-log?download=true"), "rank 2 step 7".to_string()),
+        (format!("/api/v2/jobs/{id}/merged-log?search=rank%202%20step%207"), format!("\"replica\":\"{id}-2-0\"")),
+    ] {
         let own = app.call(Method::GET, &path, &alice, None).await;
         assert_eq!(own.status, StatusCode::OK, "{path}");
-        assert!(own.text().contains("rank 2 step 7"));
+        assert!(own.text().contains(&holds), "{path}: {}", own.text());
         for token in [&bob, &app.admin_token] {
             let other = app.call(Method::GET, &path, token, None).await;
             assert_eq!(other.status, StatusCode::NOT_FOUND, "{path}");
