@@ -452,17 +452,16 @@ fn the_ranks_of_a_running_job_are_followed() {
     assert!(last.contains("&after=") && last.contains("&wait=25"), "{asked:?}");
 }
 
-/// Scrolling back through 4 ranks of 1,000 lines each a page at a time
-/// reaches the first line with every line once and in order, holding at
-/// most 3,000; scrolling forward again comes back to the newest.
-#[test]
-fn the_ranks_scroll_page_by_page_to_either_end() {
+/// A completed job named `name` whose 4 ranks each wrote 1,000 lines
+/// (`rank R line I`), and a browser signed in as the admin on its "All
+/// ranks" tab once the newest page (300 rows) shows.
+fn four_ranks_of_a_thousand_lines(name: &str) -> (Server, Browser, String) {
     let server = server_for_ranks();
     let script =
         "awk -v r=$JOB_COMPLETION_INDEX 'BEGIN { for (i = 1; i <= 1000; i++) printf \"rank %d line %d\\n\", r, i }'";
     let id = server.create_job(
         &server.admin_token,
-        &json!({"metadata": {"name": "long-ranks"}, "spec": {"completions": 4, "parallelism": 4, "resource_shape": "cpu.small",
+        &json!({"metadata": {"name": name}, "spec": {"completions": 4, "parallelism": 4, "resource_shape": "cpu.small",
             "container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}}}),
     );
     server.wait_for_state(&server.admin_token, &id, JobState::Completed);
@@ -470,6 +469,15 @@ fn the_ranks_scroll_page_by_page_to_either_end() {
     browser.sign_in(&server, &server.admin_token);
     browser.goto(&format!("{}/jobs/{id}/ranks", server.base_url));
     browser.wait_until("the newest page", || (rank_rows(&browser).len() == 300).then_some(()));
+    (server, browser, id)
+}
+
+/// Scrolling back through 4 ranks of 1,000 lines each a page at a time
+/// reaches the first line with every line once and in order, holding at
+/// most 3,000; scrolling forward again comes back to the newest.
+#[test]
+fn the_ranks_scroll_page_by_page_to_either_end() {
+    let (_server, browser, _id) = four_ranks_of_a_thousand_lines("long-ranks");
     // Scrolls to one end, page by page, until the tab says no line lies
     // past it (waiting on its own state, never on a quiet spell); answers
     // the most rows held on the way.
@@ -527,19 +535,7 @@ fn current_match(browser: &Browser) -> Option<(String, String, String, String)> 
 /// wraps to the first, and ↑ goes back.
 #[test]
 fn a_search_steps_through_every_ranks_matches_in_time_order() {
-    let server = server_for_ranks();
-    let script =
-        "awk -v r=$JOB_COMPLETION_INDEX 'BEGIN { for (i = 1; i <= 1000; i++) printf \"rank %d line %d\\n\", r, i }'";
-    let id = server.create_job(
-        &server.admin_token,
-        &json!({"metadata": {"name": "searched-ranks"}, "spec": {"completions": 4, "parallelism": 4, "resource_shape": "cpu.small",
-            "container": {"image": "busybox", "command": ["/bin/sh", "-c", script]}}}),
-    );
-    server.wait_for_state(&server.admin_token, &id, JobState::Completed);
-    let browser = Browser::start();
-    browser.sign_in(&server, &server.admin_token);
-    browser.goto(&format!("{}/jobs/{id}/ranks", server.base_url));
-    browser.wait_until("the newest page", || (rank_rows(&browser).len() == 300).then_some(()));
+    let (_server, browser, id) = four_ranks_of_a_thousand_lines("searched-ranks");
     let text = browser.find(".ranks .ranks-search-text");
     browser.type_text(&text, "line (5|999)$");
     browser.click(&browser.find(".ranks .ranks-search-regex"));

@@ -8,8 +8,9 @@
 //! `LOG_FORMAT_DIR` (default target/bench/log-format). First, the
 //! sustained ingest: `LOG_FORMAT_INGEST_LINES` (default 20,000,000) lines
 //! read from memory, so nothing but the store's own work is timed, of
-//! the corpus and of short lines. Run with `bench/log-format.sh`; figures
-//! in docs/measurements.md.
+//! the corpus and of short lines. Then searches over `LOG_FORMAT_SHORT_LINES`
+//! (default 100,000,000; 0 leaves it out) short lines. Run with
+//! `bench/log-format.sh`; figures in docs/measurements.md.
 
 mod corpus;
 
@@ -231,6 +232,45 @@ fn measure(name: &str, store: &LogStore, job: &str, plain: bool, lines: u64) {
     println!();
 }
 
+/// Searches over a log of `lines` short lines (`line 000000001`, as in
+/// the issue's own example, 14 bytes a line with the newline): what a
+/// search costs where there are many lines to match and little text.
+fn short_line_searches(store: &LogStore, lines: u64) {
+    println!("## Searches over {lines} short lines");
+    let (log, idx) = store.paths("short", 0, 0);
+    let mut writer = LogWriter::create(&log, &idx).unwrap();
+    let mut line = Vec::new();
+    for number in 1..=lines {
+        line.clear();
+        line.extend_from_slice(b"line ");
+        line.extend_from_slice(format!("{number:09}").as_bytes());
+        writer.append(Stream::Stdout, 1_795_000_000_000 + (number / 1000) as i64, &line).unwrap();
+        if number % 4096 == 0 {
+            writer.flush().unwrap();
+        }
+    }
+    writer.finish().unwrap();
+    for (what, pattern) in [
+        ("a text in no line", "no such line anywhere"),
+        ("one number", "line 012345678"),
+        ("a regex whose text is in every block, 9 matches", r"[1-9]9999999$"),
+        ("a regex with no text, no match", r"[a-z] [0-9]{3}[a-z]"),
+    ] {
+        let regex = LinePattern::compile(pattern, true, false).unwrap();
+        let started = Instant::now();
+        let (count, matches, truncated) = store.open("short", 0, 0).unwrap().unwrap().search(&regex, 1000).unwrap();
+        assert_eq!(count, lines);
+        println!(
+            "search for {what} ({pattern:?}): {:.2} s, {} matches{}",
+            started.elapsed().as_secs_f64(),
+            matches.len(),
+            if truncated { " (the limit)" } else { "" }
+        );
+    }
+    store.remove_job("short").unwrap();
+    println!();
+}
+
 fn main() {
     let lines = env_number("LOG_FORMAT_LINES", 100_000_000);
     let plain_lines = env_number("LOG_FORMAT_PLAIN_LINES", 10_000_000);
@@ -253,6 +293,10 @@ fn main() {
         });
         sustained_ingest(&store, "ingest-short", &short, ingest_lines);
         println!();
+    }
+    let short_lines = env_number("LOG_FORMAT_SHORT_LINES", 100_000_000);
+    if short_lines > 0 {
+        short_line_searches(&store, short_lines);
     }
     if plain_lines > 0 {
         measure("plain", &store, "plain", true, plain_lines);

@@ -495,14 +495,12 @@ impl BlockReader {
             }
             index += records.len() as u64;
         }
-        let _ = visit_stored(
+        let _ = super::line_scan::matching_lines(
+            search,
             &self.tail_bytes[..self.tail_whole],
             self.sealed_lines + 1,
-            count,
-            &mut |number, _, _, text| {
-                if search.regex.is_match(text) {
-                    matches.push(number);
-                }
+            &mut |number| {
+                matches.push(number);
                 if matches.len() > limit {
                     ControlFlow::Break(())
                 } else {
@@ -528,10 +526,8 @@ impl BlockReader {
             let frame = record.frame(zst)?;
             let lines = decompressor.decompress(&frame, record.raw as usize)?;
             let mut found = Vec::new();
-            let _ = visit_stored(&lines, record.first_line, u64::MAX, &mut |number, _, _, text| {
-                if search.regex.is_match(text) {
-                    found.push(number);
-                }
+            let _ = super::line_scan::matching_lines(search, &lines, record.first_line, &mut |number| {
+                found.push(number);
                 ControlFlow::Continue(())
             });
             Ok::<_, std::io::Error>(found)

@@ -24,6 +24,7 @@
 //! line.
 
 mod blocks;
+mod line_scan;
 mod plain;
 mod search;
 #[cfg(test)]
@@ -558,6 +559,8 @@ impl LogReader {
 pub struct LinePattern {
     regex: regex::bytes::Regex,
     trigrams: Vec<u32>,
+    /// The pattern loosened to search a block at a time (`line_scan.rs`).
+    run: Option<line_scan::RunPattern>,
 }
 
 impl LinePattern {
@@ -571,7 +574,11 @@ impl LinePattern {
             .size_limit(1 << 20)
             .dfa_size_limit(4 << 20)
             .build()?;
-        Ok(LinePattern { regex: compiled, trigrams: search::required_trigrams(&pattern, ignore_case) })
+        Ok(LinePattern {
+            regex: compiled,
+            trigrams: search::required_trigrams(&pattern, ignore_case),
+            run: line_scan::RunPattern::new(&pattern, ignore_case),
+        })
     }
 
     /// Whether the search matches one line's text.
