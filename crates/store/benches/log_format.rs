@@ -233,7 +233,7 @@ fn measure(name: &str, store: &LogStore, job: &str, plain: bool, lines: u64) {
 }
 
 /// Searches over a log of `lines` short lines (`line 000000001`, as in
-/// the issue's own example, 14 bytes a line with the newline): what a
+/// the issue's own example, 15 bytes a line with the newline): what a
 /// search costs where there are many lines to match and little text.
 fn short_line_searches(store: &LogStore, lines: u64) {
     println!("## Searches over {lines} short lines");
