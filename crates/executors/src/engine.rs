@@ -149,6 +149,10 @@ pub fn resolve(settings: &mut LocalExecutorConfig, env: &[(String, String)], ran
     resolve_with(settings, find, |binary| probe(binary, env), ran_containers)
 }
 
+/// How the notes say a mode was asked for rather than found: the config's
+/// `mode`, or the `--local-mode` flag that overrides it.
+const CHOSEN: &str = "(as configured)";
+
 fn resolve_with<E: std::error::Error + 'static>(
     settings: &mut LocalExecutorConfig,
     find: impl Fn(&str) -> Option<String>,
@@ -158,13 +162,13 @@ fn resolve_with<E: std::error::Error + 'static>(
     let keep_containers = "this server ran its jobs in containers before, so they are not run unisolated now: \
                            they fail until the engine works, or until the config says mode = \"process\"";
     match settings.mode {
-        LocalMode::Process => "process mode (set in the config): replicas run as processes; images are ignored".into(),
+        LocalMode::Process => format!("process mode {CHOSEN}: replicas run as processes; images are ignored"),
         LocalMode::Container => match find(&settings.engine) {
             Some(binary) => {
                 let note = match probe(&binary) {
-                    Ok(()) => format!("container mode (set in the config) with {binary}"),
+                    Ok(()) => format!("container mode {CHOSEN} with {binary}"),
                     Err(why) => format!(
-                        "container mode (set in the config) with {binary}, which failed its probe: {}",
+                        "container mode {CHOSEN} with {binary}, which failed its probe: {}",
                         jobdeck_core::error_chain(&why)
                     ),
                 };
@@ -173,7 +177,7 @@ fn resolve_with<E: std::error::Error + 'static>(
             }
             None => {
                 settings.engine = "docker".into();
-                "container mode (set in the config), but neither podman nor docker is on PATH".into()
+                format!("container mode {CHOSEN}, but neither podman nor docker is on PATH")
             }
         },
         LocalMode::Auto => match find(&settings.engine) {
@@ -252,7 +256,7 @@ mod tests {
                 "crun: setrlimit",
             ),
             (LocalMode::Auto, "", None, Ok(()), LocalMode::Process, "", "no container engine"),
-            (LocalMode::Process, "", Some("/usr/bin/podman"), Ok(()), LocalMode::Process, "", "set in the config"),
+            (LocalMode::Process, "", Some("/usr/bin/podman"), Ok(()), LocalMode::Process, "", "as configured"),
             (
                 LocalMode::Container,
                 "docker",

@@ -124,10 +124,15 @@ pub(super) fn on_button(form: &JobForm, button: &Element) {
         return;
     }
     leptos::task::spawn_local(async move {
-        let job = || form.with_state(FormState::shareable_job);
         let copied = match tool.as_str() {
-            "lep" => load!(write_job(job(), JobText::LepCommand)).map(|text| ("lep command", text)),
-            "json" => load!(write_job(job(), JobText::PrettyJson)).map(|text| ("JSON spec", text)),
+            "lep" => match form.job(true).await {
+                Ok(job) => load!(write_job(job, JobText::LepCommand)).map(|text| ("lep command", text)),
+                Err(failed) => Err(failed),
+            },
+            "json" => match form.job(true).await {
+                Ok(job) => load!(write_job(job, JobText::PrettyJson)).map(|text| ("JSON spec", text)),
+                Err(failed) => Err(failed),
+            },
             "share" => {
                 let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
                 form.draft_link().await.map(|link| ("Draft link", format!("{origin}{link}")))

@@ -266,8 +266,15 @@ impl JobForm {
 
     /// A link to this form as it is now, without the registry password.
     pub async fn draft_link(&self) -> Result<String, PartFailed> {
-        let job = self.with_state(FormState::shareable_job);
+        let job = self.job(true).await?;
         Ok(routes::draft(&load!(write_job(job, JobText::Json))?))
+    }
+
+    /// The job the form describes (`Core::job`), after fetching the rules,
+    /// which carry the conversion, if they are not in yet.
+    pub(crate) async fn job(&self, shareable: bool) -> Result<LeptonJob, PartFailed> {
+        self.rules_in().await;
+        self.0.read(|c| c.job(shareable)).flatten().ok_or_else(PartFailed::not_downloaded)
     }
 
     /// Fills the form from a job: a clone, or JSON text (an import or a
@@ -312,8 +319,14 @@ impl JobForm {
             if c.problem_count() > 0 {
                 return Submit::Fix;
             }
+            // Without the rules (their download failed) there is no job to
+            // send; the next submit fetches them again.
+            let Some(job) = c.job(false) else {
+                c.banner = Some(PartFailed::not_downloaded().0);
+                return Submit::Wait;
+            };
             c.busy = true;
-            Submit::Send(Box::new(c.state.to_job().0))
+            Submit::Send(Box::new(job))
         });
         let job = match next {
             Some(Submit::Send(job)) => job,

@@ -22,9 +22,16 @@ pub enum JobSource {
 #[derive(Debug)]
 pub struct PartFailed(pub String);
 
+impl PartFailed {
+    /// A part's download failed.
+    pub fn not_downloaded() -> Self {
+        PartFailed("a part of the console could not be downloaded; try again".into())
+    }
+}
+
 impl From<leptos::wasm_split::SplitLoaderError> for PartFailed {
     fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
-        PartFailed("a part of the console could not be downloaded; try again".into())
+        PartFailed::not_downloaded()
     }
 }
 
@@ -83,9 +90,16 @@ pub(super) fn read_job(reading: Reading) -> Result<Option<FormState>, PartFailed
     Ok(Some(state?))
 }
 
-/// The contract's rules as the form runs them.
+/// The contract's rules as the form runs them, with the form's conversion
+/// to a job, which only they and the job's writer need.
 #[derive(Clone, Copy)]
 pub(crate) struct Rules {
+    /// The job the form describes, and what the conversion found
+    /// (`FormState::to_job`). It comes with the rules rather than with the
+    /// page: until the form is used nothing needs the job, and its 5 KB of
+    /// code put the move from the list to the form over its 40 KB
+    /// (docs/measurements.md, "The form's conversion on first use").
+    pub to_job: fn(&FormState) -> (LeptonJob, FieldErrors),
     /// The job-only rules, and the server's once its data is loaded.
     pub check: fn(&LeptonJob, Option<&ValidationContext>) -> FieldErrors,
     /// For a job with requirements (`spec.resources`) and no shape: the shape
@@ -108,6 +122,7 @@ pub(crate) struct Rules {
 )]
 pub(super) fn job_rules() -> Result<Rules, PartFailed> {
     Ok(Rules {
+        to_job: FormState::to_job,
         check: |job, context| match context {
             Some(context) => validate_job_in(job, context),
             None => validate_job(job),

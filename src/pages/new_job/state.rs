@@ -14,8 +14,8 @@ pub struct Core {
     pub state: FormState,
     /// The server's shapes, node groups and secret names, once loaded.
     pub(super) context: Option<ValidationContext>,
-    /// The contract's rules, once fetched (`job_rules`); until then only
-    /// what the conversion finds is a problem.
+    /// The contract's rules and the form's conversion, once fetched
+    /// (`job_rules`); until then no problem is found.
     pub(super) rules: Option<Rules>,
     /// The rules have been asked for (and their download has not failed).
     pub(super) rules_asked: bool,
@@ -78,16 +78,26 @@ impl Core {
         problems.by_input.len() + only_server + problems.other.len() + server.other.len()
     }
 
-    /// Checks the state with the contract's rules (and the workspace's, once
-    /// known), once the rules are in.
+    /// Checks the state with the conversion and the contract's rules (and
+    /// the workspace's, once known), once the rules are in.
     pub(super) fn check(&mut self) {
-        let (job, mut found) = self.state.to_job();
-        if let Some(rules) = self.rules {
-            for (path, messages) in (rules.check)(&job, self.context.as_ref()) {
-                found.entry(path).or_insert(messages);
-            }
+        let Some(rules) = self.rules else { return };
+        let (job, mut found) = (rules.to_job)(&self.state);
+        for (path, messages) in (rules.check)(&job, self.context.as_ref()) {
+            found.entry(path).or_insert(messages);
         }
         self.problems = Placed::place(&found, &self.state);
+    }
+
+    /// The job the form describes, once the rules (which carry the
+    /// conversion) are in; `shareable` leaves out the registry password, as
+    /// a teammate may see the job (a draft link, a template, a copy).
+    pub(super) fn job(&self, shareable: bool) -> Option<LeptonJob> {
+        let mut job = (self.rules?.to_job)(&self.state).0;
+        if shareable {
+            job.spec.container.registry_password = None;
+        }
+        Some(job)
     }
 
     /// Changes the form as the user did at input `id`.
@@ -154,7 +164,7 @@ impl Core {
     fn shape_choice(&self) -> Option<(Option<String>, String)> {
         self.requirements()?;
         let (rules, context) = (self.rules?, self.context.as_ref()?);
-        Some((rules.shape_choice)(&self.state.to_job().0.spec, context))
+        Some((rules.shape_choice)(&(rules.to_job)(&self.state).0.spec, context))
     }
 
     /// Whether more than one worker is asked for: completions and

@@ -9,7 +9,6 @@
 //! (`on_demand::read_job`), which a template's use needs anyway: a form
 //! that never fills from elsewhere does not download either.
 
-use jobdeck_api::LeptonJob;
 use wasm_bindgen::JsValue;
 
 use super::*;
@@ -382,10 +381,15 @@ async fn save(form: &JobForm) {
         return;
     }
     // Jobs made from the template get names of their own.
-    let mut job: LeptonJob = form.with_state(FormState::shareable_job);
-    job.metadata.name = None;
-    job.metadata.id = None;
-    let body = match load!(super::on_demand::write_job(job, JobText::Json)) {
+    let written = match form.job(true).await {
+        Ok(mut job) => {
+            job.metadata.name = None;
+            job.metadata.id = None;
+            load!(super::on_demand::write_job(job, JobText::Json))
+        }
+        Err(failed) => Err(failed),
+    };
+    let body = match written {
         Ok(json) => template_body(&name, &json),
         Err(PartFailed(message)) => return say(&message),
     };

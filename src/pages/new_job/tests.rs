@@ -453,6 +453,21 @@ async fn rules_that_could_not_be_fetched_are_asked_for_again() {
     assert_eq!(m.error("job-name"), "Job name must start with a lowercase letter");
 }
 
+/// The form's conversion to a job comes with the rules: a submit that finds
+/// them missing (their download failed) has no job to send, says so, and
+/// sends nothing.
+#[wasm_bindgen_test]
+async fn a_submit_without_the_rules_says_a_part_is_missing() {
+    let m = mount().await;
+    m.type_into("command", "echo hi").await;
+    m.form.0.change(|c| c.rules = None);
+    m.form.send();
+    settle().await;
+    assert!(m.text().contains("could not be downloaded; try again"), "{}", m.text());
+    assert_eq!(m.form.0.read(|c| c.busy), Some(false));
+    assert_eq!(m.navigated.get_untracked(), None);
+}
+
 /// What the server's executor needs (`GET /workspace`'s `job_requirements`)
 /// is a rule like any other: this server runs plain processes, so the form
 /// asks for a command and will not send a job without one.

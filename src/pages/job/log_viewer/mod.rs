@@ -32,7 +32,6 @@ mod geometry;
 mod rows;
 mod search;
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use jobdeck_api::LogLine;
@@ -92,7 +91,12 @@ struct Core {
     replica: String,
     total: u64,
     ended: bool,
-    lines: BTreeMap<u64, LogLine>,
+    /// The lines fetched, in the order of their numbers, with gaps where
+    /// none were: a sorted vector rather than a map, since answers come as
+    /// runs of lines in order (`absorb`), and a map's code was a twelfth of
+    /// the logs tab's download (docs/measurements.md, "The logs tab's
+    /// cache").
+    lines: Vec<LogLine>,
     in_flight: Vec<(u64, u64)>,
     scroller: Option<HtmlElement>,
     window: Option<HtmlElement>,
@@ -150,7 +154,7 @@ impl Core {
             replica,
             total: 0,
             ended: false,
-            lines: BTreeMap::new(),
+            lines: Vec::new(),
             in_flight: Vec::new(),
             scroller: None,
             window: None,

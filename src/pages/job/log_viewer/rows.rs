@@ -1,7 +1,7 @@
 //! The rows on screen: which lines they are, drawing them, and what to
 //! fetch for them; scrolling to a line.
 
-use jobdeck_api::LogRange;
+use jobdeck_api::{LogLine, LogRange};
 use wasm_bindgen::JsCast;
 use web_sys::Element;
 
@@ -45,13 +45,26 @@ impl Core {
         (first + 1, (first + rows).min(self.total), offset)
     }
 
+    /// Takes in an answer's lines, a run in the order of their numbers (as
+    /// the server sends a range, and follow its new lines): they replace
+    /// whatever the cache held from the run's first line to its last.
     pub(super) fn absorb(&mut self, range: LogRange) {
         self.total = self.total.max(range.total_lines);
         self.ended = range.ended;
-        for line in range.lines {
-            self.lines.insert(line.line, line);
+        if let (Some(first), Some(last)) = (range.lines.first(), range.lines.last()) {
+            let (first, last) = (first.line, last.line);
+            let from = self.lines.partition_point(|l| l.line < first);
+            let after = self.lines.split_off(self.lines.partition_point(|l| l.line <= last));
+            self.lines.truncate(from);
+            self.lines.extend(range.lines);
+            self.lines.extend(after);
         }
         self.evict();
+    }
+
+    /// The cached line numbered `line`.
+    pub(super) fn cached(&self, line: u64) -> Option<&LogLine> {
+        self.lines.binary_search_by_key(&line, |l| l.line).ok().map(|i| &self.lines[i])
     }
 
     /// Keeps the cache bounded, dropping the lines farthest from the view.
@@ -61,10 +74,8 @@ impl Core {
         }
         let (first, _, _) = self.visible();
         let keep_from = first.saturating_sub(MAX_CACHED_LINES as u64 / 2);
-        let mut kept = self.lines.split_off(&keep_from);
         let tail_from = keep_from + MAX_CACHED_LINES as u64;
-        kept.split_off(&tail_from);
-        self.lines = kept;
+        self.lines.retain(|l| keep_from <= l.line && l.line < tail_from);
     }
 
     /// The chunk-aligned ranges on screen that are neither cached nor asked
@@ -73,7 +84,7 @@ impl Core {
         let mut wanted = Vec::new();
         let mut line = first;
         while line <= last {
-            if !self.lines.contains_key(&line) {
+            if self.cached(line).is_none() {
                 // From the first missing line to the end of its chunk: an
                 // answer the server cut at its byte bound is then followed
                 // by one for the lines after it, never the same one again.
@@ -127,7 +138,7 @@ impl Core {
         let items: Vec<(String, Row)> = (first..=last)
             .filter(|_| self.total > 0)
             .map(|line| {
-                let cached = self.lines.get(&line);
+                let cached = self.cached(line);
                 let row = Row {
                     line,
                     text: cached.map(|l| l.text.clone()),
@@ -228,7 +239,6 @@ pub(super) fn fill_row(row: &Element, item: &Row, previous: Option<&Row>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jobdeck_api::LogLine;
     use wasm_bindgen_test::wasm_bindgen_test;
 
     /// The server cuts a range at its byte bound: the viewer then asks for
@@ -241,5 +251,61 @@ mod tests {
         core.absorb(LogRange { total_lines: 2 * CHUNK, ended: true, lines: (1..=32).map(line).collect() });
         assert_eq!(core.missing(1, 40), vec![(33, CHUNK)]);
         assert_eq!(core.missing(1, CHUNK + 1), vec![(33, CHUNK), (CHUNK + 1, 2 * CHUNK)]);
+    }
+
+    /// An answer holding lines `from..=to`, each saying which `fetch` it came
+    /// from.
+    fn answer(from: u64, to: u64, fetch: &str) -> LogRange {
+        let lines = (from..=to).map(|line| LogLine { line, time: 0, stderr: false, text: format!("{fetch} {line}") });
+        LogRange { total_lines: 100_000, ended: false, lines: lines.collect() }
+    }
+
+    fn viewer() -> Core {
+        Core::new("job".into(), "replica".into(), None, "/jobs/job/logs".into())
+    }
+
+    fn text(core: &Core, line: u64) -> Option<&str> {
+        core.cached(line).map(|l| l.text.as_str())
+    }
+
+    /// Answers arrive in any order and may overlap (a follow's new lines, a
+    /// range asked for again): each line is cached once, in order, the
+    /// latest answer's copy, and the lines between runs stay missing.
+    #[wasm_bindgen_test]
+    fn answers_in_any_order_are_cached_once_each_in_order() {
+        let mut core = viewer();
+        core.absorb(answer(501, 1000, "second"));
+        core.absorb(answer(1, 500, "first"));
+        core.absorb(answer(2001, 2100, "far"));
+        core.absorb(answer(990, 1010, "again"));
+        core.absorb(LogRange { total_lines: 100_000, ended: true, lines: Vec::new() });
+        assert!(core.ended);
+        assert!(core.lines.windows(2).all(|w| w[0].line < w[1].line), "in order, once each");
+        assert_eq!(core.lines.len(), 1010 + 100);
+        assert_eq!(text(&core, 1), Some("first 1"));
+        assert_eq!(text(&core, 989), Some("second 989"));
+        assert_eq!(text(&core, 990), Some("again 990"));
+        assert_eq!(text(&core, 1010), Some("again 1010"));
+        assert_eq!(text(&core, 1011), None);
+        assert_eq!(text(&core, 2000), None);
+        assert_eq!(text(&core, 2100), Some("far 2100"));
+        assert_eq!(core.missing(1001, 2001), [(1011, 1500), (1501, 2000)]);
+    }
+
+    /// The cache stays bounded: past its size, the lines farthest after the
+    /// view go (the view is at the top here, with no scroll box).
+    #[wasm_bindgen_test]
+    fn the_cache_keeps_the_lines_nearest_the_view() {
+        let mut core = viewer();
+        let chunks = MAX_CACHED_LINES as u64 / CHUNK + 4;
+        for chunk in (0..chunks).rev() {
+            core.absorb(answer(chunk * CHUNK + 1, (chunk + 1) * CHUNK, "chunk"));
+        }
+        let kept = MAX_CACHED_LINES as u64 - 1;
+        assert!(core.lines.len() <= MAX_CACHED_LINES);
+        assert!(core.lines.windows(2).all(|w| w[1].line == w[0].line + 1), "from the top, without a gap");
+        assert_eq!(core.lines.first().map(|l| l.line), Some(1));
+        assert_eq!(text(&core, kept), Some(format!("chunk {kept}").as_str()));
+        assert_eq!(text(&core, MAX_CACHED_LINES as u64 + 1), None);
     }
 }

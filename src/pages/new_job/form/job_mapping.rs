@@ -365,13 +365,6 @@ impl FormState {
         FormState::from_job(&job)
     }
 
-    /// The job as a teammate may see it: without the registry password.
-    pub fn shareable_job(&self) -> LeptonJob {
-        let mut job = self.to_job().0;
-        job.spec.container.registry_password = None;
-        job
-    }
-
     /// Adds a row to `list`.
     pub fn add_row(&mut self, list: ListId) {
         self.lists[list].push(list.def().new_row.map(String::from));
