@@ -125,14 +125,16 @@ pub(super) fn on_button(form: &JobForm, button: &Element) {
     }
     leptos::task::spawn_local(async move {
         let copied = match tool.as_str() {
-            "lep" => match form.job(true).await {
-                Ok(job) => load!(write_job(job, JobText::LepCommand)).map(|text| ("lep command", text)),
-                Err(failed) => Err(failed),
-            },
-            "json" => match form.job(true).await {
-                Ok(job) => load!(write_job(job, JobText::PrettyJson)).map(|text| ("JSON spec", text)),
-                Err(failed) => Err(failed),
-            },
+            "lep" | "json" => {
+                let (title, text) = match tool.as_str() {
+                    "lep" => ("lep command", JobText::LepCommand),
+                    _ => ("JSON spec", JobText::PrettyJson),
+                };
+                match form.job(true).await {
+                    Ok(job) => load!(write_job(job, text)).map(|text| (title, text)),
+                    Err(failed) => Err(failed),
+                }
+            }
             "share" => {
                 let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
                 form.draft_link().await.map(|link| ("Draft link", format!("{origin}{link}")))

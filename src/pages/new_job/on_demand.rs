@@ -98,7 +98,7 @@ pub(crate) struct Rules {
     /// (`FormState::to_job`). It comes with the rules rather than with the
     /// page: until the form is used nothing needs the job, and its 5 KB of
     /// code put the move from the list to the form over its 40 KB
-    /// (docs/measurements.md, "The form's conversion on first use").
+    /// (docs/measurements.md, "The console back within its budgets").
     pub to_job: fn(&FormState) -> (LeptonJob, FieldErrors),
     /// The job-only rules, and the server's once its data is loaded.
     pub check: fn(&LeptonJob, Option<&ValidationContext>) -> FieldErrors,

@@ -94,8 +94,8 @@ struct Core {
     /// The lines fetched, in the order of their numbers, with gaps where
     /// none were: a sorted vector rather than a map, since answers come as
     /// runs of lines in order (`absorb`), and a map's code was a twelfth of
-    /// the logs tab's download (docs/measurements.md, "The logs tab's
-    /// cache").
+    /// the logs tab's download (docs/measurements.md, "The console back
+    /// within its budgets").
     lines: Vec<LogLine>,
     in_flight: Vec<(u64, u64)>,
     scroller: Option<HtmlElement>,
