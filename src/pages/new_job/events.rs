@@ -130,10 +130,7 @@ pub(super) fn on_button(form: &JobForm, button: &Element) {
                     "lep" => ("lep command", JobText::LepCommand),
                     _ => ("JSON spec", JobText::PrettyJson),
                 };
-                match form.job(true).await {
-                    Ok(job) => load!(write_job(job, text)).map(|text| (title, text)),
-                    Err(failed) => Err(failed),
-                }
+                form.shared_text(text, |_| {}).await.map(|text| (title, text))
             }
             "share" => {
                 let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();

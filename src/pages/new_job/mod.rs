@@ -266,15 +266,22 @@ impl JobForm {
 
     /// A link to this form as it is now, without the registry password.
     pub async fn draft_link(&self) -> Result<String, PartFailed> {
-        let job = self.job(true).await?;
-        Ok(routes::draft(&load!(write_job(job, JobText::Json))?))
+        Ok(routes::draft(&self.shared_text(JobText::Json, |_| {}).await?))
     }
 
-    /// The job the form describes (`Core::job`), after fetching the rules,
-    /// which carry the conversion, if they are not in yet.
-    pub(crate) async fn job(&self, shareable: bool) -> Result<LeptonJob, PartFailed> {
+    /// The form's job as a teammate may see it (without the registry
+    /// password), changed by `prepare`, written as `text`: a draft link, a
+    /// copy, a template. The rules, which carry the conversion, are fetched
+    /// first if they are not in yet.
+    pub(crate) async fn shared_text(
+        &self,
+        text: JobText,
+        prepare: impl FnOnce(&mut LeptonJob),
+    ) -> Result<String, PartFailed> {
         self.rules_in().await;
-        self.0.read(|c| c.job(shareable)).flatten().ok_or_else(PartFailed::not_downloaded)
+        let mut job = self.0.read(|c| c.job(true)).flatten().ok_or_else(PartFailed::not_downloaded)?;
+        prepare(&mut job);
+        load!(write_job(job, text))
     }
 
     /// Fills the form from a job: a clone, or JSON text (an import or a

@@ -91,7 +91,7 @@ pub(super) fn read_job(reading: Reading) -> Result<Option<FormState>, PartFailed
 }
 
 /// The contract's rules as the form runs them, with the form's conversion
-/// to a job, which only they and the job's writer need.
+/// to a job, which nothing needs before the form is used.
 #[derive(Clone, Copy)]
 pub(crate) struct Rules {
     /// The job the form describes, and what the conversion found

@@ -381,15 +381,11 @@ async fn save(form: &JobForm) {
         return;
     }
     // Jobs made from the template get names of their own.
-    let written = match form.job(true).await {
-        Ok(mut job) => {
-            job.metadata.name = None;
-            job.metadata.id = None;
-            load!(super::on_demand::write_job(job, JobText::Json))
-        }
-        Err(failed) => Err(failed),
-    };
-    let body = match written {
+    let written = form.shared_text(JobText::Json, |job| {
+        job.metadata.name = None;
+        job.metadata.id = None;
+    });
+    let body = match written.await {
         Ok(json) => template_body(&name, &json),
         Err(PartFailed(message)) => return say(&message),
     };
